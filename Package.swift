@@ -1,0 +1,21 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "kcar",
+    products: [
+        .library(name: "VaultFormat", targets: ["VaultFormat"]),
+        .executable(name: "kcar", targets: ["kcar"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .target(name: "VaultFormat", dependencies: ["CSodium", "CZlib"]),
+        .target(name: "KcarCLI", dependencies: ["VaultFormat"]),
+        .executableTarget(name: "kcar", dependencies: ["KcarCLI"]),
+        .executableTarget(name: "kcar-fixtures", dependencies: ["VaultFormat"]),
+        .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat"]),
+        .testTarget(name: "KcarCLITests", dependencies: ["VaultFormat"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,84 @@
+/// A small, strict command-line parser: long options (`--name VALUE`, `--name=VALUE`), a few short aliases,
+/// repeatable options, positionals, and `--` to end options. Unknown options are errors.
+struct Arguments {
+    enum Kind { case flag, value, repeated }
+    struct Spec {
+        let name: String
+        let kind: Kind
+        var short: Character? = nil
+    }
+
+    private(set) var positionals: [String] = []
+    private var flags = Set<String>()
+    private var values: [String: [String]] = [:]
+
+    init(_ args: [String], specs: [Spec]) throws {
+        var byName: [String: Spec] = [:]
+        var byShort: [Character: Spec] = [:]
+        for s in specs {
+            byName[s.name] = s
+            if let c = s.short { byShort[c] = s }
+        }
+        var i = 0
+        var optionsEnded = false
+        while i < args.count {
+            let a = args[i]
+            i += 1
+            if optionsEnded || a == "-" || !a.hasPrefix("-") {
+                positionals.append(a)
+                continue
+            }
+            if a == "--" {
+                optionsEnded = true
+                continue
+            }
+            var name: String
+            var inline: String?
+            if a.hasPrefix("--") {
+                name = String(a.dropFirst(2))
+                if let eq = name.firstIndex(of: "=") {
+                    inline = String(name[name.index(after: eq)...])
+                    name = String(name[..<eq])
+                }
+            } else {
+                guard a.count == 2, let s = byShort[a.last!] else { throw CLIError.usage("unknown option \(a)") }
+                name = s.name
+            }
+            guard let spec = byName[name] else { throw CLIError.usage("unknown option --\(name)") }
+            switch spec.kind {
+            case .flag:
+                guard inline == nil else { throw CLIError.usage("--\(name) takes no value") }
+                flags.insert(name)
+            case .value, .repeated:
+                let v: String
+                if let inline { v = inline } else {
+                    guard i < args.count else { throw CLIError.usage("--\(name) needs a value") }
+                    v = args[i]
+                    i += 1
+                }
+                if spec.kind == .value, values[name] != nil { throw CLIError.usage("--\(name) given twice") }
+                values[name, default: []].append(v)
+            }
+        }
+    }
+
+    func flag(_ name: String) -> Bool { flags.contains(name) }
+    func value(_ name: String) -> String? { values[name]?.last }
+    func all(_ name: String) -> [String] { values[name] ?? [] }
+
+    func int(_ name: String, in range: ClosedRange<Int>) throws -> Int? {
+        guard let v = value(name) else { return nil }
+        guard let n = Int(v), range.contains(n) else {
+            throw CLIError.usage("--\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return n
+    }
+
+    /// Exactly `count` positionals (or between min and max), named for the usage message.
+    func positionals(_ names: [String], optional: Int = 0) throws -> [String] {
+        guard positionals.count >= names.count - optional, positionals.count <= names.count else {
+            throw CLIError.usage("expected \(names.joined(separator: " "))")
+        }
+        return positionals
+    }
+}

@@ -1,0 +1,89 @@
+import VaultFormat
+
+/// The `kcar` command line: dispatch, help, and the mapping of errors to exit codes.
+public enum CLI {
+    static let commands: [(name: String, summary: String, run: @Sendable ([String]) throws -> ExitCode)] = [
+        ("pack", "pack VAULT DIR: make a vault from a folder (service folders, item files)", Pack.run),
+        ("list", "list VAULT: print the items (--json)", Extract.list),
+        ("extract", "extract VAULT [-C DIR] [ITEM...]: write items back as files (--stdout for one)", Extract.run),
+        ("verify", "verify VAULT: check header, slots, index and every record (--json)", Verify.run),
+        ("info", "info VAULT: version, group, slots, KDF, items, generation, dead space (--json)", Verify.info),
+        ("keygen", "keygen FILE [--x25519]: make a 32-byte key file, or an X25519 key pair", Keys.keygen),
+        ("passwd", "passwd VAULT: change the passphrase; add or remove key slots", Keys.passwd),
+        ("rekey", "rekey VAULT: new vault key, every record re-sealed", Keys.rekey),
+        ("compact", "compact VAULT: rewrite without dead space (deleted values leave the file)", Keys.compact),
+        ("recover", "recover VAULT: cut off an incomplete last commit", Keys.recover),
+    ]
+
+    static let usage = """
+        usage: kcar COMMAND [OPTIONS]
+
+        commands:
+        \(commands.map { "  " + $0.summary }.joined(separator: "\n"))
+
+        secrets (never on the command line):
+          --key-file FILE         a 32-byte key file (kcar keygen) or X25519 secret key
+          --passphrase-file FILE  a passphrase (one trailing newline is ignored)
+          --passphrase-fd N       a passphrase read from file descriptor N
+          KCAR_PASSPHRASE         a passphrase in the environment (removed once read)
+          otherwise a no-echo prompt on the terminal
+
+        `kcar COMMAND --help` shows a command's options. Exit codes: 0 ok, 2 usage, 3 wrong passphrase or key,
+        4 damaged or invalid vault, 5 incomplete last commit, 6 item not found, 7 refusing to overwrite,
+        8 I/O error, 9 pack skipped some inputs, 10 no secret and no terminal.
+        """
+
+    /// Runs `kcar` with `arguments` (without the program name) and returns the exit status.
+    public static func main(_ arguments: [String]) -> Int32 {
+        Secrets.prepareProcess()
+        defer {
+            Output.out.flush()
+            Output.err.flush()
+        }
+        guard let name = arguments.first else {
+            Output.err.write(usage + "\n")
+            return ExitCode.usage.rawValue
+        }
+        if name == "--help" || name == "-h" || name == "help" {
+            Output.out.write(usage + "\n")
+            return 0
+        }
+        if name == "--version" {
+            Output.out.line("kcar 0.1 (vault format 1)")
+            return 0
+        }
+        guard let command = commands.first(where: { $0.name == name }) else {
+            warn("unknown command '\(name)'; `kcar --help` lists them")
+            return ExitCode.usage.rawValue
+        }
+        let rest = Array(arguments.dropFirst())
+        if rest.contains("--help") || rest.contains("-h") {
+            Output.out.write(Help.text(for: name) + "\n")
+            return 0
+        }
+        do {
+            return try command.run(rest).rawValue
+        } catch let e as CLIError {
+            warn(e.message)
+            if e.code == .usage { Output.err.line("`kcar \(name) --help` shows the options") }
+            return e.code.rawValue
+        } catch let e as VaultError {
+            warn(e.description)
+            return ExitCode.of(e.code).rawValue
+        } catch {
+            warn("\(error)")
+            return ExitCode.failure.rawValue
+        }
+    }
+}
+
+/// Opens a vault for a command, mapping errors to the CLI's and warning about an incomplete commit.
+func openVault(_ path: String, _ args: Arguments, mode: OpenMode = .read) throws -> Vault {
+    let secret = try Secrets.unlock(args)!
+    let vault = try Vault.open(path: path, secret: secret, mode: mode)
+    if vault.incompleteBytes > 0, mode == .read {
+        warn("\(path): \(vault.incompleteBytes) bytes of an incomplete commit follow generation \(vault.generation); " +
+             "working on the last complete commit (`kcar recover` cuts them off)")
+    }
+    return vault
+}

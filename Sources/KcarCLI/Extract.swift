@@ -1,0 +1,223 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import VaultFormat
+
+/// `kcar list` and `kcar extract`.
+enum Extract {
+    static func list(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: Secrets.specs + [.init(name: "json", kind: .flag)])
+        let path = try args.positionals(["VAULT"])[0]
+        let vault = try openVault(path, args)
+        let items = vault.items
+        if args.flag("json") {
+            Output.out.line(JSON.array(items.map(json)))
+        } else {
+            Output.out.line(pad("SIZE", 12) + "  " + "MODIFIED".padding(30) + "NAME")
+            for item in items {
+                let modified = item.modified.map { iso8601(nanoseconds: $0) } ?? "-"
+                let cls = item.itemClass == .genericPassword ? "" : "  [\(item.itemClass.rawValue)]"
+                Output.out.line(pad(String(item.size), 12) + "  " + modified.padding(30) + ItemPath.name(item) + cls)
+            }
+        }
+        return .success
+    }
+
+    static func json(_ item: Item) -> String {
+        var pairs: [(String, String)] = [("id", JSON.string(item.id.description)), ("class", JSON.string(item.itemClass.rawValue))]
+        pairs.append(("service", item.service.map(JSON.string) ?? "null"))
+        pairs.append(("account", item.account.map(JSON.string) ?? "null"))
+        pairs.append(("name", JSON.string(ItemPath.name(item))))
+        pairs.append(("size", String(item.size)))
+        pairs.append(("modified", item.modified.map { JSON.string(iso8601(nanoseconds: $0)) } ?? "null"))
+        let attrs: [(String, String)] = item.attributes.map { name, value in
+            switch value {
+            case .string(let s): return (name, JSON.string(s))
+            case .integer(let i): return (name, String(i))
+            case .bool(let b): return (name, b ? "true" : "false")
+            case .date(let ns): return (name, JSON.object([("$date", JSON.string(iso8601(nanoseconds: ns)))]))
+            case .data(let d): return (name, JSON.object([("$data", JSON.string(Base64.encode(d)))]))
+            }
+        }
+        pairs.append(("attributes", JSON.object(attrs)))
+        return JSON.object(pairs)
+    }
+
+    static func run(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: Secrets.specs + [
+            .init(name: "directory", kind: .value, short: "C"), .init(name: "force", kind: .flag),
+            .init(name: "stdout", kind: .flag),
+        ])
+        guard let path = args.positionals.first else { throw CLIError.usage("expected VAULT [ITEM...]") }
+        let wanted = Array(args.positionals.dropFirst())
+        let vault = try openVault(path, args)
+        let selected = try select(vault.items, wanted)
+        if args.flag("stdout") {
+            guard selected.count == 1, wanted.count == 1 else { throw CLIError.usage("--stdout takes exactly one ITEM") }
+            try vault.read(selected[0]) { try Output.out.writeBytes($0) }
+            return .success
+        }
+        let dir = args.value("directory") ?? "."
+        let writer = try SafeWriter(root: dir, force: args.flag("force"))
+        var plan: [(Item, [String])] = []
+        var skipped = 0
+        for item in selected {
+            guard let parts = ItemPath.components(item) else {
+                warn("skipped item \(item.id): it has no service and account to name a file")
+                skipped += 1
+                continue
+            }
+            try writer.check(parts)
+            plan.append((item, parts))
+        }
+        let progress = Progress(label: "extract", total: plan.reduce(0) { $0 + $1.0.size })
+        defer { progress.finish() }
+        for (item, parts) in plan {
+            try writer.write(parts, modified: item.modified) { sink in
+                try vault.read(item) { chunk in
+                    try sink(chunk)
+                    progress.advance(UInt64(chunk.count))
+                }
+            }
+        }
+        return skipped == 0 ? .success : .skipped
+    }
+
+    /// Items named by `wanted` (exact names, or a service name for all its items), all if none.
+    static func select(_ items: [Item], _ wanted: [String]) throws -> [Item] {
+        guard !wanted.isEmpty else { return items }
+        var byName: [String: Item] = [:]
+        var byService: [String: [Item]] = [:]
+        for item in items {
+            let name = ItemPath.name(item)
+            byName[name] = item
+            if let first = name.split(separator: "/", maxSplits: 1).first { byService[String(first), default: []].append(item) }
+        }
+        var out: [Item] = []
+        var seen = Set<ItemID>()
+        for w in wanted {
+            let matches = byName[w].map { [$0] } ?? byService[w.hasSuffix("/") ? String(w.dropLast()) : w] ?? []
+            guard !matches.isEmpty else { throw CLIError(.notFound, "no item named \(w) (see `kcar list`)") }
+            for m in matches where seen.insert(m.id).inserted { out.append(m) }
+        }
+        return out
+    }
+
+    static func pad(_ s: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - s.count)) + s }
+}
+
+extension String {
+    func padding(_ width: Int) -> String { self + String(repeating: " ", count: max(1, width - count)) }
+}
+
+/// Writes files below a root folder without ever leaving it: every folder below the root is opened with
+/// O_NOFOLLOW relative to its parent, each file is written under a temporary name and linked or renamed
+/// into place only after its content authenticated.
+struct SafeWriter {
+    let root: Int32
+    let rootPath: String
+    let force: Bool
+
+    init(root: String, force: Bool) throws {
+        if mkdir(root, 0o700) != 0, errno != EEXIST {
+            throw CLIError(.io, "cannot create \(root): \(String(cString: strerror(errno)))")
+        }
+        let fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw CLIError(.io, "cannot open folder \(root): \(String(cString: strerror(errno)))") }
+        self.root = fd
+        rootPath = root
+        self.force = force
+    }
+
+    /// Refuses names that cannot be written safely, and existing files unless `force`.
+    func check(_ parts: [String]) throws {
+        for p in parts where p.isEmpty || p == "." || p == ".." || p.utf8.count > 255 || p.utf8.contains(0) {
+            throw CLIError(.io, "refusing to write \(parts.joined(separator: "/")): a path component is unsafe or over 255 bytes")
+        }
+        guard !force else { return }
+        var dir = root
+        defer { if dir != root { close(dir) } }
+        for p in parts.dropLast() {
+            let next = openat(dir, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if next < 0 { return }  // folder does not exist yet: nothing to overwrite
+            if dir != root { close(dir) }
+            dir = next
+        }
+        var st = stat()
+        if fstatat(dir, parts.last!, &st, AT_SYMLINK_NOFOLLOW) == 0 {
+            throw CLIError(.exists, "\(rootPath)/\(parts.joined(separator: "/")) exists (--force replaces it)")
+        }
+    }
+
+    /// Creates the folders, writes the content through `produce` into a temporary file, and moves it into place.
+    func write(_ parts: [String], modified: Int64?, produce: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws {
+        let display = "\(rootPath)/\(parts.joined(separator: "/"))"
+        var dir = root
+        defer { if dir != root { close(dir) } }
+        for p in parts.dropLast() {
+            var next = openat(dir, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if next < 0, errno == ENOENT {
+                if mkdirat(dir, p, 0o700) != 0, errno != EEXIST { throw CLIError(.io, "cannot create folder for \(display)") }
+                next = openat(dir, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            }
+            guard next >= 0 else {
+                throw CLIError(.io, "refusing to write \(display): \(p) is a symbolic link or not a folder")
+            }
+            if dir != root { close(dir) }
+            dir = next
+        }
+        let name = parts.last!
+        let temp = ".kcar-\(Hex.encode(randomBytes(6))).tmp"
+        let fd = openat(dir, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw CLIError(.io, "cannot create a file in the folder of \(display)") }
+        var done = false
+        defer {
+            close(fd)
+            if !done { unlinkat(dir, temp, 0) }
+        }
+        try produce { chunk in
+            var off = 0
+            while off < chunk.count {
+                let n = Glibc.write(fd, chunk.baseAddress! + off, chunk.count - off)
+                if n < 0, errno == EINTR { continue }
+                guard n > 0 else { throw CLIError(.io, "cannot write \(display): \(String(cString: strerror(errno)))") }
+                off += n
+            }
+        }
+        if let ns = modified {
+            let (s, f) = ns.quotientAndRemainder(dividingBy: 1_000_000_000)
+            let t = timespec(tv_sec: Int(f < 0 ? s - 1 : s), tv_nsec: Int(f < 0 ? f + 1_000_000_000 : f))
+            var times = [t, t]
+            futimens(fd, &times)
+        }
+        if force {
+            guard renameat(dir, temp, dir, name) == 0 else { throw CLIError(.io, "cannot write \(display): \(String(cString: strerror(errno)))") }
+        } else {
+            guard linkat(dir, temp, dir, name, 0) == 0 else {
+                if errno == EEXIST { throw CLIError(.exists, "\(display) exists (--force replaces it)") }
+                throw CLIError(.io, "cannot write \(display): \(String(cString: strerror(errno)))")
+            }
+            unlinkat(dir, temp, 0)
+        }
+        done = true
+    }
+}
+
+/// Standard base64 (RFC 4648) for JSON output.
+enum Base64 {
+    static func encode(_ data: [UInt8]) -> String {
+        let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity((data.count + 2) / 3 * 4)
+        var i = 0
+        while i < data.count {
+            let b0 = data[i], b1 = i + 1 < data.count ? data[i + 1] : 0, b2 = i + 2 < data.count ? data[i + 2] : 0
+            out.append(table[Int(b0 >> 2)])
+            out.append(table[Int((b0 & 3) << 4 | b1 >> 4)])
+            out.append(i + 1 < data.count ? table[Int((b1 & 15) << 2 | b2 >> 6)] : 61)
+            out.append(i + 2 < data.count ? table[Int(b2 & 63)] : 61)
+            i += 3
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

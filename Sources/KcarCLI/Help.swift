@@ -1,0 +1,82 @@
+/// The `--help` text of each command.
+enum Help {
+    static func text(for command: String) -> String {
+        switch command {
+        case "pack": return """
+            usage: kcar pack VAULT DIR [options]
+              Every first-level folder of DIR is a service; every regular file below it is a generic-password
+              item whose account is its path below the service folder. Modification times are kept; file
+              modes are not (extract writes 0600). Symlinks, devices, non-UTF-8 names and files directly in
+              DIR are reported and skipped (exit 9). VAULT - writes the vault to standard output.
+              --group NAME          access group (default: "default")
+              --level N             zlib level 0-9 (default 6; 1 is fastest)
+              --exclude PATTERN     skip names matching a shell pattern (a pattern with / matches the path below DIR)
+              --key-file FILE       add a key-file slot
+              --recipient PUBKEY    add an X25519 slot (64 hex digits or a .pub file); repeatable
+              --passphrase-file F, --passphrase-fd N, KCAR_PASSPHRASE
+                                    add a passphrase slot (asked twice on the terminal if no other secret)
+              --kdf-memory MIB      Argon2id memory, 8-1024 (default 256)
+              --kdf-passes N        Argon2id passes, 1-32 (default 3)
+              --force               overwrite an existing VAULT
+            """
+        case "list": return """
+            usage: kcar list VAULT [--json] [secret options]
+              Prints size, modification date and name (service/account) of every item.
+              --json   a JSON array of objects: id, class, service, account, name, size, modified, attributes
+            """
+        case "extract": return """
+            usage: kcar extract VAULT [-C DIR] [ITEM...] [options]
+              Writes items to DIR/service/account (ITEM as `kcar list` names it; a service name alone
+              selects its items). Never writes outside DIR, follows no symlink below it, writes each file
+              under a temporary name and renames it only once its content authenticated; files are 0600.
+              -C DIR       output folder (default .)
+              --force      replace existing files
+              --stdout     write one item's value to standard output
+            """
+        case "verify": return """
+            usage: kcar verify VAULT [--json] [--no-key] [secret options]
+              Checks the header, every slot's structure, every commit's trailer and index, and every record.
+              Exit 0 only for an intact vault (4 damaged, 5 incomplete last commit). Without a secret
+              (--no-key, or no secret and no terminal) it checks the structure and header checksum only, and says so.
+            """
+        case "info": return """
+            usage: kcar info VAULT [--json] [secret options]
+              Version, group, vault id, key slots and KDF parameters; with a secret also items, generation,
+              body size, dead space and incomplete bytes. Never prompts.
+            """
+        case "keygen": return """
+            usage: kcar keygen FILE [--x25519] [--force]
+              Writes 32 random bytes to FILE (mode 0600): a key file for --key-file. With --x25519 FILE is an
+              X25519 secret key; its public key is printed and written to FILE.pub, for pack --recipient.
+            """
+        case "passwd": return """
+            usage: kcar passwd VAULT [options] [secret options]
+              Without options: replaces the passphrase slot that opened the vault with a new passphrase.
+              No item is re-encrypted; the header is rewritten atomically.
+              --add-passphrase          add a passphrase slot
+              --add-key-file FILE       add a key-file slot
+              --add-recipient PUBKEY    add an X25519 slot; repeatable
+              --remove-slot N           remove slot N (as `kcar info` numbers them); repeatable
+              --new-passphrase-file F, --new-passphrase-fd N   the new passphrase (else asked twice)
+              --kdf-memory MIB, --kdf-passes N                  its Argon2id cost
+            """
+        case "rekey": return """
+            usage: kcar rekey VAULT [options] [secret options]
+              Makes a new vault key and re-seals every record and the index. The new header has a slot for
+              the secret that opened the vault, plus those added here; other old slots are dropped (named
+              on standard error). Use it when a slot's secret or an old copy of the header may have leaked.
+              --add-passphrase, --add-key-file FILE, --add-recipient PUBKEY, --new-passphrase-file F,
+              --new-passphrase-fd N, --kdf-memory MIB, --kdf-passes N
+            """
+        case "compact": return """
+            usage: kcar compact VAULT [secret options]
+              Rewrites the vault atomically without dead space: deleted and replaced values leave the file.
+            """
+        case "recover": return """
+            usage: kcar recover VAULT [secret options]
+              Cuts off the bytes of an incomplete last commit (an interrupted write).
+            """
+        default: return CLI.usage
+        }
+    }
+}

@@ -1,0 +1,147 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import VaultFormat
+
+/// `kcar keygen`, `passwd`, `rekey`, `compact`, `recover`.
+enum Keys {
+    static func keygen(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: [.init(name: "x25519", kind: .flag), .init(name: "force", kind: .flag)])
+        let path = try args.positionals(["FILE"])[0]
+        let key = SecureBytes(copying: randomBytes(32))
+        try writeSecretFile(path, key, force: args.flag("force"))
+        if args.flag("x25519") {
+            let pk = Hex.encode(X25519.publicKey(secretKey: key))
+            let pub = Array((pk + "\n").utf8)
+            try writeFile(path + ".pub", pub, mode: 0o644, force: args.flag("force"))
+            Output.out.line(pk)
+        }
+        return .success
+    }
+
+    /// Writes a new file (0600), refusing to replace one unless `force`.
+    static func writeSecretFile(_ path: String, _ key: SecureBytes, force: Bool) throws {
+        try key.withUnsafeBytes { try writeFile(path, Array($0), mode: 0o600, force: force) }
+    }
+
+    static func writeFile(_ path: String, _ bytes: [UInt8], mode: mode_t, force: Bool) throws {
+        var data = bytes
+        defer { data.withUnsafeMutableBytes { b in if let p = b.baseAddress { explicit_bzero(p, b.count) } } }
+        if !force {
+            var st = stat()
+            if lstat(path, &st) == 0 { throw CLIError(.exists, "\(path) exists (--force replaces it)") }
+        }
+        let temp = path + ".\(Hex.encode(randomBytes(6))).tmp"
+        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw CLIError(.io, "cannot create \(path): \(String(cString: strerror(errno)))") }
+        let ok = data.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) == $0.count } && fsync(fd) == 0
+        close(fd)
+        guard ok else {
+            unlink(temp)
+            throw CLIError(.io, "cannot write \(path)")
+        }
+        let placed = force ? rename(temp, path) == 0 : link(temp, path) == 0
+        let err = errno
+        if !force || !placed { unlink(temp) }
+        guard placed else {
+            if err == EEXIST { throw CLIError(.exists, "\(path) exists (--force replaces it)") }
+            throw CLIError(.io, "cannot create \(path): \(String(cString: strerror(err)))")
+        }
+    }
+
+    static let slotSpecs: [Arguments.Spec] = [
+        .init(name: "add-passphrase", kind: .flag), .init(name: "add-key-file", kind: .repeated),
+        .init(name: "add-recipient", kind: .repeated), .init(name: "new-passphrase-file", kind: .value),
+        .init(name: "new-passphrase-fd", kind: .value), .init(name: "kdf-memory", kind: .value),
+        .init(name: "kdf-passes", kind: .value),
+    ]
+
+    /// The slots named by --add-* options.
+    static func addedSlots(_ args: Arguments, passphraseWanted: Bool) throws -> [SlotSecret] {
+        var slots: [SlotSecret] = []
+        for k in args.all("add-key-file") { slots.append(.keyFile(try Secrets.readKeyFile(k))) }
+        for r in args.all("add-recipient") { slots.append(.recipient(try Secrets.parseRecipient(r))) }
+        if passphraseWanted || args.flag("add-passphrase") { slots.append(.passphrase(try newPassphrase(args), try Secrets.kdf(args))) }
+        return slots
+    }
+
+    static func newPassphrase(_ args: Arguments) throws -> SecureBytes {
+        if let f = args.value("new-passphrase-file") {
+            return try Secrets.passphrase(from: try Secrets.readFileSecret(f, what: "passphrase file"), source: f)
+        }
+        if let fdText = args.value("new-passphrase-fd") {
+            guard let fd = Int32(fdText), fd >= 0 else { throw CLIError.usage("--new-passphrase-fd takes a file descriptor number") }
+            return try Secrets.passphrase(from: try Secrets.readDescriptor(fd, what: "fd \(fd)"), source: "fd \(fd)")
+        }
+        return try Secrets.prompt("New passphrase: ", confirm: true)
+    }
+
+    static func passwd(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: Secrets.specs + slotSpecs + [.init(name: "remove-slot", kind: .repeated)])
+        let path = try args.positionals(["VAULT"])[0]
+        let vault = try openVault(path, args, mode: .write)
+        var remove = Set<Int>()
+        for r in args.all("remove-slot") {
+            guard let n = Int(r), vault.header.slots.indices.contains(n) else {
+                throw CLIError.usage("--remove-slot takes a slot number from 0 to \(vault.header.slots.count - 1)")
+            }
+            remove.insert(n)
+        }
+        let explicit = !remove.isEmpty || args.flag("add-passphrase") || !args.all("add-key-file").isEmpty || !args.all("add-recipient").isEmpty
+        if !explicit {
+            // Change the passphrase that opened the vault.
+            guard case .passphrase = vault.header.slots[vault.unlockedSlot] else {
+                throw CLIError.usage("the vault was opened with a key, not a passphrase: say what to change (--add-passphrase, --remove-slot N, ...)")
+            }
+            remove.insert(vault.unlockedSlot)
+        }
+        let add = try addedSlots(args, passphraseWanted: !explicit)
+        let keep = vault.header.slots.indices.filter { !remove.contains($0) }
+        guard !keep.isEmpty || !add.isEmpty else { throw CLIError.usage("refusing to remove every key slot") }
+        try vault.changeSlots(keep: keep, add: add)
+        warn("\(path): \(vault.header.slots.count) key slots (\(vault.header.slots.map(\.kindName).joined(separator: ", ")))")
+        return .success
+    }
+
+    static func rekey(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: Secrets.specs + slotSpecs)
+        let path = try args.positionals(["VAULT"])[0]
+        let secret = try Secrets.unlock(args)!
+        let vault = try Vault.open(path: path, secret: secret, mode: .write)
+        var slots: [SlotSecret] = []
+        let opened = vault.header.slots[vault.unlockedSlot]
+        switch (opened, secret) {
+        case (.passphrase(let params, _, _, _), .passphrase(let p)): slots.append(.passphrase(p, params))
+        case (.keyFile, .keyFile(let k)): slots.append(.keyFile(k))
+        case (.recipient, .keyFile(let sk)): slots.append(.recipient(X25519.publicKey(secretKey: sk)))
+        default: break
+        }
+        slots += try addedSlots(args, passphraseWanted: false)
+        for (i, s) in vault.header.slots.enumerated() where i != vault.unlockedSlot {
+            warn("rekey drops slot \(i) (\(s.kindName)); add it again with --add-\(s.kindName == "x25519" ? "recipient" : s.kindName == "key file" ? "key-file" : "passphrase")")
+        }
+        try vault.rekey(slots: slots)
+        warn("\(path): new vault key; \(vault.count) items re-sealed; \(slots.count) key slots")
+        return .success
+    }
+
+    static func compact(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: Secrets.specs)
+        let path = try args.positionals(["VAULT"])[0]
+        let vault = try openVault(path, args, mode: .write)
+        let before = vault.bodyLength + vault.incompleteBytes
+        try vault.compact()
+        warn("\(path): body \(before) -> \(vault.bodyLength) bytes")
+        return .success
+    }
+
+    static func recover(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: Secrets.specs)
+        let path = try args.positionals(["VAULT"])[0]
+        let vault = try openVault(path, args, mode: .write)
+        let cut = vault.incompleteBytes
+        try vault.cutIncomplete()
+        warn(cut == 0 ? "\(path): nothing to recover" : "\(path): cut off \(cut) bytes of an incomplete commit; generation \(vault.generation) is the last")
+        return .success
+    }
+}

@@ -1,0 +1,141 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import VaultFormat
+
+/// Buffered standard output and unbuffered standard error, without Foundation (it would cost start-up time).
+final class Output: @unchecked Sendable {
+    static let out = Output(fd: 1)
+    static let err = Output(fd: 2)
+    let fd: Int32
+    private var buffer: [UInt8] = []
+    init(fd: Int32) { self.fd = fd }
+
+    var isTerminal: Bool { isatty(fd) == 1 }
+
+    func write(_ s: String) {
+        buffer.append(contentsOf: s.utf8)
+        if fd == 2 || buffer.count > 1 << 16 { flush() }
+    }
+
+    func line(_ s: String) { write(s + "\n") }
+
+    func writeBytes(_ b: UnsafeRawBufferPointer) throws {
+        flush()
+        var done = 0
+        while done < b.count {
+            let n = Glibc.write(fd, b.baseAddress! + done, b.count - done)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw CLIError(.io, "cannot write to standard output: \(String(cString: strerror(errno)))")
+            }
+            done += n
+        }
+    }
+
+    func flush() {
+        var done = 0
+        while done < buffer.count {
+            let n = buffer.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0, errno == EINTR { continue }
+            if n <= 0 { break }
+            done += n
+        }
+        buffer.removeAll(keepingCapacity: true)
+    }
+}
+
+func warn(_ s: String) { Output.err.line("kcar: \(s)") }
+
+/// JSON text, written by hand: strings escaped per RFC 8259.
+enum JSON {
+    static func string(_ s: String) -> String {
+        var out = "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where u.value < 0x20 || u.value == 0x7F:
+                let h = String(u.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - h.count) + h
+            default: out.unicodeScalars.append(u)
+            }
+        }
+        return out + "\""
+    }
+
+    static func object(_ pairs: [(String, String)]) -> String {
+        "{" + pairs.map { "\(string($0.0)): \($0.1)" }.joined(separator: ", ") + "}"
+    }
+
+    static func array(_ items: [String]) -> String { "[" + items.joined(separator: ",\n ") + "]" }
+}
+
+/// ISO 8601 in UTC with nanoseconds when present: 2026-01-01T00:00:00Z, 2026-01-01T00:00:00.5Z.
+func iso8601(nanoseconds ns: Int64) -> String {
+    let (secs, frac) = ns.quotientAndRemainder(dividingBy: 1_000_000_000)
+    var s = secs, f = frac
+    if f < 0 {
+        s -= 1
+        f += 1_000_000_000
+    }
+    let (days, rem) = s.quotientAndRemainder(dividingBy: 86_400)
+    var d = days, r = rem
+    if r < 0 {
+        d -= 1
+        r += 86_400
+    }
+    // Civil date from days since 1970 (Howard Hinnant's algorithm).
+    let z = d + 719_468
+    let era = (z >= 0 ? z : z - 146_096) / 146_097
+    let doe = z - era * 146_097
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+    let mp = (5 * doy + 2) / 153
+    let day = doy - (153 * mp + 2) / 5 + 1
+    let month = mp < 10 ? mp + 3 : mp - 9
+    let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+    func p(_ v: Int64, _ w: Int) -> String {
+        let t = String(v)
+        return String(repeating: "0", count: max(0, w - t.count)) + t
+    }
+    var out = "\(p(year, 4))-\(p(month, 2))-\(p(day, 2))T\(p(r / 3600, 2)):\(p(r % 3600 / 60, 2)):\(p(r % 60, 2))"
+    if f > 0 {
+        var frac = p(f, 9)
+        while frac.hasSuffix("0") { frac.removeLast() }
+        out += "." + frac
+    }
+    return out + "Z"
+}
+
+/// A progress line on standard error, shown only on a terminal and only for long work.
+final class Progress {
+    let total: UInt64
+    let label: String
+    private var done: UInt64 = 0
+    private var lastShown: UInt64 = 0
+    private let enabled: Bool
+    static let threshold: UInt64 = 64 << 20
+
+    init(label: String, total: UInt64) {
+        self.total = total
+        self.label = label
+        enabled = total >= Progress.threshold && Output.err.isTerminal
+    }
+
+    func advance(_ n: UInt64) {
+        done += n
+        guard enabled, done - lastShown >= total / 100 || done == total else { return }
+        lastShown = done
+        let pct = total == 0 ? 100 : Int(done * 100 / total)
+        let bar = String(repeating: "#", count: pct / 4) + String(repeating: ".", count: 25 - pct / 4)
+        Output.err.write("\r\(label) [\(bar)] \(pct)% \(done >> 20)/\(total >> 20) MiB")
+    }
+
+    func finish() {
+        if enabled { Output.err.write("\r\u{1B}[K") }
+    }
+}

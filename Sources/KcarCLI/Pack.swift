@@ -1,0 +1,165 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import VaultFormat
+
+/// `kcar pack VAULT DIR`.
+enum Pack {
+    struct Entry {
+        let service: String
+        let account: String
+        let path: String
+    }
+
+    static func run(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: Secrets.specs + Secrets.newSpecs + [
+            .init(name: "group", kind: .value), .init(name: "level", kind: .value), .init(name: "exclude", kind: .repeated),
+            .init(name: "force", kind: .flag), .init(name: "quiet", kind: .flag, short: "q"),
+        ])
+        let p = try args.positionals(["VAULT", "DIR"])
+        let (vaultPath, dir) = (p[0], p[1])
+        let level = Int32(try args.int("level", in: 0...9) ?? 6)
+        let group = args.value("group") ?? "default"
+        let (entries, problems) = try walk(dir, excludes: args.all("exclude"))
+        for problem in problems { warn("skipped \(problem)") }
+        let slots = try Secrets.newSlots(args)
+        let options = WriteOptions(level: level)
+        let total = entries.reduce(UInt64(0)) { $0 + fileSize($1.path) }
+        let progress = Progress(label: "pack", total: total)
+        let toStdout = vaultPath == "-"
+        let target = toStdout ? temporaryPath() : vaultPath
+        do {
+            try Vault.create(path: target, group: group, slots: slots, options: options, overwrite: args.flag("force")) { tx in
+                for e in entries { try add(e, to: tx, progress: progress) }
+            }
+            progress.finish()
+            if toStdout {
+                defer { unlink(target) }
+                try copyToStdout(target)
+            }
+        } catch {
+            progress.finish()
+            if toStdout { unlink(target) }
+            throw error
+        }
+        if !args.flag("quiet"), !toStdout {
+            warn("packed \(entries.count) items (\(total) bytes) into \(vaultPath)")
+        }
+        return problems.isEmpty ? .success : .skipped
+    }
+
+    static func add(_ e: Entry, to tx: Transaction, progress: Progress) throws {
+        let fd = open(e.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw CLIError(.io, "cannot open \(e.path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+            throw CLIError(.io, "\(e.path) is no longer a regular file")
+        }
+        let mtime = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+        var attributes = Attributes()
+        attributes[AttributeName.service] = .string(e.service)
+        attributes[AttributeName.account] = .string(e.account)
+        attributes[AttributeName.modificationDate] = .date(nanoseconds: mtime)
+        do {
+            try tx.add(class: .genericPassword, attributes: attributes, value: .fileDescriptor(fd, size: UInt64(st.st_size)))
+        } catch let error as VaultError where error.code == .io {
+            throw VaultError(.io, "\(e.path): \(error.context)")
+        }
+        progress.advance(UInt64(st.st_size))
+    }
+
+    /// The items below `root`, sorted by service and account, and what was skipped and why.
+    static func walk(_ root: String, excludes: [String]) throws -> ([Entry], [String]) {
+        var st = stat()
+        guard stat(root, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
+            throw CLIError(.io, "\(root) is not a folder")
+        }
+        var entries: [Entry] = []
+        var problems: [String] = []
+        func excluded(_ name: String, _ relative: String) -> Bool {
+            excludes.contains { pattern in
+                pattern.contains("/") ? fnmatch(pattern, relative, 0) == 0 : fnmatch(pattern, name, 0) == 0
+            }
+        }
+        func visit(_ path: String, relative: String, service: String?) throws {
+            for (name, rawName) in try listDirectory(path) {
+                let childPath = path + "/" + rawName
+                guard let name else {
+                    problems.append("\(childPath): the name is not UTF-8")
+                    continue
+                }
+                let rel = relative.isEmpty ? name : relative + "/" + name
+                if excluded(name, rel) { continue }
+                var cst = stat()
+                guard lstat(childPath, &cst) == 0 else {
+                    problems.append("\(childPath): \(String(cString: strerror(errno)))")
+                    continue
+                }
+                switch cst.st_mode & S_IFMT {
+                case S_IFDIR:
+                    try visit(childPath, relative: rel, service: service ?? name)
+                case S_IFREG:
+                    if let service {
+                        let account = String(rel.dropFirst(service.utf8.count + 1))
+                        entries.append(Entry(service: service, account: account, path: childPath))
+                    } else {
+                        problems.append("\(childPath): a file directly in \(root) has no service folder")
+                    }
+                case S_IFLNK: problems.append("\(childPath): symbolic link")
+                default: problems.append("\(childPath): not a regular file (device, FIFO or socket)")
+                }
+            }
+        }
+        try visit(root, relative: "", service: nil)
+        entries.sort { a, b in
+            a.service != b.service ? a.service.utf8.lexicographicallyPrecedes(b.service.utf8)
+                : a.account.utf8.lexicographicallyPrecedes(b.account.utf8)
+        }
+        return (entries, problems)
+    }
+
+    /// Names in a folder (UTF-8 decoded, or nil) with their raw form for paths.
+    static func listDirectory(_ path: String) throws -> [(String?, String)] {
+        guard let d = opendir(path) else { throw CLIError(.io, "cannot read folder \(path): \(String(cString: strerror(errno)))") }
+        defer { closedir(d) }
+        var out: [(String?, String)] = []
+        while let ent = readdir(d) {
+            let raw: [UInt8] = withUnsafeBytes(of: ent.pointee.d_name) { b in Array(b.prefix { $0 != 0 }) }
+            if raw == [46] || raw == [46, 46] { continue }
+            let decoded = String(validating: raw, as: UTF8.self)
+            out.append((decoded, decoded ?? String(decoding: raw, as: UTF8.self)))
+        }
+        return out.sorted { $0.1.utf8.lexicographicallyPrecedes($1.1.utf8) }
+    }
+
+    static func fileSize(_ path: String) -> UInt64 {
+        var st = stat()
+        return lstat(path, &st) == 0 ? UInt64(st.st_size) : 0
+    }
+
+    static func temporaryPath() -> String {
+        let dir = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
+        return "\(dir)/kcar-\(Hex.encode(randomBytes(8))).kcv"
+    }
+
+    static func copyToStdout(_ path: String) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw CLIError(.io, "cannot reopen \(path)") }
+        defer { close(fd) }
+        var buf = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = read(fd, &buf, buf.count)
+            if n < 0, errno == EINTR { continue }
+            guard n >= 0 else { throw CLIError(.io, "cannot read \(path)") }
+            if n == 0 { break }
+            try buf.withUnsafeBytes { try Output.out.writeBytes(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+        }
+    }
+}
+
+func randomBytes(_ n: Int) -> [UInt8] {
+    var b = [UInt8](repeating: 0, count: n)
+    b.withUnsafeMutableBytes { SystemRandom.shared.fill($0) }
+    return b
+}

@@ -1,0 +1,114 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import VaultFormat
+
+/// `kcar verify` and `kcar info`.
+enum Verify {
+    static func run(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: Secrets.specs + [.init(name: "json", kind: .flag), .init(name: "no-key", kind: .flag)])
+        let path = try args.positionals(["VAULT"])[0]
+        let json = args.flag("json")
+        var secret: UnlockSecret?
+        if !args.flag("no-key") {
+            secret = try Secrets.unlock(args, required: false)
+            if secret == nil, isatty(0) == 1 { secret = try Secrets.unlock(args) }
+        }
+        guard let secret else { return try structural(path, json: json) }
+        let report: VerifyReport
+        do {
+            let vault = try Vault.open(path: path, secret: secret)
+            report = vault.verify()
+        } catch let e as VaultError {
+            emit(json: json, path: path, keyed: true, problems: [e], extra: [])
+            return ExitCode.of(e.code)
+        }
+        let extra: [(String, String)] = [
+            ("commits", String(report.commits)), ("records", String(report.records)), ("items", String(report.items)),
+            ("valueBytes", String(report.valueBytes)), ("deadBytes", String(report.deadBytes)),
+            ("incompleteBytes", String(report.incompleteBytes)),
+        ]
+        emit(json: json, path: path, keyed: true, problems: report.problems, extra: extra)
+        if !json, report.isIntact {
+            Output.out.line("\(path): intact: \(report.items) items in \(report.records) records, \(report.commits) commits checked, \(report.valueBytes) value bytes authenticated")
+        }
+        guard let first = report.problems.first else { return .success }
+        return report.problems.contains { $0.code != .incompleteCommit } ? ExitCode.of(.damagedRecord) : ExitCode.of(first.code)
+    }
+
+    /// Without a key: header checksum and fields, and whether the file ends in a trailer's magic.
+    static func structural(_ path: String, json: Bool) throws -> ExitCode {
+        var problems: [VaultError] = []
+        do {
+            let (header, size) = try Vault.inspect(path: path)
+            if size < UInt64(header.length + 96) {
+                problems.append(VaultError(.truncated, "no commit follows the header"))
+            } else if try !endsWithTrailerMagic(path, size: size) {
+                problems.append(VaultError(.incompleteCommit, "the file does not end with a trailer (an interrupted write, or damage)"))
+            }
+        } catch let e as VaultError {
+            problems.append(e)
+        }
+        emit(json: json, path: path, keyed: false, problems: problems, extra: [])
+        if !json, problems.isEmpty {
+            Output.out.line("\(path): header checksum and structure intact; no key given, so slots, index and records were not authenticated")
+        }
+        return problems.first.map { ExitCode.of($0.code) } ?? .success
+    }
+
+    static func endsWithTrailerMagic(_ path: String, size: UInt64) throws -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw VaultError(.io, "cannot open \(path)") }
+        defer { close(fd) }
+        var b = [UInt8](repeating: 0, count: 8)
+        guard pread(fd, &b, 8, off_t(size - 96)) == 8 else { throw VaultError(.io, "cannot read \(path)") }
+        return b == Array("KCARTRL1".utf8)
+    }
+
+    static func emit(json: Bool, path: String, keyed: Bool, problems: [VaultError], extra: [(String, String)]) {
+        if json {
+            let list = problems.map { JSON.object([("code", JSON.string($0.code.rawValue)), ("message", JSON.string($0.context))]) }
+            Output.out.line(JSON.object([("path", JSON.string(path)), ("intact", problems.isEmpty ? "true" : "false"),
+                                         ("authenticated", keyed ? "true" : "false"), ("problems", "[" + list.joined(separator: ", ") + "]")] + extra))
+        } else {
+            for p in problems { Output.out.line("\(path): \(p)") }
+        }
+    }
+
+    static func info(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: Secrets.specs + [.init(name: "json", kind: .flag)])
+        let path = try args.positionals(["VAULT"])[0]
+        let (header, size) = try Vault.inspect(path: path)
+        var pairs: [(String, String)] = [
+            ("path", JSON.string(path)), ("version", String(Header.version)), ("group", JSON.string(header.group)),
+            ("vaultID", JSON.string(Hex.encode(header.vaultID))), ("fileSize", String(size)),
+            ("headerSize", String(header.length)),
+        ]
+        var lines = ["vault:      \(path)", "version:    \(Header.version)", "group:      \(header.group)",
+                     "vault id:   \(Hex.encode(header.vaultID))", "file size:  \(size) bytes (header \(header.length))"]
+        var slots: [String] = []
+        for (i, s) in header.slots.enumerated() {
+            var line = "slot \(i):     \(s.kindName)"
+            var obj: [(String, String)] = [("index", String(i)), ("kind", JSON.string(s.kindName))]
+            if case .passphrase(let p, _, _, _) = s {
+                line += " (Argon2id, \(p.memKiB / 1024) MiB, \(p.ops) passes)"
+                obj += [("kdfMemoryKiB", String(p.memKiB)), ("kdfPasses", String(p.ops))]
+            }
+            lines.append(line)
+            slots.append(JSON.object(obj))
+        }
+        pairs.append(("slots", "[" + slots.joined(separator: ", ") + "]"))
+        if let secret = try Secrets.unlock(args, required: false) {
+            let v = try Vault.open(path: path, secret: secret)
+            lines += ["items:      \(v.count)", "generation: \(v.generation)", "body:       \(v.bodyLength) bytes",
+                      "dead space: \(v.deadBytes) bytes", "incomplete: \(v.incompleteBytes) bytes",
+                      "opened by:  slot \(v.unlockedSlot)"]
+            pairs += [("items", String(v.count)), ("generation", String(v.generation)), ("bodySize", String(v.bodyLength)),
+                      ("deadBytes", String(v.deadBytes)), ("incompleteBytes", String(v.incompleteBytes))]
+        } else {
+            lines.append("(give a secret to see items, generation and dead space)")
+        }
+        if args.flag("json") { Output.out.line(JSON.object(pairs)) } else { lines.forEach(Output.out.line) }
+        return .success
+    }
+}

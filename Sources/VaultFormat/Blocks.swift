@@ -1,0 +1,239 @@
+import Dispatch
+
+/// The key and associated-data prefix of one chunked stream (a record or an index segment, SPEC.md §6-7).
+/// Each block's AD is `prefix || u32 chunk_index || u8 last`.
+struct StreamKey: Sendable {
+    let key: SecureBytes
+    let adPrefix: [UInt8]
+
+    static func record(_ keys: Subkeys, vaultID: [UInt8], recordID: [UInt8]) -> StreamKey {
+        var w = ByteWriter()
+        w.append("kcar-rec-v1")
+        w.append(contentsOf: vaultID)
+        w.append(contentsOf: recordID)
+        return StreamKey(key: keys.record, adPrefix: w.bytes)
+    }
+
+    static func index(_ keys: Subkeys, vaultID: [UInt8], generation: UInt64) -> StreamKey {
+        var w = ByteWriter()
+        w.append("kcar-idx-v1")
+        w.append(contentsOf: vaultID)
+        w.appendLE(generation)
+        return StreamKey(key: keys.index, adPrefix: w.bytes)
+    }
+
+    func ad(chunk: UInt32, last: Bool) -> [UInt8] {
+        var w = ByteWriter(capacity: adPrefix.count + 5)
+        w.append(contentsOf: adPrefix)
+        w.appendLE(chunk)
+        w.append(last ? 1 : 0)
+        return w.bytes
+    }
+}
+
+/// One chunk waiting to be compressed and sealed. Nonces are drawn before sealing, in stream order, so the
+/// output does not depend on which thread seals which chunk.
+struct ChunkJob: @unchecked Sendable {
+    let plaintext: ArraySlice<UInt8>
+    let index: UInt32
+    let last: Bool
+    let nonce: [UInt8]
+    let key: StreamKey
+}
+
+enum Blocks {
+    static let frameBytes = 4 + 24
+    static let sealedMin = 1 + 4 + 1 + 16  // codec, length, at least one payload byte, tag
+    static let sealedMax = Limits.chunkSize + 5 + 16
+
+    /// Cuts `plaintext` into chunk jobs, drawing one nonce per chunk from `random`.
+    static func jobs(for plaintext: [UInt8], key: StreamKey, random: RandomSource) -> [ChunkJob] {
+        precondition(!plaintext.isEmpty)
+        var jobs: [ChunkJob] = []
+        var start = 0
+        var index: UInt32 = 0
+        while start < plaintext.count {
+            let end = min(start + Limits.chunkSize, plaintext.count)
+            jobs.append(ChunkJob(plaintext: plaintext[start..<end], index: index, last: end == plaintext.count,
+                                 nonce: random.bytes(Sodium.aeadNonceBytes), key: key))
+            start = end
+            index += 1
+        }
+        return jobs
+    }
+
+    /// Compresses and seals one chunk into its on-disk block.
+    static func seal(_ job: ChunkJob, level: Int32) -> [UInt8] {
+        job.plaintext.withUnsafeBytes { chunk -> [UInt8] in
+            let compressed = Deflate.compress(chunk, level: level)
+            var p = ByteWriter(capacity: 5 + (compressed?.count ?? chunk.count))
+            p.append(compressed == nil ? 0 : 1)
+            p.appendLE(UInt32(chunk.count))
+            if let c = compressed { p.append(contentsOf: c) } else { p.append(contentsOf: chunk) }
+            let sealed = p.bytes.withUnsafeBytes {
+                Sodium.seal(key: job.key.key, nonce: job.nonce, plaintext: $0, ad: job.key.ad(chunk: job.index, last: job.last))
+            }
+            var out = ByteWriter(capacity: frameBytes + sealed.count)
+            out.appendLE(UInt32(sealed.count))
+            out.append(contentsOf: job.nonce)
+            out.append(contentsOf: sealed)
+            return out.bytes
+        }
+    }
+
+    /// Seals many chunks on every core; the result is in job order.
+    static func sealAll(_ jobs: [ChunkJob], level: Int32) -> [[UInt8]] {
+        var results = [[UInt8]](repeating: [], count: jobs.count)
+        if jobs.count == 1 {
+            results[0] = seal(jobs[0], level: level)
+            return results
+        }
+        results.withUnsafeMutableBufferPointer { out in
+            let o = UnsafeSendable(out)
+            DispatchQueue.concurrentPerform(iterations: jobs.count) { i in
+                o.value[i] = seal(jobs[i], level: level)
+            }
+        }
+        return results
+    }
+
+    /// Opens one block's sealed bytes into its chunk plaintext, enforcing SPEC.md §6.
+    static func open(nonce: [UInt8], sealed: [UInt8], key: StreamKey, index: UInt32, last: Bool,
+                     fail: (String) -> VaultError) throws -> [UInt8] {
+        guard var p = Sodium.open(key: key.key, nonce: nonce, ciphertext: sealed, ad: key.ad(chunk: index, last: last)) else {
+            throw fail("chunk \(index) does not authenticate")
+        }
+        defer { wipe(&p) }
+        guard p.count >= 5 else { throw fail("chunk \(index) is too short") }
+        let codec = p[0]
+        let length = Int(p.readLE(UInt32.self, at: 1))
+        guard length >= 1, length <= Limits.chunkSize, last || length == Limits.chunkSize else {
+            throw fail("chunk \(index) declares \(length) bytes")
+        }
+        let payload = p.count - 5
+        switch codec {
+        case 0:
+            guard payload == length else { throw fail("chunk \(index) holds \(payload) bytes, declares \(length)") }
+            return Array(p[5...])
+        case 1:
+            guard payload < length else { throw fail("chunk \(index) is compressed but not smaller") }
+            let out = p.withUnsafeBytes { Deflate.inflate(UnsafeRawBufferPointer(rebasing: $0[5...]), expected: length) }
+            guard let out else { throw fail("chunk \(index) does not inflate to \(length) bytes") }
+            return out
+        default:
+            throw fail("chunk \(index) has unknown codec \(codec)")
+        }
+    }
+}
+
+/// Reads the blocks of one stream (record or index segment) in order and yields their chunks, each released
+/// only after it authenticated.
+struct BlockReader {
+    let file: File
+    let key: StreamKey
+    let start: UInt64
+    let end: UInt64
+    let fail: (String) -> VaultError
+    fileprivate(set) var position: UInt64
+    fileprivate(set) var index: UInt32 = 0
+    private var buffer: [UInt8]? = nil
+    static let prefetchMax: UInt64 = 4 << 20
+
+    /// `start` and `end` are file offsets of the stream's extent.
+    init(file: File, key: StreamKey, start: UInt64, end: UInt64, fail: @escaping (String) -> VaultError) {
+        self.file = file
+        self.key = key
+        self.start = start
+        self.end = end
+        self.fail = fail
+        position = start
+    }
+
+    var isAtEnd: Bool { position == end && index > 0 }
+
+    private mutating func bytes(_ count: Int, at offset: UInt64) throws -> [UInt8] {
+        if buffer == nil, end - start <= BlockReader.prefetchMax {
+            buffer = try file.read(Int(end - start), at: start)
+        }
+        if let b = buffer {
+            let o = Int(offset - start)
+            return Array(b[o..<o + count])
+        }
+        return try file.read(count, at: offset)
+    }
+
+    /// The next chunk, or nil after the last one.
+    mutating func next() throws -> [UInt8]? {
+        if position == end {
+            guard index > 0 else { throw fail("empty extent") }
+            return nil
+        }
+        guard end - position >= UInt64(Blocks.frameBytes) else { throw fail("block \(index) is cut short") }
+        let frame = try bytes(Blocks.frameBytes, at: position)
+        let sealedLength = Int(frame.readLE(UInt32.self, at: 0))
+        guard sealedLength >= Blocks.sealedMin, sealedLength <= Blocks.sealedMax else {
+            throw fail("block \(index) declares \(sealedLength) sealed bytes")
+        }
+        let blockEnd = position + UInt64(Blocks.frameBytes + sealedLength)
+        guard blockEnd <= end else { throw fail("block \(index) runs past its extent") }
+        let sealed = try bytes(sealedLength, at: position + UInt64(Blocks.frameBytes))
+        let chunk = try Blocks.open(nonce: Array(frame[4..<28]), sealed: sealed, key: key, index: index,
+                                    last: blockEnd == end, fail: fail)
+        position = blockEnd
+        index += 1
+        return chunk
+    }
+
+    /// Reads the whole stream into memory, refusing more than `limit` bytes of plaintext.
+    mutating func readAll(limit: Int) throws -> [UInt8] {
+        var out: [UInt8] = []
+        while let c = try next() {
+            guard out.count + c.count <= limit else { throw fail("more than \(limit) bytes of plaintext") }
+            out.append(contentsOf: c)
+        }
+        return out
+    }
+}
+
+/// Carries a value into a concurrent closure where the caller guarantees disjoint access.
+struct UnsafeSendable<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}
+
+extension Blocks {
+    /// Re-seals one block under another key with a fresh nonce, without touching its plaintext (rekey).
+    static func reseal(frame: [UInt8], sealed: [UInt8], from old: StreamKey, to new: StreamKey, index: UInt32, last: Bool,
+                       nonce: [UInt8], fail: (String) -> VaultError) throws -> [UInt8] {
+        let ad = old.ad(chunk: index, last: last)
+        guard var p = Sodium.open(key: old.key, nonce: Array(frame[4..<28]), ciphertext: sealed, ad: ad) else {
+            throw fail("chunk \(index) does not authenticate")
+        }
+        defer { wipe(&p) }
+        let resealed = p.withUnsafeBytes { Sodium.seal(key: new.key, nonce: nonce, plaintext: $0, ad: new.ad(chunk: index, last: last)) }
+        var out = ByteWriter(capacity: frameBytes + resealed.count)
+        out.appendLE(UInt32(resealed.count))
+        out.append(contentsOf: nonce)
+        out.append(contentsOf: resealed)
+        return out.bytes
+    }
+}
+
+extension BlockReader {
+    /// The next block's raw frame and sealed bytes, unopened (for copying and re-sealing); nil at the end.
+    mutating func nextRaw() throws -> (frame: [UInt8], sealed: [UInt8], index: UInt32, last: Bool)? {
+        if position == end { return nil }
+        guard end - position >= UInt64(Blocks.frameBytes) else { throw fail("block \(index) is cut short") }
+        let frame = try file.read(Blocks.frameBytes, at: position)
+        let n = Int(frame.readLE(UInt32.self, at: 0))
+        guard n >= Blocks.sealedMin, n <= Blocks.sealedMax else { throw fail("block \(index) declares \(n) sealed bytes") }
+        let blockEnd = position + UInt64(Blocks.frameBytes + n)
+        guard blockEnd <= end else { throw fail("block \(index) runs past its extent") }
+        let sealed = try file.read(n, at: position + UInt64(Blocks.frameBytes))
+        defer {
+            position = blockEnd
+            index += 1
+        }
+        return (frame, sealed, index, blockEnd == end)
+    }
+}

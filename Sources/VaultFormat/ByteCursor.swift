@@ -1,0 +1,142 @@
+/// A bounds-checked reader over bytes. A short read throws `failure` (the error code of the structure being
+/// parsed) and leaves the cursor where it was.
+struct ByteReader {
+    let bytes: [UInt8]
+    private(set) var position: Int
+    let end: Int
+    let failure: VaultError.Code
+    let what: String
+
+    init(_ bytes: [UInt8], from start: Int = 0, to end: Int? = nil, failure: VaultError.Code, what: String) {
+        self.bytes = bytes
+        self.position = start
+        self.end = end ?? bytes.count
+        self.failure = failure
+        self.what = what
+    }
+
+    var remaining: Int { end - position }
+    var isAtEnd: Bool { position == end }
+
+    func fail(_ message: String) -> VaultError { VaultError(failure, "\(what): \(message)") }
+
+    mutating func readBytes(_ count: Int) throws -> [UInt8] {
+        guard count >= 0, count <= remaining else { throw fail("truncated at byte \(position)") }
+        defer { position += count }
+        return Array(bytes[position..<position + count])
+    }
+
+    mutating func skip(_ count: Int) throws {
+        guard count >= 0, count <= remaining else { throw fail("truncated at byte \(position)") }
+        position += count
+    }
+
+    mutating func readU8() throws -> UInt8 {
+        guard remaining >= 1 else { throw fail("truncated at byte \(position)") }
+        defer { position += 1 }
+        return bytes[position]
+    }
+
+    mutating func readLE<T: FixedWidthInteger & UnsignedInteger>(_: T.Type) throws -> T {
+        let size = MemoryLayout<T>.size
+        guard remaining >= size else { throw fail("truncated at byte \(position)") }
+        var value: T = 0
+        for i in 0..<size { value |= T(bytes[position + i]) << (8 * i) }
+        position += size
+        return value
+    }
+
+    mutating func readI64() throws -> Int64 { Int64(bitPattern: try readLE(UInt64.self)) }
+
+    /// Unsigned LEB128, minimal, at most 64 bits.
+    mutating func readVarint() throws -> UInt64 {
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        var p = position
+        while true {
+            guard p < end else { throw fail("truncated varint at byte \(position)") }
+            let byte = bytes[p]
+            p += 1
+            if shift == 63, byte > 1 { throw fail("varint overflows 64 bits at byte \(position)") }
+            value |= UInt64(byte & 0x7F) << shift
+            if byte & 0x80 == 0 {
+                if byte == 0, shift > 0 { throw fail("non-minimal varint at byte \(position)") }
+                break
+            }
+            shift += 7
+        }
+        position = p
+        return value
+    }
+
+    /// A varint that must fit `Int` and not exceed `max`.
+    mutating func readCount(max: Int, _ name: String) throws -> Int {
+        let v = try readVarint()
+        guard v <= UInt64(max) else { throw fail("\(name) \(v) exceeds \(max)") }
+        return Int(v)
+    }
+
+    mutating func readString(max: Int, _ name: String) throws -> String {
+        let n = try readCount(max: max, "\(name) length")
+        let raw = try readBytes(n)
+        guard let s = String(validating: raw, as: UTF8.self) else { throw fail("\(name) is not UTF-8") }
+        return s
+    }
+}
+
+/// An appending byte writer, the inverse of ``ByteReader``.
+struct ByteWriter {
+    private(set) var bytes: [UInt8] = []
+
+    init(capacity: Int = 0) { bytes.reserveCapacity(capacity) }
+
+    mutating func append(_ b: UInt8) { bytes.append(b) }
+    mutating func append<S: Sequence>(contentsOf s: S) where S.Element == UInt8 { bytes.append(contentsOf: s) }
+    mutating func append(_ s: StaticString) {
+        s.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func appendLE<T: FixedWidthInteger & UnsignedInteger>(_ v: T) {
+        for i in 0..<MemoryLayout<T>.size { bytes.append(UInt8(truncatingIfNeeded: v >> (8 * i))) }
+    }
+
+    mutating func appendI64(_ v: Int64) { appendLE(UInt64(bitPattern: v)) }
+
+    mutating func appendVarint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+
+    mutating func appendVarint(_ value: Int) { appendVarint(UInt64(value)) }
+
+    mutating func appendString(_ s: String) {
+        let u = Array(s.utf8)
+        appendVarint(u.count)
+        bytes.append(contentsOf: u)
+    }
+
+    /// Overwrite bytes already written (for lengths known only later).
+    mutating func patchLE<T: FixedWidthInteger & UnsignedInteger>(_ v: T, at offset: Int) {
+        for i in 0..<MemoryLayout<T>.size { bytes[offset + i] = UInt8(truncatingIfNeeded: v >> (8 * i)) }
+    }
+}
+
+extension Array where Element == UInt8 {
+    func readLE<T: FixedWidthInteger & UnsignedInteger>(_: T.Type, at offset: Int) -> T {
+        var value: T = 0
+        for i in 0..<MemoryLayout<T>.size { value |= T(self[offset + i]) << (8 * i) }
+        return value
+    }
+}
+
+extension UInt64 {
+    /// `self + other`, or nil on overflow.
+    func adding(_ other: UInt64) -> UInt64? {
+        let (r, o) = addingReportingOverflow(other)
+        return o ? nil : r
+    }
+}

@@ -1,0 +1,249 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where a new value comes from.
+public enum ValueSource {
+    /// Bytes in memory.
+    case bytes([UInt8])
+    /// `size` bytes read from the start of an open file descriptor (streamed, bounded memory). The
+    /// descriptor is not closed. If the file does not hold exactly `size` bytes the commit fails.
+    case fileDescriptor(Int32, size: UInt64)
+}
+
+/// Appends the records of one commit, then its index segment and trailer (SPEC.md §6-8).
+///
+/// Small values are gathered into solid records; large values get records of their own, streamed in
+/// batches of chunks sealed on every core. Random bytes are drawn in a fixed order (item id when a value is
+/// added; record id and chunk nonces when a record is closed; index nonces at the end), so output is a
+/// pure function of the inputs and the random stream.
+final class CommitWriter {
+    let file: File
+    let headerLength: UInt64
+    let vaultID: [UInt8]
+    let keys: Subkeys
+    let random: RandomSource
+    let level: Int32
+    let start: UInt64
+    /// Body offset where the next byte goes.
+    private(set) var position: UInt64
+
+    private var solid: [(item: Item, value: [UInt8])] = []
+    private var solidBytes = 0
+    /// Closed records waiting to be sealed together.
+    private var pending: [(jobs: [ChunkJob], items: [Item])] = []
+    private var pendingBytes = 0
+    /// Items whose records are written, in the order added.
+    private(set) var written: [Item] = []
+    static let batchBytes = 4 << 20
+
+    init(file: File, headerLength: UInt64, vaultID: [UInt8], keys: Subkeys, random: RandomSource, level: Int32,
+         at position: UInt64) {
+        self.file = file
+        self.headerLength = headerLength
+        self.vaultID = vaultID
+        self.keys = keys
+        self.random = random
+        self.level = level
+        start = position
+        self.position = position
+    }
+
+    /// Adds a value for `item` (whose location is filled in here).
+    func add(_ item: Item, value: ValueSource) throws {
+        switch value {
+        case .bytes(let b):
+            try add(item, bytes: b)
+        case .fileDescriptor(let fd, let size):
+            guard size <= Limits.valueMax else { throw VaultError(.invalidArgument, "a value is at most 2^48 bytes") }
+            if size <= UInt64(Limits.solidMemberMax) {
+                try add(item, bytes: try readExactly(fd, Int(size)))
+            } else {
+                try stream(item, fd: fd, size: size)
+            }
+        }
+    }
+
+    func add(_ item: Item, bytes: [UInt8]) throws {
+        var item = item
+        item.size = UInt64(bytes.count)
+        guard bytes.count <= Limits.solidMemberMax else {
+            try closeRecord([(item, bytes)])
+            return
+        }
+        solid.append((item, bytes))
+        solidBytes += bytes.count
+        if solidBytes >= Limits.solidTarget || solid.count == Limits.membersMax { try closeSolid() }
+    }
+
+    private func closeSolid() throws {
+        guard !solid.isEmpty else { return }
+        let members = solid
+        solid = []
+        solidBytes = 0
+        try closeRecord(members)
+    }
+
+    /// Turns members held in memory into a record's chunk jobs.
+    private func closeRecord(_ members: [(item: Item, value: [UInt8])]) throws {
+        var plain = MemberTable.encode(members.map { ($0.item.id, $0.item.size) })
+        for m in members { plain.append(contentsOf: m.value) }
+        let recordID = random.bytes(16)
+        let jobs = Blocks.jobs(for: plain, key: StreamKey.record(keys, vaultID: vaultID, recordID: recordID), random: random)
+        var items: [Item] = []
+        var dataOffset: UInt64 = 0
+        for (i, m) in members.enumerated() {
+            var item = m.item
+            item.location = RecordLocation(recordID: recordID, offset: 0, length: 0, member: i, dataOffset: dataOffset)
+            dataOffset += item.size
+            items.append(item)
+        }
+        pending.append((jobs, items))
+        pendingBytes += plain.count
+        if pendingBytes >= CommitWriter.batchBytes { try flushPending() }
+    }
+
+    /// Seals the pending records on every core and writes them in order.
+    private func flushPending() throws {
+        guard !pending.isEmpty else { return }
+        let sealed = Blocks.sealAll(pending.flatMap(\.jobs), level: level)
+        var out: [UInt8] = []
+        out.reserveCapacity(sealed.reduce(0) { $0 + $1.count })
+        var k = 0
+        for record in pending {
+            let offset = position + UInt64(out.count)
+            for _ in record.jobs {
+                out.append(contentsOf: sealed[k])
+                k += 1
+            }
+            let length = position + UInt64(out.count) - offset
+            for var item in record.items {
+                item.location.offset = offset
+                item.location.length = length
+                written.append(item)
+            }
+        }
+        try file.write(out, at: headerLength + position)
+        position += UInt64(out.count)
+        pending = []
+        pendingBytes = 0
+    }
+
+    /// A large value: its own record, read and sealed a batch of chunks at a time.
+    private func stream(_ item: Item, fd: Int32, size: UInt64) throws {
+        try flushPending()
+        var item = item
+        item.size = size
+        let recordID = random.bytes(16)
+        let key = StreamKey.record(keys, vaultID: vaultID, recordID: recordID)
+        let table = MemberTable.encode([(item.id, size)])
+        let total = UInt64(table.count) + size
+        let offset = position
+        var produced: UInt64 = 0  // record plaintext bytes cut into chunks so far
+        var carry = table
+        var chunkIndex: UInt32 = 0
+        var left = size
+        let source = File.adopt(fd: dup(fd), path: "input")
+        while produced < total {
+            // Gather up to batchBytes of plaintext.
+            let want = Int(min(UInt64(CommitWriter.batchBytes), total - produced)) - carry.count
+            var buf = carry
+            if want > 0 {
+                let chunk = try readExactly(source, want)
+                left -= UInt64(want)
+                buf.append(contentsOf: chunk)
+            }
+            carry = []
+            var jobs: [ChunkJob] = []
+            var s = 0
+            while s < buf.count {
+                let e = min(s + Limits.chunkSize, buf.count)
+                produced += UInt64(e - s)
+                jobs.append(ChunkJob(plaintext: buf[s..<e], index: chunkIndex, last: produced == total,
+                                     nonce: random.bytes(Sodium.aeadNonceBytes), key: key))
+                chunkIndex += 1
+                s = e
+            }
+            let sealed = Blocks.sealAll(jobs, level: level)
+            var out: [UInt8] = []
+            out.reserveCapacity(sealed.reduce(0) { $0 + $1.count })
+            for b in sealed { out.append(contentsOf: b) }
+            try file.write(out, at: headerLength + position)
+            position += UInt64(out.count)
+        }
+        guard left == 0 else { throw VaultError(.io, "input changed size while it was read") }
+        var extra: UInt8 = 0
+        if (try? withUnsafeMutableBytes(of: &extra) { try source.readSome(into: $0) }) == 1 {
+            throw VaultError(.io, "input grew while it was read")
+        }
+        item.location = RecordLocation(recordID: recordID, offset: offset, length: position - offset, member: 0, dataOffset: 0)
+        written.append(item)
+    }
+
+    /// Flushes everything added, then writes the index segment for `ops` and the trailer, syncing the data
+    /// before the trailer. Returns the new tail.
+    func finish(ops: [IndexOperation], checkpoint: Bool, generation: UInt64, previous: Tail?, itemCount: Int) throws -> Tail {
+        precondition(solid.isEmpty && pending.isEmpty, "flush() before finish()")
+        let plain = IndexCodec.encode(ops)
+        guard plain.count <= Limits.indexMax else { throw VaultError(.invalidArgument, "index larger than \(Limits.indexMax) bytes") }
+        let jobs = Blocks.jobs(for: plain, key: StreamKey.index(keys, vaultID: vaultID, generation: generation), random: random)
+        let sealed = Blocks.sealAll(jobs, level: level)
+        var out: [UInt8] = []
+        for b in sealed { out.append(contentsOf: b) }
+        let indexOffset = position
+        try file.write(out, at: headerLength + position)
+        position += UInt64(out.count)
+        try file.sync()
+        let trailer = Trailer(generation: generation, commitStart: start, indexOffset: indexOffset,
+                              indexLength: UInt64(out.count), previous: previous?.offset ?? Trailer.noPrevious,
+                              itemCount: UInt32(itemCount), checkpoint: checkpoint,
+                              chain: checkpoint ? 0 : (previous?.trailer.chain ?? 0) + 1)
+        let trailerOffset = position
+        try file.write(trailer.encode(vaultID: vaultID, key: keys.trailer), at: headerLength + position)
+        position += UInt64(Trailer.size)
+        try file.sync()
+        return Tail(trailer: trailer, offset: trailerOffset,
+                    checkpointBytes: checkpoint ? UInt64(out.count) : previous?.checkpointBytes ?? 0,
+                    deltaBytes: checkpoint ? 0 : (previous?.deltaBytes ?? 0) + UInt64(out.count))
+    }
+
+    /// Appends an already sealed record (compaction, rekey) for `items`, whose member indexes and data
+    /// offsets stay as they are. `produce` writes the record's blocks through the callback it is given.
+    func appendSealed(_ items: [Item], produce: ((_ bytes: [UInt8]) throws -> Void) throws -> Void) throws {
+        try flushPending()
+        let offset = position
+        try produce { bytes in
+            try file.write(bytes, at: headerLength + position)
+            position += UInt64(bytes.count)
+        }
+        for var item in items {
+            item.location.offset = offset
+            item.location.length = position - offset
+            written.append(item)
+        }
+    }
+
+    /// Closes the open solid record and writes every pending record.
+    func flush() throws {
+        try closeSolid()
+        try flushPending()
+    }
+}
+
+func readExactly(_ fd: Int32, _ count: Int) throws -> [UInt8] {
+    try readExactly(File.adopt(fd: dup(fd), path: "input"), count)
+}
+
+/// Reads exactly `count` bytes from the current position of `file`.
+func readExactly(_ file: File, _ count: Int) throws -> [UInt8] {
+    var out = [UInt8](repeating: 0, count: count)
+    var done = 0
+    try out.withUnsafeMutableBytes { b in
+        while done < count {
+            let n = try file.readSome(into: UnsafeMutableRawBufferPointer(rebasing: b[done...]))
+            if n == 0 { throw VaultError(.io, "input ended after \(done) of \(count) bytes (changed while read?)") }
+            done += n
+        }
+    }
+    return out
+}

@@ -1,0 +1,201 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A POSIX file descriptor with the few operations a vault needs. Errors are ``VaultError/Code/io`` naming
+/// the path and the system's message; a short read is ``VaultError/Code/truncated``.
+final class File {
+    let fd: Int32
+    let path: String
+
+    private init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    deinit { close(fd) }
+
+    static func errnoError(_ what: String, _ path: String, _ err: Int32 = errno) -> VaultError {
+        VaultError(.io, "\(what) \(path): \(String(cString: strerror(err)))")
+    }
+
+    static func openRead(_ path: String) throws -> File {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { throw VaultError(.io, "\(path): no such file") }
+            throw errnoError("cannot open", path)
+        }
+        return File(fd: fd, path: path)
+    }
+
+    static func openReadWrite(_ path: String) throws -> File {
+        let fd = open(path, O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { throw errnoError("cannot open", path) }
+        return File(fd: fd, path: path)
+    }
+
+    /// Creates a new file with mode 0600; fails if it exists.
+    static func createExclusive(_ path: String) throws -> File {
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            if errno == EEXIST { throw VaultError(.exists, path) }
+            throw errnoError("cannot create", path)
+        }
+        return File(fd: fd, path: path)
+    }
+
+    static func adopt(fd: Int32, path: String) -> File { File(fd: fd, path: path) }
+
+    func size() throws -> UInt64 {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw File.errnoError("cannot stat", path) }
+        return UInt64(st.st_size)
+    }
+
+    func identity() throws -> (dev: UInt64, ino: UInt64) {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw File.errnoError("cannot stat", path) }
+        return (UInt64(st.st_dev), UInt64(st.st_ino))
+    }
+
+    /// Reads exactly `count` bytes at `offset`.
+    func read(_ count: Int, at offset: UInt64) throws -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: count)
+        try out.withUnsafeMutableBytes { try readFully(into: $0, at: offset) }
+        return out
+    }
+
+    func readFully(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws {
+        var done = 0
+        while done < buffer.count {
+            let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw File.errnoError("cannot read", path)
+            }
+            if n == 0 { throw VaultError(.truncated, "\(path) ends at byte \(offset + UInt64(done))") }
+            done += n
+        }
+    }
+
+    /// Reads up to `buffer.count` bytes from the current position (for streams such as standard input).
+    func readSome(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        while true {
+            let n = Glibc.read(fd, buffer.baseAddress!, buffer.count)
+            if n >= 0 { return n }
+            if errno != EINTR { throw File.errnoError("cannot read", path) }
+        }
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
+        var done = 0
+        while done < bytes.count {
+            let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw File.errnoError("cannot write", path)
+            }
+            done += n
+        }
+    }
+
+    func write(_ bytes: [UInt8], at offset: UInt64) throws {
+        try bytes.withUnsafeBytes { try write($0, at: offset) }
+    }
+
+    /// Writes at the current position (pipes, standard output).
+    func writeAll(_ bytes: UnsafeRawBufferPointer) throws {
+        var done = 0
+        while done < bytes.count {
+            let n = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw File.errnoError("cannot write", path)
+            }
+            done += n
+        }
+    }
+
+    func truncate(to size: UInt64) throws {
+        guard ftruncate(fd, off_t(size)) == 0 else { throw File.errnoError("cannot truncate", path) }
+    }
+
+    func sync() throws {
+        guard fdatasync(fd) == 0 else { throw File.errnoError("cannot sync", path) }
+    }
+
+    func fullSync() throws {
+        guard fsync(fd) == 0 else { throw File.errnoError("cannot sync", path) }
+    }
+
+    /// Takes a shared or exclusive `flock`, waiting at most `timeout` seconds.
+    func lock(exclusive: Bool, timeout: Double) throws {
+        let op = (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB
+        var waited = 0.0
+        while flock(fd, op) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR else { throw File.errnoError("cannot lock", path) }
+            guard waited < timeout else {
+                throw VaultError(.io, "\(path) is locked by another process (waited \(timeout) s)")
+            }
+            usleep(10_000)
+            waited += 0.01
+        }
+    }
+
+    func unlock() { flock(fd, LOCK_UN) }
+}
+
+/// Writes a whole file next to `path` and renames it over `path` only once it is complete and synced:
+/// readers and crashes see either the old file or the new one. The temporary file is removed on failure.
+struct AtomicReplace {
+    let path: String
+    let tempPath: String
+    let file: File
+
+    init(path: String, random: RandomSource = SystemRandom.shared) throws {
+        self.path = path
+        let dir = directoryOf(path)
+        let base = path.split(separator: "/").last.map(String.init) ?? path
+        tempPath = "\(dir)/.\(base).\(hexEncode(random.bytes(6))).tmp"
+        file = try File.createExclusive(tempPath)
+    }
+
+    /// Syncs, renames over the target (refusing to replace an existing one unless `overwrite`), syncs the folder.
+    func commit(overwrite: Bool) throws {
+        try file.fullSync()
+        if overwrite {
+            guard rename(tempPath, path) == 0 else {
+                let e = errno
+                abandon()
+                throw File.errnoError("cannot rename to", path, e)
+            }
+        } else {
+            // link() fails if the target exists, so a concurrent creator is never overwritten.
+            guard link(tempPath, path) == 0 else {
+                let e = errno
+                abandon()
+                if e == EEXIST { throw VaultError(.exists, path) }
+                throw File.errnoError("cannot create", path, e)
+            }
+            unlink(tempPath)
+        }
+        syncDirectory(directoryOf(path))
+    }
+
+    func abandon() { unlink(tempPath) }
+}
+
+func directoryOf(_ path: String) -> String {
+    guard let slash = path.lastIndex(of: "/") else { return "." }
+    let d = String(path[..<slash])
+    return d.isEmpty ? "/" : d
+}
+
+func syncDirectory(_ dir: String) {
+    let fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard fd >= 0 else { return }
+    fsync(fd)
+    close(fd)
+}

@@ -1,0 +1,190 @@
+/// One operation of an index segment (SPEC.md §7).
+enum IndexOperation {
+    case put(Item)
+    case delete(ItemID)
+
+    var id: ItemID {
+        switch self {
+        case .put(let item): return item.id
+        case .delete(let id): return id
+        }
+    }
+}
+
+enum IndexCodec {
+    static func encode(_ ops: [IndexOperation]) -> [UInt8] {
+        var w = ByteWriter(capacity: ops.count * 128 + 8)
+        w.appendVarint(ops.count)
+        for op in ops {
+            switch op {
+            case .put(let item):
+                w.append(1)
+                w.append(contentsOf: item.id.bytes)
+                encodeEntry(item, into: &w)
+            case .delete(let id):
+                w.append(2)
+                w.append(contentsOf: id.bytes)
+            }
+        }
+        return w.bytes
+    }
+
+    static func encodeEntry(_ item: Item, into w: inout ByteWriter) {
+        w.appendString(item.itemClass.rawValue)
+        w.appendVarint(item.attributes.count)
+        for (name, value) in item.attributes {
+            w.appendString(name)
+            switch value {
+            case .string(let s):
+                w.append(1)
+                w.appendString(s)
+            case .integer(let i):
+                w.append(2)
+                w.appendI64(i)
+            case .bool(let b):
+                w.append(3)
+                w.append(b ? 1 : 0)
+            case .date(let ns):
+                w.append(4)
+                w.appendI64(ns)
+            case .data(let d):
+                w.append(5)
+                w.appendVarint(d.count)
+                w.append(contentsOf: d)
+            }
+        }
+        w.appendVarint(item.size)
+        let l = item.location
+        w.append(contentsOf: l.recordID)
+        w.appendVarint(l.offset)
+        w.appendVarint(l.length)
+        w.appendVarint(l.member)
+        w.appendVarint(l.dataOffset)
+    }
+
+    /// Parses a segment; `checkpoint` segments may hold only puts.
+    static func decode(_ bytes: [UInt8], checkpoint: Bool) throws -> [IndexOperation] {
+        var r = ByteReader(bytes, failure: .damagedIndex, what: "index")
+        // Each operation takes at least 17 bytes: a count larger than that is refused before allocating.
+        let count = try r.readCount(max: min(Limits.itemsMax, bytes.count / 17), "operation count")
+        var ops: [IndexOperation] = []
+        ops.reserveCapacity(count)
+        var previous: ItemID?
+        for _ in 0..<count {
+            let op = try r.readU8()
+            let id = ItemID(try r.readBytes(16))
+            if let p = previous, !(p < id) { throw r.fail("item ids not in strictly ascending order at \(id)") }
+            previous = id
+            switch op {
+            case 1: ops.append(.put(try decodeEntry(&r, id: id)))
+            case 2:
+                guard !checkpoint else { throw r.fail("delete in a checkpoint") }
+                ops.append(.delete(id))
+            default: throw r.fail("unknown operation \(op)")
+            }
+        }
+        guard r.isAtEnd else { throw r.fail("\(r.remaining) bytes after the last operation") }
+        return ops
+    }
+
+    static func decodeEntry(_ r: inout ByteReader, id: ItemID) throws -> Item {
+        let cls = try r.readString(max: Limits.attrNameMax, "class")
+        guard !cls.isEmpty else { throw r.fail("empty class") }
+        let n = try r.readCount(max: Limits.attrsMax, "attribute count")
+        var pairs: [(name: String, value: AttributeValue)] = []
+        pairs.reserveCapacity(n)
+        var lastName: [UInt8]?
+        for _ in 0..<n {
+            let name = try r.readString(max: Limits.attrNameMax, "attribute name")
+            let nameBytes = Array(name.utf8)
+            guard !nameBytes.isEmpty else { throw r.fail("empty attribute name") }
+            if let l = lastName, !l.lexicographicallyPrecedes(nameBytes) { throw r.fail("attribute \(name) out of order") }
+            lastName = nameBytes
+            let value: AttributeValue
+            switch try r.readU8() {
+            case 1: value = .string(try r.readString(max: Limits.attrValueMax, "attribute \(name)"))
+            case 2: value = .integer(try r.readI64())
+            case 3:
+                let b = try r.readU8()
+                guard b <= 1 else { throw r.fail("bool attribute \(name) is \(b)") }
+                value = .bool(b == 1)
+            case 4: value = .date(nanoseconds: try r.readI64())
+            case 5: value = .data(try r.readBytes(try r.readCount(max: Limits.attrValueMax, "attribute \(name) length")))
+            case let t: throw r.fail("attribute \(name) has unknown type \(t)")
+            }
+            pairs.append((name, value))
+        }
+        let size = try r.readVarint()
+        guard size <= Limits.valueMax else { throw r.fail("value size \(size) exceeds \(Limits.valueMax)") }
+        let recordID = try r.readBytes(16)
+        let offset = try r.readVarint()
+        let length = try r.readVarint()
+        let member = try r.readCount(max: Limits.membersMax - 1, "member index")
+        let dataOffset = try r.readVarint()
+        guard offset.adding(length) != nil, dataOffset.adding(size) != nil else { throw r.fail("record extent overflows") }
+        return Item(id: id, itemClass: ItemClass(rawValue: cls), attributes: Attributes(sortedPairs: pairs), size: size,
+                    location: RecordLocation(recordID: recordID, offset: offset, length: length, member: member,
+                                             dataOffset: dataOffset))
+    }
+}
+
+/// The fixed-size commit trailer (SPEC.md §8).
+struct Trailer: Equatable {
+    static let size = 96
+    static let magic = Array("KCARTRL1".utf8)
+    static let noPrevious = UInt64.max
+
+    var generation: UInt64
+    var commitStart: UInt64
+    var indexOffset: UInt64
+    var indexLength: UInt64
+    var previous: UInt64
+    var itemCount: UInt32
+    var checkpoint: Bool
+    var chain: UInt16
+
+    static func macInput(vaultID: [UInt8], _ body: ArraySlice<UInt8>) -> [UInt8] {
+        var w = ByteWriter(capacity: 11 + 16 + 64)
+        w.append("kcar-trl-v1")
+        w.append(contentsOf: vaultID)
+        w.append(contentsOf: body)
+        return w.bytes
+    }
+
+    func encode(vaultID: [UInt8], key: SecureBytes) -> [UInt8] {
+        var w = ByteWriter(capacity: Trailer.size)
+        w.append(contentsOf: Trailer.magic)
+        w.appendLE(generation)
+        w.appendLE(commitStart)
+        w.appendLE(indexOffset)
+        w.appendLE(indexLength)
+        w.appendLE(previous)
+        w.appendLE(itemCount)
+        w.appendLE(UInt16(checkpoint ? 1 : 0))
+        w.appendLE(chain)
+        w.appendLE(UInt64(0))
+        w.append(contentsOf: Sodium.mac(key: key, Trailer.macInput(vaultID: vaultID, w.bytes[0..<64])))
+        return w.bytes
+    }
+
+    /// Parses a trailer that sits at body offset `at`; nil unless its magic and MAC verify and its fields are
+    /// well-formed and consistent with its position.
+    static func decode(_ b: [UInt8], at: UInt64, vaultID: [UInt8], key: SecureBytes) -> Trailer? {
+        guard b.count == size, Array(b[0..<8]) == magic else { return nil }
+        guard Sodium.constantTimeEqual(Sodium.mac(key: key, macInput(vaultID: vaultID, b[0..<64])), Array(b[64..<96])) else {
+            return nil
+        }
+        let flags = b.readLE(UInt16.self, at: 52)
+        guard flags & ~1 == 0, b.readLE(UInt64.self, at: 56) == 0 else { return nil }
+        let t = Trailer(generation: b.readLE(UInt64.self, at: 8), commitStart: b.readLE(UInt64.self, at: 16),
+                        indexOffset: b.readLE(UInt64.self, at: 24), indexLength: b.readLE(UInt64.self, at: 32),
+                        previous: b.readLE(UInt64.self, at: 40), itemCount: b.readLE(UInt32.self, at: 48),
+                        checkpoint: flags & 1 == 1, chain: b.readLE(UInt16.self, at: 54))
+        guard t.generation >= 1, t.commitStart <= t.indexOffset, t.indexOffset.adding(t.indexLength) == at,
+              t.indexLength > 0, Int(t.chain) < Limits.chainMax, t.checkpoint == (t.chain == 0),
+              (t.previous == noPrevious) == (t.commitStart == 0), t.previous != noPrevious || t.checkpoint,
+              t.previous == noPrevious || t.previous.adding(UInt64(size)) == t.commitStart
+        else { return nil }
+        return t
+    }
+}

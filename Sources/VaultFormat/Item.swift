@@ -1,0 +1,200 @@
+/// The 16-byte random identifier of an item, stable across updates.
+public struct ItemID: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The 16 bytes; compared bytewise.
+    public let bytes: [UInt8]
+
+    init(_ bytes: [UInt8]) {
+        precondition(bytes.count == 16)
+        self.bytes = bytes
+    }
+
+    /// Parses 32 hex digits (as ``description`` prints them).
+    public init?(hex: String) {
+        guard let b = Hex.decode(hex), b.count == 16 else { return nil }
+        bytes = b
+    }
+
+    public static func < (a: ItemID, b: ItemID) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
+    public var description: String { Hex.encode(bytes) }
+}
+
+/// An item's class, as Apple's `kSecClass` values. An open set: any 1...255-byte name is valid in a vault.
+public struct ItemClass: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    public static let genericPassword = ItemClass(rawValue: "genp")
+    public static let internetPassword = ItemClass(rawValue: "inet")
+    public static let certificate = ItemClass(rawValue: "cert")
+    public static let key = ItemClass(rawValue: "keys")
+    public static let identity = ItemClass(rawValue: "idnt")
+}
+
+/// A typed attribute value (SPEC.md §7).
+public enum AttributeValue: Hashable, Sendable {
+    case string(String)
+    case integer(Int64)
+    case bool(Bool)
+    /// Nanoseconds since 1970-01-01T00:00:00Z.
+    case date(nanoseconds: Int64)
+    case data([UInt8])
+}
+
+/// Apple's attribute names, as stored in the index.
+public enum AttributeName {
+    public static let service = "svce"
+    public static let account = "acct"
+    public static let label = "labl"
+    public static let description = "desc"
+    public static let comment = "icmt"
+    public static let generic = "gena"
+    public static let creator = "crtr"
+    public static let type = "type"
+    public static let creationDate = "cdat"
+    public static let modificationDate = "mdat"
+    public static let accessible = "pdmn"
+    public static let synchronizable = "sync"
+    public static let accessGroup = "agrp"
+    public static let server = "srvr"
+    public static let `protocol` = "ptcl"
+    public static let port = "port"
+    public static let path = "path"
+    public static let securityDomain = "sdmn"
+    public static let authenticationType = "atyp"
+}
+
+/// An item's attributes: names mapped to typed values, kept in the canonical (bytewise) order of names.
+public struct Attributes: Hashable, Sendable, Sequence {
+    private(set) var pairs: [(name: String, value: AttributeValue)] = []
+
+    public init() {}
+
+    public init(_ dictionary: [String: AttributeValue]) {
+        for (k, v) in dictionary { self[k] = v }
+    }
+
+    init(sortedPairs: [(name: String, value: AttributeValue)]) { pairs = sortedPairs }
+
+    public var count: Int { pairs.count }
+
+    public subscript(name: String) -> AttributeValue? {
+        get { find(name).map { pairs[$0].value } }
+        set {
+            let i = insertionPoint(name)
+            let present = i < pairs.count && pairs[i].name == name
+            switch (newValue, present) {
+            case (let v?, true): pairs[i].value = v
+            case (let v?, false): pairs.insert((name, v), at: i)
+            case (nil, true): pairs.remove(at: i)
+            case (nil, false): break
+            }
+        }
+    }
+
+    public func makeIterator() -> IndexingIterator<[(name: String, value: AttributeValue)]> {
+        pairs.makeIterator()
+    }
+
+    private func insertionPoint(_ name: String) -> Int {
+        let key = Array(name.utf8)
+        var lo = 0, hi = pairs.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if pairs[mid].name.utf8.lexicographicallyPrecedes(key) { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
+
+    private func find(_ name: String) -> Int? {
+        let i = insertionPoint(name)
+        return i < pairs.count && pairs[i].name == name ? i : nil
+    }
+
+    public static func == (a: Attributes, b: Attributes) -> Bool {
+        a.pairs.count == b.pairs.count && zip(a.pairs, b.pairs).allSatisfy { $0.name == $1.name && $0.value == $1.value }
+    }
+
+    public func hash(into h: inout Hasher) {
+        for p in pairs {
+            h.combine(p.name)
+            h.combine(p.value)
+        }
+    }
+
+    /// The string value of `name`, if it is a string.
+    public func string(_ name: String) -> String? {
+        if case .string(let s)? = self[name] { return s }
+        return nil
+    }
+}
+
+/// Where an item's value lives: a member of one record (SPEC.md §6, §7).
+struct RecordLocation: Hashable, Sendable {
+    var recordID: [UInt8]
+    var offset: UInt64
+    var length: UInt64
+    var member: Int
+    var dataOffset: UInt64
+}
+
+/// One item of a vault: its id, class, attributes and the size of its value. The value itself is read
+/// with ``Vault/read(_:)`` or ``Vault/read(_:into:)``.
+public struct Item: Hashable, Sendable {
+    public let id: ItemID
+    public var itemClass: ItemClass
+    public var attributes: Attributes
+    /// Bytes of the value.
+    public internal(set) var size: UInt64
+    var location: RecordLocation
+
+    /// The `svce` attribute, when it is a string.
+    public var service: String? { attributes.string(AttributeName.service) }
+    /// The `acct` attribute, when it is a string.
+    public var account: String? { attributes.string(AttributeName.account) }
+    /// The `mdat` attribute, when it is a date (nanoseconds since 1970).
+    public var modified: Int64? {
+        if case .date(let ns)? = attributes[AttributeName.modificationDate] { return ns }
+        return nil
+    }
+}
+
+/// Lowercase hexadecimal, as ids and public keys are printed.
+public enum Hex {
+    public static func encode(_ bytes: [UInt8]) -> String { hexEncode(bytes) }
+    /// Accepts either case; nil for an odd length or a non-hex digit.
+    public static func decode(_ text: String) -> [UInt8]? { hexDecode(text) }
+}
+
+func hexEncode(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var out = [UInt8]()
+    out.reserveCapacity(bytes.count * 2)
+    for b in bytes {
+        out.append(digits[Int(b >> 4)])
+        out.append(digits[Int(b & 15)])
+    }
+    return String(decoding: out, as: UTF8.self)
+}
+
+func hexDecode(_ s: String) -> [UInt8]? {
+    let u = Array(s.utf8)
+    guard u.count % 2 == 0 else { return nil }
+    func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 48...57: return c - 48
+        case 97...102: return c - 87
+        case 65...70: return c - 55
+        default: return nil
+        }
+    }
+    var out = [UInt8]()
+    out.reserveCapacity(u.count / 2)
+    var i = 0
+    while i < u.count {
+        guard let hi = nibble(u[i]), let lo = nibble(u[i + 1]) else { return nil }
+        out.append(hi << 4 | lo)
+        i += 2
+    }
+    return out
+}

@@ -1,0 +1,59 @@
+import CSodium
+
+/// Where a writer draws its random bytes (ids, keys, salts, nonces).
+public protocol RandomSource: AnyObject {
+    /// Fills `buffer` with random bytes.
+    func fill(_ buffer: UnsafeMutableRawBufferPointer)
+}
+
+extension RandomSource {
+    func bytes(_ n: Int) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: n)
+        out.withUnsafeMutableBytes { fill($0) }
+        return out
+    }
+
+    func secureBytes(_ n: Int) -> SecureBytes { SecureBytes(count: n) { fill($0) } }
+}
+
+/// The operating system's CSPRNG (`randombytes_buf`). Use this for every real vault.
+public final class SystemRandom: RandomSource, @unchecked Sendable {
+    public static let shared = SystemRandom()
+    public init() { Sodium.ensureInitialized() }
+    public func fill(_ buffer: UnsafeMutableRawBufferPointer) {
+        guard let p = buffer.baseAddress, buffer.count > 0 else { return }
+        randombytes_buf(p, buffer.count)
+    }
+}
+
+/// A reproducible stream: the ChaCha20 keystream that `randombytes_buf_deterministic(seed)` produces, consumed
+/// in order. For test vectors and fixtures only; never for a vault that holds secrets.
+public final class DeterministicRandom: RandomSource {
+    private let seed: [UInt8]
+    private var buffer: [UInt8] = []
+    private var offset = 0
+
+    /// `seed` must be 32 bytes.
+    public init(seed: [UInt8]) {
+        precondition(seed.count == 32, "seed must be 32 bytes")
+        Sodium.ensureInitialized()
+        self.seed = seed
+    }
+
+    public func fill(_ out: UnsafeMutableRawBufferPointer) {
+        let need = offset + out.count
+        if need > buffer.count {
+            // Regenerate the prefix long enough: the keystream is a pure function of (seed, length prefix).
+            let length = max(need, buffer.count * 2, 4096)
+            var stream = [UInt8](repeating: 0, count: length)
+            stream.withUnsafeMutableBytes { s in
+                seed.withUnsafeBytes { k in
+                    randombytes_buf_deterministic(s.baseAddress!, length, k.bindMemory(to: UInt8.self).baseAddress!)
+                }
+            }
+            buffer = stream
+        }
+        for i in 0..<out.count { out[i] = buffer[offset + i] }
+        offset = need
+    }
+}

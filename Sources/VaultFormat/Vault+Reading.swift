@@ -1,0 +1,120 @@
+extension Vault {
+    /// Reads an item's whole value into memory.
+    public func read(_ item: Item) throws -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(Int(min(item.size, 1 << 30)))
+        try read(item) { out.append(contentsOf: $0) }
+        return out
+    }
+
+    /// Streams an item's value to `sink` chunk by chunk; every byte passed on has authenticated. Throws
+    /// ``VaultError/Code/damagedRecord`` naming the item if anything fails, possibly after some chunks.
+    public func read(_ item: Item, into sink: (UnsafeRawBufferPointer) throws -> Void) throws {
+        let l = item.location
+        let name = item.displayName
+        let fail = { (m: String) in VaultError(.damagedRecord, "\(name): \(m)") }
+        var reader = BlockReader(file: file, key: StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID),
+                                 start: fileOffset(l.offset), end: fileOffset(l.offset + l.length), fail: fail)
+        // Gather chunks until the member table is complete.
+        var pending: [UInt8] = []
+        var table: MemberTable?
+        while table == nil {
+            guard let c = try reader.next() else { throw fail("record ends inside its member table") }
+            pending.append(contentsOf: c)
+            table = try MemberTable.parse(pending, fail: fail)
+        }
+        let t = table!
+        guard l.member < t.members.count else { throw fail("member \(l.member) not in a record of \(t.members.count)") }
+        let m = t.members[l.member]
+        guard m.id == item.id, m.size == item.size, t.dataOffset(of: l.member) == l.dataOffset else {
+            throw fail("the record's member table does not name this item")
+        }
+        // Stream [dataOffset, dataOffset + size) of the data area.
+        var skip = l.dataOffset
+        var left = item.size
+        var dataSeen = UInt64(pending.count - t.length)
+        var chunk = Array(pending[t.length...])
+        wipe(&pending)
+        while true {
+            let n = UInt64(chunk.count)
+            if skip < n, left > 0 {
+                let take = min(n - skip, left)
+                try chunk.withUnsafeBytes { try sink(UnsafeRawBufferPointer(rebasing: $0[Int(skip)..<Int(skip + take)])) }
+                left -= take
+            }
+            skip = skip > n ? skip - n : 0
+            wipe(&chunk)
+            if left == 0 {
+                if reader.isAtEnd { break }
+                guard dataSeen < t.totalData else { throw fail("record holds more data than its member table") }
+                break  // the rest belongs to other members
+            }
+            guard let next = try reader.next() else { break }
+            chunk = next
+            dataSeen += UInt64(chunk.count)
+        }
+        guard left == 0 else { throw fail("record ends \(left) bytes before the value does") }
+        if reader.isAtEnd, dataSeen != t.totalData {
+            throw fail("record holds \(dataSeen) data bytes, its member table \(t.totalData)")
+        }
+    }
+}
+
+/// A record's member table (SPEC.md §6).
+struct MemberTable {
+    var members: [(id: ItemID, size: UInt64)]
+    /// Data offset of each member.
+    var offsets: [UInt64]
+    /// Bytes of the table itself.
+    var length: Int
+    var totalData: UInt64
+
+    func dataOffset(of index: Int) -> UInt64 { offsets[index] }
+
+    /// The table at the start of `bytes`, nil if `bytes` ends before it does.
+    static func parse(_ bytes: [UInt8], fail: (String) -> VaultError) throws -> MemberTable? {
+        var r = ByteReader(bytes, failure: .damagedRecord, what: "member table")
+        // nil when the varint at the cursor is not complete within `bytes` yet.
+        func varint() throws -> UInt64? {
+            var p = r.position
+            while p < bytes.count, p - r.position < 10 {
+                if bytes[p] & 0x80 == 0 { return try r.readVarint() }
+                p += 1
+            }
+            return p - r.position >= 10 ? try r.readVarint() : nil
+        }
+        guard let n = try varint() else { return nil }
+        guard n >= 1, n <= UInt64(Limits.membersMax) else { throw fail("member count \(n)") }
+        var members: [(ItemID, UInt64)] = []
+        var offsets: [UInt64] = []
+        var total: UInt64 = 0
+        for _ in 0..<Int(n) {
+            guard r.remaining >= 16 else { return nil }
+            let id = ItemID(try r.readBytes(16))
+            guard let size = try varint() else { return nil }
+            guard size <= Limits.valueMax, let t = total.adding(size) else { throw fail("member size \(size)") }
+            offsets.append(total)
+            total = t
+            members.append((id, size))
+        }
+        return MemberTable(members: members, offsets: offsets, length: r.position, totalData: total)
+    }
+
+    static func encode(_ members: [(id: ItemID, size: UInt64)]) -> [UInt8] {
+        var w = ByteWriter(capacity: 2 + members.count * 20)
+        w.appendVarint(members.count)
+        for m in members {
+            w.append(contentsOf: m.id.bytes)
+            w.appendVarint(m.size)
+        }
+        return w.bytes
+    }
+}
+
+extension Item {
+    /// `service/account` as `kcar list` shows it, or the id for items without them.
+    public var displayName: String {
+        if let s = service, let a = account { return "\(s)/\(a)" }
+        return id.description
+    }
+}

@@ -1,0 +1,138 @@
+extension Vault {
+    /// Rewrites the vault without dead space (SPEC.md §9): records whose members are all live are copied
+    /// byte for byte; records that also hold deleted or replaced values are rebuilt from their live members, so
+    /// a deleted secret leaves the file. Atomic: a crash leaves the old or the new file. Needs `.write`.
+    public func compact(random: RandomSource = SystemRandom.shared, options: WriteOptions = .init()) throws {
+        try rewrite(header: header, headerBytes: headerBytes, newKey: nil, random: random, options: options)
+    }
+
+    /// Makes a new random vault key, re-seals every record and the index under it, and wraps it for `slots`
+    /// (which replace all the old ones: an old slot or header copy no longer opens anything written from
+    /// now on). Item ids, record ids and values are kept. Needs `.write`.
+    public func rekey(slots: [SlotSecret], random: RandomSource = SystemRandom.shared, options: WriteOptions = .init()) throws {
+        guard !slots.isEmpty, slots.count <= Limits.slotsMax else {
+            throw VaultError(.invalidArgument, "a vault needs 1 to \(Limits.slotsMax) key slots")
+        }
+        let vk = random.secureBytes(32)
+        let keySlots = try slots.map { try KeySlot.make(for: $0, vaultKey: vk, vaultID: header.vaultID, random: random) }
+        let newHeader = Header(vaultID: header.vaultID, group: header.group, slots: keySlots)
+        let bytes = newHeader.encode(macKey: Subkeys(vaultKey: vk).header)
+        try rewrite(header: newHeader, headerBytes: bytes, newKey: vk, random: random, options: options)
+    }
+
+    /// Replaces the key slots: keeps the existing slots at `keep` (indexes into ``Header/slots``), then adds
+    /// slots for `add`. The vault key and the body are unchanged: no item is re-encrypted. Atomic. Needs `.write`.
+    public func changeSlots(keep: [Int], add: [SlotSecret], random: RandomSource = SystemRandom.shared) throws {
+        guard mode == .write else { throw VaultError(.invalidArgument, "the vault was opened read-only") }
+        guard keep.allSatisfy({ header.slots.indices.contains($0) }) else { throw VaultError(.invalidArgument, "no such slot") }
+        let slots = keep.map { header.slots[$0] } + (try add.map {
+            try KeySlot.make(for: $0, vaultKey: vaultKey, vaultID: header.vaultID, random: random)
+        })
+        guard !slots.isEmpty, slots.count <= Limits.slotsMax else {
+            throw VaultError(.invalidArgument, "a vault needs 1 to \(Limits.slotsMax) key slots")
+        }
+        let newHeader = Header(vaultID: header.vaultID, group: header.group, slots: slots)
+        let bytes = newHeader.encode(macKey: keys.header)
+        let tmp = try AtomicReplace(path: path, random: random)
+        do {
+            try tmp.file.lock(exclusive: true, timeout: 0)
+            try tmp.file.write(bytes, at: 0)
+            var copied: UInt64 = 0
+            let step: UInt64 = 4 << 20
+            while copied < tail.end {
+                let n = min(step, tail.end - copied)
+                try tmp.file.write(try file.read(Int(n), at: fileOffset(copied)), at: UInt64(bytes.count) + copied)
+                copied += n
+            }
+            try tmp.commit(overwrite: true)
+        } catch {
+            tmp.abandon()
+            throw error
+        }
+        file = tmp.file
+        header = newHeader
+        headerBytes = bytes
+        incompleteBytes = 0
+    }
+
+    private func rewrite(header newHeader: Header, headerBytes bytes: [UInt8], newKey: SecureBytes?, random: RandomSource,
+                         options: WriteOptions) throws {
+        guard mode == .write else { throw VaultError(.invalidArgument, "the vault was opened read-only") }
+        let newKeys = newKey.map { Subkeys(vaultKey: $0) } ?? keys
+        let tmp = try AtomicReplace(path: path, random: random)
+        let newTail: Tail
+        let newState: [ItemID: Item]
+        do {
+            try tmp.file.lock(exclusive: true, timeout: 0)
+            try tmp.file.write(bytes, at: 0)
+            let writer = CommitWriter(file: tmp.file, headerLength: UInt64(bytes.count), vaultID: header.vaultID,
+                                      keys: newKeys, random: random, level: options.level, at: 0)
+            let records = Dictionary(grouping: state.values, by: { $0.location.recordID })
+                .values.sorted { $0[0].location.offset < $1[0].location.offset }
+            for members in records {
+                let l = members[0].location
+                let fail = { (m: String) in VaultError(.damagedRecord, "\(members[0].displayName): \(m)") }
+                let oldKey = StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID)
+                if try memberCount(members[0]) == members.count {
+                    let newStreamKey = StreamKey.record(newKeys, vaultID: header.vaultID, recordID: l.recordID)
+                    var reader = BlockReader(file: file, key: oldKey, start: fileOffset(l.offset),
+                                             end: fileOffset(l.offset + l.length), fail: fail)
+                    try writer.appendSealed(members) { emit in
+                        while let b = try reader.nextRaw() {
+                            if newKey == nil {
+                                // Authenticate before copying, so compaction never carries damage forward.
+                                _ = try Blocks.open(nonce: Array(b.frame[4..<28]), sealed: b.sealed, key: oldKey,
+                                                    index: b.index, last: b.last, fail: fail)
+                                try emit(b.frame + b.sealed)
+                            } else {
+                                try emit(try Blocks.reseal(frame: b.frame, sealed: b.sealed, from: oldKey, to: newStreamKey,
+                                                           index: b.index, last: b.last,
+                                                           nonce: random.bytes(Sodium.aeadNonceBytes), fail: fail))
+                            }
+                        }
+                    }
+                } else {
+                    for item in members.sorted(by: { $0.location.member < $1.location.member }) {
+                        try writer.add(item, bytes: try read(item))
+                    }
+                }
+            }
+            try writer.flush()
+            newState = Dictionary(uniqueKeysWithValues: writer.written.map { ($0.id, $0) })
+            let ops = newState.keys.sorted().map { IndexOperation.put(newState[$0]!) }
+            newTail = try writer.finish(ops: ops, checkpoint: true, generation: tail.trailer.generation + 1, previous: nil,
+                                        itemCount: newState.count)
+            try tmp.commit(overwrite: true)
+        } catch {
+            tmp.abandon()
+            throw error
+        }
+        file = tmp.file
+        header = newHeader
+        headerBytes = bytes
+        if let k = newKey {
+            vaultKey = k
+            keys = newKeys
+        }
+        state = newState
+        tail = newTail
+        incompleteBytes = 0
+    }
+
+    /// The number of members in the record that holds `item` (reads its first block).
+    func memberCount(_ item: Item) throws -> Int {
+        let l = item.location
+        let fail = { (m: String) in VaultError(.damagedRecord, "\(item.displayName): \(m)") }
+        var reader = BlockReader(file: file, key: StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID),
+                                 start: fileOffset(l.offset), end: fileOffset(l.offset + l.length), fail: fail)
+        var pending: [UInt8] = []
+        while true {
+            guard let c = try reader.next() else { throw fail("record ends inside its member table") }
+            pending.append(contentsOf: c)
+            if let t = try MemberTable.parse(pending, fail: fail) {
+                wipe(&pending)
+                return t.members.count
+            }
+        }
+    }
+}

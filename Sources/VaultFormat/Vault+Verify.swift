@@ -1,0 +1,97 @@
+/// What `verify` found: every problem, and what was checked.
+public struct VerifyReport: Sendable {
+    /// Problems found, most fundamental first. Empty for an intact vault.
+    public var problems: [VaultError] = []
+    /// Commits whose trailers and index segments were checked.
+    public var commits = 0
+    /// Records and items whose values were read and authenticated in full.
+    public var records = 0
+    public var items = 0
+    /// Bytes of the values checked.
+    public var valueBytes: UInt64 = 0
+    public var deadBytes: UInt64 = 0
+    public var incompleteBytes: UInt64 = 0
+    public var isIntact: Bool { problems.isEmpty }
+}
+
+extension Vault {
+    /// Checks the whole vault: every trailer back to the first commit, every index segment, and every live
+    /// record in full (member tables against the index). Does not stop at the first problem.
+    public func verify() -> VerifyReport {
+        var report = VerifyReport()
+        report.deadBytes = deadBytes
+        report.incompleteBytes = incompleteBytes
+        if incompleteBytes > 0 {
+            report.problems.append(VaultError(.incompleteCommit,
+                "\(incompleteBytes) bytes after the last complete commit (generation \(generation)); `kcar recover` cuts them off"))
+        }
+        // Trailers and index segments of every commit, newest first.
+        let reader = TailReader(file: file, headerLength: UInt64(header.length), bodySize: tail.end,
+                                vaultID: header.vaultID, keys: keys)
+        var t = tail.trailer
+        while true {
+            report.commits += 1
+            do {
+                _ = try reader.readSegment(t)
+            } catch let e as VaultError {
+                report.problems.append(e)
+            } catch {
+                report.problems.append(VaultError(.io, "\(error)"))
+            }
+            if t.previous == Trailer.noPrevious { break }
+            guard let prev = try? reader.trailer(at: t.previous), prev.generation == t.generation - 1,
+                  prev.chain == (t.checkpoint ? prev.chain : t.chain - 1) else {
+                report.problems.append(VaultError(.damagedIndex,
+                    "the trailer before generation \(t.generation) (body offset \(t.previous)) does not verify"))
+                break
+            }
+            t = prev
+        }
+        // Every live record in full.
+        let records = Dictionary(grouping: state.values, by: { $0.location.recordID })
+        for members in records.values.sorted(by: { $0[0].location.offset < $1[0].location.offset }) {
+            do {
+                try verifyRecord(members)
+                report.records += 1
+                report.items += members.count
+                report.valueBytes += members.reduce(0) { $0 + $1.size }
+            } catch let e as VaultError {
+                report.problems.append(e)
+            } catch {
+                report.problems.append(VaultError(.io, "\(error)"))
+            }
+        }
+        return report
+    }
+
+    private func verifyRecord(_ members: [Item]) throws {
+        let first = members[0]
+        let l = first.location
+        let names = members.count == 1 ? first.displayName : "\(first.displayName) (and \(members.count - 1) more in its record)"
+        let fail = { (m: String) in VaultError(.damagedRecord, "\(names): \(m)") }
+        var reader = BlockReader(file: file, key: StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID),
+                                 start: fileOffset(l.offset), end: fileOffset(l.offset + l.length), fail: fail)
+        var pending: [UInt8] = []
+        var table: MemberTable?
+        var plaintext: UInt64 = 0
+        while let c = try reader.next() {
+            plaintext += UInt64(c.count)
+            if table == nil {
+                pending.append(contentsOf: c)
+                table = try MemberTable.parse(pending, fail: fail)
+                wipe(&pending)
+            }
+        }
+        guard let t = table else { throw fail("record ends inside its member table") }
+        guard plaintext == UInt64(t.length) + t.totalData else {
+            throw fail("record holds \(plaintext - UInt64(t.length)) data bytes, its member table declares \(t.totalData)")
+        }
+        for item in members {
+            let m = item.location.member
+            guard m < t.members.count, t.members[m].id == item.id, t.members[m].size == item.size,
+                  t.dataOffset(of: m) == item.location.dataOffset else {
+                throw VaultError(.damagedRecord, "\(item.displayName): the record's member table does not name this item")
+            }
+        }
+    }
+}

@@ -1,0 +1,186 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The changes of one commit, gathered by the closure given to ``Vault/create(path:group:slots:options:overwrite:random:_:)``
+/// or ``Vault/commit(options:random:_:)``. Values are written as they are added; the commit becomes visible
+/// only when the closure returns and the trailer is on disk.
+public final class Transaction {
+    let writer: CommitWriter
+    let random: RandomSource
+    private(set) var state: [ItemID: Item]
+    /// Items put or deleted in this transaction (nil = deleted).
+    private(set) var changes: [ItemID: Item?] = [:]
+    /// Items added with a value; their locations are known once the writer flushes.
+    private var valued = Set<ItemID>()
+
+    init(writer: CommitWriter, random: RandomSource, state: [ItemID: Item]) {
+        self.writer = writer
+        self.random = random
+        self.state = state
+    }
+
+    /// The items as they stand in this transaction.
+    public var items: [Item] { Array(state.values) }
+
+    /// Looks up an item as it stands in this transaction.
+    public func item(_ id: ItemID) -> Item? { state[id] }
+
+    /// Adds a new item and returns its id.
+    @discardableResult
+    public func add(class itemClass: ItemClass = .genericPassword, attributes: Attributes, value: ValueSource) throws -> ItemID {
+        try Transaction.check(itemClass, attributes)
+        guard state.count < Limits.itemsMax else { throw VaultError(.invalidArgument, "a vault holds at most \(Limits.itemsMax) items") }
+        let id = ItemID(random.bytes(16))
+        let item = Item(id: id, itemClass: itemClass, attributes: attributes, size: 0,
+                        location: RecordLocation(recordID: [], offset: 0, length: 0, member: 0, dataOffset: 0))
+        try writer.add(item, value: value)
+        state[id] = item
+        changes[id] = item
+        valued.insert(id)
+        return id
+    }
+
+    /// Changes an item's class or attributes, its value, or both.
+    public func update(_ id: ItemID, class itemClass: ItemClass? = nil, attributes: Attributes? = nil,
+                       value: ValueSource? = nil) throws {
+        guard var item = state[id] else { throw VaultError(.itemNotFound, "item \(id)") }
+        if let c = itemClass { item.itemClass = c }
+        if let a = attributes { item.attributes = a }
+        try Transaction.check(item.itemClass, item.attributes)
+        if let v = value {
+            try writer.add(item, value: v)
+            valued.insert(id)
+        }
+        state[id] = item
+        changes[id] = item
+    }
+
+    /// Removes an item.
+    public func delete(_ id: ItemID) throws {
+        guard state.removeValue(forKey: id) != nil else { throw VaultError(.itemNotFound, "item \(id)") }
+        changes[id] = .some(nil)
+        valued.remove(id)
+    }
+
+    static func check(_ c: ItemClass, _ attributes: Attributes) throws {
+        let n = c.rawValue.utf8.count
+        guard n >= 1, n <= Limits.attrNameMax else { throw VaultError(.invalidArgument, "class name of \(n) bytes") }
+        guard attributes.count <= Limits.attrsMax else { throw VaultError(.invalidArgument, "more than \(Limits.attrsMax) attributes") }
+        for (name, value) in attributes {
+            let k = name.utf8.count
+            guard k >= 1, k <= Limits.attrNameMax else { throw VaultError(.invalidArgument, "attribute name of \(k) bytes") }
+            let length: Int
+            switch value {
+            case .string(let s): length = s.utf8.count
+            case .data(let d): length = d.count
+            default: length = 0
+            }
+            guard length <= Limits.attrValueMax else {
+                throw VaultError(.invalidArgument, "attribute \(name) longer than \(Limits.attrValueMax) bytes")
+            }
+        }
+    }
+
+    /// Writes pending records and returns the index operations, in id order, with final locations.
+    func finalize() throws -> [IndexOperation] {
+        try writer.flush()
+        // A value written twice in one transaction: the last write wins (its item is last in `written`).
+        for w in writer.written where valued.contains(w.id) {
+            if var s = state[w.id] {
+                s.size = w.size
+                s.location = w.location
+                state[w.id] = s
+                changes[w.id] = s
+            }
+        }
+        return changes.keys.sorted().map { id in
+            if let item = state[id] { return .put(item) }
+            return .delete(id)
+        }
+    }
+}
+
+extension Vault {
+    /// Creates a new vault at `path` holding what `body` adds, as one checkpoint commit. The file is written
+    /// under a temporary name and renamed into place only when complete; an error leaves nothing behind.
+    /// Throws ``VaultError/Code/exists`` if `path` exists and `overwrite` is false.
+    public static func create(path: String, group: String, slots: [SlotSecret], options: WriteOptions = .init(),
+                              overwrite: Bool = false, random: RandomSource = SystemRandom.shared,
+                              _ body: (Transaction) throws -> Void) throws {
+        try Header.checkGroup(group)
+        guard !slots.isEmpty, slots.count <= Limits.slotsMax else {
+            throw VaultError(.invalidArgument, "a vault needs 1 to \(Limits.slotsMax) key slots")
+        }
+        if !overwrite, fileExists(path) { throw VaultError(.exists, path) }
+        let tmp = try AtomicReplace(path: path)
+        do {
+            let vaultID = random.bytes(16)
+            let vk = random.secureBytes(32)
+            let keySlots = try slots.map { try KeySlot.make(for: $0, vaultKey: vk, vaultID: vaultID, random: random) }
+            let header = Header(vaultID: vaultID, group: group, slots: keySlots)
+            let keys = Subkeys(vaultKey: vk)
+            let headerBytes = header.encode(macKey: keys.header)
+            guard headerBytes.count <= Limits.headerMax else { throw VaultError(.invalidArgument, "header too large") }
+            try tmp.file.write(headerBytes, at: 0)
+            let writer = CommitWriter(file: tmp.file, headerLength: UInt64(headerBytes.count), vaultID: vaultID, keys: keys,
+                                      random: random, level: options.level, at: 0)
+            let tx = Transaction(writer: writer, random: random, state: [:])
+            try body(tx)
+            let ops = try tx.finalize()
+            _ = try writer.finish(ops: ops, checkpoint: true, generation: 1, previous: nil, itemCount: tx.state.count)
+            try tmp.commit(overwrite: overwrite)
+        } catch {
+            tmp.abandon()
+            throw error
+        }
+    }
+
+    /// Appends one commit with the changes `body` makes. Needs a vault opened with `.write`. Cuts off an
+    /// incomplete commit first. On any error the file is cut back to the last complete commit, so a failed
+    /// commit leaves the vault as it was.
+    public func commit(options: WriteOptions = .init(), random: RandomSource = SystemRandom.shared,
+                       _ body: (Transaction) throws -> Void) throws {
+        guard mode == .write else { throw VaultError(.invalidArgument, "the vault was opened read-only") }
+        try cutIncomplete()
+        let writer = CommitWriter(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys,
+                                  random: random, level: options.level, at: tail.end)
+        let tx = Transaction(writer: writer, random: random, state: state)
+        do {
+            try body(tx)
+            let ops = try tx.finalize()
+            guard !ops.isEmpty else { return }
+            let chain = Int(tail.trailer.chain) + 1
+            let deltaSize = UInt64(IndexCodec.encode(ops).count)
+            let checkpoint = chain >= Limits.chainMax || tail.deltaBytes + deltaSize > tail.checkpointBytes
+            let finalOps = checkpoint ? tx.state.keys.sorted().map { IndexOperation.put(tx.state[$0]!) } : ops
+            tail = try writer.finish(ops: finalOps, checkpoint: checkpoint, generation: tail.trailer.generation + 1,
+                                     previous: tail, itemCount: tx.state.count)
+            state = tx.state
+        } catch {
+            try? file.truncate(to: fileOffset(tail.end))
+            throw error
+        }
+        if options.autoCompact, shouldCompact { try compact(random: random, options: options) }
+    }
+
+    /// Whether dead space has passed the automatic-compaction threshold (SPEC.md §9).
+    public var shouldCompact: Bool {
+        let dead = deadBytes
+        return dead > Limits.compactDeadMin && Double(dead) > Double(tail.end) * Limits.compactDeadRatio
+    }
+
+    /// Cuts off an incomplete commit (what `kcar recover` does). Needs `.write`.
+    public func cutIncomplete() throws {
+        guard incompleteBytes > 0 else { return }
+        guard mode == .write else { throw VaultError(.invalidArgument, "the vault was opened read-only") }
+        try file.truncate(to: fileOffset(tail.end))
+        try file.sync()
+        incompleteBytes = 0
+    }
+}
+
+func fileExists(_ path: String) -> Bool {
+    var st = stat()
+    return lstat(path, &st) == 0
+}

@@ -1,0 +1,299 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How a vault is opened.
+public enum OpenMode: Sendable {
+    /// Shared lock while reading; several readers at once.
+    case read
+    /// Exclusive lock, held until the vault is closed; commits, compaction and rewrites need it.
+    case write
+}
+
+/// Options that govern how a writer lays out and compresses data.
+public struct WriteOptions: Sendable {
+    /// zlib level 0 (store) to 9.
+    public var level: Int32
+    /// Compact automatically after a commit when dead space passes the threshold (SPEC.md §9).
+    public var autoCompact: Bool
+    /// Seconds to wait for another process's lock.
+    public var lockTimeout: Double
+    public init(level: Int32 = 6, autoCompact: Bool = true, lockTimeout: Double = 10) {
+        self.level = level
+        self.autoCompact = autoCompact
+        self.lockTimeout = lockTimeout
+    }
+}
+
+/// The last complete commit and the chain of index segments that leads to it.
+struct Tail {
+    var trailer: Trailer
+    /// Body offset of the trailer.
+    var offset: UInt64
+    /// Bytes of the newest checkpoint segment, and of the deltas after it.
+    var checkpointBytes: UInt64
+    var deltaBytes: UInt64
+    var end: UInt64 { offset + UInt64(Trailer.size) }
+}
+
+/// An open vault: header unlocked, index loaded. Reads items, commits changes, and rewrites the file.
+///
+/// ```swift
+/// let vault = try Vault.open(path: "secrets.kcv", secret: .keyFile(key))
+/// for item in vault.items { print(item.service ?? "", item.account ?? "", item.size) }
+/// let value = try vault.read(vault.items[0])
+/// ```
+///
+/// A `Vault` is not safe to share between threads; open one per thread (locks make that safe).
+public final class Vault {
+    /// The path the vault was opened from.
+    public let path: String
+    /// The parsed header.
+    public internal(set) var header: Header
+    var headerBytes: [UInt8]
+    var file: File
+    var keys: Subkeys
+    var vaultKey: SecureBytes
+    var state: [ItemID: Item]
+    var tail: Tail
+    /// Bytes after the last complete commit: an interrupted write that the next writer cuts off.
+    public internal(set) var incompleteBytes: UInt64
+    /// The index of the key slot that opened the vault.
+    public internal(set) var unlockedSlot: Int = 0
+    let mode: OpenMode
+
+    init(path: String, header: Header, headerBytes: [UInt8], file: File, vaultKey: SecureBytes, state: [ItemID: Item],
+         tail: Tail, incompleteBytes: UInt64, mode: OpenMode) {
+        self.path = path
+        self.header = header
+        self.headerBytes = headerBytes
+        self.file = file
+        self.vaultKey = vaultKey
+        keys = Subkeys(vaultKey: vaultKey)
+        self.state = state
+        self.tail = tail
+        self.incompleteBytes = incompleteBytes
+        self.mode = mode
+    }
+
+    /// Items sorted by service, then account, then id.
+    public var items: [Item] {
+        state.values.sorted { a, b in
+            let sa = a.service ?? "", sb = b.service ?? ""
+            if sa != sb { return sa.utf8.lexicographicallyPrecedes(sb.utf8) }
+            let aa = a.account ?? "", ab = b.account ?? ""
+            if aa != ab { return aa.utf8.lexicographicallyPrecedes(ab.utf8) }
+            return a.id < b.id
+        }
+    }
+
+    /// The item with this id, if any.
+    public func item(_ id: ItemID) -> Item? { state[id] }
+
+    /// Number of items.
+    public var count: Int { state.count }
+
+    /// The generation of the last complete commit.
+    public var generation: UInt64 { tail.trailer.generation }
+
+    /// Bytes of the header.
+    public var headerLength: Int { header.length }
+
+    /// Bytes of the body up to the end of the last complete commit.
+    public var bodyLength: UInt64 { tail.end }
+
+    /// Bytes in the body that no live item, nor the current index chain, needs: deleted and replaced
+    /// values and superseded index segments. `compact` removes them.
+    public var deadBytes: UInt64 {
+        var live: UInt64 = 0
+        var seen = Set<[UInt8]>()
+        for item in state.values where seen.insert(item.location.recordID).inserted { live += item.location.length }
+        let chain = tail.checkpointBytes + tail.deltaBytes + UInt64(Trailer.size) * (UInt64(tail.trailer.chain) + 1)
+        return tail.end - min(tail.end, live + chain)
+    }
+
+    /// Opens and unlocks the vault at `path`. Reading commands work on the last complete commit; check
+    /// ``incompleteBytes`` to learn whether an interrupted write follows it.
+    public static func open(path: String, secret: UnlockSecret, mode: OpenMode = .read,
+                            lockTimeout: Double = 10) throws -> Vault {
+        while true {
+            let file = mode == .read ? try File.openRead(path) : try File.openReadWrite(path)
+            try file.lock(exclusive: mode == .write, timeout: lockTimeout)
+            // A rewrite (compact, passwd) may have renamed a new file over the one we locked: start again.
+            var st = stat()
+            if stat(path, &st) == 0, let id = try? file.identity(),
+               id.dev != UInt64(st.st_dev) || id.ino != UInt64(st.st_ino) {
+                continue
+            }
+            return try open(file: file, path: path, secret: secret, mode: mode)
+        }
+    }
+
+    static func open(file: File, path: String, secret: UnlockSecret, mode: OpenMode) throws -> Vault {
+        let size = try file.size()
+        let (header, headerBytes) = try readHeader(file, size: size)
+        guard let (slot, vk) = header.slots.enumerated().lazy.compactMap({ i, s in
+            s.unwrap(with: secret, vaultID: header.vaultID).map { (i, $0) }
+        }).first else {
+            throw VaultError(.wrongKey, "no key slot of \(path) opens with the \(secret.kindName) given")
+        }
+        let keys = Subkeys(vaultKey: vk)
+        guard Header.verifyMAC(headerBytes, key: keys.header) else {
+            throw VaultError(.tamperedHeader, "\(path): the header MAC does not verify")
+        }
+        let body = size - UInt64(header.length)
+        let reader = TailReader(file: file, headerLength: UInt64(header.length), bodySize: body,
+                                vaultID: header.vaultID, keys: keys)
+        let (tail, state) = try reader.load()
+        let vault = Vault(path: path, header: header, headerBytes: headerBytes, file: file, vaultKey: vk, state: state,
+                          tail: tail, incompleteBytes: body - tail.end, mode: mode)
+        vault.unlockedSlot = slot
+        return vault
+    }
+
+    static func readHeader(_ file: File, size: UInt64) throws -> (Header, [UInt8]) {
+        let prefix = try file.read(Int(min(size, 4096)), at: 0)
+        return try Header.parse(prefix: prefix, fileSize: size) { try file.read($0, at: 0) }
+    }
+
+    /// Reads only the plaintext header (no key needed): what `info` and `verify` can say without a key.
+    public static func inspect(path: String) throws -> (header: Header, fileSize: UInt64) {
+        let file = try File.openRead(path)
+        let size = try file.size()
+        return (try readHeader(file, size: size).0, size)
+    }
+
+    func fileOffset(_ body: UInt64) -> UInt64 { UInt64(header.length) + body }
+}
+
+extension UnlockSecret {
+    var kindName: String {
+        switch self {
+        case .passphrase: return "passphrase"
+        case .keyFile: return "key file"
+        }
+    }
+}
+
+/// Finds the last complete commit and builds the index state from its chain (SPEC.md §7, §8).
+struct TailReader {
+    let file: File
+    let headerLength: UInt64
+    let bodySize: UInt64
+    let vaultID: [UInt8]
+    let keys: Subkeys
+
+    func trailer(at offset: UInt64) throws -> Trailer? {
+        guard offset.adding(UInt64(Trailer.size)).map({ $0 <= bodySize }) == true else { return nil }
+        let b = try file.read(Trailer.size, at: headerLength + offset)
+        return Trailer.decode(b, at: offset, vaultID: vaultID, key: keys.trailer)
+    }
+
+    /// The last trailer that verifies, searching backward past an incomplete commit.
+    func findLast() throws -> (Trailer, UInt64) {
+        let size = UInt64(Trailer.size)
+        guard bodySize >= size else { throw VaultError(.truncated, "no complete commit after the header") }
+        if let t = try trailer(at: bodySize - size) { return (t, bodySize - size) }
+        let window: UInt64 = 1 << 20
+        var hi = bodySize - size + 1  // candidate positions are < hi
+        let magic = Trailer.magic
+        while hi > 0 {
+            let lo = hi > window ? hi - window : 0
+            let bytes = try file.read(Int(min(bodySize, hi + size) - lo), at: headerLength + lo)
+            var p = Int(hi - lo) - 1
+            while p >= 0 {
+                if bytes[p] == magic[0], p + Trailer.size <= bytes.count, Array(bytes[p..<p + 8]) == magic,
+                   let t = Trailer.decode(Array(bytes[p..<p + Trailer.size]), at: lo + UInt64(p), vaultID: vaultID,
+                                          key: keys.trailer) {
+                    return (t, lo + UInt64(p))
+                }
+                p -= 1
+            }
+            hi = lo
+        }
+        throw VaultError(.truncated, "no complete commit after the header")
+    }
+
+    func load() throws -> (Tail, [ItemID: Item]) {
+        let (last, lastOffset) = try findLast()
+        // Walk back to the checkpoint.
+        var chain = [(last, lastOffset)]
+        while !chain[chain.count - 1].0.checkpoint {
+            let (t, _) = chain[chain.count - 1]
+            guard let prev = try trailer(at: t.previous), prev.generation == t.generation - 1,
+                  prev.chain + 1 == t.chain else {
+                throw VaultError(.damagedIndex, "the trailer before generation \(t.generation) does not verify")
+            }
+            chain.append((prev, t.previous))
+        }
+        var state: [ItemID: Item] = [:]
+        var checkpointBytes: UInt64 = 0
+        var deltaBytes: UInt64 = 0
+        for (t, _) in chain.reversed() {
+            let ops = try readSegment(t)
+            if t.checkpoint { checkpointBytes = t.indexLength } else { deltaBytes += t.indexLength }
+            try Self.apply(ops, to: &state, trailer: t)
+        }
+        try Self.validateLocations(state)
+        return (Tail(trailer: last, offset: lastOffset, checkpointBytes: checkpointBytes, deltaBytes: deltaBytes), state)
+    }
+
+    func readSegment(_ t: Trailer) throws -> [IndexOperation] {
+        let key = StreamKey.index(keys, vaultID: vaultID, generation: t.generation)
+        var reader = BlockReader(file: file, key: key, start: headerLength + t.indexOffset,
+                                 end: headerLength + t.indexOffset + t.indexLength) {
+            VaultError(.damagedIndex, "index segment of generation \(t.generation): \($0)")
+        }
+        let plain = try reader.readAll(limit: Limits.indexMax)
+        return try IndexCodec.decode(plain, checkpoint: t.checkpoint)
+    }
+
+    static func apply(_ ops: [IndexOperation], to state: inout [ItemID: Item], trailer t: Trailer) throws {
+        for op in ops {
+            switch op {
+            case .put(let item):
+                guard let end = item.location.offset.adding(item.location.length), end <= t.indexOffset,
+                      item.location.length > 0 else {
+                    throw VaultError(.damagedIndex, "item \(item.id): record extent outside the body before its index")
+                }
+                state[item.id] = item
+            case .delete(let id):
+                guard state.removeValue(forKey: id) != nil else {
+                    throw VaultError(.damagedIndex, "generation \(t.generation) deletes item \(id), which does not exist")
+                }
+            }
+        }
+        guard state.count <= Limits.itemsMax, state.count == Int(t.itemCount) else {
+            throw VaultError(.damagedIndex, "generation \(t.generation): \(state.count) items, trailer says \(t.itemCount)")
+        }
+    }
+
+    /// Records never overlap, one id names one extent, and members of a record do not collide.
+    static func validateLocations(_ state: [ItemID: Item]) throws {
+        var records: [[UInt8]: (offset: UInt64, length: UInt64, members: [(Int, UInt64, UInt64)])] = [:]
+        records.reserveCapacity(state.count)
+        for item in state.values {
+            let l = item.location
+            if let r = records[l.recordID] {
+                guard r.offset == l.offset, r.length == l.length else {
+                    throw VaultError(.damagedIndex, "item \(item.id): its record id names two extents")
+                }
+                records[l.recordID]!.members.append((l.member, l.dataOffset, item.size))
+            } else {
+                records[l.recordID] = (l.offset, l.length, [(l.member, l.dataOffset, item.size)])
+            }
+        }
+        let extents = records.values.map { ($0.offset, $0.length) }.sorted { $0.0 < $1.0 }
+        for i in extents.indices.dropFirst() where extents[i - 1].0 + extents[i - 1].1 > extents[i].0 {
+            throw VaultError(.damagedIndex, "two records overlap at body offset \(extents[i].0)")
+        }
+        for r in records.values where r.members.count > 1 {
+            let m = r.members.sorted { $0.0 < $1.0 }
+            for i in m.indices.dropFirst() {
+                guard m[i - 1].0 < m[i].0, m[i - 1].1 + m[i - 1].2 <= m[i].1 else {
+                    throw VaultError(.damagedIndex, "members of the record at body offset \(r.offset) collide")
+                }
+            }
+        }
+    }
+}

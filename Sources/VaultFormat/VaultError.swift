@@ -1,0 +1,48 @@
+/// An error from reading or writing a vault: a stable ``Code`` that callers compare, and a context that
+/// says where. The context never contains secret material.
+public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What went wrong, as an open set of codes (new codes may be added in later versions).
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The file does not start with the vault magic.
+        public static let notAVault = Code(rawValue: "not a vault")
+        /// The header names a format version this reader does not support.
+        public static let unsupportedVersion = Code(rawValue: "unsupported version")
+        /// The header checksum failed or a header field or key slot is malformed (accidental damage).
+        public static let damagedHeader = Code(rawValue: "damaged header")
+        /// The header is intact but no key slot opens with the secret given.
+        public static let wrongKey = Code(rawValue: "wrong passphrase or key")
+        /// A key slot opened but the header MAC does not verify: the header was changed deliberately.
+        public static let tamperedHeader = Code(rawValue: "tampered header")
+        /// The file ends inside the header or holds no complete commit.
+        public static let truncated = Code(rawValue: "truncated")
+        /// Bytes follow the last complete commit (an interrupted write).
+        public static let incompleteCommit = Code(rawValue: "incomplete commit")
+        /// A trailer chain or index segment failed to authenticate or to parse.
+        public static let damagedIndex = Code(rawValue: "damaged index")
+        /// A record failed to authenticate, inflate or parse.
+        public static let damagedRecord = Code(rawValue: "damaged record")
+        /// No item matched.
+        public static let itemNotFound = Code(rawValue: "item not found")
+        /// The destination exists and overwriting was not allowed.
+        public static let exists = Code(rawValue: "already exists")
+        /// A system call failed.
+        public static let io = Code(rawValue: "I/O error")
+        /// An argument is outside what the format allows (a limit, an empty name, ...).
+        public static let invalidArgument = Code(rawValue: "invalid argument")
+    }
+
+    public let code: Code
+    /// Where and what: never contains secrets.
+    public let context: String
+
+    public init(_ code: Code, _ context: String = "") {
+        self.code = code
+        self.context = context
+    }
+
+    public var description: String { context.isEmpty ? code.rawValue : "\(code.rawValue): \(context)" }
+}

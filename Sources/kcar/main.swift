@@ -1,0 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import KcarCLI
+
+exit(CLI.main(Array(CommandLine.arguments.dropFirst())))
