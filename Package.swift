@@ -13,9 +13,11 @@ let package = Package(
         .target(name: "VaultFormat", dependencies: ["CSodium", "CZlib"]),
         .target(name: "KcarCLI", dependencies: ["VaultFormat"]),
         .executableTarget(name: "kcar", dependencies: ["KcarCLI"]),
-        .executableTarget(name: "kcar-fixtures", dependencies: ["VaultFormat"]),
-        .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat"]),
-        .testTarget(name: "KcarCLITests", dependencies: ["VaultFormat"]),
+        .target(name: "FixtureRecipes", dependencies: ["VaultFormat"]),
+        .executableTarget(name: "kcar-fixtures", dependencies: ["FixtureRecipes", "VaultFormat"]),
+        .executableTarget(name: "kcar-bench", dependencies: ["VaultFormat"]),
+        .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat", "FixtureRecipes"]),
+        .testTarget(name: "KcarCLITests", dependencies: ["VaultFormat", "FixtureRecipes"]),
     ],
     swiftLanguageModes: [.v6]
 )

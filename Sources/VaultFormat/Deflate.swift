@@ -58,3 +58,23 @@ enum Deflate {
         return out
     }
 }
+
+extension Deflate {
+    /// A whole zlib stream however large it comes out (crafted fixtures only).
+    static func compressAlways(_ input: UnsafeRawBufferPointer, level: Int32) -> [UInt8] {
+        var stream = z_stream()
+        guard kcar_deflateInit(&stream, level) == Z_OK else { return [] }
+        defer { deflateEnd(&stream) }
+        let limit = Int(deflateBound(&stream, uLong(input.count)))
+        var out = [UInt8](repeating: 0, count: limit)
+        out.withUnsafeMutableBufferPointer { o in
+            stream.next_in = UnsafeMutablePointer(mutating: input.baseAddress!.assumingMemoryBound(to: Bytef.self))
+            stream.avail_in = uInt(input.count)
+            stream.next_out = o.baseAddress
+            stream.avail_out = uInt(limit)
+            _ = CZlib.deflate(&stream, Z_FINISH)
+        }
+        out.removeSubrange(Int(stream.total_out)...)
+        return out
+    }
+}

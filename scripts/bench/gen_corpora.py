@@ -26,6 +26,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import sys
 import time
@@ -36,28 +37,31 @@ FIXED_MTIME = 1767225600  # 2026-01-01T00:00:00Z, so that vaults made from the c
 # ----------------------------------------------------------------------------------------------------
 # Vocabulary
 
-COMMON_WORDS = """
+STOP_WORDS = """
 the of and to in is that it for as with was on be by this are from or an at which not have has but
 can all will one more when if there been their other into only some these any may such than its also
-each then about would should must used could between after first new over must both where most
-through same while under those very because many before well even make data value file user system
-time number name type list index key count size buffer request response error result state config
-option path node item entry record block chunk stream reader writer parser token header body field
-table query cache store client server service handler manager context session message event queue
-task worker job thread lock timer signal process module package library function method class struct
-object array string byte bytes integer boolean map set vector matrix graph tree edge vertex input
-output source target offset length limit range start end begin finish open close read write update
-delete create remove insert append apply build check parse format encode decode compress decompress
-encrypt decrypt sign verify hash digest random seed salt nonce secret password account profile group
-role permission policy rule filter sort merge split join match search find load save sync flush commit
-rollback retry timeout deadline interval delay rate batch page cursor iterator sequence collection
-element member property attribute label description comment note status code version release build
-deploy install configure environment variable parameter argument flag default minimum maximum total
-average percent ratio score weight level depth width height color image text font line column row cell
-view window screen layout style theme button menu dialog panel form submit cancel confirm select toggle
-network socket address host port protocol route endpoint proxy gateway channel pipeline connection pool
-database schema migration transaction snapshot backup restore archive export import report metric log
-trace debug info warning fatal panic assert test spec mock fixture sample example benchmark profile
+each then about would should must used could between after first new over both where most through
+same while under those very because many before well even make we you see use so no do does
+""".split()
+
+CODE_WORDS = """
+data value file user system time number name type list index key count size buffer request response
+error result state config option path node item entry record block chunk stream reader writer parser
+token header body field table query cache store client server service handler manager context session
+message event queue task worker job thread lock timer signal process module package library function
+method class object array string byte bytes integer map set vector graph tree edge input output source
+target offset length limit range start end begin finish open close read write update delete create
+remove insert append apply build check parse format encode decode compress encrypt decrypt sign verify
+hash digest random seed salt nonce secret password account profile group role permission policy rule
+filter sort merge split join match search find load save sync flush commit rollback retry timeout
+deadline interval delay rate batch page cursor iterator sequence collection element member property
+attribute label description comment note status code version release deploy install environment
+variable parameter argument flag default min max total average percent ratio score weight level depth
+width height color image text font line column row cell view window screen layout style theme button
+menu dialog panel form submit cancel confirm select toggle network socket address host port protocol
+route endpoint proxy gateway channel pipeline connection pool database schema migration transaction
+snapshot backup restore archive export import report metric log trace debug info warning test spec
+mock fixture sample example profile local remote current next prev last first new old raw safe
 """.split()
 
 SYLLABLES = """ba be bi bo bu da de di do du fa fe fi fo ka ke ki ko ku la le li lo lu ma me mi mo mu na ne
@@ -72,20 +76,24 @@ def zipf_weights(n, s=1.05):
 
 
 class Vocab:
-    def __init__(self, rng):
+    def __init__(self, rng, pseudo=300):
         self.rng = rng
-        words = list(dict.fromkeys(COMMON_WORDS))
-        made = set(words)
-        while len(words) < 2600:
+        stop = list(dict.fromkeys(STOP_WORDS))
+        code = [w for w in dict.fromkeys(CODE_WORDS) if w not in stop]
+        made = set(stop) | set(code)
+        extra = []
+        while len(extra) < pseudo:
             w = "".join(rng.choice(SYLLABLES) for _ in range(rng.choice((2, 2, 3, 3, 4))))
             if w not in made:
                 made.add(w)
-                words.append(w)
-        # Real words first: they get the heavy end of the Zipf distribution.
-        self.words = words
-        self.word_cum = _cum(zipf_weights(len(words), 1.0))
-        # Identifier parts: programming words mostly.
-        self.parts = words[:380] + words[380:900]
+                extra.append(w)
+        # Prose: function words first (heaviest), then the others, shuffled so made-up words mix in.
+        rest = code + extra
+        rng.shuffle(rest)
+        self.words = stop + rest
+        self.word_cum = _cum(zipf_weights(len(self.words), 1.1))
+        # Identifier parts: programming words, a few made-up (domain) words.
+        self.parts = code + extra[: pseudo // 5]
         self.parts_cum = _cum(zipf_weights(len(self.parts), 0.9))
 
     def word(self):
@@ -122,10 +130,13 @@ def _cum(ws):
 
 V0, T0, F0, K0 = 0xE000, 0xE100, 0xE200, 0xE300  # variables, types, functions, constants
 NV, NT, NF, NK = 96, 32, 48, 24
-VW = _cum(zipf_weights(NV, 0.8))
-TW = _cum(zipf_weights(NT, 0.8))
-FW = _cum(zipf_weights(NF, 0.8))
+VW = _cum(zipf_weights(NV, 1.0))
+TW = _cum(zipf_weights(NT, 1.0))
+FW = _cum(zipf_weights(NF, 1.0))
 KW = _cum(zipf_weights(NK, 0.8))
+LOCALITY = 0.85  # share of names a block draws from its own few
+REPEAT = 0.4  # share of a block's statements that repeat an earlier one of the block (exactly or by template)
+STMT_WEIGHTS = _cum(zipf_weights(64, 0.9))  # the first statement templates of a language are the common ones
 VCH = [chr(V0 + i) for i in range(NV)]
 TCH = [chr(T0 + i) for i in range(NT)]
 FCH = [chr(F0 + i) for i in range(NF)]
@@ -138,15 +149,37 @@ class Filler:
     def __init__(self, rng, vocab):
         self.rng = rng
         self.vocab = vocab
+        self.local = None
 
-    def v(self):
+    def focus(self):
+        """Start a block: it uses a few variables, types and functions most of the time, as real code does."""
+        rng = self.rng
+        self.local = ([self._v() for _ in range(rng.randint(3, 7))], [self._t() for _ in range(rng.randint(1, 3))],
+                      [self._f() for _ in range(rng.randint(1, 4))])
+
+    def _v(self):
         return self.rng.choices(VCH, cum_weights=VW)[0]
 
-    def t(self):
+    def _t(self):
         return self.rng.choices(TCH, cum_weights=TW)[0]
 
-    def f(self):
+    def _f(self):
         return self.rng.choices(FCH, cum_weights=FW)[0]
+
+    def v(self):
+        if self.local and self.rng.random() < LOCALITY:
+            return self.rng.choice(self.local[0])
+        return self._v()
+
+    def t(self):
+        if self.local and self.rng.random() < LOCALITY:
+            return self.rng.choice(self.local[1])
+        return self._t()
+
+    def f(self):
+        if self.local and self.rng.random() < LOCALITY:
+            return self.rng.choice(self.local[2])
+        return self._f()
 
     def k(self):
         return self.rng.choices(KCH, cum_weights=KW)[0]
@@ -181,17 +214,17 @@ class Filler:
     def h(self):
         return "%0*x" % (8, self.rng.getrandbits(32))
 
+    _TOKEN = re.compile(r"\{\{|\}\}|\{([vtfknsch])\}")
+
     def fill(self, template):
-        out = []
-        parts = template.split("{")
-        out.append(parts[0])
-        for p in parts[1:]:
-            if len(p) >= 2 and p[1] == "}" and p[0] in "vtfknsch":
-                out.append(getattr(self, p[0])())
-                out.append(p[2:])
-            else:
-                out.append("{" + p)
-        return "".join(out)
+        def repl(m):
+            t = m.group(0)
+            if t == "{{":
+                return "{"
+            if t == "}}":
+                return "}"
+            return getattr(self, m.group(1))()
+        return self._TOKEN.sub(repl, template)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -393,11 +426,16 @@ LANGS = {
 
 def make_block(rng, fl, lang):
     spec = LANGS[lang]
+    fl.focus()
     head, foot = rng.choice(spec["block_heads"])
     lines = []
     if rng.random() < 0.5:
         lines.append(spec["comment"] + fl.c() + (" */" if lang == "c" else ""))
     lines.extend(fl.fill(head).split("\n"))
+
+    stmts = spec["stmts"]
+    weights = STMT_WEIGHTS[: len(stmts)]
+    done = []  # (template, filled) of this block's statements, for near-repeats
 
     def body(depth, n):
         ind = "  " * depth if lang != "python" else "    " * depth
@@ -409,13 +447,23 @@ def make_block(rng, fl, lang):
                 if nf is None:
                     continue
                 lines.extend(ind + x for x in fl.fill(nf.replace("{I}", ind)).split("\n"))
+                continue
+            r = rng.random()
+            if done and r < REPEAT:
+                # Real code repeats itself: the same statement again, or its template with other names.
+                tmpl, filled = rng.choice(done)
+                st = filled if r < REPEAT / 3 else fl.fill(tmpl)
             else:
-                st = fl.fill(rng.choice(spec["stmts"]).replace("{I}", ind))
-                lines.extend(ind + x if i == 0 else x for i, x in enumerate(st.split("\n")))
+                tmpl = rng.choices(stmts, cum_weights=weights)[0]
+                st = fl.fill(tmpl)
+                done.append((tmpl, st))
+            st = st.replace("{I}", ind)
+            lines.extend(ind + x if i == 0 else x for i, x in enumerate(st.split("\n")))
 
     body(1, rng.randint(2, 14))
     if foot:
         lines.append(fl.fill(foot))
+    fl.local = None
     lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -448,34 +496,35 @@ class Pools:
 # Per-file rendering
 
 
+SHORT_NAMES = ["i", "j", "n", "x", "ok", "err", "key", "value", "data", "buf", "result", "count", "item", "name",
+               "path", "size", "idx", "ctx", "out", "len"]
+
+
+def ident_pool(vocab, style, n=5000):
+    """n distinct identifiers of a style, made once per vocabulary."""
+    cache = vocab.__dict__.setdefault("_idents", {})
+    if style not in cache:
+        seen = {}
+        tries = 0
+        while len(seen) < n and tries < n * 20:
+            seen.setdefault(vocab.ident(style), None)
+            tries += 1
+        cache[style] = list(seen)
+    return cache[style]
+
+
 def file_table(rng, vocab, lang):
-    style = {"python": "snake", "c": "snake", "go": "camel", "swift": "camel", "ts": "camel"}.get(lang, "camel")
-    tab = {}
-    used = set()
-
-    def uniq(make):
-        for _ in range(20):
-            x = make()
-            if x not in used:
-                used.add(x)
-                return x
-        x = make() + str(len(used))
-        used.add(x)
-        return x
-
-    short = ["i", "j", "n", "x", "ok", "err", "key", "value", "data", "buf", "result", "count", "self_",
-             "item", "name", "path", "size", "idx", "ctx", "out"]
-    for i in range(NV):
-        if i < 8 and rng.random() < 0.5:
-            tab[V0 + i] = uniq(lambda: rng.choice(short).rstrip("_"))
-        else:
-            tab[V0 + i] = uniq(lambda: vocab.ident(style))
-    for i in range(NT):
-        tab[T0 + i] = uniq(lambda: vocab.ident("pascal"))
-    for i in range(NF):
-        tab[F0 + i] = uniq(lambda: vocab.ident("snake" if style == "snake" else "camel"))
-    for i in range(NK):
-        tab[K0 + i] = uniq(lambda: vocab.ident("upper"))
+    """Maps the placeholders of one file to its own identifiers."""
+    style = {"python": "snake", "c": "snake"}.get(lang, "camel")
+    names = rng.sample(ident_pool(vocab, style), NV)
+    short = rng.sample(SHORT_NAMES, 8)
+    for i in range(8):
+        if rng.random() < 0.5:
+            names[i] = short[i]
+    tab = dict(zip(range(V0, V0 + NV), names))
+    tab.update(zip(range(T0, T0 + NT), rng.sample(ident_pool(vocab, "pascal"), NT)))
+    tab.update(zip(range(F0, F0 + NF), rng.sample(ident_pool(vocab, "snake" if style == "snake" else "camel"), NF)))
+    tab.update(zip(range(K0, K0 + NK), rng.sample(ident_pool(vocab, "upper"), NK)))
     return tab
 
 
@@ -554,8 +603,11 @@ def render_json(rng, vocab, size):
         # A list of records sharing a schema (fixtures, API dumps, lock files).
         schema = rng.sample(keys, min(len(keys), rng.randint(3, 10)))
         doc, n = [], 2
+        # Most fields take one of a few values (status, type, flags); ids, dates and numbers vary.
+        choices = {k: [json_value(rng, vocab, 2, keys) for _ in range(rng.randint(2, 8))] for k in schema}
+        varying = {k: rng.random() < 0.35 for k in schema}
         while n < size:
-            rec = {k: json_value(rng, vocab, 2, keys) for k in schema}
+            rec = {k: json_value(rng, vocab, 2, keys) if varying[k] else rng.choice(choices[k]) for k in schema}
             doc.append(rec)
             n += len(json.dumps(rec, indent=2)) + 4
         obj = {"version": rng.randint(1, 9), "items": doc}
@@ -579,7 +631,7 @@ def gen_tree(out, scale, seed):
     pools = Pools(rng, vocab)
     nfiles = max(40, int(round(20000 * scale)))
     total = int(200 * 1000 * 1000 * scale)
-    nserv = max(2, min(40, int(round(40 * max(scale, 0.05) ** 0.5 if scale < 1 else 40))))
+    nserv = max(2, min(40, nfiles // 10))
 
     # File sizes: log-normal, scaled to hit the total; clamp to [60 B, 2 MB].
     raw = [rng.lognormvariate(0, 1.25) for _ in range(nfiles)]
@@ -709,7 +761,7 @@ def gen_secrets(out, scale, seed):
     rng = random.Random("kcar-secrets-%d" % seed)
     vocab = Vocab(rng)
     nfiles = max(10, int(round(10000 * scale)))
-    nserv = max(2, min(100, int(round(100 * scale ** 0.5)) if scale < 1 else 100))
+    nserv = max(2, min(100, nfiles // 10))
     tlds = ("com", "io", "net", "org", "dev", "cloud")
     services = []
     seen = set()

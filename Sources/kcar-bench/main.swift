@@ -1,0 +1,1 @@
+print("kcar-bench: not written yet")

@@ -1,0 +1,82 @@
+import FixtureRecipes
+import Foundation
+import VaultFormat
+import XCTest
+
+/// The golden and malformed vaults of Fixtures/: reproduced byte for byte, read back, and rejected as written.
+final class FixtureTests: XCTestCase {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static func fixture(_ name: String) -> String { root.appendingPathComponent("Fixtures/vault/\(name)").path }
+
+    func testGoldenVaultsAreReproducedByteForByte() throws {
+        for g in Recipes.goldens {
+            let golden = try Recipes.read(Self.fixture("\(g.name).kcv"))
+            XCTAssertEqual(try Recipes.bytes(of: g), golden, "\(g.name).kcv differs from what the code writes")
+        }
+    }
+
+    func testGoldenVaultsReadBack() throws {
+        for g in Recipes.goldens {
+            let vault = try Vault.open(path: Self.fixture("\(g.name).kcv"), secret: g.secret)
+            let items = vault.items
+            XCTAssertEqual(items.count, g.contents.count, g.name)
+            let expected = g.contents.sorted { ($0.0, $0.1) < ($1.0, $1.1) }
+            let got = items.sorted { ($0.service!, $0.account!) < ($1.service!, $1.account!) }
+            for (item, want) in zip(got, expected) {
+                XCTAssertEqual(item.service, want.0)
+                XCTAssertEqual(item.account, want.1)
+                XCTAssertEqual(try vault.read(item), want.2, "\(g.name): \(want.0)/\(want.1)")
+            }
+            let report = vault.verify()
+            XCTAssertTrue(report.isIntact, "\(g.name): \(report.problems)")
+        }
+    }
+
+    func testEverySlotOfTheSlotsVaultOpensIt() throws {
+        let path = Self.fixture("slots.kcv")
+        let secrets: [UnlockSecret] = [.passphrase(SecureBytes(copying: Array(Recipes.passphrase.utf8))),
+                                       .keyFile(SecureBytes(copying: Recipes.keyFile)),
+                                       .keyFile(SecureBytes(copying: Recipes.x25519Secret))]
+        for (i, s) in secrets.enumerated() {
+            let v = try Vault.open(path: path, secret: s)
+            XCTAssertEqual(v.unlockedSlot, i)
+            XCTAssertEqual(try v.read(v.items[0]), Array("hunter2".utf8))
+        }
+    }
+
+    func testMalformedVaultsFailAsTheManifestSays() throws {
+        let manifest = String(decoding: try Recipes.read(Self.fixture("malformed/MANIFEST.tsv")), as: UTF8.self)
+        let lines = manifest.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        XCTAssertEqual(lines.count, Recipes.malformed.count)
+        XCTAssertGreaterThanOrEqual(lines.count, 40)
+        for m in Recipes.malformed {
+            let path = Self.fixture("malformed/\(m.name).kcv")
+            XCTAssertEqual(try m.build(), try Recipes.read(path), "\(m.name).kcv differs from its recipe")
+            XCTAssertTrue(lines.contains { $0.hasPrefix("\(m.name)\t\(m.stage.rawValue)\t\(m.expect.rawValue)\t") }, m.name)
+            do {
+                let vault = try Vault.open(path: path, secret: Recipes.keySecret)
+                XCTAssertEqual(m.stage, .verify, "\(m.name): opened, but should fail at open with \(m.expect)")
+                let report = vault.verify()
+                XCTAssertEqual(report.problems.first?.code, m.expect, "\(m.name): \(report.problems)")
+            } catch let e as VaultError {
+                XCTAssertEqual(m.stage, .open, "\(m.name): \(e)")
+                XCTAssertEqual(e.code, m.expect, "\(m.name): \(e)")
+            }
+        }
+    }
+
+    func testSpecVectorIsTheOneItemFixture() throws {
+        let spec = String(decoding: try Recipes.read(Self.root.appendingPathComponent("SPEC.md").path), as: UTF8.self)
+        let block = spec.components(separatedBy: "<!-- vector:one-item.kcv -->\n```\n")[1].components(separatedBy: "```")[0]
+        let hex = block.split(separator: "\n").joined()
+        XCTAssertEqual(Hex.decode(hex), try Recipes.read(Self.fixture("one-item.kcv")))
+    }
+
+    func testTornCommitLeavesThePreviousGeneration() throws {
+        let vault = try Vault.open(path: Self.fixture("malformed/torn-commit.kcv"), secret: Recipes.keySecret)
+        XCTAssertEqual(vault.generation, 4)
+        XCTAssertGreaterThan(vault.incompleteBytes, 0)
+        XCTAssertNil(vault.items.first { $0.attributes.string(AttributeName.label) == "third" })
+    }
+}
