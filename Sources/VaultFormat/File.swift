@@ -60,6 +60,17 @@ final class File {
         return (UInt64(st.st_dev), UInt64(st.st_ino))
     }
 
+    /// Whether `path` still names this open file (a rewrite renames a new file over it).
+    func isStill(_ path: String) throws -> Bool {
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            if errno == ENOENT { return false }
+            throw File.errnoError("cannot stat", path)
+        }
+        let id = try identity()
+        return id.dev == UInt64(st.st_dev) && id.ino == UInt64(st.st_ino)
+    }
+
     /// Reads exactly `count` bytes at `offset`.
     func read(_ count: Int, at offset: UInt64) throws -> [UInt8] {
         var out = [UInt8](repeating: 0, count: count)

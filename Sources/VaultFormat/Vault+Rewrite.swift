@@ -23,7 +23,10 @@ extension Vault {
     /// Replaces the key slots: keeps the existing slots at `keep` (indexes into ``Header/slots``), then adds
     /// slots for `add`. The vault key and the body are unchanged: no item is re-encrypted. Atomic. Needs `.write`.
     public func changeSlots(keep: [Int], add: [SlotSecret], random: RandomSource = SystemRandom.shared) throws {
-        guard mode == .write else { throw VaultError(.invalidArgument, "the vault was opened read-only") }
+        try exclusively { try changeSlotsLocked(keep: keep, add: add, random: random) }
+    }
+
+    private func changeSlotsLocked(keep: [Int], add: [SlotSecret], random: RandomSource) throws {
         guard keep.allSatisfy({ header.slots.indices.contains($0) }) else { throw VaultError(.invalidArgument, "no such slot") }
         let slots = keep.map { header.slots[$0] } + (try add.map {
             try KeySlot.make(for: $0, vaultKey: vaultKey, vaultID: header.vaultID, random: random)
@@ -57,7 +60,11 @@ extension Vault {
 
     private func rewrite(header newHeader: Header, headerBytes bytes: [UInt8], newKey: SecureBytes?, random: RandomSource,
                          options: WriteOptions) throws {
-        guard mode == .write else { throw VaultError(.invalidArgument, "the vault was opened read-only") }
+        try exclusively { try rewriteLocked(header: newHeader, headerBytes: bytes, newKey: newKey, random: random, options: options) }
+    }
+
+    private func rewriteLocked(header newHeader: Header, headerBytes bytes: [UInt8], newKey: SecureBytes?, random: RandomSource,
+                               options: WriteOptions) throws {
         let newKeys = newKey.map { Subkeys(vaultKey: $0) } ?? keys
         let tmp = try AtomicReplace(path: path, random: random)
         let newTail: Tail

@@ -141,27 +141,29 @@ extension Vault {
     /// commit leaves the vault as it was.
     public func commit(options: WriteOptions = .init(), random: RandomSource = SystemRandom.shared,
                        _ body: (Transaction) throws -> Void) throws {
-        guard mode == .write else { throw VaultError(.invalidArgument, "the vault was opened read-only") }
-        try cutIncomplete()
-        let writer = CommitWriter(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys,
-                                  random: random, level: options.level, at: tail.end)
-        let tx = Transaction(writer: writer, random: random, state: state)
-        do {
-            try body(tx)
-            let ops = try tx.finalize()
-            guard !ops.isEmpty else { return }
-            let chain = Int(tail.trailer.chain) + 1
-            let deltaSize = UInt64(IndexCodec.encode(ops).count)
-            let checkpoint = chain >= Limits.chainMax || tail.deltaBytes + deltaSize > tail.checkpointBytes
-            let finalOps = checkpoint ? tx.state.keys.sorted().map { IndexOperation.put(tx.state[$0]!) } : ops
-            tail = try writer.finish(ops: finalOps, checkpoint: checkpoint, generation: tail.trailer.generation + 1,
-                                     previous: tail, itemCount: tx.state.count)
-            state = tx.state
-        } catch {
-            try? file.truncate(to: fileOffset(tail.end))
-            throw error
+        let compactNow: Bool = try exclusively {
+            try cutIncompleteLocked()
+            let writer = CommitWriter(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys,
+                                      random: random, level: options.level, at: tail.end)
+            let tx = Transaction(writer: writer, random: random, state: state)
+            do {
+                try body(tx)
+                let ops = try tx.finalize()
+                guard !ops.isEmpty else { return false }
+                let chain = Int(tail.trailer.chain) + 1
+                let deltaSize = UInt64(IndexCodec.encode(ops).count)
+                let checkpoint = chain >= Limits.chainMax || tail.deltaBytes + deltaSize > tail.checkpointBytes
+                let finalOps = checkpoint ? tx.state.keys.sorted().map { IndexOperation.put(tx.state[$0]!) } : ops
+                tail = try writer.finish(ops: finalOps, checkpoint: checkpoint, generation: tail.trailer.generation + 1,
+                                         previous: tail, itemCount: tx.state.count)
+                state = tx.state
+            } catch {
+                try? file.truncate(to: fileOffset(tail.end))
+                throw error
+            }
+            return options.autoCompact && shouldCompact
         }
-        if options.autoCompact, shouldCompact { try compact(random: random, options: options) }
+        if compactNow { try compact(random: random, options: options) }
     }
 
     /// Whether dead space has passed the automatic-compaction threshold (SPEC.md §9).
@@ -172,8 +174,11 @@ extension Vault {
 
     /// Cuts off an incomplete commit (what `kcar recover` does). Needs `.write`.
     public func cutIncomplete() throws {
+        try exclusively { try cutIncompleteLocked() }
+    }
+
+    func cutIncompleteLocked() throws {
         guard incompleteBytes > 0 else { return }
-        guard mode == .write else { throw VaultError(.invalidArgument, "the vault was opened read-only") }
         try file.truncate(to: fileOffset(tail.end))
         try file.sync()
         incompleteBytes = 0

@@ -61,6 +61,7 @@ public final class Vault {
     /// The index of the key slot that opened the vault.
     public internal(set) var unlockedSlot: Int = 0
     let mode: OpenMode
+    var lockTimeout: Double = 10
 
     init(path: String, header: Header, headerBytes: [UInt8], file: File, vaultKey: SecureBytes, state: [ItemID: Item],
          tail: Tail, incompleteBytes: UInt64, mode: OpenMode) {
@@ -112,21 +113,67 @@ public final class Vault {
         return tail.end - min(tail.end, live + chain)
     }
 
-    /// Opens and unlocks the vault at `path`. Reading commands work on the last complete commit; check
-    /// ``incompleteBytes`` to learn whether an interrupted write follows it.
+    /// Opens and unlocks the vault at `path`, holding a shared lock while it reads the header, the tail and
+    /// the index, so it always sees a whole commit. No lock is held afterwards: commits only append, and
+    /// rewrites replace the file by rename, so the commit read stays readable. Reading commands work on the
+    /// last complete commit; check ``incompleteBytes`` to learn whether an interrupted write follows it.
+    /// With `.write`, each change (commit, compaction, slot change) takes an exclusive lock and first
+    /// catches up with whatever other writers committed since.
     public static func open(path: String, secret: UnlockSecret, mode: OpenMode = .read,
                             lockTimeout: Double = 10) throws -> Vault {
+        let file = try lockedFile(path, mode: mode, exclusive: false, timeout: lockTimeout)
+        defer { file.unlock() }
+        let vault = try open(file: file, path: path, secret: secret, mode: mode)
+        vault.lockTimeout = lockTimeout
+        return vault
+    }
+
+    /// Opens `path` and locks it, again if a rewrite renamed a new file over the one locked.
+    static func lockedFile(_ path: String, mode: OpenMode, exclusive: Bool, timeout: Double) throws -> File {
         while true {
             let file = mode == .read ? try File.openRead(path) : try File.openReadWrite(path)
-            try file.lock(exclusive: mode == .write, timeout: lockTimeout)
-            // A rewrite (compact, passwd) may have renamed a new file over the one we locked: start again.
-            var st = stat()
-            if stat(path, &st) == 0, let id = try? file.identity(),
-               id.dev != UInt64(st.st_dev) || id.ino != UInt64(st.st_ino) {
-                continue
-            }
-            return try open(file: file, path: path, secret: secret, mode: mode)
+            try file.lock(exclusive: exclusive, timeout: timeout)
+            if try file.isStill(path) { return file }
+            file.unlock()
         }
+    }
+
+    /// Runs `body` under an exclusive lock, after catching up with commits and rewrites made by others.
+    func exclusively<T>(_ body: () throws -> T) throws -> T {
+        guard mode == .write else { throw VaultError(.invalidArgument, "the vault was opened read-only") }
+        if try !file.isStill(path) {
+            file = try Vault.lockedFile(path, mode: .write, exclusive: true, timeout: lockTimeout)
+        } else {
+            try file.lock(exclusive: true, timeout: lockTimeout)
+            if try !file.isStill(path) {
+                file.unlock()
+                file = try Vault.lockedFile(path, mode: .write, exclusive: true, timeout: lockTimeout)
+            }
+        }
+        defer { file.unlock() }
+        try catchUp()
+        return try body()
+    }
+
+    /// Reloads header, tail and index if the file is not exactly as this instance last saw it.
+    func catchUp() throws {
+        let size = try file.size()
+        let expectedTrailer = tail.trailer.encode(vaultID: header.vaultID, key: keys.trailer)
+        let sameHeader = (try? file.read(header.length, at: 0)) == headerBytes
+        if sameHeader, size == fileOffset(tail.end) + incompleteBytes,
+           (try? file.read(Trailer.size, at: fileOffset(tail.offset))) == expectedTrailer {
+            return
+        }
+        let (h, hb) = try Vault.readHeader(file, size: size)
+        guard h.vaultID == header.vaultID, Header.verifyMAC(hb, key: keys.header) else {
+            throw VaultError(.wrongKey, "\(path) was rekeyed or replaced since it was opened; open it again")
+        }
+        header = h
+        headerBytes = hb
+        let body = size - UInt64(h.length)
+        let reader = TailReader(file: file, headerLength: UInt64(h.length), bodySize: body, vaultID: h.vaultID, keys: keys)
+        (tail, state) = try reader.load()
+        incompleteBytes = body - tail.end
     }
 
     static func open(file: File, path: String, secret: UnlockSecret, mode: OpenMode) throws -> Vault {

@@ -1,1 +1,520 @@
-print("kcar-bench: not written yet")
+// kcar-bench: in-process timings of the VaultFormat library, for scripts/bench/bench.sh.
+//
+//   kcar-bench kdf [--runs N] [--mem-mib M] [--passes P]
+//   kcar-bench items VAULT KEYFILE [--runs N]
+//   kcar-bench append N_ITEMS MB DIR [--runs N] [--level L] [--random]
+//
+// Every figure is printed on its own line as `name value unit`, so that scripts can pick it with
+// `awk '$1 == "name" { print $2 }'`; lines starting with `#` are comments.
+
+#if canImport(Glibc)
+import Glibc
+#endif
+import VaultFormat
+
+// MARK: - Helpers
+
+func fail(_ message: String) -> Never {
+    let line = "kcar-bench: \(message)\n"
+    _ = line.withCString { write(2, $0, strlen($0)) }
+    exit(2)
+}
+
+func usage() -> Never {
+    fail("""
+    usage:
+      kcar-bench kdf [--runs N] [--mem-mib M] [--passes P]
+          time one Argon2id derivation at the default (or given) parameters: create a passphrase vault
+          of zero items and subtract the time to create a key-file one; also time opening it
+      kcar-bench items VAULT KEYFILE [--runs N]
+          open + read the first item, open + read the last item, open + list, open + verify (min, median ms)
+      kcar-bench append N_ITEMS MB DIR [--runs N] [--level L] [--random]
+          make a vault of N_ITEMS values totalling MB megabytes in DIR, then time adding one item with a
+          durable commit against rewriting the whole vault with the same items
+    """)
+}
+
+/// Monotonic clock, in seconds.
+func now() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) * 1e-9
+}
+
+/// Milliseconds `body` takes.
+func timed(_ body: () throws -> Void) rethrows -> Double {
+    let t = now()
+    try body()
+    return (now() - t) * 1000
+}
+
+struct Summary {
+    var samples: [Double]
+    var min: Double { samples.min() ?? .nan }
+    var median: Double {
+        let s = samples.sorted()
+        guard !s.isEmpty else { return .nan }
+        return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+    }
+}
+
+/// Runs `body` `runs` times and returns its timings in ms.
+func repeatTimed(_ runs: Int, _ body: () throws -> Void) rethrows -> Summary {
+    var samples: [Double] = []
+    for _ in 0..<max(1, runs) { samples.append(try timed(body)) }
+    return Summary(samples: samples)
+}
+
+func fmt(_ x: Double, _ decimals: Int = 3) -> String {
+    if x.isNaN { return "nan" }
+    var p = 1.0
+    for _ in 0..<decimals { p *= 10 }
+    let r = (abs(x) * p).rounded()
+    let whole = Int(r / p)
+    var frac = String(Int(r.truncatingRemainder(dividingBy: p)))
+    while frac.count < decimals { frac = "0" + frac }
+    return (x < 0 ? "-" : "") + String(whole) + (decimals > 0 ? "." + frac : "")
+}
+
+func emit(_ name: String, _ value: Double, _ unit: String, decimals: Int = 3) {
+    let pad = name.count < 32 ? String(repeating: " ", count: 32 - name.count) : " "
+    print("\(name)\(pad)\(fmt(value, decimals)) \(unit)")
+}
+
+func emit(_ name: String, _ summary: Summary) {
+    emit(name + "_min_ms", summary.min, "ms")
+    emit(name + "_median_ms", summary.median, "ms")
+}
+
+func note(_ text: String) { print("# \(text)") }
+
+func readFile(_ path: String) -> [UInt8] {
+    let fd = open(path, O_RDONLY)
+    guard fd >= 0 else { fail("cannot open \(path): \(String(cString: strerror(errno)))") }
+    defer { close(fd) }
+    var out: [UInt8] = []
+    var buf = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+        let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if n < 0 {
+            if errno == EINTR { continue }
+            fail("cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        if n == 0 { break }
+        out.append(contentsOf: buf[0..<n])
+    }
+    return out
+}
+
+func writeFile(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode)
+    guard fd >= 0 else { fail("cannot create \(path): \(String(cString: strerror(errno)))") }
+    defer { close(fd) }
+    var done = 0
+    while done < bytes.count {
+        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
+        if n < 0 {
+            if errno == EINTR { continue }
+            fail("cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+        done += n
+    }
+}
+
+func makeTempDir() -> String {
+    var template = Array("/tmp/kcar-bench.XXXXXX".utf8CString)
+    guard let p = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+        fail("mkdtemp: \(String(cString: strerror(errno)))")
+    }
+    return String(cString: p)
+}
+
+func removeTree(_ path: String) {
+    guard let d = opendir(path) else {
+        unlink(path)
+        return
+    }
+    while let e = readdir(d) {
+        let name = withUnsafeBytes(of: e.pointee.d_name) { raw in
+            String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+        }
+        if name == "." || name == ".." { continue }
+        let child = path + "/" + name
+        var st = stat()
+        if lstat(child, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR { removeTree(child) } else { unlink(child) }
+    }
+    closedir(d)
+    rmdir(path)
+}
+
+func fileSize(_ path: String) -> UInt64 {
+    var st = stat()
+    return stat(path, &st) == 0 ? UInt64(st.st_size) : 0
+}
+
+/// Parses `--name value` options after the positional arguments.
+struct Options {
+    var positional: [String] = []
+    var values: [String: String] = [:]
+    var flags: Set<String> = []
+
+    init(_ args: ArraySlice<String>, valued: Set<String>, flags known: Set<String>) {
+        var i = args.startIndex
+        while i < args.endIndex {
+            let a = args[i]
+            if valued.contains(a) {
+                guard i + 1 < args.endIndex else { fail("\(a) needs a value") }
+                values[a] = args[i + 1]
+                i += 2
+            } else if known.contains(a) {
+                flags.insert(a)
+                i += 1
+            } else if a.hasPrefix("--") {
+                fail("unknown option \(a)")
+            } else {
+                positional.append(a)
+                i += 1
+            }
+        }
+    }
+
+    func int(_ name: String, _ fallback: Int) -> Int {
+        guard let s = values[name] else { return fallback }
+        guard let v = Int(s), v > 0 else { fail("\(name) needs a positive integer, not \(s)") }
+        return v
+    }
+
+    func double(_ name: String) -> Double? {
+        guard let s = values[name] else { return nil }
+        guard let v = Double(s), v > 0 else { fail("\(name) needs a positive number, not \(s)") }
+        return v
+    }
+}
+
+/// SplitMix64: a small seeded generator for test values (not for secrets).
+struct SplitMix64 {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+}
+
+/// Makes values that compress about like text (a few hundred made-up words, Zipf-ish), or random bytes.
+struct ValueMaker {
+    var rng: SplitMix64
+    let words: [[UInt8]]
+    let random: Bool
+
+    init(seed: UInt64, random: Bool) {
+        rng = SplitMix64(state: seed)
+        self.random = random
+        let syllables = ["ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "bar", "cor", "den", "fal", "gor", "han", "lin",
+                         "mon", "par", "ser", "tan", "vor", "data", "key", "user", "item", "read", "write", "open",
+                         "close", "value", "token"]
+        var w: [[UInt8]] = []
+        var g = SplitMix64(state: 42)
+        for _ in 0..<600 {
+            var s = ""
+            for _ in 0..<(1 + g.below(3)) { s += syllables[g.below(syllables.count)] }
+            w.append(Array(s.utf8))
+        }
+        words = w
+    }
+
+    mutating func value(size: Int) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(size + 32)
+        if random {
+            while out.count < size {
+                var x = rng.next()
+                withUnsafeBytes(of: &x) { out.append(contentsOf: $0) }
+            }
+            out.removeLast(out.count - size)
+            return out
+        }
+        var column = 0
+        while out.count < size {
+            // Zipf-ish: small indexes far more often.
+            let r = Double(rng.next() >> 11) / Double(1 << 53)
+            let i = min(words.count - 1, Int(r * r * r * Double(words.count)))
+            let word = words[i]
+            out.append(contentsOf: word)
+            column += word.count + 1
+            if column > 72 || rng.below(16) == 0 {
+                out.append(0x0A)
+                column = 0
+            } else {
+                out.append(0x20)
+            }
+            if rng.below(10) == 0 {
+                var n = rng.next() % 100_000
+                repeat {
+                    out.append(UInt8(0x30 + n % 10))
+                    n /= 10
+                } while n > 0
+                out.append(0x20)
+            }
+        }
+        out.removeLast(out.count - size)
+        return out
+    }
+}
+
+func attributes(service: String, account: String) -> Attributes {
+    var a = Attributes()
+    a[AttributeName.service] = .string(service)
+    a[AttributeName.account] = .string(account)
+    a[AttributeName.modificationDate] = .date(nanoseconds: 1_767_225_600_000_000_000)
+    return a
+}
+
+func check<T>(_ what: String, _ body: () throws -> T) -> T {
+    do {
+        return try body()
+    } catch {
+        fail("\(what): \(error)")
+    }
+}
+
+// MARK: - kdf
+
+func runKDF(_ args: ArraySlice<String>) {
+    let o = Options(args, valued: ["--runs", "--mem-mib", "--passes"], flags: [])
+    guard o.positional.isEmpty else { usage() }
+    let runs = o.int("--runs", 3)
+    var params = KDFParameters.default
+    if let m = o.values["--mem-mib"] {
+        guard let v = UInt32(m), v > 0 else { fail("--mem-mib needs a positive integer") }
+        params.memKiB = v * 1024
+    }
+    if let p = o.values["--passes"] {
+        guard let v = UInt32(p), v > 0 else { fail("--passes needs a positive integer") }
+        params.ops = v
+    }
+    let dir = makeTempDir()
+    defer { removeTree(dir) }
+    let pass: [UInt8] = Array("correct horse battery staple".utf8)
+    var key = [UInt8](repeating: 0, count: 32)
+    for i in key.indices { key[i] = UInt8(truncatingIfNeeded: i &* 37 &+ 11) }
+    let passVault = dir + "/pass.kcv"
+    let keyVault = dir + "/key.kcv"
+
+    note("Argon2id ops \(params.ops), memory \(params.memKiB / 1024) MiB, \(runs) runs, empty vaults in \(dir)")
+    let create = check("create a passphrase vault") {
+        try repeatTimed(runs) {
+            try Vault.create(path: passVault, group: "bench", slots: [.passphrase(SecureBytes(copying: pass), params)],
+                             overwrite: true) { _ in }
+        }
+    }
+    let openPass = check("open the passphrase vault") {
+        try repeatTimed(runs) {
+            let v = try Vault.open(path: passVault, secret: .passphrase(SecureBytes(copying: pass)))
+            guard v.count == 0 else { fail("expected an empty vault") }
+        }
+    }
+    let createKey = check("create a key-file vault") {
+        try repeatTimed(max(runs, 5)) {
+            try Vault.create(path: keyVault, group: "bench", slots: [.keyFile(SecureBytes(copying: key))],
+                             overwrite: true) { _ in }
+        }
+    }
+    let openKey = check("open the key-file vault") {
+        try repeatTimed(max(runs, 10)) {
+            _ = try Vault.open(path: keyVault, secret: .keyFile(SecureBytes(copying: key)))
+        }
+    }
+    // Creating derives the passphrase key once; the two creations differ only by that derivation.
+    let kdf = max(0, create.min - createKey.min)
+    let openCost = max(0, openPass.min - openKey.min)
+    emit("kdf_create_vault", create)
+    emit("kdf_open_vault", openPass)
+    emit("keyfile_create_vault", createKey)
+    emit("keyfile_open_vault", openKey)
+    emit("kdf_ms", kdf, "ms")
+    emit("kdf_open_extra_ms", openCost, "ms")
+    emit("kdf_per_open", kdf > 0 ? openCost / kdf : .nan, "x", decimals: 2)
+    if kdf > 0, openCost / kdf > 1.5 {
+        note("WARNING: opening a passphrase vault costs \(fmt(openCost / kdf, 1)) key derivations, creating it one")
+    }
+}
+
+// MARK: - items
+
+func runItems(_ args: ArraySlice<String>) {
+    let o = Options(args, valued: ["--runs"], flags: [])
+    guard o.positional.count == 2 else { usage() }
+    let path = o.positional[0]
+    let keyBytes = readFile(o.positional[1])
+    let runs = o.int("--runs", 20)
+    func secret() -> UnlockSecret { .keyFile(SecureBytes(copying: keyBytes)) }
+
+    let (count, firstName, lastName, firstSize, lastSize) = check("open \(path)") { () throws -> (Int, String, String, UInt64, UInt64) in
+        let v = try Vault.open(path: path, secret: secret())
+        let items = v.items
+        guard let f = items.first, let l = items.last else { fail("\(path) holds no items") }
+        return (items.count, f.displayName, l.displayName, f.size, l.size)
+    }
+    note("\(path): \(count) items, \(fileSize(path)) bytes; first \(firstName) (\(firstSize) B), last \(lastName) (\(lastSize) B); \(runs) runs")
+    var sink = 0
+    let open = check("open") {
+        try repeatTimed(runs) { sink &+= try Vault.open(path: path, secret: secret()).count }
+    }
+    let first = check("read the first item") {
+        try repeatTimed(runs) {
+            let v = try Vault.open(path: path, secret: secret())
+            sink &+= try v.read(v.items[0]).count
+        }
+    }
+    let last = check("read the last item") {
+        try repeatTimed(runs) {
+            let v = try Vault.open(path: path, secret: secret())
+            let items = v.items
+            sink &+= try v.read(items[items.count - 1]).count
+        }
+    }
+    let list = check("list") {
+        try repeatTimed(runs) {
+            let v = try Vault.open(path: path, secret: secret())
+            for item in v.items { sink &+= item.displayName.utf8.count &+ Int(item.size) }
+        }
+    }
+    var intact = true
+    let verify = check("verify") {
+        try repeatTimed(max(3, runs / 4)) {
+            let v = try Vault.open(path: path, secret: secret())
+            let report = v.verify()
+            intact = intact && report.isIntact
+            sink &+= report.items
+        }
+    }
+    if !intact { note("WARNING: verify reported problems") }
+    emit("items_count", Double(count), "items", decimals: 0)
+    emit("open", open)
+    emit("open_read_first", first)
+    emit("open_read_last", last)
+    emit("open_list", list)
+    emit("open_verify", verify)
+    if sink == 42 { note("") }  // keep the work observable
+}
+
+// MARK: - append
+
+func runAppend(_ args: ArraySlice<String>) {
+    let o = Options(args, valued: ["--runs", "--level"], flags: ["--random"])
+    guard o.positional.count == 3, let n = Int(o.positional[0]), n > 0, let mb = Double(o.positional[1]), mb > 0 else {
+        usage()
+    }
+    let dir = o.positional[2]
+    let runs = o.int("--runs", 10)
+    var options = WriteOptions()
+    if let l = o.values["--level"] {
+        guard let v = Int32(l), (0...9).contains(v) else { fail("--level needs 0 to 9") }
+        options.level = v
+    }
+    options.autoCompact = false
+    if mkdir(dir, 0o755) != 0, errno != EEXIST { fail("cannot create \(dir): \(String(cString: strerror(errno)))") }
+
+    // The values, in memory, so that the append and the rewrite both start from bytes at hand.
+    let total = Int(mb * 1_000_000)
+    var maker = ValueMaker(seed: 7, random: o.flags.contains("--random"))
+    var sizeRng = SplitMix64(state: 99)
+    let mean = max(1, total / n)
+    var values: [[UInt8]] = []
+    values.reserveCapacity(n + runs)
+    let tGen = now()
+    // Sizes vary from mean/2 to 3*mean/2, scaled so that they add up to the total.
+    let drawn = (0..<n).map { _ in mean / 2 + sizeRng.below(mean + 1) }
+    let scale = Double(total) / Double(max(1, drawn.reduce(0, +)))
+    var sizes = drawn.map { max(1, Int(Double($0) * scale)) }
+    sizes[n - 1] = max(1, sizes[n - 1] + total - sizes.reduce(0, +))
+    for size in sizes { values.append(maker.value(size: size)) }
+    let made = sizes.reduce(0, +)
+    let extra = (0..<runs).map { _ in maker.value(size: mean) }
+    note("made \(n) values, \(made) bytes, in \(fmt((now() - tGen) * 1000, 0)) ms; level \(options.level)")
+
+    var keyRng = SplitMix64(state: 2026)
+    let key = (0..<32).map { _ in UInt8(truncatingIfNeeded: keyRng.next()) }
+    writeFile(dir + "/append.key", key)
+    let path = dir + "/append.kcv"
+    let rewritePath = dir + "/rewrite.kcv"
+    let slots: [SlotSecret] = [.keyFile(SecureBytes(copying: key))]
+    func secret() -> UnlockSecret { .keyFile(SecureBytes(copying: key)) }
+    func attrs(_ i: Int) -> Attributes {
+        attributes(service: "service-\(i % 100)", account: "item-\(i)")
+    }
+
+    let create = check("create the vault") {
+        try timed {
+            try Vault.create(path: path, group: "bench", slots: slots, options: options, overwrite: true) { tx in
+                for (i, v) in values.enumerated() { try tx.add(class: .genericPassword, attributes: attrs(i), value: .bytes(v)) }
+            }
+        }
+    }
+    let vaultBytes = fileSize(path)
+    note("vault \(path): \(n) items, \(vaultBytes) bytes, created in \(fmt(create, 1)) ms")
+
+    // Append one item per run: open for writing, one durable commit (records, fdatasync, trailer, fdatasync).
+    var commitOnly: [Double] = []
+    let append = check("append one item") {
+        try repeatTimed(runs) {
+            let v = try Vault.open(path: path, secret: secret(), mode: .write)
+            let i = v.count
+            let t = now()
+            try v.commit(options: options) { tx in
+                try tx.add(class: .genericPassword, attributes: attrs(i), value: .bytes(extra[i - n]))
+            }
+            commitOnly.append((now() - t) * 1000)
+        }
+    }
+    let appended = fileSize(path)
+
+    // Rewrite: a whole new vault with the same items (what a format without appends does for one change).
+    let all = values + extra
+    let rewrite = check("rewrite the vault") {
+        try repeatTimed(max(1, min(3, runs))) {
+            try Vault.create(path: rewritePath, group: "bench", slots: slots, options: options, overwrite: true) { tx in
+                for (i, v) in all.enumerated() { try tx.add(class: .genericPassword, attributes: attrs(i), value: .bytes(v)) }
+            }
+        }
+    }
+    // Compaction: the cheapest whole-file rewrite (live records copied as they are).
+    let compact = check("compact the vault") {
+        try repeatTimed(max(1, min(3, runs))) {
+            let v = try Vault.open(path: path, secret: secret(), mode: .write)
+            try v.compact(options: options)
+        }
+    }
+    let verify = check("verify") { () throws -> Bool in
+        let v = try Vault.open(path: path, secret: secret())
+        guard v.count == n + runs else { fail("expected \(n + runs) items, found \(v.count)") }
+        return v.verify().isIntact
+    }
+    if !verify { note("WARNING: verify reported problems after the appends") }
+
+    emit("append_vault_items", Double(n), "items", decimals: 0)
+    emit("append_vault_bytes", Double(vaultBytes), "bytes", decimals: 0)
+    emit("append_growth_bytes_per_item", Double(appended - vaultBytes) / Double(runs), "bytes", decimals: 0)
+    emit("append_open_commit", append)
+    emit("append_commit", Summary(samples: commitOnly))
+    emit("rewrite", rewrite)
+    emit("compact", compact)
+    emit("rewrite_over_append", rewrite.median / append.median, "x", decimals: 1)
+    emit("compact_over_append", compact.median / append.median, "x", decimals: 1)
+}
+
+// MARK: - main
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 2 else { usage() }
+switch arguments[1] {
+case "kdf": runKDF(arguments.dropFirst(2))
+case "items": runItems(arguments.dropFirst(2))
+case "append": runAppend(arguments.dropFirst(2))
+case "-h", "--help", "help": usage()
+default: fail("unknown command \(arguments[1]); try kcar-bench --help")
+}
