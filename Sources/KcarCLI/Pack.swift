@@ -82,7 +82,7 @@ enum Pack {
                 pattern.contains("/") ? fnmatch(pattern, relative, 0) == 0 : fnmatch(pattern, name, 0) == 0
             }
         }
-        func visit(_ path: String, relative: String, service: String?) throws {
+        func visit(_ path: String, relative: String, service: String?, account: String) throws {
             for (name, rawName) in try listDirectory(path) {
                 let childPath = path + "/" + rawName
                 guard let name else {
@@ -98,11 +98,10 @@ enum Pack {
                 }
                 switch cst.st_mode & S_IFMT {
                 case S_IFDIR:
-                    try visit(childPath, relative: rel, service: service ?? name)
+                    try visit(childPath, relative: rel, service: service ?? name, account: service == nil ? "" : account + name + "/")
                 case S_IFREG:
                     if let service {
-                        let account = String(rel.dropFirst(service.utf8.count + 1))
-                        entries.append(Entry(service: service, account: account, path: childPath))
+                        entries.append(Entry(service: service, account: account + name, path: childPath))
                     } else {
                         problems.append("\(childPath): a file directly in \(root) has no service folder")
                     }
@@ -111,7 +110,7 @@ enum Pack {
                 }
             }
         }
-        try visit(root, relative: "", service: nil)
+        try visit(root, relative: "", service: nil, account: "")
         entries.sort { a, b in
             a.service != b.service ? a.service.utf8.lexicographicallyPrecedes(b.service.utf8)
                 : a.account.utf8.lexicographicallyPrecedes(b.account.utf8)
