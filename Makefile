@@ -1,0 +1,43 @@
+# kcar: make demo (set up, build, pack/list/verify/extract a sample), make test, make bench, make fixtures.
+SHELL := /bin/bash
+APT_PACKAGES := libsodium-dev zlib1g-dev pkg-config
+KCAR = .build/release/kcar
+
+.PHONY: deps build demo test bench fixtures clean
+
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq $$missing; \
+		else echo "missing:$$missing (run as root or: sudo apt-get install$$missing)"; exit 1; fi; fi
+
+build: deps
+	swift build -c release --product kcar
+
+demo: build
+	@set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \
+	mkdir -p "$$d/sample/github.com/tokens" "$$d/sample/db.internal"; \
+	printf 'ghp_example_token\n' > "$$d/sample/github.com/tokens/ci"; \
+	printf '{"user":"app","password":"s3cret"}\n' > "$$d/sample/db.internal/credentials.json"; \
+	head -c 300000 /dev/urandom > "$$d/sample/db.internal/backup.key"; \
+	echo "+ kcar keygen demo.key"; $(KCAR) keygen "$$d/demo.key"; \
+	echo "+ kcar pack demo.kcv sample --key-file demo.key"; $(KCAR) pack "$$d/demo.kcv" "$$d/sample" --key-file "$$d/demo.key"; \
+	echo "+ kcar list demo.kcv"; $(KCAR) list "$$d/demo.kcv" --key-file "$$d/demo.key"; \
+	echo "+ kcar verify demo.kcv"; $(KCAR) verify "$$d/demo.kcv" --key-file "$$d/demo.key"; \
+	echo "+ kcar extract demo.kcv -C out"; $(KCAR) extract "$$d/demo.kcv" -C "$$d/out" --key-file "$$d/demo.key"; \
+	diff -r "$$d/sample" "$$d/out" && echo "extracted tree is identical to the sample"; \
+	echo "+ kcar info demo.kcv"; $(KCAR) info "$$d/demo.kcv" --key-file "$$d/demo.key"
+
+test: deps
+	swift build --build-tests
+	swift test --skip-build
+
+fixtures:
+	swift run kcar-fixtures .
+
+bench: deps
+	swift build -c release
+	bash scripts/bench/bench.sh
+
+clean:
+	rm -rf .build
