@@ -1,6 +1,6 @@
 # kcar: make demo (set up, build, pack/list/verify/extract a sample), make test, make bench, make fixtures.
 SHELL := /bin/bash
-APT_PACKAGES := libsodium-dev zlib1g-dev pkg-config
+APT_PACKAGES := libsodium-dev zlib1g-dev libdeflate-dev pkg-config
 KCAR = .build/release/kcar
 
 .PHONY: deps build demo test bench fixtures clean

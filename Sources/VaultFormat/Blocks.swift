@@ -62,23 +62,33 @@ enum Blocks {
         return jobs
     }
 
-    /// Compresses and seals one chunk into its on-disk block.
+    /// Compresses and seals one chunk into its on-disk block, in one buffer: the chunk is deflated (or copied)
+    /// straight behind the frame and encrypted in place.
     static func seal(_ job: ChunkJob, level: Int32) -> [UInt8] {
-        job.plaintext.withUnsafeBytes { chunk -> [UInt8] in
-            let compressed = Deflate.compress(chunk, level: level)
-            var p = ByteWriter(capacity: 5 + (compressed?.count ?? chunk.count))
-            p.append(compressed == nil ? 0 : 1)
-            p.appendLE(UInt32(chunk.count))
-            if let c = compressed { p.append(contentsOf: c) } else { p.append(contentsOf: chunk) }
-            let sealed = p.bytes.withUnsafeBytes {
-                Sodium.seal(key: job.key.key, nonce: job.nonce, plaintext: $0, ad: job.key.ad(chunk: job.index, last: job.last))
+        let n = job.plaintext.count
+        let p0 = frameBytes  // where the block plaintext P starts
+        var block = [UInt8](repeating: 0, count: p0 + 5 + n + Sodium.aeadTagBytes)
+        let sealedLength: Int = block.withUnsafeMutableBytes { b in
+            let payloadLength: Int = job.plaintext.withUnsafeBytes { chunk in
+                let room = UnsafeMutableRawBufferPointer(rebasing: b[(p0 + 5)..<(p0 + 5 + max(n - 1, 0))])
+                if let c = Deflate.compress(chunk, into: room, level: level) {
+                    b[p0] = 1
+                    return c
+                }
+                b[p0] = 0
+                UnsafeMutableRawBufferPointer(rebasing: b[(p0 + 5)..<(p0 + 5 + n)]).copyMemory(from: chunk)
+                return n
             }
-            var out = ByteWriter(capacity: frameBytes + sealed.count)
-            out.appendLE(UInt32(sealed.count))
-            out.append(contentsOf: job.nonce)
-            out.append(contentsOf: sealed)
-            return out.bytes
+            for i in 0..<4 { b[p0 + 1 + i] = UInt8(truncatingIfNeeded: UInt32(n) >> (8 * i)) }
+            let sealed = Sodium.sealInPlace(key: job.key.key, nonce: job.nonce,
+                                            buffer: UnsafeMutableRawBufferPointer(rebasing: b[p0...]),
+                                            plaintextLength: 5 + payloadLength, ad: job.key.ad(chunk: job.index, last: job.last))
+            for i in 0..<4 { b[i] = UInt8(truncatingIfNeeded: UInt32(sealed) >> (8 * i)) }
+            for i in 0..<Sodium.aeadNonceBytes { b[4 + i] = job.nonce[i] }
+            return sealed
         }
+        block.removeSubrange((p0 + sealedLength)...)
+        return block
     }
 
     /// Seals many chunks on every core; the result is in job order.

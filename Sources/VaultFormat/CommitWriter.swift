@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 
 /// Where a new value comes from.
 public enum ValueSource {
@@ -103,35 +104,66 @@ final class CommitWriter {
         if pendingBytes >= CommitWriter.batchBytes { try flushPending() }
     }
 
-    /// Seals the pending records on every core and writes them in order.
+    /// Hands the pending records to the background sealer (after writing the batch sealed before them).
     private func flushPending() throws {
         guard !pending.isEmpty else { return }
-        let sealed = Blocks.sealAll(pending.flatMap(\.jobs), level: level)
-        var out: [UInt8] = []
-        out.reserveCapacity(sealed.reduce(0) { $0 + $1.count })
-        var k = 0
-        for record in pending {
-            let offset = position + UInt64(out.count)
-            for _ in record.jobs {
-                out.append(contentsOf: sealed[k])
-                k += 1
-            }
-            let length = position + UInt64(out.count) - offset
-            for var item in record.items {
-                item.location.offset = offset
-                item.location.length = length
-                written.append(item)
-            }
-        }
-        try file.write(out, at: headerLength + position)
-        position += UInt64(out.count)
+        let records = pending
         pending = []
         pendingBytes = 0
+        try submit(records.flatMap(\.jobs)) { [unowned self] start, sizes in
+            var offset = start
+            var k = 0
+            for record in records {
+                let length = UInt64(sizes[k..<k + record.jobs.count].reduce(0, +))
+                k += record.jobs.count
+                for var item in record.items {
+                    item.location.offset = offset
+                    item.location.length = length
+                    self.written.append(item)
+                }
+                offset += length
+            }
+        }
+    }
+
+    /// One batch being sealed on other threads while this one reads the next: reading, compressing and
+    /// encrypting overlap. `completion` learns where the batch was written and the size of each block.
+    private final class Inflight: @unchecked Sendable {
+        var sealed: [[UInt8]] = []
+        let done = DispatchSemaphore(value: 0)
+    }
+    private var inflight: (box: Inflight, completion: (UInt64, [Int]) -> Void)?
+
+    private func submit(_ jobs: [ChunkJob], completion: @escaping (UInt64, [Int]) -> Void) throws {
+        try drain()
+        let box = Inflight()
+        let level = self.level
+        let work = UnsafeSendable(jobs)
+        DispatchQueue.global().async {
+            box.sealed = Blocks.sealAll(work.value, level: level)
+            box.done.signal()
+        }
+        inflight = (box, completion)
+    }
+
+    /// Waits for the batch in flight and writes it.
+    private func drain() throws {
+        guard let (box, completion) = inflight else { return }
+        inflight = nil
+        box.done.wait()
+        var out: [UInt8] = []
+        out.reserveCapacity(box.sealed.reduce(0) { $0 + $1.count })
+        for b in box.sealed { out.append(contentsOf: b) }
+        let start = position
+        try file.write(out, at: headerLength + position)
+        position += UInt64(out.count)
+        completion(start, box.sealed.map(\.count))
     }
 
     /// A large value: its own record, read and sealed a batch of chunks at a time.
     private func stream(_ item: Item, fd: Int32, size: UInt64) throws {
         try flushPending()
+        try drain()
         var item = item
         item.size = size
         let recordID = random.bytes(16)
@@ -145,13 +177,11 @@ final class CommitWriter {
         var left = size
         let source = File.adopt(fd: dup(fd), path: "input")
         while produced < total {
-            // Gather up to batchBytes of plaintext.
             let want = Int(min(UInt64(CommitWriter.batchBytes), total - produced)) - carry.count
             var buf = carry
             if want > 0 {
-                let chunk = try readExactly(source, want)
+                buf.append(contentsOf: try readExactly(source, want))
                 left -= UInt64(want)
-                buf.append(contentsOf: chunk)
             }
             carry = []
             var jobs: [ChunkJob] = []
@@ -164,13 +194,9 @@ final class CommitWriter {
                 chunkIndex += 1
                 s = e
             }
-            let sealed = Blocks.sealAll(jobs, level: level)
-            var out: [UInt8] = []
-            out.reserveCapacity(sealed.reduce(0) { $0 + $1.count })
-            for b in sealed { out.append(contentsOf: b) }
-            try file.write(out, at: headerLength + position)
-            position += UInt64(out.count)
+            try submit(jobs) { _, _ in }
         }
+        try drain()
         guard left == 0 else { throw VaultError(.io, "input changed size while it was read") }
         var extra: UInt8 = 0
         if (try? withUnsafeMutableBytes(of: &extra) { try source.readSome(into: $0) }) == 1 {
@@ -183,7 +209,7 @@ final class CommitWriter {
     /// Flushes everything added, then writes the index segment for `ops` and the trailer, syncing the data
     /// before the trailer. Returns the new tail.
     func finish(ops: [IndexOperation], checkpoint: Bool, generation: UInt64, previous: Tail?, itemCount: Int) throws -> Tail {
-        precondition(solid.isEmpty && pending.isEmpty, "flush() before finish()")
+        precondition(solid.isEmpty && pending.isEmpty && inflight == nil, "flush() before finish()")
         let plain = IndexCodec.encode(ops)
         guard plain.count <= Limits.indexMax else { throw VaultError(.invalidArgument, "index larger than \(Limits.indexMax) bytes") }
         let jobs = Blocks.jobs(for: plain, key: StreamKey.index(keys, vaultID: vaultID, generation: generation), random: random)
@@ -211,6 +237,7 @@ final class CommitWriter {
     /// offsets stay as they are. `produce` writes the record's blocks through the callback it is given.
     func appendSealed(_ items: [Item], produce: ((_ bytes: [UInt8]) throws -> Void) throws -> Void) throws {
         try flushPending()
+        try drain()
         let offset = position
         try produce { bytes in
             try file.write(bytes, at: headerLength + position)
@@ -227,6 +254,7 @@ final class CommitWriter {
     func flush() throws {
         try closeSolid()
         try flushPending()
+        try drain()
     }
 }
 

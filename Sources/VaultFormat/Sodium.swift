@@ -24,6 +24,19 @@ package enum Sodium {
         return out
     }
 
+    /// Encrypts the first `plaintextLength` bytes of `buffer` in place and appends the tag; returns the
+    /// sealed length. `buffer` must have room for the tag.
+    static func sealInPlace(key: SecureBytes, nonce: [UInt8], buffer: UnsafeMutableRawBufferPointer, plaintextLength: Int,
+                            ad: [UInt8]) -> Int {
+        ensureInitialized()
+        precondition(buffer.count >= plaintextLength + aeadTagBytes)
+        var outLen: UInt64 = 0
+        let p = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        crypto_aead_xchacha20poly1305_ietf_encrypt(p, &outLen, p, UInt64(plaintextLength), ad, UInt64(ad.count), nil, nonce,
+                                                  key.baseAddress)
+        return Int(outLen)
+    }
+
     /// XChaCha20-Poly1305-IETF decryption; nil when the tag does not verify. No plaintext is released otherwise.
     static func open(key: SecureBytes, nonce: [UInt8], ciphertext: UnsafeRawBufferPointer, ad: [UInt8]) -> [UInt8]? {
         ensureInitialized()
