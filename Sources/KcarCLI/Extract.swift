@@ -72,14 +72,18 @@ enum Extract {
         }
         let progress = Progress(label: "extract", total: plan.reduce(0) { $0 + $1.0.size })
         defer { progress.finish() }
-        for (item, parts) in plan {
-            try writer.write(parts, modified: item.modified) { sink in
-                try vault.read(item) { chunk in
-                    try sink(chunk)
-                    progress.advance(UInt64(chunk.count))
-                }
-            }
-        }
+        let names = Dictionary(uniqueKeysWithValues: plan.map { ($0.0.id, $0.1) })
+        var current: SafeWriter.Pending?
+        defer { current?.abandon() }
+        try vault.readValues(of: plan.map(\.0), begin: { item, whole in
+            current = try writer.begin(names[item.id]!, authenticated: whole)
+        }, bytes: { chunk in
+            try current!.append(chunk)
+            progress.advance(UInt64(chunk.count))
+        }, end: { item in
+            try current!.commit(modified: item.modified)
+            current = nil
+        })
         return skipped == 0 ? .success : .skipped
     }
 
@@ -111,12 +115,15 @@ extension String {
 }
 
 /// Writes files below a root folder without ever leaving it: every folder below the root is opened with
-/// O_NOFOLLOW relative to its parent, each file is written under a temporary name and linked or renamed
-/// into place only after its content authenticated.
-struct SafeWriter {
+/// O_NOFOLLOW relative to its parent (and kept open for the next file in it); a file whose content is still
+/// to be authenticated is written under a temporary name and moved into place only when complete.
+final class SafeWriter {
     let root: Int32
     let rootPath: String
     let force: Bool
+    /// Open folders by their path below the root.
+    private var folders: [String: Int32] = [:]
+    static let foldersMax = 256
 
     init(root: String, force: Bool) throws {
         if mkdir(root, 0o700) != 0, errno != EEXIST {
@@ -129,53 +136,80 @@ struct SafeWriter {
         self.force = force
     }
 
-    /// Refuses names that cannot be written safely, and existing files unless `force`.
-    func check(_ parts: [String]) throws {
+    deinit {
+        for fd in folders.values { close(fd) }
+        close(root)
+    }
+
+    static func checkNames(_ parts: [String]) throws {
         for p in parts where p.isEmpty || p == "." || p == ".." || p.utf8.count > 255 || p.utf8.contains(0) {
             throw CLIError(.io, "refusing to write \(parts.joined(separator: "/")): a path component is unsafe or over 255 bytes")
         }
-        guard !force else { return }
+    }
+
+    /// The folder holding `parts.last`, opened (and created, when `create`) component by component without
+    /// following links; nil if it does not exist and `create` is false.
+    private func folder(_ parts: [String], create: Bool) throws -> Int32? {
+        let dirs = parts.dropLast()
+        if dirs.isEmpty { return root }
+        let key = dirs.joined(separator: "/")
+        if let fd = folders[key] { return fd }
         var dir = root
-        defer { if dir != root { close(dir) } }
-        for p in parts.dropLast() {
-            let next = openat(dir, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            if next < 0 { return }  // folder does not exist yet: nothing to overwrite
-            if dir != root { close(dir) }
+        var owned = false
+        for p in dirs {
+            var next = openat(dir, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if next < 0, errno == ENOENT {
+                guard create else {
+                    if owned { close(dir) }
+                    return nil
+                }
+                if mkdirat(dir, p, 0o700) != 0, errno != EEXIST {
+                    if owned { close(dir) }
+                    throw CLIError(.io, "cannot create folder \(p) below \(rootPath)")
+                }
+                next = openat(dir, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            }
+            if owned { close(dir) }
+            guard next >= 0 else {
+                throw CLIError(.io, "refusing to write \(rootPath)/\(parts.joined(separator: "/")): \(p) is a symbolic link or not a folder")
+            }
             dir = next
+            owned = true
         }
+        if folders.count >= SafeWriter.foldersMax {
+            for fd in folders.values { close(fd) }
+            folders = [:]
+        }
+        folders[key] = dir
+        return dir
+    }
+
+    /// Refuses names that cannot be written safely, and existing files unless `force`.
+    func check(_ parts: [String]) throws {
+        try SafeWriter.checkNames(parts)
+        guard !force, let dir = try folder(parts, create: false) else { return }
         var st = stat()
         if fstatat(dir, parts.last!, &st, AT_SYMLINK_NOFOLLOW) == 0 {
             throw CLIError(.exists, "\(rootPath)/\(parts.joined(separator: "/")) exists (--force replaces it)")
         }
     }
 
-    /// Creates the folders, writes the content through `produce` into a temporary file, and moves it into place.
-    func write(_ parts: [String], modified: Int64?, produce: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws {
-        let display = "\(rootPath)/\(parts.joined(separator: "/"))"
-        var dir = root
-        defer { if dir != root { close(dir) } }
-        for p in parts.dropLast() {
-            var next = openat(dir, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            if next < 0, errno == ENOENT {
-                if mkdirat(dir, p, 0o700) != 0, errno != EEXIST { throw CLIError(.io, "cannot create folder for \(display)") }
-                next = openat(dir, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            }
-            guard next >= 0 else {
-                throw CLIError(.io, "refusing to write \(display): \(p) is a symbolic link or not a folder")
-            }
-            if dir != root { close(dir) }
-            dir = next
+    /// A file being written.
+    final class Pending {
+        let dir: Int32
+        let fd: Int32
+        /// The temporary name, or nil when writing the final name directly.
+        let temp: String?
+        let name: String
+        let display: String
+        let force: Bool
+        private var finished = false
+
+        init(dir: Int32, fd: Int32, temp: String?, name: String, display: String, force: Bool) {
+            (self.dir, self.fd, self.temp, self.name, self.display, self.force) = (dir, fd, temp, name, display, force)
         }
-        let name = parts.last!
-        let temp = ".kcar-\(Hex.encode(randomBytes(6))).tmp"
-        let fd = openat(dir, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw CLIError(.io, "cannot create a file in the folder of \(display)") }
-        var done = false
-        defer {
-            close(fd)
-            if !done { unlinkat(dir, temp, 0) }
-        }
-        try produce { chunk in
+
+        func append(_ chunk: UnsafeRawBufferPointer) throws {
             var off = 0
             while off < chunk.count {
                 let n = Glibc.write(fd, chunk.baseAddress! + off, chunk.count - off)
@@ -184,22 +218,66 @@ struct SafeWriter {
                 off += n
             }
         }
-        if let ns = modified {
-            let (s, f) = ns.quotientAndRemainder(dividingBy: 1_000_000_000)
-            let t = timespec(tv_sec: Int(f < 0 ? s - 1 : s), tv_nsec: Int(f < 0 ? f + 1_000_000_000 : f))
-            var times = [t, t]
-            futimens(fd, &times)
-        }
-        if force {
-            guard renameat(dir, temp, dir, name) == 0 else { throw CLIError(.io, "cannot write \(display): \(String(cString: strerror(errno)))") }
-        } else {
-            guard linkat(dir, temp, dir, name, 0) == 0 else {
-                if errno == EEXIST { throw CLIError(.exists, "\(display) exists (--force replaces it)") }
-                throw CLIError(.io, "cannot write \(display): \(String(cString: strerror(errno)))")
+
+        /// Sets the modification time and, for a temporary file, moves it into place.
+        func commit(modified: Int64?) throws {
+            if let ns = modified {
+                let (s, f) = ns.quotientAndRemainder(dividingBy: 1_000_000_000)
+                let t = timespec(tv_sec: Int(f < 0 ? s - 1 : s), tv_nsec: Int(f < 0 ? f + 1_000_000_000 : f))
+                var times = [t, t]
+                futimens(fd, &times)
             }
-            unlinkat(dir, temp, 0)
+            if let temp {
+                if force {
+                    guard renameat(dir, temp, dir, name) == 0 else { throw CLIError(.io, "cannot write \(display): \(String(cString: strerror(errno)))") }
+                } else {
+                    guard linkat(dir, temp, dir, name, 0) == 0 else {
+                        if errno == EEXIST { throw CLIError(.exists, "\(display) exists (--force replaces it)") }
+                        throw CLIError(.io, "cannot write \(display): \(String(cString: strerror(errno)))")
+                    }
+                    unlinkat(dir, temp, 0)
+                }
+            }
+            finished = true
+            closeFile()
         }
-        done = true
+
+        /// Removes what was written: no partial or unauthenticated file is left behind.
+        func abandon() {
+            if !finished { unlinkat(dir, temp ?? name, 0) }
+            finished = true
+            closeFile()
+        }
+
+        private var closed = false
+        private func closeFile() {
+            guard !closed else { return }
+            closed = true
+            Glibc.close(fd)
+        }
+
+        deinit { abandon() }
+    }
+
+    /// Starts a file. Content already authenticated whole (`authenticated`) is written to its final name
+    /// (created exclusively); content that is still to be authenticated, or that replaces a file, goes to a
+    /// temporary name first.
+    func begin(_ parts: [String], authenticated: Bool) throws -> Pending {
+        let display = "\(rootPath)/\(parts.joined(separator: "/"))"
+        let dir = try folder(parts, create: true)!
+        let name = parts.last!
+        if authenticated, !force {
+            let fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard fd >= 0 else {
+                if errno == EEXIST { throw CLIError(.exists, "\(display) exists (--force replaces it)") }
+                throw CLIError(.io, "cannot create \(display): \(String(cString: strerror(errno)))")
+            }
+            return Pending(dir: dir, fd: fd, temp: nil, name: name, display: display, force: false)
+        }
+        let temp = ".kcar-\(Hex.encode(randomBytes(6))).tmp"
+        let fd = openat(dir, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw CLIError(.io, "cannot create a file in the folder of \(display)") }
+        return Pending(dir: dir, fd: fd, temp: temp, name: name, display: display, force: force)
     }
 }
 

@@ -2,10 +2,9 @@ import CDeflate
 import CZlib
 import Synchronization
 
-/// zlib (RFC 1950) streams, one per chunk. Writing uses libdeflate (whole-buffer, about twice zlib's speed at
-/// the same level); reading uses zlib, as SPEC.md promises a reader needs nothing else. Every call site of
-/// the two C libraries is here.
-enum Deflate {
+/// zlib (RFC 1950) streams, one per chunk, through libdeflate (whole-buffer, two to three times zlib's speed
+/// at the same level and ratio) or zlib itself. Every call site of the two C libraries is here.
+package enum Deflate {
     /// How much of a chunk is deflated first to judge whether the rest is worth it.
     static let sampleSize = 65_536
     /// A sample must shrink at least this much (compressed/original) for the chunk to be deflated.
@@ -41,10 +40,33 @@ enum Deflate {
         }
     }
 
+    /// Which inflater reads: libdeflate (faster) or zlib. Both accept exactly the same streams; the tests
+    /// read every fixture with zlib too, to prove a zlib-only reader suffices (SPEC.md §2).
+    package enum Inflater: Sendable { case libdeflate, zlib }
+    private static let inflaterSetting = Mutex<Inflater>(.libdeflate)
+    package static var inflater: Inflater {
+        get { inflaterSetting.withLock { $0 } }
+        set { inflaterSetting.withLock { $0 = newValue } }
+    }
+    private static let decompressors = Mutex<[UnsafeSendable<OpaquePointer>]>([])
+
     /// Inflates one zlib stream that must produce exactly `expected` bytes and end exactly at the end of
     /// `input`. Never writes more than `expected` bytes, so a bomb stops there.
     static func inflate(_ input: UnsafeRawBufferPointer, expected: Int) -> [UInt8]? {
         guard expected > 0, input.count > 0 else { return nil }
+        if inflater == .zlib { return zlibInflate(input, expected: expected) }
+        guard let d = decompressors.withLock({ $0.popLast()?.value }) ?? libdeflate_alloc_decompressor() else { return nil }
+        defer { decompressors.withLock { $0.append(UnsafeSendable(d)) } }
+        var out = [UInt8](repeating: 0, count: expected)
+        var consumed = 0, produced = 0
+        let rc = out.withUnsafeMutableBytes {
+            libdeflate_zlib_decompress_ex(d, input.baseAddress, input.count, $0.baseAddress, expected, &consumed, &produced)
+        }
+        guard rc == LIBDEFLATE_SUCCESS, consumed == input.count, produced == expected else { return nil }
+        return out
+    }
+
+    static func zlibInflate(_ input: UnsafeRawBufferPointer, expected: Int) -> [UInt8]? {
         var stream = z_stream()
         guard kcar_inflateInit(&stream) == Z_OK else { return nil }
         defer { inflateEnd(&stream) }

@@ -79,13 +79,13 @@ public final class Vault {
 
     /// Items sorted by service, then account, then id.
     public var items: [Item] {
-        state.values.sorted { a, b in
-            let sa = a.service ?? "", sb = b.service ?? ""
-            if sa != sb { return sa.utf8.lexicographicallyPrecedes(sb.utf8) }
-            let aa = a.account ?? "", ab = b.account ?? ""
-            if aa != ab { return aa.utf8.lexicographicallyPrecedes(ab.utf8) }
-            return a.id < b.id
-        }
+        // Sort keys computed once per item, not once per comparison.
+        let keyed = state.values.map { (Array(($0.service ?? "").utf8), Array(($0.account ?? "").utf8), $0) }
+        return keyed.sorted { a, b in
+            if a.0 != b.0 { return a.0.lexicographicallyPrecedes(b.0) }
+            if a.1 != b.1 { return a.1.lexicographicallyPrecedes(b.1) }
+            return a.2.id < b.2.id
+        }.map(\.2)
     }
 
     /// The item with this id, if any.

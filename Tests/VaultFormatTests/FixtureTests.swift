@@ -80,3 +80,15 @@ final class FixtureTests: XCTestCase {
         XCTAssertNil(vault.items.first { $0.attributes.string(AttributeName.label) == "third" })
     }
 }
+
+/// SPEC.md promises that a reader needs zlib only: every golden vault reads back with zlib's inflater.
+final class ZlibReaderTests: XCTestCase {
+    func testGoldenVaultsReadWithZlibAlone() throws {
+        Deflate.inflater = .zlib
+        defer { Deflate.inflater = .libdeflate }
+        for g in Recipes.goldens {
+            let vault = try Vault.open(path: FixtureTests.fixture("\(g.name).kcv"), secret: g.secret)
+            XCTAssertTrue(vault.verify().isIntact, g.name)
+        }
+    }
+}

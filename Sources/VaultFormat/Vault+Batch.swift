@@ -1,0 +1,152 @@
+import Dispatch
+
+extension Vault {
+    /// Reads the values of many items, decoding each record once and several records at a time on every
+    /// core: what `extract` uses (reading items one by one would decode a shared record once per member).
+    /// Items are visited in file order: `begin(item)`, then the value's bytes in one or more `bytes` calls
+    /// (each authenticated before it is passed on), then `end(item)`. An error stops the walk; `end` is not
+    /// called for the item that failed.
+    public func readValues(of items: [Item], begin: (Item, _ whole: Bool) throws -> Void,
+                           bytes: (UnsafeRawBufferPointer) throws -> Void, end: (Item) throws -> Void) throws {
+        let groups = Dictionary(grouping: items, by: { $0.location.recordID }).values
+            .map { $0.sorted { $0.location.member < $1.location.member } }
+            .sorted { $0[0].location.offset < $1[0].location.offset }
+        // Cut the groups into batches: small records decoded together, large ones streamed alone.
+        var batches: [[[Item]]] = []
+        var current: [[Item]] = []
+        var currentBytes: UInt64 = 0
+        for members in groups {
+            let length = members[0].location.length
+            if length > Vault.batchRecordMax {
+                if !current.isEmpty { batches.append(current) }
+                batches.append([members])
+                current = []
+                currentBytes = 0
+                continue
+            }
+            current.append(members)
+            currentBytes += length
+            if currentBytes >= Vault.batchBytes {
+                batches.append(current)
+                current = []
+                currentBytes = 0
+            }
+        }
+        if !current.isEmpty { batches.append(current) }
+
+        // Decode batch n+1 on other threads while the caller consumes batch n.
+        final class Decoded: @unchecked Sendable {
+            var result: Result<[[UInt8]], Error> = .success([])
+            let done = DispatchSemaphore(value: 0)
+        }
+        func start(_ batch: [[Item]]) -> Decoded? {
+            guard batch[0][0].location.length <= Vault.batchRecordMax else { return nil }
+            let d = Decoded()
+            let raws: [[UInt8]]
+            do {
+                raws = try batch.map { g in try file.read(Int(g[0].location.length), at: fileOffset(g[0].location.offset)) }
+            } catch {
+                d.result = .failure(error)
+                d.done.signal()
+                return d
+            }
+            let job = UnsafeSendable((batch, raws, keys, header.vaultID))
+            DispatchQueue.global().async {
+                d.result = Result { try Vault.decodeRecords(job.value.0, raws: job.value.1, keys: job.value.2, vaultID: job.value.3) }
+                d.done.signal()
+            }
+            return d
+        }
+        var next = batches.first.flatMap(start)
+        for (n, batch) in batches.enumerated() {
+            let decoded = next
+            next = n + 1 < batches.count ? start(batches[n + 1]) : nil
+            guard let decoded else {
+                for item in batch[0] {
+                    try begin(item, false)
+                    try read(item, into: bytes)
+                    try end(item)
+                }
+                continue
+            }
+            decoded.done.wait()
+            for (members, plain) in zip(batch, try decoded.result.get()) {
+                let table = try checkedTable(plain, members)
+                for item in members {
+                    try begin(item, true)
+                    let start = table.length + Int(item.location.dataOffset)
+                    try plain.withUnsafeBytes { try bytes(UnsafeRawBufferPointer(rebasing: $0[start..<start + Int(item.size)])) }
+                    try end(item)
+                }
+            }
+        }
+        next?.done.wait()
+    }
+
+    static let batchRecordMax: UInt64 = 4 << 20
+    static let batchBytes: UInt64 = 2 << 20
+
+    /// The whole plaintext of each record, decoded in parallel.
+    private static func decodeRecords(_ groups: [[Item]], raws: [[UInt8]], keys: Subkeys, vaultID: [UInt8]) throws -> [[UInt8]] {
+        var results = [Result<[UInt8], VaultError>](repeating: .success([]), count: groups.count)
+        results.withUnsafeMutableBufferPointer { out in
+            let o = UnsafeSendable(out)
+            let g = UnsafeSendable(groups)
+            DispatchQueue.concurrentPerform(iterations: groups.count) { i in
+                let first = g.value[i][0]
+                let key = StreamKey.record(keys, vaultID: vaultID, recordID: first.location.recordID)
+                do {
+                    o.value[i] = .success(try Blocks.openAll(raws[i], key: key) {
+                        VaultError(.damagedRecord, "\(first.displayName): \($0)")
+                    })
+                } catch let e as VaultError {
+                    o.value[i] = .failure(e)
+                } catch {
+                    o.value[i] = .failure(VaultError(.damagedRecord, "\(first.displayName): \(error)"))
+                }
+            }
+        }
+        return try results.map { try $0.get() }
+    }
+
+    /// The member table of a decoded record, checked against the items that name it.
+    private func checkedTable(_ plain: [UInt8], _ members: [Item]) throws -> MemberTable {
+        let first = members[0]
+        let fail = { (m: String) in VaultError(.damagedRecord, "\(first.displayName): \(m)") }
+        guard let t = try MemberTable.parse(plain, fail: fail) else { throw fail("record ends inside its member table") }
+        guard UInt64(plain.count) == UInt64(t.length) + t.totalData else {
+            throw fail("record holds \(plain.count - t.length) data bytes, its member table declares \(t.totalData)")
+        }
+        for item in members {
+            let m = item.location.member
+            guard m < t.members.count, t.members[m].id == item.id, t.members[m].size == item.size,
+                  t.dataOffset(of: m) == item.location.dataOffset else {
+                throw VaultError(.damagedRecord, "\(item.displayName): the record's member table does not name this item")
+            }
+        }
+        return t
+    }
+}
+
+extension Blocks {
+    /// Opens every block of a stream held in memory and returns the concatenated chunks.
+    static func openAll(_ raw: [UInt8], key: StreamKey, fail: (String) -> VaultError) throws -> [UInt8] {
+        var out: [UInt8] = []
+        var p = 0
+        var index: UInt32 = 0
+        while p < raw.count {
+            guard raw.count - p >= frameBytes else { throw fail("block \(index) is cut short") }
+            let n = Int(raw.readLE(UInt32.self, at: p))
+            guard n >= sealedMin, n <= sealedMax, p + frameBytes + n <= raw.count else {
+                throw fail("block \(index) declares \(n) sealed bytes")
+            }
+            let end = p + frameBytes + n
+            out += try open(nonce: Array(raw[p + 4..<p + 28]), sealed: Array(raw[p + frameBytes..<end]), key: key,
+                            index: index, last: end == raw.count, fail: fail)
+            p = end
+            index += 1
+        }
+        guard index > 0 else { throw fail("empty extent") }
+        return out
+    }
+}
