@@ -51,7 +51,7 @@ enum Extract {
         guard let path = args.positionals.first else { throw CLIError.usage("expected VAULT [ITEM...]") }
         let wanted = Array(args.positionals.dropFirst())
         let vault = try openVault(path, args)
-        let selected = try select(vault.items, wanted)
+        let selected = try select(vault, wanted)
         if args.flag("stdout") {
             guard selected.count == 1, wanted.count == 1 else { throw CLIError.usage("--stdout takes exactly one ITEM") }
             try vault.read(selected[0]) { try Output.out.writeBytes($0) }
@@ -87,20 +87,19 @@ enum Extract {
         return skipped == 0 ? .success : .skipped
     }
 
-    /// Items named by `wanted` (exact names, or a service name for all its items), all if none.
-    static func select(_ items: [Item], _ wanted: [String]) throws -> [Item] {
-        guard !wanted.isEmpty else { return items }
-        var byName: [String: Item] = [:]
-        var byService: [String: [Item]] = [:]
-        for item in items {
-            let name = ItemPath.name(item)
-            byName[name] = item
-            if let first = name.split(separator: "/", maxSplits: 1).first { byService[String(first), default: []].append(item) }
-        }
+    /// Items named by `wanted` (a name as `list` prints it, or a service name, with or without a trailing
+    /// slash, for all its items), all if none. Names are decoded and compared with the attributes, so no
+    /// name is built for items that are not asked for.
+    static func select(_ vault: Vault, _ wanted: [String]) throws -> [Item] {
+        guard !wanted.isEmpty else { return vault.items }
         var out: [Item] = []
         var seen = Set<ItemID>()
         for w in wanted {
-            let matches = byName[w].map { [$0] } ?? byService[w.hasSuffix("/") ? String(w.dropLast()) : w] ?? []
+            var matches: [Item] = []
+            if let (service, account) = ItemPath.parse(w) {
+                matches = vault.unorderedItems.filter { $0.service == service && (account == nil || $0.account == account) }
+                if account == nil { matches.sort { ($0.account ?? "").utf8.lexicographicallyPrecedes(($1.account ?? "").utf8) } }
+            }
             guard !matches.isEmpty else { throw CLIError(.notFound, "no item named \(w) (see `kcar list`)") }
             for m in matches where seen.insert(m.id).inserted { out.append(m) }
         }

@@ -25,6 +25,36 @@ enum ItemPath {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// The inverse of ``component(_:slash:)``; nil for a malformed encoding.
+    static func decode(_ c: String) -> String? {
+        if c == "%" { return "" }
+        var out: [UInt8] = []
+        var it = Array(c.utf8)[...]
+        while let b = it.popFirst() {
+            guard b == 0x25 else {
+                out.append(b)
+                continue
+            }
+            guard it.count >= 2, let v = UInt8(String(decoding: it.prefix(2), as: UTF8.self), radix: 16) else { return nil }
+            out.append(v)
+            it = it.dropFirst(2)
+        }
+        return String(validating: out, as: UTF8.self)
+    }
+
+    /// A name as `list` prints it, split into service and account (nil when it names a service only).
+    static func parse(_ name: String) -> (service: String, account: String?)? {
+        let parts = name.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        guard let service = decode(parts[0]) else { return nil }
+        guard parts.count == 2, !parts[1].isEmpty else { return (service, nil) }
+        var account: [String] = []
+        for c in parts[1].split(separator: "/", omittingEmptySubsequences: false) {
+            guard let d = decode(String(c)) else { return nil }
+            account.append(d)
+        }
+        return (service, account.joined(separator: "/"))
+    }
+
     /// The path components of an item, or nil for items that have no service and account strings.
     static func components(_ item: Item) -> [String]? {
         guard let s = item.service, let a = item.account else { return nil }

@@ -6,11 +6,11 @@ struct StreamKey: Sendable {
     let key: SecureBytes
     let adPrefix: [UInt8]
 
-    static func record(_ keys: Subkeys, vaultID: [UInt8], recordID: [UInt8]) -> StreamKey {
+    static func record(_ keys: Subkeys, vaultID: [UInt8], recordID: ID128) -> StreamKey {
         var w = ByteWriter()
         w.append("kcar-rec-v1")
         w.append(contentsOf: vaultID)
-        w.append(contentsOf: recordID)
+        w.append(contentsOf: recordID.bytes)
         return StreamKey(key: keys.record, adPrefix: w.bytes)
     }
 

@@ -48,6 +48,30 @@ struct ByteReader {
 
     mutating func readI64() throws -> Int64 { Int64(bitPattern: try readLE(UInt64.self)) }
 
+    /// 16 bytes as an ``ID128``, without allocating.
+    mutating func readID() throws -> ID128 {
+        guard remaining >= 16 else { throw fail("truncated at byte \(position)") }
+        var h: UInt64 = 0, l: UInt64 = 0
+        for i in 0..<8 { h = h << 8 | UInt64(bytes[position + i]) }
+        for i in 8..<16 { l = l << 8 | UInt64(bytes[position + i]) }
+        position += 16
+        return ID128(hi: h, lo: l)
+    }
+
+    /// A UTF-8 string of `count` bytes, validated without an intermediate array.
+    mutating func readUTF8(_ count: Int, _ name: @autoclosure () -> String) throws -> String {
+        guard count >= 0, count <= remaining else { throw fail("truncated at byte \(position)") }
+        let start = position
+        let s: String? = bytes.withUnsafeBufferPointer { all in
+            let b = UnsafeBufferPointer(rebasing: all[start..<start + count])
+            // ASCII needs no validation; the rest is validated (overlong forms, surrogates, truncation).
+            return b.allSatisfy { $0 < 0x80 } ? String(decoding: b, as: UTF8.self) : String(validating: b, as: UTF8.self)
+        }
+        guard let s else { throw fail("\(name()) is not UTF-8") }
+        position += count
+        return s
+    }
+
     /// Unsigned LEB128, minimal, at most 64 bits.
     mutating func readVarint() throws -> UInt64 {
         var value: UInt64 = 0
@@ -70,17 +94,14 @@ struct ByteReader {
     }
 
     /// A varint that must fit `Int` and not exceed `max`.
-    mutating func readCount(max: Int, _ name: String) throws -> Int {
+    mutating func readCount(max: Int, _ name: @autoclosure () -> String) throws -> Int {
         let v = try readVarint()
-        guard v <= UInt64(max) else { throw fail("\(name) \(v) exceeds \(max)") }
+        guard v <= UInt64(max) else { throw fail("\(name()) \(v) exceeds \(max)") }
         return Int(v)
     }
 
-    mutating func readString(max: Int, _ name: String) throws -> String {
-        let n = try readCount(max: max, "\(name) length")
-        let raw = try readBytes(n)
-        guard let s = String(validating: raw, as: UTF8.self) else { throw fail("\(name) is not UTF-8") }
-        return s
+    mutating func readString(max: Int, _ name: @autoclosure () -> String) throws -> String {
+        try readUTF8(try readCount(max: max, "\(name()) length"), name())
     }
 }
 

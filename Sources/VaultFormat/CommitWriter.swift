@@ -89,7 +89,7 @@ final class CommitWriter {
     private func closeRecord(_ members: [(item: Item, value: [UInt8])]) throws {
         var plain = MemberTable.encode(members.map { ($0.item.id, $0.item.size) })
         for m in members { plain.append(contentsOf: m.value) }
-        let recordID = random.bytes(16)
+        let recordID = ID128(random.bytes(16))
         let jobs = Blocks.jobs(for: plain, key: StreamKey.record(keys, vaultID: vaultID, recordID: recordID), random: random)
         var items: [Item] = []
         var dataOffset: UInt64 = 0
@@ -166,7 +166,7 @@ final class CommitWriter {
         try drain()
         var item = item
         item.size = size
-        let recordID = random.bytes(16)
+        let recordID = ID128(random.bytes(16))
         let key = StreamKey.record(keys, vaultID: vaultID, recordID: recordID)
         let table = MemberTable.encode([(item.id, size)])
         let total = UInt64(table.count) + size

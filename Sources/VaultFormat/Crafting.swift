@@ -75,7 +75,7 @@ package struct CraftedVault {
     /// Appends record blocks sealed for `recordID`; returns (body offset, length).
     @discardableResult
     package mutating func appendRecord(id recordID: [UInt8], blocks: [Block]) -> (UInt64, UInt64) {
-        append(blocks, key: StreamKey.record(keys, vaultID: vaultID, recordID: recordID))
+        append(blocks, key: StreamKey.record(keys, vaultID: vaultID, recordID: ID128(recordID)))
     }
 
     /// Appends an index segment for `generation`; returns (body offset, length).
@@ -128,7 +128,7 @@ package struct CraftedVault {
         var a = Attributes()
         for (k, v) in strings { a[k] = .string(v) }
         let item = Item(id: ItemID([UInt8](repeating: 0, count: 16)), itemClass: ItemClass(rawValue: c), attributes: a, size: size,
-                        location: RecordLocation(recordID: recordID, offset: offset, length: length, member: member, dataOffset: dataOffset))
+                        location: RecordLocation(recordID: ID128(recordID), offset: offset, length: length, member: member, dataOffset: dataOffset))
         var w = ByteWriter()
         IndexCodec.encodeEntry(item, into: &w)
         return w.bytes

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import CDeflate
 import CZlib
 import Synchronization
@@ -5,10 +8,12 @@ import Synchronization
 /// zlib (RFC 1950) streams, one per chunk, through libdeflate (whole-buffer, two to three times zlib's speed
 /// at the same level and ratio) or zlib itself. Every call site of the two C libraries is here.
 package enum Deflate {
-    /// How much of a chunk is deflated first to judge whether the rest is worth it.
+    /// How much of a chunk is sampled to judge whether deflating it is worth it.
     static let sampleSize = 65_536
-    /// A sample must shrink at least this much (compressed/original) for the chunk to be deflated.
-    static let sampleRatio = 0.97
+    /// Order-0 entropy (bits per byte) above which a sample is taken for incompressible: random, encrypted
+    /// and already-compressed data sit above 7.9; text, code and JSON below 6.5.
+    static let entropyLimit = 7.9
+
     /// Levels accepted by writers: 0 (store) to 12 (libdeflate's slowest).
     static let levels: ClosedRange<Int32> = 0...12
 
@@ -24,20 +29,27 @@ package enum Deflate {
 
     /// Compresses `input` into `output` (at most `output.count` bytes, which must be less than the input);
     /// returns the length, or nil when the stream would not fit (the chunk is then stored). Incompressible
-    /// chunks are detected from a 64 KiB sample, so random data is not deflated whole.
+    /// chunks are recognised from the byte entropy of a sample, so random data costs a histogram, not a deflate.
     static func compress(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer, level: Int32) -> Int? {
         guard input.count > 0, level > 0, output.count > 0 else { return nil }
+        if input.count >= 4096, entropy(UnsafeRawBufferPointer(rebasing: input.prefix(sampleSize))) > entropyLimit { return nil }
         return withCompressor(level: level) { c in
-            if input.count > sampleSize * 2 {
-                var sample = [UInt8](repeating: 0, count: sampleSize)
-                let n = sample.withUnsafeMutableBytes {
-                    libdeflate_zlib_compress(c, input.baseAddress, sampleSize, $0.baseAddress, Int(Double(sampleSize) * sampleRatio))
-                }
-                guard n > 0 else { return nil }
-            }
             let n = libdeflate_zlib_compress(c, input.baseAddress, input.count, output.baseAddress, output.count)
             return n > 0 ? n : nil
         }
+    }
+
+    /// Order-0 entropy of `bytes`, in bits per byte.
+    static func entropy(_ bytes: UnsafeRawBufferPointer) -> Double {
+        var counts = [Int](repeating: 0, count: 256)
+        for b in bytes { counts[Int(b)] += 1 }
+        let n = Double(bytes.count)
+        var h = 0.0
+        for c in counts where c > 0 {
+            let p = Double(c) / n
+            h -= p * log2(p)
+        }
+        return h
     }
 
     /// Which inflater reads: libdeflate (faster) or zlib. Both accept exactly the same streams; the tests

@@ -55,7 +55,7 @@ enum IndexCodec {
         }
         w.appendVarint(item.size)
         let l = item.location
-        w.append(contentsOf: l.recordID)
+        w.append(contentsOf: l.recordID.bytes)
         w.appendVarint(l.offset)
         w.appendVarint(l.length)
         w.appendVarint(l.member)
@@ -72,7 +72,7 @@ enum IndexCodec {
         var previous: ItemID?
         for _ in 0..<count {
             let op = try r.readU8()
-            let id = ItemID(try r.readBytes(16))
+            let id = ItemID(raw: try r.readID())
             if let p = previous, !(p < id) { throw r.fail("item ids not in strictly ascending order at \(id)") }
             previous = id
             switch op {
@@ -116,7 +116,7 @@ enum IndexCodec {
         }
         let size = try r.readVarint()
         guard size <= Limits.valueMax else { throw r.fail("value size \(size) exceeds \(Limits.valueMax)") }
-        let recordID = try r.readBytes(16)
+        let recordID = try r.readID()
         let offset = try r.readVarint()
         let length = try r.readVarint()
         let member = try r.readCount(max: Limits.membersMax - 1, "member index")

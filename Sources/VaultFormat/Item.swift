@@ -1,20 +1,45 @@
+/// 16 bytes held as two integers (no allocation, cheap hashing); ordered as the bytes are, bytewise.
+struct ID128: Hashable, Comparable, Sendable {
+    let hi: UInt64
+    let lo: UInt64
+
+    init(hi: UInt64, lo: UInt64) {
+        self.hi = hi
+        self.lo = lo
+    }
+
+    init<C: Collection>(_ bytes: C) where C.Element == UInt8 {
+        precondition(bytes.count == 16)
+        var h: UInt64 = 0, l: UInt64 = 0
+        for (i, b) in bytes.enumerated() {
+            if i < 8 { h = h << 8 | UInt64(b) } else { l = l << 8 | UInt64(b) }
+        }
+        hi = h
+        lo = l
+    }
+
+    var bytes: [UInt8] { (0..<16).map { i in UInt8(truncatingIfNeeded: (i < 8 ? hi : lo) >> (8 * (7 - UInt64(i % 8)))) } }
+
+    static func < (a: ID128, b: ID128) -> Bool { (a.hi, a.lo) < (b.hi, b.lo) }
+}
+
 /// The 16-byte random identifier of an item, stable across updates.
 public struct ItemID: Hashable, Comparable, Sendable, CustomStringConvertible {
-    /// The 16 bytes; compared bytewise.
-    public let bytes: [UInt8]
+    let raw: ID128
 
-    init(_ bytes: [UInt8]) {
-        precondition(bytes.count == 16)
-        self.bytes = bytes
-    }
+    init<C: Collection>(_ bytes: C) where C.Element == UInt8 { raw = ID128(bytes) }
+    init(raw: ID128) { self.raw = raw }
+
+    /// The 16 bytes; ids are ordered bytewise.
+    public var bytes: [UInt8] { raw.bytes }
 
     /// Parses 32 hex digits (as ``description`` prints them).
     public init?(hex: String) {
         guard let b = Hex.decode(hex), b.count == 16 else { return nil }
-        bytes = b
+        raw = ID128(b)
     }
 
-    public static func < (a: ItemID, b: ItemID) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
+    public static func < (a: ItemID, b: ItemID) -> Bool { a.raw < b.raw }
     public var description: String { Hex.encode(bytes) }
 }
 
@@ -131,7 +156,7 @@ public struct Attributes: Hashable, Sendable, Sequence {
 
 /// Where an item's value lives: a member of one record (SPEC.md §6, §7).
 struct RecordLocation: Hashable, Sendable {
-    var recordID: [UInt8]
+    var recordID: ID128
     var offset: UInt64
     var length: UInt64
     var member: Int

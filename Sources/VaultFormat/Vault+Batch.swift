@@ -87,7 +87,7 @@ extension Vault {
     static let batchBytes: UInt64 = 2 << 20
 
     /// The whole plaintext of each record, decoded in parallel.
-    private static func decodeRecords(_ groups: [[Item]], raws: [[UInt8]], keys: Subkeys, vaultID: [UInt8]) throws -> [[UInt8]] {
+    static func decodeRecords(_ groups: [[Item]], raws: [[UInt8]], keys: Subkeys, vaultID: [UInt8]) throws -> [[UInt8]] {
         var results = [Result<[UInt8], VaultError>](repeating: .success([]), count: groups.count)
         results.withUnsafeMutableBufferPointer { out in
             let o = UnsafeSendable(out)
@@ -110,7 +110,7 @@ extension Vault {
     }
 
     /// The member table of a decoded record, checked against the items that name it.
-    private func checkedTable(_ plain: [UInt8], _ members: [Item]) throws -> MemberTable {
+    func checkedTable(_ plain: [UInt8], _ members: [Item]) throws -> MemberTable {
         let first = members[0]
         let fail = { (m: String) in VaultError(.damagedRecord, "\(first.displayName): \(m)") }
         guard let t = try MemberTable.parse(plain, fail: fail) else { throw fail("record ends inside its member table") }

@@ -90,7 +90,7 @@ struct MemberTable {
         var total: UInt64 = 0
         for _ in 0..<Int(n) {
             guard r.remaining >= 16 else { return nil }
-            let id = ItemID(try r.readBytes(16))
+            let id = ItemID(raw: try r.readID())
             guard let size = try varint() else { return nil }
             guard size <= Limits.valueMax, let t = total.adding(size) else { throw fail("member size \(size)") }
             offsets.append(total)

@@ -33,7 +33,7 @@ public final class Transaction {
         guard state.count < Limits.itemsMax else { throw VaultError(.invalidArgument, "a vault holds at most \(Limits.itemsMax) items") }
         let id = ItemID(random.bytes(16))
         let item = Item(id: id, itemClass: itemClass, attributes: attributes, size: 0,
-                        location: RecordLocation(recordID: [], offset: 0, length: 0, member: 0, dataOffset: 0))
+                        location: RecordLocation(recordID: ID128([UInt8](repeating: 0, count: 16)), offset: 0, length: 0, member: 0, dataOffset: 0))
         try writer.add(item, value: value)
         state[id] = item
         changes[id] = item

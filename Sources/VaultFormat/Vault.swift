@@ -77,16 +77,23 @@ public final class Vault {
         self.mode = mode
     }
 
-    /// Items sorted by service, then account, then id.
+    /// Items sorted by service, then account (Swift's string order), then id.
     public var items: [Item] {
         // Sort keys computed once per item, not once per comparison.
-        let keyed = state.values.map { (Array(($0.service ?? "").utf8), Array(($0.account ?? "").utf8), $0) }
-        return keyed.sorted { a, b in
-            if a.0 != b.0 { return a.0.lexicographicallyPrecedes(b.0) }
-            if a.1 != b.1 { return a.1.lexicographicallyPrecedes(b.1) }
-            return a.2.id < b.2.id
-        }.map(\.2)
+        // Sort indexes over precomputed keys: moving Ints is cheaper than moving items.
+        let all = Array(state.values)
+        let keys = all.map { ($0.service ?? "", $0.account ?? "") }
+        var order = Array(all.indices)
+        order.sort { i, j in
+            if keys[i].0 != keys[j].0 { return keys[i].0 < keys[j].0 }
+            if keys[i].1 != keys[j].1 { return keys[i].1 < keys[j].1 }
+            return all[i].id < all[j].id
+        }
+        return order.map { all[$0] }
     }
+
+    /// The items in no particular order (cheaper than ``items`` when order does not matter).
+    public var unorderedItems: Dictionary<ItemID, Item>.Values { state.values }
 
     /// The item with this id, if any.
     public func item(_ id: ItemID) -> Item? { state[id] }
@@ -107,7 +114,7 @@ public final class Vault {
     /// values and superseded index segments. `compact` removes them.
     public var deadBytes: UInt64 {
         var live: UInt64 = 0
-        var seen = Set<[UInt8]>()
+        var seen = Set<ID128>()
         for item in state.values where seen.insert(item.location.recordID).inserted { live += item.location.length }
         let chain = tail.checkpointBytes + tail.deltaBytes + UInt64(Trailer.size) * (UInt64(tail.trailer.chain) + 1)
         return tail.end - min(tail.end, live + chain)
@@ -179,9 +186,15 @@ public final class Vault {
     static func open(file: File, path: String, secret: UnlockSecret, mode: OpenMode) throws -> Vault {
         let size = try file.size()
         let (header, headerBytes) = try readHeader(file, size: size)
-        guard let (slot, vk) = header.slots.enumerated().lazy.compactMap({ i, s in
-            s.unwrap(with: secret, vaultID: header.vaultID).map { (i, $0) }
-        }).first else {
+        // A plain loop: each slot is tried once (a lazy compactMap(...).first would run Argon2id twice).
+        var opened: (Int, SecureBytes)?
+        for (i, s) in header.slots.enumerated() {
+            if let vk = s.unwrap(with: secret, vaultID: header.vaultID) {
+                opened = (i, vk)
+                break
+            }
+        }
+        guard let (slot, vk) = opened else {
             throw VaultError(.wrongKey, "no key slot of \(path) opens with the \(secret.kindName) given")
         }
         let keys = Subkeys(vaultKey: vk)
@@ -296,6 +309,7 @@ struct TailReader {
     }
 
     static func apply(_ ops: [IndexOperation], to state: inout [ItemID: Item], trailer t: Trailer) throws {
+        state.reserveCapacity(state.count + ops.count)
         for op in ops {
             switch op {
             case .put(let item):
@@ -315,32 +329,23 @@ struct TailReader {
         }
     }
 
-    /// Records never overlap, one id names one extent, and members of a record do not collide.
+    /// Records never overlap and one record id names one extent (SPEC.md §7). Members are checked against
+    /// the record's own member table when it is read.
     static func validateLocations(_ state: [ItemID: Item]) throws {
-        var records: [[UInt8]: (offset: UInt64, length: UInt64, members: [(Int, UInt64, UInt64)])] = [:]
-        records.reserveCapacity(state.count)
+        var records: [ID128: (offset: UInt64, length: UInt64)] = [:]
         for item in state.values {
             let l = item.location
             if let r = records[l.recordID] {
                 guard r.offset == l.offset, r.length == l.length else {
                     throw VaultError(.damagedIndex, "item \(item.id): its record id names two extents")
                 }
-                records[l.recordID]!.members.append((l.member, l.dataOffset, item.size))
             } else {
-                records[l.recordID] = (l.offset, l.length, [(l.member, l.dataOffset, item.size)])
+                records[l.recordID] = (l.offset, l.length)
             }
         }
-        let extents = records.values.map { ($0.offset, $0.length) }.sorted { $0.0 < $1.0 }
-        for i in extents.indices.dropFirst() where extents[i - 1].0 + extents[i - 1].1 > extents[i].0 {
-            throw VaultError(.damagedIndex, "two records overlap at body offset \(extents[i].0)")
-        }
-        for r in records.values where r.members.count > 1 {
-            let m = r.members.sorted { $0.0 < $1.0 }
-            for i in m.indices.dropFirst() {
-                guard m[i - 1].0 < m[i].0, m[i - 1].1 + m[i - 1].2 <= m[i].1 else {
-                    throw VaultError(.damagedIndex, "members of the record at body offset \(r.offset) collide")
-                }
-            }
+        let extents = records.values.sorted { $0.offset < $1.offset }
+        for i in extents.indices.dropFirst() where extents[i - 1].offset + extents[i - 1].length > extents[i].offset {
+            throw VaultError(.damagedIndex, "two records overlap at body offset \(extents[i].offset)")
         }
     }
 }

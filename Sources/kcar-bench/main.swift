@@ -20,8 +20,8 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
-func usage() -> Never {
-    fail("""
+func usage(help: Bool = false) -> Never {
+    let text = """
     usage:
       kcar-bench kdf [--runs N] [--mem-mib M] [--passes P]
           time one Argon2id derivation at the default (or given) parameters: create a passphrase vault
@@ -31,7 +31,12 @@ func usage() -> Never {
       kcar-bench append N_ITEMS MB DIR [--runs N] [--level L] [--random]
           make a vault of N_ITEMS values totalling MB megabytes in DIR, then time adding one item with a
           durable commit against rewriting the whole vault with the same items
-    """)
+    """
+    if help {
+        print(text)
+        exit(0)
+    }
+    fail(text)
 }
 
 /// Monotonic clock, in seconds.
@@ -353,30 +358,25 @@ func runItems(_ args: ArraySlice<String>) {
     let runs = o.int("--runs", 20)
     func secret() -> UnlockSecret { .keyFile(SecureBytes(copying: keyBytes)) }
 
-    let (count, firstName, lastName, firstSize, lastSize) = check("open \(path)") { () throws -> (Int, String, String, UInt64, UInt64) in
+    // First and last in list order; each is then found by service and account, as `kcar extract NAME` does.
+    let (count, first, last) = check("open \(path)") { () throws -> (Int, (String?, String?, UInt64), (String?, String?, UInt64)) in
         let v = try Vault.open(path: path, secret: secret())
         let items = v.items
         guard let f = items.first, let l = items.last else { fail("\(path) holds no items") }
-        return (items.count, f.displayName, l.displayName, f.size, l.size)
+        return (items.count, (f.service, f.account, f.size), (l.service, l.account, l.size))
     }
-    note("\(path): \(count) items, \(fileSize(path)) bytes; first \(firstName) (\(firstSize) B), last \(lastName) (\(lastSize) B); \(runs) runs")
+    note("\(path): \(count) items, \(fileSize(path)) bytes; first \(first.0 ?? "")/\(first.1 ?? "") (\(first.2) B), last \(last.0 ?? "")/\(last.1 ?? "") (\(last.2) B); \(runs) runs")
     var sink = 0
     let open = check("open") {
         try repeatTimed(runs) { sink &+= try Vault.open(path: path, secret: secret()).count }
     }
-    let first = check("read the first item") {
-        try repeatTimed(runs) {
-            let v = try Vault.open(path: path, secret: secret())
-            sink &+= try v.read(v.items[0]).count
-        }
+    func readOne(_ name: (String?, String?, UInt64)) throws {
+        let v = try Vault.open(path: path, secret: secret())
+        guard let item = v.unorderedItems.first(where: { $0.service == name.0 && $0.account == name.1 }) else { fail("item vanished") }
+        sink &+= try v.read(item).count
     }
-    let last = check("read the last item") {
-        try repeatTimed(runs) {
-            let v = try Vault.open(path: path, secret: secret())
-            let items = v.items
-            sink &+= try v.read(items[items.count - 1]).count
-        }
-    }
+    let firstTimes = check("read the first item") { try repeatTimed(runs) { try readOne(first) } }
+    let lastTimes = check("read the last item") { try repeatTimed(runs) { try readOne(last) } }
     let list = check("list") {
         try repeatTimed(runs) {
             let v = try Vault.open(path: path, secret: secret())
@@ -395,8 +395,8 @@ func runItems(_ args: ArraySlice<String>) {
     if !intact { note("WARNING: verify reported problems") }
     emit("items_count", Double(count), "items", decimals: 0)
     emit("open", open)
-    emit("open_read_first", first)
-    emit("open_read_last", last)
+    emit("open_read_first", firstTimes)
+    emit("open_read_last", lastTimes)
     emit("open_list", list)
     emit("open_verify", verify)
     if sink == 42 { note("") }  // keep the work observable
@@ -515,6 +515,6 @@ switch arguments[1] {
 case "kdf": runKDF(arguments.dropFirst(2))
 case "items": runItems(arguments.dropFirst(2))
 case "append": runAppend(arguments.dropFirst(2))
-case "-h", "--help", "help": usage()
+case "-h", "--help", "help": usage(help: true)
 default: fail("unknown command \(arguments[1]); try kcar-bench --help")
 }

@@ -68,7 +68,8 @@ def main():
         for line in fh:
             parts = line.rstrip("\n").split("\t")
             if len(parts) >= 2 and parts[0]:
-                figures[parts[0]] = num(parts[1])
+                v = num(parts[1])
+                figures[parts[0]] = v if v is not None or not parts[1] else parts[1]  # strings: versions
                 units[parts[0]] = parts[2] if len(parts) > 2 else ""
 
     comparisons = []
@@ -79,9 +80,10 @@ def main():
                 continue
             section, label, kkey, plabel, pkey, kind = parts[:6]
             kv = figures.get(kkey)
-            if kv is None:
+            if not isinstance(kv, float):
                 continue
             pv = figures.get(pkey) if pkey else None
+            pv = pv if isinstance(pv, float) else None
             ratio = kv / pv if pv else None
             comparisons.append({"section": section, "figure": label, "kind": kind, "kcar": kv, "kcar_key": kkey,
                                 "peer": plabel if pv is not None else None, "peer_value": pv,
@@ -113,9 +115,12 @@ def main():
             corpus.append("%s %s%.1f MB" % (name, "%d files, " % n if n is not None else "", b / 1e6))
     if corpus:
         print("corpora: " + "; ".join(corpus))
+    versions = [str(v) for k, v in sorted(figures.items()) if k.startswith("version.")]
+    if versions:
+        print("versions: " + "; ".join(versions))
     if figures.get("kcar.level_matching_gz6") is not None:
         lv = int(figures["kcar.level_matching_gz6"])
-        print("kcar level matching gzip -6 size: %s" % (lv if lv else "none"))
+        print("kcar level matching the size of the tar | gzip -6 peer: %s" % (lv if lv else "none"))
     print()
     print(line(headers))
     print(line(["-" * w for w in widths]))
