@@ -1,6 +1,6 @@
 /// The named limits of vault format v1 (SPEC.md §3). Readers check them before doing the work they bound.
 public enum Limits {
-    public static let headerMin = 96
+    public static let headerMin = 80
     public static let headerMax = 65_536
     public static let slotsMax = 32
     public static let groupMax = 255
