@@ -124,8 +124,12 @@ final class SafeWriter {
     private var folders: [String: Int32] = [:]
     static let foldersMax = 256
 
+    /// The root folder was made by this writer, so nothing below it can exist yet.
+    let freshRoot: Bool
+
     init(root: String, force: Bool) throws {
-        if mkdir(root, 0o700) != 0, errno != EEXIST {
+        freshRoot = mkdir(root, 0o700) == 0
+        if !freshRoot, errno != EEXIST {
             throw CLIError(.io, "cannot create \(root): \(String(cString: strerror(errno)))")
         }
         let fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -186,7 +190,7 @@ final class SafeWriter {
     /// Refuses names that cannot be written safely, and existing files unless `force`.
     func check(_ parts: [String]) throws {
         try SafeWriter.checkNames(parts)
-        guard !force, let dir = try folder(parts, create: false) else { return }
+        guard !force, !freshRoot, let dir = try folder(parts, create: false) else { return }
         var st = stat()
         if fstatat(dir, parts.last!, &st, AT_SYMLINK_NOFOLLOW) == 0 {
             throw CLIError(.exists, "\(rootPath)/\(parts.joined(separator: "/")) exists (--force replaces it)")
