@@ -24,7 +24,8 @@ enum Pack {
         for problem in problems { warn("skipped \(problem)") }
         let slots = try Secrets.newSlots(args)
         let options = WriteOptions(level: level)
-        let total = entries.reduce(UInt64(0)) { $0 + fileSize($1.path) }
+        // The total is needed only for a progress bar on a terminal; elsewhere it would cost a stat per file.
+        let total = Output.err.isTerminal ? entries.reduce(UInt64(0)) { $0 + fileSize($1.path) } : 0
         let progress = Progress(label: "pack", total: total)
         let toStdout = vaultPath == "-"
         let target = toStdout ? temporaryPath() : vaultPath
@@ -43,7 +44,7 @@ enum Pack {
             throw error
         }
         if !args.flag("quiet"), !toStdout {
-            warn("packed \(entries.count) items (\(total) bytes) into \(vaultPath)")
+            warn("packed \(entries.count) items into \(vaultPath)")
         }
         return problems.isEmpty ? .success : .skipped
     }
@@ -83,7 +84,7 @@ enum Pack {
             }
         }
         func visit(_ path: String, relative: String, service: String?, account: String) throws {
-            for (name, rawName) in try listDirectory(path) {
+            for (name, rawName, type) in try listDirectory(path) {
                 let childPath = path + "/" + rawName
                 guard let name else {
                     problems.append("\(childPath): the name is not UTF-8")
@@ -91,12 +92,16 @@ enum Pack {
                 }
                 let rel = relative.isEmpty ? name : relative + "/" + name
                 if excluded(name, rel) { continue }
-                var cst = stat()
-                guard lstat(childPath, &cst) == 0 else {
-                    problems.append("\(childPath): \(String(cString: strerror(errno)))")
-                    continue
+                var mode = type
+                if mode == 0 {  // the file system does not report types in its listing: ask
+                    var cst = stat()
+                    guard lstat(childPath, &cst) == 0 else {
+                        problems.append("\(childPath): \(String(cString: strerror(errno)))")
+                        continue
+                    }
+                    mode = cst.st_mode & S_IFMT
                 }
-                switch cst.st_mode & S_IFMT {
+                switch mode {
                 case S_IFDIR:
                     try visit(childPath, relative: rel, service: service ?? name, account: service == nil ? "" : account + name + "/")
                 case S_IFREG:
@@ -118,16 +123,25 @@ enum Pack {
         return (entries, problems)
     }
 
-    /// Names in a folder (UTF-8 decoded, or nil) with their raw form for paths.
-    static func listDirectory(_ path: String) throws -> [(String?, String)] {
+    /// Names in a folder (UTF-8 decoded, or nil) with their raw form for paths and their file type as
+    /// `S_IFMT` bits (0 when the file system does not say; the add step checks regular files again on open).
+    static func listDirectory(_ path: String) throws -> [(String?, String, mode_t)] {
         guard let d = opendir(path) else { throw CLIError(.io, "cannot read folder \(path): \(String(cString: strerror(errno)))") }
         defer { closedir(d) }
-        var out: [(String?, String)] = []
+        var out: [(String?, String, mode_t)] = []
         while let ent = readdir(d) {
             let raw: [UInt8] = withUnsafeBytes(of: ent.pointee.d_name) { b in Array(b.prefix { $0 != 0 }) }
             if raw == [46] || raw == [46, 46] { continue }
             let decoded = String(validating: raw, as: UTF8.self)
-            out.append((decoded, decoded ?? String(decoding: raw, as: UTF8.self)))
+            let type: mode_t
+            switch Int32(ent.pointee.d_type) {
+            case Int32(DT_REG): type = S_IFREG
+            case Int32(DT_DIR): type = S_IFDIR
+            case Int32(DT_LNK): type = S_IFLNK
+            case Int32(DT_UNKNOWN): type = 0
+            default: type = S_IFIFO  // devices, FIFOs, sockets: reported, not stored
+            }
+            out.append((decoded, decoded ?? String(decoding: raw, as: UTF8.self), type))
         }
         return out.sorted { $0.1.utf8.lexicographicallyPrecedes($1.1.utf8) }
     }

@@ -175,12 +175,11 @@ final class CommitWriter {
         var carry = table
         var chunkIndex: UInt32 = 0
         var left = size
-        let source = File.adopt(fd: dup(fd), path: "input")
         while produced < total {
             let want = Int(min(UInt64(CommitWriter.batchBytes), total - produced)) - carry.count
             var buf = carry
             if want > 0 {
-                buf.append(contentsOf: try readExactly(source, want))
+                buf.append(contentsOf: try readExactly(fd, want))
                 left -= UInt64(want)
             }
             carry = []
@@ -199,7 +198,7 @@ final class CommitWriter {
         try drain()
         guard left == 0 else { throw VaultError(.io, "input changed size while it was read") }
         var extra: UInt8 = 0
-        if (try? withUnsafeMutableBytes(of: &extra) { try source.readSome(into: $0) }) == 1 {
+        if read(fd, &extra, 1) == 1 {
             throw VaultError(.io, "input grew while it was read")
         }
         item.location = RecordLocation(recordID: recordID, offset: offset, length: position - offset, member: 0, dataOffset: 0)
@@ -258,17 +257,15 @@ final class CommitWriter {
     }
 }
 
+/// Reads exactly `count` bytes from the current position of `fd` (which stays open).
 func readExactly(_ fd: Int32, _ count: Int) throws -> [UInt8] {
-    try readExactly(File.adopt(fd: dup(fd), path: "input"), count)
-}
-
-/// Reads exactly `count` bytes from the current position of `file`.
-func readExactly(_ file: File, _ count: Int) throws -> [UInt8] {
     var out = [UInt8](repeating: 0, count: count)
     var done = 0
     try out.withUnsafeMutableBytes { b in
         while done < count {
-            let n = try file.readSome(into: UnsafeMutableRawBufferPointer(rebasing: b[done...]))
+            let n = read(fd, b.baseAddress! + done, count - done)
+            if n < 0, errno == EINTR { continue }
+            if n < 0 { throw File.errnoError("cannot read", "input") }
             if n == 0 { throw VaultError(.io, "input ended after \(done) of \(count) bytes (changed while read?)") }
             done += n
         }

@@ -1,4 +1,5 @@
 import CSodium
+import Synchronization
 
 /// Where a writer draws its random bytes (ids, keys, salts, nonces).
 public protocol RandomSource: AnyObject {
@@ -16,13 +17,34 @@ extension RandomSource {
     func secureBytes(_ n: Int) -> SecureBytes { SecureBytes(count: n) { fill($0) } }
 }
 
-/// The operating system's CSPRNG (`randombytes_buf`). Use this for every real vault.
+/// The operating system's CSPRNG (`randombytes_buf`). Use this for every real vault. Draws of up to 24
+/// bytes (ids, salts, nonces: public values) are served from a 4 KiB pool refilled from the CSPRNG, so
+/// packing 10,000 files does not cost 10,000 `getrandom` calls; bytes handed out are erased from the pool.
+/// Keys (32 bytes and more) always come straight from the CSPRNG into locked memory.
 public final class SystemRandom: RandomSource, @unchecked Sendable {
     public static let shared = SystemRandom()
+    private static let poolSize = 4096
+    private let pool = Mutex<(bytes: [UInt8], used: Int)>(([UInt8](repeating: 0, count: 4096), 4096))
+
     public init() { Sodium.ensureInitialized() }
+
     public func fill(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let p = buffer.baseAddress, buffer.count > 0 else { return }
-        randombytes_buf(p, buffer.count)
+        guard buffer.count <= 24 else {
+            randombytes_buf(p, buffer.count)
+            return
+        }
+        pool.withLock { pool in
+            if pool.used + buffer.count > SystemRandom.poolSize {
+                pool.bytes.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, $0.count) }
+                pool.used = 0
+            }
+            for i in 0..<buffer.count {
+                buffer[i] = pool.bytes[pool.used + i]
+                pool.bytes[pool.used + i] = 0
+            }
+            pool.used += buffer.count
+        }
     }
 }
 
