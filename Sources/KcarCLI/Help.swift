@@ -9,7 +9,7 @@ enum Help {
               modes are not (extract writes 0600). Symlinks, devices, non-UTF-8 names and files directly in
               DIR are reported and skipped (exit 9). VAULT - writes the vault to standard output.
               --group NAME          access group (default: "default")
-              --level N             zlib level 0-9 (default 6; 1 is fastest)
+              --level N             compression level 0 (store) to 12 (default 6; 1 is fastest, 7 about gzip -6's size)
               --exclude PATTERN     skip names matching a shell pattern (a pattern with / matches the path below DIR)
               --key-file FILE       add a key-file slot
               --recipient PUBKEY    add an X25519 slot (64 hex digits or a .pub file); repeatable

@@ -18,7 +18,7 @@ enum Pack {
         ])
         let p = try args.positionals(["VAULT", "DIR"])
         let (vaultPath, dir) = (p[0], p[1])
-        let level = Int32(try args.int("level", in: 0...9) ?? 6)
+        let level = Int32(try args.int("level", in: 0...12) ?? 6)
         let group = args.value("group") ?? "default"
         let (entries, problems) = try walk(dir, excludes: args.all("exclude"))
         for problem in problems { warn("skipped \(problem)") }

@@ -178,6 +178,10 @@ final class CLITests: XCTestCase {
         try kcar(["frobnicate"], expect: 2)
         try kcar(["list", "x", "--bogus"], expect: 2)
         try kcar(["list", "/nonexistent/v.kcv", "--key-file", keyFile], expect: 8)
+        let report = try kcar(["verify", "\(fixtures)/vault/malformed/record-flipped.kcv", "--key-file", keyFile, "--json"], expect: 4)
+        let json = try JSONSerialization.jsonObject(with: report.data) as! [String: Any]
+        XCTAssertEqual(json["intact"] as? Bool, false)
+        XCTAssertEqual((json["problems"] as? [[String: Any]])?.first?["code"] as? String, "damaged record")
         let keyless = try kcar(["verify", "\(fixtures)/vault/one-item.kcv"])
         XCTAssertTrue(keyless.out.contains("not authenticated"), keyless.out)
         try kcar(["verify", "\(fixtures)/vault/malformed/header-checksum.kcv"], expect: 4)

@@ -1,0 +1,30 @@
+import FixtureRecipes
+import Foundation
+import VaultFormat
+import XCTest
+
+/// The library example of README.md, as written there (with a real key and a temporary folder).
+final class ReadmeExampleTests: XCTestCase {
+    func testReadmeExample() throws {
+        let dir = NSTemporaryDirectory() + "kcar-readme-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        func keyFileBytes() throws -> [UInt8] { Recipes.keyFile }
+        let path = dir + "/app.kcv"
+
+        let key = SecureBytes(copying: try keyFileBytes())               // 32 bytes
+        try Vault.create(path: path, group: "com.example.shared", slots: [.keyFile(key)]) { tx in
+            var attributes = Attributes()
+            attributes[AttributeName.service] = .string("example.com")
+            attributes[AttributeName.account] = .string("alice")
+            try tx.add(class: .genericPassword, attributes: attributes, value: .bytes(Array("hunter2".utf8)))
+        }
+
+        let vault = try Vault.open(path: path, secret: .keyFile(key), mode: .write)
+        let alice = vault.items.first { $0.account == "alice" }!
+        XCTAssertEqual(String(decoding: try vault.read(alice), as: UTF8.self), "hunter2")
+        try vault.commit { tx in try tx.update(alice.id, value: .bytes(Array("correct horse".utf8))) }
+        XCTAssertTrue(vault.verify().isIntact)
+        XCTAssertEqual(try vault.read(vault.item(alice.id)!), Array("correct horse".utf8))
+    }
+}
