@@ -62,11 +62,7 @@ extension Vault {
             let decoded = next
             next = n + 1 < batches.count ? start(batches[n + 1]) : nil
             guard let decoded else {
-                for item in batch[0] {
-                    try begin(item, false)
-                    try read(item, into: bytes)
-                    try end(item)
-                }
+                try streamRecord(batch[0], begin: begin, bytes: bytes, end: end)
                 continue
             }
             decoded.done.wait()
@@ -81,6 +77,46 @@ extension Vault {
             }
         }
         next?.done.wait()
+    }
+
+    /// Streams a large record once, chunk by chunk, handing each member its bytes in order (`members` sorted
+    /// by member index, which is data order). One pass whatever the number of members.
+    private func streamRecord(_ members: [Item], begin: (Item, Bool) throws -> Void, bytes: (UnsafeRawBufferPointer) throws -> Void,
+                              end: (Item) throws -> Void) throws {
+        let first = members[0]
+        let fail = { (m: String) in VaultError(.damagedRecord, "\(first.displayName): \(m)") }
+        var reader = recordReader(first.location, fail: fail)
+        var (table, chunk) = try reader.memberTable()
+        try table.check(members)
+        var position: UInt64 = 0  // data offset of chunk[0]
+        var next = 0
+        var open = false
+        while true {
+            let chunkEnd = position + UInt64(chunk.count)
+            while next < members.count {
+                let m = members[next]
+                let start = m.location.dataOffset, stop = start + m.size
+                if !open {
+                    if m.size > 0, start >= chunkEnd { break }
+                    try begin(m, false)
+                    open = true
+                }
+                let lo = max(start, position), hi = min(stop, chunkEnd)
+                if hi > lo {
+                    try chunk.withUnsafeBytes { try bytes(UnsafeRawBufferPointer(rebasing: $0[Int(lo - position)..<Int(hi - position)])) }
+                }
+                guard stop <= chunkEnd else { break }
+                try end(m)
+                open = false
+                next += 1
+            }
+            wipe(&chunk)
+            position = chunkEnd
+            guard let c = try reader.next() else { break }
+            chunk = c
+        }
+        guard next == members.count else { throw fail("record ends before its members' data does") }
+        try table.checkLength(UInt64(table.length) + position, fail: fail)
     }
 
     static let batchRecordMax: UInt64 = 4 << 20
@@ -114,16 +150,8 @@ extension Vault {
         let first = members[0]
         let fail = { (m: String) in VaultError(.damagedRecord, "\(first.displayName): \(m)") }
         guard let t = try MemberTable.parse(plain, fail: fail) else { throw fail("record ends inside its member table") }
-        guard UInt64(plain.count) == UInt64(t.length) + t.totalData else {
-            throw fail("record holds \(plain.count - t.length) data bytes, its member table declares \(t.totalData)")
-        }
-        for item in members {
-            let m = item.location.member
-            guard m < t.members.count, t.members[m].id == item.id, t.members[m].size == item.size,
-                  t.dataOffset(of: m) == item.location.dataOffset else {
-                throw VaultError(.damagedRecord, "\(item.displayName): the record's member table does not name this item")
-            }
-        }
+        try t.checkLength(UInt64(plain.count), fail: fail)
+        try t.check(members)
         return t
     }
 }

@@ -11,30 +11,14 @@ extension Vault {
     /// ``VaultError/Code/damagedRecord`` naming the item if anything fails, possibly after some chunks.
     public func read(_ item: Item, into sink: (UnsafeRawBufferPointer) throws -> Void) throws {
         let l = item.location
-        let name = item.displayName
-        let fail = { (m: String) in VaultError(.damagedRecord, "\(name): \(m)") }
-        var reader = BlockReader(file: file, key: StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID),
-                                 start: fileOffset(l.offset), end: fileOffset(l.offset + l.length), fail: fail)
-        // Gather chunks until the member table is complete.
-        var pending: [UInt8] = []
-        var table: MemberTable?
-        while table == nil {
-            guard let c = try reader.next() else { throw fail("record ends inside its member table") }
-            pending.append(contentsOf: c)
-            table = try MemberTable.parse(pending, fail: fail)
-        }
-        let t = table!
-        guard l.member < t.members.count else { throw fail("member \(l.member) not in a record of \(t.members.count)") }
-        let m = t.members[l.member]
-        guard m.id == item.id, m.size == item.size, t.dataOffset(of: l.member) == l.dataOffset else {
-            throw fail("the record's member table does not name this item")
-        }
+        let fail = { (m: String) in VaultError(.damagedRecord, "\(item.displayName): \(m)") }
+        var reader = recordReader(l, fail: fail)
+        var (t, chunk) = try reader.memberTable()
+        try t.check([item])
         // Stream [dataOffset, dataOffset + size) of the data area.
         var skip = l.dataOffset
         var left = item.size
-        var dataSeen = UInt64(pending.count - t.length)
-        var chunk = Array(pending[t.length...])
-        wipe(&pending)
+        var dataSeen = UInt64(chunk.count)
         while true {
             let n = UInt64(chunk.count)
             if skip < n, left > 0 {
@@ -56,6 +40,27 @@ extension Vault {
         guard left == 0 else { throw fail("record ends \(left) bytes before the value does") }
         if reader.isAtEnd, dataSeen != t.totalData {
             throw fail("record holds \(dataSeen) data bytes, its member table \(t.totalData)")
+        }
+    }
+}
+
+extension Vault {
+    /// A reader over the blocks of the record at `l`.
+    func recordReader(_ l: RecordLocation, fail: @escaping (String) -> VaultError) -> BlockReader {
+        BlockReader(file: file, key: StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID),
+                    start: fileOffset(l.offset), end: fileOffset(l.offset + l.length), fail: fail)
+    }
+}
+
+extension BlockReader {
+    /// Reads chunks until the record's member table is complete; returns it and the data bytes read after it.
+    mutating func memberTable() throws -> (MemberTable, [UInt8]) {
+        var pending: [UInt8] = []
+        defer { wipe(&pending) }
+        while true {
+            guard let c = try next() else { throw fail("record ends inside its member table") }
+            pending.append(contentsOf: c)
+            if let t = try MemberTable.parse(pending, fail: fail) { return (t, Array(pending[t.length...])) }
         }
     }
 }
@@ -98,6 +103,24 @@ struct MemberTable {
             members.append((id, size))
         }
         return MemberTable(members: members, offsets: offsets, length: r.position, totalData: total)
+    }
+
+    /// Throws unless the table names each item at its member index, with its size and data offset.
+    func check(_ items: [Item]) throws {
+        for item in items {
+            let m = item.location.member
+            guard m < members.count, members[m].id == item.id, members[m].size == item.size,
+                  offsets[m] == item.location.dataOffset else {
+                throw VaultError(.damagedRecord, "\(item.displayName): the record's member table does not name this item")
+            }
+        }
+    }
+
+    /// Throws unless a record of `plaintext` bytes is exactly this table and its members' data.
+    func checkLength(_ plaintext: UInt64, fail: (String) -> VaultError) throws {
+        guard plaintext == UInt64(length) + totalData else {
+            throw fail("record holds \(plaintext) bytes, its member table declares \(UInt64(length) + totalData)")
+        }
     }
 
     static func encode(_ members: [(id: ItemID, size: UInt64)]) -> [UInt8] {

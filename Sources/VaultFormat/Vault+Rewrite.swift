@@ -82,8 +82,7 @@ extension Vault {
                 let oldKey = StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID)
                 if try memberCount(members[0]) == members.count {
                     let newStreamKey = StreamKey.record(newKeys, vaultID: header.vaultID, recordID: l.recordID)
-                    var reader = BlockReader(file: file, key: oldKey, start: fileOffset(l.offset),
-                                             end: fileOffset(l.offset + l.length), fail: fail)
+                    var reader = recordReader(l, fail: fail)
                     try writer.appendSealed(members) { emit in
                         while let b = try reader.nextRaw() {
                             if newKey == nil {
@@ -99,9 +98,10 @@ extension Vault {
                         }
                     }
                 } else {
-                    for item in members.sorted(by: { $0.location.member < $1.location.member }) {
-                        try writer.add(item, bytes: try read(item))
-                    }
+                    // Decode the record once and re-add its live members.
+                    var value: [UInt8] = []
+                    try readValues(of: members, begin: { _, _ in value = [] }, bytes: { value.append(contentsOf: $0) },
+                                   end: { item in try writer.add(item, bytes: value) })
                 }
             }
             try writer.flush()
@@ -128,18 +128,7 @@ extension Vault {
 
     /// The number of members in the record that holds `item` (reads its first block).
     func memberCount(_ item: Item) throws -> Int {
-        let l = item.location
-        let fail = { (m: String) in VaultError(.damagedRecord, "\(item.displayName): \(m)") }
-        var reader = BlockReader(file: file, key: StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID),
-                                 start: fileOffset(l.offset), end: fileOffset(l.offset + l.length), fail: fail)
-        var pending: [UInt8] = []
-        while true {
-            guard let c = try reader.next() else { throw fail("record ends inside its member table") }
-            pending.append(contentsOf: c)
-            if let t = try MemberTable.parse(pending, fail: fail) {
-                wipe(&pending)
-                return t.members.count
-            }
-        }
+        var reader = recordReader(item.location) { VaultError(.damagedRecord, "\(item.displayName): \($0)") }
+        return try reader.memberTable().0.members.count
     }
 }

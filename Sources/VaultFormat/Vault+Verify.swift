@@ -103,34 +103,16 @@ extension Vault {
         return report
     }
 
+    /// Reads a record in full, streaming, and checks its member table against `members`.
     private func verifyRecord(_ members: [Item]) throws {
         let first = members[0]
-        let l = first.location
         let names = members.count == 1 ? first.displayName : "\(first.displayName) (and \(members.count - 1) more in its record)"
         let fail = { (m: String) in VaultError(.damagedRecord, "\(names): \(m)") }
-        var reader = BlockReader(file: file, key: StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID),
-                                 start: fileOffset(l.offset), end: fileOffset(l.offset + l.length), fail: fail)
-        var pending: [UInt8] = []
-        var table: MemberTable?
-        var plaintext: UInt64 = 0
-        while let c = try reader.next() {
-            plaintext += UInt64(c.count)
-            if table == nil {
-                pending.append(contentsOf: c)
-                table = try MemberTable.parse(pending, fail: fail)
-                wipe(&pending)
-            }
-        }
-        guard let t = table else { throw fail("record ends inside its member table") }
-        guard plaintext == UInt64(t.length) + t.totalData else {
-            throw fail("record holds \(plaintext - UInt64(t.length)) data bytes, its member table declares \(t.totalData)")
-        }
-        for item in members {
-            let m = item.location.member
-            guard m < t.members.count, t.members[m].id == item.id, t.members[m].size == item.size,
-                  t.dataOffset(of: m) == item.location.dataOffset else {
-                throw VaultError(.damagedRecord, "\(item.displayName): the record's member table does not name this item")
-            }
-        }
+        var reader = recordReader(first.location, fail: fail)
+        let (table, rest) = try reader.memberTable()
+        var plaintext = UInt64(table.length + rest.count)
+        while let c = try reader.next() { plaintext += UInt64(c.count) }
+        try table.checkLength(plaintext, fail: fail)
+        try table.check(members)
     }
 }

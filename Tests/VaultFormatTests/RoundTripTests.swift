@@ -1,6 +1,6 @@
 import FixtureRecipes
 import Foundation
-import VaultFormat
+@testable import VaultFormat
 import XCTest
 
 /// Round trips across sizes, commits, rewrites, and the edge sweeps (every prefix, every byte flip).
@@ -41,13 +41,18 @@ final class RoundTripTests: XCTestCase {
         for item in vault.items {
             XCTAssertEqual(try vault.read(item), values[item.account!], item.account!)
         }
+        // The batch reader (decoded records, and records over 4 MiB streamed in one pass) agrees.
+        var got: [ItemID: [UInt8]] = [:]
+        var current: [UInt8] = []
+        try vault.readValues(of: vault.items, begin: { _, _ in current = [] }, bytes: { current += $0 }, end: { got[$0.id] = current })
+        for item in vault.items { XCTAssertEqual(got[item.id], values[item.account!], item.account!) }
         XCTAssertTrue(vault.verify().isIntact)
     }
 
     func testStreamingFromADescriptorMatchesBytes() throws {
         let src = dir + "/big.bin"
         let content = Recipes.text(Limits.chunkSize * 2 + 333, seed: 5) + Recipes.noise(Limits.chunkSize + 5, seed: 6)
-        FileManager.default.createFile(atPath: src, contents: Data(content))
+        _ = FileManager.default.createFile(atPath: src, contents: Data(content))
         let fd = open(src, O_RDONLY)
         defer { close(fd) }
         let path = dir + "/stream.kcv"
@@ -67,7 +72,7 @@ final class RoundTripTests: XCTestCase {
 
     func testSizeMismatchOfTheSourceFails() throws {
         let src = dir + "/short.bin"
-        FileManager.default.createFile(atPath: src, contents: Data(Recipes.noise(200_000, seed: 1)))
+        _ = FileManager.default.createFile(atPath: src, contents: Data(Recipes.noise(200_000, seed: 1)))
         let fd = open(src, O_RDONLY)
         defer { close(fd) }
         let path = dir + "/short.kcv"
@@ -81,7 +86,7 @@ final class RoundTripTests: XCTestCase {
         let bytes = try Recipes.read(FixtureTests.fixture("one-item.kcv"))
         let path = dir + "/prefix.kcv"
         for n in 0..<bytes.count {
-            FileManager.default.createFile(atPath: path, contents: Data(bytes[0..<n]))
+            _ = FileManager.default.createFile(atPath: path, contents: Data(bytes[0..<n]))
             XCTAssertThrowsError(try Vault.open(path: path, secret: secret), "prefix of \(n) bytes opened") { e in
                 let code = (e as? VaultError)?.code
                 XCTAssertTrue([.notAVault, .truncated, .damagedHeader].contains(code), "prefix \(n): \(e)")
@@ -95,7 +100,7 @@ final class RoundTripTests: XCTestCase {
         for i in 0..<bytes.count {
             var b = bytes
             b[i] ^= 0x40
-            FileManager.default.createFile(atPath: path, contents: Data(b))
+            _ = FileManager.default.createFile(atPath: path, contents: Data(b))
             if let v = try? Vault.open(path: path, secret: secret) {
                 XCTAssertFalse(v.verify().isIntact, "flip at byte \(i) went unnoticed")
             }
@@ -265,7 +270,7 @@ final class RoundTripTests: XCTestCase {
                     let a = Int(next() % UInt64(b.count)), c = Int(next() % UInt64(b.count))
                     b = Array(b[0..<min(a, c)]) + Array(b[max(a, c)...]) + Array(b[min(a, c)..<max(a, c)])
                 }
-                FileManager.default.createFile(atPath: path, contents: Data(b))
+                _ = FileManager.default.createFile(atPath: path, contents: Data(b))
                 if let v = try? Vault.open(path: path, secret: secret) {
                     _ = v.verify()
                     for item in v.items.prefix(3) { _ = try? v.read(item) }
@@ -284,5 +289,38 @@ final class RoundTripTests: XCTestCase {
         var c = [UInt8](repeating: 0, count: 6010)
         c.withUnsafeMutableBytes { whole.fill($0) }
         XCTAssertEqual(a + b, c, "draws are one continuous stream")
+    }
+}
+
+/// A record whose member table is larger than a chunk (60,000 members): readers must gather chunks.
+final class LargeMemberTableTests: XCTestCase {
+    func testMemberTableSpanningChunks() throws {
+        let dir = NSTemporaryDirectory() + "kcar-members-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/members.kcv"
+        let key = SecureBytes(copying: Recipes.keyFile)
+        let n = 60_000
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], random: DeterministicRandom(seed: Recipes.seed(50))) { tx in
+            for i in 0..<n {
+                var a = Attributes()
+                a[AttributeName.service] = .string("s")
+                a[AttributeName.account] = .string(String(i))
+                try tx.add(attributes: a, value: .bytes(i == n - 1 ? Array("last".utf8) : []))
+            }
+        }
+        let vault = try Vault.open(path: path, secret: .keyFile(key), mode: .write)
+        XCTAssertEqual(vault.count, n)
+        let last = vault.unorderedItems.first { $0.account == String(n - 1) }!
+        XCTAssertEqual(last.location.member, n - 1)
+        XCTAssertEqual(try vault.read(last), Array("last".utf8))
+        var values = 0
+        try vault.readValues(of: Array(vault.unorderedItems), begin: { _, _ in values += 1 }, bytes: { _ in }, end: { _ in })
+        XCTAssertEqual(values, n)
+        let report = vault.verify()
+        XCTAssertTrue(report.isIntact, "\(report.problems)")
+        try vault.commit(options: WriteOptions(autoCompact: false)) { tx in try tx.delete(last.id) }
+        try vault.compact()
+        XCTAssertTrue(try Vault.open(path: path, secret: .keyFile(key)).verify().isIntact)
     }
 }
