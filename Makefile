@@ -38,9 +38,13 @@ test: deps
 fixtures:
 	swift run kcar-fixtures .
 
+# The peers (pigz, age, 7z), hyperfine and GNU time come from Debian's packages; installed when root.
+BENCH_PACKAGES := pigz age p7zip-full hyperfine time
 bench: deps
+	@missing=""; for p in $(BENCH_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then apt-get install -y -qq $$missing; fi
 	swift build -c release
-	bash scripts/bench/bench.sh
+	bash scripts/bench/bench.sh --levels $(BENCH_ARGS)
 
 clean:
 	rm -rf .build

@@ -8,6 +8,8 @@ import Glibc
 public final class Transaction {
     let writer: CommitWriter
     let random: RandomSource
+    /// The items before this transaction: only those can be deleted in the index.
+    private let original: [ItemID: Item]
     private(set) var state: [ItemID: Item]
     /// Items put or deleted in this transaction (nil = deleted).
     private(set) var changes: [ItemID: Item?] = [:]
@@ -18,6 +20,7 @@ public final class Transaction {
         self.writer = writer
         self.random = random
         self.state = state
+        original = state
     }
 
     /// The items as they stand in this transaction.
@@ -94,9 +97,10 @@ public final class Transaction {
                 changes[w.id] = s
             }
         }
-        return changes.keys.sorted().map { id in
+        // An item added and deleted again in this transaction leaves no operation (its value is dead space).
+        return changes.keys.sorted().compactMap { id in
             if let item = state[id] { return .put(item) }
-            return .delete(id)
+            return original[id] == nil ? nil : .delete(id)
         }
     }
 }
@@ -149,7 +153,11 @@ extension Vault {
             do {
                 try body(tx)
                 let ops = try tx.finalize()
-                guard !ops.isEmpty else { return false }
+                guard !ops.isEmpty else {
+                    // Nothing to commit, but values may have been written (added, then deleted): cut them off.
+                    if writer.position != tail.end { try file.truncate(to: fileOffset(tail.end)) }
+                    return false
+                }
                 let chain = Int(tail.trailer.chain) + 1
                 let deltaSize = UInt64(IndexCodec.encode(ops).count)
                 let checkpoint = chain >= Limits.chainMax || tail.deltaBytes + deltaSize > tail.checkpointBytes

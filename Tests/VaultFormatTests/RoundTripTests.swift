@@ -239,6 +239,25 @@ final class RoundTripTests: XCTestCase {
         XCTAssertTrue(r.verify().isIntact)
     }
 
+    func testAnItemAddedAndDeletedInOneTransactionLeavesNoTrace() throws {
+        let path = dir + "/adddelete.kcv"
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+            let gone = try tx.add(attributes: attrs("s", "gone"), value: .bytes([1]))
+            try tx.add(attributes: attrs("s", "kept"), value: .bytes([2]))
+            try tx.delete(gone)
+        }
+        let vault = try Vault.open(path: path, secret: secret, mode: .write)
+        XCTAssertEqual(vault.items.map(\.account), ["kept"])
+        try vault.commit { tx in
+            let again = try tx.add(attributes: attrs("s", "again"), value: .bytes([3]))
+            try tx.update(again, value: .bytes([4]))
+            try tx.delete(again)
+        }
+        let reopened = try Vault.open(path: path, secret: secret)
+        XCTAssertEqual(reopened.items.map(\.account), ["kept"])
+        XCTAssertTrue(reopened.verify().isIntact)
+    }
+
     func testCreateRefusesToOverwrite() throws {
         let path = dir + "/exists.kcv"
         try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { _ in }
