@@ -62,13 +62,11 @@ enum IndexCodec {
         w.appendVarint(l.dataOffset)
     }
 
-    /// Parses a segment; `checkpoint` segments may hold only puts.
-    static func decode(_ bytes: [UInt8], checkpoint: Bool) throws -> [IndexOperation] {
+    /// Parses a segment and hands each operation to `body` as it is read (no array of operations).
+    static func forEach(_ bytes: [UInt8], checkpoint: Bool, _ body: (IndexOperation) throws -> Void) throws {
         var r = ByteReader(bytes, failure: .damagedIndex, what: "index")
-        // Each operation takes at least 17 bytes: a count larger than that is refused before allocating.
+        // Each operation takes at least 17 bytes: a count larger than that is refused before any work.
         let count = try r.readCount(max: min(Limits.itemsMax, bytes.count / 17), "operation count")
-        var ops: [IndexOperation] = []
-        ops.reserveCapacity(count)
         var previous: ItemID?
         for _ in 0..<count {
             let op = try r.readU8()
@@ -76,15 +74,14 @@ enum IndexCodec {
             if let p = previous, !(p < id) { throw r.fail("item ids not in strictly ascending order at \(id)") }
             previous = id
             switch op {
-            case 1: ops.append(.put(try decodeEntry(&r, id: id)))
+            case 1: try body(.put(try decodeEntry(&r, id: id)))
             case 2:
                 guard !checkpoint else { throw r.fail("delete in a checkpoint") }
-                ops.append(.delete(id))
+                try body(.delete(id))
             default: throw r.fail("unknown operation \(op)")
             }
         }
         guard r.isAtEnd else { throw r.fail("\(r.remaining) bytes after the last operation") }
-        return ops
     }
 
     static func decodeEntry(_ r: inout ByteReader, id: ItemID) throws -> Item {

@@ -35,7 +35,7 @@ extension Vault {
             report.commits += 1
             if !inLoadedChain {
                 do {
-                    _ = try reader.readSegment(t)
+                    try reader.readSegment(t)
                 } catch let e as VaultError {
                     report.problems.append(e)
                 } catch {

@@ -77,16 +77,30 @@ public final class Vault {
         self.mode = mode
     }
 
-    /// Items sorted by service, then account (Swift's string order), then id.
+    /// Items sorted by service, then account (bytewise, as UTF-8), then id.
     public var items: [Item] {
         // Sort keys computed once per item, not once per comparison.
-        // Sort indexes over precomputed keys: moving Ints is cheaper than moving items.
+        // Sort indexes over precomputed keys (moving Ints is cheaper than moving items); the first 8 bytes of
+        // each name, as an integer, decide most comparisons without touching the strings.
         let all = Array(state.values)
-        let keys = all.map { ($0.service ?? "", $0.account ?? "") }
+        let names = all.map { ($0.service ?? "", $0.account ?? "") }
+        func prefix(_ s: String) -> UInt64 {
+            var v: UInt64 = 0
+            var n = 0
+            for b in s.utf8.prefix(8) {
+                v = v << 8 | UInt64(b)
+                n += 1
+            }
+            return n == 8 ? v : v << (8 * UInt64(8 - n))
+        }
+        let prefixes = names.map { (prefix($0.0), prefix($0.1)) }
+        func less(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }
         var order = Array(all.indices)
         order.sort { i, j in
-            if keys[i].0 != keys[j].0 { return keys[i].0 < keys[j].0 }
-            if keys[i].1 != keys[j].1 { return keys[i].1 < keys[j].1 }
+            if prefixes[i].0 != prefixes[j].0 { return prefixes[i].0 < prefixes[j].0 }
+            if names[i].0 != names[j].0 { return less(names[i].0, names[j].0) }
+            if prefixes[i].1 != prefixes[j].1 { return prefixes[i].1 < prefixes[j].1 }
+            if names[i].1 != names[j].1 { return less(names[i].1, names[j].1) }
             return all[i].id < all[j].id
         }
         return order.map { all[$0] }
@@ -290,42 +304,48 @@ struct TailReader {
         var checkpointBytes: UInt64 = 0
         var deltaBytes: UInt64 = 0
         for (t, _) in chain.reversed() {
-            let ops = try readSegment(t)
-            if t.checkpoint { checkpointBytes = t.indexLength } else { deltaBytes += t.indexLength }
-            try Self.apply(ops, to: &state, trailer: t)
+            if t.checkpoint {
+                checkpointBytes = t.indexLength
+                state.reserveCapacity(Int(t.itemCount))
+            } else {
+                deltaBytes += t.indexLength
+            }
+            try IndexCodec.forEach(try segmentPlaintext(t), checkpoint: t.checkpoint) { try Self.apply($0, to: &state, trailer: t) }
+            guard state.count <= Limits.itemsMax, state.count == Int(t.itemCount) else {
+                throw VaultError(.damagedIndex, "generation \(t.generation): \(state.count) items, trailer says \(t.itemCount)")
+            }
         }
         try Self.validateLocations(state)
         return (Tail(trailer: last, offset: lastOffset, checkpointBytes: checkpointBytes, deltaBytes: deltaBytes), state)
     }
 
-    func readSegment(_ t: Trailer) throws -> [IndexOperation] {
+    /// The authenticated plaintext of the index segment `t` points at.
+    func segmentPlaintext(_ t: Trailer) throws -> [UInt8] {
         let key = StreamKey.index(keys, vaultID: vaultID, generation: t.generation)
         var reader = BlockReader(file: file, key: key, start: headerLength + t.indexOffset,
                                  end: headerLength + t.indexOffset + t.indexLength) {
             VaultError(.damagedIndex, "index segment of generation \(t.generation): \($0)")
         }
-        let plain = try reader.readAll(limit: Limits.indexMax)
-        return try IndexCodec.decode(plain, checkpoint: t.checkpoint)
+        return try reader.readAll(limit: Limits.indexMax)
     }
 
-    static func apply(_ ops: [IndexOperation], to state: inout [ItemID: Item], trailer t: Trailer) throws {
-        state.reserveCapacity(state.count + ops.count)
-        for op in ops {
-            switch op {
-            case .put(let item):
-                guard let end = item.location.offset.adding(item.location.length), end <= t.indexOffset,
-                      item.location.length > 0 else {
-                    throw VaultError(.damagedIndex, "item \(item.id): record extent outside the body before its index")
-                }
-                state[item.id] = item
-            case .delete(let id):
-                guard state.removeValue(forKey: id) != nil else {
-                    throw VaultError(.damagedIndex, "generation \(t.generation) deletes item \(id), which does not exist")
-                }
+    /// Authenticates and parses the segment `t` points at (what verify does for superseded segments).
+    func readSegment(_ t: Trailer) throws {
+        try IndexCodec.forEach(try segmentPlaintext(t), checkpoint: t.checkpoint) { _ in }
+    }
+
+    static func apply(_ op: IndexOperation, to state: inout [ItemID: Item], trailer t: Trailer) throws {
+        switch op {
+        case .put(let item):
+            guard let end = item.location.offset.adding(item.location.length), end <= t.indexOffset,
+                  item.location.length > 0 else {
+                throw VaultError(.damagedIndex, "item \(item.id): record extent outside the body before its index")
             }
-        }
-        guard state.count <= Limits.itemsMax, state.count == Int(t.itemCount) else {
-            throw VaultError(.damagedIndex, "generation \(t.generation): \(state.count) items, trailer says \(t.itemCount)")
+            state[item.id] = item
+        case .delete(let id):
+            guard state.removeValue(forKey: id) != nil else {
+                throw VaultError(.damagedIndex, "generation \(t.generation) deletes item \(id), which does not exist")
+            }
         }
     }
 
