@@ -5,6 +5,7 @@ let package = Package(
     name: "kcar",
     products: [
         .library(name: "VaultFormat", targets: ["VaultFormat"]),
+        .library(name: "KeyedArchive", targets: ["KeyedArchive"]),
         .executable(name: "kcar", targets: ["kcar"]),
     ],
     targets: [
@@ -13,6 +14,7 @@ let package = Package(
         // libdeflate writes the zlib format about twice as fast as zlib; readers need zlib only.
         .systemLibrary(name: "CDeflate", pkgConfig: "libdeflate", providers: [.apt(["libdeflate-dev"])]),
         .target(name: "VaultFormat", dependencies: ["CSodium", "CZlib", "CDeflate"]),
+        .target(name: "KeyedArchive"),
         .target(name: "KcarCLI", dependencies: ["VaultFormat"]),
         .executableTarget(name: "kcar", dependencies: ["KcarCLI"]),
         .target(name: "FixtureRecipes", dependencies: ["VaultFormat"]),
@@ -20,6 +22,7 @@ let package = Package(
         .executableTarget(name: "kcar-bench", dependencies: ["VaultFormat"]),
         .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat", "FixtureRecipes"]),
         .testTarget(name: "KcarCLITests", dependencies: ["VaultFormat", "FixtureRecipes"]),
+        .testTarget(name: "KeyedArchiveTests", dependencies: ["KeyedArchive"]),
     ],
     swiftLanguageModes: [.v6]
 )

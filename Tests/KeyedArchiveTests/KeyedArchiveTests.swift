@@ -1,0 +1,6 @@
+import KeyedArchive
+import XCTest
+
+final class KeyedArchivePlaceholderTests: XCTestCase {
+    func testModuleLinks() { _ = KeyedArchive.self }
+}
