@@ -140,6 +140,11 @@ extension Recipes {
             Malformed("kdf-passes-over-cap", .open, .damagedHeader, "Argon2id passes 4,000,000,000") {
                 try crafted(seed: 10, slot: passphraseSlot(ops: 4_000_000_000, memKiB: 8192))
             },
+            Malformed("kdf-total-over-budget", .open, .damagedHeader, "two passphrase slots of 1 GiB x 32 passes each: twice KDF_TOTAL_MAX") {
+                try crafted(seed: 10, editFields: { f in
+                    f + [(0x8010, passphraseSlot(ops: 32, memKiB: 1_048_576)), (0x8010, passphraseSlot(ops: 32, memKiB: 1_048_576))]
+                })
+            },
             Malformed("tampered-header", .open, .tamperedHeader, "group changed and checksum recomputed; the MAC catches it") {
                 reChecksum(try base()) { $0[40] ^= 0x20 }
             },

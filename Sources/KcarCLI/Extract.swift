@@ -70,6 +70,7 @@ enum Extract {
             try writer.check(parts)
             plan.append((item, parts))
         }
+        try refuseCollisions(plan.map(\.1), root: dir)
         let progress = Progress(label: "extract", total: plan.reduce(0) { $0 + $1.0.size })
         defer { progress.finish() }
         let names = Dictionary(uniqueKeysWithValues: plan.map { ($0.0.id, $0.1) })
@@ -87,6 +88,27 @@ enum Extract {
         return skipped == 0 ? .success : .skipped
     }
 
+    /// Refuses, before anything is written, two items that would be written to the same file, or one whose
+    /// file would be a folder of another.
+    static func refuseCollisions(_ paths: [[String]], root: String) throws {
+        var files = Set<String>()
+        var folders = Set<String>()
+        for parts in paths {
+            let path = parts.joined(separator: "/")
+            guard files.insert(path).inserted, !folders.contains(path) else {
+                throw CLIError(.exists, "two items would be written to \(root)/\(path); extract them one at a time with --stdout")
+            }
+            var folder = ""
+            for p in parts.dropLast() {
+                folder += folder.isEmpty ? p : "/" + p
+                guard !files.contains(folder) else {
+                    throw CLIError(.exists, "an item would be written to \(root)/\(folder), which another item needs as a folder")
+                }
+                folders.insert(folder)
+            }
+        }
+    }
+
     /// Items named by `wanted` (a name as `list` prints it, or a service name, with or without a trailing
     /// slash, for all its items), all if none. Names are decoded and compared with the attributes, so no
     /// name is built for items that are not asked for.
@@ -96,7 +118,9 @@ enum Extract {
         var seen = Set<ItemID>()
         for w in wanted {
             var matches: [Item] = []
-            if let (service, account) = ItemPath.parse(w) {
+            if w.hasPrefix("%id/") {
+                if let id = ItemID(hex: String(w.dropFirst(4))), let item = vault.item(id) { matches = [item] }
+            } else if let (service, account) = ItemPath.parse(w) {
                 matches = vault.unorderedItems.filter { $0.service == service && (account == nil || $0.account == account) }
                 if account == nil { matches.sort { ($0.account ?? "").utf8.lexicographicallyPrecedes(($1.account ?? "").utf8) } }
             }

@@ -96,9 +96,8 @@ enum Keys {
             remove.insert(vault.unlockedSlot)
         }
         let add = try addedSlots(args, passphraseWanted: !explicit)
-        let keep = vault.header.slots.indices.filter { !remove.contains($0) }
-        guard !keep.isEmpty || !add.isEmpty else { throw CLIError.usage("refusing to remove every key slot") }
-        try vault.changeSlots(keep: keep, add: add)
+        guard remove.count < vault.header.slots.count || !add.isEmpty else { throw CLIError.usage("refusing to remove every key slot") }
+        try vault.changeSlots(remove: remove.sorted(), add: add)
         warn("\(path): \(vault.header.slots.count) key slots (\(vault.header.slots.map(\.kindName).joined(separator: ", ")))")
         return .success
     }

@@ -130,7 +130,7 @@ final class Progress {
         done += n
         guard enabled, done - lastShown >= total / 100 || done == total else { return }
         lastShown = done
-        let pct = total == 0 ? 100 : Int(done * 100 / total)
+        let pct = total == 0 ? 100 : Int(min(done, total) * 100 / total)  // a file may grow while it is read
         let bar = String(repeating: "#", count: pct / 4) + String(repeating: ".", count: 25 - pct / 4)
         Output.err.write("\r\(label) [\(bar)] \(pct)% \(done >> 20)/\(total >> 20) MiB")
     }

@@ -7,8 +7,9 @@ import Dispatch
 public enum ValueSource {
     /// Bytes in memory.
     case bytes([UInt8])
-    /// `size` bytes read from the start of an open file descriptor (streamed, bounded memory). The
-    /// descriptor is not closed. If the file does not hold exactly `size` bytes the commit fails.
+    /// `size` bytes read from an open file descriptor's current position (streamed in bounded memory when
+    /// larger than ``Limits/solidMemberMax``). The descriptor is not closed. If fewer than `size` bytes can
+    /// be read the commit fails; a streamed value also fails if more bytes follow (the file grew).
     case fileDescriptor(Int32, size: UInt64)
 }
 
@@ -29,13 +30,16 @@ final class CommitWriter {
     /// Body offset where the next byte goes.
     private(set) var position: UInt64
 
-    private var solid: [(item: Item, value: [UInt8])] = []
+    private var solid: [(item: Item, value: [UInt8], sequence: Int)] = []
     private var solidBytes = 0
     /// Closed records waiting to be sealed together.
-    private var pending: [(jobs: [ChunkJob], items: [Item])] = []
+    private var pending: [(jobs: [ChunkJob], items: [(item: Item, sequence: Int)])] = []
     private var pendingBytes = 0
-    /// Items whose records are written, in the order added.
-    private(set) var written: [Item] = []
+    /// Items whose records are written, each with the number of the `add` that gave its value: records are
+    /// not written in the order values are added (small values wait for their solid record), so the latest
+    /// value of an item is the one with the highest number, not the last written.
+    private(set) var written: [(sequence: Int, item: Item)] = []
+    private var sequence = 0
     static let batchBytes = 4 << 20
 
     init(file: File, headerLength: UInt64, vaultID: [UInt8], keys: Subkeys, random: RandomSource, level: Int32,
@@ -68,11 +72,12 @@ final class CommitWriter {
     func add(_ item: Item, bytes: [UInt8]) throws {
         var item = item
         item.size = UInt64(bytes.count)
+        sequence += 1
         guard bytes.count <= Limits.solidMemberMax else {
-            try closeRecord([(item, bytes)])
+            try closeRecord([(item, bytes, sequence)])
             return
         }
-        solid.append((item, bytes))
+        solid.append((item, bytes, sequence))
         solidBytes += bytes.count
         if solidBytes >= Limits.solidTarget || solid.count == Limits.membersMax { try closeSolid() }
     }
@@ -86,18 +91,18 @@ final class CommitWriter {
     }
 
     /// Turns members held in memory into a record's chunk jobs.
-    private func closeRecord(_ members: [(item: Item, value: [UInt8])]) throws {
+    private func closeRecord(_ members: [(item: Item, value: [UInt8], sequence: Int)]) throws {
         var plain = MemberTable.encode(members.map { ($0.item.id, $0.item.size) })
         for m in members { plain.append(contentsOf: m.value) }
         let recordID = ID128(random.bytes(16))
         let jobs = Blocks.jobs(for: plain, key: StreamKey.record(keys, vaultID: vaultID, recordID: recordID), random: random)
-        var items: [Item] = []
+        var items: [(item: Item, sequence: Int)] = []
         var dataOffset: UInt64 = 0
         for (i, m) in members.enumerated() {
             var item = m.item
             item.location = RecordLocation(recordID: recordID, offset: 0, length: 0, member: i, dataOffset: dataOffset)
             dataOffset += item.size
-            items.append(item)
+            items.append((item, m.sequence))
         }
         pending.append((jobs, items))
         pendingBytes += plain.count
@@ -116,10 +121,10 @@ final class CommitWriter {
             for record in records {
                 let length = UInt64(sizes[k..<k + record.jobs.count].reduce(0, +))
                 k += record.jobs.count
-                for var item in record.items {
+                for (var item, n) in record.items {
                     item.location.offset = offset
                     item.location.length = length
-                    self.written.append(item)
+                    self.written.append((n, item))
                 }
                 offset += length
             }
@@ -166,6 +171,8 @@ final class CommitWriter {
         try drain()
         var item = item
         item.size = size
+        sequence += 1
+        let n = sequence
         let recordID = ID128(random.bytes(16))
         let key = StreamKey.record(keys, vaultID: vaultID, recordID: recordID)
         let table = MemberTable.encode([(item.id, size)])
@@ -202,7 +209,7 @@ final class CommitWriter {
             throw VaultError(.io, "input grew while it was read")
         }
         item.location = RecordLocation(recordID: recordID, offset: offset, length: position - offset, member: 0, dataOffset: 0)
-        written.append(item)
+        written.append((n, item))
     }
 
     /// Flushes everything added, then writes the index segment for `ops` and the trailer, syncing the data
@@ -245,7 +252,8 @@ final class CommitWriter {
         for var item in items {
             item.location.offset = offset
             item.location.length = position - offset
-            written.append(item)
+            sequence += 1
+            written.append((sequence, item))
         }
     }
 

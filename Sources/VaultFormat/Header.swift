@@ -192,6 +192,15 @@ public struct Header: Sendable {
         self.length = length
     }
 
+    /// Throws `code` if the passphrase slots together cost more Argon2id work than ``Limits/kdfTotalMax``.
+    static func checkKDFBudget(_ slots: [KeySlot], _ code: VaultError.Code) throws {
+        var total: UInt64 = 0
+        for case .passphrase(let p, _, _, _) in slots { total += UInt64(p.memKiB) * UInt64(p.ops) }
+        guard total <= Limits.kdfTotalMax else {
+            throw VaultError(code, "the passphrase slots together ask for \(total) KiB x passes of Argon2id (limit \(Limits.kdfTotalMax))")
+        }
+    }
+
     static func checkGroup(_ group: String) throws {
         let n = group.utf8.count
         guard n >= 1, n <= Limits.groupMax, !group.utf8.contains(0) else {
@@ -242,14 +251,14 @@ public struct Header: Sendable {
         var group: String?
         var slots: [KeySlot] = []
         var unknown: [UInt16] = []
-        var lastTag: UInt16 = 0
+        var lastTag = -1
         while !r.isAtEnd {
             let tag = try r.readLE(UInt16.self)
             let value = try r.readBytes(Int(try r.readLE(UInt16.self)))
-            guard tag > lastTag || (tag == tagSlot && lastTag == tagSlot) else {
+            guard Int(tag) > lastTag || (tag == tagSlot && lastTag == Int(tagSlot)) else {
                 throw r.fail("field 0x\(String(tag, radix: 16)) out of order")
             }
-            lastTag = tag
+            lastTag = Int(tag)
             switch tag {
             case tagVaultID:
                 guard value.count == 16 else { throw r.fail("vault id of \(value.count) bytes") }
@@ -269,6 +278,7 @@ public struct Header: Sendable {
         }
         guard let vaultID, let group else { throw r.fail("vault id or access group missing") }
         guard !slots.isEmpty else { throw r.fail("no key slot") }
+        try checkKDFBudget(slots, .damagedHeader)
         return (Header(vaultID: vaultID, group: group, slots: slots, unknown: unknown, length: length), bytes)
     }
 

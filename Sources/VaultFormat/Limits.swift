@@ -8,6 +8,9 @@ public enum Limits {
     public static let kdfOpsMax: UInt32 = 32
     public static let kdfMemMinKiB: UInt32 = 8_192
     public static let kdfMemMaxKiB: UInt32 = 1_048_576
+    /// The Argon2id work of all passphrase slots of a header together (KiB x passes): one maximal slot.
+    /// A wrong passphrase is tried on every passphrase slot, so this bounds what a header can make a reader spend.
+    public static let kdfTotalMax: UInt64 = UInt64(kdfMemMaxKiB) * UInt64(kdfOpsMax)
     public static let chunkSize = 1_048_576
     public static let solidMemberMax = 131_072
     public static let solidTarget = 262_144

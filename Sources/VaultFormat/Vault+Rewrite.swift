@@ -15,25 +15,30 @@ extension Vault {
         }
         let vk = random.secureBytes(32)
         let keySlots = try slots.map { try KeySlot.make(for: $0, vaultKey: vk, vaultID: header.vaultID, random: random) }
+        try Header.checkKDFBudget(keySlots, .invalidArgument)
         let newHeader = Header(vaultID: header.vaultID, group: header.group, slots: keySlots)
         let bytes = newHeader.encode(macKey: Subkeys(vaultKey: vk).header)
         try rewrite(header: newHeader, headerBytes: bytes, newKey: vk, random: random, options: options)
     }
 
-    /// Replaces the key slots: keeps the existing slots at `keep` (indexes into ``Header/slots``), then adds
-    /// slots for `add`. The vault key and the body are unchanged: no item is re-encrypted. Atomic. Needs `.write`.
-    public func changeSlots(keep: [Int], add: [SlotSecret], random: RandomSource = SystemRandom.shared) throws {
-        try exclusively { try changeSlotsLocked(keep: keep, add: add, random: random) }
+    /// Changes the key slots: removes the slots of ``header`` (as this instance sees it now) at the indexes in
+    /// `remove`, and adds slots for `add`. Slots another process added meanwhile are kept. The vault key and
+    /// the body are unchanged: no item is re-encrypted. Atomic. Needs `.write`.
+    public func changeSlots(remove: [Int], add: [SlotSecret], random: RandomSource = SystemRandom.shared) throws {
+        guard remove.allSatisfy({ header.slots.indices.contains($0) }) else { throw VaultError(.invalidArgument, "no such slot") }
+        // Resolve the indexes now, against the header the caller saw, not the one caught up with under the lock.
+        let removed = remove.map { header.slots[$0] }
+        try exclusively { try changeSlotsLocked(removing: removed, add: add, random: random) }
     }
 
-    private func changeSlotsLocked(keep: [Int], add: [SlotSecret], random: RandomSource) throws {
-        guard keep.allSatisfy({ header.slots.indices.contains($0) }) else { throw VaultError(.invalidArgument, "no such slot") }
-        let slots = keep.map { header.slots[$0] } + (try add.map {
+    private func changeSlotsLocked(removing: [KeySlot], add: [SlotSecret], random: RandomSource) throws {
+        let slots = header.slots.filter { !removing.contains($0) } + (try add.map {
             try KeySlot.make(for: $0, vaultKey: vaultKey, vaultID: header.vaultID, random: random)
         })
         guard !slots.isEmpty, slots.count <= Limits.slotsMax else {
             throw VaultError(.invalidArgument, "a vault needs 1 to \(Limits.slotsMax) key slots")
         }
+        try Header.checkKDFBudget(slots, .invalidArgument)
         let newHeader = Header(vaultID: header.vaultID, group: header.group, slots: slots)
         let bytes = newHeader.encode(macKey: keys.header)
         let tmp = try AtomicReplace(path: path, random: random)
@@ -60,6 +65,7 @@ extension Vault {
 
     private func rewrite(header newHeader: Header, headerBytes bytes: [UInt8], newKey: SecureBytes?, random: RandomSource,
                          options: WriteOptions) throws {
+        try options.check()
         try exclusively { try rewriteLocked(header: newHeader, headerBytes: bytes, newKey: newKey, random: random, options: options) }
     }
 
@@ -105,7 +111,7 @@ extension Vault {
                 }
             }
             try writer.flush()
-            newState = Dictionary(uniqueKeysWithValues: writer.written.map { ($0.id, $0) })
+            newState = Dictionary(uniqueKeysWithValues: writer.written.map { ($0.item.id, $0.item) })
             let ops = newState.keys.sorted().map { IndexOperation.put(newState[$0]!) }
             newTail = try writer.finish(ops: ops, checkpoint: true, generation: tail.trailer.generation + 1, previous: nil,
                                         itemCount: newState.count)

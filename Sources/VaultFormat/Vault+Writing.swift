@@ -88,8 +88,10 @@ public final class Transaction {
     /// Writes pending records and returns the index operations, in id order, with final locations.
     func finalize() throws -> [IndexOperation] {
         try writer.flush()
-        // A value written twice in one transaction: the last write wins (its item is last in `written`).
-        for w in writer.written where valued.contains(w.id) {
+        // A value given twice in one transaction: the one added last wins, whatever order records were written in.
+        var latest: [ItemID: (sequence: Int, item: Item)] = [:]
+        for w in writer.written where latest[w.item.id].map({ $0.sequence < w.sequence }) ?? true { latest[w.item.id] = w }
+        for w in latest.values.map(\.item) where valued.contains(w.id) {
             if var s = state[w.id] {
                 s.size = w.size
                 s.location = w.location
@@ -116,12 +118,14 @@ extension Vault {
         guard !slots.isEmpty, slots.count <= Limits.slotsMax else {
             throw VaultError(.invalidArgument, "a vault needs 1 to \(Limits.slotsMax) key slots")
         }
+        try options.check()
         if !overwrite, fileExists(path) { throw VaultError(.exists, path) }
         let tmp = try AtomicReplace(path: path)
         do {
             let vaultID = random.bytes(16)
             let vk = random.secureBytes(32)
             let keySlots = try slots.map { try KeySlot.make(for: $0, vaultKey: vk, vaultID: vaultID, random: random) }
+            try Header.checkKDFBudget(keySlots, .invalidArgument)
             let header = Header(vaultID: vaultID, group: group, slots: keySlots)
             let keys = Subkeys(vaultKey: vk)
             let headerBytes = header.encode(macKey: keys.header)
@@ -145,6 +149,7 @@ extension Vault {
     /// commit leaves the vault as it was.
     public func commit(options: WriteOptions = .init(), random: RandomSource = SystemRandom.shared,
                        _ body: (Transaction) throws -> Void) throws {
+        try options.check()
         let compactNow: Bool = try exclusively {
             try cutIncompleteLocked()
             let writer = CommitWriter(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys,
@@ -171,7 +176,16 @@ extension Vault {
             }
             return options.autoCompact && shouldCompact
         }
-        if compactNow { try compact(random: random, options: options) }
+        // The commit is durable now; a failed compaction leaves the vault as it was (it is atomic), so it
+        // must not turn a successful commit into an error. It is tried again after the next commit.
+        if compactNow {
+            do {
+                try compact(random: random, options: options)
+                lastCompactionError = nil
+            } catch {
+                lastCompactionError = error as? VaultError ?? VaultError(.io, "\(error)")
+            }
+        }
     }
 
     /// Whether dead space has passed the automatic-compaction threshold (SPEC.md §9).

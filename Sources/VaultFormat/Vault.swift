@@ -12,7 +12,7 @@ public enum OpenMode: Sendable {
 
 /// Options that govern how a writer lays out and compresses data.
 public struct WriteOptions: Sendable {
-    /// zlib level 0 (store) to 9.
+    /// Compression level: 0 (store) to 12 (libdeflate's slowest); 6 by default, 1 fastest.
     public var level: Int32
     /// Compact automatically after a commit when dead space passes the threshold (SPEC.md §9).
     public var autoCompact: Bool
@@ -22,6 +22,12 @@ public struct WriteOptions: Sendable {
         self.level = level
         self.autoCompact = autoCompact
         self.lockTimeout = lockTimeout
+    }
+
+    func check() throws {
+        guard Deflate.levels.contains(level) else {
+            throw VaultError(.invalidArgument, "compression level \(level) outside \(Deflate.levels.lowerBound)...\(Deflate.levels.upperBound)")
+        }
     }
 }
 
@@ -62,6 +68,8 @@ public final class Vault {
     public internal(set) var unlockedSlot: Int = 0
     let mode: OpenMode
     var lockTimeout: Double = 10
+    /// Why the last automatic compaction failed, if it did (the commit before it stood).
+    public internal(set) var lastCompactionError: VaultError?
 
     init(path: String, header: Header, headerBytes: [UInt8], file: File, vaultKey: SecureBytes, state: [ItemID: Item],
          tail: Tail, incompleteBytes: UInt64, mode: OpenMode) {
@@ -181,7 +189,9 @@ public final class Vault {
         let size = try file.size()
         let expectedTrailer = tail.trailer.encode(vaultID: header.vaultID, key: keys.trailer)
         let sameHeader = (try? file.read(header.length, at: 0)) == headerBytes
-        if sameHeader, size == fileOffset(tail.end) + incompleteBytes,
+        // With incomplete bytes known, another writer may have cut them and appended a commit of the same
+        // size: only a file that ends exactly at the known trailer is taken as unchanged.
+        if sameHeader, incompleteBytes == 0, size == fileOffset(tail.end),
            (try? file.read(Trailer.size, at: fileOffset(tail.offset))) == expectedTrailer {
             return
         }
@@ -304,6 +314,9 @@ struct TailReader {
         var checkpointBytes: UInt64 = 0
         var deltaBytes: UInt64 = 0
         for (t, _) in chain.reversed() {
+            guard Int(t.itemCount) <= Limits.itemsMax else {
+                throw VaultError(.damagedIndex, "generation \(t.generation) claims \(t.itemCount) items (limit \(Limits.itemsMax))")
+            }
             if t.checkpoint {
                 checkpointBytes = t.indexLength
                 state.reserveCapacity(Int(t.itemCount))

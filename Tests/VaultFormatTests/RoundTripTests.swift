@@ -225,9 +225,9 @@ final class RoundTripTests: XCTestCase {
         }
         let bodyBefore = try Vault.open(path: path, secret: secret).bodyLength
         let v = try Vault.open(path: path, secret: secret, mode: .write)
-        try v.changeSlots(keep: [0], add: [.passphrase(pass, .minimum)])
+        try v.changeSlots(remove: [], add: [.passphrase(pass, .minimum)])
         XCTAssertEqual(try Vault.open(path: path, secret: .passphrase(pass)).bodyLength, bodyBefore)
-        try v.changeSlots(keep: [1], add: [])
+        try v.changeSlots(remove: [0], add: [])
         XCTAssertThrowsError(try Vault.open(path: path, secret: secret)) { XCTAssertEqual(($0 as? VaultError)?.code, .wrongKey) }
 
         let other = SecureBytes(copying: Recipes.otherKeyFile)

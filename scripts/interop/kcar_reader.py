@@ -62,6 +62,7 @@ SLOTS_MAX = 32
 GROUP_MAX = 255
 KDF_OPS_MIN, KDF_OPS_MAX = 1, 32
 KDF_MEM_MIN, KDF_MEM_MAX = 8192, 1048576
+KDF_TOTAL_MAX = KDF_MEM_MAX * KDF_OPS_MAX  # SPEC §3: all passphrase slots together, KiB x passes
 CHUNK_SIZE = 1048576
 MEMBERS_MAX = 65536
 INDEX_MAX = 268435456
@@ -343,6 +344,9 @@ def read_header(vf):
             raise Bad("no access group field")
         if not h.slots:
             raise Bad("no key slot")
+        total = sum(sl.mem * sl.ops for sl in h.slots if sl.kind == KIND_PASSPHRASE)
+        if total > KDF_TOTAL_MAX:
+            raise Bad("passphrase slots ask for %d KiB x passes in all (KDF_TOTAL_MAX %d)" % (total, KDF_TOTAL_MAX))
     except (Bad, Short) as e:
         raise VaultError(DAMAGED_HEADER, str(e))
     return h
