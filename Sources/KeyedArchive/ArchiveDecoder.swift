@@ -1,0 +1,251 @@
+import Foundation
+
+/// Decodes `Decodable` values from archives, like `JSONDecoder`: archive bytes -> ``ArchiveValue`` tree ->
+/// value. Secure by construction: an archive object decodes only into the static type the caller asks for,
+/// and only if that type is registered under the object's class name or one of its aliases
+/// (``ArchiveError/Code/classNotAllowed`` otherwise). Shared class instances decode as one instance.
+public struct ArchiveDecoder: Sendable {
+    public var limits: ArchiveLimits = .default
+    public var registry = ArchiveTypeRegistry()
+
+    public init(registry: ArchiveTypeRegistry = ArchiveTypeRegistry()) { self.registry = registry }
+
+    /// The value of type `T` an archive holds.
+    public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        try decode(type, fromValue: ArchiveSerialization.value(from: data, limits: limits))
+    }
+
+    /// The value of type `T` a value tree holds.
+    public func decode<T: Decodable>(_ type: T.Type, fromValue value: ArchiveValue) throws -> T {
+        try DecodingState(registry: registry).decode(type, from: value, path: [])
+    }
+}
+
+private final class DecodingState {
+    let registry: ArchiveTypeRegistry
+    /// Class instances already made from a shared box, by (box, type): shared values decode as one instance.
+    var instances: [[ObjectIdentifier]: AnyObject] = [:]
+
+    init(registry: ArchiveTypeRegistry) { self.registry = registry }
+
+    func decode<T: Decodable>(_ type: T.Type, from value: ArchiveValue, path: [any CodingKey]) throws -> T {
+        if T.self == ArchiveValue.self, let v = value as? T { return v }
+        if case .shared(let box) = value, T.self is AnyClass {
+            let key = [ObjectIdentifier(box), ObjectIdentifier(T.self)]
+            if let made = instances[key] as? T { return made }
+            let made = try decode(type, from: box.value, path: path)
+            instances[key] = made as AnyObject
+            return made
+        }
+        let value = value.unshared
+        func mismatch(_ expected: String) -> DecodingError {
+            .typeMismatch(T.self, .init(codingPath: path, debugDescription: "expected \(expected), found \(value.kind)"))
+        }
+        switch T.self {
+        case is Data.Type:
+            guard case .data(let d) = value, let r = d as? T else { throw mismatch("data") }
+            return r
+        case is Date.Type:
+            guard case .date(let d) = value, let r = d as? T else { throw mismatch("date") }
+            return r
+        case is UUID.Type:
+            guard case .uuid(let u) = value, let r = u as? T else { throw mismatch("uuid") }
+            return r
+        case is URL.Type:
+            guard case .url(let u) = value, let r = u as? T else { throw mismatch("url") }
+            return r
+        default: break
+        }
+        if let entry = registry.entry(for: T.self) {
+            guard case .object(let object) = value else { throw mismatch("object \(entry.name)") }
+            guard entry.names.contains(object.className) else {
+                throw ArchiveError(.classNotAllowed, "\(object.className) where \(entry.name) was expected")
+            }
+            return try T(from: ArchiveDecoderImpl(state: self, value: .dictionary(object.fields), path: path))
+        }
+        if case .object(let object) = value {
+            throw ArchiveError(.classNotAllowed, "\(object.className) is not registered for \(T.self)")
+        }
+        return try T(from: ArchiveDecoderImpl(state: self, value: value, path: path))
+    }
+}
+
+private struct ArchiveDecoderImpl: Decoder {
+    let state: DecodingState
+    let value: ArchiveValue
+    let codingPath: [any CodingKey]
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    init(state: DecodingState, value: ArchiveValue, path: [any CodingKey]) {
+        self.state = state
+        self.value = value
+        self.codingPath = path
+    }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        guard case .dictionary(let fields) = value.unshared else {
+            throw DecodingError.typeMismatch([String: ArchiveValue].self,
+                                             .init(codingPath: codingPath, debugDescription: "expected a dictionary, found \(value.kind)"))
+        }
+        return KeyedDecodingContainer(KeyedContainer<Key>(decoder: self, fields: fields))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        guard case .array(let items) = value.unshared else {
+            throw DecodingError.typeMismatch([ArchiveValue].self,
+                                             .init(codingPath: codingPath, debugDescription: "expected an array, found \(value.kind)"))
+        }
+        return UnkeyedContainer(decoder: self, items: items)
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { SingleContainer(decoder: self) }
+}
+
+private struct IndexKey: CodingKey {
+    let intValue: Int?
+    var stringValue: String { "Index \(intValue ?? 0)" }
+    init(_ i: Int) { intValue = i }
+    init?(stringValue: String) { nil }
+    init?(intValue: Int) { self.intValue = intValue }
+}
+
+/// Scalars: integers convert between int and uint only when exact; nothing else converts.
+private func scalar<T: Decodable>(_ type: T.Type, _ value: ArchiveValue, _ path: [any CodingKey]) throws -> T {
+    let v = value.unshared
+    let fail = DecodingError.typeMismatch(T.self, .init(codingPath: path, debugDescription: "found \(v.kind)"))
+    if let I = T.self as? any FixedWidthInteger.Type {
+        let r: (any FixedWidthInteger)? = switch v {
+        case .int(let n): I.init(exactly: n)
+        case .uint(let n): I.init(exactly: n)
+        default: nil
+        }
+        guard let r, let t = r as? T else { throw fail }
+        return t
+    }
+    switch v {
+    case .bool(let b): if let t = b as? T { return t }
+    case .string(let s): if let t = s as? T { return t }
+    case .double(let d):
+        if let t = d as? T { return t }
+        if T.self == Float.self, let t = Float(d) as? T { return t }
+    default: break
+    }
+    throw fail
+}
+
+private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let decoder: ArchiveDecoderImpl
+    let fields: [String: ArchiveValue]
+    var codingPath: [any CodingKey] { decoder.codingPath }
+    var allKeys: [Key] { fields.keys.compactMap { Key(stringValue: $0) } }
+
+    func contains(_ key: Key) -> Bool { fields[key.stringValue] != nil }
+
+    private func field(_ key: Key) throws -> ArchiveValue {
+        guard let v = fields[key.stringValue] else {
+            throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no field"))
+        }
+        return v
+    }
+
+    func decodeNil(forKey key: Key) throws -> Bool { try field(key).isNull }
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try scalar(type, field(key), codingPath + [key]) }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String { try scalar(type, field(key), codingPath + [key]) }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try scalar(type, field(key), codingPath + [key]) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try scalar(type, field(key), codingPath + [key]) }
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        try decoder.state.decode(type, from: field(key), path: codingPath + [key])
+    }
+
+    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
+        -> KeyedDecodingContainer<NestedKey>
+    {
+        try ArchiveDecoderImpl(state: decoder.state, value: field(key), path: codingPath + [key]).container(keyedBy: type)
+    }
+
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+        try ArchiveDecoderImpl(state: decoder.state, value: field(key), path: codingPath + [key]).unkeyedContainer()
+    }
+
+    func superDecoder() throws -> any Decoder {
+        ArchiveDecoderImpl(state: decoder.state, value: fields["super"] ?? .null, path: codingPath)
+    }
+
+    func superDecoder(forKey key: Key) throws -> any Decoder {
+        ArchiveDecoderImpl(state: decoder.state, value: fields[key.stringValue] ?? .null, path: codingPath + [key])
+    }
+}
+
+private struct UnkeyedContainer: UnkeyedDecodingContainer {
+    let decoder: ArchiveDecoderImpl
+    let items: [ArchiveValue]
+    var currentIndex = 0
+    var codingPath: [any CodingKey] { decoder.codingPath }
+    var count: Int? { items.count }
+    var isAtEnd: Bool { currentIndex >= items.count }
+
+    init(decoder: ArchiveDecoderImpl, items: [ArchiveValue]) {
+        self.decoder = decoder
+        self.items = items
+    }
+
+    private mutating func next<T>(_ type: T.Type) throws -> (ArchiveValue, [any CodingKey]) {
+        guard !isAtEnd else {
+            throw DecodingError.valueNotFound(T.self, .init(codingPath: codingPath, debugDescription: "array ended"))
+        }
+        defer { currentIndex += 1 }
+        return (items[currentIndex], codingPath + [IndexKey(currentIndex)])
+    }
+
+    mutating func decodeNil() throws -> Bool {
+        guard !isAtEnd, items[currentIndex].isNull else { return false }
+        currentIndex += 1
+        return true
+    }
+
+    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        let (v, path) = try next(type)
+        return try decoder.state.decode(type, from: v, path: path)
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws
+        -> KeyedDecodingContainer<NestedKey>
+    {
+        let (v, path) = try next([String: ArchiveValue].self)
+        return try ArchiveDecoderImpl(state: decoder.state, value: v, path: path).container(keyedBy: type)
+    }
+
+    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        let (v, path) = try next([ArchiveValue].self)
+        return try ArchiveDecoderImpl(state: decoder.state, value: v, path: path).unkeyedContainer()
+    }
+
+    mutating func superDecoder() throws -> any Decoder {
+        let (v, path) = try next(ArchiveValue.self)
+        return ArchiveDecoderImpl(state: decoder.state, value: v, path: path)
+    }
+}
+
+private struct SingleContainer: SingleValueDecodingContainer {
+    let decoder: ArchiveDecoderImpl
+    var codingPath: [any CodingKey] { decoder.codingPath }
+
+    func decodeNil() -> Bool { decoder.value.isNull }
+    func decode(_ type: Bool.Type) throws -> Bool { try scalar(type, decoder.value, codingPath) }
+    func decode(_ type: String.Type) throws -> String { try scalar(type, decoder.value, codingPath) }
+    func decode(_ type: Double.Type) throws -> Double { try scalar(type, decoder.value, codingPath) }
+    func decode(_ type: Float.Type) throws -> Float { try scalar(type, decoder.value, codingPath) }
+    func decode(_ type: Int.Type) throws -> Int { try scalar(type, decoder.value, codingPath) }
+    func decode(_ type: Int8.Type) throws -> Int8 { try scalar(type, decoder.value, codingPath) }
+    func decode(_ type: Int16.Type) throws -> Int16 { try scalar(type, decoder.value, codingPath) }
+    func decode(_ type: Int32.Type) throws -> Int32 { try scalar(type, decoder.value, codingPath) }
+    func decode(_ type: Int64.Type) throws -> Int64 { try scalar(type, decoder.value, codingPath) }
+    func decode(_ type: UInt.Type) throws -> UInt { try scalar(type, decoder.value, codingPath) }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try scalar(type, decoder.value, codingPath) }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try scalar(type, decoder.value, codingPath) }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try scalar(type, decoder.value, codingPath) }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try scalar(type, decoder.value, codingPath) }
+    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try decoder.state.decode(type, from: decoder.value, path: codingPath)
+    }
+}

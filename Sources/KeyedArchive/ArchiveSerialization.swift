@@ -1,0 +1,61 @@
+import Foundation
+
+/// How ``ArchiveSerialization`` writes.
+public struct ArchiveWritingOptions: OptionSet, Hashable, Sendable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// Canonical order (SPEC.md Part 2 §A6): dictionary keys and object fields sorted by their UTF-8 bytes,
+    /// set elements and any-key entries by their sort keys. The same value then gives the same bytes in
+    /// every process; readers check the order of an archive written this way.
+    public static let deterministic = ArchiveWritingOptions(rawValue: 1 << 0)
+}
+
+/// Converts between ``ArchiveValue`` trees and archive bytes (SPEC.md Part 2), like `JSONSerialization`.
+/// Neither direction recurses on the stack: nesting costs heap memory only, up to ``ArchiveLimits/maxDepth``.
+public enum ArchiveSerialization {
+    /// The archive of `value`. Throws ``ArchiveError`` if the value breaks a limit (the archive would not be
+    /// readable with the same limits).
+    public static func data(
+        from value: ArchiveValue, options: ArchiveWritingOptions = [], limits: ArchiveLimits = .default
+    ) throws -> Data {
+        Data(try bytes(from: value, options: options, limits: limits))
+    }
+
+    /// The archive of `value`, as bytes.
+    public static func bytes(
+        from value: ArchiveValue, options: ArchiveWritingOptions = [], limits: ArchiveLimits = .default
+    ) throws -> [UInt8] {
+        let sorted = options.contains(.deterministic)
+        var writer = ArchiveWriter(sorted: sorted, limits: limits)
+        writer.out = ArchiveFormat.magic + [KeyedArchive.formatVersion, sorted ? ArchiveFormat.flagSorted : 0]
+        try writer.write(value)
+        guard writer.out.count <= limits.maxBytes else {
+            throw ArchiveError(.sizeLimit, "\(writer.out.count) bytes, more than \(limits.maxBytes)")
+        }
+        return writer.out
+    }
+
+    /// The value an archive holds. Throws ``ArchiveError`` on anything but one canonical archive within the
+    /// limits.
+    public static func value(from data: Data, limits: ArchiveLimits = .default) throws -> ArchiveValue {
+        guard data.count <= limits.maxBytes else {
+            throw ArchiveError(.sizeLimit, "\(data.count) bytes, more than \(limits.maxBytes)")
+        }
+        return try value(from: [UInt8](data), limits: limits)
+    }
+
+    /// The value an archive holds, from bytes.
+    public static func value(from bytes: [UInt8], limits: ArchiveLimits = .default) throws -> ArchiveValue {
+        var reader = ArchiveReader(bytes: bytes, limits: limits)
+        return try reader.readArchive()
+    }
+
+    /// The sort key of a value (SPEC.md Part 2 §A6): its item encoding with fresh string and shared tables.
+    /// Set elements and any-key entries are written in ascending sort-key order in a deterministic archive.
+    public static func sortKey(of value: ArchiveValue, limits: ArchiveLimits = .default) throws -> [UInt8] {
+        var writer = ArchiveWriter(sorted: true, limits: limits)
+        try writer.write(value)
+        return writer.out
+    }
+}

@@ -1,0 +1,252 @@
+import Foundation
+
+/// One heterogeneous value: what an archive stores.
+///
+/// Values are plain Swift values: equality is structural. Identity exists only where it is written down: a
+/// ``shared(_:)`` box. The same box used at several places is archived once and decodes as one box; two
+/// different boxes, or two equal containers, stay distinct (SPEC.md Part 2 §A4). Boxes are immutable, so a
+/// value can never contain itself: cycles cannot be built, and the reader refuses archives that describe one.
+///
+/// Kinds never merge: `.bool(true)`, `.int(1)`, `.uint(1)` and `.double(1)` are four different values.
+/// Doubles and dates compare by bit pattern, so `NaN == NaN` (same payload) and `0.0 != -0.0`: two values are
+/// equal exactly when they archive to the same scalar bytes.
+public enum ArchiveValue: Sendable {
+    /// No value (NSNull, Swift `nil`).
+    case null
+    case bool(Bool)
+    /// A signed 64-bit integer.
+    case int(Int64)
+    /// An unsigned 64-bit integer (a kind of its own: `.uint(1) != .int(1)`).
+    case uint(UInt64)
+    /// An IEEE 754 binary64, every bit pattern kept (NaN payloads, the sign of zero).
+    case double(Double)
+    case string(String)
+    case data(Data)
+    /// A point in time, kept as its `timeIntervalSinceReferenceDate` bits.
+    case date(Date)
+    case uuid(UUID)
+    /// A URL: its relative string and, if any, its base URL (kept as the base's absolute string).
+    case url(URL)
+    case array([ArchiveValue])
+    /// A dictionary with string keys.
+    case dictionary([String: ArchiveValue])
+    /// A dictionary whose keys are any values.
+    case anyKeyDictionary([ArchiveValue: ArchiveValue])
+    case set(Set<ArchiveValue>)
+    /// An instance of a named class: its class name and keyed fields.
+    case object(ArchiveObject)
+    /// A value with an identity: every use of the same box is archived once and decodes as the same box.
+    case shared(ArchiveShared)
+}
+
+/// An instance of a named class, as an archive keeps it: the class name and the fields by key.
+public struct ArchiveObject: Sendable, Hashable {
+    /// The stable name the class is registered under (never resolved to a type at run time).
+    public var className: String
+    public var fields: [String: ArchiveValue]
+
+    public init(className: String, fields: [String: ArchiveValue] = [:]) {
+        self.className = className
+        self.fields = fields
+    }
+}
+
+/// An immutable box that gives a value an identity (reference semantics). Equality is that of the contents;
+/// sharing is kept by the archive: the same box used twice is written once and read back as one box.
+public final class ArchiveShared: Sendable, Hashable {
+    public let value: ArchiveValue
+    // Hashed once, so hashing a graph of boxes costs its size, not its expansion.
+    private let contentHash: Int
+
+    public init(_ value: ArchiveValue) {
+        self.value = value
+        self.contentHash = value.hashValue
+    }
+
+    public static func == (lhs: ArchiveShared, rhs: ArchiveShared) -> Bool {
+        lhs === rhs || (lhs.contentHash == rhs.contentHash && lhs.value == rhs.value)
+    }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(contentHash) }
+}
+
+extension ArchiveValue: Hashable {
+    public static func == (lhs: ArchiveValue, rhs: ArchiveValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): return true
+        case let (.bool(a), .bool(b)): return a == b
+        case let (.int(a), .int(b)): return a == b
+        case let (.uint(a), .uint(b)): return a == b
+        case let (.double(a), .double(b)): return a.bitPattern == b.bitPattern
+        case let (.string(a), .string(b)): return a == b
+        case let (.data(a), .data(b)): return a == b
+        case let (.date(a), .date(b)):
+            return a.timeIntervalSinceReferenceDate.bitPattern == b.timeIntervalSinceReferenceDate.bitPattern
+        case let (.uuid(a), .uuid(b)): return a == b
+        case let (.url(a), .url(b)):
+            return a.relativeString == b.relativeString && a.baseURL?.absoluteString == b.baseURL?.absoluteString
+        case let (.array(a), .array(b)): return a == b
+        case let (.dictionary(a), .dictionary(b)): return a == b
+        case let (.anyKeyDictionary(a), .anyKeyDictionary(b)): return a == b
+        case let (.set(a), .set(b)): return a == b
+        case let (.object(a), .object(b)): return a == b
+        case let (.shared(a), .shared(b)): return a == b
+        default: return false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(kind)
+        switch self {
+        case .null: break
+        case .bool(let v): hasher.combine(v)
+        case .int(let v): hasher.combine(v)
+        case .uint(let v): hasher.combine(v)
+        case .double(let v): hasher.combine(v.bitPattern)
+        case .string(let v): hasher.combine(v)
+        case .data(let v): hasher.combine(v)
+        case .date(let v): hasher.combine(v.timeIntervalSinceReferenceDate.bitPattern)
+        case .uuid(let v): hasher.combine(v)
+        case .url(let v):
+            hasher.combine(v.relativeString)
+            hasher.combine(v.baseURL?.absoluteString)
+        case .array(let v): hasher.combine(v)
+        case .dictionary(let v): hasher.combine(v)
+        case .anyKeyDictionary(let v): hasher.combine(v)
+        case .set(let v): hasher.combine(v)
+        case .object(let v): hasher.combine(v)
+        case .shared(let v): hasher.combine(v)
+        }
+    }
+}
+
+extension ArchiveValue {
+    /// The kinds of value, as an open set of names (for errors and descriptions).
+    public struct Kind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        public static let null = Kind(rawValue: "null")
+        public static let bool = Kind(rawValue: "bool")
+        public static let int = Kind(rawValue: "int")
+        public static let uint = Kind(rawValue: "uint")
+        public static let double = Kind(rawValue: "double")
+        public static let string = Kind(rawValue: "string")
+        public static let data = Kind(rawValue: "data")
+        public static let date = Kind(rawValue: "date")
+        public static let uuid = Kind(rawValue: "uuid")
+        public static let url = Kind(rawValue: "url")
+        public static let array = Kind(rawValue: "array")
+        public static let dictionary = Kind(rawValue: "dictionary")
+        public static let anyKeyDictionary = Kind(rawValue: "anyKeyDictionary")
+        public static let set = Kind(rawValue: "set")
+        public static let object = Kind(rawValue: "object")
+        public static let shared = Kind(rawValue: "shared")
+    }
+
+    /// This value's kind (a shared box reports `.shared`, not the kind of its contents).
+    public var kind: Kind {
+        switch self {
+        case .null: .null
+        case .bool: .bool
+        case .int: .int
+        case .uint: .uint
+        case .double: .double
+        case .string: .string
+        case .data: .data
+        case .date: .date
+        case .uuid: .uuid
+        case .url: .url
+        case .array: .array
+        case .dictionary: .dictionary
+        case .anyKeyDictionary: .anyKeyDictionary
+        case .set: .set
+        case .object: .object
+        case .shared: .shared
+        }
+    }
+
+    /// The value with every enclosing shared box removed (a box's contents are never a cycle, so this ends).
+    public var unshared: ArchiveValue {
+        var v = self
+        while case .shared(let box) = v { v = box.value }
+        return v
+    }
+
+    /// Wraps the value in a new shared box: use the result at several places to store it once.
+    public func makeShared() -> ArchiveValue { .shared(ArchiveShared(self)) }
+
+    /// A new `.object` value.
+    public static func object(_ className: String, _ fields: [String: ArchiveValue]) -> ArchiveValue {
+        .object(ArchiveObject(className: className, fields: fields))
+    }
+
+    public var isNull: Bool { if case .null = unshared { true } else { false } }
+    public var boolValue: Bool? { if case .bool(let v) = unshared { v } else { nil } }
+    public var intValue: Int64? { if case .int(let v) = unshared { v } else { nil } }
+    public var uintValue: UInt64? { if case .uint(let v) = unshared { v } else { nil } }
+    public var doubleValue: Double? { if case .double(let v) = unshared { v } else { nil } }
+    public var stringValue: String? { if case .string(let v) = unshared { v } else { nil } }
+    public var dataValue: Data? { if case .data(let v) = unshared { v } else { nil } }
+    public var dateValue: Date? { if case .date(let v) = unshared { v } else { nil } }
+    public var uuidValue: UUID? { if case .uuid(let v) = unshared { v } else { nil } }
+    public var urlValue: URL? { if case .url(let v) = unshared { v } else { nil } }
+    public var arrayValue: [ArchiveValue]? { if case .array(let v) = unshared { v } else { nil } }
+    public var dictionaryValue: [String: ArchiveValue]? { if case .dictionary(let v) = unshared { v } else { nil } }
+    public var objectValue: ArchiveObject? { if case .object(let v) = unshared { v } else { nil } }
+
+    /// The element at `index` of an array, or nil.
+    public subscript(index: Int) -> ArchiveValue? {
+        guard let a = arrayValue, a.indices.contains(index) else { return nil }
+        return a[index]
+    }
+
+    /// The value for `key` of a string-keyed dictionary or an object's field, or nil.
+    public subscript(key: String) -> ArchiveValue? {
+        switch unshared {
+        case .dictionary(let d): d[key]
+        case .object(let o): o.fields[key]
+        default: nil
+        }
+    }
+}
+
+extension ArchiveValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
+{
+    public init(nilLiteral: ()) { self = .null }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// Integer literals are signed: write `.uint(...)` for an unsigned value.
+    public init(integerLiteral value: Int64) { self = .int(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(arrayLiteral elements: ArchiveValue...) { self = .array(elements) }
+    /// A string-keyed dictionary; a repeated key keeps the last value.
+    public init(dictionaryLiteral elements: (String, ArchiveValue)...) {
+        self = .dictionary(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+}
+
+extension ArchiveValue: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .null: "null"
+        case .bool(let v): "\(v)"
+        case .int(let v): "\(v)"
+        case .uint(let v): "\(v)u"
+        case .double(let v): "\(v)"
+        case .string(let v): String(reflecting: v)
+        case .data(let v): "<\(v.count) bytes>"
+        case .date(let v): "date(\(v.timeIntervalSinceReferenceDate))"
+        case .uuid(let v): "uuid(\(v.uuidString))"
+        case .url(let v): "url(\(v.absoluteString))"
+        case .array(let v): "\(v)"
+        case .dictionary(let v): "\(v)"
+        case .anyKeyDictionary(let v): "anyKey\(v)"
+        case .set(let v): "set\(Array(v))"
+        case .object(let v): "\(v.className)\(v.fields)"
+        case .shared(let v): "shared(\(v.value))"
+        }
+    }
+}

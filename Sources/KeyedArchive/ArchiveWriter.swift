@@ -1,0 +1,193 @@
+import Foundation
+
+/// Writes items (SPEC.md Part 2 §A5) with an explicit work stack, interning strings and shared boxes as it
+/// meets them.
+struct ArchiveWriter {
+    var out: [UInt8] = []
+    private let sorted: Bool
+    private let limits: ArchiveLimits
+    private var strings: [ExactString: Int] = [:]
+    private var sharedIndex: [ObjectIdentifier: Int] = [:]
+    /// Expanded size of each shared definition; nil while it is being written.
+    private var sharedSize: [Int?] = []
+    private var values = 0
+    private var expanded = 0
+
+    private enum Task {
+        case item(ArchiveValue, depth: Int)
+        case key(String)
+        case endShared(index: Int, start: Int)
+    }
+
+    init(sorted: Bool, limits: ArchiveLimits) {
+        self.sorted = sorted
+        self.limits = limits
+    }
+
+    mutating func write(_ root: ArchiveValue) throws {
+        var stack: [Task] = [.item(root, depth: 1)]
+        while let task = stack.popLast() {
+            switch task {
+            case .item(let value, let depth): try writeItem(value, depth: depth, stack: &stack)
+            case .key(let key): try writeStringSlot(key)
+            case .endShared(let index, let start): sharedSize[index] = expanded - start
+            }
+        }
+    }
+
+    private mutating func writeItem(_ value: ArchiveValue, depth: Int, stack: inout [Task]) throws {
+        guard depth <= limits.maxDepth else { throw ArchiveError(.depthLimit, "depth \(depth)") }
+        values += 1
+        guard values <= limits.maxValues else { throw ArchiveError(.valueLimit, "more than \(limits.maxValues) items") }
+        if case .shared(let box) = value {
+            let id = ObjectIdentifier(box)
+            if let index = sharedIndex[id] {
+                // Boxes are immutable, so a box in progress cannot be met again; checked all the same.
+                guard let size = sharedSize[index] else { throw ArchiveError(.cycle, "shared value \(index)") }
+                out.append(ArchiveFormat.Tag.sharedRef)
+                appendVarint(UInt64(index))
+                try addExpanded(size)
+                return
+            }
+            let index = sharedSize.count
+            sharedIndex[id] = index
+            sharedSize.append(nil)
+            let start = expanded
+            try addExpanded(1)
+            out.append(ArchiveFormat.Tag.shared)
+            stack.append(.endShared(index: index, start: start))
+            stack.append(.item(box.value, depth: depth + 1))
+            return
+        }
+        try addExpanded(1)
+        switch value {
+        case .null: out.append(ArchiveFormat.Tag.null)
+        case .bool(let b): out.append(b ? ArchiveFormat.Tag.true : ArchiveFormat.Tag.false)
+        case .int(let v):
+            out.append(ArchiveFormat.Tag.int)
+            appendVarint(ArchiveFormat.zigzag(v))
+        case .uint(let v):
+            out.append(ArchiveFormat.Tag.uint)
+            appendVarint(v)
+        case .double(let v):
+            out.append(ArchiveFormat.Tag.double)
+            appendU64(v.bitPattern)
+        case .string(let s):
+            if let index = strings[ExactString(string: s)] {
+                out.append(ArchiveFormat.Tag.stringRef)
+                appendVarint(UInt64(index))
+            } else {
+                out.append(ArchiveFormat.Tag.string)
+                try appendNewString(s)
+            }
+        case .data(let d):
+            guard d.count <= limits.maxDataLength else {
+                throw ArchiveError(.lengthLimit, "data of \(d.count) bytes, more than \(limits.maxDataLength)")
+            }
+            out.append(ArchiveFormat.Tag.data)
+            appendVarint(UInt64(d.count))
+            out.append(contentsOf: d)
+        case .date(let d):
+            out.append(ArchiveFormat.Tag.date)
+            appendU64(d.timeIntervalSinceReferenceDate.bitPattern)
+        case .uuid(let u):
+            out.append(ArchiveFormat.Tag.uuid)
+            withUnsafeBytes(of: u.uuid) { out.append(contentsOf: $0) }
+        case .url(let u):
+            if let base = u.baseURL {
+                out.append(ArchiveFormat.Tag.urlWithBase)
+                try writeStringSlot(u.relativeString)
+                try writeStringSlot(base.absoluteString)
+            } else {
+                out.append(ArchiveFormat.Tag.url)
+                try writeStringSlot(u.relativeString)
+            }
+        case .array(let items):
+            out.append(ArchiveFormat.Tag.array)
+            appendVarint(UInt64(items.count))
+            for item in items.reversed() { stack.append(.item(item, depth: depth + 1)) }
+        case .dictionary(let d):
+            out.append(ArchiveFormat.Tag.dictionary)
+            appendVarint(UInt64(d.count))
+            pushFields(d, depth: depth, stack: &stack)
+        case .object(let o):
+            out.append(ArchiveFormat.Tag.object)
+            guard !o.className.isEmpty else { throw ArchiveError(.invalidValue, "empty class name") }
+            try writeStringSlot(o.className)
+            appendVarint(UInt64(o.fields.count))
+            pushFields(o.fields, depth: depth, stack: &stack)
+        case .anyKeyDictionary(let d):
+            out.append(ArchiveFormat.Tag.anyKeyDictionary)
+            appendVarint(UInt64(d.count))
+            var entries = d.map { (key: $0.key, value: $0.value) }
+            if sorted {
+                let keys = try entries.map { try ArchiveSerialization.sortKey(of: $0.key, limits: limits) }
+                entries = zip(keys, entries).sorted { [UInt8].precedes($0.0, $1.0) }.map(\.1)
+            }
+            for e in entries.reversed() {
+                stack.append(.item(e.value, depth: depth + 1))
+                stack.append(.item(e.key, depth: depth + 1))
+            }
+        case .set(let s):
+            out.append(ArchiveFormat.Tag.set)
+            appendVarint(UInt64(s.count))
+            var elements = Array(s)
+            if sorted {
+                let keys = try elements.map { try ArchiveSerialization.sortKey(of: $0, limits: limits) }
+                elements = zip(keys, elements).sorted { [UInt8].precedes($0.0, $1.0) }.map(\.1)
+            }
+            for e in elements.reversed() { stack.append(.item(e, depth: depth + 1)) }
+        case .shared: break  // handled above
+        }
+    }
+
+    private func pushFields(_ d: [String: ArchiveValue], depth: Int, stack: inout [Task]) {
+        var entries = d.map { (key: $0.key, value: $0.value) }
+        if sorted { entries.sort { $0.key.utf8Precedes($1.key) } }
+        for e in entries.reversed() {
+            stack.append(.item(e.value, depth: depth + 1))
+            stack.append(.key(e.key))
+        }
+    }
+
+    private mutating func addExpanded(_ n: Int) throws {
+        expanded += n  // both operands are at most maxExpandedValues: no overflow
+        guard expanded <= limits.maxExpandedValues else {
+            throw ArchiveError(.expansionLimit, "more than \(limits.maxExpandedValues) values once expanded")
+        }
+    }
+
+    /// A string slot (§A5): `0` and a new string, or `index + 1` of an interned one.
+    private mutating func writeStringSlot(_ s: String) throws {
+        if let index = strings[ExactString(string: s)] {
+            appendVarint(UInt64(index) + 1)
+        } else {
+            appendVarint(0)
+            try appendNewString(s)
+        }
+    }
+
+    private mutating func appendNewString(_ s: String) throws {
+        var s = s
+        let count = s.utf8.count
+        guard count <= limits.maxStringLength else {
+            throw ArchiveError(.lengthLimit, "string of \(count) bytes, more than \(limits.maxStringLength)")
+        }
+        appendVarint(UInt64(count))
+        s.withUTF8 { out.append(contentsOf: $0) }
+        strings[ExactString(string: s)] = strings.count
+    }
+
+    private mutating func appendVarint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            out.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        out.append(UInt8(v))
+    }
+
+    private mutating func appendU64(_ v: UInt64) {
+        for i in 0..<8 { out.append(UInt8(truncatingIfNeeded: v >> (8 * i))) }
+    }
+}
