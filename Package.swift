@@ -15,7 +15,7 @@ let package = Package(
         .systemLibrary(name: "CDeflate", pkgConfig: "libdeflate", providers: [.apt(["libdeflate-dev"])]),
         .target(name: "VaultFormat", dependencies: ["CSodium", "CZlib", "CDeflate"]),
         .target(name: "KeyedArchive"),
-        .target(name: "KcarCLI", dependencies: ["VaultFormat"]),
+        .target(name: "KcarCLI", dependencies: ["VaultFormat", "KeyedArchive"]),
         .executableTarget(name: "kcar", dependencies: ["KcarCLI"]),
         .target(name: "FixtureRecipes", dependencies: ["VaultFormat"]),
         .executableTarget(name: "kcar-fixtures", dependencies: ["FixtureRecipes", "VaultFormat"]),

@@ -1,3 +1,4 @@
+import KeyedArchive
 import VaultFormat
 
 /// The `kcar` command line: dispatch, help, and the mapping of errors to exit codes.
@@ -13,6 +14,7 @@ public enum CLI {
         ("rekey", "rekey VAULT: new vault key, every record re-sealed", Keys.rekey),
         ("compact", "compact VAULT: rewrite without dead space (deleted values leave the file)", Keys.compact),
         ("recover", "recover VAULT: cut off an incomplete last commit", Keys.recover),
+        ("archive", "archive show FILE [--json] | archive convert IN OUT: keyed archives", ArchiveCommand.run),
     ]
 
     static let usage = """
@@ -70,6 +72,9 @@ public enum CLI {
         } catch let e as VaultError {
             warn(e.description)
             return ExitCode.of(e.code).rawValue
+        } catch let e as ArchiveError {
+            warn(e.description)
+            return ExitCode.damaged.rawValue
         } catch {
             warn("\(error)")
             return ExitCode.failure.rawValue

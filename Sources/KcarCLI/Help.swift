@@ -76,6 +76,17 @@ enum Help {
             usage: kcar recover VAULT [secret options]
               Cuts off the bytes of an incomplete last commit (an interrupted write).
             """
+        case "archive": return """
+            usage: kcar archive show FILE [--json]
+                   kcar archive convert IN OUT [--to kcar] [--deterministic] [--force]
+              show prints the value of a kcar archive (keyed archiver, SPEC.md Part 2) as indented JSON, or as one
+              line with --json: strings, numbers, booleans and null as themselves; {"$data": base64},
+              {"$date": ISO 8601 UTC}, {"$uuid": ...}, {"$url": ...}, {"$set": [...]}, {"$dict": [[key, value], ...]}
+              for other keys, {"$class": name, "$fields": {...}} for objects, {"$double": "NaN"} for non-finite
+              numbers; shared values are printed expanded (at most 10,000,000 values).
+              convert rewrites an archive; --deterministic sorts keys and set elements (byte-identical output).
+              Malformed or hostile input: a one-line error and exit 4.
+            """
         default: return CLI.usage
         }
     }

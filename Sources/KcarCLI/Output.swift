@@ -77,6 +77,11 @@ enum JSON {
 /// ISO 8601 in UTC with nanoseconds when present: 2026-01-01T00:00:00Z, 2026-01-01T00:00:00.5Z.
 func iso8601(nanoseconds ns: Int64) -> String {
     let (secs, frac) = ns.quotientAndRemainder(dividingBy: 1_000_000_000)
+    return iso8601(seconds: secs, nanoseconds: frac)
+}
+
+/// ISO 8601 in UTC of `seconds` since 1970 plus a fraction in nanoseconds (which may be negative).
+func iso8601(seconds secs: Int64, nanoseconds frac: Int64) -> String {
     var s = secs, f = frac
     if f < 0 {
         s -= 1

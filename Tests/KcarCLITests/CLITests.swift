@@ -250,6 +250,25 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(try kcar(["extract", "piped.kcv", "--stdout", "svc/a", "--key-file", keyFile]).out, "piped")
     }
 
+    func testArchiveShowAndConvert() throws {
+        let fixtures = Self.repo.appendingPathComponent("Fixtures/archive").path
+        let users = try kcar(["archive", "show", "\(fixtures)/users.kca", "--json"])
+        let json = try JSONSerialization.jsonObject(with: users.data) as! [[String: Any]]
+        XCTAssertEqual(json.count, 2)
+        XCTAssertEqual(json[1]["$class"] as? String, "UserData")
+        XCTAssertEqual((json[1]["$fields"] as? [String: Any])?["categoryName"] as? String, "管理员")
+        XCTAssertEqual(((json[1]["$fields"] as? [String: Any])?["image"] as? [String: Any])?["$data"] as? String, "iVBORw==")
+        let distinct = try kcar(["archive", "show", "\(fixtures)/distinct.kca", "--json"])
+        XCTAssertEqual(distinct.out.trimmingCharacters(in: .whitespacesAndNewlines), "[true,1,1.0,1]")
+        XCTAssertTrue(try kcar(["archive", "show", "\(fixtures)/users.kca"]).out.contains("\n    \"$class\": \"UserData\""))
+        try kcar(["archive", "convert", "\(fixtures)/users.kca", "copy.kca", "--deterministic"])
+        XCTAssertEqual(try read("copy.kca"), Array(try Data(contentsOf: URL(fileURLWithPath: "\(fixtures)/users.kca"))))
+        try kcar(["archive", "convert", "\(fixtures)/users.kca", "copy.kca"], expect: 7)
+        let bad = try kcar(["archive", "show", "\(fixtures)/malformed/\(try FileManager.default.contentsOfDirectory(atPath: "\(fixtures)/malformed").filter { $0.hasSuffix(".kca") }.sorted()[0])"], expect: 4)
+        XCTAssertEqual(bad.err.split(separator: "\n").count, 1, "one-line error: \(bad.err)")
+        try kcar(["archive", "frob"], expect: 2)
+    }
+
     func testHelpAndVersion() throws {
         XCTAssertTrue(try kcar(["--help"]).out.contains("usage: kcar"))
         XCTAssertTrue(try kcar(["pack", "--help"]).out.contains("--exclude"))
