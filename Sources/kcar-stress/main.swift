@@ -1,0 +1,112 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import VaultFormat
+
+// A writer for crash-consistency tests: commits seeded random changes to a vault until killed.
+//   kcar-stress VAULT KEYFILE SEED
+// Before each change it prints `pending GEN DIGEST` (the state the change leads to), after it `ack GEN`; the
+// test kills it with SIGKILL at a random moment and checks that the vault holds the last acknowledged state
+// or the pending one, and nothing else. Every 7th change is a compaction, every 11th a key-slot change.
+
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// FNV-1a over the sorted (account, value) pairs: the same function the test computes on the vault it finds.
+func digest(_ state: [String: [UInt8]]) -> UInt64 {
+    var h: UInt64 = 0xcbf2_9ce4_8422_2325
+    func mix(_ b: UInt8) {
+        h ^= UInt64(b)
+        h = h &* 0x100_0000_01b3
+    }
+    for k in state.keys.sorted() {
+        for b in k.utf8 { mix(b) }
+        mix(0)
+        for b in state[k]! { mix(b) }
+        mix(0xFF)
+    }
+    return h
+}
+
+func emit(_ s: String) {
+    let line = s + "\n"
+    _ = line.withCString { write(1, $0, strlen($0)) }
+}
+
+let args = CommandLine.arguments
+guard args.count == 4, let seed = UInt64(args[3]) else {
+    emit("usage: kcar-stress VAULT KEYFILE SEED")
+    exit(2)
+}
+let path = args[1]
+let fd = open(args[2], O_RDONLY)
+var key = [UInt8](repeating: 0, count: 32)
+guard fd >= 0, read(fd, &key, 32) == 32 else { exit(2) }
+close(fd)
+let secret = SecureBytes(copying: key)
+var rng = SplitMix(state: seed)
+
+do {
+    let vault = try Vault.open(path: path, secret: .keyFile(secret), mode: .write)
+    var model: [String: [UInt8]] = [:]
+    for item in vault.items { model[item.account ?? ""] = try vault.read(item) }
+    var step = 0
+    while true {
+        step += 1
+        let generation = vault.generation + 1
+        if step % 7 == 0 {
+            emit("pending \(generation) \(digest(model))")
+            try vault.compact()
+        } else if step % 11 == 0 {
+            emit("pending \(generation - 1) \(digest(model))")  // a slot change keeps the generation
+            try vault.changeSlots(remove: [], add: [.keyFile(secret)])
+            try vault.changeSlots(remove: [vault.header.slots.count - 1], add: [])
+        } else {
+            var next = model
+            var plan: [(String, [UInt8]?)] = []
+            for _ in 0..<(1 + rng.next() % 4) {
+                let account = "a\(rng.next() % 12)"
+                if rng.next() % 4 == 0 {
+                    plan.append((account, nil))
+                    next[account] = nil
+                } else {
+                    let size = rng.next() % 10 == 0 ? 200_000 + Int(rng.next() % 100_000) : Int(rng.next() % 2000)
+                    // Cheap to make (the time between changes should be short): a fill byte and a random tail.
+                    var value = [UInt8](repeating: UInt8(truncatingIfNeeded: rng.next()), count: size)
+                    for i in stride(from: 0, to: size, by: 4096) { value[i] = UInt8(truncatingIfNeeded: rng.next()) }
+                    plan.append((account, value))
+                    next[account] = value
+                }
+            }
+            emit("pending \(generation) \(digest(next))")
+            try vault.commit(options: WriteOptions(autoCompact: false)) { tx in
+                for (account, value) in plan {
+                    let existing = tx.items.first { $0.account == account }
+                    switch (existing, value) {
+                    case (let e?, nil): try tx.delete(e.id)
+                    case (nil, nil): break
+                    case (let e?, let v?): try tx.update(e.id, value: .bytes(v))
+                    case (nil, let v?):
+                        var a = Attributes()
+                        a[AttributeName.service] = .string("stress")
+                        a[AttributeName.account] = .string(account)
+                        try tx.add(attributes: a, value: .bytes(v))
+                    }
+                }
+            }
+            model = next
+        }
+        emit("ack \(vault.generation)")
+    }
+} catch {
+    emit("error \(error)")
+    exit(1)
+}
