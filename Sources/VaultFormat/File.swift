@@ -170,7 +170,25 @@ struct AtomicReplace {
         let dir = directoryOf(path)
         let base = path.split(separator: "/").last.map(String.init) ?? path
         tempPath = "\(dir)/.\(base).\(hexEncode(random.bytes(6))).tmp"
+        AtomicReplace.removeStale(dir: dir, base: base)
         file = try File.createExclusive(tempPath)
+        // Locked until renamed or removed: a temporary file nobody holds a lock on was left by a killed writer.
+        try file.lock(exclusive: true, timeout: 0)
+    }
+
+    /// Removes temporary files of `base` left by writers that were killed (their lock died with them).
+    static func removeStale(dir: String, base: String) {
+        guard let d = opendir(dir) else { return }
+        defer { closedir(d) }
+        let prefix = ".\(base).", suffix = ".tmp"
+        while let ent = readdir(d) {
+            let name = withUnsafeBytes(of: ent.pointee.d_name) { b in String(decoding: b.prefix { $0 != 0 }, as: UTF8.self) }
+            guard name.hasPrefix(prefix), name.hasSuffix(suffix) else { continue }
+            let fd = open("\(dir)/\(name)", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 { unlink("\(dir)/\(name)") }
+            close(fd)
+        }
     }
 
     /// Syncs, renames over the target (refusing to replace an existing one unless `overwrite`), syncs the folder.

@@ -43,7 +43,6 @@ extension Vault {
         let bytes = newHeader.encode(macKey: keys.header)
         let tmp = try AtomicReplace(path: path, random: random)
         do {
-            try tmp.file.lock(exclusive: true, timeout: 0)
             try tmp.file.write(bytes, at: 0)
             var copied: UInt64 = 0
             let step: UInt64 = 4 << 20
@@ -76,7 +75,6 @@ extension Vault {
         let newTail: Tail
         let newState: [ItemID: Item]
         do {
-            try tmp.file.lock(exclusive: true, timeout: 0)
             try tmp.file.write(bytes, at: 0)
             let writer = CommitWriter(file: tmp.file, headerLength: UInt64(bytes.count), vaultID: header.vaultID,
                                       keys: newKeys, random: random, level: options.level, at: 0)
