@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Decodes `Decodable` values from archives, like `JSONDecoder`: archive bytes -> ``ArchiveValue`` tree ->
 /// value. Secure by construction: an archive object decodes only into the static type the caller asks for,

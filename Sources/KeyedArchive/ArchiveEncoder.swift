@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Archives `Encodable` values, like `JSONEncoder`: value -> ``ArchiveValue`` tree -> archive bytes.
 ///

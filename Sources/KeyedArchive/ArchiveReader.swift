@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Reads an archive (SPEC.md Part 2 §A2-§A6) with an explicit stack of open containers: nesting costs heap,
 /// never call stack. Every count, length, index and limit is checked before the work it allows.

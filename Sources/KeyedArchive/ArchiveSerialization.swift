@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// How ``ArchiveSerialization`` writes.
 public struct ArchiveWritingOptions: OptionSet, Hashable, Sendable {

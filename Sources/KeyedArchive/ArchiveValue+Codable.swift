@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// `ArchiveValue` through any coder (JSON, property lists, ...): a keyed container whose one key names the
 /// kind, `{"int": 5}`, `{"class": "Point", "object": {...}}`, `{"url": "a", "base": "https://x/"}`. Dates are

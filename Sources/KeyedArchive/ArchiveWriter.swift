@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Writes items (SPEC.md Part 2 §A5) with an explicit work stack, interning strings and shared boxes as it
 /// meets them.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Reads a `bplist00` property list, totally: every offset, count, reference and field size is checked
 /// (overflow-safe) before it is used, objects are resolved with an explicit stack (nesting costs heap, never

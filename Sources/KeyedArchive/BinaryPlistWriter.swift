@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Writes a `bplist00` property list with an explicit work list (no recursion). Strings, integers and UIDs
 /// are written once however often they occur; dictionary keys are written in UTF-8 order, so the same tree

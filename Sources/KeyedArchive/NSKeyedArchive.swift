@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// NSKeyedArchiver interoperability: archives written by Apple's `NSKeyedArchiver` (binary or XML property
 /// lists) import as ``ArchiveValue`` trees, and values export as binary archives `NSKeyedUnarchiver` reads.

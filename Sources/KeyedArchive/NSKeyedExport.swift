@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Exports a value as NSKeyedArchiver's object graph with a work list (no recursion): each value gets a UID
 /// (an index into `$objects`) when first met and is filled in when its turn comes. Strings are stored once

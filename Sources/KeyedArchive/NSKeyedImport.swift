@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Imports an NSKeyedArchiver property list in two passes without recursion: a depth-first walk from `$top`
 /// over the UIDs (the `$objects` graph) that refuses cycles, counts how often each object is referenced and

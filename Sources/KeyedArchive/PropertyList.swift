@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A property list, as a `bplist00` or XML plist holds it: the layer NSKeyedArchiver archives are written in.
 ///

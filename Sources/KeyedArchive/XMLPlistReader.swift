@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Reads an XML property list (the `PropertyList-1.0` DTD) with an explicit stack of open containers:
 /// nesting costs heap, never call stack. It reads the subset plists use: an optional `<?xml ...?>` and
@@ -125,16 +129,24 @@ struct XMLPlistReader {
         }
     }
 
+    /// `text` without leading and trailing white space (FoundationEssentials has no `trimmingCharacters`).
+    private func trimmed(_ text: String) -> String {
+        var s = Substring(text)
+        while let f = s.unicodeScalars.first, f.properties.isWhitespace { s = s.dropFirst() }
+        while let l = s.unicodeScalars.last, l.properties.isWhitespace { s = s.dropLast() }
+        return String(s)
+    }
+
     private func scalar(_ name: String, _ text: String, at: Int) throws -> PropertyList {
         switch name {
         case "string": return .string(text)
         case "integer":
-            let t = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            let t = trimmed(text)
             if let i = Int64(t) { return .int(i) }
             if let u = UInt64(t) { return .uint(u) }
             throw ArchiveError(.invalidValue, at: at, "<integer> is not a 64-bit integer")
         case "real":
-            let t = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            let t = trimmed(text)
             switch t.lowercased() {
             case "nan": return .real(.nan)
             case "inf", "+inf", "infinity", "+infinity": return .real(.infinity)
