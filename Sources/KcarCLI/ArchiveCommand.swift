@@ -30,21 +30,28 @@ enum ArchiveCommand {
         let args = try Arguments(argv, specs: [.init(name: "to", kind: .value), .init(name: "deterministic", kind: .flag),
                                                .init(name: "force", kind: .flag)])
         let p = try args.positionals(["IN", "OUT"])
-        let value = try load(p[0])
-        let target = args.value("to") ?? "kcar"
+        let (value, wasNSKeyed) = try loadDetecting(p[0])
+        // By default a conversion goes to the other format.
+        let target = args.value("to") ?? (wasNSKeyed ? "kcar" : "nskeyed")
         let bytes: [UInt8]
         switch target {
         case "kcar": bytes = try ArchiveSerialization.bytes(from: value, options: args.flag("deterministic") ? .deterministic : [])
-        default: throw CLIError.usage("--to takes kcar")
+        case "nskeyed": bytes = try NSKeyedArchive.exportValue(value)
+        default: throw CLIError.usage("--to takes kcar or nskeyed")
         }
         try Keys.writeFile(p[1], bytes, mode: 0o600, force: args.flag("force"))
         return .success
     }
 
     /// Reads a file of at most the archive size limit and decodes it.
-    static func load(_ path: String) throws -> ArchiveValue {
+    static func load(_ path: String) throws -> ArchiveValue { try loadDetecting(path).0 }
+
+    /// The value of a kcar archive or an NSKeyedArchiver archive (binary or XML plist), told apart by their
+    /// first bytes; and whether it was the latter.
+    static func loadDetecting(_ path: String) throws -> (ArchiveValue, Bool) {
         let bytes = try readLimited(path, max: ArchiveLimits.default.maxBytes)
-        return try ArchiveSerialization.value(from: bytes)
+        if NSKeyedArchive.isKeyedArchive(bytes) { return (try NSKeyedArchive.importValue(from: bytes), true) }
+        return (try ArchiveSerialization.value(from: bytes), false)
     }
 
     static func readLimited(_ path: String, max: Int) throws -> [UInt8] {

@@ -78,13 +78,17 @@ enum Help {
             """
         case "archive": return """
             usage: kcar archive show FILE [--json]
-                   kcar archive convert IN OUT [--to kcar] [--deterministic] [--force]
-              show prints the value of a kcar archive (keyed archiver, SPEC.md Part 2) as indented JSON, or as one
+                   kcar archive convert IN OUT [--to kcar|nskeyed] [--deterministic] [--force]
+              FILE is a kcar archive (keyed archiver, SPEC.md Part 2) or an NSKeyedArchiver archive (binary or XML
+              property list), told apart by their first bytes.
+              show prints the value as indented JSON, or as one
               line with --json: strings, numbers, booleans and null as themselves; {"$data": base64},
               {"$date": ISO 8601 UTC}, {"$uuid": ...}, {"$url": ...}, {"$set": [...]}, {"$dict": [[key, value], ...]}
               for other keys, {"$class": name, "$fields": {...}} for objects, {"$double": "NaN"} for non-finite
               numbers; shared values are printed expanded (at most 10,000,000 values).
-              convert rewrites an archive; --deterministic sorts keys and set elements (byte-identical output).
+              convert writes the value in the other format (kcar <-> NSKeyedArchiver binary plist) or the one
+              --to names; --deterministic sorts keys and set elements of a kcar archive (byte-identical output).
+              OUT is created with mode 0600 and never replaced without --force.
               Malformed or hostile input: a one-line error and exit 4.
             """
         default: return CLI.usage

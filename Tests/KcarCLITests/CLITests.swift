@@ -261,12 +261,34 @@ final class CLITests: XCTestCase {
         let distinct = try kcar(["archive", "show", "\(fixtures)/distinct.kca", "--json"])
         XCTAssertEqual(distinct.out.trimmingCharacters(in: .whitespacesAndNewlines), "[true,1,1.0,1]")
         XCTAssertTrue(try kcar(["archive", "show", "\(fixtures)/users.kca"]).out.contains("\n    \"$class\": \"UserData\""))
-        try kcar(["archive", "convert", "\(fixtures)/users.kca", "copy.kca", "--deterministic"])
+        try kcar(["archive", "convert", "\(fixtures)/users.kca", "copy.kca", "--to", "kcar", "--deterministic"])
         XCTAssertEqual(try read("copy.kca"), Array(try Data(contentsOf: URL(fileURLWithPath: "\(fixtures)/users.kca"))))
         try kcar(["archive", "convert", "\(fixtures)/users.kca", "copy.kca"], expect: 7)
         let bad = try kcar(["archive", "show", "\(fixtures)/malformed/\(try FileManager.default.contentsOfDirectory(atPath: "\(fixtures)/malformed").filter { $0.hasSuffix(".kca") }.sorted()[0])"], expect: 4)
         XCTAssertEqual(bad.err.split(separator: "\n").count, 1, "one-line error: \(bad.err)")
         try kcar(["archive", "frob"], expect: 2)
+    }
+
+    func testArchiveShowAndConvertNSKeyedArchiverArchives() throws {
+        let apple = Self.repo.deletingLastPathComponent().appendingPathComponent("shared/fixtures/apple-nskeyedarchiver")
+        let complex = apple.appendingPathComponent("NSKeyedUnarchiver-ComplexTest.plist").path
+        guard FileManager.default.fileExists(atPath: complex) else { throw XCTSkip("shared fixtures not beside the repo") }
+        let shown = try kcar(["archive", "show", complex, "--json"])
+        let json = try JSONSerialization.jsonObject(with: shown.data) as! [String: Any]
+        XCTAssertEqual(json["string"] as? String, "hello")
+        XCTAssertEqual((json["uuid"] as? [String: Any])?["$uuid"] as? String, "71DC068E-3420-45FF-919E-3A267D55EC22")
+        // NSKeyedArchiver -> kcar -> NSKeyedArchiver -> kcar keeps the value.
+        try kcar(["archive", "convert", complex, "a.kca"])
+        try kcar(["archive", "convert", "a.kca", "b.plist"])
+        try kcar(["archive", "convert", "b.plist", "c.kca", "--deterministic"])
+        let again = try kcar(["archive", "show", "c.kca", "--json"])
+        XCTAssertEqual(try JSONSerialization.jsonObject(with: again.data) as? NSDictionary, json as NSDictionary)
+        let hostile = Self.repo.appendingPathComponent("Fixtures/nskeyed")
+        let first = try FileManager.default.contentsOfDirectory(atPath: hostile.path).filter { $0.hasSuffix(".plist") || $0.hasSuffix(".bplist") || $0.hasSuffix(".xml") }.sorted().first
+        if let first {
+            let r = try kcar(["archive", "show", hostile.appendingPathComponent(first).path], expect: 4)
+            XCTAssertEqual(r.err.split(separator: "\n").count, 1, r.err)
+        }
     }
 
     func testHelpAndVersion() throws {
