@@ -91,7 +91,7 @@ enum Verify {
             var line = "slot \(i):     \(s.kindName)"
             var obj: [(String, String)] = [("index", String(i)), ("kind", JSON.string(s.kindName))]
             if case .passphrase(let p, _, _, _) = s {
-                line += " (Argon2id, \(p.memKiB / 1024) MiB, \(p.ops) passes)"
+                line += " (Argon2id, \(p.memKiB / 1024) MiB, \(p.ops) pass\(p.ops == 1 ? "" : "es"))"
                 obj += [("kdfMemoryKiB", String(p.memKiB)), ("kdfPasses", String(p.ops))]
             }
             lines.append(line)
