@@ -20,6 +20,7 @@ let package = Package(
         .target(name: "FixtureRecipes", dependencies: ["VaultFormat"]),
         .executableTarget(name: "kcar-fixtures", dependencies: ["FixtureRecipes", "VaultFormat"]),
         .executableTarget(name: "kcar-bench", dependencies: ["VaultFormat"]),
+        .executableTarget(name: "kcar-archive-bench", dependencies: ["KeyedArchive"]),
         .executableTarget(name: "kcar-stress", dependencies: ["VaultFormat"]),
         .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat", "FixtureRecipes"]),
         .testTarget(name: "KcarCLITests", dependencies: ["VaultFormat", "FixtureRecipes"]),
