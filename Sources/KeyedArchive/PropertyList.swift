@@ -9,7 +9,7 @@ import Foundation
 /// A tree of values; the binary format's shared objects become shared storage here (copy-on-write arrays), and
 /// the reader bounds the tree they stand for (``ArchiveLimits/maxExpandedValues``, ``ArchiveLimits/maxDepth``),
 /// so walking a tree the reader returned is bounded too.
-public indirect enum PropertyList: Hashable, Sendable {
+public enum PropertyList: Hashable, Sendable {
     /// The `0x00` marker (binary only; never written by NSKeyedArchiver).
     case null
     case bool(Bool)
