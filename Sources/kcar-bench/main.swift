@@ -10,6 +10,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FixtureRecipes
 import VaultFormat
 
 // MARK: - Helpers
@@ -194,19 +195,6 @@ struct Options {
         guard let v = Double(s), v > 0 else { fail("\(name) needs a positive number, not \(s)") }
         return v
     }
-}
-
-/// SplitMix64: a small seeded generator for test values (not for secrets).
-struct SplitMix64 {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
 }
 
 /// Makes values that compress about like text (a few hundred made-up words, Zipf-ish), or random bytes.

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FixtureRecipes
 import VaultFormat
 
 // A writer for crash-consistency tests: commits seeded random changes to a vault until killed.
@@ -8,33 +9,6 @@ import VaultFormat
 // Before each change it prints `pending GEN DIGEST` (the state the change leads to), after it `ack GEN`; the
 // test kills it with SIGKILL at a random moment and checks that the vault holds the last acknowledged state
 // or the pending one, and nothing else. Every 7th change is a compaction, every 11th a key-slot change.
-
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-/// FNV-1a over the sorted (account, value) pairs: the same function the test computes on the vault it finds.
-func digest(_ state: [String: [UInt8]]) -> UInt64 {
-    var h: UInt64 = 0xcbf2_9ce4_8422_2325
-    func mix(_ b: UInt8) {
-        h ^= UInt64(b)
-        h = h &* 0x100_0000_01b3
-    }
-    for k in state.keys.sorted() {
-        for b in k.utf8 { mix(b) }
-        mix(0)
-        for b in state[k]! { mix(b) }
-        mix(0xFF)
-    }
-    return h
-}
 
 func emit(_ s: String) {
     let line = s + "\n"
@@ -52,7 +26,7 @@ var key = [UInt8](repeating: 0, count: 32)
 guard fd >= 0, read(fd, &key, 32) == 32 else { exit(2) }
 close(fd)
 let secret = SecureBytes(copying: key)
-var rng = SplitMix(state: seed)
+var rng = SplitMix64(state: seed)
 
 do {
     let vault = try Vault.open(path: path, secret: .keyFile(secret), mode: .write)
@@ -63,10 +37,10 @@ do {
         step += 1
         let generation = vault.generation + 1
         if step % 7 == 0 {
-            emit("pending \(generation) \(digest(model))")
+            emit("pending \(generation) \(stateDigest(model))")
             try vault.compact()
         } else if step % 11 == 0 {
-            emit("pending \(generation - 1) \(digest(model))")  // a slot change keeps the generation
+            emit("pending \(generation - 1) \(stateDigest(model))")  // a slot change keeps the generation
             try vault.changeSlots(remove: [], add: [.keyFile(secret)])
             try vault.changeSlots(remove: [vault.header.slots.count - 1], add: [])
         } else {
@@ -86,7 +60,7 @@ do {
                     next[account] = value
                 }
             }
-            emit("pending \(generation) \(digest(next))")
+            emit("pending \(generation) \(stateDigest(next))")
             try vault.commit(options: WriteOptions(autoCompact: false)) { tx in
                 for (account, value) in plan {
                     let existing = tx.items.first { $0.account == account }

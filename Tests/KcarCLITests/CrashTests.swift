@@ -12,22 +12,6 @@ final class CrashTests: XCTestCase {
         URL(fileURLWithPath: CLITests.binary).deletingLastPathComponent().appendingPathComponent("kcar-stress").path
     }
 
-    /// The digest kcar-stress prints: FNV-1a over the sorted (account, value) pairs.
-    static func digest(_ state: [String: [UInt8]]) -> UInt64 {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        func mix(_ b: UInt8) {
-            h ^= UInt64(b)
-            h = h &* 0x100_0000_01b3
-        }
-        for k in state.keys.sorted() {
-            for b in k.utf8 { mix(b) }
-            mix(0)
-            for b in state[k]! { mix(b) }
-            mix(0xFF)
-        }
-        return h
-    }
-
     func testKilledWritersLeaveTheAcknowledgedOrThePendingState() throws {
         let runs = Int(ProcessInfo.processInfo.environment["KCAR_CRASH_RUNS"] ?? "") ?? 40
         let dir = NSTemporaryDirectory() + "kcar-crash-\(UUID().uuidString)"
@@ -55,7 +39,7 @@ final class CrashTests: XCTestCase {
             let vault = try Vault.open(path: path, secret: secret)
             var state: [String: [UInt8]] = [:]
             for item in vault.items { state[item.account!] = try vault.read(item) }
-            let found = Self.digest(state)
+            let found = stateDigest(state)
             // The state before this run is what the vault held when it started: acknowledged by construction.
             var acked: UInt64? = nil
             var pending: UInt64? = nil

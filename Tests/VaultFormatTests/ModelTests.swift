@@ -6,24 +6,13 @@ import XCTest
 /// Seeded random transactions against a plain dictionary model: after every commit the reopened vault
 /// holds exactly the model, reads back every value, and verifies.
 final class ModelTests: XCTestCase {
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     func testRandomTransactionsMatchAModel() throws {
         let dir = NSTemporaryDirectory() + "kcar-model-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/model.kcv"
         let secret = UnlockSecret.keyFile(SecureBytes(copying: Recipes.keyFile))
-        var rng = SeededGenerator(state: 42)
+        var rng = SplitMix64(state: 42)
         var model: [String: [UInt8]] = [:]  // account -> value
         var labels: [String: String] = [:]
 

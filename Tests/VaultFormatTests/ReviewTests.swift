@@ -4,24 +4,7 @@ import Foundation
 import XCTest
 
 /// Reviewer's tests: each demonstrates one finding and fails until it is fixed.
-final class ReviewTests: XCTestCase {
-    var dir: String!
-    let key = SecureBytes(copying: Recipes.keyFile)
-    var secret: UnlockSecret { .keyFile(key) }
-
-    override func setUpWithError() throws {
-        dir = NSTemporaryDirectory() + "kcar-review-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
-
-    func attrs(_ s: String, _ a: String) -> Attributes {
-        var x = Attributes()
-        x[AttributeName.service] = .string(s)
-        x[AttributeName.account] = .string(a)
-        return x
-    }
+final class ReviewTests: VaultTestCase {
 
     func size(_ path: String) throws -> UInt64 {
         (try FileManager.default.attributesOfItem(atPath: path)[.size] as! NSNumber).uint64Value

@@ -4,24 +4,7 @@ import Foundation
 import XCTest
 
 /// Round trips across sizes, commits, rewrites, and the edge sweeps (every prefix, every byte flip).
-final class RoundTripTests: XCTestCase {
-    var dir: String!
-    let key = SecureBytes(copying: Recipes.keyFile)
-    var secret: UnlockSecret { .keyFile(key) }
-
-    override func setUpWithError() throws {
-        dir = NSTemporaryDirectory() + "kcar-tests-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
-
-    func attrs(_ s: String, _ a: String) -> Attributes {
-        var x = Attributes()
-        x[AttributeName.service] = .string(s)
-        x[AttributeName.account] = .string(a)
-        return x
-    }
+final class RoundTripTests: VaultTestCase {
 
     func testRoundTripAcrossSizes() throws {
         let c = Limits.chunkSize
