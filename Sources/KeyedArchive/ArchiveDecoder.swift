@@ -25,6 +25,74 @@ public struct ArchiveDecoder: Sendable {
     }
 }
 
+/// The common leaf types, decoded without a decoder when the value is of the expected kind: the same result their
+/// `init(from:)` gives. Nil otherwise (the general path then decodes it, or throws its error).
+@inline(__always)
+private func leafValue<T: Decodable>(_ type: T.Type, _ value: ArchiveValue) -> T? {
+    if T.self == String.self {
+        guard case .string(let s) = value.unshared else { return nil }
+        return unsafeBitCast(s, to: T.self)
+    }
+    if T.self == Int.self {
+        let r: Int? = switch value.unshared {
+        case .int(let n): Int(exactly: n)
+        case .uint(let n): Int(exactly: n)
+        default: nil
+        }
+        guard let r else { return nil }
+        return unsafeBitCast(r, to: T.self)
+    }
+    if T.self == Double.self {
+        guard case .double(let d) = value.unshared else { return nil }
+        return unsafeBitCast(d, to: T.self)
+    }
+    if T.self == Bool.self {
+        guard case .bool(let b) = value.unshared else { return nil }
+        return unsafeBitCast(b, to: T.self)
+    }
+    if T.self == Date.self {
+        guard case .date(let d) = value.unshared else { return nil }
+        return unsafeBitCast(d, to: T.self)
+    }
+    if T.self == Data.self {
+        guard case .data(let d) = value.unshared else { return nil }
+        return unsafeBitCast(d, to: T.self)
+    }
+    if T.self == [String].self {
+        guard case .array(let items) = value.unshared else { return nil }
+        var strings: [String] = []
+        strings.reserveCapacity(items.count)
+        for item in items {
+            guard case .string(let s) = item.unshared else { return nil }
+            strings.append(s)
+        }
+        return unsafeBitCast(strings, to: T.self)
+    }
+    if T.self == Int64.self {
+        let r: Int64? = switch value.unshared {
+        case .int(let n): n
+        case .uint(let n): Int64(exactly: n)
+        default: nil
+        }
+        guard let r else { return nil }
+        return unsafeBitCast(r, to: T.self)
+    }
+    if T.self == UInt64.self {
+        let r: UInt64? = switch value.unshared {
+        case .int(let n): UInt64(exactly: n)
+        case .uint(let n): n
+        default: nil
+        }
+        guard let r else { return nil }
+        return unsafeBitCast(r, to: T.self)
+    }
+    if T.self == UUID.self {
+        guard case .uuid(let u) = value.unshared else { return nil }
+        return unsafeBitCast(u, to: T.self)
+    }
+    return nil
+}
+
 private final class DecodingState {
     let registry: ArchiveTypeRegistry
     /// Class instances already made from a shared box, by (box, type): shared values decode as one instance.
@@ -32,8 +100,17 @@ private final class DecodingState {
 
     init(registry: ArchiveTypeRegistry) { self.registry = registry }
 
+    /// `decode(_:from:path:)` for a value at `key` below `parent`: the path is built only when it is needed.
+    @inline(__always)
+    func decode<T: Decodable>(_ type: T.Type, from value: ArchiveValue, parent: [any CodingKey],
+                              key: @autoclosure () -> any CodingKey) throws -> T {
+        if let v = leafValue(type, value) { return v }
+        return try decode(type, from: value, path: parent + [key()])
+    }
+
     func decode<T: Decodable>(_ type: T.Type, from value: ArchiveValue, path: [any CodingKey]) throws -> T {
-        if T.self == ArchiveValue.self, let v = value as? T { return v }
+        if T.self == ArchiveValue.self { return unsafeBitCast(value, to: T.self) }
+        if let v = leafValue(type, value) { return v }
         if case .shared(let box) = value, T.self is AnyClass {
             let key = [ObjectIdentifier(box), ObjectIdentifier(T.self)]
             if let made = instances[key] as? T { return made }
@@ -45,20 +122,21 @@ private final class DecodingState {
         func mismatch(_ expected: String) -> DecodingError {
             .typeMismatch(T.self, .init(codingPath: path, debugDescription: "expected \(expected), found \(value.kind)"))
         }
-        switch T.self {
-        case is Data.Type:
-            guard case .data(let d) = value, let r = d as? T else { throw mismatch("data") }
-            return r
-        case is Date.Type:
-            guard case .date(let d) = value, let r = d as? T else { throw mismatch("date") }
-            return r
-        case is UUID.Type:
-            guard case .uuid(let u) = value, let r = u as? T else { throw mismatch("uuid") }
-            return r
-        case is URL.Type:
-            guard case .url(let u) = value, let r = u as? T else { throw mismatch("url") }
-            return r
-        default: break
+        if T.self == Data.self {
+            guard case .data(let d) = value else { throw mismatch("data") }
+            return unsafeBitCast(d, to: T.self)
+        }
+        if T.self == Date.self {
+            guard case .date(let d) = value else { throw mismatch("date") }
+            return unsafeBitCast(d, to: T.self)
+        }
+        if T.self == UUID.self {
+            guard case .uuid(let u) = value else { throw mismatch("uuid") }
+            return unsafeBitCast(u, to: T.self)
+        }
+        if T.self == URL.self {
+            guard case .url(let u) = value else { throw mismatch("url") }
+            return unsafeBitCast(u, to: T.self)
         }
         if let entry = registry.entry(for: T.self) {
             guard case .object(let object) = value else { throw mismatch("object \(entry.name)") }
@@ -114,27 +192,56 @@ private struct IndexKey: CodingKey {
 }
 
 /// Scalars: integers convert between int and uint only when exact; nothing else converts.
-private func scalar<T: Decodable>(_ type: T.Type, _ value: ArchiveValue, _ path: [any CodingKey]) throws -> T {
+@inline(__always)
+private func scalarMismatch<T>(_ type: T.Type, _ v: ArchiveValue, _ path: [any CodingKey]) -> DecodingError {
+    DecodingError.typeMismatch(T.self, .init(codingPath: path, debugDescription: "found \(v.kind)"))
+}
+
+@inline(__always)
+private func scalar<I: FixedWidthInteger>(_ type: I.Type, _ value: ArchiveValue,
+                                          _ path: @autoclosure () -> [any CodingKey]) throws -> I {
     let v = value.unshared
-    let fail = DecodingError.typeMismatch(T.self, .init(codingPath: path, debugDescription: "found \(v.kind)"))
-    if let I = T.self as? any FixedWidthInteger.Type {
-        let r: (any FixedWidthInteger)? = switch v {
-        case .int(let n): I.init(exactly: n)
-        case .uint(let n): I.init(exactly: n)
-        default: nil
-        }
-        guard let r, let t = r as? T else { throw fail }
-        return t
+    let r: I? = switch v {
+    case .int(let n): I(exactly: n)
+    case .uint(let n): I(exactly: n)
+    default: nil
     }
-    switch v {
-    case .bool(let b): if let t = b as? T { return t }
-    case .string(let s): if let t = s as? T { return t }
-    case .double(let d):
-        if let t = d as? T { return t }
-        if T.self == Float.self, let t = Float(d) as? T { return t }
-    default: break
-    }
-    throw fail
+    guard let r else { throw scalarMismatch(I.self, v, path()) }
+    return r
+}
+
+@inline(__always)
+private func scalar(_ type: Bool.Type, _ value: ArchiveValue, _ path: @autoclosure () -> [any CodingKey]) throws -> Bool {
+    let v = value.unshared
+    guard case .bool(let b) = v else { throw scalarMismatch(Bool.self, v, path()) }
+    return b
+}
+
+@inline(__always)
+private func scalar(_ type: String.Type, _ value: ArchiveValue, _ path: @autoclosure () -> [any CodingKey]) throws
+    -> String
+{
+    let v = value.unshared
+    guard case .string(let s) = v else { throw scalarMismatch(String.self, v, path()) }
+    return s
+}
+
+@inline(__always)
+private func scalar(_ type: Double.Type, _ value: ArchiveValue, _ path: @autoclosure () -> [any CodingKey]) throws
+    -> Double
+{
+    let v = value.unshared
+    guard case .double(let d) = v else { throw scalarMismatch(Double.self, v, path()) }
+    return d
+}
+
+@inline(__always)
+private func scalar(_ type: Float.Type, _ value: ArchiveValue, _ path: @autoclosure () -> [any CodingKey]) throws
+    -> Float
+{
+    let v = value.unshared
+    guard case .double(let d) = v else { throw scalarMismatch(Float.self, v, path()) }
+    return Float(d)
 }
 
 private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
@@ -158,7 +265,7 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try scalar(type, field(key), codingPath + [key]) }
     func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try scalar(type, field(key), codingPath + [key]) }
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        try decoder.state.decode(type, from: field(key), path: codingPath + [key])
+        try decoder.state.decode(type, from: field(key), parent: codingPath, key: key)
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
@@ -208,8 +315,12 @@ private struct UnkeyedContainer: UnkeyedDecodingContainer {
     }
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        let (v, path) = try next(type)
-        return try decoder.state.decode(type, from: v, path: path)
+        guard !isAtEnd else {
+            throw DecodingError.valueNotFound(T.self, .init(codingPath: codingPath, debugDescription: "array ended"))
+        }
+        let index = currentIndex
+        currentIndex = index + 1
+        return try decoder.state.decode(type, from: items[index], parent: codingPath, key: IndexKey(index))
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws

@@ -29,6 +29,30 @@ public struct ArchiveEncoder: Sendable {
     }
 }
 
+/// Marks `Optional`, whose dynamic casts look through the wrapper.
+private protocol OptionalMarker {}
+extension Optional: OptionalMarker {}
+
+/// The value of the common leaf types, without an encoder: the same value their `encode(to:)` produces.
+@inline(__always)
+private func leafValue<T: Encodable>(_ value: T) -> ArchiveValue? {
+    if T.self == String.self { return .string(unsafeBitCast(value, to: String.self)) }
+    if T.self == Int.self { return .int(Int64(unsafeBitCast(value, to: Int.self))) }
+    if T.self == Double.self { return .double(unsafeBitCast(value, to: Double.self)) }
+    if T.self == Bool.self { return .bool(unsafeBitCast(value, to: Bool.self)) }
+    if T.self == Date.self { return .date(unsafeBitCast(value, to: Date.self)) }
+    if T.self == Data.self { return .data(unsafeBitCast(value, to: Data.self)) }
+    if T.self == [String].self {
+        return .array(unsafeBitCast(value, to: [String].self).map { .string($0) })
+    }
+    if T.self == Int64.self { return .int(unsafeBitCast(value, to: Int64.self)) }
+    if T.self == UInt64.self { return .uint(unsafeBitCast(value, to: UInt64.self)) }
+    if T.self == ArchiveValue.self { return unsafeBitCast(value, to: ArchiveValue.self) }
+    if T.self == UUID.self { return .uuid(unsafeBitCast(value, to: UUID.self)) }
+    if T.self == Float.self { return .double(Double(unsafeBitCast(value, to: Float.self))) }
+    return nil
+}
+
 /// What one encode call shares: the registry and the class instances met so far.
 private final class EncodingState {
     let registry: ArchiveTypeRegistry
@@ -39,16 +63,38 @@ private final class EncodingState {
     var retained: [AnyObject] = []
     /// Nested `encode(to:)` calls: single-value wrappers nest without growing the coding path.
     var depth = 0
+    /// Types whose values can be neither one of the specially archived types nor a class instance (structs and
+    /// enums other than `Optional`): their dynamic casts below would all fail, so they are skipped.
+    var plainTypes: [ObjectIdentifier: Bool] = [:]
 
     init(registry: ArchiveTypeRegistry, maxDepth: Int) {
         self.registry = registry
         self.maxDepth = maxDepth
     }
 
+    /// `value(of:path:)` for a value at `key` below `parent`: the path is built only when it is needed.
+    @inline(__always)
+    func value<T: Encodable>(of value: T, parent: [any CodingKey], key: @autoclosure () -> any CodingKey) throws
+        -> ArchiveValue
+    {
+        if parent.count + 1 < maxDepth, depth < maxDepth, let v = leafValue(value) { return v }
+        return try self.value(of: value, path: parent + [key()])
+    }
+
     func value<T: Encodable>(of value: T, path: [any CodingKey]) throws -> ArchiveValue {
         guard path.count < maxDepth, depth < maxDepth else {
             throw ArchiveError(.depthLimit, "more than \(maxDepth) nested values at \(path.map(\.stringValue))")
         }
+        if let v = leafValue(value) { return v }
+        let id = ObjectIdentifier(T.self)
+        let plain: Bool
+        if let known = plainTypes[id] {
+            plain = known
+        } else {
+            plain = !(T.self is AnyClass) && !(T.self is any OptionalMarker.Type) && T.self != URL.self
+            plainTypes[id] = plain
+        }
+        if plain { return try encodeFresh(value, path: path) }
         switch value {
         case let v as ArchiveValue: return v
         case let v as Data: return .data(v)
@@ -59,17 +105,17 @@ private final class EncodingState {
         }
         guard type(of: value) is AnyClass else { return try encodeFresh(value, path: path) }
         let object = value as AnyObject
-        let id = ObjectIdentifier(object)
-        if let known = instances[id] {
+        let oid = ObjectIdentifier(object)
+        if let known = instances[oid] {
             guard let box = known else {
                 throw ArchiveError(.cycle, "\(T.self) at \(path.map(\.stringValue)) contains itself")
             }
             return .shared(box)
         }
-        instances[id] = .some(nil)
+        instances[oid] = .some(nil)
         retained.append(object)
         let box = ArchiveShared(try encodeFresh(value, path: path))
-        instances[id] = box
+        instances[oid] = box
         return .shared(box)
     }
 
@@ -87,25 +133,84 @@ private final class EncodingState {
     }
 }
 
-/// A node under construction: containers hand out references to it, so it is a class.
+/// A node under construction: containers hand out references to it, so it is a class. Finished values are
+/// stored directly; nested containers stay nodes (`pending`) until `finish()`.
 private final class Node {
-    enum Storage {
-        case empty
-        case value(ArchiveValue)
-        case array([Node])
-        case keyed([String: Node])
-    }
-    var storage: Storage = .empty
+    enum Kind { case empty, value, array, keyed }
+    var kind: Kind = .empty
+    var value: ArchiveValue = .null
+    var items: [ArchiveValue] = []
+    var fields: [String: ArchiveValue] = [:]
+    /// Nested nodes: by index into `items`, or by key of `fields` (a placeholder is stored there meanwhile).
+    var pendingItems: [(index: Int, node: Node)] = []
+    var pendingFields: [String: Node] = [:]
 
     init() {}
-    init(_ value: ArchiveValue) { storage = .value(value) }
+
+    func makeKeyed() {
+        guard kind != .keyed else { return }
+        kind = .keyed
+        value = .null
+        items = []
+        pendingItems = []
+    }
+
+    func makeArray() {
+        guard kind != .array else { return }
+        kind = .array
+        value = .null
+        fields = [:]
+        pendingFields = [:]
+    }
+
+    func setValue(_ v: ArchiveValue) {
+        kind = .value
+        value = v
+        items = []
+        fields = [:]
+        pendingItems = []
+        pendingFields = [:]
+    }
+
+    @inline(__always)
+    func set(_ v: ArchiveValue, forKey key: String) {
+        guard kind == .keyed else { return }
+        if !pendingFields.isEmpty { pendingFields[key] = nil }
+        fields[key] = v
+    }
+
+    func setNode(_ child: Node, forKey key: String) {
+        guard kind == .keyed else { return }
+        fields[key] = .null
+        pendingFields[key] = child
+    }
+
+    @inline(__always)
+    func append(_ v: ArchiveValue) {
+        guard kind == .array else { return }
+        items.append(v)
+    }
+
+    func appendNode(_ child: Node) {
+        guard kind == .array else { return }
+        pendingItems.append((items.count, child))
+        items.append(.null)
+    }
 
     func finish() throws -> ArchiveValue {
-        switch storage {
+        switch kind {
         case .empty: return .dictionary([:])
-        case .value(let v): return v
-        case .array(let nodes): return .array(try nodes.map { try $0.finish() })
-        case .keyed(let nodes): return .dictionary(try nodes.mapValues { try $0.finish() })
+        case .value: return value
+        case .array:
+            var items = self.items
+            self.items = []
+            for (index, node) in pendingItems { items[index] = try node.finish() }
+            return .array(items)
+        case .keyed:
+            var fields = self.fields
+            self.fields = [:]
+            for (key, node) in pendingFields { fields[key] = try node.finish() }
+            return .dictionary(fields)
         }
     }
 }
@@ -123,20 +228,16 @@ private struct ArchiveEncoderImpl: Encoder {
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        if case .keyed = root.storage {} else { root.storage = .keyed([:]) }
+        root.makeKeyed()
         return KeyedEncodingContainer(KeyedContainer<Key>(encoder: self, node: root))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
-        if case .array = root.storage {} else { root.storage = .array([]) }
+        root.makeArray()
         return UnkeyedContainer(encoder: self, node: root)
     }
 
     func singleValueContainer() -> any SingleValueEncodingContainer { SingleContainer(encoder: self) }
-
-    func encoded<T: Encodable>(_ value: T, at key: any CodingKey) throws -> ArchiveValue {
-        try state.value(of: value, path: codingPath + [key])
-    }
 }
 
 private struct IndexKey: CodingKey {
@@ -152,46 +253,38 @@ private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let node: Node
     var codingPath: [any CodingKey] { encoder.codingPath }
 
-    private func set(_ child: Node, _ key: Key) {
-        guard case .keyed(var fields) = node.storage else { return }
-        node.storage = .empty  // keeps the dictionary uniquely referenced while it changes
-        fields[key.stringValue] = child
-        node.storage = .keyed(fields)
-    }
-
-    mutating func encodeNil(forKey key: Key) throws { set(Node(.null), key) }
+    mutating func encodeNil(forKey key: Key) throws { node.set(.null, forKey: key.stringValue) }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-        set(Node(try encoder.encoded(value, at: key)), key)
+        node.set(try encoder.state.value(of: value, parent: encoder.codingPath, key: key), forKey: key.stringValue)
     }
-    mutating func encode(_ value: Bool, forKey key: Key) throws { set(Node(.bool(value)), key) }
-    mutating func encode(_ value: String, forKey key: Key) throws { set(Node(.string(value)), key) }
-    mutating func encode(_ value: Double, forKey key: Key) throws { set(Node(.double(value)), key) }
-    mutating func encode(_ value: Int, forKey key: Key) throws { set(Node(.int(Int64(value))), key) }
-    mutating func encode(_ value: Int64, forKey key: Key) throws { set(Node(.int(value)), key) }
-    mutating func encode(_ value: UInt64, forKey key: Key) throws { set(Node(.uint(value)), key) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { node.set(.bool(value), forKey: key.stringValue) }
+    mutating func encode(_ value: String, forKey key: Key) throws { node.set(.string(value), forKey: key.stringValue) }
+    mutating func encode(_ value: Double, forKey key: Key) throws { node.set(.double(value), forKey: key.stringValue) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { node.set(.int(Int64(value)), forKey: key.stringValue) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { node.set(.int(value), forKey: key.stringValue) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { node.set(.uint(value), forKey: key.stringValue) }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy: NestedKey.Type, forKey key: Key)
         -> KeyedEncodingContainer<NestedKey>
     {
         let child = Node()
-        set(child, key)
+        node.setNode(child, forKey: key.stringValue)
         return ArchiveEncoderImpl(state: encoder.state, path: codingPath + [key], node: child)
             .container(keyedBy: NestedKey.self)
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
         let child = Node()
-        set(child, key)
+        node.setNode(child, forKey: key.stringValue)
         return ArchiveEncoderImpl(state: encoder.state, path: codingPath + [key], node: child).unkeyedContainer()
     }
 
     mutating func superEncoder() -> any Encoder { superEncoder(key: "super") }
     mutating func superEncoder(forKey key: Key) -> any Encoder { superEncoder(key: key.stringValue) }
     private func superEncoder(key: String) -> any Encoder {
+        guard node.kind == .keyed else { return ArchiveEncoderImpl(state: encoder.state, path: codingPath) }
         let child = Node()
-        guard case .keyed(var fields) = node.storage else { return ArchiveEncoderImpl(state: encoder.state, path: codingPath) }
-        fields[key] = child
-        node.storage = .keyed(fields)
+        node.setNode(child, forKey: key)
         return ArchiveEncoderImpl(state: encoder.state, path: codingPath, node: child)
     }
 }
@@ -200,30 +293,23 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
     let encoder: ArchiveEncoderImpl
     let node: Node
     var codingPath: [any CodingKey] { encoder.codingPath }
-    var count: Int { if case .array(let a) = node.storage { a.count } else { 0 } }
+    var count: Int { node.kind == .array ? node.items.count : 0 }
 
-    private func append(_ child: Node) {
-        guard case .array(var items) = node.storage else { return }
-        node.storage = .empty
-        items.append(child)
-        node.storage = .array(items)
-    }
-
-    mutating func encodeNil() throws { append(Node(.null)) }
+    mutating func encodeNil() throws { node.append(.null) }
     mutating func encode<T: Encodable>(_ value: T) throws {
-        append(Node(try encoder.encoded(value, at: IndexKey(count))))
+        node.append(try encoder.state.value(of: value, parent: encoder.codingPath, key: IndexKey(count)))
     }
-    mutating func encode(_ value: Bool) throws { append(Node(.bool(value))) }
-    mutating func encode(_ value: String) throws { append(Node(.string(value))) }
-    mutating func encode(_ value: Double) throws { append(Node(.double(value))) }
-    mutating func encode(_ value: Int) throws { append(Node(.int(Int64(value)))) }
-    mutating func encode(_ value: Int64) throws { append(Node(.int(value))) }
-    mutating func encode(_ value: UInt64) throws { append(Node(.uint(value))) }
+    mutating func encode(_ value: Bool) throws { node.append(.bool(value)) }
+    mutating func encode(_ value: String) throws { node.append(.string(value)) }
+    mutating func encode(_ value: Double) throws { node.append(.double(value)) }
+    mutating func encode(_ value: Int) throws { node.append(.int(Int64(value))) }
+    mutating func encode(_ value: Int64) throws { node.append(.int(value)) }
+    mutating func encode(_ value: UInt64) throws { node.append(.uint(value)) }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
         let child = Node()
         let key = IndexKey(count)
-        append(child)
+        node.appendNode(child)
         return ArchiveEncoderImpl(state: encoder.state, path: codingPath + [key], node: child)
             .container(keyedBy: NestedKey.self)
     }
@@ -231,13 +317,13 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
         let child = Node()
         let key = IndexKey(count)
-        append(child)
+        node.appendNode(child)
         return ArchiveEncoderImpl(state: encoder.state, path: codingPath + [key], node: child).unkeyedContainer()
     }
 
     mutating func superEncoder() -> any Encoder {
         let child = Node()
-        append(child)
+        node.appendNode(child)
         return ArchiveEncoderImpl(state: encoder.state, path: codingPath, node: child)
     }
 }
@@ -246,22 +332,22 @@ private struct SingleContainer: SingleValueEncodingContainer {
     let encoder: ArchiveEncoderImpl
     var codingPath: [any CodingKey] { encoder.codingPath }
 
-    mutating func encodeNil() throws { encoder.root.storage = .value(.null) }
-    mutating func encode(_ value: Bool) throws { encoder.root.storage = .value(.bool(value)) }
-    mutating func encode(_ value: String) throws { encoder.root.storage = .value(.string(value)) }
-    mutating func encode(_ value: Double) throws { encoder.root.storage = .value(.double(value)) }
-    mutating func encode(_ value: Float) throws { encoder.root.storage = .value(.double(Double(value))) }
-    mutating func encode(_ value: Int) throws { encoder.root.storage = .value(.int(Int64(value))) }
-    mutating func encode(_ value: Int8) throws { encoder.root.storage = .value(.int(Int64(value))) }
-    mutating func encode(_ value: Int16) throws { encoder.root.storage = .value(.int(Int64(value))) }
-    mutating func encode(_ value: Int32) throws { encoder.root.storage = .value(.int(Int64(value))) }
-    mutating func encode(_ value: Int64) throws { encoder.root.storage = .value(.int(value)) }
-    mutating func encode(_ value: UInt) throws { encoder.root.storage = .value(.uint(UInt64(value))) }
-    mutating func encode(_ value: UInt8) throws { encoder.root.storage = .value(.uint(UInt64(value))) }
-    mutating func encode(_ value: UInt16) throws { encoder.root.storage = .value(.uint(UInt64(value))) }
-    mutating func encode(_ value: UInt32) throws { encoder.root.storage = .value(.uint(UInt64(value))) }
-    mutating func encode(_ value: UInt64) throws { encoder.root.storage = .value(.uint(value)) }
+    mutating func encodeNil() throws { encoder.root.setValue(.null) }
+    mutating func encode(_ value: Bool) throws { encoder.root.setValue(.bool(value)) }
+    mutating func encode(_ value: String) throws { encoder.root.setValue(.string(value)) }
+    mutating func encode(_ value: Double) throws { encoder.root.setValue(.double(value)) }
+    mutating func encode(_ value: Float) throws { encoder.root.setValue(.double(Double(value))) }
+    mutating func encode(_ value: Int) throws { encoder.root.setValue(.int(Int64(value))) }
+    mutating func encode(_ value: Int8) throws { encoder.root.setValue(.int(Int64(value))) }
+    mutating func encode(_ value: Int16) throws { encoder.root.setValue(.int(Int64(value))) }
+    mutating func encode(_ value: Int32) throws { encoder.root.setValue(.int(Int64(value))) }
+    mutating func encode(_ value: Int64) throws { encoder.root.setValue(.int(value)) }
+    mutating func encode(_ value: UInt) throws { encoder.root.setValue(.uint(UInt64(value))) }
+    mutating func encode(_ value: UInt8) throws { encoder.root.setValue(.uint(UInt64(value))) }
+    mutating func encode(_ value: UInt16) throws { encoder.root.setValue(.uint(UInt64(value))) }
+    mutating func encode(_ value: UInt32) throws { encoder.root.setValue(.uint(UInt64(value))) }
+    mutating func encode(_ value: UInt64) throws { encoder.root.setValue(.uint(value)) }
     mutating func encode<T: Encodable>(_ value: T) throws {
-        encoder.root.storage = .value(try encoder.state.value(of: value, path: codingPath))
+        encoder.root.setValue(try encoder.state.value(of: value, path: codingPath))
     }
 }

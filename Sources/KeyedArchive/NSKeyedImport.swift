@@ -18,6 +18,8 @@ struct NSKeyedImporter {
     private var expanded: [Int]
     private var height: [Int]
     private var classNames: [Int: String] = [:]
+    /// Each object's children, computed once by the walk and used (then dropped) by the build.
+    private var childLists: [[Int]]
 
     init(_ plist: PropertyList, limits: ArchiveLimits) throws {
         guard case .dictionary(let root) = plist else {
@@ -44,6 +46,7 @@ struct NSKeyedImporter {
         references = Array(repeating: 0, count: objects.count)
         expanded = Array(repeating: 0, count: objects.count)
         height = Array(repeating: 0, count: objects.count)
+        childLists = Array(repeating: [], count: objects.count)
     }
 
     mutating func run() throws -> ArchiveValue {
@@ -75,7 +78,23 @@ struct NSKeyedImporter {
     private func children(of index: Int) throws -> [Int] {
         guard case .dictionary(let fields) = objects[index] else { return [] }
         var out: [Int] = []
-        var stack: [PropertyList] = fields.filter { $0.key != "$class" }.map(\.value)
+        var stack: [PropertyList] = []
+        for (key, value) in fields where key != "$class" {
+            switch value {
+            case .uid(let raw):
+                if let i = try self.index(raw) { out.append(i) }
+            case .array(let a), .set(let a):
+                for p in a {
+                    if case .uid(let raw) = p {
+                        if let i = try self.index(raw) { out.append(i) }
+                    } else {
+                        stack.append(p)
+                    }
+                }
+            case .dictionary: stack.append(value)
+            default: break
+            }
+        }
         while let p = stack.popLast() {
             switch p {
             case .uid(let raw): if let i = try self.index(raw) { out.append(i) }
@@ -96,7 +115,9 @@ struct NSKeyedImporter {
             references[root] += 1
             guard state[root] == 0 else { continue }
             state[root] = 1
-            stack.append((root, try children(of: root), 0))
+            let rootChildren = try children(of: root)
+            childLists[root] = rootChildren
+            stack.append((root, rootChildren, 0))
             while let last = stack.indices.last {
                 guard stack[last].next < stack[last].children.count else {
                     let index = stack.removeLast().index
@@ -115,7 +136,9 @@ struct NSKeyedImporter {
                         throw ArchiveError(.depthLimit, "objects nested deeper than \(limits.maxDepth)")
                     }
                     state[child] = 1
-                    stack.append((child, try children(of: child), 0))
+                    let grandchildren = try children(of: child)
+                    childLists[child] = grandchildren
+                    stack.append((child, grandchildren, 0))
                 }
             }
         }
@@ -125,6 +148,11 @@ struct NSKeyedImporter {
     /// The value a UID (or an inline field value) stands for; its objects are built already.
     private func resolve(_ p: PropertyList) throws -> ArchiveValue {
         guard case .uid(let raw) = p else { return try inline(p) }
+        return try resolveUID(raw)
+    }
+
+    @inline(__always)
+    private func resolveUID(_ raw: UInt64) throws -> ArchiveValue {
         guard let i = try index(raw) else { return .null }
         guard let value = built[i] else { throw ArchiveError(.badReference, "object \(i) not built") }
         return value
@@ -134,7 +162,9 @@ struct NSKeyedImporter {
 
     private mutating func build(_ index: Int) throws {
         var size = 1, h = 0
-        for c in try children(of: index) {
+        let children = childLists[index]
+        childLists[index] = []
+        for c in children {
             size += expanded[c]
             guard size <= limits.maxExpandedValues else {
                 throw ArchiveError(.expansionLimit, "more than \(limits.maxExpandedValues) values once expanded")
@@ -208,10 +238,12 @@ struct NSKeyedImporter {
                 throw ArchiveError(.countMismatch, "object \(index): \(keys.count) keys, \(values.count) objects")
             }
             let resolvedKeys = try keys.map { try resolve($0) }
-            if resolvedKeys.allSatisfy({ $0.kind == .string }) {
+            if resolvedKeys.allSatisfy({ if case .string = $0 { true } else { false } }) {
                 var d: [String: ArchiveValue] = [:]
+                d.reserveCapacity(keys.count)
                 for (k, v) in zip(resolvedKeys, values) {
-                    guard d.updateValue(try resolve(v), forKey: k.stringValue ?? "") == nil else {
+                    guard case .string(let key) = k else { continue }
+                    guard d.updateValue(try resolve(v), forKey: key) == nil else {
                         throw ArchiveError(.duplicateKey, "object \(index): dictionary key repeated")
                     }
                 }
@@ -276,6 +308,18 @@ struct NSKeyedImporter {
     /// A field value stored inline (not through a UID): plist scalars map to their kinds, plist containers to
     /// arrays, sets and dictionaries, UIDs inside them to their objects. An explicit stack, no recursion.
     private func inline(_ root: PropertyList) throws -> ArchiveValue {
+        switch root {
+        case .null: return .null
+        case .bool(let b): return .bool(b)
+        case .int(let i): return .int(i)
+        case .uint(let u): return .uint(u)
+        case .real(let d): return .double(d)
+        case .date(let t): return .date(Date(timeIntervalSinceReferenceDate: t))
+        case .data(let d): return .data(d)
+        case .string(let s): return .string(s)
+        case .uid(let raw): return try resolveUID(raw)
+        case .array, .set, .dictionary: break
+        }
         enum Task {
             case visit(PropertyList)
             case array(Int), set(Int), dictionary([String])
