@@ -5,7 +5,12 @@ import XCTest
 /// Every real Apple archive in the shared fixtures imports, and those whose content their names give import
 /// to exactly that content.
 final class AppleArchiveTests: XCTestCase {
-    static let directory = URL(fileURLWithPath: "/work/shared/fixtures/apple-nskeyedarchiver")
+    /// `shared/` beside the repository (where CI puts its copy), else the workplace's.
+    static let directory: URL = {
+        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let beside = repo.deletingLastPathComponent().appendingPathComponent("shared/fixtures/apple-nskeyedarchiver")
+        return FileManager.default.fileExists(atPath: beside.path) ? beside : URL(fileURLWithPath: "/work/shared/fixtures/apple-nskeyedarchiver")
+    }()
 
     /// The files of the folder (README aside), as bytes.
     static func archives() throws -> [(name: String, bytes: [UInt8])] {
