@@ -29,10 +29,12 @@ demo: build
 	diff -r "$$d/sample" "$$d/out" && echo "extracted tree is identical to the sample"; \
 	echo "+ kcar info demo.kcv"; $(KCAR) info "$$d/demo.kcv" --key-file "$$d/demo.key"
 
-# The Python reader in scripts/interop was written from SPEC.md alone: it must read every fixture too.
+# The Python readers in scripts/interop were written from SPEC.md alone (Part 1, Part 2): they must read
+# every fixture too.
 # Only XCTest runs (no Swift Testing suites), so the last line CI reads is XCTest's count.
 test: deps
 	/usr/bin/python3 scripts/interop/check_fixtures.py --quiet
+	/usr/bin/python3 scripts/interop/check_archives.py --quiet
 	swift build --build-tests
 	swift test --skip-build --disable-swift-testing
 

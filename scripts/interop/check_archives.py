@@ -1,0 +1,340 @@
+#!/usr/bin/env python3
+"""Checks the archive fixtures (Fixtures/archive) with the independent Part 2 reader kca_reader.py.
+
+- every golden *.kca decodes (exit 0) and, where Fixtures/archive/README.md (or SPEC §A9) says what it holds,
+  decodes to that value (expected values below, in kca_reader.py's JSON mapping);
+- every malformed/*.kca fails with exactly the error MANIFEST.tsv gives (and the manifest and folder agree);
+- every hex vector of SPEC.md Part 2 §A9 equals its golden file byte for byte and its byte table adds up;
+- a few synthetic inputs built from the spec text alone (rules no fixture covers);
+- INFO lines (not counted): README.md's claim that every proper prefix of a golden file fails as truncated.
+
+Prints one line per check and a final "archives (Part 2 reader): N passed, M failed"; exits 1 on any failure.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+FIX = os.path.join(ROOT, "Fixtures", "archive")
+READER = os.path.join(HERE, "kca_reader.py")
+sys.dont_write_bytecode = True
+sys.path.insert(0, HERE)
+import kca_reader  # noqa: E402
+
+passed = 0
+failed = 0
+QUIET = "--quiet" in sys.argv[1:]  # only failures and the final line
+
+
+def check(ok, name, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        if not QUIET:
+            print("PASS " + name)
+    else:
+        failed += 1
+        print("FAIL " + name + (": " + detail if detail else ""))
+
+
+def run(path):
+    p = subprocess.run([sys.executable, READER, path, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return p.returncode, p.stdout.decode("utf-8", "replace").strip(), p.stderr.decode("utf-8", "replace").strip()
+
+
+def I(n):
+    return {"int": n}
+
+
+def D(bits_hex):
+    return bits_hex
+
+
+S_DICT = {"dict": [["host", "db.internal"], ["port", I(5432)]]}
+
+EXPECTED = {
+    # SPEC §A9 / README: [true, 1, 1.0, 1u]
+    "distinct.kca": [True, I(1), {"double": "3ff0000000000000", "value": 1.0}, {"uint": 1}],
+    # [s, s, {"host": "db.internal", "port": 5432}, s], s shared and equal to the third element
+    "shared.kca": [{"shared": 0, "value": S_DICT}, {"shared": 0}, S_DICT, {"shared": 0}],
+    # [[], {}, any-key {}, set [], "", data "", Empty {}]
+    "empty.kca": [[], {"dict": []}, {"anyKeyDict": []}, {"set": []}, "", {"data": ""},
+                  {"object": "Empty", "fields": []}],
+}
+
+
+def any_keys_ok(v):
+    # README: an any-key dictionary whose keys are 1, "1", 1u, [1, 2] and null
+    if not (isinstance(v, dict) and "anyKeyDict" in v):
+        return False, "not an any-key dictionary"
+    keys = [json.dumps(k, sort_keys=True) for k, _ in v["anyKeyDict"]]
+    want = [json.dumps(k, sort_keys=True) for k in (I(1), "1", {"uint": 1}, [I(1), I(2)], None)]
+    return sorted(keys) == sorted(want), "keys %s" % keys
+
+
+def set_ok(v):
+    # README: a set of ints, strings, 0.0, -0.0 and NaN
+    if not (isinstance(v, dict) and "set" in v):
+        return False, "not a set"
+    el = v["set"]
+    kinds = set()
+    for e in el:
+        if isinstance(e, str):
+            kinds.add("string")
+        elif isinstance(e, dict) and "int" in e:
+            kinds.add("int")
+        elif isinstance(e, dict) and "double" in e:
+            kinds.add({"0000000000000000": "0.0", "8000000000000000": "-0.0"}.get(
+                e["double"], "nan" if e["value"] == "nan" else "other double"))
+        else:
+            kinds.add("other")
+    return kinds == {"int", "string", "0.0", "-0.0", "nan"}, "kinds %s" % sorted(kinds)
+
+
+def scalars_ok(v):
+    # README: every scalar kind at its edges: Int64/UInt64 extremes, -0.0, NaN, +-infinity, subnormal,
+    # non-BMP text, canonically equivalent strings, distant dates, UUID, URL with and without base
+    import unicodedata
+    if not isinstance(v, list):
+        return False, "not an array"
+    ints = [e["int"] for e in v if isinstance(e, dict) and "int" in e]
+    uints = [e["uint"] for e in v if isinstance(e, dict) and "uint" in e]
+    dbl = [int(e["double"], 16) for e in v if isinstance(e, dict) and "double" in e]
+    strs = [e for e in v if isinstance(e, str)]
+    dates = [e["value"] for e in v if isinstance(e, dict) and "date" in e]
+    missing = []
+    if 2 ** 63 - 1 not in ints or -2 ** 63 not in ints:
+        missing.append("Int64 extremes")
+    if 2 ** 64 - 1 not in uints or 0 not in uints:
+        missing.append("UInt64 extremes")
+    if 0x8000000000000000 not in dbl:
+        missing.append("-0.0")
+    if not any((b >> 52) & 0x7FF == 0x7FF and b & ((1 << 52) - 1) for b in dbl):
+        missing.append("NaN")
+    if 0x7FF0000000000000 not in dbl or 0xFFF0000000000000 not in dbl:
+        missing.append("+-infinity")
+    if not any((b >> 52) & 0x7FF == 0 and b & ((1 << 52) - 1) for b in dbl):
+        missing.append("subnormal")
+    if not any(any(ord(c) > 0xFFFF for c in s) for s in strs):
+        missing.append("non-BMP text")
+    pairs = [(a, b) for i, a in enumerate(strs) for b in strs[i + 1:]
+             if a != b and unicodedata.normalize("NFD", a) == unicodedata.normalize("NFD", b)]
+    if not pairs:
+        missing.append("canonically equivalent strings")
+    if not (any(d <= -6.3e10 for d in dates) and any(d >= 6.3e10 for d in dates)):
+        missing.append("distant dates")
+    if not any(isinstance(e, dict) and "uuid" in e for e in v):
+        missing.append("UUID")
+    urls = [e for e in v if isinstance(e, dict) and "url" in e]
+    if not (any("base" in u for u in urls) and any("base" not in u for u in urls)):
+        missing.append("URL with and without base")
+    if not any(e is None for e in v) or True not in v or False not in v:
+        missing.append("null/bool")
+    return not missing, "missing " + ", ".join(missing)
+
+
+def users_ok(v):
+    # README: the seed's [UserData] as objects, optional fields absent, a repeated class name, keys interned
+    if not (isinstance(v, list) and len(v) >= 2 and all(isinstance(e, dict) and "object" in e for e in v)):
+        return False, "not an array of objects"
+    names = set(e["object"] for e in v)
+    fieldsets = [tuple(n for n, _ in e["fields"]) for e in v]
+    ok = names == {"UserData"} and len(set(fieldsets)) > 1
+    return ok, "classes %s, field sets %s" % (sorted(names), fieldsets)
+
+
+PREDICATES = {"any-keys.kca": any_keys_ok, "set.kca": set_ok, "scalars.kca": scalars_ok, "users.kca": users_ok}
+
+
+def golden():
+    files = sorted(f for f in os.listdir(FIX) if f.endswith(".kca"))
+    readme = open(os.path.join(FIX, "README.md"), encoding="utf-8").read()
+    listed = set(re.findall(r"^\| `([^`]+\.kca)` \|", readme, re.M))
+    check(listed == set(files), "golden: README table lists exactly the golden files",
+          "README %s vs folder %s" % (sorted(listed), files))
+    for f in files:
+        path = os.path.join(FIX, f)
+        rc, out, err = run(path)
+        check(rc == 0, "golden %s decodes" % f, out + err)
+        if rc != 0:
+            continue
+        v = json.loads(out)
+        data = open(path, "rb").read()
+        check(data[5] & 1 == 1, "golden %s has the sorted flag (§A9: all written with it)" % f)
+        if f in EXPECTED:
+            check(v == EXPECTED[f], "golden %s holds what README/§A9 says" % f, out)
+        elif f in PREDICATES:
+            ok, why = PREDICATES[f](v)
+            check(ok, "golden %s holds what README says" % f, why)
+        else:
+            check(False, "golden %s: no expectation written" % f)
+        # INFO: README says every proper prefix fails as truncated
+        errs = {}
+        for n in range(len(data)):
+            try:
+                kca_reader.read_archive(data[:n])
+                errs.setdefault("DECODES(!)", []).append(n)
+            except kca_reader.ArchiveError as e:
+                errs.setdefault(e.code, []).append(n)
+        check("DECODES(!)" not in errs, "golden %s: every proper prefix is rejected" % f, str(errs.get("DECODES(!)")))
+        other = {k: v for k, v in errs.items() if k != "truncated"}
+        if other:
+            QUIET or print("INFO golden %s: README says every proper prefix fails as truncated; per §A3 the reader gives %s"
+                  % (f, "; ".join("%s for prefix lengths %s" % (k, v[:8] + (["..."] if len(v) > 8 else []))
+                                  for k, v in sorted(other.items()))))
+        else:
+            QUIET or print("INFO golden %s: all %d proper prefixes fail as truncated" % (f, len(data)))
+
+
+def malformed():
+    mdir = os.path.join(FIX, "malformed")
+    manifest = {}
+    for line in open(os.path.join(mdir, "MANIFEST.tsv"), encoding="utf-8"):
+        line = line.rstrip("\n")
+        if not line or line.startswith("#"):
+            continue
+        name, code = line.split("\t")
+        manifest[name] = code
+    files = sorted(f for f in os.listdir(mdir) if f.endswith(".kca"))
+    check(set(files) == set(manifest), "malformed: MANIFEST.tsv and folder list the same files",
+          "only in folder %s, only in manifest %s" % (sorted(set(files) - set(manifest)),
+                                                      sorted(set(manifest) - set(files))))
+    a8 = set(A8_ERRORS)
+    for name in sorted(manifest):
+        check(manifest[name] in a8, "malformed %s: manifest error %r is a §A8 name" % (name, manifest[name]))
+        path = os.path.join(mdir, name)
+        if not os.path.exists(path):
+            continue
+        rc, out, err = run(path)
+        want = "error: %s:" % manifest[name]
+        check(rc == 1 and out.startswith(want), "malformed %s fails with %s" % (name, manifest[name]),
+              "rc=%d %s %s" % (rc, out, err))
+
+
+A8_ERRORS = ["not an archive", "unsupported version", "reserved flags set", "truncated", "trailing bytes",
+             "unknown tag", "non-minimal varint", "non-canonical encoding", "invalid UTF-8", "invalid value",
+             "duplicate key", "bad reference", "cycle", "count exceeds input", "depth limit exceeded",
+             "value count limit exceeded", "size limit exceeded", "length limit exceeded",
+             "expansion limit exceeded"]
+
+
+def vectors():
+    spec = open(os.path.join(ROOT, "SPEC.md"), encoding="utf-8").read()
+    part2 = spec[spec.index("\n# Part 2."):]
+    # the §A8 table names
+    a8 = part2[part2.index("## A8."):part2.index("## A9.")]
+    names = []
+    for row in re.findall(r"^\| ([^|]+) \| [^|]+ \|$", a8, re.M)[1:]:
+        names.extend(n.strip() for n in row.split(","))
+    check(sorted(names) == sorted(A8_ERRORS), "§A8 error names are the ones the reader uses", str(names))
+    found = re.findall(r"<!-- vector:([^ ]+) -->\s*```\n(.*?)```(.*?)(?=<!-- vector:|## A10)", part2, re.S)
+    check(len(found) == 3, "§A9 has 3 hex vectors", str([f[0] for f in found]))
+    for name, hexblock, after in found:
+        hx = "".join(hexblock.split())
+        path = os.path.join(FIX, name)
+        data = open(path, "rb").read() if os.path.exists(path) else None
+        check(data is not None and data.hex() == hx.lower(), "§A9 vector %s equals the golden file" % name,
+              "spec %s file %s" % (hx, data.hex() if data else None))
+        # the byte table after the vector, where it has one, adds up (rows with an ellipsis skipped)
+        rows = re.findall(r"^\| ((?:`[^`]*` ?)+) \|", after, re.M)
+        if rows:
+            concat = ""
+            complete = True
+            for r in rows:
+                cell = "".join(re.findall(r"`([^`]*)`", r))
+                if "…" in cell:
+                    complete = False
+                    # match the visible prefix and suffix against the vector
+                    pre, suf = cell.split("…")
+                    pre, suf = "".join(pre.split()), "".join(suf.split())
+                    rest = hx[len(concat):]
+                    m = re.match(re.escape(pre) + r"([0-9a-f]*?)" + re.escape(suf), rest)
+                    # the elided part ends where the next row starts: take the shortest match
+                    # that lets the remaining rows continue; approximated by the length prefix of a string
+                    if m and pre.startswith("06"):
+                        ln = int(pre[2:4], 16)
+                        concat += rest[:4 + 2 * ln]
+                    else:
+                        concat += pre
+                else:
+                    concat += "".join(cell.split())
+            check(concat == hx, "§A9 vector %s: byte table adds up to the vector%s"
+                  % (name, "" if complete else " (elided string expanded by its length)"),
+                  "table %s vs vector %s" % (concat, hx))
+        try:
+            v = kca_reader.to_json(kca_reader.read_archive(bytes.fromhex(hx)))
+            check(v == EXPECTED.get(name), "§A9 vector %s decodes to the value its prose describes" % name, str(v))
+        except kca_reader.ArchiveError as e:
+            check(False, "§A9 vector %s decodes" % name, str(e))
+
+
+def synthetic():
+    """Rules no fixture exercises, built from the spec text."""
+    H = bytes.fromhex("894b43410101")  # sorted
+    U = bytes.fromhex("894b43410100")  # unsorted
+    cases = [
+        ("5-byte header, magic agrees", bytes.fromhex("894b434101"), "truncated"),
+        ("3-byte input, magic disagrees", bytes.fromhex("894b44"), "not an archive"),
+        ("truncated varint", U + bytes.fromhex("0480"), "truncated"),
+        ("11-byte varint", U + bytes.fromhex("04" + "ff" * 10 + "00"), "non-minimal varint"),
+        ("data length > DATA_MAX", U + bytes.fromhex("0881808008"), "length limit exceeded"),
+        ("data length > bytes left", U + bytes.fromhex("0805aa"), "truncated"),
+        ("sorted: canonically equal keys (é, e+U+0301 in byte order)",
+         H + bytes.fromhex("0e02" "000365cc8100" "0002c3a900"), "duplicate key"),
+        ("sorted: equal keys by reference", H + bytes.fromhex("0e0200016b000100"), "duplicate key"),
+        ("sorted set: é precomposed then decomposed (sort keys ascend by length)",
+         H + bytes.fromhex("100206" "02c3a9" "060365cc81"), "duplicate key"),
+        ("set: two equal shared values are duplicates",
+         U + bytes.fromhex("1002120012" "00"), "duplicate key"),
+        ("set: a shared value and its contents are distinct", U + bytes.fromhex("10021200" "00"), None),
+        ("sorted any-key: sort key uses a new string although the key is written as a reference",
+         H + bytes.fromhex("0d02060161" "0f02" "070000" "06016200"), None),
+        ("sorted any-key: keys out of sort-key order", H + bytes.fromhex("0f02" "030400" "030200"),
+         "non-canonical encoding"),
+        ("object: class name by reference to empty string", U + bytes.fromhex("0d02060011010000"), "invalid value"),
+        ("URL with base", U + bytes.fromhex("0c000161001268747470733a2f2f782e6578616d706c652f"), None),
+        ("URL '1a:b' (colon in first segment, not a scheme)", U + bytes.fromhex("0b000431613a62"), "invalid value"),
+        ("URL with bad %-escape", U + bytes.fromhex("0b0003257a7a"), "invalid value"),
+        ("URL empty", U + bytes.fromhex("0b0000"), "invalid value"),
+        ("object count x 2 > bytes left", U + bytes.fromhex("1100014103" "0000"), "count exceeds input"),
+        ("reference to a complete definition", U + bytes.fromhex("0d0212001300"), None),
+        ("0x0C both slots truncated", U + bytes.fromhex("0c00"), "truncated"),
+    ]
+    for name, data, want in cases:
+        try:
+            kca_reader.read_archive(data)
+            got = None
+        except kca_reader.ArchiveError as e:
+            got = e.code
+        check(got == want, "synthetic: %s -> %s" % (name, want or "decodes"), "got %s" % got)
+    # lowered limits (§A3: an application MAY lower them)
+    shared = open(os.path.join(FIX, "shared.kca"), "rb").read()
+    for lim, want in ((dict(EXPANSION_MAX=15), "expansion limit exceeded"), (dict(EXPANSION_MAX=16), None),
+                      (dict(VALUES_MAX=9), "value count limit exceeded"), (dict(VALUES_MAX=10), None),
+                      (dict(DEPTH_MAX=3), "depth limit exceeded"), (dict(DEPTH_MAX=4), None),
+                      (dict(STRING_MAX=10), "length limit exceeded"), (dict(STRING_MAX=11), None),
+                      (dict(ARCHIVE_MAX=51), "size limit exceeded"), (dict(ARCHIVE_MAX=52), None)):
+        try:
+            kca_reader.read_archive(shared, lim)
+            got = None
+        except kca_reader.ArchiveError as e:
+            got = e.code
+        check(got == want, "synthetic: shared.kca with %s -> %s" % (lim, want or "decodes"), "got %s" % got)
+
+
+def main():
+    sys.setrecursionlimit(20000)
+    vectors()
+    golden()
+    malformed()
+    synthetic()
+    print("archives (Part 2 reader): %d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
