@@ -285,7 +285,8 @@ def synthetic():
         ("data length > bytes left", U + bytes.fromhex("0805aa"), "truncated"),
         ("sorted: canonically equal keys (é, e+U+0301 in byte order)",
          H + bytes.fromhex("0e02" "000365cc8100" "0002c3a900"), "duplicate key"),
-        ("sorted: equal keys by reference", H + bytes.fromhex("0e0200016b000100"), "duplicate key"),
+        ("sorted: equal keys by reference (order before distinctness)", H + bytes.fromhex("0e0200016b000100"),
+         "non-canonical encoding"),
         ("sorted set: é precomposed then decomposed (sort keys ascend by length)",
          H + bytes.fromhex("100206" "02c3a9" "060365cc81"), "duplicate key"),
         ("set: two equal shared values are duplicates",
@@ -311,6 +312,7 @@ def synthetic():
         except kca_reader.ArchiveError as e:
             got = e.code
         check(got == want, "synthetic: %s -> %s" % (name, want or "decodes"), "got %s" % got)
+    settled()
     # lowered limits (§A3: an application MAY lower them)
     shared = open(os.path.join(FIX, "shared.kca"), "rb").read()
     for lim, want in ((dict(EXPANSION_MAX=15), "expansion limit exceeded"), (dict(EXPANSION_MAX=16), None),
@@ -324,6 +326,81 @@ def synthetic():
         except kca_reader.ArchiveError as e:
             got = e.code
         check(got == want, "synthetic: shared.kca with %s -> %s" % (lim, want or "decodes"), "got %s" % got)
+
+
+def settled():
+    """The precedence and counting rules settled in §A2, §A3, §A5.5 and §A7 (formerly §A12 points 1 and 2);
+    the same inputs as Tests/KeyedArchiveTests/PrecedenceTests.swift."""
+    H = bytes.fromhex("894b43410101")  # sorted
+    U = bytes.fromhex("894b43410100")  # unsorted
+    arrays = bytes.fromhex("0d01") * 511
+    cases = [
+        # §A2: a short header is truncated unless a magic byte differs; version/flags bytes not looked at
+        ("5-byte header with version 2", bytes.fromhex("894b434102"), None, "truncated"),
+        ("4-byte header", bytes.fromhex("894b4341"), None, "truncated"),
+        ("empty input", b"", None, "truncated"),
+        ("5 bytes, magic differs", bytes.fromhex("894b434202"), None, "not an archive"),
+        ("version and reserved flags both bad", bytes.fromhex("894b434102fe"), None, "unsupported version"),
+        ("5-byte header over ARCHIVE_MAX 4", bytes.fromhex("894b434102"), dict(ARCHIVE_MAX=4), "size limit exceeded"),
+        # §A3: the length limit before the bytes left
+        ("string length > STRING_MAX and > input", U + bytes.fromhex("0681808008"), None, "length limit exceeded"),
+        ("URL slot length > STRING_MAX and > input", U + bytes.fromhex("0b0081808008"), None,
+         "length limit exceeded"),
+        # §A3: count exceeds input before VALUES_MAX; the container counts; any-key count is count
+        ("count 2,000,000 in 0 bytes", U + bytes.fromhex("0d80897a"), None, "count exceeds input"),
+        ("count over input and VALUES_MAX 3", U + bytes.fromhex("0d050000"), dict(VALUES_MAX=3),
+         "count exceeds input"),
+        ("count over VALUES_MAX 3 only", U + bytes.fromhex("0d050000000000"), dict(VALUES_MAX=3),
+         "value count limit exceeded"),
+        ("array of 2 in VALUES_MAX 3", U + bytes.fromhex("0d020000"), dict(VALUES_MAX=3), None),
+        ("array of 2 in VALUES_MAX 2, checked before the elements", U + bytes.fromhex("0d02ff00"),
+         dict(VALUES_MAX=2), "value count limit exceeded"),
+        ("any-key of 2 in VALUES_MAX 4 passes the count check", U + bytes.fromhex("0f02ff000000"),
+         dict(VALUES_MAX=4), "unknown tag"),
+        ("any-key of 2 in VALUES_MAX 4: the 5th item", U + bytes.fromhex("0f02000102ff"), dict(VALUES_MAX=4),
+         "value count limit exceeded"),
+        ("any-key of 2 in VALUES_MAX 5", U + bytes.fromhex("0f0200010203" "02"), dict(VALUES_MAX=5), None),
+        # §A3: a reference adds E(def); other items add 1 before the tag is checked
+        ("reference adds E(def) = 2: total 5", U + bytes.fromhex("0d0212001300"), dict(EXPANSION_MAX=5), None),
+        ("reference adds E(def) = 2: total 5 > 4", U + bytes.fromhex("0d0212001300"), dict(EXPANSION_MAX=4),
+         "expansion limit exceeded"),
+        ("unknown tag counted before it is checked", U + bytes.fromhex("0d01ff"), dict(EXPANSION_MAX=1),
+         "expansion limit exceeded"),
+        ("unknown tag within the budget", U + bytes.fromhex("0d01ff"), dict(EXPANSION_MAX=2), "unknown tag"),
+        ("bad reference before its expansion", U + bytes.fromhex("0d0212001301"), dict(EXPANSION_MAX=3),
+         "bad reference"),
+        ("reference to an open definition", U + bytes.fromhex("121300"), None, "cycle"),
+        # §A5.5: in a sorted archive order first, then distinctness
+        ("sorted: equal field names", H + bytes.fromhex("110001430200016b000200"), None, "non-canonical encoding"),
+        ("unsorted: equal field names", U + bytes.fromhex("110001430200016b000200"), None, "duplicate key"),
+        ("sorted: equal set elements", H + bytes.fromhex("10020000"), None, "non-canonical encoding"),
+        ("unsorted: equal set elements", U + bytes.fromhex("10020000"), None, "duplicate key"),
+        ("sorted: equal any-key keys", H + bytes.fromhex("0f0200000000"), None, "non-canonical encoding"),
+        ("unsorted: equal any-key keys", U + bytes.fromhex("0f0200000000"), None, "duplicate key"),
+        ("sorted: é then e+U+0301 as keys (bytes descend)", H + bytes.fromhex("0e02" "0002c3a900" "000365cc8100"),
+         None, "non-canonical encoding"),
+        ("sorted set: e+U+0301 then é (sort keys descend)", H + bytes.fromhex("1002" "060365cc81" "0602c3a9"),
+         None, "non-canonical encoding"),
+        # §A7: depth and VALUES_MAX before the tag; a key slot before its value's depth check
+        ("value due at depth 513, input ends", U + arrays + bytes.fromhex("0e0100" "0161"), None,
+         "depth limit exceeded"),
+        ("string tag at depth 513, length missing", U + arrays + bytes.fromhex("0d0106"), None,
+         "depth limit exceeded"),
+        ("key slot cut off at depth 512", U + arrays + bytes.fromhex("0e01000561"), None, "truncated"),
+        ("string tag at depth 512, length missing", U + arrays + bytes.fromhex("06"), None, "truncated"),
+        ("third item due with VALUES_MAX 2, input ends", U + bytes.fromhex("1212"), dict(VALUES_MAX=2),
+         "value count limit exceeded"),
+        ("third item due with VALUES_MAX 3, input ends", U + bytes.fromhex("1212"), dict(VALUES_MAX=3), "truncated"),
+        ("object: empty class name before the count", U + bytes.fromhex("11000009"), None, "invalid value"),
+    ]
+    for name, data, lim, want in cases:
+        try:
+            kca_reader.read_archive(data, lim)
+            got = None
+        except kca_reader.ArchiveError as e:
+            got = e.code
+        check(got == want, "settled: %s%s -> %s" % (name, " with %s" % lim if lim else "", want or "decodes"),
+              "got %s" % got)
 
 
 def main():

@@ -28,19 +28,20 @@ JSON mapping of the value model (§A4) -- faithful, every kind is distinguishabl
                           every later use (a reference): {"shared": INDEX}
                           INDEX is the shared-table index (§A5.3); identity = same INDEX.
 
-Places where the spec forced a guess (see the GUESS comments in the code):
-  G1  header shorter than 6 bytes: "truncated" whenever the available bytes agree with the magic, even if
-      a (present) version byte is not 1 (§A2 read literally).
-  G2  length > STRING_MAX/DATA_MAX *and* > bytes left: "length limit exceeded" is checked first
-      (the malformed fixture huge-string.kca requires this; §A3/§A5 do not order them).
-  G3  "count MUST also not take the items read so far past VALUES_MAX": the items the count announces
-      (count for array/set/dictionary/object, 2 x count for an any-key dictionary), checked after
-      "count exceeds input".
-  G4  expansion: a reference adds E(def) only (not 1 + E(def)) -- the definition of E in §A3; the
-      "adding 1 per item read" sentence is read as "per non-reference item".
-  G5  duplicate key is checked before the sorted-order check when both apply (equal keys in a sorted archive);
-      dictionary-key / field-name checks happen when the key slot is read, set / any-key checks when the
-      element / key item is complete.
+Rules that were guesses G1-G5 and G8 before SPEC.md Part 2 settled them (the "RULE" comments in the code
+point at these; G6 and G7 are still guesses, SPEC.md §A12):
+  G1  (§A2) header shorter than 6 bytes: "truncated" whenever the available bytes agree with the magic; a
+      present version or flags byte is not looked at (89 4B 43 41 02 is "truncated").
+  G2  (§A3) length > STRING_MAX/DATA_MAX *and* > bytes left: "length limit exceeded" (the limit is checked
+      before the bytes left).
+  G3  (§A3) a container's count: first "count exceeds input", then items read so far (the container
+      included) + count > VALUES_MAX is "value count limit exceeded"; count is the number of entries for
+      every container, an any-key dictionary included (not 2 x count; its items are still counted one by one).
+  G4  (§A3) expansion: a reference adds E(def) only (not 1 + E(def)); every other item adds 1 right after
+      its tag is read, before the tag is checked (so an unknown tag can first break EXPANSION_MAX).
+  G5  (§A5.5, §A6) in a sorted archive the order check comes before the distinctness check (equal keys in a
+      sorted archive are "non-canonical encoding"); dictionary-key / field-name checks happen when the key
+      slot is read, set / any-key checks when the element / key item is complete.
   G6  Unicode canonical equivalence = equality of unicodedata.normalize("NFD", ...) with Python's Unicode
       version (Swift's String uses its own ICU/stdlib Unicode version).  Applied to dictionary keys, field
       names, string values, class names; URL strings are compared bytewise (they are ASCII anyway).
@@ -49,8 +50,9 @@ Places where the spec forced a guess (see the GUESS comments in the code):
       ALPHA *(ALPHA / DIGIT / "+" / "-" / "."), no ":" in the first segment of a scheme-less reference,
       authority = [userinfo "@"] host [":" port] with host reg-name / IPv4 / [IPv6 or IPvFuture],
       at most one "#".  A base need not be absolute.  Both slots of 0x0C are read before validation.
-  G8  depth and VALUES_MAX are checked before the tag is read (so running out of input where an item is
-      due at depth 513 is "depth limit exceeded", not "truncated").
+  G8  (§A7) depth and VALUES_MAX are checked before the tag is read (so running out of input where an item
+      is due at depth 513 is "depth limit exceeded", not "truncated"); a dictionary entry's or object
+      field's key slot is read before the depth check of its value.
 """
 
 import json
@@ -433,7 +435,7 @@ class Reader(object):
 
     def new_string(self, what):
         ln = self.varint(what + " length")
-        if ln > self.lim["STRING_MAX"]:  # GUESS G2: before the truncation check
+        if ln > self.lim["STRING_MAX"]:  # RULE G2 (§A3): before the truncation check
             raise ArchiveError("length limit exceeded", "%s of %d bytes > STRING_MAX %d"
                                % (what, ln, self.lim["STRING_MAX"]))
         if ln > self.left():
@@ -473,7 +475,7 @@ class Reader(object):
         if count * minimum > self.left():
             raise ArchiveError("count exceeds input", "%s count %d x %d > %d bytes left"
                                % (what, count, minimum, self.left()))
-        # GUESS G3
+        # RULE G3 (§A3): count, not 2 x count, for an any-key dictionary
         if self.items + announced_items > self.lim["VALUES_MAX"]:
             raise ArchiveError("value count limit exceeded", "%s count %d takes %d items read past VALUES_MAX"
                                % (what, count, self.items))
@@ -483,7 +485,7 @@ class Reader(object):
         d = self.data
         if self.n > self.lim["ARCHIVE_MAX"]:
             raise ArchiveError("size limit exceeded", "%d bytes > ARCHIVE_MAX" % self.n)
-        # §A2 header, GUESS G1
+        # §A2 header, RULE G1
         for i in range(min(4, self.n)):
             if d[i] != MAGIC[i]:
                 raise ArchiveError("not an archive", "magic byte %d is 0x%02x" % (i, d[i]))
@@ -505,7 +507,7 @@ class Reader(object):
         stack = []
         depth = 1
         while True:
-            # before each item: depth, item count (GUESS G8)
+            # before each item: depth, item count (RULE G8, §A7)
             if depth > self.lim["DEPTH_MAX"]:
                 raise ArchiveError("depth limit exceeded", "item at depth %d (offset %d)" % (depth, self.pos))
             if self.items + 1 > self.lim["VALUES_MAX"]:
@@ -513,10 +515,10 @@ class Reader(object):
             tag_off = self.pos
             tag = self.u8("an item tag")
             self.items += 1
+            if tag != 0x13:
+                self.add_total(1, "tag 0x%02x" % tag)  # RULE G4 (§A3, §A7): before the tag is checked
             if tag not in TAGS:
                 raise ArchiveError("unknown tag", "tag 0x%02x at offset %d" % (tag, tag_off))
-            if tag != 0x13:
-                self.add_total(1, "tag 0x%02x" % tag)  # GUESS G4: a reference adds only E(def)
             value = None
             done = True
             if tag == 0x00:
@@ -538,7 +540,7 @@ class Reader(object):
                 value = ("string", self.string_ref(self.varint("string reference"), "string reference"))
             elif tag == 0x08:
                 ln = self.varint("data length")
-                if ln > self.lim["DATA_MAX"]:  # GUESS G2
+                if ln > self.lim["DATA_MAX"]:  # RULE G2 (§A3)
                     raise ArchiveError("length limit exceeded", "data of %d bytes > DATA_MAX" % ln)
                 if ln > self.left():
                     raise ArchiveError("truncated", "data of %d bytes, %d left" % (ln, self.left()))
@@ -573,7 +575,7 @@ class Reader(object):
             elif tag in (0x0E, 0x0F):
                 what = "dict" if tag == 0x0E else "anykey"
                 count = self.varint(what + " count")
-                self.check_count(count, 2, count if tag == 0x0E else 2 * count,
+                self.check_count(count, 2, count,
                                  "dictionary" if tag == 0x0E else "any-key dictionary")
                 if count == 0:
                     value = (what, [])
@@ -610,7 +612,7 @@ class Reader(object):
                 if not box.complete:
                     raise ArchiveError("cycle", "reference to open shared definition %d at offset %d"
                                        % (idx, tag_off))
-                self.add_total(box.expanded, "shared reference %d" % idx)
+                self.add_total(box.expanded, "shared reference %d" % idx)  # RULE G4: E(def), not 1 + E(def)
                 value = box
 
             # deliver completed values upwards
@@ -635,27 +637,28 @@ class Reader(object):
         off = self.pos
         kb = self.slot(what)
         n = Equality.nfd(kb)
-        # GUESS G5: duplicate first, then order
-        if n in f.keys_nfd:
-            raise ArchiveError("duplicate key", "%s %r at offset %d" % (what, kb.decode("utf-8"), off))
+        # RULE G5 (§A5.5): order first (sorted archives), then distinct
         if self.sorted and f.last_key is not None and not (kb > f.last_key):
             raise ArchiveError("non-canonical encoding", "%s %r at offset %d not after %r"
                                % (what, kb.decode("utf-8"), off, f.last_key.decode("utf-8")))
+        if n in f.keys_nfd:
+            raise ArchiveError("duplicate key", "%s %r at offset %d" % (what, kb.decode("utf-8"), off))
         f.keys_nfd.add(n)
         f.last_key = kb
         f.pending_key = kb
 
     def check_distinct_sorted(self, f, v, what):
-        c = self.eq.cls(v)
-        if c in f.classes:
-            raise ArchiveError("duplicate key", "%s equal to an earlier one (ending at offset %d)" % (what, self.pos))
-        f.classes.add(c)
+        # RULE G5 (§A5.5): order first (sorted archives), then distinct
         if self.sorted:
             sk = sort_key(v)
             if f.last_sort is not None and not (sk > f.last_sort):
                 raise ArchiveError("non-canonical encoding", "%s out of order (sort key %s after %s), ending at offset %d"
                                    % (what, sk.hex(), f.last_sort.hex(), self.pos))
             f.last_sort = sk
+        c = self.eq.cls(v)
+        if c in f.classes:
+            raise ArchiveError("duplicate key", "%s equal to an earlier one (ending at offset %d)" % (what, self.pos))
+        f.classes.add(c)
 
     def accept(self, f, v):
         k = f.kind
