@@ -20,11 +20,11 @@ let package = Package(
         .target(name: "FixtureRecipes", dependencies: ["VaultFormat"]),
         .executableTarget(name: "kcar-fixtures", dependencies: ["FixtureRecipes", "VaultFormat"]),
         .executableTarget(name: "kcar-bench", dependencies: ["VaultFormat", "FixtureRecipes"]),
-        .executableTarget(name: "kcar-archive-bench", dependencies: ["KeyedArchive"]),
+        .executableTarget(name: "kcar-archive-bench", dependencies: ["KeyedArchive", "FixtureRecipes"]),
         .executableTarget(name: "kcar-stress", dependencies: ["VaultFormat", "FixtureRecipes"]),
         .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat", "FixtureRecipes"]),
         .testTarget(name: "KcarCLITests", dependencies: ["VaultFormat", "FixtureRecipes"]),
-        .testTarget(name: "KeyedArchiveTests", dependencies: ["KeyedArchive"]),
+        .testTarget(name: "KeyedArchiveTests", dependencies: ["KeyedArchive", "FixtureRecipes"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -183,13 +183,6 @@ private struct ArchiveDecoderImpl: Decoder {
     func singleValueContainer() throws -> any SingleValueDecodingContainer { SingleContainer(decoder: self) }
 }
 
-private struct IndexKey: CodingKey {
-    let intValue: Int?
-    var stringValue: String { "Index \(intValue ?? 0)" }
-    init(_ i: Int) { intValue = i }
-    init?(stringValue: String) { nil }
-    init?(intValue: Int) { self.intValue = intValue }
-}
 
 /// Scalars: integers convert between int and uint only when exact; nothing else converts.
 @inline(__always)

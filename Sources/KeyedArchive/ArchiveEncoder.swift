@@ -240,13 +240,6 @@ private struct ArchiveEncoderImpl: Encoder {
     func singleValueContainer() -> any SingleValueEncodingContainer { SingleContainer(encoder: self) }
 }
 
-private struct IndexKey: CodingKey {
-    let intValue: Int?
-    var stringValue: String { "Index \(intValue ?? 0)" }
-    init(_ i: Int) { intValue = i }
-    init?(stringValue: String) { nil }
-    init?(intValue: Int) { self.intValue = intValue }
-}
 
 private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let encoder: ArchiveEncoderImpl

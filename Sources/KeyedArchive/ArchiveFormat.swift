@@ -58,3 +58,12 @@ extension String {
     @inline(__always)
     func utf8Precedes(_ other: String) -> Bool { utf8.lexicographicallyPrecedes(other.utf8) }
 }
+
+/// The coding key of an unkeyed container's element, for the Codable coders' coding paths.
+struct IndexKey: CodingKey {
+    let intValue: Int?
+    var stringValue: String { "Index \(intValue ?? 0)" }
+    init(_ i: Int) { intValue = i }
+    init?(stringValue: String) { nil }
+    init?(intValue: Int) { self.intValue = intValue }
+}

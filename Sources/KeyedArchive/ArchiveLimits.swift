@@ -26,6 +26,11 @@ public struct ArchiveLimits: Hashable, Sendable {
         self.maxDataLength = maxDataLength
     }
 
+    /// Throws unless `count` bytes are within ``maxBytes`` (checked before any parsing or after writing).
+    func checkSize(_ count: Int) throws {
+        guard count <= maxBytes else { throw ArchiveError(.sizeLimit, "\(count) bytes, more than \(maxBytes)") }
+    }
+
     /// The defaults of SPEC.md Part 2 §A3.
     public static let `default` = ArchiveLimits()
 }

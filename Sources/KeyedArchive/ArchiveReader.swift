@@ -52,9 +52,7 @@ struct ArchiveReader {
     }
 
     mutating func readArchive() throws -> ArchiveValue {
-        guard bytes.count <= limits.maxBytes else {
-            throw ArchiveError(.sizeLimit, "\(bytes.count) bytes, more than \(limits.maxBytes)")
-        }
+        try limits.checkSize(bytes.count)
         let magic = ArchiveFormat.magic
         for i in 0..<min(magic.count, bytes.count) where bytes[i] != magic[i] {
             throw ArchiveError(.notAnArchive, at: 0, "magic differs")

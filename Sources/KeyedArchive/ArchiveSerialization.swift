@@ -34,18 +34,14 @@ public enum ArchiveSerialization {
         var writer = ArchiveWriter(sorted: sorted, limits: limits)
         writer.out = ArchiveFormat.magic + [KeyedArchive.formatVersion, sorted ? ArchiveFormat.flagSorted : 0]
         try writer.write(value)
-        guard writer.out.count <= limits.maxBytes else {
-            throw ArchiveError(.sizeLimit, "\(writer.out.count) bytes, more than \(limits.maxBytes)")
-        }
+        try limits.checkSize(writer.out.count)
         return writer.out
     }
 
     /// The value an archive holds. Throws ``ArchiveError`` on anything but one canonical archive within the
     /// limits.
     public static func value(from data: Data, limits: ArchiveLimits = .default) throws -> ArchiveValue {
-        guard data.count <= limits.maxBytes else {
-            throw ArchiveError(.sizeLimit, "\(data.count) bytes, more than \(limits.maxBytes)")
-        }
+        try limits.checkSize(data.count)
         return try value(from: [UInt8](data), limits: limits)
     }
 

@@ -45,9 +45,7 @@ struct BinaryPlistReader {
     }
 
     mutating func read() throws -> PropertyList {
-        guard bytes.count <= limits.maxBytes else {
-            throw ArchiveError(.sizeLimit, "\(bytes.count) bytes, more than \(limits.maxBytes)")
-        }
+        try limits.checkSize(bytes.count)
         guard bytes.starts(with: Self.magic) else { throw ArchiveError(.notAPropertyList, at: 0, "no bplist00 magic") }
         let top = try readTrailer()
         state = [UInt8](repeating: 0, count: count)

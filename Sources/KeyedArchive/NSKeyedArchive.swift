@@ -31,9 +31,7 @@ public enum NSKeyedArchive {
 
     /// The property list in `bytes`, binary or XML.
     public static func propertyList(from bytes: [UInt8], limits: ArchiveLimits = .default) throws -> PropertyList {
-        guard bytes.count <= limits.maxBytes else {
-            throw ArchiveError(.sizeLimit, "\(bytes.count) bytes, more than \(limits.maxBytes)")
-        }
+        try limits.checkSize(bytes.count)
         if bytes.starts(with: BinaryPlistReader.magic) { return try PropertyList(binary: bytes, limits: limits) }
         if looksLikeXML(bytes) { return try PropertyList(xml: bytes, limits: limits) }
         throw ArchiveError(.notAPropertyList, at: 0, "neither bplist00 nor an XML plist")
@@ -47,9 +45,7 @@ public enum NSKeyedArchive {
 
     /// The value an NSKeyedArchiver archive holds, from `Data`.
     public static func importValue(from data: Data, limits: ArchiveLimits = .default) throws -> ArchiveValue {
-        guard data.count <= limits.maxBytes else {
-            throw ArchiveError(.sizeLimit, "\(data.count) bytes, more than \(limits.maxBytes)")
-        }
+        try limits.checkSize(data.count)
         return try importValue(from: [UInt8](data), limits: limits)
     }
 

@@ -26,9 +26,7 @@ struct XMLPlistReader {
     }
 
     mutating func read() throws -> PropertyList {
-        guard bytes.count <= limits.maxBytes else {
-            throw ArchiveError(.sizeLimit, "\(bytes.count) bytes, more than \(limits.maxBytes)")
-        }
+        try limits.checkSize(bytes.count)
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { p = 3 }
         try skipMisc()
         if matches("<?xml") { try skip(past: "?>") }

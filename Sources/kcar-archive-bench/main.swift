@@ -22,6 +22,7 @@
 import Glibc
 #endif
 import Foundation
+import FixtureRecipes
 import KeyedArchive
 
 // MARK: - Options
@@ -138,18 +139,6 @@ func note(_ text: String) {
 
 // MARK: - Records
 
-/// SplitMix64: a small seeded generator, so every run (and every machine) gets the same records.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 struct Record: Codable, Equatable {
     var id: Int
@@ -172,7 +161,7 @@ let tagVocabulary = [
 ]
 
 func makeRecords(_ n: Int, seed: UInt64) -> [Record] {
-    var rng = SplitMix64(seed: seed)
+    var rng = SplitMix64(state: seed)
     var out: [Record] = []
     out.reserveCapacity(n)
     for i in 0..<n {

@@ -1,3 +1,4 @@
+import FixtureRecipes
 import Foundation
 import KeyedArchive
 import XCTest
@@ -5,18 +6,6 @@ import XCTest
 /// Seeded mutations of the golden archives: the reader never crashes or hangs, and whatever it accepts from
 /// a canonical (sorted) archive it writes back byte for byte (no two encodings of one value).
 final class MutationTests: XCTestCase {
-    /// SplitMix64: the same cases on every run and platform.
-    struct SplitMix64: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     func testMutatedArchivesNeverCrashAndStayCanonical() throws {
         var rng = SplitMix64(state: 0x6B63_6172)
         let sources = try ArchiveFixtures.golden.map { try ArchiveSerialization.bytes(from: $0.value, options: .deterministic) }

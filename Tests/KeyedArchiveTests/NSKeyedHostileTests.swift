@@ -1,3 +1,4 @@
+import FixtureRecipes
 import Foundation
 import KeyedArchive
 import XCTest
@@ -86,7 +87,7 @@ final class NSKeyedHostileTests: XCTestCase {
     /// Seeded mutations of exports and of Apple's archives (binary and XML): import either succeeds or throws an
     /// ``ArchiveError``, never crashes or hangs; the mutations reach many different checks.
     func testMutatedArchivesNeverCrash() throws {
-        var rng = MutationTests.SplitMix64(state: 0x6E73_6B61)
+        var rng = SplitMix64(state: 0x6E73_6B61)
         var sources = try AppleArchiveTests.archives().map(\.bytes)
         sources.append(try NSKeyedArchive.exportValue(NSKeyedInteropTests.sample))
         sources.append(try NSKeyedArchive.exportValue(.anyKeyDictionary([1: [1, 2], "x": .set([1])])))
