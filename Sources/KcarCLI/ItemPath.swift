@@ -9,18 +9,12 @@ enum ItemPath {
         if s.isEmpty { return "%" }
         if s == "." { return "%2E" }
         if s == ".." { return "%2E%2E" }
-        return rebuild(s, slash: slash)
-    }
-
-    private static func rebuild(_ s: String, slash: Bool) -> String {
+        func unsafe(_ b: UInt8) -> Bool { b == 0x25 || b < 0x20 || b == 0x7F || (slash && b == 0x2F) }
+        guard s.utf8.contains(where: unsafe) else { return s }
+        let digits = Array("0123456789ABCDEF".utf8)
         var bytes: [UInt8] = []
         for b in s.utf8 {
-            if b == 0x25 || b < 0x20 || b == 0x7F || (slash && b == 0x2F) {
-                let digits = Array("0123456789ABCDEF".utf8)
-                bytes += [0x25, digits[Int(b >> 4)], digits[Int(b & 15)]]
-            } else {
-                bytes.append(b)
-            }
+            if unsafe(b) { bytes += [0x25, digits[Int(b >> 4)], digits[Int(b & 15)]] } else { bytes.append(b) }
         }
         return String(decoding: bytes, as: UTF8.self)
     }
