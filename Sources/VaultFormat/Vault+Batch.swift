@@ -8,31 +8,7 @@ extension Vault {
     /// called for the item that failed.
     public func readValues(of items: [Item], begin: (Item, _ whole: Bool) throws -> Void,
                            bytes: (UnsafeRawBufferPointer) throws -> Void, end: (Item) throws -> Void) throws {
-        let groups = Dictionary(grouping: items, by: { $0.location.recordID }).values
-            .map { $0.sorted { $0.location.member < $1.location.member } }
-            .sorted { $0[0].location.offset < $1[0].location.offset }
-        // Cut the groups into batches: small records decoded together, large ones streamed alone.
-        var batches: [[[Item]]] = []
-        var current: [[Item]] = []
-        var currentBytes: UInt64 = 0
-        for members in groups {
-            let length = members[0].location.length
-            if length > Vault.batchRecordMax {
-                if !current.isEmpty { batches.append(current) }
-                batches.append([members])
-                current = []
-                currentBytes = 0
-                continue
-            }
-            current.append(members)
-            currentBytes += length
-            if currentBytes >= Vault.batchBytes {
-                batches.append(current)
-                current = []
-                currentBytes = 0
-            }
-        }
-        if !current.isEmpty { batches.append(current) }
+        let batches = Vault.recordBatches(items)
 
         // Decode batch n+1 on other threads while the caller consumes batch n.
         final class Decoded: @unchecked Sendable {
@@ -40,7 +16,7 @@ extension Vault {
             let done = DispatchSemaphore(value: 0)
         }
         func start(_ batch: [[Item]]) -> Decoded? {
-            guard batch[0][0].location.length <= Vault.batchRecordMax else { return nil }
+            guard !Vault.isStreamed(batch) else { return nil }
             let d = Decoded()
             let raws: [[UInt8]]
             do {
@@ -118,6 +94,39 @@ extension Vault {
         guard next == members.count else { throw fail("record ends before its members' data does") }
         try table.checkLength(UInt64(table.length) + position, fail: fail)
     }
+
+    /// The records that hold `items`, each as its items in member order, in file order, cut into batches:
+    /// records up to ``batchRecordMax`` together up to about ``batchBytes``, larger ones alone.
+    static func recordBatches<S: Sequence<Item>>(_ items: S) -> [[[Item]]] {
+        let groups = Dictionary(grouping: items, by: { $0.location.recordID }).values
+            .map { $0.sorted { $0.location.member < $1.location.member } }
+            .sorted { $0[0].location.offset < $1[0].location.offset }
+        var batches: [[[Item]]] = []
+        var current: [[Item]] = []
+        var currentBytes: UInt64 = 0
+        for members in groups {
+            let length = members[0].location.length
+            if length > batchRecordMax {
+                if !current.isEmpty { batches.append(current) }
+                batches.append([members])
+                current = []
+                currentBytes = 0
+                continue
+            }
+            current.append(members)
+            currentBytes += length
+            if currentBytes >= batchBytes {
+                batches.append(current)
+                current = []
+                currentBytes = 0
+            }
+        }
+        if !current.isEmpty { batches.append(current) }
+        return batches
+    }
+
+    /// Whether a batch is one large record, to be streamed rather than decoded whole.
+    static func isStreamed(_ batch: [[Item]]) -> Bool { batch[0][0].location.length > batchRecordMax }
 
     static let batchRecordMax: UInt64 = 4 << 20
     static let batchBytes: UInt64 = 2 << 20

@@ -53,20 +53,26 @@ extension Vault {
             t = prev
         }
         // Every live record in full: small ones decoded several at a time on every core.
-        let records = Dictionary(grouping: state.values, by: { $0.location.recordID }).values
-            .sorted { $0[0].location.offset < $1[0].location.offset }
         func count(_ members: [Item]) {
             report.records += 1
             report.items += members.count
             report.valueBytes += members.reduce(0) { $0 + $1.size }
         }
-        func note(_ error: Error) {
-            report.problems.append(error as? VaultError ?? VaultError(.io, "\(error)"))
+        func verifyOneByOne(_ batch: [[Item]]) {
+            for members in batch {
+                do {
+                    try verifyRecord(members)
+                    count(members)
+                } catch {
+                    report.problems.append(error as? VaultError ?? VaultError(.io, "\(error)"))
+                }
+            }
         }
-        var batch: [[Item]] = []
-        var batchBytes: UInt64 = 0
-        func runBatch() {
-            guard !batch.isEmpty else { return }
+        for batch in Vault.recordBatches(state.values) {
+            if Vault.isStreamed(batch) {
+                verifyOneByOne(batch)
+                continue
+            }
             do {
                 let raws = try batch.map { g in try file.read(Int(g[0].location.length), at: fileOffset(g[0].location.offset)) }
                 let plains = try Vault.decodeRecords(batch, raws: raws, keys: keys, vaultID: header.vaultID)
@@ -75,31 +81,9 @@ extension Vault {
                     count(members)
                 }
             } catch {
-                // Find which records failed, one by one.
-                for members in batch {
-                    do {
-                        try verifyRecord(members)
-                        count(members)
-                    } catch { note(error) }
-                }
+                verifyOneByOne(batch)  // find which records failed
             }
-            batch = []
-            batchBytes = 0
         }
-        for members in records {
-            let length = members[0].location.length
-            if length > Vault.batchRecordMax {
-                do {
-                    try verifyRecord(members)
-                    count(members)
-                } catch { note(error) }
-                continue
-            }
-            batch.append(members)
-            batchBytes += length
-            if batchBytes >= Vault.batchBytes { runBatch() }
-        }
-        runBatch()
         return report
     }
 
