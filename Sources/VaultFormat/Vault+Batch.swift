@@ -18,11 +18,9 @@ extension Vault {
         func start(_ batch: [[Item]]) -> Decoded? {
             guard !Vault.isStreamed(batch) else { return nil }
             let d = Decoded()
-            let raws: [[UInt8]]
-            do {
-                raws = try batch.map { g in try file.read(Int(g[0].location.length), at: fileOffset(g[0].location.offset)) }
-            } catch {
-                d.result = .failure(error)
+            let read = Result { try readRecords(batch) }
+            guard case .success(let raws) = read else {
+                d.result = read
                 d.done.signal()
                 return d
             }
@@ -123,6 +121,11 @@ extension Vault {
         }
         if !current.isEmpty { batches.append(current) }
         return batches
+    }
+
+    /// The bytes of each record of a batch, as stored.
+    func readRecords(_ batch: [[Item]]) throws -> [[UInt8]] {
+        try batch.map { g in try file.read(Int(g[0].location.length), at: fileOffset(g[0].location.offset)) }
     }
 
     /// Whether a batch is one large record, to be streamed rather than decoded whole.

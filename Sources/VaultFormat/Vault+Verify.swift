@@ -74,8 +74,7 @@ extension Vault {
                 continue
             }
             do {
-                let raws = try batch.map { g in try file.read(Int(g[0].location.length), at: fileOffset(g[0].location.offset)) }
-                let plains = try Vault.decodeRecords(batch, raws: raws, keys: keys, vaultID: header.vaultID)
+                let plains = try Vault.decodeRecords(batch, raws: try readRecords(batch), keys: keys, vaultID: header.vaultID)
                 for (members, plain) in zip(batch, plains) {
                     _ = try checkedTable(plain, members)
                     count(members)
