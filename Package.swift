@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "VaultFormat", targets: ["VaultFormat"]),
         .library(name: "KeyedArchive", targets: ["KeyedArchive"]),
+        .library(name: "Keychain", targets: ["Keychain"]),
         .executable(name: "kcar", targets: ["kcar"]),
     ],
     targets: [
@@ -15,7 +16,8 @@ let package = Package(
         .systemLibrary(name: "CDeflate", pkgConfig: "libdeflate", providers: [.apt(["libdeflate-dev"])]),
         .target(name: "VaultFormat", dependencies: ["CSodium", "CZlib", "CDeflate"]),
         .target(name: "KeyedArchive"),
-        .target(name: "KcarCLI", dependencies: ["VaultFormat", "KeyedArchive"]),
+        .target(name: "Keychain", dependencies: ["VaultFormat", "KeyedArchive"]),
+        .target(name: "KcarCLI", dependencies: ["VaultFormat", "KeyedArchive", "Keychain"]),
         .executableTarget(name: "kcar", dependencies: ["KcarCLI"]),
         .target(name: "FixtureRecipes", dependencies: ["VaultFormat"]),
         .executableTarget(name: "kcar-fixtures", dependencies: ["FixtureRecipes", "VaultFormat"]),
@@ -25,6 +27,7 @@ let package = Package(
         .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat", "FixtureRecipes"]),
         .testTarget(name: "KcarCLITests", dependencies: ["VaultFormat", "FixtureRecipes"]),
         .testTarget(name: "KeyedArchiveTests", dependencies: ["KeyedArchive", "FixtureRecipes"]),
+        .testTarget(name: "KeychainTests", dependencies: ["Keychain", "VaultFormat", "KeyedArchive", "FixtureRecipes"]),
     ],
     swiftLanguageModes: [.v6]
 )

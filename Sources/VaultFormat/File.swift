@@ -148,7 +148,7 @@ final class File {
         while flock(fd, op) != 0 {
             guard errno == EWOULDBLOCK || errno == EINTR else { throw File.errnoError("cannot lock", path) }
             guard waited < timeout else {
-                throw VaultError(.io, "\(path) is locked by another process (waited \(timeout) s)")
+                throw VaultError(.lockTimeout, "\(path) is locked by another process (waited \(timeout) s)")
             }
             usleep(10_000)
             waited += 0.01

@@ -201,6 +201,9 @@ public struct Header: Sendable {
         }
     }
 
+    /// Checks an access group name: 1 to 255 bytes of UTF-8 without NUL (``VaultError/Code/invalidArgument``).
+    public static func checkGroupName(_ group: String) throws { try checkGroup(group) }
+
     static func checkGroup(_ group: String) throws {
         let n = group.utf8.count
         guard n >= 1, n <= Limits.groupMax, !group.utf8.contains(0) else {

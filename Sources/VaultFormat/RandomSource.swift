@@ -8,13 +8,15 @@ public protocol RandomSource: AnyObject {
 }
 
 extension RandomSource {
-    func bytes(_ n: Int) -> [UInt8] {
+    /// `n` random bytes (public values: ids, names of temporary files).
+    public func bytes(_ n: Int) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: n)
         out.withUnsafeMutableBytes { fill($0) }
         return out
     }
 
-    func secureBytes(_ n: Int) -> SecureBytes { SecureBytes(count: n) { fill($0) } }
+    /// `n` random bytes of key material, in locked memory.
+    public func secureBytes(_ n: Int) -> SecureBytes { SecureBytes(count: n) { fill($0) } }
 }
 
 /// The operating system's CSPRNG (`randombytes_buf`). Use this for every real vault. Draws of up to 24

@@ -8,7 +8,7 @@ public final class SecureBytes: @unchecked Sendable {
     public let count: Int
 
     /// Allocates `count` zero bytes; `fill` may write them. Traps only if the system is out of memory.
-    init(count: Int, fill: (UnsafeMutableRawBufferPointer) throws -> Void = { _ in }) rethrows {
+    public init(count: Int, fill: (UnsafeMutableRawBufferPointer) throws -> Void = { _ in }) rethrows {
         Sodium.ensureInitialized()
         guard let p = sodium_malloc(max(count, 1)) else { fatalError("sodium_malloc failed: out of memory") }
         pointer = p

@@ -184,6 +184,18 @@ public final class Vault {
         return try body()
     }
 
+    /// Catches up with commits and rewrites made since the vault was opened or last refreshed, under a
+    /// shared lock (so a whole commit is seen). Cheap when nothing changed: one header and one trailer read.
+    public func refresh() throws {
+        if try !file.isStill(path) {
+            file = try Vault.lockedFile(path, mode: mode, exclusive: false, timeout: lockTimeout)
+        } else {
+            try file.lock(exclusive: false, timeout: lockTimeout)
+        }
+        defer { file.unlock() }
+        try catchUp()
+    }
+
     /// Reloads header, tail and index if the file is not exactly as this instance last saw it.
     func catchUp() throws {
         let size = try file.size()

@@ -31,6 +31,8 @@ public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let exists = Code(rawValue: "already exists")
         /// A system call failed.
         public static let io = Code(rawValue: "I/O error")
+        /// Another process held the vault's lock longer than the timeout allowed.
+        public static let lockTimeout = Code(rawValue: "lock timeout")
         /// An argument is outside what the format allows (a limit, an empty name, ...).
         public static let invalidArgument = Code(rawValue: "invalid argument")
     }

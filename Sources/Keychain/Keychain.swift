@@ -1,0 +1,222 @@
+import FoundationEssentials
+import KeyedArchive
+import VaultFormat
+
+/// When an item may be read, and whether it may leave this device (Apple's `kSecAttrAccessible`).
+public struct Accessibility: RawRepresentable, Hashable, Sendable {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let whenUnlocked = Accessibility(rawValue: "ak")
+    public static let afterFirstUnlock = Accessibility(rawValue: "ck")
+    public static let always = Accessibility(rawValue: "dk")
+    public static let whenUnlockedThisDeviceOnly = Accessibility(rawValue: "aku")
+    public static let afterFirstUnlockThisDeviceOnly = Accessibility(rawValue: "cku")
+    public static let alwaysThisDeviceOnly = Accessibility(rawValue: "dku")
+    public static let whenPasscodeSetThisDeviceOnly = Accessibility(rawValue: "akpu")
+
+    /// `...ThisDeviceOnly` items never leave through `kcar extract` or `pack` without `--include-device-only`.
+    public var isDeviceOnly: Bool { rawValue.hasSuffix("u") }
+}
+
+/// Generic passwords of one service, by key (the account), in the style of KeychainAccess and Valet:
+///
+/// ```swift
+/// let keychain = Keychain(service: "com.example.app")
+/// keychain["token"] = "s3cr3t"
+/// try keychain.set(profile, forKey: "profile")               // any Codable, archived (SPEC.md Part 2)
+/// let p = try keychain.get(Profile.self, forKey: "profile")
+/// let id = try keychain.loadOrCreate(String.self, forKey: "device-id") { UUID().uuidString }
+/// ```
+///
+/// Strings are stored as UTF-8 and `Data` as it is, so other programs read them; other values as kcar
+/// archives. A value type: copies are independent and `Sendable`; every call is one keychain operation.
+public struct Keychain: Sendable {
+    public let service: String
+    /// The access group; nil uses the process's default (SPEC.md §K2).
+    public let accessGroup: String?
+    public var accessibility: Accessibility = .whenUnlocked
+    public var synchronizable = false
+    /// Optional label and comment written with each value.
+    public var label: String?
+    public var comment: String?
+    private let explicitStore: KeychainStore?
+
+    public init(service: String, accessGroup: String? = nil, store: KeychainStore? = nil) {
+        self.service = service
+        self.accessGroup = accessGroup
+        explicitStore = store
+    }
+
+    /// A copy that writes with another accessibility.
+    public func accessibility(_ a: Accessibility) -> Keychain {
+        var k = self
+        k.accessibility = a
+        return k
+    }
+
+    /// A copy that reads and writes synchronizable items.
+    public func synchronizable(_ s: Bool) -> Keychain {
+        var k = self
+        k.synchronizable = s
+        return k
+    }
+
+    func store() throws -> KeychainStore { try explicitStore ?? SecItemConfiguration.store }
+
+    func query(_ key: String?, extra: [String: AttributeValue] = [:]) -> ItemQuery {
+        var a = Attributes()
+        a["svce"] = .string(service)
+        if let key { a["acct"] = .string(key) }
+        if synchronizable { a["sync"] = .bool(true) }
+        for (k, v) in extra { a[Schema.userPrefix + k] = v }
+        return ItemQuery(class: .genericPassword, attributes: a, group: accessGroup)
+    }
+
+    // MARK: Bytes
+
+    /// The value under `key`, or nil.
+    public func getData(_ key: String) throws -> Data? {
+        let s = try store()
+        var q = query(key)
+        q.limit = 1
+        guard let item = try s.find(q).first else { return nil }
+        return Data(try s.value(of: item))
+    }
+
+    /// Stores `bytes` under `key`, replacing what is there (one transaction); `attributes` are user
+    /// attributes kept in the index, searchable without decrypting (``keys(where:)``).
+    public func setData(_ bytes: Data, forKey key: String, attributes: [String: AttributeValue] = [:]) throws {
+        let s = try store()
+        let q = query(key)
+        let group = try resolveGroup(s)
+        try s.transaction(group: group) { tx in
+            var set: [String: AttributeValue?] = ["pdmn": .string(accessibility.rawValue)]
+            if let label { set["labl"] = .string(label) }
+            if let comment { set["icmt"] = .string(comment) }
+            for (k, v) in attributes { set[Schema.userPrefix + k] = v }
+            if let existing = tx.find(q).first {
+                try tx.update([existing.id], set: set, value: [UInt8](bytes))
+            } else {
+                var a = q.attributes
+                for (k, v) in set { a[k] = v }
+                try tx.add(class: .genericPassword, attributes: a, value: [UInt8](bytes))
+            }
+        }
+    }
+
+    private func resolveGroup(_ s: KeychainStore) throws -> String { try s.writeTarget(accessGroup) }
+
+    // MARK: Strings and Codable values
+
+    /// The string under `key` (UTF-8), or nil; throws ``KeychainStatus/decode`` if it is not UTF-8.
+    public func getString(_ key: String) throws -> String? {
+        guard let d = try getData(key) else { return nil }
+        guard let s = String(validating: [UInt8](d), as: UTF8.self) else { throw KeychainError(.decode, "the value of \(key) is not UTF-8") }
+        return s
+    }
+
+    public func setString(_ value: String, forKey key: String, attributes: [String: AttributeValue] = [:]) throws {
+        try setData(Data(value.utf8), forKey: key, attributes: attributes)
+    }
+
+    /// Stores any Encodable value: `String` as UTF-8, `Data` as it is, anything else as a kcar archive.
+    public func set<T: Encodable>(_ value: T, forKey key: String, attributes: [String: AttributeValue] = [:]) throws {
+        try setData(try Keychain.encode(value), forKey: key, attributes: attributes)
+    }
+
+    /// Reads a value stored by ``set(_:forKey:attributes:)``, or nil if there is none.
+    public func get<T: Decodable>(_ type: T.Type, forKey key: String) throws -> T? {
+        guard let d = try getData(key) else { return nil }
+        return try Keychain.decode(type, d, key: key)
+    }
+
+    /// The value under `key`; if there is none, `create()`'s value, stored first. Atomic across threads and
+    /// processes: two callers racing get the same value (a device UUID, say).
+    public func loadOrCreate<T: Codable>(_ type: T.Type, forKey key: String, create: () throws -> T) throws -> T {
+        let s = try store()
+        let q = query(key)
+        let group = try resolveGroup(s)
+        var bytesFound: [UInt8]?
+        var created: T?
+        try s.transaction(group: group) { tx in
+            if let existing = tx.find(q).first {
+                bytesFound = try tx.value(of: existing)
+                return
+            }
+            let v = try create()
+            var a = q.attributes
+            a["pdmn"] = .string(accessibility.rawValue)
+            try tx.add(class: .genericPassword, attributes: a, value: [UInt8](try Keychain.encode(v)))
+            created = v
+        }
+        if let created { return created }
+        return try Keychain.decode(type, Data(bytesFound ?? []), key: key)
+    }
+
+    static func encode<T: Encodable>(_ value: T) throws -> Data {
+        if let s = value as? String { return Data(s.utf8) }
+        if let d = value as? Data { return d }
+        do { return try ArchiveEncoder().encode(value) } catch {
+            throw KeychainError(.param, "cannot archive the value: \(error)")
+        }
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ d: Data, key: String) throws -> T {
+        if T.self == String.self {
+            guard let s = String(validating: [UInt8](d), as: UTF8.self) else { throw KeychainError(.decode, "the value of \(key) is not UTF-8") }
+            return s as! T
+        }
+        if T.self == Data.self { return d as! T }
+        do { return try ArchiveDecoder().decode(type, from: d) } catch {
+            throw KeychainError(.decode, "the value of \(key) does not decode as \(T.self): \(error)")
+        }
+    }
+
+    /// KeychainAccess-style subscript: a string, nil if absent; assigning nil removes. Errors read as nil and
+    /// writes that fail are dropped: use the throwing methods where that matters.
+    public subscript(key: String) -> String? {
+        get { try? getString(key) }
+        nonmutating set {
+            if let newValue { try? setString(newValue, forKey: key) } else { try? remove(key) }
+        }
+    }
+
+    /// The same for bytes.
+    public subscript(data key: String) -> Data? {
+        get { try? getData(key) }
+        nonmutating set {
+            if let newValue { try? setData(newValue, forKey: key) } else { try? remove(key) }
+        }
+    }
+
+    // MARK: Several items
+
+    /// Removes the value under `key`; no error if there is none.
+    public func remove(_ key: String) throws {
+        do { try store().delete(query(key)) } catch let e as KeychainError where e.status == .itemNotFound {}
+    }
+
+    /// Removes every value of this service.
+    public func removeAll() throws {
+        do { try store().delete(query(nil)) } catch let e as KeychainError where e.status == .itemNotFound {}
+    }
+
+    /// Whether a value is stored under `key` (the index only).
+    public func contains(_ key: String) throws -> Bool {
+        var q = query(key)
+        q.limit = 1
+        return try !store().find(q).isEmpty
+    }
+
+    /// The keys (accounts) of this service, sorted.
+    public func allKeys() throws -> [String] { try allItems().compactMap { $0.attributes.string("acct") } }
+
+    /// The items of this service, from the index (no value decrypted).
+    public func allItems() throws -> [KeychainItem] { try store().find(query(nil)) }
+
+    /// The keys whose user attributes have these values, from the index alone: no value is decrypted.
+    public func keys(where attributes: [String: AttributeValue]) throws -> [String] {
+        try store().find(query(nil, extra: attributes)).compactMap { $0.attributes.string("acct") }
+    }
+}

@@ -1,0 +1,95 @@
+import VaultFormat
+
+/// Apple's `OSStatus`: the result code of the SecItem functions.
+public typealias OSStatus = Int32
+
+/// A keychain result code, with Apple's `OSStatus` numbers so ported code can compare them
+/// (`status == errSecItemNotFound`). An open set, as Apple's is.
+public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: OSStatus
+    public init(rawValue: OSStatus) { self.rawValue = rawValue }
+
+    public static let success = KeychainStatus(rawValue: 0)
+    /// A function or operation is not implemented (`errSecUnimplemented`).
+    public static let unimplemented = KeychainStatus(rawValue: -4)
+    /// An I/O error (`errSecIO`).
+    public static let io = KeychainStatus(rawValue: -36)
+    /// A parameter is not valid: an unknown key, a wrong type, a missing class (`errSecParam`).
+    public static let param = KeychainStatus(rawValue: -50)
+    /// The group's key did not open its vault (`errSecAuthFailed`).
+    public static let authFailed = KeychainStatus(rawValue: -25293)
+    /// The vault was replaced by an older copy of itself (`errSecInvalidKeychain`; SPEC.md §K6).
+    public static let rolledBack = KeychainStatus(rawValue: -25295)
+    /// An item with the same primary key exists (`errSecDuplicateItem`).
+    public static let duplicateItem = KeychainStatus(rawValue: -25299)
+    /// No item matched (`errSecItemNotFound`).
+    public static let itemNotFound = KeychainStatus(rawValue: -25300)
+    /// Another process held the group's lock past the timeout (`errSecInteractionNotAllowed`).
+    public static let interactionNotAllowed = KeychainStatus(rawValue: -25308)
+    /// A vault or value could not be decoded: damaged, truncated, tampered (`errSecDecode`).
+    public static let decode = KeychainStatus(rawValue: -26275)
+    /// The access group is not in the process's list, or its key file cannot be read (`errSecMissingEntitlement`).
+    public static let missingEntitlement = KeychainStatus(rawValue: -34018)
+
+    /// Apple's constant name, e.g. `errSecItemNotFound`.
+    public var name: String {
+        switch self {
+        case .success: return "errSecSuccess"
+        case .unimplemented: return "errSecUnimplemented"
+        case .io: return "errSecIO"
+        case .param: return "errSecParam"
+        case .authFailed: return "errSecAuthFailed"
+        case .rolledBack: return "errSecInvalidKeychain"
+        case .duplicateItem: return "errSecDuplicateItem"
+        case .itemNotFound: return "errSecItemNotFound"
+        case .interactionNotAllowed: return "errSecInteractionNotAllowed"
+        case .decode: return "errSecDecode"
+        case .missingEntitlement: return "errSecMissingEntitlement"
+        default: return "OSStatus"
+        }
+    }
+
+    /// `errSecItemNotFound (-25300)`.
+    public var description: String { "\(name) (\(rawValue))" }
+}
+
+public let errSecSuccess: OSStatus = KeychainStatus.success.rawValue
+public let errSecUnimplemented: OSStatus = KeychainStatus.unimplemented.rawValue
+public let errSecIO: OSStatus = KeychainStatus.io.rawValue
+public let errSecParam: OSStatus = KeychainStatus.param.rawValue
+public let errSecAuthFailed: OSStatus = KeychainStatus.authFailed.rawValue
+public let errSecInvalidKeychain: OSStatus = KeychainStatus.rolledBack.rawValue
+public let errSecDuplicateItem: OSStatus = KeychainStatus.duplicateItem.rawValue
+public let errSecItemNotFound: OSStatus = KeychainStatus.itemNotFound.rawValue
+public let errSecInteractionNotAllowed: OSStatus = KeychainStatus.interactionNotAllowed.rawValue
+public let errSecDecode: OSStatus = KeychainStatus.decode.rawValue
+public let errSecMissingEntitlement: OSStatus = KeychainStatus.missingEntitlement.rawValue
+
+/// A failed keychain operation: its status and what went wrong, never a secret.
+public struct KeychainError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let status: KeychainStatus
+    public let message: String
+
+    public init(_ status: KeychainStatus, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+
+    public var description: String { "\(status.name) (\(status.rawValue)): \(message)" }
+
+    /// Converts a vault error at the module's edge.
+    static func from(_ error: Error) -> KeychainError {
+        if let k = error as? KeychainError { return k }
+        guard let v = error as? VaultError else { return KeychainError(.io, "\(error)") }
+        switch v.code {
+        case .wrongKey: return KeychainError(.authFailed, v.description)
+        case .notAVault, .unsupportedVersion, .damagedHeader, .tamperedHeader, .truncated, .incompleteCommit,
+             .damagedIndex, .damagedRecord:
+            return KeychainError(.decode, v.description)
+        case .itemNotFound: return KeychainError(.itemNotFound, v.description)
+        case .lockTimeout: return KeychainError(.interactionNotAllowed, v.description)
+        case .invalidArgument: return KeychainError(.param, v.description)
+        default: return KeychainError(.io, v.description)
+        }
+    }
+}

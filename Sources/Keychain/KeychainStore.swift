@@ -1,0 +1,245 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+import VaultFormat
+
+/// SecItem semantics over a keychain directory (SPEC.md Part 3): add, find, update and delete items across
+/// the process's access groups. Safe to use from any thread (operations are serialised) and any process
+/// (vault locks: readers see whole commits, writers exclude each other, waits time out).
+public final class KeychainStore: @unchecked Sendable {
+    public let directory: KeychainDirectory
+    /// The explicit access-group list, or nil for every group whose key file is readable (SPEC.md §K2).
+    public let explicitGroups: [String]?
+    /// Seconds to wait for another process's lock before ``KeychainStatus/interactionNotAllowed``.
+    public let lockTimeout: Double
+    let random: RandomSource
+    private let mutex = Mutex(())
+    private var opened: [String: OpenGroup] = [:]
+
+    final class OpenGroup {
+        let vault: Vault
+        let key: SecureBytes
+        let writable: Bool
+        var checkedGeneration: UInt64
+        init(vault: Vault, key: SecureBytes, writable: Bool) {
+            self.vault = vault
+            self.key = key
+            self.writable = writable
+            checkedGeneration = vault.generation
+        }
+    }
+
+    /// - Parameters:
+    ///   - accessGroups: the explicit list; nil reads `KCAR_ACCESS_GROUPS`, and without it every readable group.
+    public init(directory: KeychainDirectory = KeychainDirectory(path: KeychainDirectory.defaultPath()),
+                accessGroups: [String]? = nil, lockTimeout: Double = 10, random: RandomSource = SystemRandom.shared) throws {
+        self.directory = directory
+        if let accessGroups {
+            explicitGroups = try KeychainStore.checked(accessGroups)
+        } else if let env = KeychainDirectory.currentEnvironment()["KCAR_ACCESS_GROUPS"], !env.isEmpty {
+            explicitGroups = try KeychainStore.parseGroupList(env)
+        } else {
+            explicitGroups = nil
+        }
+        self.lockTimeout = lockTimeout
+        self.random = random
+    }
+
+    /// Splits a `,`-separated group list (`KCAR_ACCESS_GROUPS`, `--groups`).
+    public static func parseGroupList(_ text: String) throws -> [String] {
+        try checked(text.split(separator: ",", omittingEmptySubsequences: false).map(String.init))
+    }
+
+    private static func checked(_ groups: [String]) throws -> [String] {
+        for g in groups {
+            do { try Header.checkGroupName(g) } catch {
+                throw KeychainError(.param, "access group names are 1 to 255 bytes of UTF-8 without NUL (got \"\(g)\")")
+            }
+        }
+        return groups
+    }
+
+    private func locked<T>(_ body: () throws -> T) throws -> T {
+        try mutex.withLock { _ in
+            do { return try body() } catch { throw KeychainError.from(error) }
+        }
+    }
+
+    // MARK: Access groups
+
+    /// The process's access groups, in order (SPEC.md §K2).
+    public func accessGroups() throws -> [String] {
+        if let explicitGroups { return explicitGroups }
+        return try directory.groups().filter(directory.canRead)
+    }
+
+    /// Throws ``KeychainStatus/missingEntitlement`` unless the group is in the process's list.
+    func entitle(_ group: String) throws {
+        if let explicitGroups {
+            guard explicitGroups.contains(group) else {
+                throw KeychainError(.missingEntitlement, "access group \(group) is not in this process's list (\(explicitGroups.joined(separator: ",")))")
+            }
+        }
+    }
+
+    /// The groups an operation reads: the one named, or every existing group of the list.
+    func readScope(_ group: String?) throws -> [String] {
+        if let group {
+            try entitle(group)
+            return directory.exists(group) ? [group] : []
+        }
+        return try accessGroups().filter(directory.exists)
+    }
+
+    /// The group an add writes to: the one named, or the first of an explicit list.
+    func writeTarget(_ group: String?) throws -> String {
+        if let group {
+            try entitle(group)
+            return group
+        }
+        guard let first = explicitGroups?.first else {
+            throw KeychainError(.missingEntitlement, "no access group given and no default: name one, or set KCAR_ACCESS_GROUPS")
+        }
+        return first
+    }
+
+    /// The open vault of a group, caught up with other processes and checked against rollback.
+    private func vault(_ group: String, write: Bool) throws -> Vault {
+        if let g = opened[group], !write || g.writable {
+            try g.vault.refresh()
+            if g.vault.generation != g.checkedGeneration {
+                try directory.checkGeneration(g.vault, group: group, key: g.key)
+                g.checkedGeneration = g.vault.generation
+            }
+            return g.vault
+        }
+        let key = try directory.readKey(group)
+        let v = try Vault.open(path: directory.vaultPath(group), secret: .keyFile(key), mode: write ? .write : .read,
+                               lockTimeout: lockTimeout)
+        guard v.header.group == group else {
+            throw KeychainError(.decode, "\(v.path) holds group \(v.header.group), not \(group)")
+        }
+        try directory.checkGeneration(v, group: group, key: key)
+        opened[group] = OpenGroup(vault: v, key: key, writable: write)
+        return v
+    }
+
+    /// Forgets open vaults (they are reopened on next use).
+    public func close() {
+        mutex.withLock { _ in opened = [:] }
+    }
+
+    // MARK: Reading
+
+    /// The items that match, from the index only (no value is decrypted).
+    public func find(_ query: ItemQuery) throws -> [KeychainItem] {
+        try query.validate()
+        return try locked {
+            var out: [KeychainItem] = []
+            for group in try readScope(query.group) {
+                let v = try vault(group, write: false)
+                for item in query.select(v.unorderedItems) {
+                    if let limit = query.limit, out.count >= limit { return out }
+                    out.append(KeychainItem(group: group, item))
+                }
+            }
+            return out
+        }
+    }
+
+    /// The value of an item found by ``find(_:)``.
+    public func value(of item: KeychainItem) throws -> [UInt8] {
+        try locked {
+            try entitle(item.group)
+            let v = try vault(item.group, write: false)
+            guard let current = v.item(item.id) else { throw KeychainError(.itemNotFound, "the item was deleted") }
+            return try v.read(current)
+        }
+    }
+
+    /// Every group of the list that exists, with its item count.
+    public func groupCounts() throws -> [(group: String, count: Int)] {
+        try locked { try readScope(nil).map { ($0, try vault($0, write: false).count) } }
+    }
+
+    /// The open vault of a group, for the vault commands (`kcar list --keychain D --group G`).
+    public func withVault<T>(group: String, write: Bool = false, _ body: (Vault) throws -> T) throws -> T {
+        try locked {
+            try entitle(group)
+            guard directory.exists(group) else { throw KeychainError(.itemNotFound, "access group \(group) does not exist in \(directory.path)") }
+            return try body(try vault(group, write: write))
+        }
+    }
+
+    // MARK: Writing
+
+    /// Runs `body` as one transaction on one group: every change it makes is committed at once, or none.
+    /// The group is created if it does not exist.
+    public func transaction<T>(group: String? = nil, _ body: (GroupTransaction) throws -> T) throws -> T {
+        try locked {
+            let target = try writeTarget(group)
+            if !directory.exists(target) { _ = try directory.createGroup(target, random: random) }
+            let v = try vault(target, write: true)
+            var result: T?
+            try v.commit(options: WriteOptions(lockTimeout: lockTimeout), random: random) { tx in
+                result = try body(GroupTransaction(group: target, tx, vault: v))
+            }
+            if let g = opened[target] {
+                try directory.checkGeneration(v, group: target, key: g.key)
+                g.checkedGeneration = v.generation
+            }
+            return result!
+        }
+    }
+
+    /// Adds an item (SecItemAdd). Throws ``KeychainStatus/duplicateItem`` if its primary key is taken.
+    @discardableResult
+    public func add(class itemClass: ItemClass = .genericPassword, attributes: Attributes, value: [UInt8],
+                    group: String? = nil) throws -> KeychainItem {
+        try transaction(group: group) { try $0.add(class: itemClass, attributes: attributes, value: value) }
+    }
+
+    /// Changes every matching item (SecItemUpdate): attributes set (nil removes one) and, if given, the value.
+    /// Throws ``KeychainStatus/itemNotFound`` if nothing matches; each group is one transaction.
+    @discardableResult
+    public func update(_ query: ItemQuery, set changes: [String: AttributeValue?] = [:], value: [UInt8]? = nil) throws -> Int {
+        try query.validate()
+        var total = 0
+        for group in try locked({ try readScope(query.group) }) {
+            total += try transaction(group: group) { tx in
+                let ids = tx.find(query.unlimited).map(\.id)
+                try tx.update(ids, set: changes, value: value)
+                return ids.count
+            }
+        }
+        guard total > 0 else { throw KeychainError(.itemNotFound, "no item matches") }
+        return total
+    }
+
+    /// Deletes every matching item (SecItemDelete). Throws ``KeychainStatus/itemNotFound`` if nothing matches.
+    @discardableResult
+    public func delete(_ query: ItemQuery) throws -> Int {
+        try query.validate()
+        var total = 0
+        for group in try locked({ try readScope(query.group) }) {
+            total += try transaction(group: group) { tx in
+                let ids = tx.find(query.unlimited).map(\.id)
+                for id in ids { try tx.delete(id) }
+                return ids.count
+            }
+        }
+        guard total > 0 else { throw KeychainError(.itemNotFound, "no item matches") }
+        return total
+    }
+
+
+    /// Forgets the generation seen of a group so its vault is accepted as it is (after a deliberate restore).
+    public func acceptRollback(group: String) throws {
+        try locked {
+            try entitle(group)
+            opened[group] = nil
+            try directory.acceptRollback(group)
+        }
+    }
+}

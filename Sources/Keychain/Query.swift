@@ -1,0 +1,106 @@
+import VaultFormat
+
+/// One item of a keychain, as its group's index describes it: no value (read it with
+/// ``KeychainStore/value(of:)``).
+public struct KeychainItem: Hashable, Sendable {
+    /// The access group (vault) that holds it.
+    public let group: String
+    public let id: ItemID
+    public let itemClass: ItemClass
+    /// Apple's attributes under their four-letter names, and user attributes under `@name`.
+    public let attributes: Attributes
+    /// Bytes of the value.
+    public let size: UInt64
+
+    init(group: String, _ item: Item, size: UInt64? = nil) {
+        self.group = group
+        id = item.id
+        itemClass = item.itemClass
+        attributes = item.attributes
+        self.size = size ?? item.size
+    }
+
+    /// User attributes, named without their `@`.
+    public var userAttributes: [String: AttributeValue] {
+        var out: [String: AttributeValue] = [:]
+        for (name, value) in attributes where name.hasPrefix(Schema.userPrefix) { out[String(name.dropFirst())] = value }
+        return out
+    }
+
+    /// Whether the item's accessibility keeps it on this device.
+    public var isDeviceOnly: Bool { Schema.isDeviceOnly(attributes) }
+}
+
+/// Which items an operation applies to (SPEC.md §K5): a class, exact attribute values, optionally a group.
+public struct ItemQuery: Sendable {
+    public var itemClass: ItemClass
+    /// Exact values to match: Apple names (`svce`, `acct`, ...) and user attributes as `@name`.
+    public var attributes: Attributes
+    /// Restrict to one group; nil spans the process's access groups.
+    public var group: String?
+    /// At most this many results (nil: all).
+    public var limit: Int?
+    /// Compare strings after Unicode case folding.
+    public var caseInsensitive: Bool
+    /// Match synchronizable and non-synchronizable items alike (`kSecAttrSynchronizableAny`).
+    public var synchronizableAny: Bool
+
+    public init(class itemClass: ItemClass = .genericPassword, attributes: Attributes = Attributes(), group: String? = nil,
+                limit: Int? = nil, caseInsensitive: Bool = false, synchronizableAny: Bool = false) {
+        self.itemClass = itemClass
+        self.attributes = attributes
+        self.group = group
+        self.limit = limit
+        self.caseInsensitive = caseInsensitive
+        self.synchronizableAny = synchronizableAny
+    }
+
+    /// A generic-password query by service and account.
+    public static func password(service: String? = nil, account: String? = nil, group: String? = nil) -> ItemQuery {
+        var a = Attributes()
+        if let service { a["svce"] = .string(service) }
+        if let account { a["acct"] = .string(account) }
+        return ItemQuery(class: .genericPassword, attributes: a, group: group)
+    }
+
+    /// Checks that every attribute may be asked for this class.
+    func validate() throws {
+        try Schema.validate(attributes, class: itemClass.rawValue)
+    }
+
+    func matches(_ item: Item) -> Bool {
+        guard item.itemClass == itemClass else { return false }
+        let c = itemClass.rawValue
+        if !synchronizableAny, attributes["sync"] == nil, case .bool(true)? = item.attributes["sync"] { return false }
+        for (name, wanted) in attributes {
+            if name == "sync", synchronizableAny { continue }
+            let have = item.attributes[name] ?? Schema.kind(of: name, class: c)?.defaultValue
+            guard let have else { return false }
+            if have == wanted { continue }
+            guard caseInsensitive, case .string(let a) = have, case .string(let b) = wanted, a.lowercased() == b.lowercased() else {
+                return false
+            }
+        }
+        return true
+    }
+
+    /// The matching items of one vault, in the vault's item order (service, account, id).
+    func select(_ items: some Sequence<Item>) -> [Item] {
+        items.filter(matches).sorted { a, b in
+            let sa = a.service ?? "", sb = b.service ?? ""
+            if sa != sb { return sa.utf8.lexicographicallyPrecedes(sb.utf8) }
+            let aa = a.account ?? "", ab = b.account ?? ""
+            if aa != ab { return aa.utf8.lexicographicallyPrecedes(ab.utf8) }
+            return a.id < b.id
+        }
+    }
+}
+
+extension ItemQuery {
+    /// The same query without a result limit (update and delete apply to every match).
+    var unlimited: ItemQuery {
+        var q = self
+        q.limit = nil
+        return q
+    }
+}
