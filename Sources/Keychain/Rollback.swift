@@ -7,7 +7,7 @@ import VaultFormat
 /// vault replaced by an older copy of itself is noticed.
 struct SeenRecord: Equatable {
     static let magic = Array("kcar-seen-v1".utf8)
-    static let size = 60
+    static let size = 68
 
     let vaultID: [UInt8]
     let generation: UInt64
@@ -22,7 +22,7 @@ struct SeenRecord: Equatable {
     static func decode(_ bytes: [UInt8], key: SecureBytes) -> SeenRecord? {
         guard bytes.count == size, Array(bytes[0..<12]) == magic else { return nil }
         let body = Array(bytes[0..<36])
-        guard Digest.constantTimeEqual(Digest.mac(key: key, body), Array(bytes[36..<60])) else { return nil }
+        guard Digest.constantTimeEqual(Digest.mac(key: key, body), Array(bytes[36..<68])) else { return nil }
         var g: UInt64 = 0
         for i in 0..<8 { g |= UInt64(bytes[28 + i]) << (8 * UInt64(i)) }
         return SeenRecord(vaultID: Array(bytes[12..<28]), generation: g)
