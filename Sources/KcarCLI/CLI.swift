@@ -1,3 +1,4 @@
+import Keychain
 import KeyedArchive
 import VaultFormat
 
@@ -15,6 +16,14 @@ public enum CLI {
         ("compact", "compact VAULT: rewrite without dead space (deleted values leave the file)", Keys.compact),
         ("recover", "recover VAULT: cut off an incomplete last commit", Keys.recover),
         ("archive", "archive show FILE [--json] | archive convert IN OUT: keyed archives", ArchiveCommand.run),
+        ("init", "init [--keychain DIR]: create the keychain directory (mode 0700)", ItemCommands.initCommand),
+        ("add", "add --service S --account A ...: add an item; its value from stdin or --value-file", ItemCommands.add),
+        ("get", "get --service S --account A ...: print one item's value", ItemCommands.get),
+        ("find", "find [SELECTORS] [--json] [--limit N]: list matching items (attributes only)", ItemCommands.find),
+        ("update", "update SELECTORS --set-label L --set-attr N=V --value-file F: change every match", ItemCommands.update),
+        ("delete", "delete SELECTORS: delete every matching item", ItemCommands.delete),
+        ("groups", "groups [--json]: the access groups and their item counts", ItemCommands.groups),
+        ("import", "import --nskeyed FILE SELECTORS | import --items FILE.json: add items to a group", ItemCommands.importCommand),
     ]
 
     static let usage = """
@@ -30,9 +39,19 @@ public enum CLI {
           KCAR_PASSPHRASE         a passphrase in the environment (removed once read)
           otherwise a no-echo prompt on the terminal
 
+        keychain (add, get, find, update, delete, groups, import; and the vault commands given
+        --group G instead of VAULT):
+          --keychain DIR          the keychain directory (default $KCAR_KEYCHAIN, $XDG_DATA_HOME/kcar,
+                                  ~/.local/share/kcar); each access group is DIR/G.kcv with its key DIR/G.key
+          --group G               the access group; --groups A,B (or KCAR_ACCESS_GROUPS) this process's list
+          --class genp|inet|cert|keys|idnt --service S --account A --label L --server H --port N
+          --protocol P --path P --attr NAME[:TYPE]=VALUE (TYPE string, int, bool, date, data, hex;
+                                  NAME a user attribute, or Apple's as kSecAttrComment=...)
+
         `kcar COMMAND --help` shows a command's options. Exit codes: 0 ok, 2 usage, 3 wrong passphrase or key,
         4 damaged or invalid vault, 5 incomplete last commit, 6 item not found, 7 refusing to overwrite,
-        8 I/O error, 9 pack skipped some inputs, 10 no secret and no terminal.
+        8 I/O error, 9 pack skipped some inputs, 10 no secret and no terminal, 11 duplicate item,
+        12 missing entitlement (access group), 13 lock timeout, 14 vault rolled back to an older copy.
         """
 
     /// Runs `kcar` with `arguments` (without the program name) and returns the exit status.
@@ -72,6 +91,9 @@ public enum CLI {
         } catch let e as VaultError {
             warn(e.description)
             return ExitCode.of(e.code).rawValue
+        } catch let e as KeychainError {
+            warn(e.description)
+            return ExitCode.of(e.status).rawValue
         } catch let e as ArchiveError {
             warn(e.description)
             return ExitCode.damaged.rawValue
@@ -82,10 +104,20 @@ public enum CLI {
     }
 }
 
-/// Opens a vault for a command, mapping errors to the CLI's and warning about an incomplete commit.
+/// The positionals of a vault command, VAULT first: the vault of access group `--group G` in the keychain,
+/// or VAULT from the command line.
+func vaultArguments(_ args: Arguments, _ names: [String], optional: Int = 0) throws -> [String] {
+    guard let group = args.value("group") else { return try args.positionals(names, optional: optional) }
+    let rest = try args.positionals(Array(names.dropFirst()), optional: optional)
+    return [try ItemCommands.groupVaultPath(args, group)] + rest
+}
+
+/// Opens a vault for a command, mapping errors to the CLI's and warning about an incomplete commit. A
+/// keychain's vault (`--group`) is also checked against rollback (SPEC.md §K6).
 func openVault(_ path: String, _ args: Arguments, mode: OpenMode = .read) throws -> Vault {
     let secret = try Secrets.unlock(args)!
     let vault = try Vault.open(path: path, secret: secret, mode: mode)
+    try ItemCommands.checkRollback(vault, args)
     if vault.incompleteBytes > 0, mode == .read {
         warn("\(path): \(vault.incompleteBytes) bytes of an incomplete commit follow generation \(vault.generation); " +
              "working on the last complete commit (`kcar recover` cuts them off)")

@@ -1,3 +1,4 @@
+import Keychain
 import VaultFormat
 
 /// The exit codes of `kcar`, one per kind of failure (the README's table).
@@ -20,6 +21,14 @@ public struct ExitCode: RawRepresentable, Hashable, Sendable {
     public static let skipped = ExitCode(rawValue: 9)
     /// No secret was given and there is no terminal to ask on.
     public static let noSecret = ExitCode(rawValue: 10)
+    /// An item with the same primary key exists in the group (errSecDuplicateItem).
+    public static let duplicateItem = ExitCode(rawValue: 11)
+    /// The access group is outside the process's list, or its key file cannot be read (errSecMissingEntitlement).
+    public static let missingEntitlement = ExitCode(rawValue: 12)
+    /// Another process held the vault's lock past the timeout (errSecInteractionNotAllowed).
+    public static let lockTimeout = ExitCode(rawValue: 13)
+    /// The group's vault was replaced by an older copy of itself (errSecInvalidKeychain).
+    public static let rolledBack = ExitCode(rawValue: 14)
 
     static func of(_ code: VaultError.Code) -> ExitCode {
         switch code {
@@ -30,7 +39,25 @@ public struct ExitCode: RawRepresentable, Hashable, Sendable {
         case .itemNotFound: return .notFound
         case .exists: return .exists
         case .io: return .io
+        case .lockTimeout: return .lockTimeout
         case .invalidArgument: return .usage
+        default: return .failure
+        }
+    }
+}
+
+extension ExitCode {
+    static func of(_ status: KeychainStatus) -> ExitCode {
+        switch status {
+        case .param: return .usage
+        case .authFailed: return .wrongKey
+        case .decode: return .damaged
+        case .itemNotFound: return .notFound
+        case .io: return .io
+        case .duplicateItem: return .duplicateItem
+        case .missingEntitlement: return .missingEntitlement
+        case .interactionNotAllowed: return .lockTimeout
+        case .rolledBack: return .rolledBack
         default: return .failure
         }
     }

@@ -1,13 +1,14 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Keychain
 import VaultFormat
 
 /// `kcar list` and `kcar extract`.
 enum Extract {
     static func list(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: Secrets.specs + [.init(name: "json", kind: .flag)])
-        let path = try args.positionals(["VAULT"])[0]
+        let path = try vaultArguments(args, ["VAULT"])[0]
         let vault = try openVault(path, args)
         let items = vault.items
         if args.flag("json") {
@@ -46,12 +47,29 @@ enum Extract {
     static func run(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: Secrets.specs + [
             .init(name: "directory", kind: .value, short: "C"), .init(name: "force", kind: .flag),
-            .init(name: "stdout", kind: .flag),
+            .init(name: "stdout", kind: .flag), .init(name: "items", kind: .value), .init(name: "include-device-only", kind: .flag),
         ])
-        guard let path = args.positionals.first else { throw CLIError.usage("expected VAULT [ITEM...]") }
-        let wanted = Array(args.positionals.dropFirst())
+        var positionals = args.positionals
+        if let group = args.value("group") { positionals.insert(try ItemCommands.groupVaultPath(args, group), at: 0) }
+        guard let path = positionals.first else { throw CLIError.usage("expected VAULT [ITEM...]") }
+        let wanted = Array(positionals.dropFirst())
         let vault = try openVault(path, args)
-        let selected = try select(vault, wanted)
+        var selected = try select(vault, wanted)
+        let deviceOnly = selected.filter { Schema.isDeviceOnly($0.attributes) }.count
+        if deviceOnly > 0, !args.flag("include-device-only") {
+            selected.removeAll { Schema.isDeviceOnly($0.attributes) }
+            warn("left out \(deviceOnly) ThisDeviceOnly item\(deviceOnly == 1 ? "" : "s") (--include-device-only exports them)")
+            if selected.isEmpty { return .skipped }
+        }
+        if let file = args.value("items") {
+            let entries = try selected.map { ItemFile.entry($0, value: try vault.read($0)) }
+            var bytes = Array((ItemFile.document(group: vault.header.group, entries: entries) + "\n").utf8)
+            defer { bytes.withUnsafeMutableBytes { b in if let p = b.baseAddress { explicit_bzero(p, b.count) } } }
+            if file == "-" { try bytes.withUnsafeBytes { try Output.out.writeBytes($0) } } else {
+                try Keys.writeFile(file, bytes, mode: 0o600, force: args.flag("force"))
+            }
+            return deviceOnly > 0 && !args.flag("include-device-only") ? .skipped : .success
+        }
         if args.flag("stdout") {
             guard selected.count == 1, wanted.count == 1 else { throw CLIError.usage("--stdout takes exactly one ITEM") }
             try vault.read(selected[0]) { try Output.out.writeBytes($0) }

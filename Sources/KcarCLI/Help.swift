@@ -18,6 +18,10 @@ enum Help {
               --kdf-memory MIB      Argon2id memory, 8-1024 (default 256)
               --kdf-passes N        Argon2id passes, 1-32 (default 3)
               --force               overwrite an existing VAULT
+            usage: kcar pack VAULT --items FILE.json [--group G] [slot options]
+                   kcar pack VAULT --keychain DIR --group G [slot options]
+              A vault of the items of an item file (`extract --items`), or of a keychain's access group G
+              (attributes kept). ThisDeviceOnly items are left out (exit 9) unless --include-device-only.
             """
         case "list": return """
             usage: kcar list VAULT [--json] [secret options]
@@ -32,6 +36,11 @@ enum Help {
               -C DIR       output folder (default .)
               --force      replace existing files
               --stdout     write one item's value to standard output
+              --items FILE.json   write the items, with every attribute and the values in base64, to one JSON
+                           file (SPEC.md §K7; mode 0600; - for standard output) instead of files
+              --include-device-only   also export ThisDeviceOnly items (left out by default, exit 9)
+            Every vault command (list, extract, verify, info, passwd, rekey, compact, recover) also takes
+            --group G [--keychain DIR] instead of VAULT: the access group's vault, opened with its key file.
             """
         case "verify": return """
             usage: kcar verify VAULT [--json] [--no-key] [secret options]
@@ -91,7 +100,47 @@ enum Help {
               OUT is created with mode 0600 and never replaced without --force.
               Malformed or hostile input: a one-line error and exit 4.
             """
+        case "init": return """
+            usage: kcar init [--keychain DIR]
+              Creates the keychain directory (mode 0700, parents too) and prints its path. Groups are created
+              by the first add to them. DIR defaults to $KCAR_KEYCHAIN, $XDG_DATA_HOME/kcar, ~/.local/share/kcar.
+            """
+        case "add", "get", "find", "update", "delete", "groups", "import": return itemHelp
         default: return CLI.usage
         }
     }
+
+    static let itemHelp = """
+        usage: kcar add    SELECTORS [--accessible LEVEL] [--synchronizable] [--value-file FILE]
+               kcar get    SELECTORS                 print the value of the one matching item
+               kcar find   [SELECTORS] [--json] [--limit N]
+               kcar update SELECTORS [--set-label L] [--set-attr NAME=VALUE]... [--unset-attr NAME]...
+                           [--set-accessible LEVEL] [--value-file FILE]
+               kcar delete SELECTORS | --all
+               kcar groups [--json] [--accept-rollback G]
+               kcar import --nskeyed FILE SELECTORS      an NSKeyedArchiver archive, converted to a kcar archive
+               kcar import --items FILE.json             the items of an item file (extract --items)
+          Items live in a keychain directory: each access group is one vault (G.kcv) with its key file
+          (G.key, mode 0600); who can read a group's key file may use the group.
+          --keychain DIR     the keychain (default $KCAR_KEYCHAIN, $XDG_DATA_HOME/kcar, ~/.local/share/kcar)
+          --group G          the access group. add without it uses the first of --groups/KCAR_ACCESS_GROUPS;
+                             the others search every group of that list (or every group whose key is readable)
+          --groups A,B       this process's access groups (else KCAR_ACCESS_GROUPS); a group outside it: exit 12
+          --lock-timeout S   seconds to wait for another process's lock (default 10; then exit 13)
+        SELECTORS (exact, case-sensitive; --ignore-case to fold case):
+          --class C          genp (default), inet, cert, keys, idnt
+          --service S --account A --label L --server H --port N --protocol P --path P
+          --attr NAME=VALUE  a user attribute, kept in the index: find selects by it without decrypting
+          --attr NAME:TYPE=VALUE   TYPE string (default), int, bool (true/false), date (2026-11-30T12:00:00Z),
+                             data (base64) or hex
+          --attr kSecAttrComment=VALUE   any of Apple's attributes by its constant name, typed as Apple types it
+        The value of add (and of update with --value-file) is read from --value-file FILE, else from standard
+        input (asked for twice, without echo, on a terminal); never from an argument.
+        LEVEL: when-unlocked (default), after-first-unlock, always, and their -this-device-only forms,
+        when-passcode-set-this-device-only (or Apple's codes ak, ck, dk, aku, cku, dku, akpu).
+        ThisDeviceOnly items never leave through extract or pack without --include-device-only.
+        Uniqueness is Apple's: genp service+account, inet server+protocol+port+path+account+..., and
+        synchronizable. Exit codes: 6 not found, 11 duplicate item, 12 missing entitlement, 13 lock timeout,
+        14 vault rolled back (kcar groups --accept-rollback G after a deliberate restore).
+        """
 }

@@ -78,7 +78,7 @@ enum Keys {
 
     static func passwd(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: Secrets.specs + slotSpecs + [.init(name: "remove-slot", kind: .repeated)])
-        let path = try args.positionals(["VAULT"])[0]
+        let path = try vaultArguments(args, ["VAULT"])[0]
         let vault = try openVault(path, args, mode: .write)
         var remove = Set<Int>()
         for r in args.all("remove-slot") {
@@ -104,7 +104,7 @@ enum Keys {
 
     static func rekey(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: Secrets.specs + slotSpecs)
-        let path = try args.positionals(["VAULT"])[0]
+        let path = try vaultArguments(args, ["VAULT"])[0]
         let secret = try Secrets.unlock(args)!
         let vault = try Vault.open(path: path, secret: secret, mode: .write)
         var slots: [SlotSecret] = []
@@ -126,7 +126,7 @@ enum Keys {
 
     static func compact(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: Secrets.specs)
-        let path = try args.positionals(["VAULT"])[0]
+        let path = try vaultArguments(args, ["VAULT"])[0]
         let vault = try openVault(path, args, mode: .write)
         let before = vault.bodyLength + vault.incompleteBytes
         try vault.compact()
@@ -136,7 +136,7 @@ enum Keys {
 
     static func recover(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: Secrets.specs)
-        let path = try args.positionals(["VAULT"])[0]
+        let path = try vaultArguments(args, ["VAULT"])[0]
         let vault = try openVault(path, args, mode: .write)
         let cut = vault.incompleteBytes
         try vault.cutIncomplete()

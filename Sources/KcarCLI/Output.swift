@@ -144,3 +144,48 @@ final class Progress {
         if enabled { Output.err.write("\r\u{1B}[K") }
     }
 }
+
+/// Parses `YYYY-MM-DDTHH:MM:SS[.fraction]Z` (RFC 3339 in UTC, up to 9 fraction digits) into nanoseconds
+/// since 1970; nil if malformed or out of range.
+func parseISO8601(_ text: String) -> Int64? {
+    let u = Array(text.utf8)
+    func num(_ from: Int, _ count: Int) -> Int64? {
+        guard from + count <= u.count else { return nil }
+        var v: Int64 = 0
+        for b in u[from..<from + count] {
+            guard b >= 48, b <= 57 else { return nil }
+            v = v * 10 + Int64(b - 48)
+        }
+        return v
+    }
+    guard u.count >= 20, u[4] == 45, u[7] == 45, u[10] == 84 || u[10] == 116, u[13] == 58, u[16] == 58,
+          let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2), let s = num(17, 2),
+          (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 60 else { return nil }
+    var i = 19
+    var frac: Int64 = 0
+    if u[i] == 46 {
+        i += 1
+        var digits = 0
+        while i < u.count, u[i] >= 48, u[i] <= 57 {
+            guard digits < 9 else { return nil }
+            frac = frac * 10 + Int64(u[i] - 48)
+            digits += 1
+            i += 1
+        }
+        guard digits > 0 else { return nil }
+        for _ in digits..<9 { frac *= 10 }
+    }
+    guard i == u.count - 1, u[i] == 90 || u[i] == 122 else { return nil }
+    // Days since 1970 from the civil date (Howard Hinnant's algorithm).
+    let yy = mo <= 2 ? y - 1 : y
+    let era = (yy >= 0 ? yy : yy - 399) / 400
+    let yoe = yy - era * 400
+    let doy = (153 * (mo > 2 ? mo - 3 : mo + 9) + 2) / 5 + d - 1
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+    let days = era * 146_097 + doe - 719_468
+    let secs = days * 86_400 + h * 3600 + mi * 60 + s
+    let (ns, overflow) = secs.multipliedReportingOverflow(by: 1_000_000_000)
+    guard !overflow else { return nil }
+    let (total, o2) = ns.addingReportingOverflow(frac)
+    return o2 ? nil : total
+}

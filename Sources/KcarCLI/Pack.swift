@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Keychain
 import VaultFormat
 
 /// `kcar pack VAULT DIR`.
@@ -15,10 +16,14 @@ enum Pack {
         let args = try Arguments(argv, specs: Secrets.specs + Secrets.newSpecs + [
             .init(name: "group", kind: .value), .init(name: "level", kind: .value), .init(name: "exclude", kind: .repeated),
             .init(name: "force", kind: .flag), .init(name: "quiet", kind: .flag, short: "q"),
+            .init(name: "items", kind: .value), .init(name: "include-device-only", kind: .flag),
         ])
-        let p = try args.positionals(["VAULT", "DIR"])
-        let (vaultPath, dir) = (p[0], p[1])
+        let fromItems = args.value("items") != nil || args.value("keychain") != nil
+        let p = try args.positionals(fromItems ? ["VAULT"] : ["VAULT", "DIR"])
+        let vaultPath = p[0]
         let level = Int32(try args.int("level", in: 0...12) ?? 6)
+        if fromItems { return try packItems(vaultPath, args, level: level) }
+        let dir = p[1]
         let group = args.value("group") ?? "default"
         let (entries, problems) = try walk(dir, excludes: args.all("exclude"))
         for problem in problems { warn("skipped \(problem)") }
@@ -47,6 +52,35 @@ enum Pack {
             warn("packed \(entries.count) items into \(vaultPath)")
         }
         return problems.isEmpty ? .success : .skipped
+    }
+
+    /// `pack VAULT --items FILE.json` (an item file, SPEC.md §K7) or `pack VAULT --keychain DIR --group G`
+    /// (a keychain's group): a standalone vault of those items, ThisDeviceOnly ones left out unless asked.
+    static func packItems(_ vaultPath: String, _ args: Arguments, level: Int32) throws -> ExitCode {
+        var entries: [ItemFile.Entry]
+        var group = args.value("group") ?? "default"
+        if let file = args.value("items") {
+            guard args.value("keychain") == nil else { throw CLIError.usage("give --items FILE or --keychain DIR --group G, not both") }
+            entries = try ItemFile.read(file)
+        } else {
+            guard let g = args.value("group") else { throw CLIError.usage("--keychain needs --group G: the group to pack") }
+            group = g
+            let s = try ItemCommands.store(args)
+            let items = try s.find(ItemQuery(class: .genericPassword, group: g, synchronizableAny: true))
+                + (try ["inet", "cert", "keys", "idnt"].flatMap { try s.find(ItemQuery(class: ItemClass(rawValue: $0), group: g, synchronizableAny: true)) })
+            entries = try items.map { ItemFile.Entry(itemClass: $0.itemClass, attributes: $0.attributes, value: try s.value(of: $0)) }
+        }
+        let deviceOnly = entries.filter { Schema.isDeviceOnly($0.attributes) }.count
+        if deviceOnly > 0, !args.flag("include-device-only") {
+            entries.removeAll { Schema.isDeviceOnly($0.attributes) }
+            warn("left out \(deviceOnly) ThisDeviceOnly item\(deviceOnly == 1 ? "" : "s") (--include-device-only packs them)")
+        }
+        let slots = try Secrets.newSlots(args)
+        try Vault.create(path: vaultPath, group: group, slots: slots, options: WriteOptions(level: level), overwrite: args.flag("force")) { tx in
+            for e in entries { try tx.add(class: e.itemClass, attributes: e.attributes, value: .bytes(e.value)) }
+        }
+        if !args.flag("quiet") { warn("packed \(entries.count) items into \(vaultPath)") }
+        return deviceOnly > 0 && !args.flag("include-device-only") ? .skipped : .success
     }
 
     static func add(_ e: Entry, to tx: Transaction, progress: Progress) throws {

@@ -9,10 +9,11 @@ import VaultFormat
 enum Secrets {
     nonisolated(unsafe) private static var environmentPassphrase: SecureBytes?
 
+    /// The secret options, and the keychain options that name a group's vault and key instead of VAULT.
     static let specs: [Arguments.Spec] = [
         .init(name: "key-file", kind: .value), .init(name: "passphrase-file", kind: .value),
         .init(name: "passphrase-fd", kind: .value),
-    ]
+    ] + ItemCommands.keychainSpecs
     static let newSpecs: [Arguments.Spec] = [
         .init(name: "kdf-memory", kind: .value), .init(name: "kdf-passes", kind: .value),
         .init(name: "recipient", kind: .repeated),
@@ -36,6 +37,10 @@ enum Secrets {
 
     /// The secret that opens a vault; nil only if `required` is false and none was given.
     static func unlock(_ args: Arguments, required: Bool = true) throws -> UnlockSecret? {
+        if let group = args.value("group"), args.value("key-file") == nil, args.value("passphrase-file") == nil,
+           args.value("passphrase-fd") == nil {
+            return .keyFile(try ItemCommands.groupKey(args, group))
+        }
         if let path = args.value("key-file") { return .keyFile(try readKeyFile(path)) }
         if let p = try givenPassphrase(args) { return .passphrase(p) }
         guard required else { return nil }

@@ -7,7 +7,7 @@ import VaultFormat
 enum Verify {
     static func run(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: Secrets.specs + [.init(name: "json", kind: .flag), .init(name: "no-key", kind: .flag)])
-        let path = try args.positionals(["VAULT"])[0]
+        let path = try vaultArguments(args, ["VAULT"])[0]
         let json = args.flag("json")
         var secret: UnlockSecret?
         if !args.flag("no-key") {
@@ -18,6 +18,7 @@ enum Verify {
         let report: VerifyReport
         do {
             let vault = try Vault.open(path: path, secret: secret)
+            try ItemCommands.checkRollback(vault, args)
             report = vault.verify()
         } catch let e as VaultError {
             emit(json: json, path: path, keyed: true, problems: [e], extra: [])
@@ -77,7 +78,7 @@ enum Verify {
 
     static func info(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: Secrets.specs + [.init(name: "json", kind: .flag)])
-        let path = try args.positionals(["VAULT"])[0]
+        let path = try vaultArguments(args, ["VAULT"])[0]
         let (header, size) = try Vault.inspect(path: path)
         var pairs: [(String, String)] = [
             ("path", JSON.string(path)), ("version", String(Header.version)), ("group", JSON.string(header.group)),

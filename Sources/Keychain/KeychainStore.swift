@@ -75,7 +75,7 @@ public final class KeychainStore: @unchecked Sendable {
     }
 
     /// Throws ``KeychainStatus/missingEntitlement`` unless the group is in the process's list.
-    func entitle(_ group: String) throws {
+    public func entitle(_ group: String) throws {
         if let explicitGroups {
             guard explicitGroups.contains(group) else {
                 throw KeychainError(.missingEntitlement, "access group \(group) is not in this process's list (\(explicitGroups.joined(separator: ",")))")

@@ -32,7 +32,7 @@ struct SeenRecord: Equatable {
 extension KeychainDirectory {
     /// Checks `vault` against the group's record and advances the record (SPEC.md §K6). Throws
     /// ``KeychainStatus/rolledBack`` when the vault is older than the generation last seen.
-    func checkGeneration(_ vault: Vault, group: String, key: SecureBytes) throws {
+    public func checkGeneration(_ vault: Vault, group: String, key: SecureBytes) throws {
         let file = seenPath(group)
         let old = readSmallFile(file, max: SeenRecord.size + 1).flatMap { SeenRecord.decode($0, key: key) }
         if let old, old.vaultID == vault.header.vaultID {

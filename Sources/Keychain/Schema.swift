@@ -94,6 +94,56 @@ public enum Schema {
         }
     }
 
+    /// Apple's attribute constants by name (`kSecAttrService` -> `svce`), for command lines and item files.
+    public static let constantNames: [String: String] = [
+        "kSecAttrSynchronizable": "sync",
+        "kSecAttrService": "svce",
+        "kSecAttrAccount": "acct",
+        "kSecAttrLabel": "labl",
+        "kSecAttrDescription": "desc",
+        "kSecAttrComment": "icmt",
+        "kSecAttrGeneric": "gena",
+        "kSecAttrCreator": "crtr",
+        "kSecAttrType": "type",
+        "kSecAttrCreationDate": "cdat",
+        "kSecAttrModificationDate": "mdat",
+        "kSecAttrIsInvisible": "invi",
+        "kSecAttrIsNegative": "nega",
+        "kSecAttrServer": "srvr",
+        "kSecAttrSecurityDomain": "sdmn",
+        "kSecAttrPath": "path",
+        "kSecAttrPort": "port",
+        "kSecAttrCertificateType": "ctyp",
+        "kSecAttrCertificateEncoding": "cenc",
+        "kSecAttrSubject": "subj",
+        "kSecAttrIssuer": "issr",
+        "kSecAttrSerialNumber": "slnr",
+        "kSecAttrSubjectKeyID": "skid",
+        "kSecAttrPublicKeyHash": "pkhh",
+        "kSecAttrApplicationLabel": "klbl",
+        "kSecAttrApplicationTag": "atag",
+        "kSecAttrKeySizeInBits": "bsiz",
+        "kSecAttrEffectiveKeySize": "esiz",
+        "kSecAttrIsPermanent": "perm",
+        "kSecAttrCanEncrypt": "encr",
+        "kSecAttrCanDecrypt": "decr",
+        "kSecAttrCanDerive": "drve",
+        "kSecAttrCanSign": "sign",
+        "kSecAttrCanVerify": "vrfy",
+        "kSecAttrCanWrap": "wrap",
+        "kSecAttrCanUnwrap": "unwp",
+        "kSecAttrKeyType": "type",
+    ]
+
+    /// The index name of an attribute given as a four-letter name or a `kSecAttr...` constant name.
+    public static func indexName(_ name: String) -> String? {
+        if let n = constantNames[name] { return n }
+        return isApple(name) ? name : nil
+    }
+
+    /// The type of an Apple attribute on a class, nil if the class does not carry it.
+    public static func kindOf(_ name: String, class c: ItemClass) -> AttributeKind? { kind(of: name, class: c.rawValue) }
+
     /// The prefix of user attributes in the index.
     public static let userPrefix = "@"
 

@@ -1,0 +1,371 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import Keychain
+import KeyedArchive
+import VaultFormat
+
+/// `kcar init | add | get | find | update | delete | groups | import`: SecItem semantics from the shell,
+/// over a keychain directory (SPEC.md Part 3).
+enum ItemCommands {
+    static let keychainSpecs: [Arguments.Spec] = [
+        .init(name: "keychain", kind: .value), .init(name: "group", kind: .value), .init(name: "groups", kind: .value),
+        .init(name: "lock-timeout", kind: .value),
+    ]
+    static let selectorSpecs: [Arguments.Spec] = ["class", "service", "account", "label", "server", "port", "protocol", "path"]
+        .map { Arguments.Spec(name: $0, kind: .value) } + [.init(name: "attr", kind: .repeated)]
+
+    static func directory(_ args: Arguments) -> KeychainDirectory {
+        KeychainDirectory(path: args.value("keychain") ?? KeychainDirectory.defaultPath())
+    }
+
+    static func store(_ args: Arguments) throws -> KeychainStore {
+        let groups = try args.value("groups").map(KeychainStore.parseGroupList)
+        var timeout = 10.0
+        if let t = args.value("lock-timeout") {
+            guard let v = Double(t), v >= 0, v <= 86_400 else { throw CLIError.usage("--lock-timeout takes seconds (0 to 86400)") }
+            timeout = v
+        }
+        return try KeychainStore(directory: directory(args), accessGroups: groups, lockTimeout: timeout)
+    }
+
+    // MARK: Vault commands on a keychain's group
+
+    /// The vault file of a group the process is entitled to.
+    static func groupVaultPath(_ args: Arguments, _ group: String) throws -> String {
+        let s = try store(args)
+        try s.entitle(group)
+        guard s.directory.exists(group) else { throw KeychainError(.itemNotFound, "no access group \(group) in \(s.directory.path)") }
+        return s.directory.vaultPath(group)
+    }
+
+    /// The key of a group the process is entitled to.
+    static func groupKey(_ args: Arguments, _ group: String) throws -> SecureBytes {
+        let s = try store(args)
+        try s.entitle(group)
+        return try s.directory.readKey(group)
+    }
+
+    /// With `--group`, refuses a vault older than the generation the keychain last saw (SPEC.md §K6).
+    static func checkRollback(_ vault: Vault, _ args: Arguments) throws {
+        guard let group = args.value("group") else { return }
+        let dir = directory(args)
+        try dir.checkGeneration(vault, group: group, key: try dir.readKey(group))
+    }
+
+    // MARK: Selecting items
+
+    static let classNames: [String: ItemClass] = [
+        "genp": .genericPassword, "generic-password": .genericPassword, "inet": .internetPassword,
+        "internet-password": .internetPassword, "cert": .certificate, "certificate": .certificate, "keys": .key, "key": .key,
+        "idnt": .identity, "identity": .identity,
+    ]
+
+    static func itemClass(_ args: Arguments) throws -> ItemClass {
+        guard let name = args.value("class") else { return .genericPassword }
+        guard let c = classNames[name] else { throw CLIError.usage("--class takes genp, inet, cert, keys or idnt") }
+        return c
+    }
+
+    /// The attributes the selector options name.
+    static func selection(_ args: Arguments, class c: ItemClass) throws -> Attributes {
+        var a = Attributes()
+        for (option, name) in [("service", "svce"), ("account", "acct"), ("label", "labl"), ("server", "srvr"),
+                               ("protocol", "ptcl"), ("path", "path")] {
+            if let v = args.value(option) { a[name] = .string(v) }
+        }
+        if let p = args.value("port") {
+            guard let n = Int64(p), (0...65_535).contains(n) else { throw CLIError.usage("--port takes 0 to 65535") }
+            a["port"] = .integer(n)
+        }
+        for text in args.all("attr") {
+            let (name, value) = try parseAttribute(text, class: c)
+            a[name] = value
+        }
+        return a
+    }
+
+    /// `NAME[:TYPE]=VALUE`: NAME is a user attribute, or Apple's when written as a `kSecAttr...` constant name;
+    /// TYPE (user attributes only) is string (default), int, bool, date (RFC 3339 UTC), data (base64) or hex.
+    static func parseAttribute(_ text: String, class c: ItemClass) throws -> (String, AttributeValue) {
+        guard let eq = text.firstIndex(of: "=") else { throw CLIError.usage("--attr takes NAME=VALUE or NAME:TYPE=VALUE") }
+        var name = String(text[..<eq])
+        let raw = String(text[text.index(after: eq)...])
+        var type = "string"
+        if name.hasPrefix("kSecAttr") {
+            guard let index = Schema.indexName(name) else { throw CLIError.usage("\(name) is not an attribute kcar knows") }
+            guard let kind = Schema.kindOf(index, class: c) else { throw CLIError.usage("\(name) is not an attribute of \(c) items") }
+            return (index, try typed(raw, kind: kind, name: name))
+        }
+        if let colon = name.lastIndex(of: ":") {
+            type = String(name[name.index(after: colon)...])
+            name = String(name[..<colon])
+        }
+        guard !name.isEmpty else { throw CLIError.usage("--attr needs a name before =") }
+        let kinds: [String: AttributeKind] = ["string": .string, "int": .integer, "bool": .bool, "date": .date, "data": .data, "hex": .data]
+        guard let kind = kinds[type] else { throw CLIError.usage("attribute type \(type): use string, int, bool, date, data or hex") }
+        if type == "hex" {
+            guard let b = Hex.decode(raw) else { throw CLIError.usage("\(name): not hexadecimal") }
+            return ("@" + name, .data(b))
+        }
+        return ("@" + name, try typed(raw, kind: kind, name: name))
+    }
+
+    static func typed(_ raw: String, kind: AttributeKind, name: String) throws -> AttributeValue {
+        switch kind {
+        case .string: return .string(raw)
+        case .integer:
+            guard let n = Int64(raw) else { throw CLIError.usage("\(name) takes an integer") }
+            return .integer(n)
+        case .bool:
+            guard raw == "true" || raw == "false" else { throw CLIError.usage("\(name) takes true or false") }
+            return .bool(raw == "true")
+        case .date:
+            guard let ns = parseISO8601(raw) else { throw CLIError.usage("\(name) takes a date as 2026-11-30T12:00:00Z") }
+            return .date(nanoseconds: ns)
+        case .data:
+            guard let d = Data(base64Encoded: raw) else { throw CLIError.usage("\(name) takes base64") }
+            return .data([UInt8](d))
+        }
+    }
+
+    static let accessibilityNames: [String: String] = [
+        "when-unlocked": "ak", "after-first-unlock": "ck", "always": "dk", "when-unlocked-this-device-only": "aku",
+        "after-first-unlock-this-device-only": "cku", "always-this-device-only": "dku",
+        "when-passcode-set-this-device-only": "akpu",
+    ]
+
+    static func accessibility(_ args: Arguments) throws -> AttributeValue? {
+        guard let a = args.value("accessible") else { return nil }
+        if let code = accessibilityNames[a] { return .string(code) }
+        guard Schema.accessibility.contains(a) else {
+            throw CLIError.usage("--accessible takes \(accessibilityNames.keys.sorted().joined(separator: ", ")) (or Apple's codes ak, cku, ...)")
+        }
+        return .string(a)
+    }
+
+    /// The value for add/update: `--value-file FILE` (`-` for standard input), else standard input, or a
+    /// no-echo prompt when standard input is a terminal.
+    static func readValue(_ args: Arguments, required: Bool) throws -> [UInt8]? {
+        let file = args.value("value-file")
+        if file == nil, !required { return nil }
+        if file == nil || file == "-" {
+            if isatty(0) == 1 {
+                return try Secrets.prompt("Value: ", confirm: true).withUnsafeBytes { Array($0) }
+            }
+            return try readAll(fd: 0, what: "standard input")
+        }
+        let fd = open(file!, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw CLIError(.io, "cannot open \(file!): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        return try readAll(fd: fd, what: file!)
+    }
+
+    static let valueMax = 256 << 20
+
+    static func readAll(fd: Int32, what: String) throws -> [UInt8] {
+        var out: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            if n < 0 { throw CLIError(.io, "cannot read \(what): \(String(cString: strerror(errno)))") }
+            if n == 0 { break }
+            out += buf[0..<n]
+            guard out.count <= valueMax else { throw CLIError.usage("\(what): a keychain value is at most 256 MiB (use pack for files)") }
+        }
+        return out
+    }
+
+    // MARK: Commands
+
+    static func initCommand(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: [.init(name: "keychain", kind: .value)])
+        _ = try args.positionals([])
+        let dir = directory(args)
+        let created = try dir.create()
+        Output.out.line(dir.path)
+        if !created { warn("\(dir.path) exists; nothing changed") }
+        return .success
+    }
+
+    static func add(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: keychainSpecs + selectorSpecs + [
+            .init(name: "value-file", kind: .value), .init(name: "accessible", kind: .value), .init(name: "synchronizable", kind: .flag),
+        ])
+        _ = try args.positionals([])
+        let c = try itemClass(args)
+        var attributes = try selection(args, class: c)
+        if let a = try accessibility(args) { attributes["pdmn"] = a }
+        if args.flag("synchronizable") { attributes["sync"] = .bool(true) }
+        let s = try store(args)
+        var value = try readValue(args, required: true)!
+        defer { value.withUnsafeMutableBytes { b in if let p = b.baseAddress { explicit_bzero(p, b.count) } } }
+        try s.add(class: c, attributes: attributes, value: value, group: args.value("group"))
+        return .success
+    }
+
+    /// The query the selector options make.
+    static func query(_ args: Arguments) throws -> ItemQuery {
+        let c = try itemClass(args)
+        return ItemQuery(class: c, attributes: try selection(args, class: c), group: args.value("group"),
+                         caseInsensitive: args.flag("ignore-case"), synchronizableAny: true)
+    }
+
+    static let querySpecs = keychainSpecs + selectorSpecs + [.init(name: "ignore-case", kind: .flag)]
+
+    static func get(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: querySpecs)
+        _ = try args.positionals([])
+        let s = try store(args)
+        var q = try query(args)
+        q.limit = 2
+        let found = try s.find(q)
+        guard let item = found.first else { throw KeychainError(.itemNotFound, "no item matches") }
+        guard found.count == 1 else {
+            throw CLIError.usage("more than one item matches; narrow the selection (`kcar find` lists them)")
+        }
+        var value = try s.value(of: item)
+        defer { value.withUnsafeMutableBytes { b in if let p = b.baseAddress { explicit_bzero(p, b.count) } } }
+        try value.withUnsafeBytes { try Output.out.writeBytes($0) }
+        return .success
+    }
+
+    static func find(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: querySpecs + [.init(name: "json", kind: .flag), .init(name: "limit", kind: .value)])
+        _ = try args.positionals([])
+        var q = try query(args)
+        q.limit = try args.int("limit", in: 1...Int(Int32.max))
+        let found = try store(args).find(q)
+        if args.flag("json") {
+            Output.out.line(JSON.array(found.map { ItemJSON.object(group: $0.group, id: $0.id, class: $0.itemClass,
+                                                                    attributes: $0.attributes, size: $0.size) }))
+        } else {
+            Output.out.line("GROUP".padding(24) + "SERVICE".padding(24) + "ACCOUNT".padding(24) + Extract.pad("SIZE", 10) + "  MODIFIED")
+            for i in found {
+                let service = i.attributes.string("svce") ?? i.attributes.string("srvr") ?? i.attributes.string("labl") ?? "-"
+                let modified: String
+                if case .date(let ns)? = i.attributes["mdat"] { modified = iso8601(nanoseconds: ns) } else { modified = "-" }
+                Output.out.line(i.group.padding(24) + service.padding(24) + (i.attributes.string("acct") ?? "-").padding(24)
+                                + Extract.pad(String(i.size), 10) + "  " + modified)
+            }
+        }
+        return found.isEmpty ? .notFound : .success
+    }
+
+    static func update(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: querySpecs + [
+            .init(name: "set-label", kind: .value), .init(name: "set-attr", kind: .repeated), .init(name: "unset-attr", kind: .repeated),
+            .init(name: "set-accessible", kind: .value), .init(name: "value-file", kind: .value),
+        ])
+        _ = try args.positionals([])
+        let q = try query(args)
+        var changes: [String: AttributeValue?] = [:]
+        if let l = args.value("set-label") { changes["labl"] = .string(l) }
+        for text in args.all("set-attr") {
+            let (name, value) = try parseAttribute(text, class: q.itemClass)
+            changes[name] = value
+        }
+        for name in args.all("unset-attr") {
+            changes[name.hasPrefix("kSecAttr") ? (Schema.indexName(name) ?? name) : "@" + name] = .some(nil)
+        }
+        if let a = args.value("set-accessible") {
+            changes["pdmn"] = try accessibility(try Arguments(["--accessible", a], specs: [.init(name: "accessible", kind: .value)]))
+        }
+        var value = try readValue(args, required: false)
+        defer { value?.withUnsafeMutableBytes { b in if let p = b.baseAddress { explicit_bzero(p, b.count) } } }
+        guard !changes.isEmpty || value != nil else {
+            throw CLIError.usage("nothing to change: give --set-label, --set-attr, --unset-attr, --set-accessible or --value-file")
+        }
+        let n = try store(args).update(q, set: changes, value: value)
+        warn("updated \(n) item\(n == 1 ? "" : "s")")
+        return .success
+    }
+
+    static func delete(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: querySpecs + [.init(name: "all", kind: .flag)])
+        _ = try args.positionals([])
+        let q = try query(args)
+        guard q.attributes.count > 0 || args.flag("all") else {
+            throw CLIError.usage("no selection: this would delete every \(q.itemClass) item; add --all to mean it")
+        }
+        let n = try store(args).delete(q)
+        warn("deleted \(n) item\(n == 1 ? "" : "s")")
+        return .success
+    }
+
+    static func groups(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: keychainSpecs + [.init(name: "json", kind: .flag), .init(name: "accept-rollback", kind: .value)])
+        _ = try args.positionals([])
+        let s = try store(args)
+        if let g = args.value("accept-rollback") {
+            try s.acceptRollback(group: g)
+            warn("group \(g): its vault is accepted as it is now")
+        }
+        let counts = try s.groupCounts()
+        if args.flag("json") {
+            Output.out.line(JSON.array(counts.map { JSON.object([("group", JSON.string($0.group)), ("items", String($0.count)),
+                                                                 ("vault", JSON.string(s.directory.vaultPath($0.group)))]) }))
+        } else {
+            for c in counts { Output.out.line(Extract.pad(String(c.count), 8) + "  " + c.group) }
+        }
+        return .success
+    }
+
+    static func importCommand(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: keychainSpecs + selectorSpecs + [
+            .init(name: "nskeyed", kind: .value), .init(name: "items", kind: .value), .init(name: "accessible", kind: .value),
+        ])
+        _ = try args.positionals([])
+        let s = try store(args)
+        switch (args.value("nskeyed"), args.value("items")) {
+        case (let file?, nil):
+            let (value, wasNSKeyed) = try ArchiveCommand.loadDetecting(file)
+            guard wasNSKeyed else { throw CLIError.usage("\(file) is not an NSKeyedArchiver archive") }
+            let bytes = try ArchiveSerialization.bytes(from: value, options: .deterministic)
+            let c = try itemClass(args)
+            var attributes = try selection(args, class: c)
+            if let a = try accessibility(args) { attributes["pdmn"] = a }
+            try s.add(class: c, attributes: attributes, value: bytes, group: args.value("group"))
+            warn("imported \(file) as a kcar archive of \(bytes.count) bytes")
+        case (nil, let file?):
+            let entries = try ItemFile.read(file)
+            try s.transaction(group: args.value("group")) { tx in
+                for e in entries { try tx.add(class: e.itemClass, attributes: e.attributes, value: e.value) }
+            }
+            warn("imported \(entries.count) item\(entries.count == 1 ? "" : "s")")
+        default:
+            throw CLIError.usage("give --nskeyed FILE or --items FILE.json")
+        }
+        return .success
+    }
+}
+
+/// An item as `kcar list --json` and `kcar find --json` print it.
+enum ItemJSON {
+    static func attributes(_ attributes: Attributes) -> String {
+        JSON.object(attributes.map { name, value in
+            switch value {
+            case .string(let s): return (name, JSON.string(s))
+            case .integer(let i): return (name, String(i))
+            case .bool(let b): return (name, b ? "true" : "false")
+            case .date(let ns): return (name, JSON.object([("$date", JSON.string(iso8601(nanoseconds: ns)))]))
+            case .data(let d): return (name, JSON.object([("$data", JSON.string(Base64.encode(d)))]))
+            }
+        })
+    }
+
+    static func object(group: String? = nil, id: ItemID, class c: ItemClass, attributes a: Attributes, size: UInt64,
+                       extra: [(String, String)] = []) -> String {
+        var pairs: [(String, String)] = []
+        if let group { pairs.append(("group", JSON.string(group))) }
+        pairs += [("id", JSON.string(id.description)), ("class", JSON.string(c.rawValue)),
+                  ("service", a.string("svce").map(JSON.string) ?? "null"), ("account", a.string("acct").map(JSON.string) ?? "null")]
+        pairs += extra
+        var modified = "null"
+        if case .date(let ns)? = a["mdat"] { modified = JSON.string(iso8601(nanoseconds: ns)) }
+        pairs += [("size", String(size)), ("modified", modified), ("attributes", attributes(a))]
+        return JSON.object(pairs)
+    }
+}
