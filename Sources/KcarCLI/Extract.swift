@@ -103,7 +103,7 @@ enum Extract {
             try current!.commit(modified: item.modified)
             current = nil
         })
-        return skipped == 0 ? .success : .skipped
+        return skipped == 0 && (deviceOnly == 0 || args.flag("include-device-only")) ? .success : .skipped
     }
 
     /// Refuses, before anything is written, two items that would be written to the same file, or one whose

@@ -70,7 +70,8 @@ enum Pack {
                 + (try ["inet", "cert", "keys", "idnt"].flatMap { try s.find(ItemQuery(class: ItemClass(rawValue: $0), group: g, synchronizableAny: true)) })
             entries = try items.map { ItemFile.Entry(itemClass: $0.itemClass, attributes: $0.attributes, value: try s.value(of: $0)) }
         }
-        let deviceOnly = entries.filter { Schema.isDeviceOnly($0.attributes) }.count
+        // The rule guards what leaves a keychain; an item file holds what its export chose to include.
+        let deviceOnly = args.value("items") == nil ? entries.filter { Schema.isDeviceOnly($0.attributes) }.count : 0
         if deviceOnly > 0, !args.flag("include-device-only") {
             entries.removeAll { Schema.isDeviceOnly($0.attributes) }
             warn("left out \(deviceOnly) ThisDeviceOnly item\(deviceOnly == 1 ? "" : "s") (--include-device-only packs them)")

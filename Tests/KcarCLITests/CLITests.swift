@@ -14,35 +14,12 @@ final class CLITests: XCTestCase {
     var dir: String!
     var keyFile: String { Self.repo.appendingPathComponent("Fixtures/keys/keyfile.key").path }
 
-    struct Result {
-        let code: Int32
-        let out: String
-        let err: String
-        let data: Data
-    }
+    typealias Result = ProcessResult
 
     @discardableResult
     func kcar(_ args: [String], stdin: Data? = nil, env: [String: String] = [:], expect: Int32? = 0,
               file: StaticString = #filePath, line: UInt = #line) throws -> Result {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: Self.binary)
-        p.arguments = args
-        p.currentDirectoryURL = URL(fileURLWithPath: dir)
-        var environment = ProcessInfo.processInfo.environment
-        environment["KCAR_PASSPHRASE"] = nil
-        for (k, v) in env { environment[k] = v }
-        p.environment = environment
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = input
-        try p.run()
-        if let stdin { input.fileHandleForWriting.write(stdin) }
-        input.fileHandleForWriting.closeFile()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        let r = Result(code: p.terminationStatus, out: String(decoding: o, as: UTF8.self), err: String(decoding: e, as: UTF8.self), data: o)
+        let r = try runProcess(Self.binary, args, stdin: stdin, env: env, cwd: dir)
         if let expect { XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line) }
         return r
     }

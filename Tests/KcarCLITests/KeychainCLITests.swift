@@ -1,0 +1,190 @@
+import Foundation
+import Synchronization
+import XCTest
+
+/// `kcar init | add | get | find | update | delete | groups | import` and the keychain forms of the vault
+/// commands, run as the built binary (SPEC.md Part 3).
+final class KeychainCLITests: XCTestCase {
+    var dir: String!
+    var kc: String { dir + "/kc" }
+
+    override func setUpWithError() throws {
+        dir = NSTemporaryDirectory() + "kcar-kc-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
+
+    @discardableResult
+    func kcar(_ args: [String], stdin: String? = nil, env: [String: String] = [:], prefix: [String] = [], expect: Int32? = 0,
+              file: StaticString = #filePath, line: UInt = #line) throws -> ProcessResult {
+        var environment = ["KCAR_KEYCHAIN": kc, "KCAR_ACCESS_GROUPS": ""]
+        for (k, v) in env { environment[k] = v }
+        let r = try runProcess(CLITests.binary, args, stdin: stdin.map { Data($0.utf8) }, env: environment, cwd: dir, prefix: prefix)
+        if let expect { XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line) }
+        return r
+    }
+
+    func mode(_ path: String) -> Int { ((try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions]) as? Int) ?? -1 }
+
+    func testItemLifecycle() throws {
+        XCTAssertEqual(try kcar(["init"]).out, kc + "\n")
+        XCTAssertEqual(mode(kc), 0o700)
+        try kcar(["add", "--group", "app", "--service", "api", "--account", "bob", "--label", "Bob's token"], stdin: "s3cr3t")
+        XCTAssertEqual(mode(kc + "/app.key"), 0o600)
+        XCTAssertEqual(mode(kc + "/app.kcv"), 0o600)
+        let dup = try kcar(["add", "--group", "app", "--service", "api", "--account", "bob", "--label", "other"], stdin: "x", expect: 11)
+        XCTAssertTrue(dup.err.contains("errSecDuplicateItem (-25299)"), dup.err)
+        XCTAssertFalse(dup.err.contains("s3cr3t") || dup.err.contains("x\n"))
+        try kcar(["add", "--group", "app", "--service", "api", "--account", "carol", "--attr", "tier:int=2",
+                  "--attr", "kSecAttrComment=ops"], stdin: "pw2")
+        XCTAssertEqual(try kcar(["get", "--service", "api", "--account", "bob"]).out, "s3cr3t")
+        try kcar(["get", "--service", "api"], expect: 2)  // two match: ambiguous
+        try kcar(["get", "--service", "api", "--account", "nobody"], expect: 6)
+        // find: attributes only, JSON as list --json plus the group.
+        let json = try kcar(["find", "--attr", "tier:int=2", "--json"]).data
+        let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: json) as? [[String: Any]])
+        XCTAssertEqual(rows.count, 1)
+        XCTAssertEqual(rows[0]["group"] as? String, "app")
+        XCTAssertEqual(rows[0]["account"] as? String, "carol")
+        let attrs = try XCTUnwrap(rows[0]["attributes"] as? [String: Any])
+        XCTAssertEqual(attrs["@tier"] as? Int, 2)
+        XCTAssertEqual(attrs["icmt"] as? String, "ops")
+        try kcar(["find", "--attr", "tier=2"], expect: 6)  // a string "2" is not the integer 2
+        try kcar(["find", "--service", "API"], expect: 6)
+        XCTAssertTrue(try kcar(["find", "--service", "API", "--ignore-case"]).out.contains("carol"))
+        // update: every match; the value from --value-file.
+        try kcar(["update", "--service", "api", "--set-label", "L"])
+        try Data("new".utf8).write(to: URL(fileURLWithPath: dir + "/v"))
+        try kcar(["update", "--service", "api", "--account", "bob", "--value-file", dir + "/v"])
+        XCTAssertEqual(try kcar(["get", "--service", "api", "--account", "bob"]).out, "new")
+        try kcar(["update", "--service", "api", "--account", "bob", "--set-attr", "kSecAttrAccount=carol"], expect: 11)
+        try kcar(["update", "--service", "api", "--set-attr", "kSecAttrServer=x"], expect: 2)
+        try kcar(["update", "--service", "none", "--set-label", "x"], expect: 6)
+        try kcar(["update", "--service", "api"], expect: 2)  // nothing to change
+        XCTAssertEqual(try kcar(["groups"]).out, "       2  app\n")
+        try kcar(["delete"], expect: 2)  // no selection without --all
+        try kcar(["delete", "--service", "api"])
+        try kcar(["delete", "--service", "api"], expect: 6)
+        // Internet passwords, by their own key.
+        try kcar(["add", "--group", "app", "--class", "inet", "--server", "example.com", "--port", "443", "--protocol", "htps",
+                  "--account", "bob"], stdin: "pw")
+        try kcar(["add", "--group", "app", "--class", "inet", "--server", "example.com", "--port", "443", "--protocol", "htps",
+                  "--account", "bob", "--label", "differs only outside the key"], stdin: "pw", expect: 11)
+        try kcar(["add", "--group", "app", "--class", "inet", "--server", "example.com", "--port", "8443", "--protocol", "htps",
+                  "--account", "bob"], stdin: "pw")
+        XCTAssertEqual(try kcar(["find", "--class", "inet", "--server", "example.com"]).out.split(separator: "\n").count, 3)
+        try kcar(["add", "--group", "app", "--class", "blob"], stdin: "", expect: 2)
+    }
+
+    func testAccessGroupsAndVaultCommands() throws {
+        try kcar(["add", "--group", "a", "--service", "s1"], stdin: "one")
+        try kcar(["add", "--group", "b", "--service", "s2"], stdin: "two")
+        // No list: every readable group is searched, but add needs a group.
+        XCTAssertTrue(try kcar(["add", "--service", "x"], stdin: "x", expect: 12).err.contains("errSecMissingEntitlement (-34018)"))
+        XCTAssertEqual(try kcar(["find", "--json"]).out.components(separatedBy: "\"group\"").count - 1, 2)
+        // With a list: add goes to the first group; others are out of reach.
+        let onlyB = ["KCAR_ACCESS_GROUPS": "b"]
+        try kcar(["add", "--service", "s3"], stdin: "three", env: onlyB)
+        XCTAssertEqual(try kcar(["groups"], env: onlyB).out, "       2  b\n")
+        try kcar(["get", "--group", "a", "--service", "s1"], env: onlyB, expect: 12)
+        try kcar(["list", "--group", "a"], env: onlyB, expect: 12)
+        try kcar(["get", "--groups", "a,b", "--group", "a", "--service", "s1"], env: onlyB)
+        // The vault commands find a group's vault and key themselves.
+        XCTAssertEqual(try kcar(["list", "--group", "b"]).out.split(separator: "\n").count, 3)  // header and two items
+        XCTAssertTrue(try kcar(["verify", "--group", "b"]).out.contains("intact"))
+        try kcar(["info", "--group", "b", "--json"])
+        try kcar(["compact", "--group", "b"])
+        try Data("correct horse".utf8).write(to: URL(fileURLWithPath: dir + "/pp"))
+        try kcar(["passwd", "--group", "b", "--add-passphrase", "--new-passphrase-file", dir + "/pp", "--kdf-memory", "8", "--kdf-passes", "1"])
+        XCTAssertEqual(try kcar(["get", "--service", "s3"]).out, "three", "the key file still opens the group")
+        try kcar(["list", kc + "/b.kcv", "--passphrase-file", dir + "/pp"])
+        try kcar(["list", "--group", "nope"], expect: 6)
+    }
+
+    func testAKeyFileTheProcessCannotReadIsAMissingEntitlement() throws {
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
+            throw XCTSkip("needs root and setpriv to run kcar as another user")
+        }
+        try kcar(["add", "--group", "open", "--service", "s"], stdin: "readable")
+        try kcar(["add", "--group", "closed", "--service", "s"], stdin: "secret")
+        // nobody may enter the directory and read open's files, not closed's key.
+        chmod(dir, 0o755)
+        chmod(kc, 0o755)
+        for f in ["open.key", "open.kcv", "closed.kcv"] { chmod(kc + "/" + f, 0o644) }
+        let nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        let groups = try kcar(["groups"], prefix: nobody)
+        XCTAssertEqual(groups.out, "       1  open\n")
+        XCTAssertEqual(try kcar(["get", "--service", "s"], prefix: nobody).out, "readable")
+        let denied = try kcar(["get", "--group", "closed", "--service", "s"], prefix: nobody, expect: 12)
+        XCTAssertTrue(denied.err.contains("Permission denied"), denied.err)
+        try kcar(["list", "--group", "closed"], prefix: nobody, expect: 12)
+    }
+
+    func testDeviceOnlyItemsStayUnlessAsked() throws {
+        try kcar(["add", "--group", "g", "--service", "s", "--account", "portable"], stdin: "p")
+        try kcar(["add", "--group", "g", "--service", "s", "--account", "local", "--accessible", "when-unlocked-this-device-only"], stdin: "l")
+        let export = try kcar(["extract", "--group", "g", "--items", dir + "/items.json"], expect: 9)
+        XCTAssertTrue(export.err.contains("ThisDeviceOnly"))
+        XCTAssertEqual(mode(dir + "/items.json"), 0o600)
+        let doc = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/items.json"))) as? [String: Any])
+        XCTAssertEqual(doc["format"] as? String, "kcar-items")
+        let items = try XCTUnwrap(doc["items"] as? [[String: Any]])
+        XCTAssertEqual(items.map { $0["account"] as? String }, ["portable"])
+        XCTAssertEqual(items[0]["value"] as? String, "cA==")
+        try kcar(["extract", "--group", "g", "-C", dir + "/out"], expect: 9)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: dir + "/out/s/portable"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/out/s/local"))
+        try kcar(["extract", "--group", "g", "--items", dir + "/all.json", "--include-device-only"])
+        // pack from the keychain leaves it out too; the item file round-trips through pack and import.
+        try kcar(["keygen", dir + "/k"])
+        try kcar(["pack", dir + "/p.kcv", "--keychain", kc, "--group", "g", "--key-file", dir + "/k"], expect: 9)
+        XCTAssertFalse(try kcar(["list", dir + "/p.kcv", "--key-file", dir + "/k"]).out.contains("local"))
+        try kcar(["pack", dir + "/all.kcv", "--items", dir + "/all.json", "--key-file", dir + "/k", "--group", "g"])
+        XCTAssertTrue(try kcar(["list", dir + "/all.kcv", "--key-file", dir + "/k"]).out.contains("s/local"))
+        try kcar(["import", "--group", "copy", "--items", dir + "/all.json"])
+        XCTAssertEqual(try kcar(["get", "--group", "copy", "--service", "s", "--account", "local"]).out, "l")
+        try kcar(["import", "--group", "copy", "--items", dir + "/all.json"], expect: 11)  // all or nothing
+        try Data("{\"format\": \"other\"}".utf8).write(to: URL(fileURLWithPath: dir + "/bad.json"))
+        try kcar(["import", "--group", "copy", "--items", dir + "/bad.json"], expect: 4)
+    }
+
+    func testRollbackIsReported() throws {
+        try kcar(["add", "--group", "g", "--service", "old"], stdin: "1")
+        try FileManager.default.copyItem(atPath: kc + "/g.kcv", toPath: dir + "/backup.kcv")
+        try kcar(["add", "--group", "g", "--service", "new"], stdin: "2")
+        try FileManager.default.removeItem(atPath: kc + "/g.kcv")
+        try FileManager.default.copyItem(atPath: dir + "/backup.kcv", toPath: kc + "/g.kcv")
+        XCTAssertTrue(try kcar(["find", "--group", "g"], expect: 14).err.contains("older copy"))
+        try kcar(["verify", "--group", "g"], expect: 14)
+        try kcar(["groups", "--accept-rollback", "g"])
+        try kcar(["find", "--group", "g", "--service", "old"])
+    }
+
+    func testImportNSKeyedArchive() throws {
+        let golden = CLITests.repo.appendingPathComponent("Fixtures/archive").path
+        let kca = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: golden).sorted().first { $0.hasSuffix(".kca") })
+        try kcar(["archive", "convert", golden + "/" + kca, dir + "/ns.plist", "--to", "nskeyed"])
+        try kcar(["archive", "convert", dir + "/ns.plist", dir + "/back.kca", "--to", "kcar", "--deterministic"])
+        try kcar(["import", "--nskeyed", dir + "/ns.plist", "--group", "g", "--service", "legacy", "--account", "prefs"])
+        let stored = try kcar(["get", "--service", "legacy", "--account", "prefs"]).data
+        XCTAssertEqual(stored, try Data(contentsOf: URL(fileURLWithPath: dir + "/back.kca")))
+        try kcar(["import", "--nskeyed", dir + "/back.kca", "--group", "g", "--service", "x"], expect: 2)
+    }
+
+    func testConcurrentProcessesLoseNoItem() throws {
+        try kcar(["add", "--group", "g", "--service", "seed"], stdin: "0")
+        let count = 24
+        let failures = Mutex<[String]>([])
+        let (kc, dir) = (kc, dir!)
+        DispatchQueue.concurrentPerform(iterations: count) { i in
+            let r = try? runProcess(CLITests.binary, ["add", "--group", "g", "--service", "p", "--account", "\(i)"],
+                                    stdin: Data("v\(i)".utf8), env: ["KCAR_KEYCHAIN": kc], cwd: dir)
+            if r?.code != 0 { failures.withLock { $0.append("\(i): \(r?.err ?? "did not run")") } }
+        }
+        XCTAssertEqual(failures.withLock { $0 }, [])
+        let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: try kcar(["find", "--service", "p", "--json"]).data) as? [[String: Any]])
+        XCTAssertEqual(Set(rows.compactMap { $0["account"] as? String }), Set((0..<count).map { "\($0)" }))
+        try kcar(["verify", "--group", "g"])
+    }
+}
