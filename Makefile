@@ -27,7 +27,14 @@ demo: build
 	echo "+ kcar verify demo.kcv"; $(KCAR) verify "$$d/demo.kcv" --key-file "$$d/demo.key"; \
 	echo "+ kcar extract demo.kcv -C out"; $(KCAR) extract "$$d/demo.kcv" -C "$$d/out" --key-file "$$d/demo.key"; \
 	diff -r "$$d/sample" "$$d/out" && echo "extracted tree is identical to the sample"; \
-	echo "+ kcar info demo.kcv"; $(KCAR) info "$$d/demo.kcv" --key-file "$$d/demo.key"
+	echo "+ kcar info demo.kcv"; $(KCAR) info "$$d/demo.kcv" --key-file "$$d/demo.key"; \
+	export KCAR_KEYCHAIN="$$d/keychain"; \
+	echo "+ kcar init"; $(KCAR) init; \
+	echo "+ printf ghp_example | kcar add --group com.example.shared --service github.com --account ci --attr team=ops"; \
+	printf ghp_example | $(KCAR) add --group com.example.shared --service github.com --account ci --attr team=ops; \
+	echo "+ kcar find --attr team=ops"; $(KCAR) find --attr team=ops; \
+	echo "+ kcar get --service github.com --account ci"; $(KCAR) get --service github.com --account ci; echo; \
+	echo "+ kcar groups"; $(KCAR) groups
 
 # The Python readers in scripts/interop were written from SPEC.md alone (Part 1, Part 2): they must read
 # every fixture too.
