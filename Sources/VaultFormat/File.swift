@@ -234,8 +234,16 @@ struct AtomicReplace {
     }
 
     /// Syncs, renames over the target (refusing to replace an existing one unless `overwrite`), syncs the folder.
-    func commit(overwrite: Bool) throws {
-        try file.fullSync()
+    /// `check` runs just before the rename (after the slow sync): a rewrite throws there if the file it copied
+    /// is no longer at `path`. The temporary file is removed if anything fails.
+    func commit(overwrite: Bool, check: () throws -> Void = {}) throws {
+        do {
+            try file.fullSync()
+            try check()
+        } catch {
+            abandon()
+            throw error
+        }
         if overwrite {
             guard rename(tempPath, path) == 0 else {
                 let e = errno
