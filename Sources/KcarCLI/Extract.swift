@@ -191,8 +191,9 @@ final class SafeWriter {
                     return nil
                 }
                 if mkdirat(dir, p, 0o700) != 0, errno != EEXIST {
+                    let reason = String(cString: strerror(errno))
                     if owned { close(dir) }
-                    throw CLIError(.io, "cannot create folder \(p) below \(rootPath)")
+                    throw CLIError(.io, "cannot create folder \(p) below \(rootPath): \(reason)")
                 }
                 next = openat(dir, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             }
@@ -303,7 +304,7 @@ final class SafeWriter {
         }
         let temp = ".kcar-\(Hex.encode(randomBytes(6))).tmp"
         let fd = openat(dir, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw CLIError(.io, "cannot create a file in the folder of \(display)") }
+        guard fd >= 0 else { throw CLIError(.io, "cannot create a file in the folder of \(display): \(String(cString: strerror(errno)))") }
         return Pending(dir: dir, fd: fd, temp: temp, name: name, display: display, force: force)
     }
 }
