@@ -31,6 +31,7 @@ package func stateDigest(_ state: [String: [UInt8]]) -> UInt64 {
 
 #if canImport(Glibc)
 import Glibc
+import VaultFormat
 
 /// A small tmpfs mounted for a test (full-disk and read-only-file-system tests). `mount` returns nil when
 /// mounting is not permitted (not root, no CAP_SYS_ADMIN, a restricted container): the test then skips.
@@ -88,3 +89,49 @@ package final class ScratchMount {
     deinit { unmount() }
 }
 #endif
+
+/// The concurrency test's batches: writer `writer`'s commit `commit` puts items `i0`..`i(n-1)` of service
+/// `w<writer>`, each holding this value (a header naming writer, commit and item, then seeded bytes; a few
+/// large enough to get records of their own). A reader checks that the items of a writer are all present,
+/// all from one commit and whole, or all absent (every 4th commit deletes them).
+package func batchValue(writer: Int, commit: Int, item: Int) -> [UInt8] {
+    var out = Array("w\(writer) c\(commit) i\(item)|".utf8)
+    let size = commit % 5 == 2 && item == 0 ? 150_000 : 64 + (commit * 37 + item * 11 + writer * 5) % 2000
+    var r = SplitMix64(state: UInt64(writer << 40 | commit << 16 | item))
+    while out.count < size { out.append(UInt8(truncatingIfNeeded: r.next())) }
+    return out
+}
+
+/// The commit a batch value names, if it is one.
+package func batchCommit(_ value: [UInt8]) -> Int? {
+    guard let bar = value.firstIndex(of: 0x7C) else { return nil }
+    let fields = String(decoding: value[..<bar], as: UTF8.self).split(separator: " ")
+    guard fields.count == 3, fields[1].hasPrefix("c") else { return nil }
+    return Int(fields[1].dropFirst())
+}
+
+/// Whether a commit of the batch scheme deletes the writer's items.
+package func batchDeletes(_ commit: Int) -> Bool { commit % 4 == 0 }
+
+/// Writer `writer`'s commit `commit` of the batch scheme, as one vault commit.
+package func commitBatch(_ vault: Vault, writer: Int, commit c: Int, items: Int) throws {
+    let service = "w\(writer)"
+    try vault.commit { tx in
+        let mine = tx.items.filter { $0.service == service }
+        if batchDeletes(c) {
+            for item in mine { try tx.delete(item.id) }
+            return
+        }
+        for i in 0..<items {
+            let value = ValueSource.bytes(batchValue(writer: writer, commit: c, item: i))
+            if let existing = mine.first(where: { $0.account == "i\(i)" }) {
+                try tx.update(existing.id, value: value)
+            } else {
+                var a = Attributes()
+                a[AttributeName.service] = .string(service)
+                a[AttributeName.account] = .string("i\(i)")
+                try tx.add(attributes: a, value: value)
+            }
+        }
+    }
+}

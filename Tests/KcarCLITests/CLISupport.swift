@@ -50,17 +50,17 @@ extension XCTestCase {
         addTeardownBlock { m.unmount() }
         return m
     }
+}
 
-    /// Every regular file below `root` (relative path -> bytes), found without following links.
-    func regularFiles(_ root: String) -> [String: [UInt8]] {
-        var out: [String: [UInt8]] = [:]
-        guard let e = FileManager.default.enumerator(atPath: root) else { return out }
-        while let rel = e.nextObject() as? String {
-            let attrs = try? FileManager.default.attributesOfItem(atPath: root + "/" + rel)
-            if attrs?[.type] as? FileAttributeType == .typeRegular {
-                out[rel] = Array((try? Data(contentsOf: URL(fileURLWithPath: root + "/" + rel))) ?? Data())
-            }
+/// Every regular file below `root` (relative path -> bytes), found without following links.
+func regularFiles(_ root: String) -> [String: [UInt8]] {
+    var out: [String: [UInt8]] = [:]
+    guard let e = FileManager.default.enumerator(atPath: root) else { return out }
+    while let rel = e.nextObject() as? String {
+        let attrs = try? FileManager.default.attributesOfItem(atPath: root + "/" + rel)
+        if attrs?[.type] as? FileAttributeType == .typeRegular {
+            out[rel] = Array((try? Data(contentsOf: URL(fileURLWithPath: root + "/" + rel))) ?? Data())
         }
-        return out
     }
+    return out
 }
