@@ -67,6 +67,12 @@ enum Extract {
                 skipped += 1
                 continue
             }
+            // NAME_MAX: such an item cannot be a file here, like an item without a name (each reported).
+            guard parts.allSatisfy({ $0.utf8.count <= 255 }) else {
+                warn("skipped \(parts.joined(separator: "/")): a path component is over 255 bytes, too long for a file name (--stdout reads it)")
+                skipped += 1
+                continue
+            }
             try writer.check(parts)
             plan.append((item, parts))
         }
@@ -89,22 +95,23 @@ enum Extract {
     }
 
     /// Refuses, before anything is written, two items that would be written to the same file, or one whose
-    /// file would be a folder of another.
+    /// file would be a folder of another. Paths are compared as bytes, as the file system compares names
+    /// (Swift's `String ==` would take NFC and NFD spellings, different files, for the same one).
     static func refuseCollisions(_ paths: [[String]], root: String) throws {
-        var files = Set<String>()
-        var folders = Set<String>()
+        var files = Set<[UInt8]>()
+        var folders = Set<[UInt8]>()
         for parts in paths {
             let path = parts.joined(separator: "/")
-            guard files.insert(path).inserted, !folders.contains(path) else {
+            guard files.insert(Array(path.utf8)).inserted, !folders.contains(Array(path.utf8)) else {
                 throw CLIError(.exists, "two items would be written to \(root)/\(path); extract them one at a time with --stdout")
             }
             var folder = ""
             for p in parts.dropLast() {
                 folder += folder.isEmpty ? p : "/" + p
-                guard !files.contains(folder) else {
+                guard !files.contains(Array(folder.utf8)) else {
                     throw CLIError(.exists, "an item would be written to \(root)/\(folder), which another item needs as a folder")
                 }
-                folders.insert(folder)
+                folders.insert(Array(folder.utf8))
             }
         }
     }
@@ -121,7 +128,9 @@ enum Extract {
             if w.hasPrefix("%id/") {
                 if let id = ItemID(hex: String(w.dropFirst(4))), let item = vault.item(id) { matches = [item] }
             } else if let (service, account) = ItemPath.parse(w) {
-                matches = vault.unorderedItems.filter { $0.service == service && (account == nil || $0.account == account) }
+                // Bytewise: a name selects the item with exactly those bytes, not its other normalisations.
+                func same(_ a: String?, _ b: String) -> Bool { a.map { $0.utf8.elementsEqual(b.utf8) } ?? false }
+                matches = vault.unorderedItems.filter { item in same(item.service, service) && (account.map { same(item.account, $0) } ?? true) }
                 if account == nil { matches.sort { ($0.account ?? "").utf8.lexicographicallyPrecedes(($1.account ?? "").utf8) } }
             }
             guard !matches.isEmpty else { throw CLIError(.notFound, "no item named \(w) (see `kcar list`)") }
@@ -144,8 +153,9 @@ final class SafeWriter {
     let root: Int32
     let rootPath: String
     let force: Bool
-    /// Open folders by their path below the root.
-    private var folders: [String: Int32] = [:]
+    /// Open folders by their path below the root, as bytes (like file names; not as Swift strings, which
+    /// would take NFC and NFD spellings for the same folder).
+    private var folders: [[UInt8]: Int32] = [:]
     static let foldersMax = 256
 
     /// The root folder was made by this writer, so nothing below it can exist yet.
@@ -179,7 +189,7 @@ final class SafeWriter {
     private func folder(_ parts: [String], create: Bool) throws -> Int32? {
         let dirs = parts.dropLast()
         if dirs.isEmpty { return root }
-        let key = dirs.joined(separator: "/")
+        let key = Array(dirs.joined(separator: "/").utf8)
         if let fd = folders[key] { return fd }
         var dir = root
         var owned = false
