@@ -64,3 +64,16 @@ func regularFiles(_ root: String) -> [String: [UInt8]] {
     }
     return out
 }
+
+/// The same, keyed by the names' bytes (Swift strings would merge NFC and NFD spellings of one name).
+func regularFilesByBytes(_ root: String) -> [[UInt8]: [UInt8]] {
+    var out: [[UInt8]: [UInt8]] = [:]
+    guard let e = FileManager.default.enumerator(atPath: root) else { return out }
+    while let rel = e.nextObject() as? String {
+        let attrs = try? FileManager.default.attributesOfItem(atPath: root + "/" + rel)
+        if attrs?[.type] as? FileAttributeType == .typeRegular {
+            out[Array(rel.utf8)] = Array((try? Data(contentsOf: URL(fileURLWithPath: root + "/" + rel))) ?? Data())
+        }
+    }
+    return out
+}
