@@ -29,7 +29,7 @@ func batches(_ args: [String]) -> Never {
     guard fd >= 0, read(fd, &key, 32) == 32 else { exit(2) }
     close(fd)
     do {
-        let vault = try Vault.open(path: args[2], secret: .keyFile(SecureBytes(copying: key)), mode: .write)
+        let vault = try Vault.open(path: args[2], secret: .keyFile(SecureBytes(copying: key)), mode: .write, lockTimeout: 120)
         for c in 1...commits {
             try commitBatch(vault, writer: writer, commit: c, items: items)
             emit("ack \(writer) \(c)")
