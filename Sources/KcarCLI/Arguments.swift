@@ -41,7 +41,8 @@ struct Arguments {
                     name = String(name[..<eq])
                 }
             } else {
-                guard a.count == 2, let s = byShort[a.last!] else { throw CLIError.usage("unknown option \(a)") }
+                // Only the option letter is echoed: `-pSECRET` (a password option elsewhere) must not reach a log.
+                guard a.count == 2, let s = byShort[a.last!] else { throw CLIError.usage("unknown option \(a.prefix(2))") }
                 name = s.name
             }
             guard let spec = byName[name] else { throw CLIError.usage("unknown option --\(name)") }

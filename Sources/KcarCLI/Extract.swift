@@ -85,6 +85,12 @@ enum Extract {
                 skipped += 1
                 continue
             }
+            // NAME_MAX: such an item cannot be a file here, like an item without a name (each reported).
+            guard parts.allSatisfy({ $0.utf8.count <= 255 }) else {
+                warn("skipped \(parts.joined(separator: "/")): a path component is over 255 bytes, too long for a file name (--stdout reads it)")
+                skipped += 1
+                continue
+            }
             try writer.check(parts)
             plan.append((item, parts))
         }
@@ -107,22 +113,23 @@ enum Extract {
     }
 
     /// Refuses, before anything is written, two items that would be written to the same file, or one whose
-    /// file would be a folder of another.
+    /// file would be a folder of another. Paths are compared as bytes, as the file system compares names
+    /// (Swift's `String ==` would take NFC and NFD spellings, different files, for the same one).
     static func refuseCollisions(_ paths: [[String]], root: String) throws {
-        var files = Set<String>()
-        var folders = Set<String>()
+        var files = Set<[UInt8]>()
+        var folders = Set<[UInt8]>()
         for parts in paths {
             let path = parts.joined(separator: "/")
-            guard files.insert(path).inserted, !folders.contains(path) else {
+            guard files.insert(Array(path.utf8)).inserted, !folders.contains(Array(path.utf8)) else {
                 throw CLIError(.exists, "two items would be written to \(root)/\(path); extract them one at a time with --stdout")
             }
             var folder = ""
             for p in parts.dropLast() {
                 folder += folder.isEmpty ? p : "/" + p
-                guard !files.contains(folder) else {
+                guard !files.contains(Array(folder.utf8)) else {
                     throw CLIError(.exists, "an item would be written to \(root)/\(folder), which another item needs as a folder")
                 }
-                folders.insert(folder)
+                folders.insert(Array(folder.utf8))
             }
         }
     }
@@ -139,7 +146,9 @@ enum Extract {
             if w.hasPrefix("%id/") {
                 if let id = ItemID(hex: String(w.dropFirst(4))), let item = vault.item(id) { matches = [item] }
             } else if let (service, account) = ItemPath.parse(w) {
-                matches = vault.unorderedItems.filter { $0.service == service && (account == nil || $0.account == account) }
+                // Bytewise: a name selects the item with exactly those bytes, not its other normalisations.
+                func same(_ a: String?, _ b: String) -> Bool { a.map { $0.utf8.elementsEqual(b.utf8) } ?? false }
+                matches = vault.unorderedItems.filter { item in same(item.service, service) && (account.map { same(item.account, $0) } ?? true) }
                 if account == nil { matches.sort { ($0.account ?? "").utf8.lexicographicallyPrecedes(($1.account ?? "").utf8) } }
             }
             guard !matches.isEmpty else { throw CLIError(.notFound, "no item named \(w) (see `kcar list`)") }
@@ -162,8 +171,9 @@ final class SafeWriter {
     let root: Int32
     let rootPath: String
     let force: Bool
-    /// Open folders by their path below the root.
-    private var folders: [String: Int32] = [:]
+    /// Open folders by their path below the root, as bytes (like file names; not as Swift strings, which
+    /// would take NFC and NFD spellings for the same folder).
+    private var folders: [[UInt8]: Int32] = [:]
     static let foldersMax = 256
 
     /// The root folder was made by this writer, so nothing below it can exist yet.
@@ -197,7 +207,7 @@ final class SafeWriter {
     private func folder(_ parts: [String], create: Bool) throws -> Int32? {
         let dirs = parts.dropLast()
         if dirs.isEmpty { return root }
-        let key = dirs.joined(separator: "/")
+        let key = Array(dirs.joined(separator: "/").utf8)
         if let fd = folders[key] { return fd }
         var dir = root
         var owned = false
@@ -209,8 +219,9 @@ final class SafeWriter {
                     return nil
                 }
                 if mkdirat(dir, p, 0o700) != 0, errno != EEXIST {
+                    let reason = String(cString: strerror(errno))
                     if owned { close(dir) }
-                    throw CLIError(.io, "cannot create folder \(p) below \(rootPath)")
+                    throw CLIError(.io, "cannot create folder \(p) below \(rootPath): \(reason)")
                 }
                 next = openat(dir, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             }
@@ -321,7 +332,7 @@ final class SafeWriter {
         }
         let temp = ".kcar-\(Hex.encode(randomBytes(6))).tmp"
         let fd = openat(dir, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw CLIError(.io, "cannot create a file in the folder of \(display)") }
+        guard fd >= 0 else { throw CLIError(.io, "cannot create a file in the folder of \(display): \(String(cString: strerror(errno)))") }
         return Pending(dir: dir, fd: fd, temp: temp, name: name, display: display, force: force)
     }
 }

@@ -103,7 +103,9 @@ final class File {
     func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
         var done = 0
         while done < bytes.count {
-            let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            let n = File.injected(path, .write(offset: offset + UInt64(done), count: bytes.count - done)) { count in
+                pwrite(fd, bytes.baseAddress! + done, count, off_t(offset) + off_t(done))
+            }
             if n < 0 {
                 if errno == EINTR { continue }
                 throw File.errnoError("cannot write", path)
@@ -130,15 +132,55 @@ final class File {
     }
 
     func truncate(to size: UInt64) throws {
-        guard ftruncate(fd, off_t(size)) == 0 else { throw File.errnoError("cannot truncate", path) }
+        guard File.injected(path, .truncate, { _ in Int(ftruncate(fd, off_t(size))) }) == 0 else {
+            throw File.errnoError("cannot truncate", path)
+        }
     }
 
     func sync() throws {
-        guard fdatasync(fd) == 0 else { throw File.errnoError("cannot sync", path) }
+        guard File.injected(path, .sync, { _ in Int(fdatasync(fd)) }) == 0 else { throw File.errnoError("cannot sync", path) }
     }
 
     func fullSync() throws {
-        guard fsync(fd) == 0 else { throw File.errnoError("cannot sync", path) }
+        guard File.injected(path, .sync, { _ in Int(fsync(fd)) }) == 0 else { throw File.errnoError("cannot sync", path) }
+    }
+
+    /// A write, truncate or sync about to be made, as the fault seam sees it.
+    enum Operation: Equatable {
+        case write(offset: UInt64, count: Int)
+        case truncate
+        case sync
+    }
+
+    /// What the fault seam makes of an operation: a write of at most `n` bytes, or a failure with `errno`.
+    enum Fault {
+        case short(Int)
+        case error(Int32)
+    }
+
+    #if DEBUG
+    /// Test-only seam (debug builds, not public): asked before every write, truncate and sync of a vault or
+    /// temporary file; a fault it returns replaces what the system call would do. Tests set and reset it
+    /// (one test at a time: it is global).
+    nonisolated(unsafe) static var faults: ((_ path: String, _ operation: Operation) -> Fault?)?
+    #endif
+
+    /// Runs `call` (given the byte count to pass on) unless the seam injects a fault for this operation.
+    @inline(__always)
+    static func injected(_ path: String, _ operation: Operation, _ call: (Int) -> Int) -> Int {
+        var count = 0
+        if case .write(_, let c) = operation { count = c }
+        #if DEBUG
+        if let hook = faults, let fault = hook(path, operation) {
+            switch fault {
+            case .short(let n): return call(max(1, min(n, count)))
+            case .error(let e):
+                errno = e
+                return -1
+            }
+        }
+        #endif
+        return call(count)
     }
 
     /// Takes a shared or exclusive `flock`, waiting at most `timeout` seconds.
@@ -192,8 +234,16 @@ struct AtomicReplace {
     }
 
     /// Syncs, renames over the target (refusing to replace an existing one unless `overwrite`), syncs the folder.
-    func commit(overwrite: Bool) throws {
-        try file.fullSync()
+    /// `check` runs just before the rename (after the slow sync): a rewrite throws there if the file it copied
+    /// is no longer at `path`. The temporary file is removed if anything fails.
+    func commit(overwrite: Bool, check: () throws -> Void = {}) throws {
+        do {
+            try file.fullSync()
+            try check()
+        } catch {
+            abandon()
+            throw error
+        }
         if overwrite {
             guard rename(tempPath, path) == 0 else {
                 let e = errno

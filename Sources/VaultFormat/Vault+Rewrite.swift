@@ -51,7 +51,7 @@ extension Vault {
                 try tmp.file.write(try file.read(Int(n), at: fileOffset(copied)), at: UInt64(bytes.count) + copied)
                 copied += n
             }
-            try tmp.commit(overwrite: true)
+            try tmp.commit(overwrite: true) { try ensureStillAtPath("a rewrite") }
         } catch {
             tmp.abandon()
             throw error
@@ -113,7 +113,7 @@ extension Vault {
             let ops = newState.keys.sorted().map { IndexOperation.put(newState[$0]!) }
             newTail = try writer.finish(ops: ops, checkpoint: true, generation: tail.trailer.generation + 1, previous: nil,
                                         itemCount: newState.count)
-            try tmp.commit(overwrite: true)
+            try tmp.commit(overwrite: true) { try ensureStillAtPath("a rewrite") }
         } catch {
             tmp.abandon()
             throw error

@@ -167,6 +167,7 @@ extension Vault {
                 let deltaSize = UInt64(IndexCodec.encode(ops).count)
                 let checkpoint = chain >= Limits.chainMax || tail.deltaBytes + deltaSize > tail.checkpointBytes
                 let finalOps = checkpoint ? tx.state.keys.sorted().map { IndexOperation.put(tx.state[$0]!) } : ops
+                try ensureStillAtPath("a commit")
                 tail = try writer.finish(ops: finalOps, checkpoint: checkpoint, generation: tail.trailer.generation + 1,
                                          previous: tail, itemCount: tx.state.count)
                 state = tx.state
@@ -185,6 +186,15 @@ extension Vault {
             } catch {
                 lastCompactionError = error as? VaultError ?? VaultError(.io, "\(error)")
             }
+        }
+    }
+
+    /// Throws unless `path` still names the file this instance holds locked. Another process may rename a
+    /// file over the vault without taking its lock; a change written to the file it replaced must then fail,
+    /// not be reported as done (it would be lost, or a rewrite would rename the old vault over the new file).
+    func ensureStillAtPath(_ what: String) throws {
+        guard try file.isStill(path) else {
+            throw VaultError(.io, "\(path) was replaced while \(what) was written; nothing was changed, open it again")
         }
     }
 

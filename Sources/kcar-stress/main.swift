@@ -15,7 +15,34 @@ func emit(_ s: String) {
     _ = line.withCString { write(1, $0, strlen($0)) }
 }
 
+// A writer for the concurrency test, run beside others:
+//   kcar-stress --batches VAULT KEYFILE WRITER COMMITS ITEMS
+// Commit c (1...COMMITS) puts ITEMS items of service w<WRITER> holding batchValue(WRITER, c, item), or deletes
+// them all when batchDeletes(c); it prints `ack WRITER c` once the commit returned.
+func batches(_ args: [String]) -> Never {
+    guard args.count == 7, let writer = Int(args[4]), let commits = Int(args[5]), let items = Int(args[6]) else {
+        emit("usage: kcar-stress --batches VAULT KEYFILE WRITER COMMITS ITEMS")
+        exit(2)
+    }
+    let fd = open(args[3], O_RDONLY)
+    var key = [UInt8](repeating: 0, count: 32)
+    guard fd >= 0, read(fd, &key, 32) == 32 else { exit(2) }
+    close(fd)
+    do {
+        let vault = try Vault.open(path: args[2], secret: .keyFile(SecureBytes(copying: key)), mode: .write, lockTimeout: 120)
+        for c in 1...commits {
+            try commitBatch(vault, writer: writer, commit: c, items: items)
+            emit("ack \(writer) \(c)")
+        }
+        exit(0)
+    } catch {
+        emit("error \(error)")
+        exit(1)
+    }
+}
+
 let args = CommandLine.arguments
+if args.count > 1, args[1] == "--batches" { batches(args) }
 guard args.count == 4, let seed = UInt64(args[3]) else {
     emit("usage: kcar-stress VAULT KEYFILE SEED")
     exit(2)
