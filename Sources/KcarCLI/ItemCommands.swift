@@ -47,11 +47,20 @@ enum ItemCommands {
         return try s.directory.readKey(group)
     }
 
-    /// With `--group`, refuses a vault older than the generation the keychain last saw (SPEC.md §K6).
+    /// With `--group`: the vault must hold that group (SPEC.md §K1), and must not be older than the generation
+    /// the keychain last saw (§K6). Someone opening it with a passphrase who cannot read the group's key
+    /// cannot check the record; they are told so.
     static func checkRollback(_ vault: Vault, _ args: Arguments) throws {
         guard let group = args.value("group") else { return }
+        guard vault.header.group == group else {
+            throw KeychainError(.decode, "\(vault.path) holds group \(vault.header.group), not \(group)")
+        }
         let dir = directory(args)
-        try dir.checkGeneration(vault, group: group, key: try dir.readKey(group))
+        guard let key = try? dir.readKey(group) else {
+            warn("cannot read the key of group \(group): its generation record (rollback check) is not checked")
+            return
+        }
+        try dir.checkGeneration(vault, group: group, key: key)
     }
 
     // MARK: Selecting items
@@ -165,8 +174,12 @@ enum ItemCommands {
     static let valueMax = 256 << 20
 
     static func readAll(fd: Int32, what: String) throws -> [UInt8] {
+        var st = stat()
         var out: [UInt8] = []
+        // Sized up front when the input is a file, so growing does not leave copies of the value behind.
+        if fstat(fd, &st) == 0, st.st_size > 0 { out.reserveCapacity(min(Int(st.st_size), valueMax) + 1) }
         var buf = [UInt8](repeating: 0, count: 1 << 16)
+        defer { buf.withUnsafeMutableBytes { b in explicit_bzero(b.baseAddress!, b.count) } }
         while true {
             let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
             if n < 0, errno == EINTR { continue }
@@ -209,8 +222,10 @@ enum ItemCommands {
     /// The query the selector options make.
     static func query(_ args: Arguments) throws -> ItemQuery {
         let c = try itemClass(args)
-        return ItemQuery(class: c, attributes: try selection(args, class: c), group: args.value("group"),
-                         caseInsensitive: args.flag("ignore-case"), synchronizableAny: true)
+        let attributes = try selection(args, class: c)
+        // Synchronizable and local items alike, unless the selection names kSecAttrSynchronizable.
+        return ItemQuery(class: c, attributes: attributes, group: args.value("group"),
+                         caseInsensitive: args.flag("ignore-case"), synchronizableAny: attributes["sync"] == nil)
     }
 
     static let querySpecs = keychainSpecs + selectorSpecs + [.init(name: "ignore-case", kind: .flag)]

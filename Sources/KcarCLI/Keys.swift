@@ -85,6 +85,9 @@ enum Keys {
             guard let n = Int(r), vault.header.slots.indices.contains(n) else {
                 throw CLIError.usage("--remove-slot takes a slot number from 0 to \(vault.header.slots.count - 1)")
             }
+            if args.value("group") != nil, case .keyFile = vault.header.slots[n] {
+                throw CLIError.usage("slot \(n) is the key-file slot the keychain opens group \(vault.header.group) with; it stays")
+            }
             remove.insert(n)
         }
         let explicit = !remove.isEmpty || args.flag("add-passphrase") || !args.all("add-key-file").isEmpty || !args.all("add-recipient").isEmpty
@@ -116,6 +119,10 @@ enum Keys {
         default: break
         }
         slots += try addedSlots(args, passphraseWanted: false)
+        // A keychain's group keeps a slot for its key file, whatever secret opened it (SPEC.md §K1).
+        if let group = args.value("group"), !slots.contains(where: { if case .keyFile = $0 { return true } else { return false } }) {
+            slots.append(.keyFile(try ItemCommands.groupKey(args, group)))
+        }
         for (i, s) in vault.header.slots.enumerated() where i != vault.unlockedSlot {
             warn("rekey drops slot \(i) (\(s.kindName)); add it again with --add-\(s.kindName == "x25519" ? "recipient" : s.kindName == "key file" ? "key-file" : "passphrase")")
         }

@@ -57,7 +57,7 @@ public final class GroupTransaction {
         if a["pdmn"] == nil { a["pdmn"] = .string("ak") }
         let pk = PrimaryKey(itemClass.rawValue, a)
         if keyIndex()[pk] != nil { throw KeychainError(.duplicateItem, "an item with the same \(describe(pk)) exists in group \(group)") }
-        let id = try tx.add(class: itemClass, attributes: a, value: .bytes(value))
+        let id = try rebuildingOnError { try tx.add(class: itemClass, attributes: a, value: .bytes(value)) }
         keys![pk] = id  // in place: a copy per add would make a batch quadratic
         return KeychainItem(group: group, tx.item(id)!, size: UInt64(value.count))
     }
@@ -84,7 +84,11 @@ public final class GroupTransaction {
             }
             index[pk] = id
         }
-        for (id, a) in planned { try tx.update(id, attributes: a, value: value.map { .bytes($0) }) }
+        // A failure part-way (a vault limit) leaves some items changed: the index is rebuilt from the
+        // transaction's state, so a caller that catches the error and goes on cannot add a duplicate.
+        try rebuildingOnError {
+            for (id, a) in planned { try tx.update(id, attributes: a, value: value.map { .bytes($0) }) }
+        }
         keys = index
     }
 
@@ -94,6 +98,13 @@ public final class GroupTransaction {
         try tx.delete(id)
         _ = keyIndex()
         keys![PrimaryKey(item.itemClass.rawValue, item.attributes)] = nil
+    }
+
+    private func rebuildingOnError<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch {
+            keys = nil
+            throw error
+        }
     }
 
     private func describe(_ pk: PrimaryKey) -> String {

@@ -134,24 +134,24 @@ public struct Keychain: Sendable {
     /// The value under `key`; if there is none, `create()`'s value, stored first. Atomic across threads and
     /// processes: two callers racing get the same value (a device UUID, say).
     public func loadOrCreate<T: Codable>(_ type: T.Type, forKey key: String, create: () throws -> T) throws -> T {
+        if let v = try get(type, forKey: key) { return v }
+        // Made outside the store's lock, so `create` may itself use the keychain; a racer that stored a value
+        // meanwhile wins, and its value is returned.
+        let v = try create()
         let s = try store()
         let q = query(key)
-        let group = try resolveGroup(s)
         var bytesFound: [UInt8]?
-        var created: T?
-        try s.transaction(group: group) { tx in
+        try s.transaction(group: try resolveGroup(s)) { tx in
             if let existing = tx.find(q).first {
                 bytesFound = try tx.value(of: existing)
                 return
             }
-            let v = try create()
             var a = q.attributes
             a["pdmn"] = .string(accessibility.rawValue)
             try tx.add(class: .genericPassword, attributes: a, value: [UInt8](try Keychain.encode(v)))
-            created = v
         }
-        if let created { return created }
-        return try Keychain.decode(type, Data(bytesFound ?? []), key: key)
+        guard let bytesFound else { return v }
+        return try Keychain.decode(type, Data(bytesFound), key: key)
     }
 
     static func encode<T: Encodable>(_ value: T) throws -> Data {

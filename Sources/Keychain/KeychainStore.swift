@@ -15,6 +15,8 @@ public final class KeychainStore: @unchecked Sendable {
     public let lockTimeout: Double
     let random: RandomSource
     private let mutex = Mutex(())
+    /// The thread inside `locked`, so a call from inside a transaction fails instead of deadlocking.
+    private let owner = Mutex<UInt?>(nil)
     private var opened: [String: OpenGroup] = [:]
 
     final class OpenGroup {
@@ -52,6 +54,8 @@ public final class KeychainStore: @unchecked Sendable {
     }
 
     private static func checked(_ groups: [String]) throws -> [String] {
+        var seen = Set<[UInt8]>()
+        let groups = groups.filter { seen.insert(Array($0.utf8)).inserted }  // a name given twice counts once
         for g in groups {
             do { try Header.checkGroupName(g) } catch {
                 throw KeychainError(.param, "access group names are 1 to 255 bytes of UTF-8 without NUL (got \"\(g)\")")
@@ -61,7 +65,13 @@ public final class KeychainStore: @unchecked Sendable {
     }
 
     private func locked<T>(_ body: () throws -> T) throws -> T {
-        try mutex.withLock { _ in
+        let me = UInt(pthread_self())
+        if owner.withLock({ $0 }) == me {
+            throw KeychainError(.param, "the keychain was called from inside one of its own transactions; use the transaction's methods")
+        }
+        return try mutex.withLock { _ in
+            owner.withLock { $0 = me }
+            defer { owner.withLock { $0 = nil } }
             do { return try body() } catch { throw KeychainError.from(error) }
         }
     }
@@ -107,9 +117,15 @@ public final class KeychainStore: @unchecked Sendable {
     /// The open vault of a group, caught up with other processes and checked against rollback.
     private func vault(_ group: String, write: Bool) throws -> Vault {
         if let g = opened[group], !write || g.writable {
-            try g.vault.refresh()
+            do {
+                try g.vault.refresh()
+            } catch {
+                // Rekeyed, or replaced by another vault: open it afresh (once).
+                opened[group] = nil
+                return try vault(group, write: write)
+            }
             if g.vault.generation != g.checkedGeneration {
-                try directory.checkGeneration(g.vault, group: group, key: g.key)
+                try checkGeneration(g.vault, group: group, key: g.key)
                 g.checkedGeneration = g.vault.generation
             }
             return g.vault
@@ -120,9 +136,20 @@ public final class KeychainStore: @unchecked Sendable {
         guard v.header.group == group else {
             throw KeychainError(.decode, "\(v.path) holds group \(v.header.group), not \(group)")
         }
-        try directory.checkGeneration(v, group: group, key: key)
+        try checkGeneration(v, group: group, key: key)
         opened[group] = OpenGroup(vault: v, key: key, writable: write)
         return v
+    }
+
+    /// A record newer than the vault may have been written by another process after this one loaded the
+    /// vault: catch up and compare again before calling it a rollback.
+    private func checkGeneration(_ v: Vault, group: String, key: SecureBytes) throws {
+        do {
+            try directory.checkGeneration(v, group: group, key: key)
+        } catch let e as KeychainError where e.status == .rolledBack {
+            try v.refresh()
+            try directory.checkGeneration(v, group: group, key: key)
+        }
     }
 
     /// Forgets open vaults (they are reopened on next use).
@@ -186,7 +213,7 @@ public final class KeychainStore: @unchecked Sendable {
                 result = try body(GroupTransaction(group: target, tx, vault: v))
             }
             if let g = opened[target] {
-                try directory.checkGeneration(v, group: target, key: g.key)
+                try checkGeneration(v, group: target, key: g.key)
                 g.checkedGeneration = v.generation
             }
             return result!
@@ -201,7 +228,8 @@ public final class KeychainStore: @unchecked Sendable {
     }
 
     /// Changes every matching item (SecItemUpdate): attributes set (nil removes one) and, if given, the value.
-    /// Throws ``KeychainStatus/itemNotFound`` if nothing matches; each group is one transaction.
+    /// Throws ``KeychainStatus/itemNotFound`` if nothing matches. Each group is one transaction: without a
+    /// group, a failure in a later group leaves the changes to earlier groups committed.
     @discardableResult
     public func update(_ query: ItemQuery, set changes: [String: AttributeValue?] = [:], value: [UInt8]? = nil) throws -> Int {
         try query.validate()

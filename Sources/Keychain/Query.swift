@@ -76,10 +76,13 @@ public struct ItemQuery: Sendable {
             if name == "sync", synchronizableAny { continue }
             let have = item.attributes[name] ?? Schema.kind(of: name, class: c)?.defaultValue
             guard let have else { return false }
-            if have == wanted { continue }
-            guard caseInsensitive, case .string(let a) = have, case .string(let b) = wanted, a.lowercased() == b.lowercased() else {
+            if case .string(let a) = have, case .string(let b) = wanted {
+                // Bytes, not Swift's canonical equivalence; case-insensitive: Unicode's default lowercase mapping.
+                if a.utf8.elementsEqual(b.utf8) { continue }
+                if caseInsensitive, a.lowercased().utf8.elementsEqual(b.lowercased().utf8) { continue }
                 return false
             }
+            guard have == wanted else { return false }
         }
         return true
     }

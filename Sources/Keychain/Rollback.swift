@@ -52,9 +52,14 @@ extension KeychainDirectory {
         }
     }
 
-    /// Best effort: a directory that cannot be written is not an error (SPEC.md §K6).
+    /// Best effort: a directory that cannot be written is not an error (SPEC.md §K6). The record only grows:
+    /// a process that saw an older generation does not overwrite a newer one another process wrote.
     private func writeSeen(_ record: SeenRecord, group: String, key: SecureBytes) {
         let target = seenPath(group)
+        if let current = readSmallFile(target, max: SeenRecord.size + 1).flatMap({ SeenRecord.decode($0, key: key) }),
+           current.vaultID == record.vaultID, current.generation >= record.generation {
+            return
+        }
         let temp = "\(path)/.\(KeychainDirectory.stem(group)).seen.\(Hex.encode(SystemRandom.shared.bytes(6))).tmp"
         let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }

@@ -88,8 +88,8 @@ public enum Schema {
         switch c {
         case "genp": return ["sync", "svce", "acct"]
         case "inet": return ["sync", "srvr", "ptcl", "port", "path", "sdmn", "atyp", "acct"]
-        case "cert", "idnt": return ["ctyp", "issr", "slnr"]
-        case "keys": return ["kcls", "klbl", "atag", "type", "bsiz", "esiz"]
+        case "cert", "idnt": return ["sync", "ctyp", "issr", "slnr"]
+        case "keys": return ["sync", "kcls", "klbl", "atag", "type", "bsiz", "esiz"]
         default: return []
         }
     }
@@ -163,6 +163,9 @@ public enum Schema {
                 throw KeychainError(.param, "unknown accessibility \"\(level)\"")
             }
         }
+        if case .bool(true)? = attributes["sync"], isDeviceOnly(attributes) {
+            throw KeychainError(.param, "a synchronizable item cannot be ThisDeviceOnly")
+        }
     }
 
     /// The primary-key values of an item, absent ones as their default.
@@ -171,13 +174,24 @@ public enum Schema {
     }
 }
 
-/// What identifies an item in its group: class and primary-key values (SPEC.md §K4).
+/// What identifies an item in its group: class and primary-key values (SPEC.md §K4). Strings compare by their
+/// UTF-8 bytes (Swift's `==` would equate NFC and NFD spellings; Apple's database does not).
 struct PrimaryKey: Hashable {
     let itemClass: String
-    let values: [AttributeValue]
+    let values: [ExactValue]
 
     init(_ c: String, _ attributes: Attributes) {
         itemClass = c
-        values = Schema.primaryKeyValues(attributes, class: c)
+        values = Schema.primaryKeyValues(attributes, class: c).map(ExactValue.init)
+    }
+}
+
+/// An attribute value whose equality is exact: strings as bytes.
+enum ExactValue: Hashable {
+    case string([UInt8])
+    case other(AttributeValue)
+
+    init(_ v: AttributeValue) {
+        if case .string(let s) = v { self = .string(Array(s.utf8)) } else { self = .other(v) }
     }
 }

@@ -52,7 +52,7 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
 /// `kSecValueData`.
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
     secCall(nil) {
-        let q = try SecQuery(query, allowed: SecQuery.searchKeys)
+        let q = try SecQuery(query, allowed: SecQuery.modifyKeys)
         let changes = try SecQuery(attributesToUpdate, allowed: SecQuery.updateKeys, itemClass: q.itemClass)
         var set: [String: AttributeValue?] = [:]
         for (name, value) in changes.attributes { set[name] = value }
@@ -67,7 +67,7 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 /// Deletes every matching item (Apple's `SecItemDelete`).
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     secCall(nil) {
-        let q = try SecQuery(query, allowed: SecQuery.searchKeys)
+        let q = try SecQuery(query, allowed: SecQuery.modifyKeys)
         try SecItemConfiguration.store.delete(q.itemQuery)
         return nil
     }
@@ -105,6 +105,8 @@ struct SecQuery {
     static let searchKeys = returnKeys.union([kSecClass, kSecAttrAccessGroup, kSecMatchLimit, kSecMatchCaseInsensitive,
                                               kSecUseDataProtectionKeychain])
     static let updateKeys: Set<String> = [kSecValueData, kSecAttrAccessGroup]
+    /// Update and delete apply to every match: a match limit or a return key is an error, as on Apple's.
+    static let modifyKeys: Set<String> = [kSecClass, kSecAttrAccessGroup, kSecMatchCaseInsensitive, kSecUseDataProtectionKeychain]
 
     init(_ dict: [String: Any], allowed: Set<String>, itemClass given: ItemClass? = nil) throws {
         if let given {
@@ -121,7 +123,9 @@ struct SecQuery {
                 continue
             }
             if key == kSecAttrSynchronizable, raw as? String == kSecAttrSynchronizableAny {
-                guard allowed == SecQuery.searchKeys else { throw KeychainError(.param, "kSecAttrSynchronizableAny only searches") }
+                guard allowed == SecQuery.searchKeys || allowed == SecQuery.modifyKeys else {
+                    throw KeychainError(.param, "kSecAttrSynchronizableAny only selects items")
+                }
                 synchronizableAny = true
                 continue
             }

@@ -225,7 +225,9 @@ struct AtomicReplace {
         let prefix = ".\(base).", suffix = ".tmp"
         while let ent = readdir(d) {
             let name = withUnsafeBytes(of: ent.pointee.d_name) { b in String(decoding: b.prefix { $0 != 0 }, as: UTF8.self) }
-            guard name.hasPrefix(prefix), name.hasSuffix(suffix) else { continue }
+            // Exactly .BASE.<12 hex>.tmp: another file's temporaries (".BASE.other.<hex>.tmp") are not ours.
+            guard name.hasPrefix(prefix), name.hasSuffix(suffix), name.utf8.count == prefix.utf8.count + 12 + suffix.utf8.count,
+                  hexDecode(String(name.dropFirst(prefix.count).dropLast(suffix.count))) != nil else { continue }
             let fd = open("\(dir)/\(name)", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
             guard fd >= 0 else { continue }
             if flock(fd, LOCK_EX | LOCK_NB) == 0 { unlink("\(dir)/\(name)") }

@@ -188,3 +188,20 @@ final class KeychainCLITests: XCTestCase {
         try kcar(["verify", "--group", "g"])
     }
 }
+
+extension KeychainCLITests {
+    func testSynchronizableSelectorAndTheGroupKeySlot() throws {
+        try kcar(["add", "--group", "g", "--service", "s", "--account", "a"], stdin: "local")
+        try kcar(["add", "--group", "g", "--service", "s", "--account", "a", "--synchronizable"], stdin: "synced")
+        try kcar(["get", "--service", "s", "--account", "a"], expect: 2)  // both match without a sync selector
+        XCTAssertEqual(try kcar(["get", "--service", "s", "--account", "a", "--attr", "kSecAttrSynchronizable=true"]).out, "synced")
+        try kcar(["delete", "--service", "s", "--account", "a", "--attr", "kSecAttrSynchronizable=true"])
+        XCTAssertEqual(try kcar(["get", "--service", "s", "--account", "a"]).out, "local")
+        // The key-file slot the keychain opens a group with cannot be removed.
+        try kcar(["passwd", "--group", "g", "--remove-slot", "0"], expect: 2)
+        try Data("pw".utf8).write(to: URL(fileURLWithPath: dir + "/pp"))
+        try kcar(["rekey", "--group", "g", "--passphrase-file", dir + "/pp"], expect: 3)  // no passphrase slot yet
+        try kcar(["rekey", "--group", "g"])
+        XCTAssertEqual(try kcar(["get", "--service", "s", "--account", "a"]).out, "local")
+    }
+}
