@@ -21,7 +21,22 @@ enum ArchiveFixtures {
             ("any-keys.kca", .anyKeyDictionary([1: "one", "1": "string one", .uint(1): "unsigned one",
                                                  [1, 2]: "pair", .null: "null"])),
             ("set.kca", .set([3, 1, 2, "a", "b", .double(-0.0), .double(0.0), .double(.nan)])),
+            ("urls.kca", urls),
         ]
+    }
+
+    /// URLs at the edges of §A5.6, with and without a base.
+    static var urls: ArchiveValue {
+        let base = URL(string: "https://x.example/#f")!
+        return .array([
+            .url(URL(string: "mailto:")!),
+            .url(URL(string: "//[v7.a:b]")!),
+            .url(URL(string: "http://u:p:w@h:99999999999999999999/")!),
+            .url(URL(string: "http://[::ffff:1.2.3.4]:/p")!),
+            .url(URL(string: "a/b:c?d:e#f:g/?")!),
+            .url(URL(string: "?", relativeTo: base)!),
+            .url(URL(string: "//h/p", relativeTo: base)!),
+        ])
     }
 
     static var scalars: ArchiveValue {
@@ -85,6 +100,12 @@ enum ArchiveFixtures {
             ("any-key-duplicate.kca", h + [0x0F, 0x02, 0x00, 0x01, 0x00, 0x02], .duplicateKey),
             ("empty-class-name.kca", h + [0x11, 0x00, 0x00, 0x00], .invalidValue),
             ("invalid-url.kca", h + [0x0B, 0x00, 0x03, 0x61, 0x20, 0x62], .invalidValue),
+            ("url-empty-scheme.kca", h + [0x0B] + slot(":a"), .invalidValue),
+            ("url-two-fragments.kca", h + [0x0B] + slot("a#b#c"), .invalidValue),
+            ("url-bad-ip-literal.kca", h + [0x0B] + slot("http://[1::2::3]"), .invalidValue),
+            ("url-zone-id.kca", h + [0x0B] + slot("http://[fe80::1%25en0]"), .invalidValue),
+            ("url-relative-base.kca", h + [0x0C] + slot("a") + slot("rel/"), .invalidValue),
+            ("url-scheme-with-base.kca", h + [0x0C] + slot("http://z/q") + slot("https://x.example/"), .invalidValue),
             ("cycle.kca", h + [0x12, 0x0D, 0x01, 0x13, 0x00], .cycle),
             ("indirect-cycle.kca", h + [0x12, 0x0D, 0x01, 0x12, 0x0D, 0x01, 0x13, 0x00], .cycle),
             ("shared-bad-reference.kca", h + [0x13, 0x00], .badReference),
@@ -95,6 +116,9 @@ enum ArchiveFixtures {
             ("truncated-double.kca", h + [0x05, 0x00, 0x00, 0x00], .truncated),
         ]
     }
+
+    /// A string slot holding a new string (shorter than 128 bytes).
+    static func slot(_ s: String) -> [UInt8] { [0x00, UInt8(s.utf8.count)] + Array(s.utf8) }
 
     /// The manifest of `malformed/`: one line per file, `name<TAB>expected error code`.
     static var manifest: String {
