@@ -22,6 +22,8 @@ enum ArchiveFixtures {
                                                  [1, 2]: "pair", .null: "null"])),
             ("set.kca", .set([3, 1, 2, "a", "b", .double(-0.0), .double(0.0), .double(.nan)])),
             ("urls.kca", urls),
+            // U+1AEC is unassigned in Unicode 17.0.0: class 0, so the two keys are not equivalent (§A4).
+            ("unicode.kca", .dictionary(["a\u{1AEC}\u{0316}": 1, "a\u{0316}\u{1AEC}": 2])),
         ]
     }
 
@@ -106,6 +108,15 @@ enum ArchiveFixtures {
             ("url-zone-id.kca", h + [0x0B] + slot("http://[fe80::1%25en0]"), .invalidValue),
             ("url-relative-base.kca", h + [0x0C] + slot("a") + slot("rel/"), .invalidValue),
             ("url-scheme-with-base.kca", h + [0x0C] + slot("http://z/q") + slot("https://x.example/"), .invalidValue),
+            // Unicode 17.0.0 (§A4): U+1ACF (new in 17.0.0, class 230) and U+0316 (class 220) reorder.
+            ("unicode-17-equal-keys.kca",
+             h + [0x0E, 0x02] + slot("a\u{1ACF}\u{0316}") + [0x00] + slot("a\u{0316}\u{1ACF}") + [0x00], .duplicateKey),
+            // U+16D68 (new in 16.0.0) decomposes to U+16D67 U+16D67.
+            ("unicode-16-equal-elements.kca",
+             h + [0x10, 0x02, 0x06] + slot("\u{16D68}").dropFirst() + [0x06] + slot("\u{16D67}\u{16D67}").dropFirst(),
+             .duplicateKey),
+            ("class-names-equal.kca",
+             h + [0x10, 0x02, 0x11] + slot("\u{E9}") + [0x00, 0x11] + slot("e\u{301}") + [0x00], .duplicateKey),
             ("cycle.kca", h + [0x12, 0x0D, 0x01, 0x13, 0x00], .cycle),
             ("indirect-cycle.kca", h + [0x12, 0x0D, 0x01, 0x12, 0x0D, 0x01, 0x13, 0x00], .cycle),
             ("shared-bad-reference.kca", h + [0x13, 0x00], .badReference),

@@ -68,6 +68,8 @@ EXPECTED = {
     "urls.kca": [{"url": "mailto:"}, {"url": "//[v7.a:b]"}, {"url": "http://u:p:w@h:99999999999999999999/"},
                  {"url": "http://[::ffff:1.2.3.4]:/p"}, {"url": "a/b:c?d:e#f:g/?"},
                  {"url": "?", "base": "https://x.example/#f"}, {"url": "//h/p", "base": "https://x.example/#f"}],
+    # README / §A4: two keys that differ only by U+1AEC (unassigned in Unicode 17.0.0) and U+0316 in either order
+    "unicode.kca": {"dict": [["a\u0316\u1aec", I(2)], ["a\u1aec\u0316", I(1)]]},
 }
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Independent strict reader of the kcar archive format (SPEC.md Part 2, "kcar archive format, version 1").
 
-Written from SPEC.md Part 2 (and Part 1 §1 conventions) alone; python3 stdlib only.
+Written from SPEC.md Part 2 (and Part 1 §1 conventions) alone; python3 stdlib only, plus the Unicode
+17.0.0 table beside it (unicode-17.0.0-nfd.txt, §A4).
 
 Usage:  kca_reader.py FILE [--json]
   exit 0: prints the decoded value as JSON (indented without --json, compact with --json)
@@ -28,8 +29,8 @@ JSON mapping of the value model (§A4) -- faithful, every kind is distinguishabl
                           every later use (a reference): {"shared": INDEX}
                           INDEX is the shared-table index (§A5.3); identity = same INDEX.
 
-Rules that were guesses G1-G5, G7 and G8 before SPEC.md Part 2 settled them (the "RULE" comments in the
-code point at these; G6 is still a guess, SPEC.md §A12):
+Rules that were guesses G1-G8 before SPEC.md Part 2 settled them (the "RULE" comments in the code point at
+these; none is a guess any more):
   G1  (§A2) header shorter than 6 bytes: "truncated" whenever the available bytes agree with the magic; a
       present version or flags byte is not looked at (89 4B 43 41 02 is "truncated").
   G2  (§A3) length > STRING_MAX/DATA_MAX *and* > bytes left: "length limit exceeded" (the limit is checked
@@ -42,9 +43,9 @@ code point at these; G6 is still a guess, SPEC.md §A12):
   G5  (§A5.5, §A6) in a sorted archive the order check comes before the distinctness check (equal keys in a
       sorted archive are "non-canonical encoding"); dictionary-key / field-name checks happen when the key
       slot is read, set / any-key checks when the element / key item is complete.
-  G6  (GUESS, §A12) Unicode canonical equivalence = equality of unicodedata.normalize("NFD", ...) with
-      Python's Unicode version.  Applied to dictionary keys, field names, string values, class names; URL
-      strings are compared bytewise (they are ASCII).
+  G6  (§A4) canonical equivalence is that of Unicode 17.0.0, whatever Python's own Unicode version: NFD
+      from unicode-17.0.0-nfd.txt (nfd17), applied to string values, dictionary keys, field names and class
+      names; URL strings are ASCII and compare bytewise.
   G7  (§A5.6) URL strings: the ABNF of §A5.6 as regular expressions: 0x0B's string a non-empty
       URI-reference; 0x0C's base a URI (scheme required, fragment allowed), checked first, then its relative
       string a non-empty relative-ref (no scheme). Both slots of 0x0C are read before either is checked.
@@ -59,7 +60,6 @@ import os
 import re
 import struct
 import sys
-import unicodedata
 
 ARCHIVE_MAX = 67108864
 DEPTH_MAX = 512
@@ -95,6 +95,56 @@ class Shared(object):
         self.expanded = 0
 
 
+# --- Unicode 17.0.0 NFD (§A4) ----------------------------------------------------------------------------
+# Python's unicodedata has its own Unicode version (14.0.0 in Python 3.11), so the reader carries 17.0.0's
+# data: unicode-17.0.0-nfd.txt lists every code point with a non-zero combining class or a decomposition;
+# every other code point, unassigned ones included, has class 0 and stands for itself.
+
+def _load_unicode():
+    ccc, decomposition = {}, {}
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "unicode-17.0.0-nfd.txt")) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            fields = line.split()
+            cp = int(fields[0], 16)
+            if int(fields[1]):
+                ccc[cp] = int(fields[1])
+            if len(fields) > 2:
+                decomposition[cp] = [int(x, 16) for x in fields[2:]]
+    return ccc, decomposition
+
+
+_CCC, _DECOMPOSITION = _load_unicode()
+
+
+def nfd17(s):
+    """The NFD of s under Unicode 17.0.0 (UAX #15), as a tuple of code points."""
+    out = []
+    for ch in s:
+        cp = ord(ch)
+        if 0xAC00 <= cp <= 0xD7A3:  # Hangul syllable: L V [T]
+            i = cp - 0xAC00
+            out.append(0x1100 + i // 588)
+            out.append(0x1161 + (i % 588) // 28)
+            if i % 28:
+                out.append(0x11A7 + i % 28)
+        else:
+            out.extend(_DECOMPOSITION.get(cp, (cp,)))
+    # canonical ordering: a stable sort by class of every run of non-zero classes
+    i = 0
+    while i < len(out):
+        if _CCC.get(out[i], 0) == 0:
+            i += 1
+            continue
+        j = i
+        while j < len(out) and _CCC.get(out[j], 0):
+            j += 1
+        out[i:j] = sorted(out[i:j], key=lambda c: _CCC[c])
+        i = j
+    return tuple(out)
+
+
 # --- canonical-equivalence equality classes (§A4 / §A5.5) ----------------------------------------------
 
 class Equality(object):
@@ -113,8 +163,8 @@ class Equality(object):
 
     @staticmethod
     def nfd(b):
-        # GUESS G6: canonical equivalence via NFD with Python's Unicode database.
-        return unicodedata.normalize("NFD", b.decode("utf-8"))
+        # §A4: canonical equivalence of Unicode 17.0.0, whatever Python's own Unicode version.
+        return nfd17(b.decode("utf-8"))
 
     def cls(self, v):
         if isinstance(v, Shared):
