@@ -359,7 +359,7 @@ def synthetic():
 
 
 def settled():
-    """The precedence and counting rules settled in §A2, §A3, §A5.5 and §A7 (formerly §A12 points 1 and 2);
+    """The precedence and counting rules settled in §A2, §A3, §A5.5 and §A7 (once open points of the draft);
     the same inputs as Tests/KeyedArchiveTests/PrecedenceTests.swift."""
     H = bytes.fromhex("894b43410101")  # sorted
     U = bytes.fromhex("894b43410100")  # unsorted
