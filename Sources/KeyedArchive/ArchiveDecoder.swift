@@ -184,7 +184,8 @@ private struct ArchiveDecoderImpl: Decoder {
 }
 
 
-/// Scalars: integers convert between int and uint only when exact; nothing else converts.
+/// Scalars: integers convert between int and uint only when exact; a Float is a double rounded (within range);
+/// nothing else converts.
 @inline(__always)
 private func scalarMismatch<T>(_ type: T.Type, _ v: ArchiveValue, _ path: [any CodingKey]) -> DecodingError {
     DecodingError.typeMismatch(T.self, .init(codingPath: path, debugDescription: "found \(v.kind)"))
@@ -234,7 +235,12 @@ private func scalar(_ type: Float.Type, _ value: ArchiveValue, _ path: @autoclos
 {
     let v = value.unshared
     guard case .double(let d) = v else { throw scalarMismatch(Float.self, v, path()) }
-    return Float(d)
+    // Rounded to the nearest Float, but a finite double beyond Float's range is an error, not an infinity.
+    let f = Float(d)
+    guard f.isFinite || !d.isFinite else {
+        throw DecodingError.typeMismatch(Float.self, .init(codingPath: path(), debugDescription: "double beyond Float's range"))
+    }
+    return f
 }
 
 private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {

@@ -246,16 +246,17 @@ struct ArchiveReader {
                                      b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])))
         case ArchiveFormat.Tag.url, ArchiveFormat.Tag.urlWithBase:
             let relative = try readStringSlot()
-            var base: URL?
+            var base: String?
             if tag == ArchiveFormat.Tag.urlWithBase {
-                let baseString = try readStringSlot()
-                guard let b = URL(string: baseString), b.absoluteString == baseString else {
-                    throw ArchiveError(.invalidValue, at: start, "base URL does not parse to itself")
-                }
+                let b = try readStringSlot()
+                if let p = ArchiveURL.problem(b, .absolute) { throw ArchiveError(.invalidValue, at: start, "base URL: \(p)") }
                 base = b
             }
-            guard let url = URL(string: relative, relativeTo: base), url.relativeString == relative else {
-                throw ArchiveError(.invalidValue, at: start, "URL does not parse to itself")
+            if let p = ArchiveURL.problem(relative, base == nil ? .reference : .relative) {
+                throw ArchiveError(.invalidValue, at: start, "URL: \(p)")
+            }
+            guard let url = ArchiveURL.make(relative, base: base) else {
+                throw ArchiveError(.invalidValue, at: start, "URL not given back by Foundation")
             }
             return .url(url)
         default:

@@ -98,6 +98,7 @@ struct ArchiveWriter {
             out.append(ArchiveFormat.Tag.uuid)
             withUnsafeBytes(of: u.uuid) { out.append(contentsOf: $0) }
         case .url(let u):
+            if let p = ArchiveURL.problem(u) { throw ArchiveError(.invalidValue, p) }
             if let base = u.baseURL {
                 out.append(ArchiveFormat.Tag.urlWithBase)
                 try writeStringSlot(u.relativeString)

@@ -110,6 +110,7 @@ struct NSKeyedExporter {
             let bytes: [UInt8] = [t.0, t.1, t.2, t.3, t.4, t.5, t.6, t.7, t.8, t.9, t.10, t.11, t.12, t.13, t.14, t.15]
             return instance("NSUUID", ["NS.uuidbytes": .data(Data(bytes))])
         case .url(let url):
+            if let p = ArchiveURL.problem(url) { throw ArchiveError(.invalidValue, p) }
             var base: PropertyList = .uid(0)
             if let b = url.baseURL {
                 guard let absolute = URL(string: b.absoluteString) else {

@@ -277,6 +277,8 @@ struct NSKeyedImporter {
             guard let url = URL(string: relative, relativeTo: base), url.relativeString == relative else {
                 throw ArchiveError(.invalidValue, "object \(index): NS.relative is not a URL")
             }
+            // Only what an archive can hold (SPEC.md Part 2 §A5.4), so that every import can be written.
+            if let p = ArchiveURL.problem(url) { throw ArchiveError(.invalidValue, "object \(index): \(p)") }
             return .url(url)
         case "NSNull":
             return .null

@@ -21,7 +21,24 @@ enum ArchiveFixtures {
             ("any-keys.kca", .anyKeyDictionary([1: "one", "1": "string one", .uint(1): "unsigned one",
                                                  [1, 2]: "pair", .null: "null"])),
             ("set.kca", .set([3, 1, 2, "a", "b", .double(-0.0), .double(0.0), .double(.nan)])),
+            ("urls.kca", urls),
+            // U+1AEC is unassigned in Unicode 17.0.0: class 0, so the two keys are not equivalent (§A4).
+            ("unicode.kca", .dictionary(["a\u{1AEC}\u{0316}": 1, "a\u{0316}\u{1AEC}": 2])),
         ]
+    }
+
+    /// URLs at the edges of §A5.6, with and without a base.
+    static var urls: ArchiveValue {
+        let base = URL(string: "https://x.example/#f")!
+        return .array([
+            .url(URL(string: "mailto:")!),
+            .url(URL(string: "//[v7.a:b]")!),
+            .url(URL(string: "http://u:p:w@h:99999999999999999999/")!),
+            .url(URL(string: "http://[::ffff:1.2.3.4]:/p")!),
+            .url(URL(string: "a/b:c?d:e#f:g/?")!),
+            .url(URL(string: "?", relativeTo: base)!),
+            .url(URL(string: "//h/p", relativeTo: base)!),
+        ])
     }
 
     static var scalars: ArchiveValue {
@@ -85,6 +102,21 @@ enum ArchiveFixtures {
             ("any-key-duplicate.kca", h + [0x0F, 0x02, 0x00, 0x01, 0x00, 0x02], .duplicateKey),
             ("empty-class-name.kca", h + [0x11, 0x00, 0x00, 0x00], .invalidValue),
             ("invalid-url.kca", h + [0x0B, 0x00, 0x03, 0x61, 0x20, 0x62], .invalidValue),
+            ("url-empty-scheme.kca", h + [0x0B] + slot(":a"), .invalidValue),
+            ("url-two-fragments.kca", h + [0x0B] + slot("a#b#c"), .invalidValue),
+            ("url-bad-ip-literal.kca", h + [0x0B] + slot("http://[1::2::3]"), .invalidValue),
+            ("url-zone-id.kca", h + [0x0B] + slot("http://[fe80::1%25en0]"), .invalidValue),
+            ("url-relative-base.kca", h + [0x0C] + slot("a") + slot("rel/"), .invalidValue),
+            ("url-scheme-with-base.kca", h + [0x0C] + slot("http://z/q") + slot("https://x.example/"), .invalidValue),
+            // Unicode 17.0.0 (§A4): U+1ACF (new in 17.0.0, class 230) and U+0316 (class 220) reorder.
+            ("unicode-17-equal-keys.kca",
+             h + [0x0E, 0x02] + slot("a\u{1ACF}\u{0316}") + [0x00] + slot("a\u{0316}\u{1ACF}") + [0x00], .duplicateKey),
+            // U+16D68 (new in 16.0.0) decomposes to U+16D67 U+16D67.
+            ("unicode-16-equal-elements.kca",
+             h + [0x10, 0x02, 0x06] + slot("\u{16D68}").dropFirst() + [0x06] + slot("\u{16D67}\u{16D67}").dropFirst(),
+             .duplicateKey),
+            ("class-names-equal.kca",
+             h + [0x10, 0x02, 0x11] + slot("\u{E9}") + [0x00, 0x11] + slot("e\u{301}") + [0x00], .duplicateKey),
             ("cycle.kca", h + [0x12, 0x0D, 0x01, 0x13, 0x00], .cycle),
             ("indirect-cycle.kca", h + [0x12, 0x0D, 0x01, 0x12, 0x0D, 0x01, 0x13, 0x00], .cycle),
             ("shared-bad-reference.kca", h + [0x13, 0x00], .badReference),
@@ -95,6 +127,9 @@ enum ArchiveFixtures {
             ("truncated-double.kca", h + [0x05, 0x00, 0x00, 0x00], .truncated),
         ]
     }
+
+    /// A string slot holding a new string (shorter than 128 bytes).
+    static func slot(_ s: String) -> [UInt8] { [0x00, UInt8(s.utf8.count)] + Array(s.utf8) }
 
     /// The manifest of `malformed/`: one line per file, `name<TAB>expected error code`.
     static var manifest: String {

@@ -117,6 +117,34 @@ final class NSKeyedInteropTests: XCTestCase {
         XCTAssert(a === b)
     }
 
+    /// SPEC.md Part 2 §A10: what export then import does not give back, each loss as listed there.
+    func testKnownLossesOfExportThenImport() throws {
+        func roundTrip(_ v: ArchiveValue) throws -> ArchiveValue {
+            try NSKeyedArchive.importValue(from: NSKeyedArchive.exportValue(v))
+        }
+        let dict: ArchiveValue = ["k": 1]
+        // A box used once is one object referenced once: it comes back unshared.
+        XCTAssertEqual(try roundTrip([dict.makeShared(), 2]), [dict, 2])
+        // A box around a scalar comes back as the scalar, however often it is used.
+        let s = ArchiveValue.string("s").makeShared()
+        XCTAssertEqual(try roundTrip([s, s]), ["s", "s"])
+        // A box in a box is one object: one box comes back.
+        let inner = dict.makeShared()
+        let outer = inner.makeShared()
+        guard case .shared(let box)? = try roundTrip([outer, outer])[0] else { return XCTFail("not shared") }
+        XCTAssertEqual(box.value, dict)
+        // An any-key dictionary whose keys are all strings (or that is empty) comes back as a dictionary.
+        XCTAssertEqual(try roundTrip(.anyKeyDictionary(["a": 1, "b": 2])), ["a": 1, "b": 2])
+        XCTAssertEqual(try roundTrip(.anyKeyDictionary([:])), .dictionary([:]))
+        // Two boxes with equal contents, each used twice, stay two boxes.
+        let a = dict.makeShared(), b = dict.makeShared()
+        let back = try roundTrip([a, b, a, b])
+        guard case .shared(let x)? = back[0], case .shared(let y)? = back[1], case .shared(let z)? = back[2] else {
+            return XCTFail("\(back)")
+        }
+        XCTAssert(x === z && x !== y)
+    }
+
     func testExportRefusesWhatWouldNotComeBack() {
         assertArchiveError(.notExportable, "reserved class") { try NSKeyedArchive.exportValue(.object("NSArray", [:])) }
         assertArchiveError(.notExportable, "$ field") { try NSKeyedArchive.exportValue(.object("C", ["$class": 1])) }

@@ -64,6 +64,12 @@ EXPECTED = {
     # [[], {}, any-key {}, set [], "", data "", Empty {}]
     "empty.kca": [[], {"dict": []}, {"anyKeyDict": []}, {"set": []}, "", {"data": ""},
                   {"object": "Empty", "fields": []}],
+    # README: URLs at the edges of §A5.6, with and without a base
+    "urls.kca": [{"url": "mailto:"}, {"url": "//[v7.a:b]"}, {"url": "http://u:p:w@h:99999999999999999999/"},
+                 {"url": "http://[::ffff:1.2.3.4]:/p"}, {"url": "a/b:c?d:e#f:g/?"},
+                 {"url": "?", "base": "https://x.example/#f"}, {"url": "//h/p", "base": "https://x.example/#f"}],
+    # README / §A4: two keys that differ only by U+1AEC (unassigned in Unicode 17.0.0) and U+0316 in either order
+    "unicode.kca": {"dict": [["a\u0316\u1aec", I(2)], ["a\u1aec\u0316", I(1)]]},
 }
 
 
@@ -272,6 +278,30 @@ def vectors():
             check(False, "§A9 vector %s decodes" % name, str(e))
 
 
+def url_examples():
+    """The examples table of §A5.6, through the reader: as 0x0B, as 0x0C's relative string, as 0x0C's base."""
+    spec = open(os.path.join(ROOT, "SPEC.md"), encoding="utf-8").read()
+    table = spec.split("<!-- url-examples -->\n")[1].split("\n\n")[0]
+    rows = [[c.strip() for c in r.strip("|").split("|")] for r in table.splitlines()[2:]]
+    check(len(rows) >= 40, "§A5.6 has at least 40 URL examples", str(len(rows)))
+    U = bytes.fromhex("894b43410100")
+
+    def slot(b):
+        return b"\x00" + bytes([len(b)]) + b
+
+    for cells in rows:
+        s = cells[0][1:-1].encode("utf-8")
+        forms = ((U + b"\x0b" + slot(s)), (U + b"\x0c" + slot(s) + slot(b"https://x.example/")),
+                 (U + b"\x0c" + slot(b"a") + slot(s)))
+        for label, data, verdict in zip(("0x0B", "0x0C relative", "0x0C base"), forms, cells[1:4]):
+            try:
+                kca_reader.read_archive(data)
+                got = "valid"
+            except kca_reader.ArchiveError as e:
+                got = "invalid" if e.code == "invalid value" else e.code
+            check(got == verdict, "§A5.6 example %s as %s is %s" % (cells[0], label, verdict), "got " + got)
+
+
 def synthetic():
     """Rules no fixture exercises, built from the spec text."""
     H = bytes.fromhex("894b43410101")  # sorted
@@ -329,7 +359,7 @@ def synthetic():
 
 
 def settled():
-    """The precedence and counting rules settled in §A2, §A3, §A5.5 and §A7 (formerly §A12 points 1 and 2);
+    """The precedence and counting rules settled in §A2, §A3, §A5.5 and §A7 (once open points of the draft);
     the same inputs as Tests/KeyedArchiveTests/PrecedenceTests.swift."""
     H = bytes.fromhex("894b43410101")  # sorted
     U = bytes.fromhex("894b43410100")  # unsorted
@@ -406,6 +436,7 @@ def settled():
 def main():
     sys.setrecursionlimit(20000)
     vectors()
+    url_examples()
     golden()
     malformed()
     synthetic()

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Independent strict reader of the kcar archive format (SPEC.md Part 2, "kcar archive format, version 1").
 
-Written from SPEC.md Part 2 (and Part 1 §1 conventions) alone; python3 stdlib only.
+Written from SPEC.md Part 2 (and Part 1 §1 conventions) alone; python3 stdlib only, plus the Unicode
+17.0.0 table beside it (unicode-17.0.0-nfd.txt, §A4).
 
 Usage:  kca_reader.py FILE [--json]
   exit 0: prints the decoded value as JSON (indented without --json, compact with --json)
@@ -28,8 +29,8 @@ JSON mapping of the value model (§A4) -- faithful, every kind is distinguishabl
                           every later use (a reference): {"shared": INDEX}
                           INDEX is the shared-table index (§A5.3); identity = same INDEX.
 
-Rules that were guesses G1-G5 and G8 before SPEC.md Part 2 settled them (the "RULE" comments in the code
-point at these; G6 and G7 are still guesses, SPEC.md §A12):
+Rules that were guesses G1-G8 before SPEC.md Part 2 settled them (the "RULE" comments in the code point at
+these; none is a guess any more):
   G1  (§A2) header shorter than 6 bytes: "truncated" whenever the available bytes agree with the magic; a
       present version or flags byte is not looked at (89 4B 43 41 02 is "truncated").
   G2  (§A3) length > STRING_MAX/DATA_MAX *and* > bytes left: "length limit exceeded" (the limit is checked
@@ -42,14 +43,12 @@ point at these; G6 and G7 are still guesses, SPEC.md §A12):
   G5  (§A5.5, §A6) in a sorted archive the order check comes before the distinctness check (equal keys in a
       sorted archive are "non-canonical encoding"); dictionary-key / field-name checks happen when the key
       slot is read, set / any-key checks when the element / key item is complete.
-  G6  Unicode canonical equivalence = equality of unicodedata.normalize("NFD", ...) with Python's Unicode
-      version (Swift's String uses its own ICU/stdlib Unicode version).  Applied to dictionary keys, field
-      names, string values, class names; URL strings are compared bytewise (they are ASCII anyway).
-  G7  URL validity: Foundation's URL(string:relativeTo:) is not specified; approximated by RFC 3986
-      URI-reference grammar: non-empty, only RFC 3986 characters, well-formed %XX, a scheme (if any) matching
-      ALPHA *(ALPHA / DIGIT / "+" / "-" / "."), no ":" in the first segment of a scheme-less reference,
-      authority = [userinfo "@"] host [":" port] with host reg-name / IPv4 / [IPv6 or IPvFuture],
-      at most one "#".  A base need not be absolute.  Both slots of 0x0C are read before validation.
+  G6  (§A4) canonical equivalence is that of Unicode 17.0.0, whatever Python's own Unicode version: NFD
+      from unicode-17.0.0-nfd.txt (nfd17), applied to string values, dictionary keys, field names and class
+      names; URL strings are ASCII and compare bytewise.
+  G7  (§A5.6) URL strings: the ABNF of §A5.6 as regular expressions: 0x0B's string a non-empty
+      URI-reference; 0x0C's base a URI (scheme required, fragment allowed), checked first, then its relative
+      string a non-empty relative-ref (no scheme). Both slots of 0x0C are read before either is checked.
   G8  (§A7) depth and VALUES_MAX are checked before the tag is read (so running out of input where an item
       is due at depth 513 is "depth limit exceeded", not "truncated"); a dictionary entry's or object
       field's key slot is read before the depth check of its value.
@@ -61,8 +60,6 @@ import os
 import re
 import struct
 import sys
-import unicodedata
-import ipaddress
 
 ARCHIVE_MAX = 67108864
 DEPTH_MAX = 512
@@ -98,6 +95,56 @@ class Shared(object):
         self.expanded = 0
 
 
+# --- Unicode 17.0.0 NFD (§A4) ----------------------------------------------------------------------------
+# Python's unicodedata has its own Unicode version (14.0.0 in Python 3.11), so the reader carries 17.0.0's
+# data: unicode-17.0.0-nfd.txt lists every code point with a non-zero combining class or a decomposition;
+# every other code point, unassigned ones included, has class 0 and stands for itself.
+
+def _load_unicode():
+    ccc, decomposition = {}, {}
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "unicode-17.0.0-nfd.txt")) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            fields = line.split()
+            cp = int(fields[0], 16)
+            if int(fields[1]):
+                ccc[cp] = int(fields[1])
+            if len(fields) > 2:
+                decomposition[cp] = [int(x, 16) for x in fields[2:]]
+    return ccc, decomposition
+
+
+_CCC, _DECOMPOSITION = _load_unicode()
+
+
+def nfd17(s):
+    """The NFD of s under Unicode 17.0.0 (UAX #15), as a tuple of code points."""
+    out = []
+    for ch in s:
+        cp = ord(ch)
+        if 0xAC00 <= cp <= 0xD7A3:  # Hangul syllable: L V [T]
+            i = cp - 0xAC00
+            out.append(0x1100 + i // 588)
+            out.append(0x1161 + (i % 588) // 28)
+            if i % 28:
+                out.append(0x11A7 + i % 28)
+        else:
+            out.extend(_DECOMPOSITION.get(cp, (cp,)))
+    # canonical ordering: a stable sort by class of every run of non-zero classes
+    i = 0
+    while i < len(out):
+        if _CCC.get(out[i], 0) == 0:
+            i += 1
+            continue
+        j = i
+        while j < len(out) and _CCC.get(out[j], 0):
+            j += 1
+        out[i:j] = sorted(out[i:j], key=lambda c: _CCC[c])
+        i = j
+    return tuple(out)
+
+
 # --- canonical-equivalence equality classes (§A4 / §A5.5) ----------------------------------------------
 
 class Equality(object):
@@ -116,8 +163,8 @@ class Equality(object):
 
     @staticmethod
     def nfd(b):
-        # GUESS G6: canonical equivalence via NFD with Python's Unicode database.
-        return unicodedata.normalize("NFD", b.decode("utf-8"))
+        # §A4: canonical equivalence of Unicode 17.0.0, whatever Python's own Unicode version.
+        return nfd17(b.decode("utf-8"))
 
     def cls(self, v):
         if isinstance(v, Shared):
@@ -270,88 +317,82 @@ def sort_key(value):
     return bytes(out)
 
 
-# --- URL validity (§A5.4), GUESS G7 ----------------------------------------------------------------------
+# --- URL strings (§A5.6) -------------------------------------------------------------------------------
+# The ABNF of §A5.6 (RFC 3986 §3, §4.1, §4.2) translated rule by rule into one regular expression per form
+# (the grammar is regular), matched against the whole byte string with re.fullmatch: any derivation will
+# do, as in ABNF. Bytes patterns, so a byte >= 0x80 never matches.
 
-_UNRES = r"A-Za-z0-9\-._~"
-_SUB = r"!$&'()*+,;="
-_PCT = r"%[0-9A-Fa-f]{2}"
-_PCHAR = r"(?:[" + _UNRES + _SUB + r":@]|" + _PCT + r")"
-_RE_ALLOWED = re.compile(r"^(?:[" + _UNRES + _SUB + r":/?#\[\]@]|" + _PCT + r")*$")
-_RE_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+\-.]*$")
-_RE_SEGS = re.compile(r"^(?:" + _PCHAR + r"|/)*$")
-_RE_QF = re.compile(r"^(?:" + _PCHAR + r"|[/?])*$")
-_RE_USER = re.compile(r"^(?:[" + _UNRES + _SUB + r":]|" + _PCT + r")*$")
-_RE_REGNAME = re.compile(r"^(?:[" + _UNRES + _SUB + r"]|" + _PCT + r")*$")
-_RE_IPVFUT = re.compile(r"^[vV][0-9A-Fa-f]+\.[" + _UNRES + _SUB + r":]+$")
-_RE_PORT = re.compile(r"^[0-9]*$")
+def _url_patterns():
+    unreserved = rb"[A-Za-z0-9\-._~]"
+    sub_delims = rb"[!$&'()*+,;=]"
+    pct = rb"%[0-9A-Fa-f]{2}"
+    pchar = rb"(?:" + unreserved + rb"|" + pct + rb"|" + sub_delims + rb"|[:@])"
+    segment = pchar + rb"*"
+    segment_nz = pchar + rb"+"
+    segment_nz_nc = rb"(?:" + unreserved + rb"|" + pct + rb"|" + sub_delims + rb"|@)+"
+    path_abempty = rb"(?:/" + segment + rb")*"
+    path_absolute = rb"/(?:" + segment_nz + rb"(?:/" + segment + rb")*)?"
+    path_noscheme = segment_nz_nc + rb"(?:/" + segment + rb")*"
+    path_rootless = segment_nz + rb"(?:/" + segment + rb")*"
+    path_empty = rb""
+    h16 = rb"[0-9A-Fa-f]{1,4}"
+    dec_octet = rb"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])"
+    ipv4 = dec_octet + rb"\." + dec_octet + rb"\." + dec_octet + rb"\." + dec_octet
+    ls32 = rb"(?:" + h16 + rb":" + h16 + rb"|" + ipv4 + rb")"
+
+    def rep(n):  # n( h16 ":" )
+        return rb"(?:" + h16 + rb":){" + str(n).encode() + rb"}"
+
+    def upto(n):  # [ *n( h16 ":" ) h16 ]
+        return rb"(?:(?:" + h16 + rb":){0," + str(n).encode() + rb"}" + h16 + rb")?"
+
+    ipv6 = rb"(?:" + rb"|".join([
+        rep(6) + ls32,
+        rb"::" + rep(5) + ls32,
+        rb"(?:" + h16 + rb")?::" + rep(4) + ls32,
+        upto(1) + rb"::" + rep(3) + ls32,
+        upto(2) + rb"::" + rep(2) + ls32,
+        upto(3) + rb"::" + h16 + rb":" + ls32,
+        upto(4) + rb"::" + ls32,
+        upto(5) + rb"::" + h16,
+        upto(6) + rb"::",
+    ]) + rb")"
+    ipvfuture = rb"[vV][0-9A-Fa-f]+\.(?:" + unreserved + rb"|" + sub_delims + rb"|:)+"
+    ip_literal = rb"\[(?:" + ipv6 + rb"|" + ipvfuture + rb")\]"
+    reg_name = rb"(?:" + unreserved + rb"|" + pct + rb"|" + sub_delims + rb")*"
+    host = rb"(?:" + ip_literal + rb"|" + reg_name + rb")"  # IPv4address is a reg-name too
+    port = rb"[0-9]*"
+    userinfo = rb"(?:" + unreserved + rb"|" + pct + rb"|" + sub_delims + rb"|:)*"
+    authority = rb"(?:" + userinfo + rb"@)?" + host + rb"(?::" + port + rb")?"
+    scheme = rb"[A-Za-z][A-Za-z0-9+\-.]*"
+    query = rb"(?:" + pchar + rb"|[/?])*"
+    fragment = query
+    hier_part = rb"(?://" + authority + path_abempty + rb"|" + path_absolute + rb"|" + path_rootless + rb"|" \
+        + path_empty + rb")"
+    relative_part = rb"(?://" + authority + path_abempty + rb"|" + path_absolute + rb"|" + path_noscheme + rb"|" \
+        + path_empty + rb")"
+    tail = rb"(?:\?" + query + rb")?(?:#" + fragment + rb")?"
+    uri = scheme + rb":" + hier_part + tail
+    relative_ref = relative_part + tail
+    return re.compile(uri), re.compile(relative_ref)
 
 
-def url_problem(s):
-    """None if s is a valid RFC 3986 URI-reference that a parser gives back unchanged, else a reason."""
-    if s == "":
+_RE_URI, _RE_RELATIVE_REF = _url_patterns()
+
+
+def url_problem(b, form):
+    """None if the bytes b may be a URL slot of the given form (§A5.6), else a reason.
+    form: "reference" (tag 0x0B: URI-reference), "relative" (0x0C's relative string: relative-ref),
+    "base" (0x0C's base: URI)."""
+    if b == b"":
         return "empty URL string"
-    if not _RE_ALLOWED.match(s):
-        return "character a URL parser would escape or refuse (or bad %-escape)"
-    rest = s
-    frag = None
-    if "#" in rest:
-        rest, frag = rest.split("#", 1)
-        if not _RE_QF.match(frag):
-            return "bad fragment"
-    if "?" in rest:
-        rest, query = rest.split("?", 1)
-        if not _RE_QF.match(query):
-            return "bad query"
-    m = re.match(r"^([^:/]*):", rest)
-    has_scheme = False
-    if m:
-        if not _RE_SCHEME.match(m.group(1)):
-            return "first path segment contains ':' but is not a scheme"
-        has_scheme = True
-        rest = rest[m.end():]
-    if rest.startswith("//"):
-        auth_end = rest.find("/", 2)
-        if auth_end < 0:
-            auth_end = len(rest)
-        auth = rest[2:auth_end]
-        path = rest[auth_end:]
-        if "@" in auth:
-            user, hostport = auth.rsplit("@", 1)
-            if not _RE_USER.match(user):
-                return "bad userinfo"
-        else:
-            hostport = auth
-        if hostport.startswith("["):
-            close = hostport.find("]")
-            if close < 0:
-                return "unclosed IP literal"
-            lit = hostport[1:close]
-            after = hostport[close + 1:]
-            if not (_RE_IPVFUT.match(lit)):
-                try:
-                    ipaddress.IPv6Address(lit)
-                except ValueError:
-                    return "bad IP literal"
-            if after and not after.startswith(":"):
-                return "bad text after IP literal"
-            port = after[1:] if after else ""
-        else:
-            if ":" in hostport:
-                host, port = hostport.split(":", 1)
-            else:
-                host, port = hostport, ""
-            if not _RE_REGNAME.match(host):
-                return "bad host"
-        if not _RE_PORT.match(port):
-            return "bad port"
-    else:
-        path = rest
-    if "[" in path or "]" in path:
-        return "brackets outside an IP literal"
-    if not _RE_SEGS.match(path):
-        return "bad path"
-    del has_scheme
-    return None
+    is_uri = _RE_URI.fullmatch(b) is not None
+    is_rel = _RE_RELATIVE_REF.fullmatch(b) is not None
+    if form == "base":
+        return None if is_uri else "not a URI (a base needs a scheme)"
+    if form == "relative":
+        return None if is_rel else "not a relative-ref (a URL with a base has no scheme)"
+    return None if (is_uri or is_rel) else "not a URI-reference"
 
 
 # --- the reader ------------------------------------------------------------------------------------------
@@ -551,15 +592,16 @@ class Reader(object):
                 value = ("uuid", self.fixed(16, "uuid"))
             elif tag == 0x0B:
                 rel = self.slot("URL string")
-                p = url_problem(rel.decode("utf-8"))
+                p = url_problem(rel, "reference")
                 if p:
                     raise ArchiveError("invalid value", "URL %r: %s" % (rel.decode("utf-8"), p))
                 value = ("url", rel, None)
             elif tag == 0x0C:
+                # §A7: both slots, then the base, then the relative string
                 rel = self.slot("URL relative string")
                 base = self.slot("URL base string")
-                for label, s in (("base", base), ("relative string", rel)):
-                    p = url_problem(s.decode("utf-8"))
+                for label, s, form in (("base", base, "base"), ("relative string", rel, "relative")):
+                    p = url_problem(s, form)
                     if p:
                         raise ArchiveError("invalid value", "URL %s %r: %s" % (label, s.decode("utf-8"), p))
                 value = ("url", rel, base)
