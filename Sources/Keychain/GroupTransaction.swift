@@ -9,13 +9,19 @@ public final class GroupTransaction {
     public let group: String
     let tx: Transaction
     let vault: Vault
-    /// Primary key -> item, built on first need.
+    /// Primary key -> item for the items as they stand in this transaction: handed over by the store (kept
+    /// from its last transaction on the group, when the items have not changed since) or built on first
+    /// need, and kept up to date by every change made here, so one add to a large group does not hash all
+    /// of its items again.
     private var keys: [PrimaryKey: ItemID]?
+    /// Whether any change was made (added, updated or deleted).
+    private(set) var changed = false
 
-    init(group: String, _ tx: Transaction, vault: Vault) {
+    init(group: String, _ tx: Transaction, vault: Vault, keys: [PrimaryKey: ItemID]? = nil) {
         self.group = group
         self.tx = tx
         self.vault = vault
+        self.keys = keys
     }
 
     /// The value of an item as it was committed before this transaction began.
@@ -26,13 +32,19 @@ public final class GroupTransaction {
         return try vault.read(committed)
     }
 
-    private func keyIndex() -> [PrimaryKey: ItemID] {
-        if let keys { return keys }
+    private func buildKeys() {
+        guard keys == nil else { return }
         let all = tx.items
         var k: [PrimaryKey: ItemID] = [:]
         k.reserveCapacity(all.count)
         for item in all { k[PrimaryKey(item.itemClass.rawValue, item.attributes)] = item.id }
         keys = k
+    }
+
+    /// Gives up the primary-key index (for the store to keep after the commit); nil if it was never built.
+    func takeKeys() -> [PrimaryKey: ItemID]? {
+        var k: [PrimaryKey: ItemID]?
+        swap(&k, &keys)
         return k
     }
 
@@ -56,44 +68,53 @@ public final class GroupTransaction {
         if a["mdat"] == nil { a["mdat"] = now }
         if a["pdmn"] == nil { a["pdmn"] = .string("ak") }
         let pk = PrimaryKey(itemClass.rawValue, a)
-        if keyIndex()[pk] != nil { throw KeychainError(.duplicateItem, "an item with the same \(describe(pk)) exists in group \(group)") }
+        buildKeys()
+        if keys![pk] != nil { throw KeychainError(.duplicateItem, "an item with the same \(describe(pk)) exists in group \(group)") }
         let id = try tx.add(class: itemClass, attributes: a, value: .bytes(value))
+        changed = true
         keys![pk] = id  // in place: a copy per add would make a batch quadratic
         return KeychainItem(group: group, tx.item(id)!, size: UInt64(value.count))
     }
 
     /// Changes items: attributes set (a nil value removes the attribute), `mdat` to now, and the value if given.
-    /// Refuses (``KeychainStatus/duplicateItem``) a change that would give two items one primary key.
+    /// Refuses (``KeychainStatus/duplicateItem``) a change that would give two items one primary key, before
+    /// changing anything.
     public func update(_ ids: [ItemID], set changes: [String: AttributeValue?], value: [UInt8]?) throws {
-        // A copy, so a refused change leaves the index as it was.
-        var index = keyIndex()
-        var planned: [(ItemID, Attributes)] = []
+        buildKeys()
+        var planned: [(id: ItemID, old: PrimaryKey, new: PrimaryKey, attributes: Attributes)] = []
         for id in ids {
             guard let item = tx.item(id) else { throw KeychainError(.itemNotFound, "item \(id)") }
-            index[PrimaryKey(item.itemClass.rawValue, item.attributes)] = nil
             var a = item.attributes
             for (name, v) in changes { a[name] = v }
             if changes["mdat"] == nil { a["mdat"] = .date(nanoseconds: currentNanoseconds()) }
             try Schema.validate(a, class: item.itemClass.rawValue)
-            planned.append((id, a))
+            planned.append((id, PrimaryKey(item.itemClass.rawValue, item.attributes), PrimaryKey(item.itemClass.rawValue, a), a))
         }
-        for (id, a) in planned {
-            let pk = PrimaryKey(tx.item(id)!.itemClass.rawValue, a)
-            if index[pk] != nil {
-                throw KeychainError(.duplicateItem, "the change would give two items the same \(describe(pk)) in group \(group)")
+        // A changed item may take a key that another changed item gives up, but not one that an item left
+        // alone holds, and no two changed items may take one key.
+        let vacated = Set(planned.map(\.old))
+        var taken = Set<PrimaryKey>()
+        for p in planned {
+            if !taken.insert(p.new).inserted || (keys![p.new] != nil && !vacated.contains(p.new)) {
+                throw KeychainError(.duplicateItem, "the change would give two items the same \(describe(p.new)) in group \(group)")
             }
-            index[pk] = id
         }
-        for (id, a) in planned { try tx.update(id, attributes: a, value: value.map { .bytes($0) }) }
-        keys = index
+        for p in planned {
+            try tx.update(p.id, attributes: p.attributes, value: value.map { .bytes($0) })
+            changed = true
+            // The key may already belong to a changed item moved onto it earlier in this loop.
+            if keys![p.old] == p.id { keys![p.old] = nil }
+            keys![p.new] = p.id
+        }
     }
 
     /// Removes an item.
     public func delete(_ id: ItemID) throws {
         guard let item = tx.item(id) else { throw KeychainError(.itemNotFound, "item \(id)") }
         try tx.delete(id)
-        _ = keyIndex()
-        keys![PrimaryKey(item.itemClass.rawValue, item.attributes)] = nil
+        changed = true
+        let pk = PrimaryKey(item.itemClass.rawValue, item.attributes)
+        if keys?[pk] == id { keys![pk] = nil }
     }
 
     private func describe(_ pk: PrimaryKey) -> String {
