@@ -16,12 +16,17 @@ public final class GroupTransaction {
     private var keys: [PrimaryKey: ItemID]?
     /// Whether any change was made (added, updated or deleted).
     private(set) var changed = false
+    /// Whether the first add without an index may look for its key by a scan instead of building the index
+    /// (cheaper for one add, as a `kcar add` process makes; the store allows it on a group's first
+    /// transaction, and later ones build the index and keep it).
+    private var mayScan: Bool
 
-    init(group: String, _ tx: Transaction, vault: Vault, keys: [PrimaryKey: ItemID]? = nil) {
+    init(group: String, _ tx: Transaction, vault: Vault, keys: [PrimaryKey: ItemID]? = nil, mayScan: Bool = false) {
         self.group = group
         self.tx = tx
         self.vault = vault
         self.keys = keys
+        self.mayScan = mayScan
     }
 
     /// The value of an item as it was committed before this transaction began.
@@ -39,6 +44,23 @@ public final class GroupTransaction {
         k.reserveCapacity(all.count)
         for item in all { k[PrimaryKey(item.itemClass.rawValue, item.attributes)] = item.id }
         keys = k
+    }
+
+    /// Whether an item holds `pk`: from the index, or, once, by comparing the key attributes of every item
+    /// (no key built per item).
+    private func isTaken(_ pk: PrimaryKey) -> Bool {
+        if keys == nil, mayScan {
+            mayScan = false
+            let names = Schema.primaryKey(pk.itemClass)
+            let defaults = names.map { Schema.kind(of: $0, class: pk.itemClass)?.defaultValue ?? .string("") }
+            return tx.items.contains { item in
+                guard item.itemClass.rawValue == pk.itemClass else { return false }
+                for j in names.indices where (item.attributes[names[j]] ?? defaults[j]) != pk.values[j] { return false }
+                return true
+            }
+        }
+        buildKeys()
+        return keys![pk] != nil
     }
 
     /// Gives up the primary-key index (for the store to keep after the commit); nil if it was never built.
@@ -68,11 +90,11 @@ public final class GroupTransaction {
         if a["mdat"] == nil { a["mdat"] = now }
         if a["pdmn"] == nil { a["pdmn"] = .string("ak") }
         let pk = PrimaryKey(itemClass.rawValue, a)
-        buildKeys()
-        if keys![pk] != nil { throw KeychainError(.duplicateItem, "an item with the same \(describe(pk)) exists in group \(group)") }
+        if isTaken(pk) { throw KeychainError(.duplicateItem, "an item with the same \(describe(pk)) exists in group \(group)") }
         let id = try tx.add(class: itemClass, attributes: a, value: .bytes(value))
         changed = true
-        keys![pk] = id  // in place: a copy per add would make a batch quadratic
+        if keys != nil { keys![pk] = id }  // in place: a copy per add would make a batch quadratic
+        // (without an index, the next add builds one from the items, this one included)
         return KeychainItem(group: group, tx.item(id)!, size: UInt64(value.count))
     }
 

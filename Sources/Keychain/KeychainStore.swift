@@ -25,6 +25,8 @@ public final class KeychainStore: @unchecked Sendable {
         /// The primary-key index the last transaction left, valid while `vault.stateVersion` is `keysVersion`.
         var keys: [PrimaryKey: ItemID]?
         var keysVersion: UInt64 = 0
+        /// Transactions run on the group through this store.
+        var transactions = 0
         init(vault: Vault, key: SecureBytes, writable: Bool) {
             self.vault = vault
             self.key = key
@@ -195,7 +197,8 @@ public final class KeychainStore: @unchecked Sendable {
                     startVersion = v.stateVersion
                     if let g, g.keysVersion == startVersion { swap(&keys, &g.keys) }
                     g?.keys = nil
-                    let gt = GroupTransaction(group: target, tx, vault: v, keys: keys)
+                    let gt = GroupTransaction(group: target, tx, vault: v, keys: keys, mayScan: (g?.transactions ?? 0) == 0)
+                    g?.transactions += 1
                     keys = nil
                     do {
                         result = try body(gt)

@@ -197,6 +197,18 @@ final class SemanticsTests: KeychainTestCase {
         assertStatus(.duplicateItem, try s.add(attributes: pw("y"), value: [12]))
         try s.delete(.password(service: "s", account: "b"))
         try s.add(attributes: pw("b"), value: [16])
+        // A store's first add looks for its key by a scan (no index yet): same rule, absent attributes as
+        // their defaults (sync false), and the next add of the transaction sees the first.
+        assertStatus(.duplicateItem, try store().add(attributes: pw("a"), value: [17]))
+        assertStatus(.duplicateItem, try store().transaction { tx in
+            try tx.add(attributes: pw("n2"), value: [18])
+            try tx.add(attributes: pw("n2"), value: [19])
+        })
+        var synced = pw("a")
+        synced["sync"] = .bool(true)
+        try store().add(attributes: synced, value: [20])
+        XCTAssertEqual(try s.find(ItemQuery(attributes: pw("a"), synchronizableAny: true)).count, 2)
+        try s.delete(ItemQuery(attributes: synced))
         XCTAssertEqual(try s.find(.password(service: "s")).compactMap { $0.attributes.string("acct") },
                        ["a", "b", "c", "n1", "temp", "x", "y", "z"])
     }
