@@ -1,10 +1,11 @@
-# kcar: make demo (set up, build, pack/list/verify/extract a sample), make test, make bench, make fixtures.
+# kcar: make demo (set up, build, pack/list/verify/extract a sample), make test, make bench (bench-keychain),
+# make fixtures.
 # deps installs the Debian packages the build, the tests and the SPEC interop check need.
 SHELL := /bin/bash
 APT_PACKAGES := libsodium-dev zlib1g-dev libdeflate-dev pkg-config python3-nacl
 KCAR = .build/release/kcar
 
-.PHONY: deps build demo test bench fixtures clean
+.PHONY: deps build demo test bench bench-keychain fixtures clean
 
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -55,6 +56,12 @@ bench: deps
 	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then apt-get install -y -qq $$missing; fi
 	swift build -c release
 	bash scripts/bench/bench.sh --levels $(BENCH_ARGS)
+	$(MAKE) bench-keychain
+
+# The keychain against keepassxc-cli and a SQLite table (scripts/bench/keychain-bench.sh installs keepassxc,
+# sqlite3 and hyperfine when root). KEYCHAIN_BENCH_ARGS, e.g. --runs 60 --keep.
+bench-keychain: deps
+	bash scripts/bench/keychain-bench.sh $(KEYCHAIN_BENCH_ARGS)
 
 clean:
 	rm -rf .build

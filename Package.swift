@@ -23,6 +23,7 @@ let package = Package(
         .executableTarget(name: "kcar-fixtures", dependencies: ["FixtureRecipes", "VaultFormat"]),
         .executableTarget(name: "kcar-bench", dependencies: ["VaultFormat", "FixtureRecipes"]),
         .executableTarget(name: "kcar-archive-bench", dependencies: ["KeyedArchive", "FixtureRecipes"]),
+        .executableTarget(name: "kcar-keychain-bench", dependencies: ["Keychain", "VaultFormat", "FixtureRecipes"]),
         .executableTarget(name: "kcar-stress", dependencies: ["VaultFormat", "FixtureRecipes"]),
         .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat", "FixtureRecipes"]),
         .testTarget(name: "KcarCLITests", dependencies: ["VaultFormat", "FixtureRecipes"]),

@@ -9,13 +9,24 @@ public final class GroupTransaction {
     public let group: String
     let tx: Transaction
     let vault: Vault
-    /// Primary key -> item, built on first need.
+    /// Primary key -> item for the items as they stand in this transaction: handed over by the store (kept
+    /// from its last transaction on the group, when the items have not changed since) or built on first
+    /// need, and kept up to date by every change made here, so one add to a large group does not hash all
+    /// of its items again.
     private var keys: [PrimaryKey: ItemID]?
+    /// Whether any change was made (added, updated or deleted).
+    private(set) var changed = false
+    /// Whether the first add without an index may look for its key by a scan instead of building the index
+    /// (cheaper for one add, as a `kcar add` process makes; the store allows it on a group's first
+    /// transaction, and later ones build the index and keep it).
+    private var mayScan: Bool
 
-    init(group: String, _ tx: Transaction, vault: Vault) {
+    init(group: String, _ tx: Transaction, vault: Vault, keys: [PrimaryKey: ItemID]? = nil, mayScan: Bool = false) {
         self.group = group
         self.tx = tx
         self.vault = vault
+        self.keys = keys
+        self.mayScan = mayScan
     }
 
     /// The value of an item as it was committed before this transaction began.
@@ -26,13 +37,36 @@ public final class GroupTransaction {
         return try vault.read(committed)
     }
 
-    private func keyIndex() -> [PrimaryKey: ItemID] {
-        if let keys { return keys }
+    private func buildKeys() {
+        guard keys == nil else { return }
         let all = tx.items
         var k: [PrimaryKey: ItemID] = [:]
         k.reserveCapacity(all.count)
         for item in all { k[PrimaryKey(item.itemClass.rawValue, item.attributes)] = item.id }
         keys = k
+    }
+
+    /// Whether an item holds `pk`: from the index, or, once, by comparing the key attributes of every item
+    /// (no key built per item).
+    private func isTaken(_ pk: PrimaryKey) -> Bool {
+        if keys == nil, mayScan {
+            mayScan = false
+            let names = Schema.primaryKey(pk.itemClass)
+            let defaults = names.map { Schema.kind(of: $0, class: pk.itemClass)?.defaultValue ?? .string("") }
+            return tx.items.contains { item in
+                guard item.itemClass.rawValue == pk.itemClass else { return false }
+                for j in names.indices where ExactValue(item.attributes[names[j]] ?? defaults[j]) != pk.values[j] { return false }
+                return true
+            }
+        }
+        buildKeys()
+        return keys![pk] != nil
+    }
+
+    /// Gives up the primary-key index (for the store to keep after the commit); nil if it was never built.
+    func takeKeys() -> [PrimaryKey: ItemID]? {
+        var k: [PrimaryKey: ItemID]?
+        swap(&k, &keys)
         return k
     }
 
@@ -56,53 +90,64 @@ public final class GroupTransaction {
         if a["mdat"] == nil { a["mdat"] = now }
         if a["pdmn"] == nil { a["pdmn"] = .string("ak") }
         let pk = PrimaryKey(itemClass.rawValue, a)
-        if keyIndex()[pk] != nil { throw KeychainError(.duplicateItem, "an item with the same \(describe(pk)) exists in group \(group)") }
+        if isTaken(pk) { throw KeychainError(.duplicateItem, "an item with the same \(describe(pk)) exists in group \(group)") }
         let id = try rebuildingOnError { try tx.add(class: itemClass, attributes: a, value: .bytes(value)) }
-        keys![pk] = id  // in place: a copy per add would make a batch quadratic
+        changed = true
+        if keys != nil { keys![pk] = id }  // in place: a copy per add would make a batch quadratic
+        // (without an index, the next add builds one from the items, this one included)
         return KeychainItem(group: group, tx.item(id)!, size: UInt64(value.count))
     }
 
     /// Changes items: attributes set (a nil value removes the attribute), `mdat` to now, and the value if given.
-    /// Refuses (``KeychainStatus/duplicateItem``) a change that would give two items one primary key.
+    /// Refuses (``KeychainStatus/duplicateItem``) a change that would give two items one primary key, before
+    /// changing anything.
     public func update(_ ids: [ItemID], set changes: [String: AttributeValue?], value: [UInt8]?) throws {
-        // A copy, so a refused change leaves the index as it was.
-        var index = keyIndex()
-        var planned: [(ItemID, Attributes)] = []
+        buildKeys()
+        var planned: [(id: ItemID, old: PrimaryKey, new: PrimaryKey, attributes: Attributes)] = []
         for id in ids {
             guard let item = tx.item(id) else { throw KeychainError(.itemNotFound, "item \(id)") }
-            index[PrimaryKey(item.itemClass.rawValue, item.attributes)] = nil
             var a = item.attributes
             for (name, v) in changes { a[name] = v }
             if changes["mdat"] == nil { a["mdat"] = .date(nanoseconds: currentNanoseconds()) }
             try Schema.validate(a, class: item.itemClass.rawValue)
-            planned.append((id, a))
+            planned.append((id, PrimaryKey(item.itemClass.rawValue, item.attributes), PrimaryKey(item.itemClass.rawValue, a), a))
         }
-        for (id, a) in planned {
-            let pk = PrimaryKey(tx.item(id)!.itemClass.rawValue, a)
-            if index[pk] != nil {
-                throw KeychainError(.duplicateItem, "the change would give two items the same \(describe(pk)) in group \(group)")
+        // A changed item may take a key that another changed item gives up, but not one that an item left
+        // alone holds, and no two changed items may take one key.
+        let vacated = Set(planned.map(\.old))
+        var taken = Set<PrimaryKey>()
+        for p in planned {
+            if !taken.insert(p.new).inserted || (keys![p.new] != nil && !vacated.contains(p.new)) {
+                throw KeychainError(.duplicateItem, "the change would give two items the same \(describe(p.new)) in group \(group)")
             }
-            index[pk] = id
         }
-        // A failure part-way (a vault limit) leaves some items changed: the index is rebuilt from the
-        // transaction's state, so a caller that catches the error and goes on cannot add a duplicate.
+        // A vault limit can still refuse a change part-way; the index is then dropped (rebuilt from the
+        // transaction's state on next need), so a caller that catches the error and goes on adds no duplicate.
         try rebuildingOnError {
-            for (id, a) in planned { try tx.update(id, attributes: a, value: value.map { .bytes($0) }) }
+            for p in planned {
+                try tx.update(p.id, attributes: p.attributes, value: value.map { .bytes($0) })
+                changed = true
+                // The key may already belong to a changed item moved onto it earlier in this loop.
+                if keys![p.old] == p.id { keys![p.old] = nil }
+                keys![p.new] = p.id
+            }
         }
-        keys = index
     }
 
     /// Removes an item.
     public func delete(_ id: ItemID) throws {
         guard let item = tx.item(id) else { throw KeychainError(.itemNotFound, "item \(id)") }
         try tx.delete(id)
-        _ = keyIndex()
-        keys![PrimaryKey(item.itemClass.rawValue, item.attributes)] = nil
+        changed = true
+        let pk = PrimaryKey(item.itemClass.rawValue, item.attributes)
+        if keys?[pk] == id { keys![pk] = nil }
     }
 
     private func rebuildingOnError<T>(_ body: () throws -> T) throws -> T {
         do { return try body() } catch {
             keys = nil
+            mayScan = true
+            changed = true
             throw error
         }
     }

@@ -24,6 +24,11 @@ public final class KeychainStore: @unchecked Sendable {
         let key: SecureBytes
         let writable: Bool
         var checkedGeneration: UInt64
+        /// The primary-key index the last transaction left, valid while `vault.stateVersion` is `keysVersion`.
+        var keys: [PrimaryKey: ItemID]?
+        var keysVersion: UInt64 = 0
+        /// Transactions run on the group through this store.
+        var transactions = 0
         init(vault: Vault, key: SecureBytes, writable: Bool) {
             self.vault = vault
             self.key = key
@@ -208,11 +213,43 @@ public final class KeychainStore: @unchecked Sendable {
             let target = try writeTarget(group)
             if !directory.exists(target) { _ = try directory.createGroup(target, random: random) }
             let v = try vault(target, write: true)
+            let g = opened[target]
             var result: T?
-            try v.commit(options: WriteOptions(lockTimeout: lockTimeout), random: random) { tx in
-                result = try body(GroupTransaction(group: target, tx, vault: v))
+            var startVersion: UInt64 = 0
+            var keys: [PrimaryKey: ItemID]?
+            var unchanged = false
+            do {
+                try v.commit(options: WriteOptions(lockTimeout: lockTimeout), random: random) { tx in
+                    // The commit has caught up with other writers: the kept index serves if nothing changed since.
+                    startVersion = v.stateVersion
+                    if let g, g.keysVersion == startVersion { swap(&keys, &g.keys) }
+                    g?.keys = nil
+                    let gt = GroupTransaction(group: target, tx, vault: v, keys: keys, mayScan: (g?.transactions ?? 0) == 0)
+                    g?.transactions += 1
+                    keys = nil
+                    do {
+                        result = try body(gt)
+                    } catch {
+                        // A transaction that changed nothing before it failed (a refused add) leaves the index as it was.
+                        unchanged = !gt.changed
+                        if unchanged { keys = gt.takeKeys() }
+                        throw error
+                    }
+                    keys = gt.takeKeys()
+                }
+            } catch {
+                if let g, unchanged, v.stateVersion == startVersion {
+                    g.keys = keys
+                    g.keysVersion = startVersion
+                }
+                throw error
             }
-            if let g = opened[target] {
+            if let g {
+                // Kept when the items are those of this transaction: one commit of it, or none (nothing changed).
+                if v.stateVersion == startVersion || v.stateVersion == startVersion &+ 1 {
+                    g.keys = keys
+                    g.keysVersion = v.stateVersion
+                }
                 try checkGeneration(v, group: target, key: g.key)
                 g.checkedGeneration = v.generation
             }

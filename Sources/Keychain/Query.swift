@@ -71,7 +71,6 @@ public struct ItemQuery: Sendable {
     func matches(_ item: Item) -> Bool {
         guard item.itemClass == itemClass else { return false }
         let c = itemClass.rawValue
-        if !synchronizableAny, attributes["sync"] == nil, case .bool(true)? = item.attributes["sync"] { return false }
         for (name, wanted) in attributes {
             if name == "sync", synchronizableAny { continue }
             let have = item.attributes[name] ?? Schema.kind(of: name, class: c)?.defaultValue
@@ -84,6 +83,8 @@ public struct ItemQuery: Sendable {
             }
             guard have == wanted else { return false }
         }
+        // Checked last: most items fail on an attribute asked for, and this is a lookup in every item.
+        if !synchronizableAny, attributes["sync"] == nil, case .bool(true)? = item.attributes["sync"] { return false }
         return true
     }
 

@@ -100,6 +100,13 @@ struct ByteReader {
         return Int(v)
     }
 
+    /// Whether the bytes at `a` sort strictly before those at `b` (both within the buffer).
+    func precedes(_ a: Range<Int>, _ b: Range<Int>) -> Bool {
+        bytes.withUnsafeBufferPointer { all in
+            utf8Precedes(UnsafeBufferPointer(rebasing: all[a]), UnsafeBufferPointer(rebasing: all[b]))
+        }
+    }
+
     mutating func readString(max: Int, _ name: @autoclosure () -> String) throws -> String {
         try readUTF8(try readCount(max: max, "\(name()) length"), name())
     }

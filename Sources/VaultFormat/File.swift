@@ -213,9 +213,24 @@ struct AtomicReplace {
         let base = path.split(separator: "/").last.map(String.init) ?? path
         tempPath = "\(dir)/.\(base).\(hexEncode(random.bytes(6))).tmp"
         AtomicReplace.removeStale(dir: dir, base: base)
-        file = try File.createExclusive(tempPath)
         // Locked until renamed or removed: a temporary file nobody holds a lock on was left by a killed writer.
-        try file.lock(exclusive: true, timeout: 0)
+        // It is created and locked under a name removeStale passes over, then given its name: created under
+        // that name, another writer's removeStale could take it for stale between open and flock.
+        let staging = tempPath + ".new"
+        let fd = open(staging, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            if errno == EEXIST { throw VaultError(.exists, tempPath) }
+            throw File.errnoError("cannot create", tempPath)
+        }
+        let f = File.adopt(fd: fd, path: tempPath)
+        do {
+            try f.lock(exclusive: true, timeout: 0)
+            guard rename(staging, tempPath) == 0 else { throw File.errnoError("cannot create", tempPath) }
+        } catch {
+            unlink(staging)
+            throw error
+        }
+        file = f
     }
 
     /// Removes temporary files of `base` left by writers that were killed (their lock died with them).

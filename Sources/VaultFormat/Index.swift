@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// One operation of an index segment (SPEC.md §7).
 enum IndexOperation {
     case put(Item)
@@ -68,13 +72,14 @@ enum IndexCodec {
         // Each operation takes at least 17 bytes: a count larger than that is refused before any work.
         let count = try r.readCount(max: min(Limits.itemsMax, bytes.count / 17), "operation count")
         var previous: ItemID?
+        var names = NameCache()
         for _ in 0..<count {
             let op = try r.readU8()
             let id = ItemID(raw: try r.readID())
             if let p = previous, !(p < id) { throw r.fail("item ids not in strictly ascending order at \(id)") }
             previous = id
             switch op {
-            case 1: try body(.put(try decodeEntry(&r, id: id)))
+            case 1: try body(.put(try decodeEntry(&r, id: id, names: &names)))
             case 2:
                 guard !checkpoint else { throw r.fail("delete in a checkpoint") }
                 try body(.delete(id))
@@ -84,19 +89,22 @@ enum IndexCodec {
         guard r.isAtEnd else { throw r.fail("\(r.remaining) bytes after the last operation") }
     }
 
-    static func decodeEntry(_ r: inout ByteReader, id: ItemID) throws -> Item {
-        let cls = try r.readString(max: Limits.attrNameMax, "class")
+    /// `names` carries class and attribute names from one entry to the next: they repeat across the items of
+    /// an index, so most are matched against bytes already decoded instead of being decoded again.
+    static func decodeEntry(_ r: inout ByteReader, id: ItemID, names: inout NameCache) throws -> Item {
+        let cls = try names.read(&r, count: try r.readCount(max: Limits.attrNameMax, "class length"), "class")
         guard !cls.isEmpty else { throw r.fail("empty class") }
         let n = try r.readCount(max: Limits.attrsMax, "attribute count")
         var pairs: [(name: String, value: AttributeValue)] = []
         pairs.reserveCapacity(n)
-        var lastName: [UInt8]?
-        for _ in 0..<n {
-            let name = try r.readString(max: Limits.attrNameMax, "attribute name")
-            let nameBytes = Array(name.utf8)
-            guard !nameBytes.isEmpty else { throw r.fail("empty attribute name") }
-            if let l = lastName, !l.lexicographicallyPrecedes(nameBytes) { throw r.fail("attribute \(name) out of order") }
-            lastName = nameBytes
+        var last = 0..<0
+        for i in 0..<n {
+            let count = try r.readCount(max: Limits.attrNameMax, "attribute name length")
+            let start = r.position
+            let name = try names.read(&r, count: count, "attribute name")
+            guard count > 0 else { throw r.fail("empty attribute name") }
+            if i > 0, !r.precedes(last, start..<start + count) { throw r.fail("attribute \(name) out of order") }
+            last = start..<start + count
             let value: AttributeValue
             switch try r.readU8() {
             case 1: value = .string(try r.readString(max: Limits.attrValueMax, "attribute \(name)"))
@@ -122,6 +130,48 @@ enum IndexCodec {
         return Item(id: id, itemClass: ItemClass(rawValue: cls), attributes: Attributes(sortedPairs: pairs), size: size,
                     location: RecordLocation(recordID: recordID, offset: offset, length: length, member: member,
                                              dataOffset: dataOffset))
+    }
+}
+
+/// Strings already decoded from an index, by their bytes (class and attribute names; at most 64 kept). Names
+/// come in the same order in entry after entry, so the entry after the last one matched is tried first.
+struct NameCache {
+    private var bytes: [UInt8] = []
+    private var spans: [(start: Int, count: Int)] = []
+    private var strings: [String] = []
+    private var next = 0
+
+    /// The `count`-byte string at the reader's position: the cached one when the bytes match, else decoded
+    /// (and validated) as ``ByteReader/readUTF8(_:_:)`` does.
+    mutating func read(_ r: inout ByteReader, count: Int, _ name: @autoclosure () -> String) throws -> String {
+        guard count > 0, count <= r.remaining else { return try r.readUTF8(count, name()) }
+        let start = r.position
+        let n = spans.count
+        let hit: Int? = r.bytes.withUnsafeBufferPointer { all in
+            bytes.withUnsafeBufferPointer { cached in
+                let p = all.baseAddress! + start
+                var i = next < n ? next : 0
+                for _ in 0..<n {
+                    let e = spans[i]
+                    if e.count == count, memcmp(cached.baseAddress! + e.start, p, count) == 0 { return i }
+                    i = i + 1 < n ? i + 1 : 0
+                }
+                return nil
+            }
+        }
+        if let hit {
+            try r.skip(count)
+            next = hit + 1
+            return strings[hit]
+        }
+        let s = try r.readUTF8(count, name())
+        if n < 64 {
+            spans.append((bytes.count, count))
+            bytes.append(contentsOf: r.bytes[start..<start + count])
+            strings.append(s)
+            next = n + 1
+        }
+        return s
     }
 }
 

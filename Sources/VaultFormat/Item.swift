@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// 16 bytes held as two integers (no allocation, cheap hashing); ordered as the bytes are, bytewise.
 struct ID128: Hashable, Comparable, Sendable {
     let hi: UInt64
@@ -121,14 +125,19 @@ public struct Attributes: Hashable, Sendable, Sequence {
         pairs.makeIterator()
     }
 
+    /// Where `name` is or would go: a binary search comparing UTF-8 bytes (memcmp, no allocation; lookups
+    /// run once per item per query term, so they are on the path of every search).
     private func insertionPoint(_ name: String) -> Int {
-        let key = Array(name.utf8)
-        var lo = 0, hi = pairs.count
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            if pairs[mid].name.utf8.lexicographicallyPrecedes(key) { lo = mid + 1 } else { hi = mid }
+        var key = name
+        return key.withUTF8 { k in
+            var lo = 0, hi = pairs.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                var n = pairs[mid].name
+                if n.withUTF8({ utf8Precedes($0, k) }) { lo = mid + 1 } else { hi = mid }
+            }
+            return lo
         }
-        return lo
     }
 
     private func find(_ name: String) -> Int? {
@@ -152,6 +161,17 @@ public struct Attributes: Hashable, Sendable, Sequence {
         if case .string(let s)? = self[name] { return s }
         return nil
     }
+}
+
+/// Whether `a` sorts before `b`, bytewise (as `lexicographicallyPrecedes` over the bytes).
+@inline(__always)
+func utf8Precedes(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+    let n = min(a.count, b.count)
+    if n > 0, let pa = a.baseAddress, let pb = b.baseAddress {
+        let c = memcmp(pa, pb, n)
+        if c != 0 { return c < 0 }
+    }
+    return a.count < b.count
 }
 
 /// Where an item's value lives: a member of one record (SPEC.md §6, §7).

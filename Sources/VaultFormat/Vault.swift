@@ -60,7 +60,13 @@ public final class Vault {
     var file: File
     var keys: Subkeys
     var vaultKey: SecureBytes
-    var state: [ItemID: Item]
+    var state: [ItemID: Item] {
+        didSet { stateVersion &+= 1 }
+    }
+    /// Counts the changes of this instance's items (commits, catching up with other writers, rewrites): a
+    /// process-local version for what callers derive from the items and keep (the keychain's primary-key
+    /// index). Equal versions of one instance mean the same items.
+    public private(set) var stateVersion: UInt64 = 0
     var tail: Tail
     /// Bytes after the last complete commit: an interrupted write that the next writer cuts off.
     public internal(set) var incompleteBytes: UInt64

@@ -152,4 +152,64 @@ final class SemanticsTests: KeychainTestCase {
         XCTAssertEqual(try s.withVault(group: "app.shared") { $0.generation }, g0 + 1)
         XCTAssertEqual(try s.find(.password(service: "b")).count, 100)
     }
+
+    /// The store keeps a group's primary-key index from one transaction to the next: it must follow every
+    /// change, be dropped with a failed transaction, and give way when another writer changed the group.
+    func testPrimaryKeyIndexKeptAcrossTransactions() throws {
+        let s = try store()
+        func pw(_ a: String) -> Attributes { attrs(["svce": .string("s"), "acct": .string(a)]) }
+        for a in ["a", "b", "c"] { try s.add(attributes: pw(a), value: [0]) }
+        assertStatus(.duplicateItem, try s.add(attributes: pw("b"), value: [1]))
+        // A failed transaction leaves nothing in the index: n1 is free afterwards.
+        assertStatus(.duplicateItem, try s.transaction { tx in
+            try tx.add(attributes: pw("n1"), value: [2])
+            try tx.add(attributes: pw("a"), value: [3])
+        })
+        try s.add(attributes: pw("n1"), value: [2])
+        // A refused update changes nothing; the transaction goes on and commits.
+        try s.transaction { tx in
+            let a = tx.find(.password(service: "s", account: "a"))
+            XCTAssertThrowsError(try tx.update(a.map(\.id), set: ["acct": .string("b")], value: nil))
+            XCTAssertThrowsError(try tx.add(attributes: pw("a"), value: [4]))
+            try tx.update(a.map(\.id), set: ["acct": .string("z")], value: nil)
+            try tx.add(attributes: pw("a"), value: [5])  // vacated by the move
+            XCTAssertThrowsError(try tx.add(attributes: pw("z"), value: [6]))
+            // Added and deleted again: no trace.
+            let t = try tx.add(attributes: pw("temp"), value: [7])
+            try tx.delete(t.id)
+        }
+        assertStatus(.duplicateItem, try s.add(attributes: pw("z"), value: [8]))
+        try s.add(attributes: pw("temp"), value: [9])
+        // Two items moved in one change set: c -> y and z -> c, so z's key is free and c's is taken again.
+        try s.transaction { tx in
+            let ids = tx.find(.password(service: "s", account: "c")).map(\.id)
+            try tx.update(ids, set: ["acct": .string("y")], value: nil)
+            try tx.update(tx.find(.password(service: "s", account: "z")).map(\.id), set: ["acct": .string("c")], value: nil)
+        }
+        try s.add(attributes: pw("z"), value: [10])
+        // Another writer (another store, as another process) adds and deletes: this store must see it.
+        let other = try store()
+        try other.add(attributes: pw("x"), value: [13])
+        XCTAssertEqual(try other.delete(.password(service: "s", account: "b")), 1)
+        assertStatus(.duplicateItem, try s.add(attributes: pw("x"), value: [14]))
+        try s.add(attributes: pw("b"), value: [15])
+        assertStatus(.duplicateItem, try s.add(attributes: pw("c"), value: [11]))
+        assertStatus(.duplicateItem, try s.add(attributes: pw("y"), value: [12]))
+        try s.delete(.password(service: "s", account: "b"))
+        try s.add(attributes: pw("b"), value: [16])
+        // A store's first add looks for its key by a scan (no index yet): same rule, absent attributes as
+        // their defaults (sync false), and the next add of the transaction sees the first.
+        assertStatus(.duplicateItem, try store().add(attributes: pw("a"), value: [17]))
+        assertStatus(.duplicateItem, try store().transaction { tx in
+            try tx.add(attributes: pw("n2"), value: [18])
+            try tx.add(attributes: pw("n2"), value: [19])
+        })
+        var synced = pw("a")
+        synced["sync"] = .bool(true)
+        try store().add(attributes: synced, value: [20])
+        XCTAssertEqual(try s.find(ItemQuery(attributes: pw("a"), synchronizableAny: true)).count, 2)
+        try s.delete(ItemQuery(attributes: synced))
+        XCTAssertEqual(try s.find(.password(service: "s")).compactMap { $0.attributes.string("acct") },
+                       ["a", "b", "c", "n1", "temp", "x", "y", "z"])
+    }
 }
