@@ -14,6 +14,9 @@ public final class KeychainStore: @unchecked Sendable {
     /// Seconds to wait for another process's lock before ``KeychainStatus/interactionNotAllowed``.
     public let lockTimeout: Double
     let random: RandomSource
+    /// Values per solid record in a keychain's vaults: reading one item decrypts its whole record, so records
+    /// stay small (256 values of a typical secret: a few KiB), where a packed vault would fill 256 KiB.
+    static let solidMembers = 256
     private let mutex = Mutex(())
     /// The thread inside `locked`, so a call from inside a transaction fails instead of deadlocking.
     private let owner = Mutex<UInt?>(nil)
@@ -219,7 +222,7 @@ public final class KeychainStore: @unchecked Sendable {
             var keys: [PrimaryKey: ItemID]?
             var unchanged = false
             do {
-                try v.commit(options: WriteOptions(lockTimeout: lockTimeout), random: random) { tx in
+                try v.commit(options: WriteOptions(lockTimeout: lockTimeout, solidMembers: KeychainStore.solidMembers), random: random) { tx in
                     // The commit has caught up with other writers: the kept index serves if nothing changed since.
                     startVersion = v.stateVersion
                     if let g, g.keysVersion == startVersion { swap(&keys, &g.keys) }

@@ -77,7 +77,7 @@ public struct ItemQuery: Sendable {
             guard let have else { return false }
             if case .string(let a) = have, case .string(let b) = wanted {
                 // Bytes, not Swift's canonical equivalence; case-insensitive: Unicode's default lowercase mapping.
-                if a.utf8.elementsEqual(b.utf8) { continue }
+                if sameBytes(a, b) { continue }
                 if caseInsensitive, a.lowercased().utf8.elementsEqual(b.lowercased().utf8) { continue }
                 return false
             }
@@ -107,4 +107,11 @@ extension ItemQuery {
         q.limit = nil
         return q
     }
+}
+
+/// Whether two strings have the same UTF-8 bytes. Swift's `==` (canonical equivalence) is a fast necessary
+/// condition; the bytes are compared only when it holds.
+@inline(__always)
+func sameBytes(_ a: String, _ b: String) -> Bool {
+    a.utf8.count == b.utf8.count && a == b && a.utf8.elementsEqual(b.utf8)
 }

@@ -26,6 +26,7 @@ final class CommitWriter {
     let keys: Subkeys
     let random: RandomSource
     let level: Int32
+    let solidMembers: Int
     let start: UInt64
     /// Body offset where the next byte goes.
     private(set) var position: UInt64
@@ -43,7 +44,8 @@ final class CommitWriter {
     static let batchBytes = 4 << 20
 
     init(file: File, headerLength: UInt64, vaultID: [UInt8], keys: Subkeys, random: RandomSource, level: Int32,
-         at position: UInt64) {
+         solidMembers: Int = Limits.membersMax, at position: UInt64) {
+        self.solidMembers = solidMembers
         self.file = file
         self.headerLength = headerLength
         self.vaultID = vaultID
@@ -79,7 +81,7 @@ final class CommitWriter {
         }
         solid.append((item, bytes, sequence))
         solidBytes += bytes.count
-        if solidBytes >= Limits.solidTarget || solid.count == Limits.membersMax { try closeSolid() }
+        if solidBytes >= Limits.solidTarget || solid.count >= solidMembers { try closeSolid() }
     }
 
     private func closeSolid() throws {

@@ -77,7 +77,7 @@ extension Vault {
         do {
             try tmp.file.write(bytes, at: 0)
             let writer = CommitWriter(file: tmp.file, headerLength: UInt64(bytes.count), vaultID: header.vaultID,
-                                      keys: newKeys, random: random, level: options.level, at: 0)
+                                      keys: newKeys, random: random, level: options.level, solidMembers: options.solidMembers, at: 0)
             let records = Dictionary(grouping: state.values, by: { $0.location.recordID })
                 .values.sorted { $0[0].location.offset < $1[0].location.offset }
             for members in records {

@@ -132,7 +132,7 @@ extension Vault {
             guard headerBytes.count <= Limits.headerMax else { throw VaultError(.invalidArgument, "header too large") }
             try tmp.file.write(headerBytes, at: 0)
             let writer = CommitWriter(file: tmp.file, headerLength: UInt64(headerBytes.count), vaultID: vaultID, keys: keys,
-                                      random: random, level: options.level, at: 0)
+                                      random: random, level: options.level, solidMembers: options.solidMembers, at: 0)
             let tx = Transaction(writer: writer, random: random, state: [:])
             try body(tx)
             let ops = try tx.finalize()
@@ -153,7 +153,7 @@ extension Vault {
         let compactNow: Bool = try exclusively {
             try cutIncompleteLocked()
             let writer = CommitWriter(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys,
-                                      random: random, level: options.level, at: tail.end)
+                                      random: random, level: options.level, solidMembers: options.solidMembers, at: tail.end)
             let tx = Transaction(writer: writer, random: random, state: state)
             do {
                 try body(tx)

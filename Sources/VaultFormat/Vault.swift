@@ -18,10 +18,14 @@ public struct WriteOptions: Sendable {
     public var autoCompact: Bool
     /// Seconds to wait for another process's lock.
     public var lockTimeout: Double
-    public init(level: Int32 = 6, autoCompact: Bool = true, lockTimeout: Double = 10) {
+    /// At most this many small values share one solid record. Fewer make reading one value cheaper (its
+    /// whole record is decrypted) at a small cost in size: the keychain, which reads single items, uses 256.
+    public var solidMembers: Int
+    public init(level: Int32 = 6, autoCompact: Bool = true, lockTimeout: Double = 10, solidMembers: Int = Limits.membersMax) {
         self.level = level
         self.autoCompact = autoCompact
         self.lockTimeout = lockTimeout
+        self.solidMembers = max(1, min(solidMembers, Limits.membersMax))
     }
 
     func check() throws {
