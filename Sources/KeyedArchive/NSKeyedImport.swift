@@ -74,9 +74,20 @@ struct NSKeyedImporter {
         return raw == 0 ? nil : Int(raw)
     }
 
-    /// The objects an object's value is made of: every UID in it except `$class`, with repeats, in order.
-    private func children(of index: Int) throws -> [Int] {
-        guard case .dictionary(let fields) = objects[index] else { return [] }
+    /// The fields a standard class's value is decoded from; a class not here (NSOrderedSet, any other class)
+    /// is decoded from all of its fields.
+    private static let fieldsRead: [String: [String]] = [
+        "NSString": ["NS.string"], "NSMutableString": ["NS.string"], "NSData": ["NS.data"], "NSMutableData": ["NS.data"],
+        "NSDate": [], "NSUUID": [], "NSNull": [], "NSURL": ["NS.base", "NS.relative"],
+        "NSArray": ["NS.objects"], "NSMutableArray": ["NS.objects"], "NSSet": ["NS.objects"], "NSMutableSet": ["NS.objects"],
+        "NSDictionary": ["NS.keys", "NS.objects"], "NSMutableDictionary": ["NS.keys", "NS.objects"],
+    ]
+
+    /// The objects an object holds: every UID in it except `$class`, with repeats, in order (walked, checked
+    /// and bounded); and the UIDs its value is made of, each a reference. A UID in a field the class's
+    /// decoding does not read (`NS.keys` of an NSSet) is no reference: it must not make an object shared.
+    private func children(of index: Int) throws -> (all: [Int], uses: [Int]) {
+        guard case .dictionary(let fields) = objects[index] else { return ([], []) }
         var out: [Int] = []
         var stack: [PropertyList] = []
         for (key, value) in fields where key != "$class" {
@@ -103,7 +114,17 @@ struct NSKeyedImporter {
             default: break
             }
         }
-        return out
+        guard case .uid(let c)? = fields["$class"], c > 0, c < UInt64(objects.count), case .dictionary(let d) = objects[Int(c)],
+              case .string(let name)? = d["$classname"], let read = Self.fieldsRead[name] else { return (out, out) }
+        var uses: [Int] = []
+        for key in read {
+            switch fields[key] {
+            case .uid(let raw)?: if let i = try self.index(raw) { uses.append(i) }
+            case .array(let a)?: for case .uid(let raw) in a { if let i = try self.index(raw) { uses.append(i) } }
+            default: break
+            }
+        }
+        return (out, uses)
     }
 
     /// Depth-first from `roots`: counts references, refuses cycles, returns the objects children-first.
@@ -115,7 +136,8 @@ struct NSKeyedImporter {
             references[root] += 1
             guard state[root] == 0 else { continue }
             state[root] = 1
-            let rootChildren = try children(of: root)
+            let (rootChildren, rootUses) = try children(of: root)
+            for u in rootUses { references[u] += 1 }
             childLists[root] = rootChildren
             stack.append((root, rootChildren, 0))
             while let last = stack.indices.last {
@@ -127,7 +149,6 @@ struct NSKeyedImporter {
                 }
                 let child = stack[last].children[stack[last].next]
                 stack[last].next += 1
-                references[child] += 1
                 switch state[child] {
                 case 2: continue
                 case 1: throw ArchiveError(.cycle, "object \(child) contains itself")
@@ -136,7 +157,8 @@ struct NSKeyedImporter {
                         throw ArchiveError(.depthLimit, "objects nested deeper than \(limits.maxDepth)")
                     }
                     state[child] = 1
-                    let grandchildren = try children(of: child)
+                    let (grandchildren, uses) = try children(of: child)
+                    for u in uses { references[u] += 1 }
                     childLists[child] = grandchildren
                     stack.append((child, grandchildren, 0))
                 }
