@@ -40,4 +40,55 @@ final class FuzzRegressionTests: XCTestCase {
               case .shared(let b)? = pair.fields["b"] else { return XCTFail("not shared") }
         XCTAssert(a === b)
     }
+
+    /// fuzz-plist: a chain of objects of a class of its own, each holding the next inside an inline array
+    /// (`NS.objects` of a class named `NSA/ray`). The importer counted the height of the object graph only,
+    /// not the containers inline in fields, so the value came out deeper than `maxDepth` (the archive
+    /// writer refused it); 500 objects 500 arrays apart made a value 250,000 deep whose release overflowed
+    /// the stack. Inline values now count towards depth and expansion.
+    func testInlineNestingCountsTowardsDepthAndExpansion() throws {
+        let bytes = try [UInt8](Data(contentsOf: Self.directory.appendingPathComponent("plist/crash-inline-nesting-is-depth.bplist")))
+        assertArchiveError(.depthLimit) { try NSKeyedArchive.importValue(from: bytes) }
+
+        // `objects` objects, each holding the next `arrays` arrays deep: 1 + objects * (arrays + 1) levels.
+        func chain(objects: Int, arrays: Int) -> [UInt8] {
+            NSKeyedFixtures.archive { b in
+                var next: PropertyList = .int(0)
+                for _ in 0..<objects {
+                    var field = next
+                    for _ in 0..<arrays { field = .array([field]) }
+                    next = b.instance("Node", ["next": field])
+                }
+                return next
+            }
+        }
+        let fits = try NSKeyedArchive.importValue(from: chain(objects: 20, arrays: 20))  // 421 levels
+        XCTAssertNoThrow(try ArchiveSerialization.bytes(from: fits))
+        assertArchiveError(.depthLimit) { try NSKeyedArchive.importValue(from: chain(objects: 30, arrays: 20)) }  // 631
+        assertArchiveError(.depthLimit) { try NSKeyedArchive.importValue(from: chain(objects: 500, arrays: 500)) }
+
+        // A $top of several keys is a dictionary: one more level than its deepest root; and a root named twice
+        // is a shared box, one more again (a shared definition's value is one level below the box).
+        func top(height: Int) -> [UInt8] {
+            var b = KeyedArchiveBuilder()
+            var last = b.add("leaf")
+            for _ in 1..<height { last = b.instance("NSArray", ["NS.objects": .array([last])]) }
+            return PropertyList.dictionary(["$archiver": "NSKeyedArchiver", "$version": .int(100_000),
+                                            "$top": .dictionary(["a": last, "b": last]), "$objects": .array(b.objects)]).binaryBytes()
+        }
+        XCTAssertNoThrow(try ArchiveSerialization.bytes(from: try NSKeyedArchive.importValue(from: top(height: 510))))  // 512
+        assertArchiveError(.depthLimit) { try NSKeyedArchive.importValue(from: top(height: 511)) }
+
+        // An object with 1,000 values inline, reached through 7 levels of arrays holding the level below twice.
+        let limits = ArchiveLimits(maxExpandedValues: 100_000)
+        func bomb(levels: Int) -> [UInt8] {
+            NSKeyedFixtures.archive { b in
+                var last = b.instance("Blob", ["values": .array((0..<1_000).map { .int(Int64($0)) })])
+                for _ in 0..<levels { last = b.instance("NSArray", ["NS.objects": .array([last, last])]) }
+                return last
+            }
+        }
+        XCTAssertNoThrow(try NSKeyedArchive.importValue(from: bomb(levels: 6), limits: limits))  // 64,127 values
+        assertArchiveError(.expansionLimit) { try NSKeyedArchive.importValue(from: bomb(levels: 7), limits: limits) }  // 128,255
+    }
 }
