@@ -98,11 +98,12 @@ struct NSKeyedImporter {
         return Self.fieldsRead[name]
     }
 
-    /// The objects an object holds: every UID in it except `$class`, with repeats, in order (walked, checked
-    /// and bounded); and the UIDs its value is made of, each a reference. A UID in a field the class's
-    /// decoding does not read (`NS.keys` of an NSSet) is no reference: it must not make an object shared.
-    private func children(of index: Int) throws -> (all: [Int], uses: [Int]) {
-        guard case .dictionary(let fields) = objects[index] else { return ([], []) }
+    /// The objects an object's value is made of, with repeats, in order: for a standard class those its
+    /// decoding reads, for any other class every UID in it except `$class`. Every UID is checked; one in a
+    /// field the decoding does not read (`NS.keys` of an NSSet) names no part of the value, so it is not
+    /// walked and is no reference (it must not make an object shared).
+    private func children(of index: Int) throws -> [Int] {
+        guard case .dictionary(let fields) = objects[index] else { return [] }
         var out: [Int] = []
         var stack: [PropertyList] = []
         for (key, value) in fields where key != "$class" {
@@ -129,7 +130,7 @@ struct NSKeyedImporter {
             default: break
             }
         }
-        guard let read = fieldsRead(fields) else { return (out, out) }
+        guard let read = fieldsRead(fields) else { return out }
         var uses: [Int] = []
         for key in read {
             switch fields[key] {
@@ -138,7 +139,7 @@ struct NSKeyedImporter {
             default: break
             }
         }
-        return (out, uses)
+        return uses
     }
 
     /// Depth-first from `roots`: counts references, refuses cycles, returns the objects children-first.
@@ -150,8 +151,7 @@ struct NSKeyedImporter {
             references[root] += 1
             guard state[root] == 0 else { continue }
             state[root] = 1
-            let (rootChildren, rootUses) = try children(of: root)
-            for u in rootUses { references[u] += 1 }
+            let rootChildren = try children(of: root)
             childLists[root] = rootChildren
             stack.append((root, rootChildren, 0))
             while let last = stack.indices.last {
@@ -163,6 +163,7 @@ struct NSKeyedImporter {
                 }
                 let child = stack[last].children[stack[last].next]
                 stack[last].next += 1
+                references[child] += 1
                 switch state[child] {
                 case 2: continue
                 case 1: throw ArchiveError(.cycle, "object \(child) contains itself")
@@ -171,8 +172,7 @@ struct NSKeyedImporter {
                         throw ArchiveError(.depthLimit, "objects nested deeper than \(limits.maxDepth)")
                     }
                     state[child] = 1
-                    let (grandchildren, uses) = try children(of: child)
-                    for u in uses { references[u] += 1 }
+                    let grandchildren = try children(of: child)
                     childLists[child] = grandchildren
                     stack.append((child, grandchildren, 0))
                 }

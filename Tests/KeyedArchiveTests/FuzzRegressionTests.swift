@@ -31,6 +31,20 @@ final class FuzzRegressionTests: XCTestCase {
         XCTAssertEqual(value, [["k": 2]])
         guard case .array(let items) = value, case .dictionary = items[0] else { return XCTFail("\(value)") }
         XCTAssertEqual(try NSKeyedArchive.importValue(from: try NSKeyedArchive.exportValue(value)), value)
+        // fuzz-plist again: an object reached only through an unread field is no part of the value, so what
+        // it names gets no reference from it either. Its export imports as the same value.
+        let reached = try [UInt8](Data(contentsOf: Self.directory.appendingPathComponent("plist/crash-unread-object-makes-a-box.bplist")))
+        let imported = try NSKeyedArchive.importValue(from: reached)
+        XCTAssertEqual(try NSKeyedArchive.importValue(from: try NSKeyedArchive.exportValue(imported)), imported)
+        let hidden = NSKeyedFixtures.archive { b in
+            let x = b.instance("NSArray", ["NS.objects": .array([])])
+            let used = b.instance("Holder", ["x": x])
+            let unread = b.instance("Holder", ["x": x])
+            return b.instance("NSArray", ["NS.objects": .array([used]), "NS.keys": .array([unread])])
+        }
+        guard case .array(let holders) = try NSKeyedArchive.importValue(from: hidden), case .object(let holder) = holders[0],
+              case .array? = holder.fields["x"] else { return XCTFail("x is shared") }
+
         // Custom classes are made of all their fields: a second use there still shares.
         let object = NSKeyedFixtures.archive { b in
             let d = b.instance("NSArray", ["NS.objects": .array([])])
