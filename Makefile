@@ -1,11 +1,11 @@
-# kcar: make demo (set up, build, pack/list/verify/extract a sample), make test, make bench (bench-keychain),
-# make fixtures.
+# kcar: make demo (set up, build, pack/list/verify/extract a sample, use a keychain), make test, make bench
+# (bench-keychain), make fixtures, make fuzz (libFuzzer targets, Fuzz/README.md).
 # deps installs the Debian packages the build, the tests and the SPEC interop check need.
 SHELL := /bin/bash
 APT_PACKAGES := libsodium-dev zlib1g-dev libdeflate-dev pkg-config python3-nacl
 KCAR = .build/release/kcar
 
-.PHONY: deps build demo test bench bench-keychain fixtures clean
+.PHONY: deps build demo test bench bench-keychain fixtures fuzz clean
 
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -63,5 +63,12 @@ bench: deps
 bench-keychain: deps
 	bash scripts/bench/keychain-bench.sh $(KEYCHAIN_BENCH_ARGS)
 
+# libFuzzer targets, built apart from SwiftPM into .build-fuzz/ and run FUZZ_SECONDS each (under nice -n 19).
+# FUZZ_TARGET: header, index, record, archive, plist, cli or all. Fuzz/README.md says how to run for hours.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGET ?= all
+fuzz: deps
+	bash scripts/fuzz/run.sh $(FUZZ_TARGET) $(FUZZ_SECONDS)
+
 clean:
-	rm -rf .build
+	rm -rf .build .build-fuzz

@@ -59,6 +59,13 @@ struct NSKeyedImporter {
         }
         for index in try walk(from: roots) { try build(index) }
         if top.count == 1, let root = top["root"] { return try resolve(root) }
+        // The dictionary of every top-level key is one more level, and one more value.
+        guard roots.allSatisfy({ height[$0] < limits.maxDepth }) else {
+            throw ArchiveError(.depthLimit, "deeper than \(limits.maxDepth)")
+        }
+        guard roots.reduce(1, { $0 + expanded[$1] }) <= limits.maxExpandedValues else {
+            throw ArchiveError(.expansionLimit, "more than \(limits.maxExpandedValues) values once expanded")
+        }
         var out: [String: ArchiveValue] = [:]
         for (key, uid) in top { out[key] = try resolve(uid) }
         return .dictionary(out)
@@ -74,7 +81,27 @@ struct NSKeyedImporter {
         return raw == 0 ? nil : Int(raw)
     }
 
-    /// The objects an object's value is made of: every UID in it except `$class`, with repeats, in order.
+    /// The fields a standard class's value is decoded from; a class not here (NSOrderedSet, any other class)
+    /// is decoded from all of its fields.
+    private static let fieldsRead: [String: [String]] = [
+        "NSString": ["NS.string"], "NSMutableString": ["NS.string"], "NSData": ["NS.data"], "NSMutableData": ["NS.data"],
+        "NSDate": [], "NSUUID": [], "NSNull": [], "NSURL": ["NS.base", "NS.relative"],
+        "NSArray": ["NS.objects"], "NSMutableArray": ["NS.objects"], "NSSet": ["NS.objects"], "NSMutableSet": ["NS.objects"],
+        "NSDictionary": ["NS.keys", "NS.objects"], "NSMutableDictionary": ["NS.keys", "NS.objects"],
+    ]
+
+    /// The fields an object's value is decoded from, when its `$class` names a standard class; nil for other
+    /// classes (decoded from all of their fields) and for a `$class` that is no class (an error when built).
+    private func fieldsRead(_ fields: [String: PropertyList]) -> [String]? {
+        guard case .uid(let c)? = fields["$class"], c > 0, c < UInt64(objects.count), case .dictionary(let d) = objects[Int(c)],
+              case .string(let name)? = d["$classname"] else { return nil }
+        return Self.fieldsRead[name]
+    }
+
+    /// The objects an object's value is made of, with repeats, in order: for a standard class those its
+    /// decoding reads, for any other class every UID in it except `$class`. Every UID is checked; one in a
+    /// field the decoding does not read (`NS.keys` of an NSSet) names no part of the value, so it is not
+    /// walked and is no reference (it must not make an object shared).
     private func children(of index: Int) throws -> [Int] {
         guard case .dictionary(let fields) = objects[index] else { return [] }
         var out: [Int] = []
@@ -103,7 +130,16 @@ struct NSKeyedImporter {
             default: break
             }
         }
-        return out
+        guard let read = fieldsRead(fields) else { return out }
+        var uses: [Int] = []
+        for key in read {
+            switch fields[key] {
+            case .uid(let raw)?: if let i = try self.index(raw) { uses.append(i) }
+            case .array(let a)?: for case .uid(let raw) in a { if let i = try self.index(raw) { uses.append(i) } }
+            default: break
+            }
+        }
+        return uses
     }
 
     /// Depth-first from `roots`: counts references, refuses cycles, returns the objects children-first.
@@ -158,6 +194,33 @@ struct NSKeyedImporter {
         return value
     }
 
+    /// For an object of a class decoded from all of its fields: the values its fields hold inline (plist
+    /// scalars and containers, not through a UID), and the height of its value: a field's own value is at
+    /// level 0, a scalar or container at level L reaches L + 1 levels below the object, an object a UID at
+    /// level L names reaches L + its height. Nil for a standard class (its value is the objects it names).
+    private func inlineValues(of index: Int) -> (count: Int, height: Int)? {
+        guard case .dictionary(let fields) = objects[index], fieldsRead(fields) == nil else { return nil }
+        var count = 0, h = 0
+        var stack: [(PropertyList, Int)] = fields.filter { $0.key != "$class" }.map { ($0.value, 0) }
+        while let (p, level) = stack.popLast() {
+            switch p {
+            case .uid(let raw): h = max(h, level + (raw == 0 ? 1 : height[Int(raw)]))  // every UID was checked and built
+            case .array(let a), .set(let a):
+                count += 1
+                h = max(h, level + 1)
+                stack += a.map { ($0, level + 1) }
+            case .dictionary(let d):
+                count += 1
+                h = max(h, level + 1)
+                stack += d.values.map { ($0, level + 1) }
+            default:
+                count += 1
+                h = max(h, level + 1)
+            }
+        }
+        return (count, h)
+    }
+
     // MARK: Building
 
     private mutating func build(_ index: Int) throws {
@@ -171,13 +234,26 @@ struct NSKeyedImporter {
             }
             h = max(h, height[c])
         }
+        // Values nested inline in the fields count, and sit between the object and the objects their UIDs name.
+        if let (count, inlineHeight) = inlineValues(of: index) {
+            size += count
+            guard size <= limits.maxExpandedValues else {
+                throw ArchiveError(.expansionLimit, "more than \(limits.maxExpandedValues) values once expanded")
+            }
+            h = inlineHeight
+        }
         guard h < limits.maxDepth else { throw ArchiveError(.depthLimit, "deeper than \(limits.maxDepth)") }
         expanded[index] = size
         height[index] = h + 1
         var value = try value(of: index)
         switch value {
         case .array, .dictionary, .anyKeyDictionary, .set, .object:
-            if references[index] > 1 { value = .shared(ArchiveShared(value)) }
+            if references[index] > 1 {
+                // A shared definition's value is one level below the box (SPEC.md Part 2 §A3).
+                height[index] += 1
+                guard height[index] <= limits.maxDepth else { throw ArchiveError(.depthLimit, "deeper than \(limits.maxDepth)") }
+                value = .shared(ArchiveShared(value))
+            }
         default: break
         }
         built[index] = value

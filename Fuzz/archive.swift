@@ -1,0 +1,119 @@
+// Target `archive`: the keyed-archive reader (Sources/KeyedArchive: ArchiveReader through
+// ArchiveSerialization.value, and ArchiveDecoder on top). Input: archive bytes (Fixtures/archive are seeds).
+// What reads must write back (plain and deterministic) to bytes that read as the same value, decode into a
+// few Codable types without trapping, and print as `kcar archive show` prints it.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+@testable import KcarCLI
+@testable import KeyedArchive
+
+struct Address: Codable {
+    var city: String
+    var zip: UInt32
+    var location: [Double]
+}
+
+struct UserData: Codable {
+    var userName: String?
+    var password: String?
+    var email: String?
+    var image: Data?
+    var address: Address?
+    var tags: [String] = []
+    var created = Date(timeIntervalSinceReferenceDate: 0)
+}
+
+final class Node: Codable {
+    var name: String
+    var next: Node?
+}
+
+let decoder = ArchiveDecoder(registry: ArchiveTypeRegistry()
+    .registering(UserData.self, as: "UserData", aliases: ["MyApp.UserData"])
+    .registering(Address.self, as: "Address")
+    .registering(Node.self, as: "Node"))
+
+/// Whether the tree `v` stands for (shared boxes expanded) has at most `budget` values: the round trips and
+/// the printer are linear in it, and the reader allows 10 million.
+func isSmall(_ v: ArchiveValue, _ budget: Int = 50_000) -> Bool {
+    var stack = [v]
+    var n = 0
+    while let x = stack.popLast() {
+        n += 1
+        if n > budget { return false }
+        switch x {
+        case .array(let a): stack += a
+        case .dictionary(let d): stack += d.values
+        case .anyKeyDictionary(let d): stack += d.keys; stack += d.values
+        case .set(let s): stack += s
+        case .object(let o): stack += o.fields.values
+        case .shared(let b): stack.append(b.value)
+        default: break
+        }
+    }
+    return true
+}
+
+/// Checks every value that reads: written again it reads as itself; decoding and printing do not trap.
+func exercise(_ v: ArchiveValue) {
+    guard isSmall(v) else { return }
+    for options: ArchiveWritingOptions in [[], .deterministic] {
+        let bytes: [UInt8]
+        do {
+            bytes = try ArchiveSerialization.bytes(from: v, options: options)
+        } catch {
+            fatalError("a value that read does not write (\(options)): \(error)")
+        }
+        do {
+            let again = try ArchiveSerialization.value(from: bytes)
+            precondition(again == v, "a written value reads back as another value")
+        } catch {
+            fatalError("a written value does not read back: \(error)")
+        }
+    }
+    _ = try? decoder.decode([UserData].self, fromValue: v)
+    _ = try? decoder.decode(UserData.self, fromValue: v)
+    _ = try? decoder.decode(Node.self, fromValue: v)
+    _ = try? decoder.decode([String: Int].self, fromValue: v)
+    _ = try? decoder.decode([String: [Double]].self, fromValue: v)
+    _ = try? decoder.decode([Int8].self, fromValue: v)
+    _ = try? decoder.decode([UInt64?].self, fromValue: v)
+    _ = try? decoder.decode([Date].self, fromValue: v)
+    _ = try? decoder.decode(Set<String>.self, fromValue: v)
+    _ = try? decoder.decode([Float].self, fromValue: v)
+    var printer = JSONPrinter(indent: true)
+    _ = try? printer.print(v)
+    _ = try? NSKeyedArchive.exportValue(v)
+}
+
+func fuzzOne(_ input: [UInt8]) {
+    let v: ArchiveValue
+    do {
+        v = try ArchiveSerialization.value(from: input)
+    } catch is ArchiveError {
+        return
+    } catch {
+        fatalError("not an ArchiveError: \(error)")
+    }
+    exercise(v)
+}
+
+func seeds(repo: String) -> [[UInt8]] {
+    let values: [ArchiveValue] = [
+        .array([.null, .bool(true), .int(-1), .uint(.max), .double(.nan), .string("é"), .data(Data([1, 2])),
+                .date(Date(timeIntervalSinceReferenceDate: -1e300)), .uuid(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!),
+                .url(URL(string: "b/c", relativeTo: URL(string: "https://x.example/a/"))!)]),
+        .dictionary(["a": .set([.int(1), .string("1")]), "b": .anyKeyDictionary([.array([.int(1)]): .null])]),
+        .object(ArchiveObject(className: "UserData", fields: ["userName": .string("x"), "tags": .array([.string("t")])])),
+    ]
+    let box = ArchiveShared(.dictionary(["k": .int(1)]))
+    var out: [[UInt8]] = []
+    for v in values + [.array([.shared(box), .shared(box), .shared(ArchiveShared(.shared(box)))])] {
+        out.append(try! ArchiveSerialization.bytes(from: v))
+        out.append(try! ArchiveSerialization.bytes(from: v, options: .deterministic))
+    }
+    return out
+}

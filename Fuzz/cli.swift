@@ -1,0 +1,89 @@
+// Target `cli`: the command-line parser (Sources/KcarCLI/Arguments.swift) and the pure helpers that take
+// its results (KDF options, item names, recipients). Input: NUL-separated arguments; when the first names a
+// command, the rest are parsed with that command's options, otherwise with all options at once.
+// Nothing here touches files, descriptors or the terminal.
+@testable import KcarCLI
+@testable import VaultFormat
+
+typealias Spec = Arguments.Spec
+
+/// The option lists of the commands, as their `run` functions declare them (kept in step by hand).
+let commands: [(name: String, specs: [Spec])] = [
+    ("pack", Secrets.specs + Secrets.newSpecs + [
+        .init(name: "group", kind: .value), .init(name: "level", kind: .value), .init(name: "exclude", kind: .repeated),
+        .init(name: "force", kind: .flag), .init(name: "quiet", kind: .flag, short: "q"),
+    ]),
+    ("list", Secrets.specs + [.init(name: "json", kind: .flag)]),
+    ("extract", Secrets.specs + [.init(name: "directory", kind: .value, short: "C"), .init(name: "force", kind: .flag),
+                                 .init(name: "stdout", kind: .flag)]),
+    ("verify", Secrets.specs + [.init(name: "json", kind: .flag), .init(name: "no-key", kind: .flag)]),
+    ("info", Secrets.specs + [.init(name: "json", kind: .flag)]),
+    ("keygen", [.init(name: "x25519", kind: .flag), .init(name: "force", kind: .flag)]),
+    ("passwd", Secrets.specs + Keys.slotSpecs + [.init(name: "remove-slot", kind: .repeated)]),
+    ("rekey", Secrets.specs + Keys.slotSpecs),
+    ("compact", Secrets.specs),
+    ("recover", Secrets.specs),
+    ("show", [.init(name: "json", kind: .flag)]),
+    ("convert", [.init(name: "to", kind: .value), .init(name: "deterministic", kind: .flag), .init(name: "force", kind: .flag)]),
+]
+let allSpecs: [Spec] = {
+    var seen = Set<String>()
+    return commands.flatMap(\.specs).filter { seen.insert($0.name).inserted }
+}()
+
+func fuzzOne(_ input: [UInt8]) {
+    let argv = input.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+    let specs: [Spec]
+    let rest: [String]
+    if let first = argv.first, let c = commands.first(where: { $0.name == first }) {
+        (specs, rest) = (c.specs, Array(argv.dropFirst()))
+    } else {
+        (specs, rest) = (allSpecs, argv)
+    }
+    let args: Arguments
+    do {
+        args = try Arguments(rest, specs: specs)
+    } catch let e as CLIError {
+        precondition(e.code == .usage && !e.message.isEmpty)
+        return
+    } catch {
+        fatalError("not a CLIError: \(error)")
+    }
+    precondition(args.positionals.count <= rest.count)
+    for p in args.positionals { precondition(rest.contains(p), "positional \(p) is not an argument") }
+    for s in specs {
+        switch s.kind {
+        case .flag: precondition(args.value(s.name) == nil)
+        case .value: precondition(!args.flag(s.name) && args.all(s.name).count <= 1)
+        case .repeated: precondition(!args.flag(s.name))
+        }
+    }
+    _ = try? args.int("level", in: 0...12)
+    _ = try? Secrets.kdf(args)
+    _ = try? args.positionals(["VAULT", "DIR"], optional: 1)
+    for name in ["passphrase-fd", "new-passphrase-fd"] { _ = args.value(name).flatMap { Int32($0) } }
+    for r in args.all("recipient") + args.all("add-recipient") { _ = Hex.decode(r) }
+    // Item names: parsing never traps, and encoding a component decodes back to it.
+    for p in args.positionals {
+        _ = ItemPath.parse(p)
+        for slash in [true, false] {
+            guard ItemPath.decode(ItemPath.component(p, slash: slash)) == p else { fatalError("item name component \(p) does not round-trip") }
+        }
+    }
+}
+
+func seeds(repo: String) -> [[UInt8]] {
+    let lines: [[String]] = [
+        ["pack", "v.kcv", "dir", "--key-file", "k", "--level=9", "--exclude", "*.tmp", "--exclude=x", "-q", "--recipient", String(repeating: "ab", count: 32)],
+        ["pack", "-", "dir", "--passphrase-fd", "3", "--kdf-memory", "64", "--kdf-passes=2", "--group", "com.example"],
+        ["extract", "v.kcv", "-C", "out", "svc/%2541", "example.com/alice", "%id/00112233445566778899aabbccddeeff", "--", "--force"],
+        ["list", "v.kcv", "--json", "--passphrase-file=p"],
+        ["passwd", "v.kcv", "--key-file", "k", "--add-key-file", "k2", "--remove-slot", "0", "--new-passphrase-fd", "4"],
+        ["verify", "v.kcv", "--no-key", "--json"],
+        ["keygen", "k", "--x25519"],
+        ["convert", "a.kca", "b.plist", "--to=nskeyed", "--deterministic"],
+        ["show", "-", "--json", "--json"],
+        ["svc/a%2Fb/%/%2E%2E", "-C", "--unknown", "-x"],
+    ]
+    return lines.map { Array($0.joined(separator: "\u{0}").utf8) }
+}

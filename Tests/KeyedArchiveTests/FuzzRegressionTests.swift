@@ -1,0 +1,108 @@
+import Foundation
+import KeyedArchive
+import XCTest
+
+/// Inputs the fuzz targets (Fuzz/) found, kept in `Fixtures/fuzz/<target>/`, each with what it must do now.
+final class FuzzRegressionTests: XCTestCase {
+    static let directory = ArchiveFixtures.root.appendingPathComponent("Fixtures/fuzz")
+
+    /// fuzz-plist: an NSSet held two equal NSSets, one of them also named by the set's own `NS.keys`, a field
+    /// NSSet decoding never reads. That UID counted as a reference, so the second set imported as a shared box
+    /// and the two stayed distinct; exported, both became plain sets again and the export did not import
+    /// ("set element repeated"). A UID in an unread field is no reference now: the archive itself is refused.
+    func testAnUnreadUIDMakesNoSharedBox() throws {
+        let bytes = try [UInt8](Data(contentsOf: Self.directory.appendingPathComponent("plist/crash-unread-uid-makes-a-box.bplist")))
+        assertArchiveError(.duplicateKey) { try NSKeyedArchive.importValue(from: bytes) }
+
+        let set = NSKeyedFixtures.archive { b in
+            let one = b.add(.int(1))
+            let first = b.instance("NSSet", ["NS.objects": .array([one])])
+            let second = b.instance("NSSet", ["NS.objects": .array([one])])
+            return b.instance("NSSet", ["NS.objects": .array([first, second]), "NS.keys": .array([second])])
+        }
+        assertArchiveError(.duplicateKey) { try NSKeyedArchive.importValue(from: set) }
+
+        // A dictionary an NSArray holds once, and names again in a field NSArray decoding ignores: one use, no box.
+        let array = NSKeyedFixtures.archive { b in
+            let d = b.instance("NSDictionary", ["NS.keys": .array([b.add("k")]), "NS.objects": .array([b.add(.int(2))])])
+            return b.instance("NSArray", ["NS.objects": .array([d]), "extra": d])
+        }
+        let value = try NSKeyedArchive.importValue(from: array)
+        XCTAssertEqual(value, [["k": 2]])
+        guard case .array(let items) = value, case .dictionary = items[0] else { return XCTFail("\(value)") }
+        XCTAssertEqual(try NSKeyedArchive.importValue(from: try NSKeyedArchive.exportValue(value)), value)
+        // fuzz-plist again: an object reached only through an unread field is no part of the value, so what
+        // it names gets no reference from it either. Its export imports as the same value.
+        let reached = try [UInt8](Data(contentsOf: Self.directory.appendingPathComponent("plist/crash-unread-object-makes-a-box.bplist")))
+        let imported = try NSKeyedArchive.importValue(from: reached)
+        XCTAssertEqual(try NSKeyedArchive.importValue(from: try NSKeyedArchive.exportValue(imported)), imported)
+        let hidden = NSKeyedFixtures.archive { b in
+            let x = b.instance("NSArray", ["NS.objects": .array([])])
+            let used = b.instance("Holder", ["x": x])
+            let unread = b.instance("Holder", ["x": x])
+            return b.instance("NSArray", ["NS.objects": .array([used]), "NS.keys": .array([unread])])
+        }
+        guard case .array(let holders) = try NSKeyedArchive.importValue(from: hidden), case .object(let holder) = holders[0],
+              case .array? = holder.fields["x"] else { return XCTFail("x is shared") }
+
+        // Custom classes are made of all their fields: a second use there still shares.
+        let object = NSKeyedFixtures.archive { b in
+            let d = b.instance("NSArray", ["NS.objects": .array([])])
+            return b.instance("Pair", ["a": d, "b": d])
+        }
+        guard case .object(let pair) = try NSKeyedArchive.importValue(from: object), case .shared(let a)? = pair.fields["a"],
+              case .shared(let b)? = pair.fields["b"] else { return XCTFail("not shared") }
+        XCTAssert(a === b)
+    }
+
+    /// fuzz-plist: a chain of objects of a class of its own, each holding the next inside an inline array
+    /// (`NS.objects` of a class named `NSA/ray`). The importer counted the height of the object graph only,
+    /// not the containers inline in fields, so the value came out deeper than `maxDepth` (the archive
+    /// writer refused it); 500 objects 500 arrays apart made a value 250,000 deep whose release overflowed
+    /// the stack. Inline values now count towards depth and expansion.
+    func testInlineNestingCountsTowardsDepthAndExpansion() throws {
+        let bytes = try [UInt8](Data(contentsOf: Self.directory.appendingPathComponent("plist/crash-inline-nesting-is-depth.bplist")))
+        assertArchiveError(.depthLimit) { try NSKeyedArchive.importValue(from: bytes) }
+
+        // `objects` objects, each holding the next `arrays` arrays deep: 1 + objects * (arrays + 1) levels.
+        func chain(objects: Int, arrays: Int) -> [UInt8] {
+            NSKeyedFixtures.archive { b in
+                var next: PropertyList = .int(0)
+                for _ in 0..<objects {
+                    var field = next
+                    for _ in 0..<arrays { field = .array([field]) }
+                    next = b.instance("Node", ["next": field])
+                }
+                return next
+            }
+        }
+        let fits = try NSKeyedArchive.importValue(from: chain(objects: 20, arrays: 20))  // 421 levels
+        XCTAssertNoThrow(try ArchiveSerialization.bytes(from: fits))
+        assertArchiveError(.depthLimit) { try NSKeyedArchive.importValue(from: chain(objects: 30, arrays: 20)) }  // 631
+        assertArchiveError(.depthLimit) { try NSKeyedArchive.importValue(from: chain(objects: 500, arrays: 500)) }
+
+        // A $top of several keys is a dictionary: one more level than its deepest root; and a root named twice
+        // is a shared box, one more again (a shared definition's value is one level below the box).
+        func top(height: Int) -> [UInt8] {
+            var b = KeyedArchiveBuilder()
+            var last = b.add("leaf")
+            for _ in 1..<height { last = b.instance("NSArray", ["NS.objects": .array([last])]) }
+            return PropertyList.dictionary(["$archiver": "NSKeyedArchiver", "$version": .int(100_000),
+                                            "$top": .dictionary(["a": last, "b": last]), "$objects": .array(b.objects)]).binaryBytes()
+        }
+        XCTAssertNoThrow(try ArchiveSerialization.bytes(from: try NSKeyedArchive.importValue(from: top(height: 510))))  // 512
+        assertArchiveError(.depthLimit) { try NSKeyedArchive.importValue(from: top(height: 511)) }
+
+        // An object with 1,000 values inline, reached through 7 levels of arrays holding the level below twice.
+        let limits = ArchiveLimits(maxExpandedValues: 100_000)
+        func bomb(levels: Int) -> [UInt8] {
+            NSKeyedFixtures.archive { b in
+                var last = b.instance("Blob", ["values": .array((0..<1_000).map { .int(Int64($0)) })])
+                for _ in 0..<levels { last = b.instance("NSArray", ["NS.objects": .array([last, last])]) }
+                return last
+            }
+        }
+        XCTAssertNoThrow(try NSKeyedArchive.importValue(from: bomb(levels: 6), limits: limits))  // 64,127 values
+        assertArchiveError(.expansionLimit) { try NSKeyedArchive.importValue(from: bomb(levels: 7), limits: limits) }  // 128,255
+    }
+}
