@@ -47,7 +47,7 @@ final class FixtureTests: XCTestCase {
             XCTAssertThrowsError(try ArchiveSerialization.value(from: bytes), parts[0]) { error in
                 XCTAssertEqual((error as? ArchiveError)?.code.rawValue, parts[1], "\(parts[0]): \(error)")
             }
-            XCTAssertLessThan(Date().timeIntervalSince(start), 1, "\(parts[0]) took too long to fail")
+            XCTAssertLessThan(Date().timeIntervalSince(start), 5, "\(parts[0]) took too long to fail")
             count += 1
         }
         XCTAssertEqual(count, ArchiveFixtures.malformed.count)

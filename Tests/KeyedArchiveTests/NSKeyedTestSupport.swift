@@ -43,9 +43,11 @@ struct KeyedArchiveBuilder {
 /// Expects `body` to throw an ``ArchiveError`` with `code`, within a second.
 func assertArchiveError<T>(_ code: ArchiveError.Code, _ what: String = "", file: StaticString = #filePath, line: UInt = #line,
                            _ body: () throws -> T) {
+    // A guard against hangs and runaway work (the input is refused early), not a speed test: the bound is
+    // far above the milliseconds it takes, so a loaded CI machine does not fail it.
     let start = Date()
     XCTAssertThrowsError(try body(), what, file: file, line: line) {
         XCTAssertEqual(($0 as? ArchiveError)?.code, code, "\(what): \($0)", file: file, line: line)
     }
-    XCTAssertLessThan(Date().timeIntervalSince(start), 1, "\(what) took too long to fail", file: file, line: line)
+    XCTAssertLessThan(Date().timeIntervalSince(start), 5, "\(what) took too long to fail", file: file, line: line)
 }
