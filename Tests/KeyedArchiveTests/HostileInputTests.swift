@@ -12,7 +12,7 @@ final class HostileInputTests: XCTestCase {
         XCTAssertThrowsError(try ArchiveSerialization.value(from: bytes, limits: limits), file: file, line: line) {
             XCTAssertEqual(($0 as? ArchiveError)?.code, code, "\($0)", file: file, line: line)
         }
-        XCTAssertLessThan(Date().timeIntervalSince(start), 1, file: file, line: line)
+        XCTAssertLessThan(Date().timeIntervalSince(start), 5, file: file, line: line)  // a hang guard, not a speed test
     }
 
     func testDeepNestingOfEveryContainerFailsAtTheDepthLimit() {

@@ -110,6 +110,6 @@ final class RoundTripTests: XCTestCase {
         let value = ArchiveValue.array((0..<1000).map { ["id": .int(Int64($0)), "name": "user", "tags": ["a", "b"]] })
         let start = Date()
         _ = try roundTrip(value, options: .deterministic)
-        XCTAssertLessThan(Date().timeIntervalSince(start), 2)
+        XCTAssertLessThan(Date().timeIntervalSince(start), 10)  // quadratic would take about a minute
     }
 }
