@@ -103,7 +103,7 @@ extension Vault {
         var current: [[Item]] = []
         var currentBytes: UInt64 = 0
         for members in groups {
-            let length = members[0].location.length
+            let length = weight(members)
             if length > batchRecordMax {
                 if !current.isEmpty { batches.append(current) }
                 batches.append([members])
@@ -129,7 +129,13 @@ extension Vault {
     }
 
     /// Whether a batch is one large record, to be streamed rather than decoded whole.
-    static func isStreamed(_ batch: [[Item]]) -> Bool { batch[0][0].location.length > batchRecordMax }
+    static func isStreamed(_ batch: [[Item]]) -> Bool { weight(batch[0]) > batchRecordMax }
+
+    /// What decoding a record whole would cost in memory: its stored bytes, or the end of the furthest value
+    /// its items name, whichever is more (a gigabyte of zeros is stored in a few kilobytes).
+    static func weight(_ members: [Item]) -> UInt64 {
+        members.reduce(members[0].location.length) { max($0, $1.location.dataOffset &+ $1.size) }
+    }
 
     static let batchRecordMax: UInt64 = 4 << 20
     static let batchBytes: UInt64 = 2 << 20

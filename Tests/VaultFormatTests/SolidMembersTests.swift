@@ -18,3 +18,24 @@ final class SolidMembersTests: VaultTestCase {
         XCTAssertTrue(v.verify().isIntact)
     }
 }
+
+/// A value that compresses to almost nothing is still streamed by extract and verify: whether a record is
+/// decoded whole is decided by the size of its values, not by its stored size.
+final class CompressibleRecordTests: VaultTestCase {
+    func testAHighlyCompressibleValueIsStreamed() throws {
+        let path = dir + "/z.kcv"
+        let size = 9 << 20
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+            try tx.add(attributes: attrs("s", "zeros"), value: .bytes([UInt8](repeating: 0, count: size)))
+        }
+        let v = try Vault.open(path: path, secret: secret)
+        let item = v.items[0]
+        XCTAssertLessThan(item.location.length, 1 << 20, "stored small")
+        XCTAssertTrue(Vault.isStreamed([[item]]))
+        var calls = 0, total = 0
+        try v.readValues(of: [item], begin: { _, _ in }, bytes: { calls += 1; total += $0.count }, end: { _ in })
+        XCTAssertEqual(total, size)
+        XCTAssertGreaterThan(calls, 1, "handed out chunk by chunk, not decoded whole")
+        XCTAssertTrue(v.verify().isIntact)
+    }
+}
