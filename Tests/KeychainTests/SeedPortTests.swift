@@ -124,6 +124,15 @@ final class SeedPortTests: KeychainTestCase {
         XCTAssertNil(rows.first?[kSecValueData], "attributes only: no value was read")
     }
 
+    /// The README's typed example compiles with `import Keychain` alone.
+    func testTypedAPIWithOneImport() throws {
+        let keychain = Keychain(service: "com.example.app", accessGroup: "com.yourApp")
+        let profile = UserData(userName: "u", categoryName: "admin")
+        try keychain.set(profile, forKey: "profile", attributes: ["category": .string("admin")])
+        XCTAssertEqual(try keychain.keys(where: ["category": .string("admin")]), ["profile"])
+        XCTAssertEqual(try keychain.get(UserData.self, forKey: "profile"), profile)
+    }
+
     func testSecItemStatusesAndResults() throws {
         let add: [String: Any] = [kSecClass: kSecClassInternetPassword, kSecAttrServer: "example.com", kSecAttrPort: 443,
                                   kSecAttrProtocol: kSecAttrProtocolHTTPS, kSecAttrAccount: "bob",
