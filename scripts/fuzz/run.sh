@@ -44,18 +44,23 @@ module() {
 }
 module VaultFormat
 module KeyedArchive
-module KcarCLI "$MOD/libVaultFormat.a" "$MOD/libKeyedArchive.a"
+module Keychain "$MOD/libVaultFormat.a" "$MOD/libKeyedArchive.a"
+module KcarCLI "$MOD/libVaultFormat.a" "$MOD/libKeyedArchive.a" "$MOD/libKeychain.a"
 
-# Each target: Fuzz/Common.swift + Fuzz/<target>.swift (+ the vault seed helper for index and record).
+# Each target: Fuzz/Common.swift + Fuzz/<target>.swift (+ the vault seed helper for index and record, the
+# value helpers for archive and plist).
 build_target() {
 	local t=$1
 	local srcs=("$ROOT/Fuzz/Common.swift" "$ROOT/Fuzz/$t.swift")
-	case $t in index | record) srcs+=("$ROOT/Fuzz/VaultSeeds.swift") ;; esac
+	case $t in
+	index | record) srcs+=("$ROOT/Fuzz/VaultSeeds.swift") ;;
+	archive | plist) srcs+=("$ROOT/Fuzz/ArchiveValues.swift") ;;
+	esac
 	local exe="$OUT/bin/fuzz-$t"
 	if [ -f "$exe" ] && [ -z "$(find "${srcs[@]}" "$MOD"/*.a -newer "$exe" -print -quit)" ]; then return; fi
 	echo "building fuzz-$t"
 	"${NICE[@]}" "${SWIFTC[@]}" -swift-version 5 -module-name "Fuzz_$t" "${srcs[@]}" -I "$MOD" -L "$MOD" \
-		-lKcarCLI -lKeyedArchive -lVaultFormat "${CFLAGS[@]}" -lsodium -lz -ldeflate -o "$exe" 2>&1 | quiet
+		-lKcarCLI -lKeychain -lKeyedArchive -lVaultFormat "${CFLAGS[@]}" -lsodium -lz -ldeflate -o "$exe" 2>&1 | quiet
 	[ -f "$exe" ]
 }
 for t in "${targets[@]}"; do build_target "$t"; done
