@@ -27,25 +27,6 @@ func isSmall(_ p: PropertyList, _ budget: Int = 50_000) -> Bool {
     return true
 }
 
-func isSmall(_ v: ArchiveValue, _ budget: Int = 50_000) -> Bool {
-    var stack = [v]
-    var n = 0
-    while let x = stack.popLast() {
-        n += 1
-        if n > budget { return false }
-        switch x {
-        case .array(let a): stack += a
-        case .dictionary(let d): stack += d.values
-        case .anyKeyDictionary(let d): stack += d.keys; stack += d.values
-        case .set(let s): stack += s
-        case .object(let o): stack += o.fields.values
-        case .shared(let b): stack.append(b.value)
-        default: break
-        }
-    }
-    return true
-}
-
 func read(_ body: () throws -> PropertyList) -> PropertyList? {
     do {
         return try body()

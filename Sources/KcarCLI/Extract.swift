@@ -25,23 +25,8 @@ enum Extract {
     }
 
     static func json(_ item: Item) -> String {
-        var pairs: [(String, String)] = [("id", JSON.string(item.id.description)), ("class", JSON.string(item.itemClass.rawValue))]
-        pairs.append(("service", item.service.map(JSON.string) ?? "null"))
-        pairs.append(("account", item.account.map(JSON.string) ?? "null"))
-        pairs.append(("name", JSON.string(ItemPath.name(item))))
-        pairs.append(("size", String(item.size)))
-        pairs.append(("modified", item.modified.map { JSON.string(iso8601(nanoseconds: $0)) } ?? "null"))
-        let attrs: [(String, String)] = item.attributes.map { name, value in
-            switch value {
-            case .string(let s): return (name, JSON.string(s))
-            case .integer(let i): return (name, String(i))
-            case .bool(let b): return (name, b ? "true" : "false")
-            case .date(let ns): return (name, JSON.object([("$date", JSON.string(iso8601(nanoseconds: ns)))]))
-            case .data(let d): return (name, JSON.object([("$data", JSON.string(Base64.encode(d)))]))
-            }
-        }
-        pairs.append(("attributes", JSON.object(attrs)))
-        return JSON.object(pairs)
+        ItemJSON.object(id: item.id, class: item.itemClass, attributes: item.attributes, size: item.size,
+                        extra: [("name", JSON.string(ItemPath.name(item)))])
     }
 
     static func run(_ argv: [String]) throws -> ExitCode {
@@ -64,7 +49,7 @@ enum Extract {
         if let file = args.value("items") {
             let entries = try selected.map { ItemFile.entry($0, value: try vault.read($0)) }
             var bytes = Array((ItemFile.document(group: vault.header.group, entries: entries) + "\n").utf8)
-            defer { bytes.withUnsafeMutableBytes { b in if let p = b.baseAddress { explicit_bzero(p, b.count) } } }
+            defer { wipe(&bytes) }
             if file == "-" { try bytes.withUnsafeBytes { try Output.out.writeBytes($0) } } else {
                 try Keys.writeFile(file, bytes, mode: 0o600, force: args.flag("force"))
             }

@@ -179,7 +179,7 @@ enum ItemCommands {
         // Sized up front when the input is a file, so growing does not leave copies of the value behind.
         if fstat(fd, &st) == 0, st.st_size > 0 { out.reserveCapacity(min(Int(st.st_size), valueMax) + 1) }
         var buf = [UInt8](repeating: 0, count: 1 << 16)
-        defer { buf.withUnsafeMutableBytes { b in explicit_bzero(b.baseAddress!, b.count) } }
+        defer { wipe(&buf) }
         while true {
             let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
             if n < 0, errno == EINTR { continue }
@@ -208,15 +208,21 @@ enum ItemCommands {
             .init(name: "value-file", kind: .value), .init(name: "accessible", kind: .value), .init(name: "synchronizable", kind: .flag),
         ])
         _ = try args.positionals([])
+        let (c, attributes) = try newItem(args)
+        let s = try store(args)
+        var value = try readValue(args, required: true)!
+        defer { wipe(&value) }
+        try s.add(class: c, attributes: attributes, value: value, group: args.value("group"))
+        return .success
+    }
+
+    /// The class and attributes of a new item: the selectors, `--accessible` and `--synchronizable`.
+    static func newItem(_ args: Arguments) throws -> (ItemClass, Attributes) {
         let c = try itemClass(args)
         var attributes = try selection(args, class: c)
         if let a = try accessibility(args) { attributes["pdmn"] = a }
         if args.flag("synchronizable") { attributes["sync"] = .bool(true) }
-        let s = try store(args)
-        var value = try readValue(args, required: true)!
-        defer { value.withUnsafeMutableBytes { b in if let p = b.baseAddress { explicit_bzero(p, b.count) } } }
-        try s.add(class: c, attributes: attributes, value: value, group: args.value("group"))
-        return .success
+        return (c, attributes)
     }
 
     /// The query the selector options make.
@@ -242,7 +248,7 @@ enum ItemCommands {
             throw CLIError.usage("more than one item matches; narrow the selection (`kcar find` lists them)")
         }
         var value = try s.value(of: item)
-        defer { value.withUnsafeMutableBytes { b in if let p = b.baseAddress { explicit_bzero(p, b.count) } } }
+        defer { wipe(&value) }
         try value.withUnsafeBytes { try Output.out.writeBytes($0) }
         return .success
     }
@@ -289,7 +295,7 @@ enum ItemCommands {
             changes["pdmn"] = try accessibility(try Arguments(["--accessible", a], specs: [.init(name: "accessible", kind: .value)]))
         }
         var value = try readValue(args, required: false)
-        defer { value?.withUnsafeMutableBytes { b in if let p = b.baseAddress { explicit_bzero(p, b.count) } } }
+        defer { if value != nil { wipe(&value!) } }
         guard !changes.isEmpty || value != nil else {
             throw CLIError.usage("nothing to change: give --set-label, --set-attr, --unset-attr, --set-accessible or --value-file")
         }
@@ -331,6 +337,7 @@ enum ItemCommands {
     static func importCommand(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: keychainSpecs + selectorSpecs + [
             .init(name: "nskeyed", kind: .value), .init(name: "items", kind: .value), .init(name: "accessible", kind: .value),
+            .init(name: "synchronizable", kind: .flag),
         ])
         _ = try args.positionals([])
         let s = try store(args)
@@ -339,9 +346,7 @@ enum ItemCommands {
             let (value, wasNSKeyed) = try ArchiveCommand.loadDetecting(file)
             guard wasNSKeyed else { throw CLIError.usage("\(file) is not an NSKeyedArchiver archive") }
             let bytes = try ArchiveSerialization.bytes(from: value, options: .deterministic)
-            let c = try itemClass(args)
-            var attributes = try selection(args, class: c)
-            if let a = try accessibility(args) { attributes["pdmn"] = a }
+            let (c, attributes) = try newItem(args)
             try s.add(class: c, attributes: attributes, value: bytes, group: args.value("group"))
             warn("imported \(file) as a kcar archive of \(bytes.count) bytes")
         case (nil, let file?):

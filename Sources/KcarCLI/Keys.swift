@@ -26,7 +26,7 @@ enum Keys {
 
     static func writeFile(_ path: String, _ bytes: [UInt8], mode: mode_t, force: Bool) throws {
         var data = bytes
-        defer { data.withUnsafeMutableBytes { b in if let p = b.baseAddress { explicit_bzero(p, b.count) } } }
+        defer { wipe(&data) }
         if !force {
             var st = stat()
             if lstat(path, &st) == 0 { throw CLIError(.exists, "\(path) exists (--force replaces it)") }

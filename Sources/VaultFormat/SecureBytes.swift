@@ -42,8 +42,8 @@ public final class SecureBytes: @unchecked Sendable {
     }
 }
 
-/// Zeroes a byte array in place (for transient plaintext copies of secrets).
-func wipe(_ bytes: inout [UInt8]) {
+/// Zeroes a byte array in place (for transient plaintext copies of secrets), in a way the compiler keeps.
+public func wipe(_ bytes: inout [UInt8]) {
     bytes.withUnsafeMutableBytes { b in
         if let p = b.baseAddress { sodium_memzero(p, b.count) }
     }

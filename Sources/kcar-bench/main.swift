@@ -40,53 +40,6 @@ func usage(help: Bool = false) -> Never {
     fail(text)
 }
 
-/// Monotonic clock, in seconds.
-func now() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) * 1e-9
-}
-
-/// Milliseconds `body` takes.
-func timed(_ body: () throws -> Void) rethrows -> Double {
-    let t = now()
-    try body()
-    return (now() - t) * 1000
-}
-
-struct Summary {
-    var samples: [Double]
-    var min: Double { samples.min() ?? .nan }
-    var median: Double {
-        let s = samples.sorted()
-        guard !s.isEmpty else { return .nan }
-        return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
-    }
-}
-
-/// Runs `body` `runs` times and returns its timings in ms.
-func repeatTimed(_ runs: Int, _ body: () throws -> Void) rethrows -> Summary {
-    var samples: [Double] = []
-    for _ in 0..<max(1, runs) { samples.append(try timed(body)) }
-    return Summary(samples: samples)
-}
-
-func fmt(_ x: Double, _ decimals: Int = 3) -> String {
-    if x.isNaN { return "nan" }
-    var p = 1.0
-    for _ in 0..<decimals { p *= 10 }
-    let r = (abs(x) * p).rounded()
-    let whole = Int(r / p)
-    var frac = String(Int(r.truncatingRemainder(dividingBy: p)))
-    while frac.count < decimals { frac = "0" + frac }
-    return (x < 0 ? "-" : "") + String(whole) + (decimals > 0 ? "." + frac : "")
-}
-
-func emit(_ name: String, _ value: Double, _ unit: String, decimals: Int = 3) {
-    let pad = name.count < 32 ? String(repeating: " ", count: 32 - name.count) : " "
-    print("\(name)\(pad)\(fmt(value, decimals)) \(unit)")
-}
-
 func emit(_ name: String, _ summary: Summary) {
     emit(name + "_min_ms", summary.min, "ms")
     emit(name + "_median_ms", summary.median, "ms")
@@ -125,32 +78,6 @@ func writeFile(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) {
         }
         done += n
     }
-}
-
-func makeTempDir() -> String {
-    var template = Array("/tmp/kcar-bench.XXXXXX".utf8CString)
-    guard let p = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-        fail("mkdtemp: \(String(cString: strerror(errno)))")
-    }
-    return String(cString: p)
-}
-
-func removeTree(_ path: String) {
-    guard let d = opendir(path) else {
-        unlink(path)
-        return
-    }
-    while let e = readdir(d) {
-        let name = withUnsafeBytes(of: e.pointee.d_name) { raw in
-            String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
-        }
-        if name == "." || name == ".." { continue }
-        let child = path + "/" + name
-        var st = stat()
-        if lstat(child, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR { removeTree(child) } else { unlink(child) }
-    }
-    closedir(d)
-    rmdir(path)
 }
 
 func fileSize(_ path: String) -> UInt64 {
@@ -289,7 +216,7 @@ func runKDF(_ args: ArraySlice<String>) {
         guard let v = UInt32(p), v > 0 else { fail("--passes needs a positive integer") }
         params.ops = v
     }
-    let dir = makeTempDir()
+    guard let dir = makeTempDir("kcar-bench") else { fail("mkdtemp: \(String(cString: strerror(errno)))") }
     defer { removeTree(dir) }
     let pass: [UInt8] = Array("correct horse battery staple".utf8)
     var key = [UInt8](repeating: 0, count: 32)

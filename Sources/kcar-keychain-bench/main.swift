@@ -40,55 +40,6 @@ usage: kcar-keychain-bench [options]
   --only LIST        sections to run: bulk,single,query (default all; --keep needs query)
 """
 
-/// Monotonic clock, in seconds.
-func now() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) * 1e-9
-}
-
-/// Milliseconds `body` takes.
-func timed(_ body: () throws -> Void) rethrows -> Double {
-    let t = now()
-    try body()
-    return (now() - t) * 1000
-}
-
-struct Summary {
-    var samples: [Double]
-    var min: Double { samples.min() ?? .nan }
-    var max: Double { samples.max() ?? .nan }
-    var mean: Double { samples.isEmpty ? .nan : samples.reduce(0, +) / Double(samples.count) }
-    var median: Double {
-        let s = samples.sorted()
-        guard !s.isEmpty else { return .nan }
-        return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
-    }
-}
-
-func repeatTimed(_ runs: Int, _ body: () throws -> Void) rethrows -> Summary {
-    var samples: [Double] = []
-    for _ in 0..<max(1, runs) { samples.append(try timed(body)) }
-    return Summary(samples: samples)
-}
-
-func fmt(_ x: Double, _ decimals: Int = 3) -> String {
-    if x.isNaN { return "nan" }
-    var p = 1.0
-    for _ in 0..<decimals { p *= 10 }
-    let r = (abs(x) * p).rounded()
-    let whole = Int(r / p)
-    var frac = String(Int(r.truncatingRemainder(dividingBy: p)))
-    while frac.count < decimals { frac = "0" + frac }
-    return (x < 0 ? "-" : "") + String(whole) + (decimals > 0 ? "." + frac : "")
-}
-
-func emit(_ name: String, _ value: Double, _ unit: String, decimals: Int = 3) {
-    let pad = name.count < 36 ? String(repeating: " ", count: 36 - name.count) : " "
-    print("\(name)\(pad)\(fmt(value, decimals)) \(unit)")
-    fflush(nil)
-}
-
 func emit(_ name: String, _ s: Summary, mean: Bool = false) {
     emit(name + "_median_ms", s.median, "ms")
     emit(name + "_min_ms", s.min, "ms")
@@ -101,32 +52,6 @@ func emit(_ name: String, _ s: Summary, mean: Bool = false) {
 func note(_ text: String) {
     print("# \(text)")
     fflush(nil)
-}
-
-func makeTempDir(in parent: String) -> String {
-    var template = Array("\(parent)/kcar-keychain-bench.XXXXXX".utf8CString)
-    guard let p = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-        fail("mkdtemp in \(parent): \(String(cString: strerror(errno)))")
-    }
-    return String(cString: p)
-}
-
-func removeTree(_ path: String) {
-    guard let d = opendir(path) else {
-        unlink(path)
-        return
-    }
-    while let e = readdir(d) {
-        let name = withUnsafeBytes(of: e.pointee.d_name) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
-        if name == "." || name == ".." { continue }
-        let child = path + "/" + name
-        var st = stat()
-        if lstat(child, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR { removeTree(child) } else { unlink(child) }
-    }
-    closedir(d)
-    rmdir(path)
 }
 
 func fileSize(_ path: String) -> UInt64 {
@@ -177,7 +102,9 @@ if keep != nil, !want("query") { fail("--keep needs the query section (--only ..
 
 let workParent = options["--work"] ?? getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
 if options["--work"] != nil { mkdir(workParent, 0o700) }
-let work = makeTempDir(in: workParent)
+guard let work = makeTempDir("kcar-keychain-bench", in: workParent) else {
+    fail("mkdtemp in \(workParent): \(String(cString: strerror(errno)))")
+}
 
 // MARK: - Items
 

@@ -12,32 +12,8 @@ struct KcarRun {
 
 /// Runs `kcar args` in `dir` with `KCAR_PASSPHRASE` removed unless `env` sets it.
 func runKcar(_ args: [String], in dir: String, stdin: Data? = nil, env: [String: String] = [:]) throws -> KcarRun {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: CLITests.binary)
-    p.arguments = args
-    p.currentDirectoryURL = URL(fileURLWithPath: dir)
-    var environment = ProcessInfo.processInfo.environment
-    environment["KCAR_PASSPHRASE"] = nil
-    for (k, v) in env { environment[k] = v }
-    p.environment = environment
-    let out = Pipe(), err = Pipe(), input = Pipe()
-    p.standardOutput = out
-    p.standardError = err
-    p.standardInput = input
-    try p.run()
-    if let stdin { input.fileHandleForWriting.write(stdin) }
-    input.fileHandleForWriting.closeFile()
-    // Standard error on another thread: a child filling one pipe while we wait on the other would block.
-    nonisolated(unsafe) var e = Data()
-    let done = DispatchSemaphore(value: 0)
-    DispatchQueue.global().async {
-        e = err.fileHandleForReading.readDataToEndOfFile()
-        done.signal()
-    }
-    let o = out.fileHandleForReading.readDataToEndOfFile()
-    done.wait()
-    p.waitUntilExit()
-    return KcarRun(code: p.terminationStatus, out: o, err: String(decoding: e, as: UTF8.self))
+    let r = try runProcess(CLITests.binary, args, stdin: stdin, env: env, cwd: dir)
+    return KcarRun(code: r.code, out: r.data, err: r.err)
 }
 
 extension XCTestCase {
