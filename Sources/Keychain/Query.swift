@@ -68,34 +68,29 @@ public struct ItemQuery: Sendable {
         try Schema.validate(attributes, class: itemClass.rawValue)
     }
 
-    /// The matching items of one vault, in the vault's item order (service, account, id; UTF-8 bytes).
-    /// What depends on the query alone (defaults, lowercased strings, the sync rule) is worked out once.
-    func select(_ items: some Sequence<Item>) -> [Item] {
+    func matches(_ item: Item) -> Bool {
+        guard item.itemClass == itemClass else { return false }
         let c = itemClass.rawValue
-        let tests: [(name: String, wanted: AttributeValue, absent: AttributeValue?, folded: String?)] = attributes.compactMap { name, wanted in
-            if name == "sync", synchronizableAny { return nil }
-            var folded: String?
-            if caseInsensitive, case .string(let b) = wanted { folded = b.lowercased() }
-            return (name, wanted, Schema.kind(of: name, class: c)?.defaultValue, folded)
-        }
-        let localOnly = !synchronizableAny && attributes["sync"] == nil
-        func matches(_ item: Item) -> Bool {
-            guard item.itemClass == itemClass else { return false }
-            for t in tests {
-                guard let have = item.attributes[t.name] ?? t.absent else { return false }
-                if case .string(let a) = have, case .string(let b) = t.wanted {
-                    // Bytes, not Swift's canonical equivalence; case-insensitive: Unicode's default lowercase mapping.
-                    if sameBytes(a, b) { continue }
-                    if let f = t.folded, a.lowercased().utf8.elementsEqual(f.utf8) { continue }
-                    return false
-                }
-                guard have == t.wanted else { return false }
+        for (name, wanted) in attributes {
+            if name == "sync", synchronizableAny { continue }
+            let have = item.attributes[name] ?? Schema.kind(of: name, class: c)?.defaultValue
+            guard let have else { return false }
+            if case .string(let a) = have, case .string(let b) = wanted {
+                // Bytes, not Swift's canonical equivalence; case-insensitive: Unicode's default lowercase mapping.
+                if sameBytes(a, b) { continue }
+                if caseInsensitive, a.lowercased().utf8.elementsEqual(b.lowercased().utf8) { continue }
+                return false
             }
-            // Checked last: most items fail on an attribute asked for, and this is a lookup in every item.
-            if localOnly, case .bool(true)? = item.attributes["sync"] { return false }
-            return true
+            guard have == wanted else { return false }
         }
-        return items.filter(matches).sorted { a, b in
+        // Checked last: most items fail on an attribute asked for, and this is a lookup in every item.
+        if !synchronizableAny, attributes["sync"] == nil, case .bool(true)? = item.attributes["sync"] { return false }
+        return true
+    }
+
+    /// The matching items of one vault, in the vault's item order (service, account, id; UTF-8 bytes).
+    func select(_ items: some Sequence<Item>) -> [Item] {
+        items.filter(matches).sorted { a, b in
             let sa = a.service ?? "", sb = b.service ?? ""
             if !sameBytes(sa, sb) { return sa.utf8.lexicographicallyPrecedes(sb.utf8) }
             let aa = a.account ?? "", ab = b.account ?? ""
