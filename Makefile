@@ -5,7 +5,7 @@ SHELL := /bin/bash
 APT_PACKAGES := libsodium-dev zlib1g-dev libdeflate-dev pkg-config python3-nacl
 KCAR = .build/release/kcar
 
-.PHONY: deps build demo test bench bench-keychain fixtures fuzz clean
+.PHONY: deps build demo test hostile bench bench-keychain fixtures fuzz clean
 
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -43,8 +43,16 @@ demo: build
 test: deps
 	/usr/bin/python3 scripts/interop/check_fixtures.py --quiet
 	/usr/bin/python3 scripts/interop/check_archives.py --quiet
+	$(MAKE) hostile
 	swift build --build-tests
 	swift test --skip-build --disable-swift-testing
+
+# Crafted hostile inputs (each at most 20 MB) handed to every command as a whole process: each must be refused
+# or processed within 512 MiB peak RSS and 10 s of CPU, with a documented exit code (Sources/kcar-hostile).
+# HOSTILE_ARGS, e.g. --only plist/ -v, or --keep DIR to keep the crafted files.
+hostile: deps
+	swift build -c release --product kcar --product kcar-hostile
+	.build/release/kcar-hostile $(HOSTILE_ARGS)
 
 fixtures:
 	swift run kcar-fixtures .

@@ -25,6 +25,8 @@ let package = Package(
         .executableTarget(name: "kcar-archive-bench", dependencies: ["KeyedArchive", "FixtureRecipes"]),
         .executableTarget(name: "kcar-keychain-bench", dependencies: ["Keychain", "VaultFormat", "FixtureRecipes"]),
         .executableTarget(name: "kcar-stress", dependencies: ["VaultFormat", "FixtureRecipes"]),
+        // Crafts hostile inputs and checks that each kcar command refuses them within named limits (issue 9).
+        .executableTarget(name: "kcar-hostile", dependencies: ["VaultFormat", "KeyedArchive", "FixtureRecipes"]),
         .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat", "FixtureRecipes"]),
         .testTarget(name: "KcarCLITests", dependencies: ["VaultFormat", "FixtureRecipes"]),
         .testTarget(name: "KeyedArchiveTests", dependencies: ["KeyedArchive", "FixtureRecipes"]),

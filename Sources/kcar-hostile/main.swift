@@ -1,0 +1,131 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// kcar-hostile: crafts hostile inputs (each at most Limits.inputBytes) and hands each to the command it attacks,
+// as a whole kcar process, checking that kcar refuses or processes it within Limits (peak RSS, CPU time), with
+// a documented exit code, never a signal or an internal error.
+//   kcar-hostile [--kcar PATH] [--only SUBSTRING] [--keep DIR] [--list] [-v]
+// Prints one line per case and a closing `N passed, N failed`; exits 1 if any failed.
+
+let usage = "usage: kcar-hostile [--kcar PATH] [--only SUBSTRING] [--keep DIR] [--list] [-v]"
+var kcar = ".build/release/kcar"
+var only: [String] = []
+var keep: String? = nil
+var listOnly = false
+var verbose = false
+var argv = CommandLine.arguments.dropFirst()
+while let a = argv.popFirst() {
+    switch a {
+    case "--kcar": guard let v = argv.popFirst() else { print(usage); exit(2) }; kcar = v
+    case "--only": guard let v = argv.popFirst() else { print(usage); exit(2) }; only.append(v)
+    case "--keep": guard let v = argv.popFirst() else { print(usage); exit(2) }; keep = v
+    case "--list": listOnly = true
+    case "-v": verbose = true
+    default: print(usage); exit(2)
+    }
+}
+if kcar.first != "/" {
+    var buf = [UInt8](repeating: 0, count: Int(PATH_MAX))
+    if buf.withUnsafeMutableBufferPointer({ getcwd(UnsafeMutableRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), $0.count) }) != nil {
+        kcar = String(decoding: buf.prefix(while: { $0 != 0 }), as: UTF8.self) + "/" + kcar
+    }
+}
+guard access(kcar, X_OK) == 0 else { print("kcar-hostile: no kcar at \(kcar) (build it: swift build -c release --product kcar)"); exit(2) }
+
+var cases = vaultCases() + archiveCases() + plistCases() + keychainCases() + cliCases()
+if !only.isEmpty { cases = cases.filter { c in only.contains { c.name.contains($0) } } }
+var seen = Set<String>()
+for c in cases where !seen.insert(c.name).inserted { print("kcar-hostile: duplicate case name \(c.name)"); exit(2) }
+if listOnly {
+    for c in cases { print("\(c.name)\t\(c.attack)") }
+    exit(0)
+}
+
+let root: String
+if let keep {
+    mkdir(keep, 0o700)
+    root = keep
+} else {
+    var template = Array("/tmp/kcar-hostile.XXXXXX".utf8CString)
+    guard mkdtemp(&template) != nil else { print("kcar-hostile: mkdtemp failed"); exit(2) }
+    root = String(decoding: template.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+func removeTree(_ path: String) {
+    // nftw would do; a shell is simpler and the tree is ours.
+    var pid: pid_t = 0
+    let args = ["/bin/rm", "-rf", path]
+    var cargs: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
+    defer { for p in cargs { free(p) } }
+    if posix_spawn(&pid, "/bin/rm", nil, nil, &cargs, nil) == 0 {
+        var st: Int32 = 0
+        waitpid(pid, &st, 0)
+    }
+}
+
+var passed = 0, failed = 0
+for (n, c) in cases.enumerated() {
+    let dir = root + "/" + String(n)
+    mkdir(dir, 0o700)
+    var problems: [String] = []
+    var r = RunResult()
+    var inputBytes = 0
+    do {
+        try c.make(dir)
+        inputBytes = largestFile(dir)
+        if inputBytes > Limits.inputBytes { problems.append("input of \(inputBytes) bytes is over \(Limits.inputBytes)") }
+        r = try runKcar(kcar, c, dir: dir)
+    } catch {
+        problems.append("harness: \(error)")
+    }
+    if problems.isEmpty {
+        if r.timedOut { problems.append("killed after \(Int(Limits.wallSeconds)) s of wall time") }
+        if r.status < 0 { problems.append("died of signal \(-r.status)") }
+        else if let exits = c.exits { if !exits.contains(r.status) { problems.append("exit \(r.status), expected one of \(exits.sorted())") } }
+        else if r.status == 1 || r.status > 14 { problems.append("exit \(r.status) (not a documented refusal)") }
+        if r.rssBytes > Limits.rssBytes { problems.append("peak RSS \(r.rssBytes >> 20) MiB > \(Limits.rssBytes >> 20) MiB") }
+        if r.cpuSeconds > Limits.cpuSeconds { problems.append("CPU \(r.cpuSeconds) s > \(Limits.cpuSeconds) s") }
+    }
+    let figures = "exit \(r.status)  \(r.rssBytes >> 20) MiB  \(String(format2(r.cpuSeconds))) s  input \(inputBytes / 1000) kB"
+    if problems.isEmpty {
+        passed += 1
+        print("ok    \(c.name)  \(figures)")
+        if verbose { print("      \(c.attack)\n      \(r.stderr.split(separator: "\n").first ?? "")") }
+        if keep == nil { removeTree(dir) }
+    } else {
+        failed += 1
+        print("FAIL  \(c.name)  \(figures)\n      \(c.attack)\n      " + problems.joined(separator: "; "))
+        if !r.stderr.isEmpty { print("      stderr: " + r.stderr.prefix(400).replacingNewlines()) }
+    }
+}
+if keep == nil && failed == 0 { removeTree(root) } else { print("cases kept in \(root)") }
+print("hostile: \(passed) passed, \(failed) failed")
+exit(failed == 0 ? 0 : 1)
+
+func format2(_ x: Double) -> String {
+    let hundredths = Int((x * 100).rounded())
+    let frac = hundredths % 100
+    return "\(hundredths / 100).\(frac < 10 ? "0" : "")\(frac)"
+}
+
+/// The size of the largest regular file below `dir` (the crafted input).
+func largestFile(_ dir: String) -> Int {
+    var best = 0
+    guard let d = opendir(dir) else { return 0 }
+    defer { closedir(d) }
+    while let e = readdir(d) {
+        let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+        if name == "." || name == ".." { continue }
+        var st = stat()
+        let p = dir + "/" + name
+        guard lstat(p, &st) == 0 else { continue }
+        if (st.st_mode & S_IFMT) == S_IFDIR { best = max(best, largestFile(p)) }
+        else if (st.st_mode & S_IFMT) == S_IFREG { best = max(best, Int(st.st_size)) }
+    }
+    return best
+}
+
+extension Substring {
+    func replacingNewlines() -> String { split(separator: "\n").joined(separator: " | ") }
+}
