@@ -51,7 +51,7 @@ test: deps
 # or processed within 512 MiB peak RSS and 10 s of CPU, with a documented exit code (Sources/kcar-hostile).
 # HOSTILE_ARGS, e.g. --only plist/ -v, or --keep DIR to keep the crafted files.
 hostile: deps
-	swift build -c release --product kcar --product kcar-hostile
+	swift build -c release --product kcar && swift build -c release --product kcar-hostile
 	.build/release/kcar-hostile $(HOSTILE_ARGS)
 
 fixtures:
