@@ -29,6 +29,9 @@ public struct ExitCode: RawRepresentable, Hashable, Sendable {
     public static let lockTimeout = ExitCode(rawValue: 13)
     /// The group's vault was replaced by an older copy of itself (errSecInvalidKeychain).
     public static let rolledBack = ExitCode(rawValue: 14)
+    /// A file or folder kcar refuses to trust or use: wrong owner, writable by others, a symlink, or not a
+    /// regular file (a FIFO, a device) where a vault, key or keychain file must be.
+    public static let unsafeFile = ExitCode(rawValue: 15)
 
     static func of(_ code: VaultError.Code) -> ExitCode {
         switch code {

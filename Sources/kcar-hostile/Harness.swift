@@ -19,7 +19,7 @@ struct HostileCase {
     var stdin: [UInt8]? = nil
     /// Variables added to the (otherwise empty) environment; HOME is the case folder.
     var env: [String: String] = [:]
-    /// Exit codes the case accepts; nil accepts any documented code (0 and 2...14).
+    /// Exit codes the case accepts; nil accepts any documented code (0 and 2...15).
     var exits: Set<Int32>? = nil
 }
 
