@@ -44,6 +44,7 @@ public struct ExitCode: RawRepresentable, Hashable, Sendable {
         case .io: return .io
         case .lockTimeout: return .lockTimeout
         case .invalidArgument: return .usage
+        case .unsafeFile: return .unsafeFile
         default: return .failure
         }
     }

@@ -33,6 +33,9 @@ public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let io = Code(rawValue: "I/O error")
         /// Another process held the vault's lock longer than the timeout allowed.
         public static let lockTimeout = Code(rawValue: "lock timeout")
+        /// A file or folder kcar refuses to use: owned by another user, writable by others, a symlink, or not
+        /// a regular file where a vault or key file must be.
+        public static let unsafeFile = Code(rawValue: "unsafe file")
         /// An argument is outside what the format allows (a limit, an empty name, ...).
         public static let invalidArgument = Code(rawValue: "invalid argument")
     }
