@@ -36,7 +36,17 @@ enum ItemCommands {
     /// The group a vault command was given with `--group G`: checked once before the command runs
     /// (``groupVaultPath(_:_:)``) and its generation record advanced once after it (``finishGroupCommand()``),
     /// whichever way the command itself opens the vault (SPEC.md §K6).
-    private static let resolved = Mutex<(store: KeychainStore, group: String)?>(nil)
+    private static let resolved = Mutex<(store: KeychainStore, group: String, file: FileVersion)?>(nil)
+
+    /// What tells whether a command changed a vault file: a rewrite makes a new inode, a commit grows it.
+    struct FileVersion: Equatable {
+        var inode: UInt64 = 0, size: Int64 = -1, mtime: Int = 0, mtimeNanoseconds: Int = 0
+        init(_ path: String) {
+            var st = stat()
+            guard stat(path, &st) == 0 else { return }
+            (inode, size, mtime, mtimeNanoseconds) = (UInt64(st.st_ino), Int64(st.st_size), st.st_mtim.tv_sec, st.st_mtim.tv_nsec)
+        }
+    }
 
     /// The vault file of a group the process is entitled to, after every check a keychain makes on opening
     /// a group: its files are trusted (§K1), its key opens it and it is not rolled back (§K6). Someone who
@@ -53,8 +63,9 @@ enum ItemCommands {
         }
         // The command opens the vault itself; this store's copy is closed first.
         s.close()
-        resolved.withLock { $0 = (s, group) }
-        return s.directory.vaultPath(group)
+        let path = s.directory.vaultPath(group)
+        resolved.withLock { $0 = (s, group, FileVersion(path)) }
+        return path
     }
 
     /// Whether a secret other than the group's key is given (`--key-file`, `--passphrase-file`, ...).
@@ -66,8 +77,9 @@ enum ItemCommands {
     /// rekey, a compaction, a recovery), and in a shared keychain the file keeps the group's mode. Called by
     /// `CLI.main` whether the command succeeded or not; a failure here is a warning.
     static func finishGroupCommand() {
-        guard let (s, group) = resolved.withLock({ $0 }) else { return }
+        guard let (s, group, before) = resolved.withLock({ $0 }) else { return }
         resolved.withLock { $0 = nil }
+        guard FileVersion(s.directory.vaultPath(group)) != before else { return }
         do {
             try s.finishVaultCommand(group: group)
         } catch let e as KeychainError where e.status == .missingEntitlement && e.reason == nil {

@@ -121,16 +121,12 @@ public struct KeychainDirectory: Sendable, Hashable {
     /// ``KeychainReason/unsafeFile`` if the directory is not trusted (SPEC.md §K1).
     public func groups() throws -> [String] {
         guard let trust = try trust() else { return [] }
-        guard let d = opendir(path) else {
+        guard let names = fileNames() else {
             if errno == ENOENT { return [] }
             throw KeychainError(.io, "cannot read keychain \(path): \(String(cString: strerror(errno)))")
         }
-        defer { closedir(d) }
         var out: [String] = []
-        while let ent = readdir(d) {
-            let name: String = withUnsafeBytes(of: ent.pointee.d_name) { b in
-                String(decoding: b.prefix { $0 != 0 }, as: UTF8.self)
-            }
+        for name in names {
             guard !name.hasPrefix("."), name.hasSuffix(".kcv") else { continue }
             let stem = String(name.dropLast(4))
             if let g = KeychainDirectory.group(fromStem: stem) {
@@ -140,6 +136,17 @@ public struct KeychainDirectory: Sendable, Hashable {
             }
         }
         return out.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
+    /// The names in the directory (nil, with errno set, if it cannot be read).
+    func fileNames() -> [String]? {
+        guard let d = opendir(path) else { return nil }
+        defer { closedir(d) }
+        var out: [String] = []
+        while let ent = readdir(d) {
+            out.append(withUnsafeBytes(of: ent.pointee.d_name) { b in String(decoding: b.prefix { $0 != 0 }, as: UTF8.self) })
+        }
+        return out
     }
 
     /// The group of a vault whose stem is hashed, from its header; nil for a file not to be opened (a FIFO,
@@ -237,11 +244,16 @@ public struct KeychainDirectory: Sendable, Hashable {
     func writeNew(_ target: String, _ bytes: SecureBytes, mode: mode_t) throws -> Bool {
         let base = target.split(separator: "/").last.map(String.init) ?? "key"
         let temp = "\(path)/.\(base).\(Hex.encode(SystemRandom.shared.bytes(6))).tmp"
+        removeStaleTemporaries(prefix: ".\(base).")
         let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw KeychainError(.io, "cannot create \(temp): \(String(cString: strerror(errno)))") }
-        defer { unlink(temp) }
+        // Locked while it exists (until after the link), so another writer's clean-up leaves it alone (SPEC.md §K1).
+        _ = flock(fd, LOCK_EX | LOCK_NB)
+        defer {
+            unlink(temp)
+            close(fd)
+        }
         let ok = bytes.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) == $0.count } && fchmod(fd, mode) == 0 && fsync(fd) == 0
-        close(fd)
         guard ok else { throw KeychainError(.io, "cannot write \(target)") }
         if link(temp, target) != 0 {
             if errno == EEXIST { return false }

@@ -165,16 +165,18 @@ public final class KeychainStore: @unchecked Sendable {
         }
     }
 
-    /// The open vault of each group of `scope`; with the implicit list, a group that cannot be used (unsafe,
-    /// damaged, rolled back, not opened by its key) is skipped and reported instead (SPEC.md §K2).
-    private func eachGroup(_ scope: [String], _ skipped: inout [SkippedGroup], _ body: (String, Vault) throws -> Bool) throws {
-        for group in scope {
+    /// The open vault of the group named, or of each group of the list; when none is named and the list is
+    /// implicit, a group that cannot be used (unsafe, damaged, rolled back, not opened by its key) is skipped
+    /// and reported instead (SPEC.md §K2).
+    private func eachGroup(_ named: String?, _ skipped: inout [SkippedGroup], _ body: (String, Vault) throws -> Bool) throws {
+        let mayskip = named == nil && explicitGroups == nil
+        for group in try readScope(named) {
             let v: Vault
             do {
                 v = try vault(group, write: false)
             } catch {
                 let e = KeychainError.from(error)
-                guard explicitGroups == nil, e.isGroupLocal else { throw e }
+                guard mayskip, e.isGroupLocal else { throw e }
                 opened[group] = nil
                 skipped.append(SkippedGroup(group: group, error: e))
                 continue
@@ -206,7 +208,7 @@ public final class KeychainStore: @unchecked Sendable {
         return try locked {
             var out: [KeychainItem] = []
             var skipped: [SkippedGroup] = []
-            try eachGroup(try readScope(query.group), &skipped) { group, v in
+            try eachGroup(query.group, &skipped) { group, v in
                 for item in query.select(v.unorderedItems) {
                     if let limit = query.limit, out.count >= limit { return false }
                     out.append(KeychainItem(group: group, item))
@@ -240,7 +242,7 @@ public final class KeychainStore: @unchecked Sendable {
         try locked {
             var counts: [(group: String, count: Int)] = []
             var skipped: [SkippedGroup] = []
-            try eachGroup(try readScope(nil), &skipped) { group, v in
+            try eachGroup(nil, &skipped) { group, v in
                 counts.append((group, v.count))
                 return true
             }

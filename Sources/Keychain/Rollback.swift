@@ -44,7 +44,8 @@ extension KeychainDirectory {
     func checkGeneration(_ vault: Vault, group: String, key: SecureBytes, trust: KeychainTrust) throws {
         let file = seenPath(group)
         let accept = "(`kcar groups --accept-rollback \(group)` accepts the vault as it is now)"
-        if let bytes = try readTrusted(file, .seen, trust, max: SeenRecord.size) {
+        // One byte more than a record: a longer file is read no further and fails to decode.
+        if let bytes = try readTrusted(file, .seen, trust, prefix: SeenRecord.size + 1) {
             guard let old = SeenRecord.decode(bytes, key: key) else {
                 throw KeychainError(.rolledBack, "the generation record \(file) of group \(group) does not verify with the "
                     + "group's key: the key or the record was replaced \(accept)")
@@ -86,7 +87,7 @@ extension KeychainDirectory {
     private func writeSeen(_ record: SeenRecord, group: String, key: SecureBytes, trust: KeychainTrust,
                            replace: Bool = false) -> Bool {
         let target = seenPath(group)
-        if !replace, let bytes = try? readTrusted(target, .seen, trust, max: SeenRecord.size),
+        if !replace, let bytes = try? readTrusted(target, .seen, trust, prefix: SeenRecord.size + 1),
            let current = SeenRecord.decode(bytes, key: key), current.vaultID == record.vaultID,
            current.generation >= record.generation {
             return true
@@ -109,13 +110,8 @@ extension KeychainDirectory {
     /// Removes temporary files `prefix` + 12 lowercase hex digits + `.tmp` that no process holds a lock on
     /// (SPEC.md §K1): what writers killed before their rename left.
     func removeStaleTemporaries(prefix: String) {
-        guard let d = opendir(path) else { return }
-        defer { closedir(d) }
         let hex = Set("0123456789abcdef".utf8)
-        while let ent = readdir(d) {
-            let name: String = withUnsafeBytes(of: ent.pointee.d_name) { b in
-                String(decoding: b.prefix { $0 != 0 }, as: UTF8.self)
-            }
+        for name in fileNames() ?? [] {
             guard name.hasPrefix(prefix), name.hasSuffix(".tmp") else { continue }
             let middle = name.utf8.dropFirst(prefix.utf8.count).dropLast(4)
             guard middle.count == 12, middle.allSatisfy(hex.contains) else { continue }

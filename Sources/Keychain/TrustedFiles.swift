@@ -162,12 +162,11 @@ extension KeychainDirectory {
         }
     }
 
-    /// Reads a trusted group file of at most `max` bytes; nil if it does not exist. Larger is `damaged`.
-    func readTrusted(_ file: String, _ kind: KeychainFile, _ trust: KeychainTrust, max: Int) throws -> [UInt8]? {
+    /// The first `prefix` bytes (or fewer) of a trusted group file; nil if it does not exist.
+    func readTrusted(_ file: String, _ kind: KeychainFile, _ trust: KeychainTrust, prefix: Int) throws -> [UInt8]? {
         guard let fd = try openTrusted(file, kind, trust) else { return nil }
         defer { close(fd) }
-        guard let bytes = readAll(fd, max: max) else { throw KeychainError(.decode, "\(file) is larger than \(max) bytes") }
-        return bytes
+        return readPrefix(fd, prefix)
     }
 
     /// Checks the group's vault file before it is opened by path (the directory's trust makes the name stable).
@@ -203,15 +202,20 @@ extension KeychainDirectory {
 
 /// Reads what is left of `fd`, at most `max` bytes; nil if there is more.
 func readAll(_ fd: Int32, max: Int) -> [UInt8]? {
-    var out = [UInt8](repeating: 0, count: max + 1)
+    let out = readPrefix(fd, max + 1)
+    return out.count <= max ? out : nil
+}
+
+/// Reads at most `count` bytes from `fd` (fewer at its end).
+func readPrefix(_ fd: Int32, _ count: Int) -> [UInt8] {
+    var out = [UInt8](repeating: 0, count: count)
     var got = 0
-    while got <= max {
-        let n = out.withUnsafeMutableBytes { read(fd, $0.baseAddress! + got, max + 1 - got) }
+    while got < count {
+        let n = out.withUnsafeMutableBytes { read(fd, $0.baseAddress! + got, count - got) }
         if n < 0, errno == EINTR { continue }
         if n <= 0 { break }
         got += n
     }
-    guard got <= max else { return nil }
     return Array(out[0..<got])
 }
 

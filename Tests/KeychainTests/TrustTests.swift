@@ -136,6 +136,7 @@ final class TrustTests: KeychainTestCase {
         XCTAssertEqual(try implicit.groupSummary().counts.map(\.group), ["mine"])
         // Naming the group, or adding to it, is refused: no secret reaches the attacker's vault.
         assertUnsafe(try implicit.find(ItemQuery(group: "aaa")), "owned by uid 65534")
+        assertUnsafe(try implicit.search(ItemQuery(group: "aaa")), "owned by uid 65534")
         assertUnsafe(try implicit.add(attributes: attrs(["svce": .string("new")]), value: [1], group: "aaa"), "aaa.key")
         XCTAssertEqual(try Vault.open(path: dir.vaultPath("aaa"), secret: .keyFile(SecureBytes(copying: theirKey))).count, 1)
         // Only skipped groups: nothing found is not "not found".
