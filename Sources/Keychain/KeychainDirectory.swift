@@ -7,8 +7,14 @@ import VaultFormat
 public struct KeychainDirectory: Sendable, Hashable {
     /// The directory's path.
     public let path: String
+    /// This user's own folder, outside the keychain, where it keeps a copy of each generation record it
+    /// writes (SPEC.md §K6); nil keeps none.
+    public let statePath: String?
 
-    public init(path: String) { self.path = path }
+    public init(path: String, statePath: String? = KeychainDirectory.defaultStatePath()) {
+        self.path = path
+        self.statePath = statePath
+    }
 
     /// `KCAR_KEYCHAIN`, else `$XDG_DATA_HOME/kcar`, else `$HOME/.local/share/kcar`.
     public static func defaultPath(environment: [String: String] = currentEnvironment()) -> String {
@@ -18,10 +24,17 @@ public struct KeychainDirectory: Sendable, Hashable {
         return home + "/.local/share/kcar"
     }
 
+    /// `$XDG_STATE_HOME/kcar`, else `$HOME/.local/state/kcar`; nil if neither is set.
+    public static func defaultStatePath(environment: [String: String] = currentEnvironment()) -> String? {
+        if let x = environment["XDG_STATE_HOME"], !x.isEmpty { return x + "/kcar" }
+        if let h = environment["HOME"], !h.isEmpty { return h + "/.local/state/kcar" }
+        return nil
+    }
+
     /// The process environment, read with getenv (FoundationEssentials has no ProcessInfo).
     public static func currentEnvironment() -> [String: String] {
         var out: [String: String] = [:]
-        for name in ["KCAR_KEYCHAIN", "XDG_DATA_HOME", "HOME", "KCAR_ACCESS_GROUPS"] {
+        for name in ["KCAR_KEYCHAIN", "XDG_DATA_HOME", "XDG_STATE_HOME", "HOME", "KCAR_ACCESS_GROUPS"] {
             if let v = getenv(name) { out[name] = String(cString: v) }
         }
         return out
@@ -219,7 +232,7 @@ public struct KeychainDirectory: Sendable, Hashable {
             key = try readKey(group, trust)
         } else {
             let fresh = random.secureBytes(32)
-            if try writeNew(keyPath(group), fresh, mode: KeychainDirectory.mode(.key, trust)) {
+            if try writeNew(keyPath(group), fresh, .key, trust) {
                 key = fresh
                 // A record left by an earlier group of this name cannot verify under the new key (§K6).
                 unlink(seenPath(group))
@@ -240,8 +253,9 @@ public struct KeychainDirectory: Sendable, Hashable {
         return key
     }
 
-    /// Writes `bytes` to a new file at `target` (`mode`): temporary file, fsync, link. False if `target` exists.
-    func writeNew(_ target: String, _ bytes: SecureBytes, mode: mode_t) throws -> Bool {
+    /// Writes `bytes` to a new file at `target` (the mode of `kind`): temporary file, fsync, link. False if
+    /// `target` exists.
+    func writeNew(_ target: String, _ bytes: SecureBytes, _ kind: KeychainFile, _ trust: KeychainTrust) throws -> Bool {
         let base = target.split(separator: "/").last.map(String.init) ?? "key"
         let temp = "\(path)/.\(base).\(Hex.encode(SystemRandom.shared.bytes(6))).tmp"
         removeStaleTemporaries(prefix: ".\(base).")
@@ -253,7 +267,8 @@ public struct KeychainDirectory: Sendable, Hashable {
             unlink(temp)
             close(fd)
         }
-        let ok = bytes.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) == $0.count } && fchmod(fd, mode) == 0 && fsync(fd) == 0
+        let ok = bytes.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) == $0.count } && KeychainDirectory.setMode(fd, kind, trust)
+            && fsync(fd) == 0
         guard ok else { throw KeychainError(.io, "cannot write \(target)") }
         if link(temp, target) != 0 {
             if errno == EEXIST { return false }

@@ -10,6 +10,8 @@ public struct KeychainTrust: Sendable, Hashable {
     public let owner: uid_t
     /// The Unix group the owner shares the keychain with, or nil for a private keychain.
     public let sharedGroup: gid_t?
+    /// The directory's path with every symbolic link resolved.
+    public let realPath: String
 }
 
 /// The kinds of file in a keychain directory, each with its own mode rule (SPEC.md §K1).
@@ -67,7 +69,7 @@ extension KeychainDirectory {
                 throw KeychainError.unsafe(parent, "a folder above the keychain is writable by others (mode \(octal(p.st_mode)))")
             }
         }
-        return KeychainTrust(owner: st.st_uid, sharedGroup: shared)
+        return KeychainTrust(owner: st.st_uid, sharedGroup: shared, realPath: real)
     }
 
     /// ``trust()`` of a directory that must exist.
@@ -186,6 +188,13 @@ extension KeychainDirectory {
         return kind == .key ? 0o640 : 0o660
     }
 
+    /// Gives a new file the mode of `kind` and, in a shared keychain, the shared group (whatever the
+    /// folder's setgid bit did).
+    static func setMode(_ fd: Int32, _ kind: KeychainFile, _ trust: KeychainTrust) -> Bool {
+        if let gid = trust.sharedGroup, fchown(fd, uid_t.max, gid) != 0 { return false }
+        return fchmod(fd, mode(kind, trust)) == 0
+    }
+
     /// In a shared keychain, gives a file kcar wrote (a new vault, a rewritten one) the group's mode, so the
     /// other members can still use it. Best effort: a file another member owns keeps its mode.
     func share(_ file: String, _ kind: KeychainFile, _ trust: KeychainTrust) {
@@ -194,9 +203,9 @@ extension KeychainDirectory {
         guard fd >= 0 else { return }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid() else { return }
-        if st.st_gid != gid { _ = fchown(fd, uid_t.max, gid) }
-        _ = fchmod(fd, KeychainDirectory.mode(kind, trust))
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(), st.st_gid != gid
+            || st.st_mode & 0o777 != KeychainDirectory.mode(kind, trust) else { return }
+        _ = KeychainDirectory.setMode(fd, kind, trust)
     }
 }
 

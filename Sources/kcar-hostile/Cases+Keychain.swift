@@ -94,6 +94,18 @@ func keychainCases() -> [HostileCase] {
         c("seen-deleted", "the record deleted from a group past its first commit", getG, [14]) { kc in
             try group(kc, "g", commits: 3, record: false)
         },
+        c("snapshot-replay", "an old vault restored with its own old record; the user's own copy saw generation 5", getG, [14]) { kc in
+            let (key, id) = try group(kc, "g")
+            guard let real = realpath(kc, nil) else { throw HarnessError.io("realpath \(kc)") }
+            let name = Hex.encode(Digest.blake2b(Array(String(cString: real).utf8) + [0] + Array("g".utf8), outputBytes: 16))
+            free(real)
+            var state = ""
+            for part in ["/.local", "/state", "/kcar", "/seen"] {  // HOME is the case folder, kc's parent
+                state += part
+                mkdir(kc + "/.." + state, 0o700)
+            }
+            try writeFile(kc + "/.." + state + "/" + name + ".seen", seenRecord(key: key, vaultID: id, generation: 5))
+        },
         c("rekey-rolled-back", "rekey --group on a vault older than its record (it must not re-seal it)", ["rekey", "--group", "g"], [14]) { kc in
             let (key, id) = try group(kc, "g")
             try writeFile(kc + "/g.seen", seenRecord(key: key, vaultID: id, generation: 9))

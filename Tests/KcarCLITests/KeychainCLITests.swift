@@ -18,7 +18,7 @@ final class KeychainCLITests: XCTestCase {
     @discardableResult
     func kcar(_ args: [String], stdin: String? = nil, env: [String: String] = [:], prefix: [String] = [], expect: Int32? = 0,
               file: StaticString = #filePath, line: UInt = #line) throws -> ProcessResult {
-        var environment = ["KCAR_KEYCHAIN": kc, "KCAR_ACCESS_GROUPS": ""]
+        var environment = ["KCAR_KEYCHAIN": kc, "KCAR_ACCESS_GROUPS": "", "XDG_STATE_HOME": dir + "/state"]
         for (k, v) in env { environment[k] = v }
         let r = try runProcess(CLITests.binary, args, stdin: stdin.map { Data($0.utf8) }, env: environment, cwd: dir, prefix: prefix)
         if let expect { XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line) }
@@ -227,19 +227,23 @@ final class KeychainCLITests: XCTestCase {
         }
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: kc + "/g.kcv")), rolledBack)
         try kcar(["get", "--service", "old"], expect: 14)
-        // Deleting the record does not help: the vault is past its first commit.
+        // Deleting the record does not help: the vault is past its first commit (even for a user who keeps no
+        // copy of the record).
         unlink(kc + "/g.seen")
-        XCTAssertTrue(try kcar(["get", "--service", "old"], expect: 14).err.contains("no generation record"))
+        try kcar(["get", "--service", "old"], expect: 14)
+        let fresh = ["XDG_STATE_HOME": dir + "/fresh"]
+        XCTAssertTrue(try kcar(["get", "--service", "old"], env: fresh, expect: 14).err.contains("no generation record"))
         try kcar(["groups", "--accept-rollback", "g"])
         try kcar(["find", "--group", "g", "--service", "old"])
-        // What the record cannot tell (SPEC.md §K6): the vault and its record restored together, one
-        // consistent older copy of both, are accepted.
+        // The vault and its record restored together (one consistent older copy of both): this user's own
+        // copy of the record (XDG_STATE_HOME) saw more; a user without one cannot tell (SPEC.md §K6).
         try kcar(["add", "--group", "g", "--service", "newer"], stdin: "3")
         unlink(kc + "/g.kcv")
         unlink(kc + "/g.seen")
         try FileManager.default.copyItem(atPath: dir + "/backup.kcv", toPath: kc + "/g.kcv")
         try FileManager.default.copyItem(atPath: dir + "/backup.seen", toPath: kc + "/g.seen")
-        try kcar(["find", "--group", "g", "--service", "old"])
+        XCTAssertTrue(try kcar(["find", "--group", "g"], expect: 14).err.contains("this user saw"))
+        try kcar(["find", "--group", "g", "--service", "old"], env: ["XDG_STATE_HOME": dir + "/other-user"])
     }
 
     func testVaultCommandsOnAGroupAdvanceItsRecord() throws {
@@ -277,7 +281,7 @@ final class KeychainCLITests: XCTestCase {
         let (kc, dir) = (kc, dir!)
         DispatchQueue.concurrentPerform(iterations: count) { i in
             let r = try? runProcess(CLITests.binary, ["add", "--group", "g", "--service", "p", "--account", "\(i)"],
-                                    stdin: Data("v\(i)".utf8), env: ["KCAR_KEYCHAIN": kc], cwd: dir)
+                                    stdin: Data("v\(i)".utf8), env: ["KCAR_KEYCHAIN": kc, "XDG_STATE_HOME": dir + "/state"], cwd: dir)
             if r?.code != 0 { failures.withLock { $0.append("\(i): \(r?.err ?? "did not run")") } }
         }
         XCTAssertEqual(failures.withLock { $0 }, [])

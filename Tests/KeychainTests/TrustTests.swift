@@ -243,6 +243,34 @@ final class TrustTests: KeychainTestCase {
         XCTAssertEqual(try store(["a"]).find(ItemQuery()).count, 1)
     }
 
+    func testAVaultRestoredWithItsRecordIsCaughtByThisUsersOwnCopy() throws {
+        let s = try store(["a"])
+        try s.add(attributes: attrs(["svce": .string("old")]), value: [1], group: "a")
+        s.close()
+        let snapshot = root + "/snapshot"
+        try FileManager.default.createDirectory(atPath: snapshot, withIntermediateDirectories: false)
+        for f in ["a.kcv", "a.seen"] { try FileManager.default.copyItem(atPath: dir.path + "/" + f, toPath: snapshot + "/" + f) }
+        try store(["a"]).add(attributes: attrs(["svce": .string("new")]), value: [2], group: "a")
+        for f in ["a.kcv", "a.seen"] {
+            try FileManager.default.removeItem(atPath: dir.path + "/" + f)
+            try FileManager.default.copyItem(atPath: snapshot + "/" + f, toPath: dir.path + "/" + f)
+        }
+        XCTAssertThrowsError(try store(["a"]).find(ItemQuery())) { e in
+            XCTAssertEqual((e as? KeychainError)?.status, .rolledBack)
+            XCTAssertTrue((e as? KeychainError)?.message.contains("this user saw 3") ?? false, "\(e)")
+        }
+        // Someone without a copy (another user, or a state folder lost with the keychain) cannot tell.
+        let blind = KeychainDirectory(path: dir.path, statePath: nil)
+        XCTAssertEqual(try KeychainStore(directory: blind, accessGroups: ["a"]).find(ItemQuery()).count, 1)
+        // An untrusted state folder is not used (and not trusted to clear the alarm either: the keychain
+        // record alone decides then).
+        XCTAssertEqual(chmod(root + "/state/seen", 0o777), 0)
+        XCTAssertEqual(try store(["a"]).find(ItemQuery()).count, 1)
+        XCTAssertEqual(chmod(root + "/state/seen", 0o700), 0)
+        try store(["a"]).acceptRollback(group: "a")
+        XCTAssertEqual(try store(["a"]).find(ItemQuery()).count, 1)
+    }
+
     func testStaleTemporaryRecordsAreRemovedAndNoneIsLeft() throws {
         let s = try store(["a"])
         try s.add(attributes: attrs(["svce": .string("x")]), value: [1], group: "a")
