@@ -67,8 +67,7 @@ public struct KeychainDirectory: Sendable, Hashable {
     }
 
     private func share(with name: String) throws {
-        guard let gr = getgrnam(name) else { throw KeychainError(.param, "\(name) is not a Unix group here") }
-        let gid = gr.pointee.gr_gid
+        guard let gid = UnixDatabase.group(named: name)?.gid else { throw KeychainError(.param, "\(name) is not a Unix group here") }
         let dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard dfd >= 0 else { throw KeychainError(.io, "cannot open \(path): \(String(cString: strerror(errno)))") }
         defer { close(dfd) }

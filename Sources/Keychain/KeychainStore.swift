@@ -382,12 +382,15 @@ public final class KeychainStore: @unchecked Sendable {
 
 /// A group of the implicit list that a search skipped, and why (SPEC.md §K2).
 public struct SkippedGroup: Sendable, Hashable {
+    /// The access group.
     public let group: String
+    /// Why it could not be used: its files are unsafe, it is damaged or rolled back, its key does not open it.
     public let error: KeychainError
 }
 
 /// What a search found, and which groups it could not look in.
 public struct SearchResult: Sendable {
+    /// The matching items of the groups searched, as ``KeychainStore/find(_:)`` orders them.
     public let items: [KeychainItem]
     /// Empty when every group of the list was searched.
     public let skipped: [SkippedGroup]

@@ -16,7 +16,7 @@ public struct KeychainTrust: Sendable, Hashable {
 
 /// The kinds of file in a keychain directory, each with its own mode rule (SPEC.md §K1).
 enum KeychainFile: Equatable {
-    case key, vault, seen, marker
+    case key, vault, seen
 }
 
 extension KeychainDirectory {
@@ -51,7 +51,7 @@ extension KeychainDirectory {
             }
         }
         if st.st_mode & S_IWOTH != 0 { throw KeychainError.unsafe(path, "writable by every user (mode \(octal(st.st_mode)))") }
-        if st.st_mode & S_IWGRP != 0, shared == nil {
+        if st.st_mode & S_IWGRP != 0, shared == nil, !KeychainDirectory.isPrivateGroup(st.st_gid, of: st.st_uid) {
             throw KeychainError.unsafe(path, "writable by its group (gid \(st.st_gid), mode \(octal(st.st_mode))) but not shared "
                 + "with it on purpose (`kcar init --shared-group NAME`)")
         }
@@ -65,7 +65,9 @@ extension KeychainDirectory {
             if p.st_uid != 0, p.st_uid != me, p.st_uid != st.st_uid {
                 throw KeychainError.unsafe(parent, "a folder above the keychain is owned by uid \(p.st_uid)")
             }
-            if p.st_mode & (S_IWGRP | S_IWOTH) != 0, p.st_mode & S_ISVTX == 0 {
+            let othersWrite = p.st_mode & S_IWOTH != 0
+                || (p.st_mode & S_IWGRP != 0 && !KeychainDirectory.isPrivateGroup(p.st_gid, of: p.st_uid))
+            if othersWrite, p.st_mode & S_ISVTX == 0 {
                 throw KeychainError.unsafe(parent, "a folder above the keychain is writable by others (mode \(octal(p.st_mode)))")
             }
         }
@@ -104,12 +106,21 @@ extension KeychainDirectory {
         guard !name.isEmpty, !name.contains(0), !name.contains(0x0A), let text = String(validating: name, as: UTF8.self) else {
             throw KeychainError.unsafe(marker, "does not hold one Unix group name")
         }
-        guard let gr = getgrnam(text) else { throw KeychainError.unsafe(marker, "names \(text), which is not a Unix group here") }
-        let gid = gr.pointee.gr_gid
+        guard let gid = UnixDatabase.group(named: text)?.gid else {
+            throw KeychainError.unsafe(marker, "names \(text), which is not a Unix group here")
+        }
         guard gid == st.st_gid else {
             throw KeychainError.unsafe(marker, "names group \(text) (gid \(gid)), but the keychain's group is gid \(st.st_gid)")
         }
         return gid
+    }
+
+    /// Whether `gid` is the *user private group* of `uid` (SPEC.md §K1.1): its primary group, with no other
+    /// member listed, as `useradd` makes with USERGROUPS_ENAB (umask 002 then leaves folders mode 0775 that
+    /// only their owner can write). Root's groups are never counted as private.
+    static func isPrivateGroup(_ gid: gid_t, of uid: uid_t) -> Bool {
+        guard uid != 0, let user = UnixDatabase.user(uid), user.gid == gid, let group = UnixDatabase.group(gid: gid) else { return false }
+        return group.members.allSatisfy { $0 == user.name }
     }
 
     /// Whether this process is in Unix group `gid`.
@@ -237,5 +248,64 @@ private func typeName(_ mode: mode_t) -> String {
     case S_IFCHR, S_IFBLK: return "a device"
     case S_IFSOCK: return "a socket"
     default: return "type \(String(mode & S_IFMT, radix: 8))"
+    }
+}
+
+/// Users and groups, through the reentrant lookups (`getpwuid_r`, `getgrgid_r`, `getgrnam_r`): stores on
+/// several threads may check files at once.
+enum UnixDatabase {
+    /// The largest buffer a lookup may take (entries of groups with very many members need more than 16 KiB).
+    static let bufferMax = 1 << 20
+
+    static func user(_ uid: uid_t) -> (name: String, gid: gid_t)? {
+        lookup { buf, n in
+            var pw = passwd()
+            var out: UnsafeMutablePointer<passwd>?
+            let rc = getpwuid_r(uid, &pw, buf, n, &out)
+            return (rc, out == nil ? nil : (String(cString: pw.pw_name), pw.pw_gid))
+        }
+    }
+
+    static func group(gid: gid_t) -> (gid: gid_t, members: [String])? {
+        lookup { buf, n in
+            var gr = Glibc.group()
+            var out: UnsafeMutablePointer<Glibc.group>?
+            let rc = getgrgid_r(gid, &gr, buf, n, &out)
+            return (rc, out == nil ? nil : (gr.gr_gid, members(gr)))
+        }
+    }
+
+    static func group(named name: String) -> (gid: gid_t, members: [String])? {
+        lookup { buf, n in
+            var gr = Glibc.group()
+            var out: UnsafeMutablePointer<Glibc.group>?
+            let rc = getgrnam_r(name, &gr, buf, n, &out)
+            return (rc, out == nil ? nil : (gr.gr_gid, members(gr)))
+        }
+    }
+
+    private static func members(_ gr: Glibc.group) -> [String] {
+        var out: [String] = []
+        var p = gr.gr_mem
+        while let m = p?.pointee {
+            out.append(String(cString: m))
+            p = p?.advanced(by: 1)
+        }
+        return out
+    }
+
+    /// Runs a lookup with a growing buffer until it fits (ERANGE) or `bufferMax` is reached.
+    private static func lookup<T>(_ body: (UnsafeMutablePointer<CChar>, Int) -> (Int32, T?)) -> T? {
+        var size = 16 << 10
+        while size <= bufferMax {
+            var buf = [CChar](repeating: 0, count: size)
+            let (rc, value) = buf.withUnsafeMutableBufferPointer { body($0.baseAddress!, size) }
+            if rc == ERANGE {
+                size *= 2
+                continue
+            }
+            return rc == 0 ? value : nil
+        }
+        return nil
     }
 }

@@ -132,6 +132,29 @@ final class KeychainCLITests: XCTestCase {
         XCTAssertTrue(try kcar(["get", "--group", "open", "--service", "s"], prefix: nobody, expect: 15).err.contains("readable by every user"))
     }
 
+    func testAUserPrivateGroupMayWriteTheFoldersAbove() throws {
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+              getpwuid(65534)?.pointee.pw_gid == 65534, getgrgid(65534)?.pointee.gr_mem.pointee == nil else {
+            throw XCTSkip("needs root, setpriv and nobody's private group 65534 to run kcar as another user")
+        }
+        // umask 002 with user private groups leaves ~/.local/share mode 0775: only its owner can write it.
+        let home = dir + "/home"
+        try FileManager.default.createDirectory(atPath: home + "/.local/share", withIntermediateDirectories: true)
+        for d in [home, home + "/.local", home + "/.local/share"] {
+            chown(d, 65534, 65534)
+            chmod(d, 0o775)
+        }
+        chmod(dir, 0o755)
+        let nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        let env = ["KCAR_KEYCHAIN": home + "/.local/share/kcar", "XDG_STATE_HOME": home + "/.local/state"]
+        try kcar(["add", "--group", "g", "--service", "s"], stdin: "v", env: env, prefix: nobody)
+        XCTAssertEqual(try kcar(["get", "--service", "s"], env: env, prefix: nobody).out, "v")
+        // Writable by a group with other members (users, 100): refused.
+        chown(home + "/.local", 65534, 100)
+        let refused = try kcar(["get", "--service", "s"], env: env, prefix: nobody, expect: 15)
+        XCTAssertTrue(refused.err.contains("\(home)/.local: a folder above the keychain is writable by others"), refused.err)
+    }
+
     func testUnsafeKeychainFilesExit15() throws {
         try kcar(["add", "--group", "mine", "--service", "api"], stdin: "own")
         chmod(kc, 0o1777)
