@@ -28,7 +28,8 @@ public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomString
     public static let interactionNotAllowed = KeychainStatus(rawValue: -25308)
     /// A vault or value could not be decoded: damaged, truncated, tampered (`errSecDecode`).
     public static let decode = KeychainStatus(rawValue: -26275)
-    /// The access group is not in the process's list, or its key file cannot be read (`errSecMissingEntitlement`).
+    /// The access group is not in the process's list, or its key file cannot be read (`errSecMissingEntitlement`);
+    /// also a keychain file kcar refuses to trust (``KeychainError/reason`` ``KeychainReason/unsafeFile``).
     public static let missingEntitlement = KeychainStatus(rawValue: -34018)
 
     /// Apple's constant name, e.g. `errSecItemNotFound`.
