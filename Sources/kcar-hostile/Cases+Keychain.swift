@@ -75,6 +75,14 @@ func keychainCases() -> [HostileCase] {
             try group(kc, "g")
             try writeFile(kc + "/g.key", [UInt8](repeating: 7, count: 19_999_000))
         },
+        c("short-key", "a key file of 31 bytes", getG, [4]) { kc in
+            try group(kc, "g")
+            try writeFile(kc + "/g.key", [UInt8](repeating: 7, count: 31))
+        },
+        c("fifo-share-marker", "a FIFO where .kcar-shared is looked for", get, [15]) { kc in
+            try group(kc, "g")
+            try fifo(kc + "/.kcar-shared")
+        },
         c("huge-seen", "a 20 MB generation record", getG, [14]) { kc in
             try group(kc, "g")
             try writeFile(kc + "/g.seen", [UInt8](repeating: 7, count: 19_999_000))
