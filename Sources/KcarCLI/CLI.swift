@@ -16,7 +16,7 @@ public enum CLI {
         ("compact", "compact VAULT: rewrite without dead space (deleted values leave the file)", Keys.compact),
         ("recover", "recover VAULT: cut off an incomplete last commit", Keys.recover),
         ("archive", "archive show FILE [--json] | archive convert IN OUT: keyed archives", ArchiveCommand.run),
-        ("init", "init [--keychain DIR]: create the keychain directory (mode 0700)", ItemCommands.initCommand),
+        ("init", "init [--keychain DIR] [--shared-group TEAM]: create the keychain directory (mode 0700)", ItemCommands.initCommand),
         ("add", "add --service S --account A ...: add an item; its value from stdin or --value-file", ItemCommands.add),
         ("get", "get --service S --account A ...: print one item's value", ItemCommands.get),
         ("find", "find [SELECTORS] [--json] [--limit N]: list matching items (attributes only)", ItemCommands.find),
@@ -51,7 +51,8 @@ public enum CLI {
         `kcar COMMAND --help` shows a command's options. Exit codes: 0 ok, 2 usage, 3 wrong passphrase or key,
         4 damaged or invalid vault, 5 incomplete last commit, 6 item not found, 7 refusing to overwrite,
         8 I/O error, 9 pack skipped some inputs, 10 no secret and no terminal, 11 duplicate item,
-        12 missing entitlement (access group), 13 lock timeout, 14 vault rolled back to an older copy.
+        12 missing entitlement (access group), 13 lock timeout, 14 vault rolled back to an older copy,
+        15 unsafe file (owner, mode, symlink or file type kcar refuses).
         """
 
     /// Runs `kcar` with `arguments` (without the program name) and returns the exit status.
@@ -82,6 +83,8 @@ public enum CLI {
             Output.out.write(Help.text(for: name) + "\n")
             return 0
         }
+        // A vault command given --group G advances the group's generation record when it ends (SPEC.md §K6).
+        defer { ItemCommands.finishGroupCommand() }
         do {
             return try command.run(rest).rawValue
         } catch let e as CLIError {
@@ -93,7 +96,7 @@ public enum CLI {
             return ExitCode.of(e.code).rawValue
         } catch let e as KeychainError {
             warn(e.description)
-            return ExitCode.of(e.status).rawValue
+            return ExitCode.of(e).rawValue
         } catch let e as ArchiveError {
             warn(e.description)
             return ExitCode.damaged.rawValue

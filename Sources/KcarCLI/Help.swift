@@ -101,9 +101,14 @@ enum Help {
               Malformed or hostile input: a one-line error and exit 4.
             """
         case "init": return """
-            usage: kcar init [--keychain DIR]
+            usage: kcar init [--keychain DIR] [--shared-group TEAM]
               Creates the keychain directory (mode 0700, parents too) and prints its path. Groups are created
               by the first add to them. DIR defaults to $KCAR_KEYCHAIN, $XDG_DATA_HOME/kcar, ~/.local/share/kcar.
+              --shared-group TEAM  share the directory (yours) with Unix group TEAM on purpose: group TEAM,
+                                   mode 2770, and .kcar-shared naming TEAM; keys are then made 0640 and
+                                   vaults 0660, so members of TEAM use the groups whose key they can read.
+              kcar refuses (exit 15) a keychain that anyone but you, root (or TEAM, when shared) can change,
+              and group files that are symlinks, FIFOs, another user's, or keys others can read.
             """
         case "add", "get", "find", "update", "delete", "groups", "import": return itemHelp
         default: return CLI.usage
@@ -140,7 +145,9 @@ enum Help {
         when-passcode-set-this-device-only (or Apple's codes ak, ck, dk, aku, cku, dku, akpu).
         ThisDeviceOnly items never leave through extract or pack without --include-device-only.
         Uniqueness is Apple's: genp service+account, inet server+protocol+port+path+account+..., and
-        synchronizable. Exit codes: 6 not found, 11 duplicate item, 12 missing entitlement, 13 lock timeout,
-        14 vault rolled back (kcar groups --accept-rollback G after a deliberate restore).
+        synchronizable. Without --group or a list, get, find and groups skip a group they cannot use and
+        name it on standard error (the exit code is then that group's). Exit codes: 6 not found, 11 duplicate
+        item, 12 missing entitlement, 13 lock timeout, 14 vault rolled back or replaced, or its record
+        deleted (kcar groups --accept-rollback G after a deliberate restore), 15 unsafe keychain file.
         """
 }

@@ -4,6 +4,7 @@ import Glibc
 import FoundationEssentials
 import Keychain
 import KeyedArchive
+import Synchronization
 import VaultFormat
 
 /// `kcar init | add | get | find | update | delete | groups | import`: SecItem semantics from the shell,
@@ -32,12 +33,60 @@ enum ItemCommands {
 
     // MARK: Vault commands on a keychain's group
 
-    /// The vault file of a group the process is entitled to.
+    /// The group a vault command was given with `--group G`: checked once before the command runs
+    /// (``groupVaultPath(_:_:)``) and its generation record advanced once after it (``finishGroupCommand()``),
+    /// whichever way the command itself opens the vault (SPEC.md §K6).
+    private static let resolved = Mutex<(store: KeychainStore, group: String, file: FileVersion)?>(nil)
+
+    /// What tells whether a command changed a vault file: a rewrite makes a new inode, a commit grows it.
+    struct FileVersion: Equatable {
+        var inode: UInt64 = 0, size: Int64 = -1, mtime: Int = 0, mtimeNanoseconds: Int = 0
+        init(_ path: String) {
+            var st = stat()
+            guard stat(path, &st) == 0 else { return }
+            (inode, size, mtime, mtimeNanoseconds) = (UInt64(st.st_ino), Int64(st.st_size), st.st_mtim.tv_sec, st.st_mtim.tv_nsec)
+        }
+    }
+
+    /// The vault file of a group the process is entitled to, after every check a keychain makes on opening
+    /// a group: its files are trusted (§K1), its key opens it and it is not rolled back (§K6). Someone who
+    /// opens it with a passphrase and cannot read the group's key cannot check the record; they are told so.
     static func groupVaultPath(_ args: Arguments, _ group: String) throws -> String {
         let s = try store(args)
         try s.entitle(group)
         guard s.directory.exists(group) else { throw KeychainError(.itemNotFound, "no access group \(group) in \(s.directory.path)") }
-        return s.directory.vaultPath(group)
+        do {
+            try s.withVault(group: group) { _ in }
+        } catch let e as KeychainError where e.status == .missingEntitlement && e.reason == nil && givesSecret(args) {
+            try s.directory.checkVault(group)
+            warn("cannot read the key of group \(group): its generation record (rollback check) is not checked")
+        }
+        // The command opens the vault itself; this store's copy is closed first.
+        s.close()
+        let path = s.directory.vaultPath(group)
+        resolved.withLock { $0 = (s, group, FileVersion(path)) }
+        return path
+    }
+
+    /// Whether a secret other than the group's key is given (`--key-file`, `--passphrase-file`, ...).
+    private static func givesSecret(_ args: Arguments) -> Bool {
+        args.value("key-file") != nil || args.value("passphrase-file") != nil || args.value("passphrase-fd") != nil
+    }
+
+    /// After a vault command on a group: its generation record advances to what the command committed (a
+    /// rekey, a compaction, a recovery), and in a shared keychain the file keeps the group's mode. Called by
+    /// `CLI.main` whether the command succeeded or not; a failure here is a warning.
+    static func finishGroupCommand() {
+        guard let (s, group, before) = resolved.withLock({ $0 }) else { return }
+        resolved.withLock { $0 = nil }
+        guard FileVersion(s.directory.vaultPath(group)) != before else { return }
+        do {
+            try s.finishVaultCommand(group: group)
+        } catch let e as KeychainError where e.status == .missingEntitlement && e.reason == nil {
+            // Opened with a passphrase by someone who cannot read the key: nothing to advance.
+        } catch {
+            warn("group \(group): \(error)")
+        }
     }
 
     /// The key of a group the process is entitled to.
@@ -47,20 +96,23 @@ enum ItemCommands {
         return try s.directory.readKey(group)
     }
 
-    /// With `--group`: the vault must hold that group (SPEC.md §K1), and must not be older than the generation
-    /// the keychain last saw (§K6). Someone opening it with a passphrase who cannot read the group's key
-    /// cannot check the record; they are told so.
+    /// With `--group`: the vault the command opened must hold that group (SPEC.md §K1), and must not be older
+    /// than the generation the keychain last saw (§K6), like the one checked before the command ran.
     static func checkRollback(_ vault: Vault, _ args: Arguments) throws {
         guard let group = args.value("group") else { return }
         guard vault.header.group == group else {
             throw KeychainError(.decode, "\(vault.path) holds group \(vault.header.group), not \(group)")
         }
         let dir = directory(args)
-        guard let key = try? dir.readKey(group) else {
-            warn("cannot read the key of group \(group): its generation record (rollback check) is not checked")
-            return
-        }
+        guard let key = try? dir.readKey(group) else { return }
         try dir.checkGeneration(vault, group: group, key: key)
+    }
+
+    /// Warns about each group a search of the implicit list skipped (SPEC.md §K2), and gives the exit code
+    /// of the first: the result printed may be incomplete.
+    static func reportSkipped(_ skipped: [SkippedGroup]) -> ExitCode {
+        for g in skipped { warn("skipped group \(g.group): \(g.error.message)") }
+        return skipped.first.map { ExitCode.of($0.error) } ?? .success
     }
 
     // MARK: Selecting items
@@ -194,12 +246,18 @@ enum ItemCommands {
     // MARK: Commands
 
     static func initCommand(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: [.init(name: "keychain", kind: .value)])
+        let args = try Arguments(argv, specs: [.init(name: "keychain", kind: .value), .init(name: "shared-group", kind: .value)])
         _ = try args.positionals([])
         let dir = directory(args)
-        let created = try dir.create()
+        let shared = args.value("shared-group")
+        let created = try dir.create(sharedGroup: shared)
         Output.out.line(dir.path)
-        if !created { warn("\(dir.path) exists; nothing changed") }
+        if let shared {
+            warn("\(dir.path) is shared with the members of Unix group \(shared): each of them can add groups and read "
+                 + "the groups they can read the key of")
+        } else if !created {
+            warn("\(dir.path) exists; nothing changed")
+        }
         return .success
     }
 
@@ -242,15 +300,19 @@ enum ItemCommands {
         let s = try store(args)
         var q = try query(args)
         q.limit = 2
-        let found = try s.find(q)
-        guard let item = found.first else { throw KeychainError(.itemNotFound, "no item matches") }
+        let r = try s.search(q)
+        let found = r.items
+        guard let item = found.first else {
+            guard r.skipped.isEmpty else { return reportSkipped(r.skipped) }
+            throw KeychainError(.itemNotFound, "no item matches")
+        }
         guard found.count == 1 else {
             throw CLIError.usage("more than one item matches; narrow the selection (`kcar find` lists them)")
         }
         var value = try s.value(of: item)
         defer { wipe(&value) }
         try value.withUnsafeBytes { try Output.out.writeBytes($0) }
-        return .success
+        return reportSkipped(r.skipped)
     }
 
     static func find(_ argv: [String]) throws -> ExitCode {
@@ -258,7 +320,8 @@ enum ItemCommands {
         _ = try args.positionals([])
         var q = try query(args)
         q.limit = try args.int("limit", in: 1...Int(Int32.max))
-        let found = try store(args).find(q)
+        let r = try store(args).search(q)
+        let found = r.items
         if args.flag("json") {
             Output.out.line(JSON.array(found.map { ItemJSON.object(group: $0.group, id: $0.id, class: $0.itemClass,
                                                                     attributes: $0.attributes, size: $0.size) }))
@@ -272,7 +335,8 @@ enum ItemCommands {
                                 + Extract.pad(String(i.size), 10) + "  " + modified)
             }
         }
-        return found.isEmpty ? .notFound : .success
+        let skipped = reportSkipped(r.skipped)
+        return skipped != .success ? skipped : found.isEmpty ? .notFound : .success
     }
 
     static func update(_ argv: [String]) throws -> ExitCode {
@@ -324,14 +388,14 @@ enum ItemCommands {
             try s.acceptRollback(group: g)
             warn("group \(g): its vault is accepted as it is now")
         }
-        let counts = try s.groupCounts()
+        let (counts, skipped) = try s.groupSummary()
         if args.flag("json") {
             Output.out.line(JSON.array(counts.map { JSON.object([("group", JSON.string($0.group)), ("items", String($0.count)),
                                                                  ("vault", JSON.string(s.directory.vaultPath($0.group)))]) }))
         } else {
             for c in counts { Output.out.line(Extract.pad(String(c.count), 8) + "  " + c.group) }
         }
-        return .success
+        return reportSkipped(skipped)
     }
 
     static func importCommand(_ argv: [String]) throws -> ExitCode {
@@ -387,5 +451,13 @@ enum ItemJSON {
         if case .date(let ns)? = a["mdat"] { modified = JSON.string(iso8601(nanoseconds: ns)) }
         pairs += [("size", String(size)), ("modified", modified), ("attributes", attributes(a))]
         return JSON.object(pairs)
+    }
+}
+
+extension ExitCode {
+    /// A keychain error's exit code: its status's, but 15 for a file kcar refuses to trust (SPEC.md §K1),
+    /// whose status is errSecMissingEntitlement.
+    static func of(_ error: KeychainError) -> ExitCode {
+        error.reason == .unsafeFile ? .unsafeFile : of(error.status)
     }
 }

@@ -20,6 +20,9 @@ public final class GroupTransaction {
     /// (cheaper for one add, as a `kcar add` process makes; the store allows it on a group's first
     /// transaction, and later ones build the index and keep it).
     private var mayScan: Bool
+    /// Set when the closure the transaction was given returns: its changes are then committed (or dropped),
+    /// and the transaction refuses any further use.
+    private var ended = false
 
     init(group: String, _ tx: Transaction, vault: Vault, keys: [PrimaryKey: ItemID]? = nil, mayScan: Bool = false) {
         self.group = group
@@ -29,8 +32,21 @@ public final class GroupTransaction {
         self.mayScan = mayScan
     }
 
+    /// Ends the transaction: every method throws from now on.
+    func end() { ended = true }
+
+    /// Throws ``KeychainStatus/param`` (``KeychainReason/transactionEnded``) once the closure has returned:
+    /// a transaction kept after it would otherwise take changes that are never committed.
+    private func live() throws {
+        guard !ended else {
+            throw KeychainError(.param, "the transaction on group \(group) has ended (its closure returned); make changes "
+                + "inside the closure, or start another transaction", reason: .transactionEnded)
+        }
+    }
+
     /// The value of an item as it was committed before this transaction began.
     public func value(of item: KeychainItem) throws -> [UInt8] {
+        try live()
         guard let committed = vault.item(item.id) else {
             throw KeychainError(.itemNotFound, "the item was added in this transaction; its value is not readable yet")
         }
@@ -71,10 +87,16 @@ public final class GroupTransaction {
     }
 
     /// The group's items as they stand in this transaction.
-    public var items: [KeychainItem] { tx.items.map { KeychainItem(group: group, $0) } }
+    public var items: [KeychainItem] {
+        get throws {
+            try live()
+            return tx.items.map { KeychainItem(group: group, $0) }
+        }
+    }
 
     /// The matching items as they stand in this transaction (the query's group is ignored).
-    public func find(_ query: ItemQuery) -> [KeychainItem] {
+    public func find(_ query: ItemQuery) throws -> [KeychainItem] {
+        try live()
         var found = query.select(tx.items)
         if let limit = query.limit { found = Array(found.prefix(limit)) }
         return found.map { KeychainItem(group: group, $0) }
@@ -83,6 +105,7 @@ public final class GroupTransaction {
     /// Adds an item; sets `cdat`, `mdat` (now) and `pdmn` (`ak`) unless given.
     @discardableResult
     public func add(class itemClass: ItemClass = .genericPassword, attributes: Attributes, value: [UInt8]) throws -> KeychainItem {
+        try live()
         var a = attributes
         try Schema.validate(a, class: itemClass.rawValue)
         let now = AttributeValue.date(nanoseconds: currentNanoseconds())
@@ -102,6 +125,7 @@ public final class GroupTransaction {
     /// Refuses (``KeychainStatus/duplicateItem``) a change that would give two items one primary key, before
     /// changing anything.
     public func update(_ ids: [ItemID], set changes: [String: AttributeValue?], value: [UInt8]?) throws {
+        try live()
         buildKeys()
         var planned: [(id: ItemID, old: PrimaryKey, new: PrimaryKey, attributes: Attributes)] = []
         for id in ids {
@@ -136,6 +160,7 @@ public final class GroupTransaction {
 
     /// Removes an item.
     public func delete(_ id: ItemID) throws {
+        try live()
         guard let item = tx.item(id) else { throw KeychainError(.itemNotFound, "item \(id)") }
         try tx.delete(id)
         changed = true

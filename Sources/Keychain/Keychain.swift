@@ -95,7 +95,7 @@ public struct Keychain: Sendable {
             if let label { set["labl"] = .string(label) }
             if let comment { set["icmt"] = .string(comment) }
             for (k, v) in attributes { set[Schema.userPrefix + k] = v }
-            if let existing = tx.find(q).first {
+            if let existing = try tx.find(q).first {
                 try tx.update([existing.id], set: set, value: [UInt8](bytes))
             } else {
                 var a = q.attributes
@@ -142,7 +142,7 @@ public struct Keychain: Sendable {
         let q = query(key)
         var bytesFound: [UInt8]?
         try s.transaction(group: try resolveGroup(s)) { tx in
-            if let existing = tx.find(q).first {
+            if let existing = try tx.find(q).first {
                 bytesFound = try tx.value(of: existing)
                 return
             }

@@ -7,8 +7,14 @@ import VaultFormat
 public struct KeychainDirectory: Sendable, Hashable {
     /// The directory's path.
     public let path: String
+    /// This user's own folder, outside the keychain, where it keeps a copy of each generation record it
+    /// writes (SPEC.md §K6); nil keeps none.
+    public let statePath: String?
 
-    public init(path: String) { self.path = path }
+    public init(path: String, statePath: String? = KeychainDirectory.defaultStatePath()) {
+        self.path = path
+        self.statePath = statePath
+    }
 
     /// `KCAR_KEYCHAIN`, else `$XDG_DATA_HOME/kcar`, else `$HOME/.local/share/kcar`.
     public static func defaultPath(environment: [String: String] = currentEnvironment()) -> String {
@@ -18,33 +24,71 @@ public struct KeychainDirectory: Sendable, Hashable {
         return home + "/.local/share/kcar"
     }
 
+    /// `$XDG_STATE_HOME/kcar`, else `$HOME/.local/state/kcar`; nil if neither is set.
+    public static func defaultStatePath(environment: [String: String] = currentEnvironment()) -> String? {
+        if let x = environment["XDG_STATE_HOME"], !x.isEmpty { return x + "/kcar" }
+        if let h = environment["HOME"], !h.isEmpty { return h + "/.local/state/kcar" }
+        return nil
+    }
+
     /// The process environment, read with getenv (FoundationEssentials has no ProcessInfo).
     public static func currentEnvironment() -> [String: String] {
         var out: [String: String] = [:]
-        for name in ["KCAR_KEYCHAIN", "XDG_DATA_HOME", "HOME", "KCAR_ACCESS_GROUPS"] {
+        for name in ["KCAR_KEYCHAIN", "XDG_DATA_HOME", "XDG_STATE_HOME", "HOME", "KCAR_ACCESS_GROUPS"] {
             if let v = getenv(name) { out[name] = String(cString: v) }
         }
         return out
     }
 
     /// Creates the directory (mode 0700) and any missing parents (0700). Returns whether it was created.
+    /// With `sharedGroup`, the directory (new, or one this user owns) is shared on purpose with that Unix
+    /// group (SPEC.md §K1): group set, mode 2770, and `.kcar-shared` naming the group (0644).
     @discardableResult
-    public func create() throws -> Bool {
+    public func create(sharedGroup: String? = nil) throws -> Bool {
+        var created = false
         var st = stat()
         if stat(path, &st) == 0 {
             guard st.st_mode & S_IFMT == S_IFDIR else { throw KeychainError(.io, "\(path) exists and is not a directory") }
-            return false
-        }
-        var prefix = path.hasPrefix("/") ? "/" : ""
-        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
-            prefix += part
-            if mkdir(prefix, 0o700) != 0, errno != EEXIST {
-                throw KeychainError(.io, "cannot create \(prefix): \(String(cString: strerror(errno)))")
+        } else {
+            var prefix = path.hasPrefix("/") ? "/" : ""
+            for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+                prefix += part
+                if mkdir(prefix, 0o700) != 0, errno != EEXIST {
+                    throw KeychainError(.io, "cannot create \(prefix): \(String(cString: strerror(errno)))")
+                }
+                prefix += "/"
             }
-            prefix += "/"
+            chmod(path, 0o700)
+            created = true
         }
-        chmod(path, 0o700)
-        return true
+        if let sharedGroup { try share(with: sharedGroup) }
+        _ = try requireTrust()
+        return created
+    }
+
+    private func share(with name: String) throws {
+        guard let gid = UnixDatabase.group(named: name)?.gid else { throw KeychainError(.param, "\(name) is not a Unix group here") }
+        let dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard dfd >= 0 else { throw KeychainError(.io, "cannot open \(path): \(String(cString: strerror(errno)))") }
+        defer { close(dfd) }
+        var st = stat()
+        guard fstat(dfd, &st) == 0, st.st_uid == geteuid() else {
+            throw KeychainError(.param, "only the owner of \(path) can share it")
+        }
+        guard fchown(dfd, uid_t.max, gid) == 0, fchmod(dfd, 0o2770) == 0 else {
+            throw KeychainError(.io, "cannot give \(path) to group \(name): \(String(cString: strerror(errno)))")
+        }
+        let marker = "\(path)/\(KeychainDirectory.sharedMarker)"
+        let temp = "\(path)/.\(KeychainDirectory.sharedMarker).\(Hex.encode(SystemRandom.shared.bytes(6))).tmp"
+        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw KeychainError(.io, "cannot create \(marker): \(String(cString: strerror(errno)))") }
+        let bytes = Array((name + "\n").utf8)
+        let ok = write(fd, bytes, bytes.count) == bytes.count && fchmod(fd, 0o644) == 0 && fsync(fd) == 0
+        close(fd)
+        guard ok, rename(temp, marker) == 0 else {
+            unlink(temp)
+            throw KeychainError(.io, "cannot write \(marker)")
+        }
     }
 
     // MARK: File names
@@ -85,50 +129,73 @@ public struct KeychainDirectory: Sendable, Hashable {
     public func keyPath(_ group: String) -> String { "\(path)/\(KeychainDirectory.stem(group)).key" }
     func seenPath(_ group: String) -> String { "\(path)/\(KeychainDirectory.stem(group)).seen" }
 
-    /// Every group that has a vault in the directory, in bytewise order of name.
+    /// Every group that has a vault in the directory, in bytewise order of name. Throws
+    /// ``KeychainReason/unsafeFile`` if the directory is not trusted (SPEC.md §K1).
     public func groups() throws -> [String] {
-        guard let d = opendir(path) else {
+        guard let trust = try trust() else { return [] }
+        guard let names = fileNames() else {
             if errno == ENOENT { return [] }
             throw KeychainError(.io, "cannot read keychain \(path): \(String(cString: strerror(errno)))")
         }
-        defer { closedir(d) }
         var out: [String] = []
-        while let ent = readdir(d) {
-            let name: String = withUnsafeBytes(of: ent.pointee.d_name) { b in
-                String(decoding: b.prefix { $0 != 0 }, as: UTF8.self)
-            }
+        for name in names {
             guard !name.hasPrefix("."), name.hasSuffix(".kcv") else { continue }
             let stem = String(name.dropLast(4))
             if let g = KeychainDirectory.group(fromStem: stem) {
                 if KeychainDirectory.stem(g) == stem { out.append(g) }
-            } else if let g = try? Vault.inspect(path: "\(path)/\(name)").header.group, KeychainDirectory.stem(g) == stem {
+            } else if let g = hashedGroup("\(path)/\(name)", trust), KeychainDirectory.stem(g) == stem {
                 out.append(g)
             }
         }
         return out.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
-    /// Whether the group's vault file exists.
-    public func exists(_ group: String) -> Bool { access(vaultPath(group), F_OK) == 0 }
+    /// The names in the directory (nil, with errno set, if it cannot be read).
+    func fileNames() -> [String]? {
+        guard let d = opendir(path) else { return nil }
+        defer { closedir(d) }
+        var out: [String] = []
+        while let ent = readdir(d) {
+            out.append(withUnsafeBytes(of: ent.pointee.d_name) { b in String(decoding: b.prefix { $0 != 0 }, as: UTF8.self) })
+        }
+        return out
+    }
 
-    /// Whether this process can read the group's key file (its entitlement, SPEC.md §K2).
+    /// The group of a vault whose stem is hashed, from its header; nil for a file not to be opened (a FIFO,
+    /// a symbolic link, ...: it cannot be named, so it is not listed).
+    private func hashedGroup(_ file: String, _ trust: KeychainTrust) -> String? {
+        guard let fd = try? openTrusted(file, .vault, trust) else { return nil }
+        close(fd)
+        return try? Vault.inspect(path: file).header.group
+    }
+
+    /// Whether the group's vault file exists (whatever it is: what it is is checked when it is opened).
+    public func exists(_ group: String) -> Bool {
+        var st = stat()
+        return lstat(vaultPath(group), &st) == 0
+    }
+
+    /// Whether this process may read the group's key file (its entitlement, SPEC.md §K2). A key file that
+    /// exists but is unsafe counts as readable, so that using the group reports why it is refused.
     public func canRead(_ group: String) -> Bool {
-        let fd = open(keyPath(group), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        if fd < 0 { return false }
+        let fd = open(keyPath(group), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        if fd < 0 { return errno == ELOOP }
         close(fd)
         return true
     }
 
     // MARK: Keys
 
-    /// Reads the group's 32-byte key. A missing or unreadable key file is a missing entitlement.
+    /// Reads the group's 32-byte key. A missing or unreadable key file is a missing entitlement, an unsafe
+    /// one (SPEC.md §K1) is refused (``KeychainReason/unsafeFile``), one not of 32 bytes is damaged.
     public func readKey(_ group: String) throws -> SecureBytes {
+        try readKey(group, try requireTrust())
+    }
+
+    func readKey(_ group: String, _ trust: KeychainTrust) throws -> SecureBytes {
         let file = keyPath(group)
-        let fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else {
-            let e = errno
-            if e == ENOENT { throw KeychainError(.missingEntitlement, "group \(group) has no key file \(file)") }
-            throw KeychainError(.missingEntitlement, "cannot read the key file of group \(group): \(String(cString: strerror(e)))")
+        guard let fd = try openTrusted(file, .key, trust) else {
+            throw KeychainError(.missingEntitlement, "group \(group) has no key file \(file)")
         }
         defer { close(fd) }
         var got = 0
@@ -143,7 +210,7 @@ public struct KeychainDirectory: Sendable, Hashable {
         }
         let more = read(fd, &extra, 1)
         guard got == 32, more == 0 else {
-            throw KeychainError(.decode, "the key file of group \(group) is not exactly 32 bytes")
+            throw KeychainError(.decode, "the key file \(file) of group \(group) is not exactly 32 bytes")
         }
         return key
     }
@@ -157,16 +224,25 @@ public struct KeychainDirectory: Sendable, Hashable {
             throw KeychainError(.param, "access group names are 1 to 255 bytes of UTF-8 without NUL")
         }
         try create()
+        let trust = try requireTrust()
         let key: SecureBytes
-        if access(keyPath(group), F_OK) == 0 {
-            key = try readKey(group)
+        var st = stat()
+        if lstat(keyPath(group), &st) == 0 {
+            key = try readKey(group, trust)
         } else {
             let fresh = random.secureBytes(32)
-            if try writeNew(keyPath(group), fresh) { key = fresh } else { key = try readKey(group) }
+            if try writeNew(keyPath(group), fresh, .key, trust) {
+                key = fresh
+                // A record left by an earlier group of this name cannot verify under the new key (§K6).
+                unlink(seenPath(group))
+            } else {
+                key = try readKey(group, trust)
+            }
         }
         if !exists(group) {
             do {
                 try Vault.create(path: vaultPath(group), group: group, slots: [.keyFile(key)], random: random) { _ in }
+                share(vaultPath(group), .vault, trust)
             } catch let e as VaultError where e.code == .exists {
                 // A concurrent creator won; its vault opens with the same key.
             } catch {
@@ -176,15 +252,22 @@ public struct KeychainDirectory: Sendable, Hashable {
         return key
     }
 
-    /// Writes `bytes` to a new file at `target` (0600): temporary file, fsync, link. False if `target` exists.
-    func writeNew(_ target: String, _ bytes: SecureBytes) throws -> Bool {
+    /// Writes `bytes` to a new file at `target` (the mode of `kind`): temporary file, fsync, link. False if
+    /// `target` exists.
+    func writeNew(_ target: String, _ bytes: SecureBytes, _ kind: KeychainFile, _ trust: KeychainTrust) throws -> Bool {
         let base = target.split(separator: "/").last.map(String.init) ?? "key"
         let temp = "\(path)/.\(base).\(Hex.encode(SystemRandom.shared.bytes(6))).tmp"
+        removeStaleTemporaries(prefix: ".\(base).")
         let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw KeychainError(.io, "cannot create \(temp): \(String(cString: strerror(errno)))") }
-        defer { unlink(temp) }
-        let ok = bytes.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) == $0.count } && fsync(fd) == 0
-        close(fd)
+        // Locked while it exists (until after the link), so another writer's clean-up leaves it alone (SPEC.md §K1).
+        _ = flock(fd, LOCK_EX | LOCK_NB)
+        defer {
+            unlink(temp)
+            close(fd)
+        }
+        let ok = bytes.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) == $0.count } && KeychainDirectory.setMode(fd, kind, trust)
+            && fsync(fd) == 0
         guard ok else { throw KeychainError(.io, "cannot write \(target)") }
         if link(temp, target) != 0 {
             if errno == EEXIST { return false }

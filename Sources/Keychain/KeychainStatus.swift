@@ -28,7 +28,8 @@ public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomString
     public static let interactionNotAllowed = KeychainStatus(rawValue: -25308)
     /// A vault or value could not be decoded: damaged, truncated, tampered (`errSecDecode`).
     public static let decode = KeychainStatus(rawValue: -26275)
-    /// The access group is not in the process's list, or its key file cannot be read (`errSecMissingEntitlement`).
+    /// The access group is not in the process's list, or its key file cannot be read (`errSecMissingEntitlement`);
+    /// also a keychain file kcar refuses to trust (``KeychainError/reason`` ``KeychainReason/unsafeFile``).
     public static let missingEntitlement = KeychainStatus(rawValue: -34018)
 
     /// Apple's constant name, e.g. `errSecItemNotFound`.
@@ -65,14 +66,35 @@ public let errSecInteractionNotAllowed: OSStatus = KeychainStatus.interactionNot
 public let errSecDecode: OSStatus = KeychainStatus.decode.rawValue
 public let errSecMissingEntitlement: OSStatus = KeychainStatus.missingEntitlement.rawValue
 
+/// Why an operation failed, where Apple's status alone does not say (an open set).
+public struct KeychainReason: RawRepresentable, Hashable, Sendable {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// A keychain folder or group file kcar refuses to trust (SPEC.md §K1): owned by another user, writable
+    /// by others, a key readable by others, a symbolic link, or not a regular file. The status is
+    /// ``KeychainStatus/missingEntitlement``: the group may not be used; `kcar` exits 15.
+    public static let unsafeFile = KeychainReason(rawValue: "unsafeFile")
+    /// A ``GroupTransaction`` used after its closure returned (status ``KeychainStatus/param``).
+    public static let transactionEnded = KeychainReason(rawValue: "transactionEnded")
+}
+
 /// A failed keychain operation: its status and what went wrong, never a secret.
 public struct KeychainError: Error, Hashable, Sendable, CustomStringConvertible {
     public let status: KeychainStatus
     public let message: String
+    /// What the status does not say, when there is more (nil for most errors).
+    public let reason: KeychainReason?
 
-    public init(_ status: KeychainStatus, _ message: String) {
+    public init(_ status: KeychainStatus, _ message: String, reason: KeychainReason? = nil) {
         self.status = status
         self.message = message
+        self.reason = reason
+    }
+
+    /// A file kcar refuses to trust: `path` and why (SPEC.md §K1).
+    static func unsafe(_ path: String, _ why: String) -> KeychainError {
+        KeychainError(.missingEntitlement, "unsafe file \(path): \(why)", reason: .unsafeFile)
     }
 
     public var description: String { "\(status.name) (\(status.rawValue)): \(message)" }
@@ -89,6 +111,7 @@ public struct KeychainError: Error, Hashable, Sendable, CustomStringConvertible 
         case .itemNotFound: return KeychainError(.itemNotFound, v.description)
         case .lockTimeout: return KeychainError(.interactionNotAllowed, v.description)
         case .invalidArgument: return KeychainError(.param, v.description)
+        case .unsafeFile: return KeychainError(.missingEntitlement, v.description, reason: .unsafeFile)
         default: return KeychainError(.io, v.description)
         }
     }

@@ -25,6 +25,7 @@ public final class KeychainStore: @unchecked Sendable {
     final class OpenGroup {
         let vault: Vault
         let key: SecureBytes
+        let trust: KeychainTrust
         let writable: Bool
         var checkedGeneration: UInt64
         /// The primary-key index the last transaction left, valid while `vault.stateVersion` is `keysVersion`.
@@ -32,9 +33,10 @@ public final class KeychainStore: @unchecked Sendable {
         var keysVersion: UInt64 = 0
         /// Transactions run on the group through this store.
         var transactions = 0
-        init(vault: Vault, key: SecureBytes, writable: Bool) {
+        init(vault: Vault, key: SecureBytes, trust: KeychainTrust, writable: Bool) {
             self.vault = vault
             self.key = key
+            self.trust = trust
             self.writable = writable
             checkedGeneration = vault.generation
         }
@@ -133,30 +135,53 @@ public final class KeychainStore: @unchecked Sendable {
                 return try vault(group, write: write)
             }
             if g.vault.generation != g.checkedGeneration {
-                try checkGeneration(g.vault, group: group, key: g.key)
+                try checkGeneration(g.vault, group: group, key: g.key, trust: g.trust)
                 g.checkedGeneration = g.vault.generation
             }
             return g.vault
         }
-        let key = try directory.readKey(group)
+        // Every file is checked before it is used (SPEC.md §K1): the folder, then the key and the vault.
+        let trust = try directory.requireTrust()
+        let key = try directory.readKey(group, trust)
+        try directory.checkVaultFile(group, trust)
         let v = try Vault.open(path: directory.vaultPath(group), secret: .keyFile(key), mode: write ? .write : .read,
                                lockTimeout: lockTimeout)
         guard v.header.group == group else {
             throw KeychainError(.decode, "\(v.path) holds group \(v.header.group), not \(group)")
         }
-        try checkGeneration(v, group: group, key: key)
-        opened[group] = OpenGroup(vault: v, key: key, writable: write)
+        try checkGeneration(v, group: group, key: key, trust: trust)
+        opened[group] = OpenGroup(vault: v, key: key, trust: trust, writable: write)
         return v
     }
 
     /// A record newer than the vault may have been written by another process after this one loaded the
     /// vault: catch up and compare again before calling it a rollback.
-    private func checkGeneration(_ v: Vault, group: String, key: SecureBytes) throws {
+    private func checkGeneration(_ v: Vault, group: String, key: SecureBytes, trust: KeychainTrust) throws {
         do {
-            try directory.checkGeneration(v, group: group, key: key)
+            try directory.checkGeneration(v, group: group, key: key, trust: trust)
         } catch let e as KeychainError where e.status == .rolledBack {
             try v.refresh()
-            try directory.checkGeneration(v, group: group, key: key)
+            try directory.checkGeneration(v, group: group, key: key, trust: trust)
+        }
+    }
+
+    /// The open vault of the group named, or of each group of the list; when none is named and the list is
+    /// implicit, a group that cannot be used (unsafe, damaged, rolled back, not opened by its key) is skipped
+    /// and reported instead (SPEC.md §K2).
+    private func eachGroup(_ named: String?, _ skipped: inout [SkippedGroup], _ body: (String, Vault) throws -> Bool) throws {
+        let mayskip = named == nil && explicitGroups == nil
+        for group in try readScope(named) {
+            let v: Vault
+            do {
+                v = try vault(group, write: false)
+            } catch {
+                let e = KeychainError.from(error)
+                guard mayskip, e.isGroupLocal else { throw e }
+                opened[group] = nil
+                skipped.append(SkippedGroup(group: group, error: e))
+                continue
+            }
+            guard try body(group, v) else { return }
         }
     }
 
@@ -167,19 +192,30 @@ public final class KeychainStore: @unchecked Sendable {
 
     // MARK: Reading
 
-    /// The items that match, from the index only (no value is decrypted).
+    /// The items that match, from the index only (no value is decrypted). With the implicit list, groups that
+    /// cannot be used are skipped (``search(_:)`` names them); if one was skipped and nothing matched, its
+    /// error is thrown, since "not found" could be wrong.
     public func find(_ query: ItemQuery) throws -> [KeychainItem] {
+        let r = try search(query)
+        if r.items.isEmpty, let first = r.skipped.first { throw first.error }
+        return r.items
+    }
+
+    /// The items that match, and the groups of the implicit list skipped because they cannot be used
+    /// (SPEC.md §K2): the result is complete only when none was.
+    public func search(_ query: ItemQuery) throws -> SearchResult {
         try query.validate()
         return try locked {
             var out: [KeychainItem] = []
-            for group in try readScope(query.group) {
-                let v = try vault(group, write: false)
+            var skipped: [SkippedGroup] = []
+            try eachGroup(query.group, &skipped) { group, v in
                 for item in query.select(v.unorderedItems) {
-                    if let limit = query.limit, out.count >= limit { return out }
+                    if let limit = query.limit, out.count >= limit { return false }
                     out.append(KeychainItem(group: group, item))
                 }
+                return true
             }
-            return out
+            return SearchResult(items: out, skipped: skipped)
         }
     }
 
@@ -193,9 +229,25 @@ public final class KeychainStore: @unchecked Sendable {
         }
     }
 
-    /// Every group of the list that exists, with its item count.
+    /// Every group of the list that exists, with its item count. As ``find(_:)``, an unusable group of the
+    /// implicit list is skipped, and its error thrown if no group could be counted.
     public func groupCounts() throws -> [(group: String, count: Int)] {
-        try locked { try readScope(nil).map { ($0, try vault($0, write: false).count) } }
+        let r = try groupSummary()
+        if r.counts.isEmpty, let first = r.skipped.first { throw first.error }
+        return r.counts
+    }
+
+    /// Every group of the list that exists, with its item count, and the groups skipped (SPEC.md §K2).
+    public func groupSummary() throws -> (counts: [(group: String, count: Int)], skipped: [SkippedGroup]) {
+        try locked {
+            var counts: [(group: String, count: Int)] = []
+            var skipped: [SkippedGroup] = []
+            try eachGroup(nil, &skipped) { group, v in
+                counts.append((group, v.count))
+                return true
+            }
+            return (counts, skipped)
+        }
     }
 
     /// The open vault of a group, for the vault commands (`kcar list --keychain D --group G`).
@@ -204,6 +256,18 @@ public final class KeychainStore: @unchecked Sendable {
             try entitle(group)
             guard directory.exists(group) else { throw KeychainError(.itemNotFound, "access group \(group) does not exist in \(directory.path)") }
             return try body(try vault(group, write: write))
+        }
+    }
+
+    /// After a vault command on a group (`kcar rekey --group G`, ...) changed its file: in a shared keychain
+    /// the file gets the group's mode back, and the generation record advances (SPEC.md §K6).
+    package func finishVaultCommand(group: String) throws {
+        try locked {
+            opened[group] = nil
+            let trust = try directory.requireTrust()
+            directory.share(directory.vaultPath(group), .vault, trust)
+            _ = try vault(group, write: false)
+            opened[group] = nil
         }
     }
 
@@ -228,6 +292,7 @@ public final class KeychainStore: @unchecked Sendable {
                     if let g, g.keysVersion == startVersion { swap(&keys, &g.keys) }
                     g?.keys = nil
                     let gt = GroupTransaction(group: target, tx, vault: v, keys: keys, mayScan: (g?.transactions ?? 0) == 0)
+                    defer { gt.end() }
                     g?.transactions += 1
                     keys = nil
                     do {
@@ -253,7 +318,9 @@ public final class KeychainStore: @unchecked Sendable {
                     g.keys = keys
                     g.keysVersion = v.stateVersion
                 }
-                try checkGeneration(v, group: target, key: g.key)
+                // An automatic compaction made a new file, with the owner's mode only.
+                directory.share(directory.vaultPath(target), .vault, g.trust)
+                try checkGeneration(v, group: target, key: g.key, trust: g.trust)
                 g.checkedGeneration = v.generation
             }
             return result!
@@ -276,7 +343,7 @@ public final class KeychainStore: @unchecked Sendable {
         var total = 0
         for group in try locked({ try readScope(query.group) }) {
             total += try transaction(group: group) { tx in
-                let ids = tx.find(query.unlimited).map(\.id)
+                let ids = try tx.find(query.unlimited).map(\.id)
                 try tx.update(ids, set: changes, value: value)
                 return ids.count
             }
@@ -292,7 +359,7 @@ public final class KeychainStore: @unchecked Sendable {
         var total = 0
         for group in try locked({ try readScope(query.group) }) {
             total += try transaction(group: group) { tx in
-                let ids = tx.find(query.unlimited).map(\.id)
+                let ids = try tx.find(query.unlimited).map(\.id)
                 for id in ids { try tx.delete(id) }
                 return ids.count
             }
@@ -302,12 +369,37 @@ public final class KeychainStore: @unchecked Sendable {
     }
 
 
-    /// Forgets the generation seen of a group so its vault is accepted as it is (after a deliberate restore).
+    /// Accepts the group's vault as it is now, whatever its generation record says (after a deliberate
+    /// restore): the record is written afresh (SPEC.md §K6).
     public func acceptRollback(group: String) throws {
         try locked {
             try entitle(group)
             opened[group] = nil
             try directory.acceptRollback(group)
         }
+    }
+}
+
+/// A group of the implicit list that a search skipped, and why (SPEC.md §K2).
+public struct SkippedGroup: Sendable, Hashable {
+    /// The access group.
+    public let group: String
+    /// Why it could not be used: its files are unsafe, it is damaged or rolled back, its key does not open it.
+    public let error: KeychainError
+}
+
+/// What a search found, and which groups it could not look in.
+public struct SearchResult: Sendable {
+    /// The matching items of the groups searched, as ``KeychainStore/find(_:)`` orders them.
+    public let items: [KeychainItem]
+    /// Empty when every group of the list was searched.
+    public let skipped: [SkippedGroup]
+}
+
+extension KeychainError {
+    /// Whether the error is about one group's own files (unsafe, damaged, rolled back, not opened by its
+    /// key), so that a search of the implicit list goes on without that group.
+    var isGroupLocal: Bool {
+        reason == .unsafeFile || [.decode, .authFailed, .rolledBack].contains(status)
     }
 }

@@ -30,59 +30,121 @@ struct SeenRecord: Equatable {
 }
 
 extension KeychainDirectory {
+    /// The generation of a group's first commit: a vault past it must have a record (SPEC.md §K6).
+    static let firstGeneration: UInt64 = 1
+
     /// Checks `vault` against the group's record and advances the record (SPEC.md §K6). Throws
-    /// ``KeychainStatus/rolledBack`` when the vault is older than the generation last seen.
+    /// ``KeychainStatus/rolledBack`` when the vault is older than the generation last seen, when the record
+    /// names another vault or does not verify with the group's key (one of them was replaced), and when the
+    /// record is missing although the vault is past its first commit (it was deleted).
     public func checkGeneration(_ vault: Vault, group: String, key: SecureBytes) throws {
+        try checkGeneration(vault, group: group, key: key, trust: try requireTrust())
+    }
+
+    func checkGeneration(_ vault: Vault, group: String, key: SecureBytes, trust: KeychainTrust) throws {
         let file = seenPath(group)
-        let old = readSmallFile(file, max: SeenRecord.size + 1).flatMap { SeenRecord.decode($0, key: key) }
-        if let old, old.vaultID == vault.header.vaultID {
+        let accept = "(`kcar groups --accept-rollback \(group)` accepts the vault as it is now)"
+        let current = SeenRecord(vaultID: vault.header.vaultID, generation: vault.generation)
+        let own = ownRecordFolder(group, trust)
+        // This user's own copy: it names the vault only while the group is the one this user saw (a group
+        // made afresh under the same name has another id, and only the folder's record can tell, below).
+        if let own, let bytes = try? own.folder.readTrusted(own.folder.path + "/" + own.name, .seen, own.trust,
+                                                              prefix: SeenRecord.size + 1),
+           let mine = SeenRecord.decode(bytes, key: key), mine.vaultID == current.vaultID, mine.generation > current.generation {
+            throw KeychainError(.rolledBack, "group \(group) was replaced by an older copy of itself (with its record): "
+                + "generation \(vault.generation), but this user saw \(mine.generation) (\(own.folder.path)/\(own.name)) \(accept)")
+        }
+        // One byte more than a record: a longer file is read no further and fails to decode.
+        if let bytes = try readTrusted(file, .seen, trust, prefix: SeenRecord.size + 1) {
+            guard let old = SeenRecord.decode(bytes, key: key) else {
+                throw KeychainError(.rolledBack, "the generation record \(file) of group \(group) does not verify with the "
+                    + "group's key: the key or the record was replaced \(accept)")
+            }
+            guard old.vaultID == vault.header.vaultID else {
+                throw KeychainError(.rolledBack, "group \(group)'s vault was replaced by another vault (id "
+                    + "\(Hex.encode(vault.header.vaultID)), but \(Hex.encode(old.vaultID)) was seen) \(accept)")
+            }
             if old.generation > vault.generation {
                 throw KeychainError(.rolledBack, "group \(group) was replaced by an older copy of itself: generation "
-                    + "\(vault.generation), but \(old.generation) was seen (`kcar groups --accept-rollback` accepts it)")
+                    + "\(vault.generation), but \(old.generation) was seen \(accept)")
             }
-            if old.generation == vault.generation { return }
+        } else if vault.generation > KeychainDirectory.firstGeneration {
+            throw KeychainError(.rolledBack, "group \(group) has no generation record \(file) although its vault is at "
+                + "generation \(vault.generation): the record was deleted \(accept)")
         }
-        writeSeen(SeenRecord(vaultID: vault.header.vaultID, generation: vault.generation), group: group, key: key)
+        writeRecord(current, name: KeychainDirectory.stem(group) + ".seen", key: key, trust: trust)
+        if let own { own.folder.writeRecord(current, name: own.name, key: key, trust: own.trust) }
     }
 
-    /// Forgets the generation seen of a group, so its vault as it is now is accepted.
+    /// Accepts the group's vault as it is now (after a deliberate restore): the record, and this user's
+    /// copy of it, are written afresh for it, whatever was there.
     public func acceptRollback(_ group: String) throws {
-        guard unlink(seenPath(group)) == 0 || errno == ENOENT else {
-            throw KeychainError(.io, "cannot remove \(seenPath(group)): \(String(cString: strerror(errno)))")
+        let trust = try requireTrust()
+        let key = try readKey(group, trust)
+        try checkVaultFile(group, trust)
+        let v = try Vault.open(path: vaultPath(group), secret: .keyFile(key), mode: .read)
+        guard v.header.group == group else { throw KeychainError(.decode, "\(v.path) holds group \(v.header.group), not \(group)") }
+        let record = SeenRecord(vaultID: v.header.vaultID, generation: v.generation)
+        guard writeRecord(record, name: KeychainDirectory.stem(group) + ".seen", key: key, trust: trust, replace: true) else {
+            throw KeychainError(.io, "cannot write \(seenPath(group))")
         }
+        if let own = ownRecordFolder(group, trust) { own.folder.writeRecord(record, name: own.name, key: key, trust: own.trust, replace: true) }
     }
 
-    /// Best effort: a directory that cannot be written is not an error (SPEC.md §K6). The record only grows:
-    /// a process that saw an older generation does not overwrite a newer one another process wrote.
-    private func writeSeen(_ record: SeenRecord, group: String, key: SecureBytes) {
-        let target = seenPath(group)
-        if let current = readSmallFile(target, max: SeenRecord.size + 1).flatMap({ SeenRecord.decode($0, key: key) }),
-           current.vaultID == record.vaultID, current.generation >= record.generation {
-            return
+    /// This user's folder of record copies (created, 0700, if missing) and the copy's name for this
+    /// keychain and group: the BLAKE2b-128 of the keychain's real path, a NUL and the group. Nil if there is
+    /// no such folder or it is not trusted (K1.1 rules 1 and 2): the copy is then not kept, and the check is
+    /// the folder's record alone.
+    private func ownRecordFolder(_ group: String, _ trust: KeychainTrust) -> (folder: KeychainDirectory, name: String, trust: KeychainTrust)? {
+        guard let statePath else { return nil }
+        let folder = KeychainDirectory(path: statePath + "/seen", statePath: nil)
+        guard (try? folder.create()) != nil, let t = try? folder.requireTrust(), t.sharedGroup == nil else { return nil }
+        let name = Hex.encode(Digest.blake2b(Array(trust.realPath.utf8) + [0] + Array(group.utf8), outputBytes: 16)) + ".seen"
+        return (folder, name, t)
+    }
+
+    /// Writes a record as `name` in this folder (temporary file and rename). Best effort: a directory that
+    /// cannot be written is not an error (SPEC.md §K6). Unless `replace`, the record only grows: a process
+    /// that saw an older generation does not overwrite a newer one another process wrote. Stale temporary
+    /// records of this name (writers that died) are removed first. Returns whether it was written.
+    @discardableResult
+    private func writeRecord(_ record: SeenRecord, name: String, key: SecureBytes, trust: KeychainTrust,
+                             replace: Bool = false) -> Bool {
+        let target = path + "/" + name
+        if !replace, let bytes = try? readTrusted(target, .seen, trust, prefix: SeenRecord.size + 1),
+           let current = SeenRecord.decode(bytes, key: key), current.vaultID == record.vaultID,
+           current.generation >= record.generation {
+            return true
         }
-        let temp = "\(path)/.\(KeychainDirectory.stem(group)).seen.\(Hex.encode(SystemRandom.shared.bytes(6))).tmp"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return }
+        let prefix = ".\(name)."
+        removeStaleTemporaries(prefix: prefix)
+        let temp = "\(path)/\(prefix)\(Hex.encode(SystemRandom.shared.bytes(6))).tmp"
+        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, KeychainDirectory.mode(.seen, trust))
+        guard fd >= 0 else { return false }
+        // Locked while it exists, so another writer's clean-up leaves it alone.
+        _ = flock(fd, LOCK_EX | LOCK_NB)
         let bytes = record.encode(key: key)
-        let ok = write(fd, bytes, bytes.count) == bytes.count
+        let ok = write(fd, bytes, bytes.count) == bytes.count && KeychainDirectory.setMode(fd, .seen, trust)
+        let placed = ok && rename(temp, target) == 0
+        if !placed { unlink(temp) }
         close(fd)
-        if !ok || rename(temp, target) != 0 { unlink(temp) }
+        return placed
     }
-}
 
-/// Reads a whole file of at most `max` bytes; nil if it cannot be read or is larger.
-func readSmallFile(_ path: String, max: Int) -> [UInt8]? {
-    let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var out = [UInt8](repeating: 0, count: max + 1)
-    var got = 0
-    while got <= max {
-        let n = out.withUnsafeMutableBytes { read(fd, $0.baseAddress! + got, max + 1 - got) }
-        if n < 0, errno == EINTR { continue }
-        if n <= 0 { break }
-        got += n
+    /// Removes temporary files `prefix` + 12 lowercase hex digits + `.tmp` that no process holds a lock on
+    /// (SPEC.md §K1): what writers killed before their rename left.
+    func removeStaleTemporaries(prefix: String) {
+        let hex = Set("0123456789abcdef".utf8)
+        for name in fileNames() ?? [] {
+            guard name.hasPrefix(prefix), name.hasSuffix(".tmp") else { continue }
+            let middle = name.utf8.dropFirst(prefix.utf8.count).dropLast(4)
+            guard middle.count == 12, middle.allSatisfy(hex.contains) else { continue }
+            let file = "\(path)/\(name)"
+            let fd = open(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            var st = stat()
+            if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, flock(fd, LOCK_EX | LOCK_NB) == 0 { unlink(file) }
+            close(fd)
+        }
     }
-    guard got <= max else { return nil }
-    return Array(out[0..<got])
 }

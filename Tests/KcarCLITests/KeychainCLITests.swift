@@ -18,7 +18,7 @@ final class KeychainCLITests: XCTestCase {
     @discardableResult
     func kcar(_ args: [String], stdin: String? = nil, env: [String: String] = [:], prefix: [String] = [], expect: Int32? = 0,
               file: StaticString = #filePath, line: UInt = #line) throws -> ProcessResult {
-        var environment = ["KCAR_KEYCHAIN": kc, "KCAR_ACCESS_GROUPS": ""]
+        var environment = ["KCAR_KEYCHAIN": kc, "KCAR_ACCESS_GROUPS": "", "XDG_STATE_HOME": dir + "/state"]
         for (k, v) in env { environment[k] = v }
         let r = try runProcess(CLITests.binary, args, stdin: stdin.map { Data($0.utf8) }, env: environment, cwd: dir, prefix: prefix)
         if let expect { XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line) }
@@ -103,22 +103,105 @@ final class KeychainCLITests: XCTestCase {
     }
 
     func testAKeyFileTheProcessCannotReadIsAMissingEntitlement() throws {
-        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
-            throw XCTSkip("needs root and setpriv to run kcar as another user")
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), getgrnam("nogroup") != nil else {
+            throw XCTSkip("needs root, setpriv and group nogroup to run kcar as another user")
         }
+        // A keychain shared on purpose with nogroup (SPEC.md §K1): its members read the keys of mode 0640.
+        try kcar(["init", "--shared-group", "nogroup"])
         try kcar(["add", "--group", "open", "--service", "s"], stdin: "readable")
         try kcar(["add", "--group", "closed", "--service", "s"], stdin: "secret")
-        // nobody may enter the directory and read open's files, not closed's key.
+        XCTAssertEqual(mode(kc), 0o2770)
+        XCTAssertEqual(mode(kc + "/open.key"), 0o640)
+        XCTAssertEqual(mode(kc + "/open.kcv"), 0o660)
         chmod(dir, 0o755)
-        chmod(kc, 0o755)
-        for f in ["open.key", "open.kcv", "closed.kcv"] { chmod(kc + "/" + f, 0o644) }
+        chmod(kc + "/closed.key", 0o600)
         let nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
         let groups = try kcar(["groups"], prefix: nobody)
         XCTAssertEqual(groups.out, "       1  open\n")
         XCTAssertEqual(try kcar(["get", "--service", "s"], prefix: nobody).out, "readable")
+        // A member adds a group of its own, and compacts one: the files keep the group's modes.
+        try kcar(["add", "--group", "theirs", "--service", "t"], stdin: "t", prefix: nobody)
+        try kcar(["compact", "--group", "open"], prefix: nobody)
+        XCTAssertEqual(mode(kc + "/open.kcv"), 0o660)
+        XCTAssertEqual(try kcar(["get", "--group", "theirs", "--service", "t"]).out, "t")
         let denied = try kcar(["get", "--group", "closed", "--service", "s"], prefix: nobody, expect: 12)
         XCTAssertTrue(denied.err.contains("Permission denied"), denied.err)
         try kcar(["list", "--group", "closed"], prefix: nobody, expect: 12)
+        // A key readable by every user is not a way to share: refused.
+        chmod(kc + "/open.key", 0o644)
+        XCTAssertTrue(try kcar(["get", "--group", "open", "--service", "s"], prefix: nobody, expect: 15).err.contains("readable by every user"))
+    }
+
+    func testAUserPrivateGroupMayWriteTheFoldersAbove() throws {
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+              getpwuid(65534)?.pointee.pw_gid == 65534, getgrgid(65534)?.pointee.gr_mem.pointee == nil else {
+            throw XCTSkip("needs root, setpriv and nobody's private group 65534 to run kcar as another user")
+        }
+        // umask 002 with user private groups leaves ~/.local/share mode 0775: only its owner can write it.
+        let home = dir + "/home"
+        try FileManager.default.createDirectory(atPath: home + "/.local/share", withIntermediateDirectories: true)
+        for d in [home, home + "/.local", home + "/.local/share"] {
+            chown(d, 65534, 65534)
+            chmod(d, 0o775)
+        }
+        chmod(dir, 0o755)
+        let nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        let env = ["KCAR_KEYCHAIN": home + "/.local/share/kcar", "XDG_STATE_HOME": home + "/.local/state"]
+        try kcar(["add", "--group", "g", "--service", "s"], stdin: "v", env: env, prefix: nobody)
+        XCTAssertEqual(try kcar(["get", "--service", "s"], env: env, prefix: nobody).out, "v")
+        // Writable by a group with other members (users, 100): refused.
+        chown(home + "/.local", 65534, 100)
+        let refused = try kcar(["get", "--service", "s"], env: env, prefix: nobody, expect: 15)
+        XCTAssertTrue(refused.err.contains("\(home)/.local: a folder above the keychain is writable by others"), refused.err)
+    }
+
+    func testUnsafeKeychainFilesExit15() throws {
+        try kcar(["add", "--group", "mine", "--service", "api"], stdin: "own")
+        chmod(kc, 0o1777)
+        let open = try kcar(["find"], expect: 15)
+        XCTAssertTrue(open.err.contains("unsafe file \(kc): writable by every user"), open.err)
+        try kcar(["add", "--group", "mine", "--service", "x"], stdin: "x", expect: 15)
+        try kcar(["list", "--group", "mine"], expect: 15)
+        chmod(kc, 0o700)
+        // A group planted by another user (key 0644, their vault): skipped and named; its items never answer.
+        try kcar(["keygen", dir + "/their.key"])
+        try kcar(["pack", kc + "/aaa.kcv", "--items", writeItems("api", "theirs"), "--key-file", dir + "/their.key", "--group", "aaa"])
+        try FileManager.default.copyItem(atPath: dir + "/their.key", toPath: kc + "/aaa.key")
+        chmod(kc + "/aaa.key", 0o644)
+        for f in ["aaa.key", "aaa.kcv"] { chown(kc + "/" + f, 65534, 65534) }
+        let got = try kcar(["get", "--service", "api"], expect: 15)
+        XCTAssertEqual(got.out, "own")
+        XCTAssertTrue(got.err.contains("skipped group aaa: unsafe file \(kc)/aaa.key"), got.err)
+        try kcar(["find", "--service", "api"], expect: 15)
+        try kcar(["groups"], expect: 15)
+        try kcar(["add", "--group", "aaa", "--service", "new"], stdin: "secret", expect: 15)
+        for f in ["aaa.key", "aaa.kcv"] { unlink(kc + "/" + f) }
+        // A FIFO where the key is: refused at once, not waited on.
+        unlink(kc + "/mine.key")
+        mkfifo(kc + "/mine.key", 0o600)
+        XCTAssertTrue(try kcar(["get", "--group", "mine", "--service", "api"], expect: 15).err.contains("a FIFO"))
+        try kcar(["info", "--group", "mine"], expect: 15)
+    }
+
+    /// An item file of one generic password (for planting a group with `pack --items`).
+    func writeItems(_ service: String, _ value: String) throws -> String {
+        let path = dir + "/items-\(service).json"
+        let doc = "{\"format\": \"kcar-items\", \"version\": 1, \"group\": \"aaa\", \"items\": [{\"class\": \"genp\", "
+            + "\"attributes\": {\"svce\": \"\(service)\"}, \"value\": \"\(Data(value.utf8).base64EncodedString())\"}]}"
+        try Data(doc.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// The generation a group's record holds (SPEC.md §K6).
+    func seenGeneration(_ group: String) throws -> UInt64 {
+        let b = [UInt8](try Data(contentsOf: URL(fileURLWithPath: kc + "/\(group).seen")))
+        return (0..<8).reduce(0) { $0 | UInt64(b[28 + $1]) << (8 * UInt64($1)) }
+    }
+
+    func vaultGeneration(_ group: String) throws -> UInt64 {
+        let info = try kcar(["info", "--group", group]).out
+        let line = try XCTUnwrap(info.split(separator: "\n").first { $0.hasPrefix("generation:") })
+        return try XCTUnwrap(UInt64(line.split(separator: " ").last.map(String.init) ?? ""))
     }
 
     func testDeviceOnlyItemsStayUnlessAsked() throws {
@@ -152,13 +235,55 @@ final class KeychainCLITests: XCTestCase {
     func testRollbackIsReported() throws {
         try kcar(["add", "--group", "g", "--service", "old"], stdin: "1")
         try FileManager.default.copyItem(atPath: kc + "/g.kcv", toPath: dir + "/backup.kcv")
+        try FileManager.default.copyItem(atPath: kc + "/g.seen", toPath: dir + "/backup.seen")
         try kcar(["add", "--group", "g", "--service", "new"], stdin: "2")
+        try kcar(["delete", "--group", "g", "--service", "old"])
         try FileManager.default.removeItem(atPath: kc + "/g.kcv")
         try FileManager.default.copyItem(atPath: dir + "/backup.kcv", toPath: kc + "/g.kcv")
+        let rolledBack = try Data(contentsOf: URL(fileURLWithPath: kc + "/g.kcv"))
         XCTAssertTrue(try kcar(["find", "--group", "g"], expect: 14).err.contains("older copy"))
-        try kcar(["verify", "--group", "g"], expect: 14)
+        // Every command that opens the group checks first, and none re-seals or rewrites the old copy.
+        try Data("pw".utf8).write(to: URL(fileURLWithPath: dir + "/pp"))
+        for command in [["rekey"], ["compact"], ["info"], ["verify"], ["list"], ["extract", "-C", dir + "/out"], ["recover"],
+                        ["passwd", "--add-passphrase", "--new-passphrase-file", dir + "/pp", "--kdf-memory", "8", "--kdf-passes", "1"]] {
+            try kcar(command + ["--group", "g"], expect: 14)
+        }
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: kc + "/g.kcv")), rolledBack)
+        try kcar(["get", "--service", "old"], expect: 14)
+        // Deleting the record does not help: the vault is past its first commit (even for a user who keeps no
+        // copy of the record).
+        unlink(kc + "/g.seen")
+        try kcar(["get", "--service", "old"], expect: 14)
+        let fresh = ["XDG_STATE_HOME": dir + "/fresh"]
+        XCTAssertTrue(try kcar(["get", "--service", "old"], env: fresh, expect: 14).err.contains("no generation record"))
         try kcar(["groups", "--accept-rollback", "g"])
         try kcar(["find", "--group", "g", "--service", "old"])
+        // The vault and its record restored together (one consistent older copy of both): this user's own
+        // copy of the record (XDG_STATE_HOME) saw more; a user without one cannot tell (SPEC.md §K6).
+        try kcar(["add", "--group", "g", "--service", "newer"], stdin: "3")
+        unlink(kc + "/g.kcv")
+        unlink(kc + "/g.seen")
+        try FileManager.default.copyItem(atPath: dir + "/backup.kcv", toPath: kc + "/g.kcv")
+        try FileManager.default.copyItem(atPath: dir + "/backup.seen", toPath: kc + "/g.seen")
+        XCTAssertTrue(try kcar(["find", "--group", "g"], expect: 14).err.contains("this user saw"))
+        try kcar(["find", "--group", "g", "--service", "old"], env: ["XDG_STATE_HOME": dir + "/other-user"])
+    }
+
+    func testVaultCommandsOnAGroupAdvanceItsRecord() throws {
+        try kcar(["add", "--group", "g", "--service", "a"], stdin: "1")
+        try kcar(["add", "--group", "g", "--service", "b"], stdin: "2")
+        try kcar(["delete", "--group", "g", "--service", "a"])
+        for command in [["compact"], ["rekey"]] {
+            let before = try seenGeneration("g")
+            try kcar(command + ["--group", "g"])
+            let after = try vaultGeneration("g")
+            XCTAssertGreaterThan(after, before, "\(command)")
+            XCTAssertEqual(try seenGeneration("g"), after, "\(command) advances g.seen")
+        }
+        // A killed writer's temporary record is removed by the next one; none is left.
+        try Data().write(to: URL(fileURLWithPath: kc + "/.g.seen.00112233aabb.tmp"))
+        try kcar(["add", "--group", "g", "--service", "c"], stdin: "3")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: kc).filter { $0.hasSuffix(".tmp") }, [])
     }
 
     func testImportNSKeyedArchive() throws {
@@ -179,7 +304,7 @@ final class KeychainCLITests: XCTestCase {
         let (kc, dir) = (kc, dir!)
         DispatchQueue.concurrentPerform(iterations: count) { i in
             let r = try? runProcess(CLITests.binary, ["add", "--group", "g", "--service", "p", "--account", "\(i)"],
-                                    stdin: Data("v\(i)".utf8), env: ["KCAR_KEYCHAIN": kc], cwd: dir)
+                                    stdin: Data("v\(i)".utf8), env: ["KCAR_KEYCHAIN": kc, "XDG_STATE_HOME": dir + "/state"], cwd: dir)
             if r?.code != 0 { failures.withLock { $0.append("\(i): \(r?.err ?? "did not run")") } }
         }
         XCTAssertEqual(failures.withLock { $0 }, [])

@@ -91,8 +91,10 @@ final class AccessGroupTests: KeychainTestCase {
         assertStatus(.rolledBack, try other.add(attributes: attrs(["svce": .string("x")]), value: []))
         try other.acceptRollback(group: "app.shared")
         XCTAssertEqual(try other.find(ItemQuery()).compactMap { $0.attributes.string("svce") }, ["old"])
-        // A forged record (no key) is ignored and replaced.
+        // A forged record (no key) is not taken for the group's own: it is refused until accepted.
         try Data(repeating: 0xFF, count: 68).write(to: URL(fileURLWithPath: dir.path + "/app.shared.seen"))
+        assertStatus(.rolledBack, try store().find(ItemQuery()))
+        try store().acceptRollback(group: "app.shared")
         XCTAssertEqual(try store().find(ItemQuery()).count, 1)
     }
 

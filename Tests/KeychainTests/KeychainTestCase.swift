@@ -6,7 +6,7 @@ import XCTest
 /// A fresh keychain directory per test, and a store over it with an explicit group list.
 class KeychainTestCase: XCTestCase {
     var root: String!
-    var dir: KeychainDirectory { KeychainDirectory(path: root + "/kc") }
+    var dir: KeychainDirectory { KeychainDirectory(path: root + "/kc", statePath: root + "/state") }
 
     override func setUpWithError() throws {
         root = NSTemporaryDirectory() + "kcar-keychain-\(UUID().uuidString)"

@@ -15,7 +15,7 @@ final class KeychainReviewTests: KeychainTestCase {
         var changes: [String: AttributeValue?] = ["acct": .string("z")]
         for i in 0..<10 { changes["@n\(i)"] = .integer(Int64(i)) }
         assertStatus(.duplicateItem, try s.transaction { tx in
-            let ids = tx.find(ItemQuery(attributes: self.attrs(["labl": .string("L")]))).map(\.id)
+            let ids = try tx.find(ItemQuery(attributes: self.attrs(["labl": .string("L")]))).map(\.id)
             XCTAssertThrowsError(try tx.update(ids, set: changes, value: nil))  // the second item passes 256 attributes
             try tx.add(attributes: self.attrs(["svce": .string("a"), "acct": .string("z")]), value: [3])
         })

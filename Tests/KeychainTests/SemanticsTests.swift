@@ -168,7 +168,7 @@ final class SemanticsTests: KeychainTestCase {
         try s.add(attributes: pw("n1"), value: [2])
         // A refused update changes nothing; the transaction goes on and commits.
         try s.transaction { tx in
-            let a = tx.find(.password(service: "s", account: "a"))
+            let a = try tx.find(.password(service: "s", account: "a"))
             XCTAssertThrowsError(try tx.update(a.map(\.id), set: ["acct": .string("b")], value: nil))
             XCTAssertThrowsError(try tx.add(attributes: pw("a"), value: [4]))
             try tx.update(a.map(\.id), set: ["acct": .string("z")], value: nil)
@@ -182,9 +182,9 @@ final class SemanticsTests: KeychainTestCase {
         try s.add(attributes: pw("temp"), value: [9])
         // Two items moved in one change set: c -> y and z -> c, so z's key is free and c's is taken again.
         try s.transaction { tx in
-            let ids = tx.find(.password(service: "s", account: "c")).map(\.id)
+            let ids = try tx.find(.password(service: "s", account: "c")).map(\.id)
             try tx.update(ids, set: ["acct": .string("y")], value: nil)
-            try tx.update(tx.find(.password(service: "s", account: "z")).map(\.id), set: ["acct": .string("c")], value: nil)
+            try tx.update(try tx.find(.password(service: "s", account: "z")).map(\.id), set: ["acct": .string("c")], value: nil)
         }
         try s.add(attributes: pw("z"), value: [10])
         // Another writer (another store, as another process) adds and deletes: this store must see it.

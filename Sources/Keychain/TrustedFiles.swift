@@ -1,0 +1,311 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import VaultFormat
+
+/// Whom a keychain directory is trusted to be written by (SPEC.md §K1): its owner and root, and, when the
+/// owner shares it on purpose (`.kcar-shared`), the members of one Unix group.
+public struct KeychainTrust: Sendable, Hashable {
+    /// The directory's owner.
+    public let owner: uid_t
+    /// The Unix group the owner shares the keychain with, or nil for a private keychain.
+    public let sharedGroup: gid_t?
+    /// The directory's path with every symbolic link resolved.
+    public let realPath: String
+}
+
+/// The kinds of file in a keychain directory, each with its own mode rule (SPEC.md §K1).
+enum KeychainFile: Equatable {
+    case key, vault, seen
+}
+
+extension KeychainDirectory {
+    /// The file by which the owner of a keychain directory shares it with a Unix group (SPEC.md §K1).
+    public static let sharedMarker = ".kcar-shared"
+    /// The largest `.kcar-shared` file read: a group name and a newline.
+    static let sharedMarkerMax = 256
+
+    /// Checks the directory and every folder above it (SPEC.md §K1) and says whom it is trusted to be
+    /// written by. Nil if the directory does not exist. Throws ``KeychainReason/unsafeFile`` for a directory
+    /// that someone outside its trust could change.
+    public func trust() throws -> KeychainTrust? {
+        guard let realBytes = realpath(path, nil) else {
+            if errno == ENOENT { return nil }
+            throw KeychainError(.io, "cannot resolve keychain \(path): \(String(cString: strerror(errno)))")
+        }
+        let real = String(cString: realBytes)
+        free(realBytes)
+        let dfd = open(real, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard dfd >= 0 else {
+            if errno == ENOTDIR || errno == ELOOP { throw KeychainError.unsafe(path, "not a directory") }
+            throw KeychainError(.io, "cannot open keychain \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(dfd) }
+        var st = stat()
+        guard fstat(dfd, &st) == 0 else { throw KeychainError(.io, "cannot stat keychain \(path)") }
+        let shared = try sharedGroup(dfd, directory: st)
+        let me = geteuid()
+        if st.st_uid != me, st.st_uid != 0 {
+            guard let shared, KeychainDirectory.isMember(of: shared) else {
+                throw KeychainError.unsafe(path, "owned by uid \(st.st_uid), not by this user (uid \(me)) or root")
+            }
+        }
+        if st.st_mode & S_IWOTH != 0 { throw KeychainError.unsafe(path, "writable by every user (mode \(octal(st.st_mode)))") }
+        if st.st_mode & S_IWGRP != 0, shared == nil, !KeychainDirectory.isPrivateGroup(st.st_gid, of: st.st_uid) {
+            throw KeychainError.unsafe(path, "writable by its group (gid \(st.st_gid), mode \(octal(st.st_mode))) but not shared "
+                + "with it on purpose (`kcar init --shared-group NAME`)")
+        }
+        // The folders above: owned by root, this user or the keychain's owner; writable by others only when
+        // sticky (others can then not rename what they do not own).
+        var parent = real
+        while parent != "/" {
+            parent = parent.lastIndex(of: "/").map { $0 == parent.startIndex ? "/" : String(parent[..<$0]) } ?? "/"
+            var p = stat()
+            guard lstat(parent, &p) == 0 else { throw KeychainError(.io, "cannot stat \(parent): \(String(cString: strerror(errno)))") }
+            if p.st_uid != 0, p.st_uid != me, p.st_uid != st.st_uid {
+                throw KeychainError.unsafe(parent, "a folder above the keychain is owned by uid \(p.st_uid)")
+            }
+            let othersWrite = p.st_mode & S_IWOTH != 0
+                || (p.st_mode & S_IWGRP != 0 && !KeychainDirectory.isPrivateGroup(p.st_gid, of: p.st_uid))
+            if othersWrite, p.st_mode & S_ISVTX == 0 {
+                throw KeychainError.unsafe(parent, "a folder above the keychain is writable by others (mode \(octal(p.st_mode)))")
+            }
+        }
+        return KeychainTrust(owner: st.st_uid, sharedGroup: shared, realPath: real)
+    }
+
+    /// ``trust()`` of a directory that must exist.
+    func requireTrust() throws -> KeychainTrust {
+        guard let t = try trust() else { throw KeychainError(.itemNotFound, "no keychain at \(path)") }
+        return t
+    }
+
+    /// The group named by `.kcar-shared`, if the owner wrote one: a regular file owned by the directory's
+    /// owner, writable by no one else, naming the directory's own group.
+    private func sharedGroup(_ dfd: Int32, directory st: stat) throws -> gid_t? {
+        let marker = "\(path)/\(KeychainDirectory.sharedMarker)"
+        let fd = openat(dfd, KeychainDirectory.sharedMarker, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { return nil }
+            if errno == ELOOP { throw KeychainError.unsafe(marker, "a symbolic link") }
+            throw KeychainError(.io, "cannot read \(marker): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var m = stat()
+        guard fstat(fd, &m) == 0 else { throw KeychainError(.io, "cannot stat \(marker)") }
+        guard m.st_mode & S_IFMT == S_IFREG else { throw KeychainError.unsafe(marker, "not a regular file") }
+        guard m.st_uid == st.st_uid else {
+            throw KeychainError.unsafe(marker, "owned by uid \(m.st_uid), not by the keychain's owner (uid \(st.st_uid))")
+        }
+        guard m.st_mode & (S_IWGRP | S_IWOTH) == 0 else { throw KeychainError.unsafe(marker, "writable by others (mode \(octal(m.st_mode)))") }
+        guard let bytes = readAll(fd, max: KeychainDirectory.sharedMarkerMax) else {
+            throw KeychainError.unsafe(marker, "longer than \(KeychainDirectory.sharedMarkerMax) bytes")
+        }
+        var name = bytes
+        if name.last == 0x0A { name.removeLast() }
+        guard !name.isEmpty, !name.contains(0), !name.contains(0x0A), let text = String(validating: name, as: UTF8.self) else {
+            throw KeychainError.unsafe(marker, "does not hold one Unix group name")
+        }
+        guard let gid = UnixDatabase.group(named: text)?.gid else {
+            throw KeychainError.unsafe(marker, "names \(text), which is not a Unix group here")
+        }
+        guard gid == st.st_gid else {
+            throw KeychainError.unsafe(marker, "names group \(text) (gid \(gid)), but the keychain's group is gid \(st.st_gid)")
+        }
+        return gid
+    }
+
+    /// Whether `gid` is the *user private group* of `uid` (SPEC.md §K1.1): its primary group, with no other
+    /// member listed, as `useradd` makes with USERGROUPS_ENAB (umask 002 then leaves folders mode 0775 that
+    /// only their owner can write). Root's groups are never counted as private.
+    static func isPrivateGroup(_ gid: gid_t, of uid: uid_t) -> Bool {
+        guard uid != 0, let user = UnixDatabase.user(uid), user.gid == gid, let group = UnixDatabase.group(gid: gid) else { return false }
+        return group.members.allSatisfy { $0 == user.name }
+    }
+
+    /// Whether this process is in Unix group `gid`.
+    static func isMember(of gid: gid_t) -> Bool {
+        if getegid() == gid { return true }
+        let n = getgroups(0, nil)
+        guard n > 0 else { return false }
+        var groups = [gid_t](repeating: 0, count: Int(n))
+        let got = getgroups(n, &groups)
+        return got > 0 && groups.prefix(Int(got)).contains(gid)
+    }
+
+    /// Opens a group file for reading without following a symbolic link or blocking on a FIFO, and checks
+    /// what it is through the opened descriptor (SPEC.md §K1). Nil if it does not exist; a file this process
+    /// may not read is a missing entitlement.
+    func openTrusted(_ file: String, _ kind: KeychainFile, _ trust: KeychainTrust) throws -> Int32? {
+        let fd = open(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            let e = errno
+            if e == ENOENT { return nil }
+            if e == ELOOP { throw KeychainError.unsafe(file, "a symbolic link") }
+            if e == EACCES { throw KeychainError(.missingEntitlement, "cannot read \(file): \(String(cString: strerror(e)))") }
+            throw KeychainError(.io, "cannot open \(file): \(String(cString: strerror(e)))")
+        }
+        do {
+            try check(fd, file, kind, trust)
+        } catch {
+            close(fd)
+            throw error
+        }
+        return fd
+    }
+
+    /// The rules of SPEC.md §K1 for one opened file.
+    private func check(_ fd: Int32, _ file: String, _ kind: KeychainFile, _ trust: KeychainTrust) throws {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw KeychainError(.io, "cannot stat \(file)") }
+        guard st.st_mode & S_IFMT == S_IFREG else { throw KeychainError.unsafe(file, "not a regular file (\(typeName(st.st_mode)))") }
+        let sharedHere = trust.sharedGroup.map { $0 == st.st_gid } ?? false
+        if st.st_uid != geteuid(), st.st_uid != 0, st.st_uid != trust.owner, !sharedHere {
+            throw KeychainError.unsafe(file, "owned by uid \(st.st_uid), not by this user (uid \(geteuid())) or the keychain's owner")
+        }
+        if st.st_mode & S_IWOTH != 0 { throw KeychainError.unsafe(file, "writable by every user (mode \(octal(st.st_mode)))") }
+        if st.st_mode & S_IWGRP != 0, !sharedHere {
+            throw KeychainError.unsafe(file, "writable by its group (gid \(st.st_gid), mode \(octal(st.st_mode))), which the keychain is not shared with")
+        }
+        if kind == .key {
+            if st.st_mode & S_IROTH != 0 { throw KeychainError.unsafe(file, "a key readable by every user (mode \(octal(st.st_mode)))") }
+            if st.st_mode & S_IRGRP != 0, !sharedHere {
+                throw KeychainError.unsafe(file, "a key readable by its group (gid \(st.st_gid), mode \(octal(st.st_mode))), which the keychain is not shared with")
+            }
+        }
+    }
+
+    /// The first `prefix` bytes (or fewer) of a trusted group file; nil if it does not exist.
+    func readTrusted(_ file: String, _ kind: KeychainFile, _ trust: KeychainTrust, prefix: Int) throws -> [UInt8]? {
+        guard let fd = try openTrusted(file, kind, trust) else { return nil }
+        defer { close(fd) }
+        return readPrefix(fd, prefix)
+    }
+
+    /// Checks the group's vault file before it is opened by path (the directory's trust makes the name stable).
+    func checkVaultFile(_ group: String, _ trust: KeychainTrust) throws {
+        guard let fd = try openTrusted(vaultPath(group), .vault, trust) else {
+            throw KeychainError(.itemNotFound, "access group \(group) has no vault in \(path)")
+        }
+        close(fd)
+    }
+
+    /// Checks the group's vault file (SPEC.md §K1), for a command that opens it with another secret.
+    package func checkVault(_ group: String) throws { try checkVaultFile(group, try requireTrust()) }
+
+    /// The mode a new group file gets: the owner's alone, or shared with the keychain's group.
+    static func mode(_ kind: KeychainFile, _ trust: KeychainTrust) -> mode_t {
+        guard trust.sharedGroup != nil else { return 0o600 }
+        return kind == .key ? 0o640 : 0o660
+    }
+
+    /// Gives a new file the mode of `kind` and, in a shared keychain, the shared group (whatever the
+    /// folder's setgid bit did).
+    static func setMode(_ fd: Int32, _ kind: KeychainFile, _ trust: KeychainTrust) -> Bool {
+        if let gid = trust.sharedGroup, fchown(fd, uid_t.max, gid) != 0 { return false }
+        return fchmod(fd, mode(kind, trust)) == 0
+    }
+
+    /// In a shared keychain, gives a file kcar wrote (a new vault, a rewritten one) the group's mode, so the
+    /// other members can still use it. Best effort: a file another member owns keeps its mode.
+    func share(_ file: String, _ kind: KeychainFile, _ trust: KeychainTrust) {
+        guard let gid = trust.sharedGroup else { return }
+        let fd = open(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(), st.st_gid != gid
+            || st.st_mode & 0o777 != KeychainDirectory.mode(kind, trust) else { return }
+        _ = KeychainDirectory.setMode(fd, kind, trust)
+    }
+}
+
+/// Reads what is left of `fd`, at most `max` bytes; nil if there is more.
+func readAll(_ fd: Int32, max: Int) -> [UInt8]? {
+    let out = readPrefix(fd, max + 1)
+    return out.count <= max ? out : nil
+}
+
+/// Reads at most `count` bytes from `fd` (fewer at its end).
+func readPrefix(_ fd: Int32, _ count: Int) -> [UInt8] {
+    var out = [UInt8](repeating: 0, count: count)
+    var got = 0
+    while got < count {
+        let n = out.withUnsafeMutableBytes { read(fd, $0.baseAddress! + got, count - got) }
+        if n < 0, errno == EINTR { continue }
+        if n <= 0 { break }
+        got += n
+    }
+    return Array(out[0..<got])
+}
+
+private func octal(_ mode: mode_t) -> String { "0" + String(mode & 0o7777, radix: 8) }
+
+private func typeName(_ mode: mode_t) -> String {
+    switch mode & S_IFMT {
+    case S_IFIFO: return "a FIFO"
+    case S_IFDIR: return "a directory"
+    case S_IFCHR, S_IFBLK: return "a device"
+    case S_IFSOCK: return "a socket"
+    default: return "type \(String(mode & S_IFMT, radix: 8))"
+    }
+}
+
+/// Users and groups, through the reentrant lookups (`getpwuid_r`, `getgrgid_r`, `getgrnam_r`): stores on
+/// several threads may check files at once.
+enum UnixDatabase {
+    /// The largest buffer a lookup may take (entries of groups with very many members need more than 16 KiB).
+    static let bufferMax = 1 << 20
+
+    static func user(_ uid: uid_t) -> (name: String, gid: gid_t)? {
+        lookup { buf, n in
+            var pw = passwd()
+            var out: UnsafeMutablePointer<passwd>?
+            let rc = getpwuid_r(uid, &pw, buf, n, &out)
+            return (rc, out == nil ? nil : (String(cString: pw.pw_name), pw.pw_gid))
+        }
+    }
+
+    static func group(gid: gid_t) -> (gid: gid_t, members: [String])? {
+        lookup { buf, n in
+            var gr = Glibc.group()
+            var out: UnsafeMutablePointer<Glibc.group>?
+            let rc = getgrgid_r(gid, &gr, buf, n, &out)
+            return (rc, out == nil ? nil : (gr.gr_gid, members(gr)))
+        }
+    }
+
+    static func group(named name: String) -> (gid: gid_t, members: [String])? {
+        lookup { buf, n in
+            var gr = Glibc.group()
+            var out: UnsafeMutablePointer<Glibc.group>?
+            let rc = getgrnam_r(name, &gr, buf, n, &out)
+            return (rc, out == nil ? nil : (gr.gr_gid, members(gr)))
+        }
+    }
+
+    private static func members(_ gr: Glibc.group) -> [String] {
+        var out: [String] = []
+        var p = gr.gr_mem
+        while let m = p?.pointee {
+            out.append(String(cString: m))
+            p = p?.advanced(by: 1)
+        }
+        return out
+    }
+
+    /// Runs a lookup with a growing buffer until it fits (ERANGE) or `bufferMax` is reached.
+    private static func lookup<T>(_ body: (UnsafeMutablePointer<CChar>, Int) -> (Int32, T?)) -> T? {
+        var size = 16 << 10
+        while size <= bufferMax {
+            var buf = [CChar](repeating: 0, count: size)
+            let (rc, value) = buf.withUnsafeMutableBufferPointer { body($0.baseAddress!, size) }
+            if rc == ERANGE {
+                size *= 2
+                continue
+            }
+            return rc == 0 ? value : nil
+        }
+        return nil
+    }
+}
