@@ -45,8 +45,9 @@ enum Help {
         case "verify": return """
             usage: kcar verify VAULT [--json] [--no-key] [secret options]
               Checks the header, every slot's structure, every commit's trailer and index, and every record.
-              Exit 0 only for an intact vault (4 damaged, 5 incomplete last commit). Without a secret
-              (--no-key, or no secret and no terminal) it checks the structure and header checksum only, and says so.
+              Exit 0 only for an intact vault (4 damaged, 5 incomplete last commit). With --no-key it checks
+              the structure and header checksum only, and says so (records are not authenticated). With no
+              secret, no --no-key and no terminal to ask on: exit 10, nothing was checked.
             """
         case "info": return """
             usage: kcar info VAULT [--json] [secret options]
