@@ -63,6 +63,16 @@ func cliCases() -> [HostileCase] {
                     args: ["pack", "out.kcv", "--items", "items.json", key, "k.key"], exits: [15]),
         HostileCase(name: "cli/device-key-file", attack: "/dev/zero as the key file (a device: never read)",
                     make: { try vault($0, items: one) }, args: ["list", "v.kcv", key, "/dev/zero"], exits: [15]),
+        // Item 6: pack opens what it lists without blocking; a FIFO among the inputs is reported and skipped.
+        HostileCase(name: "cli/pack-fifo-input", attack: "a FIFO among pack's input files (no writer ever comes)",
+                    make: {
+                        try writeFile($0 + "/k.key", Recipes.keyFile)
+                        mkdir($0 + "/src", 0o700)
+                        mkdir($0 + "/src/svc", 0o700)
+                        try writeFile($0 + "/src/svc/a", [1])
+                        try fifo($0 + "/src/svc/b")
+                    },
+                    args: ["pack", "out.kcv", "src", key, "k.key"], exits: [9]),
         // Item 9: the group is printed by info without a key; the escape makes it harmless (checked by the CLI tests).
         HostileCase(name: "cli/control-characters-in-group", attack: "a header whose group holds terminal escapes (info, no key)",
                     make: { try vault($0, group: "\u{1B}]0;owned\u{07}\u{1B}[2J\u{9B}31m", items: [(ItemClass(rawValue: "\u{1B}[5m"), "s", "a", [1])]) },

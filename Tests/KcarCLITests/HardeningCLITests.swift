@@ -206,4 +206,129 @@ final class HardeningCLITests: XCTestCase {
         XCTAssertEqual(mkfifo(path("fifo.json"), 0o600), 0)
         try kcar(["pack", "f.kcv", "--items", "fifo.json", "--key-file", keyFile], expect: 15)
     }
+
+    // MARK: items 6 and 11: a running command, paused at a point by the debug seam
+
+    /// A kcar process started in the background with `KCAR_DEBUG_PAUSE=point:marker`, and the moment it
+    /// reached the point (the marker exists).
+    func start(_ args: [String], pause point: String) throws -> (Process, marker: String) {
+        let marker = path(".pause-\(point)")
+        let p = kcarProcess(args, cwd: dir, env: ["KCAR_DEBUG_PAUSE": "\(point):\(marker)"])
+        try p.run()
+        var waited = 0
+        while !FileManager.default.fileExists(atPath: marker) {
+            guard p.isRunning, waited < 6000 else {
+                p.terminate()
+                XCTFail("kcar \(args) never reached \(point)")
+                throw XCTSkip("seam not reached")
+            }
+            usleep(10_000)
+            waited += 1
+        }
+        return (p, marker)
+    }
+
+    /// Waits for `p`, killing it after a generous hang guard (the old pack blocked forever on a FIFO).
+    func finish(_ p: Process, file: StaticString = #filePath, line: UInt = #line) {
+        var waited = 0
+        while p.isRunning, waited < 6000 {
+            usleep(10_000)
+            waited += 1
+        }
+        if p.isRunning {
+            XCTFail("kcar still running after 60 s: killed", file: file, line: line)
+            kill(p.processIdentifier, SIGKILL)
+        }
+        p.waitUntilExit()
+    }
+
+    /// pack lists, then reads: a folder swapped for a symlink to a secret folder, a file swapped for a FIFO
+    /// and a file replaced by another between the two are skipped and reported (exit 9), never followed,
+    /// waited on or packed. Before, pack followed the swapped folder (root packed /etc/shadow this way) and
+    /// blocked forever on the FIFO.
+    func testPackRefusesInputsSwappedAfterTheListing() throws {
+        try FileManager.default.createDirectory(atPath: path("src/svc/dir"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: path("secret"), withIntermediateDirectories: true)
+        try Data("listed".utf8).write(to: URL(fileURLWithPath: path("src/svc/dir/file")))
+        try Data("TOPSECRET".utf8).write(to: URL(fileURLWithPath: path("secret/file")))
+        try Data("fine".utf8).write(to: URL(fileURLWithPath: path("src/svc/a")))
+        try Data("to be a fifo".utf8).write(to: URL(fileURLWithPath: path("src/svc/b")))
+        try Data("first".utf8).write(to: URL(fileURLWithPath: path("src/svc/c")))
+        let (p, marker) = try start(["pack", "v.kcv", "src", "--key-file", keyFile], pause: "pack-listed")
+        try FileManager.default.moveItem(atPath: path("src/svc/dir"), toPath: path("dir.old"))
+        try FileManager.default.createSymbolicLink(atPath: path("src/svc/dir"), withDestinationPath: path("secret"))
+        try FileManager.default.removeItem(atPath: path("src/svc/b"))
+        XCTAssertEqual(mkfifo(path("src/svc/b"), 0o600), 0)
+        try FileManager.default.moveItem(atPath: path("src/svc/c"), toPath: path("c.old"))  // its inode stays in use
+        try Data("other".utf8).write(to: URL(fileURLWithPath: path("src/svc/c.new")))
+        try FileManager.default.moveItem(atPath: path("src/svc/c.new"), toPath: path("src/svc/c"))
+        try FileManager.default.removeItem(atPath: marker)
+        finish(p)
+        XCTAssertEqual(p.terminationStatus, 9)
+        let list = try kcar(["list", "v.kcv", "--json", "--key-file", keyFile], expect: 0)
+        let names = (try JSONSerialization.jsonObject(with: list.data) as! [[String: Any]]).map { $0["name"] as! String }
+        XCTAssertEqual(names, ["svc/a"])
+        XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "svc/a", "--key-file", keyFile], expect: 0).out, "fine")
+    }
+
+    /// Leftover temporaries in `folder`: extract's `.kcar-*.tmp` and a vault writer's `.NAME.*.tmp`.
+    func temporaries(_ folder: String) -> [String] {
+        ((try? FileManager.default.subpathsOfDirectory(atPath: folder)) ?? []).filter { $0.hasSuffix(".tmp") || $0.hasSuffix(".tmp.new") }
+    }
+
+    /// SIGINT or SIGTERM in the middle of writing an extracted file, or a packed vault: the process dies of
+    /// the signal, as before, but leaves no temporary file (before: a hidden file of decrypted data in the
+    /// output folder, and the temporary vault).
+    func testInterruptedExtractAndPackLeaveNoTemporaries() throws {
+        let big = (0..<3 << 20).map { UInt8(truncatingIfNeeded: $0 &* 7) }  // streamed: chunk by chunk to a temporary name
+        try makeVault(items: [(.genericPassword, ["svce": "s", "acct": "big"], big), (.genericPassword, ["svce": "s", "acct": "small"], [1, 2])])
+        for (signal, force) in [(SIGINT, false), (SIGTERM, true)] {
+            let (p, marker) = try start(["extract", "v.kcv", "-C", "out", "--key-file", keyFile] + (force ? ["--force"] : []), pause: "extract-writing")
+            XCTAssertFalse(((try? FileManager.default.subpathsOfDirectory(atPath: path("out/s"))) ?? []).isEmpty, "a file is being written")
+            kill(p.processIdentifier, signal)
+            finish(p)
+            try? FileManager.default.removeItem(atPath: marker)
+            XCTAssertEqual(p.terminationReason, .uncaughtSignal)
+            XCTAssertEqual(p.terminationStatus, signal)
+            XCTAssertEqual(temporaries(path("out")), [], "signal \(signal)")
+            XCTAssertNil(FileManager.default.contents(atPath: path("out/s/big")).map { $0.count == big.count ? nil : $0 } ?? nil,
+                         "a partial file is left")
+        }
+        try FileManager.default.createDirectory(atPath: path("src/svc"), withIntermediateDirectories: true)
+        try Data(big).write(to: URL(fileURLWithPath: path("src/svc/big")))
+        let (p, _) = try start(["pack", "packed.kcv", "src", "--key-file", keyFile], pause: "pack-writing")
+        XCTAssertFalse(temporaries(dir).isEmpty, "the vault is being written")
+        kill(p.processIdentifier, SIGTERM)
+        finish(p)
+        XCTAssertEqual(p.terminationReason, .uncaughtSignal)
+        XCTAssertEqual(temporaries(dir), [])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path("packed.kcv")))
+    }
+
+    /// A temporary file a killed extract left (SIGKILL: no handler runs) is removed by the next extract that
+    /// writes to its folder, with or without --force; one that a live process holds locked, and names that
+    /// are not extract's own, are left alone.
+    func testStaleExtractTemporariesAreCleanedOnTheNextRun() throws {
+        try makeVault(items: [(.genericPassword, ["svce": "s", "acct": "a"], [1]), (.genericPassword, ["svce": "s", "acct": "b"], [2])])
+        try FileManager.default.createDirectory(atPath: path("out/s"), withIntermediateDirectories: true)
+        let stale = ".kcar-0123456789ab.tmp", live = ".kcar-abcdef012345.tmp", other = ".kcar-notours.tmp"
+        for name in [stale, live, other] { try Data("decrypted".utf8).write(to: URL(fileURLWithPath: path("out/s/" + name))) }
+        let held = open(path("out/s/" + live), O_RDONLY)
+        XCTAssertEqual(flock(held, LOCK_EX | LOCK_NB), 0)
+        defer { close(held) }
+        try kcar(["extract", "v.kcv", "-C", "out", "s/a", "--key-file", keyFile], expect: 0)
+        XCTAssertEqual(Set(temporaries(path("out/s"))), [live, other])
+        try kcar(["extract", "v.kcv", "-C", "out", "--force", "--key-file", keyFile], expect: 0)
+        XCTAssertEqual(Set(temporaries(path("out/s"))), [live, other])
+        // And the kill itself: SIGKILL while writing, then a run with --force.
+        let big = [UInt8](repeating: 9, count: 3 << 20)
+        try makeVault(items: [(.genericPassword, ["svce": "s", "acct": "big"], big)])
+        let (p, _) = try start(["extract", "v.kcv", "-C", "out", "--force", "--key-file", keyFile], pause: "extract-writing")
+        kill(p.processIdentifier, SIGKILL)
+        finish(p)
+        XCTAssertEqual(Set(temporaries(path("out/s"))).count, 3, "the killed extract left its temporary")
+        try kcar(["extract", "v.kcv", "-C", "out", "--force", "--key-file", keyFile], expect: 0)
+        XCTAssertEqual(Set(temporaries(path("out/s"))), [live, other])
+        XCTAssertEqual(FileManager.default.contents(atPath: path("out/s/big")), Data(big))
+    }
 }
