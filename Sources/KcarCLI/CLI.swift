@@ -51,7 +51,8 @@ public enum CLI {
         `kcar COMMAND --help` shows a command's options. Exit codes: 0 ok, 2 usage, 3 wrong passphrase or key,
         4 damaged or invalid vault, 5 incomplete last commit, 6 item not found, 7 refusing to overwrite,
         8 I/O error, 9 pack skipped some inputs, 10 no secret and no terminal, 11 duplicate item,
-        12 missing entitlement (access group), 13 lock timeout, 14 vault rolled back to an older copy.
+        12 missing entitlement (access group), 13 lock timeout, 14 vault rolled back to an older copy,
+        15 unsafe file (not a regular file, a symlink, or not trusted).
         """
 
     /// Runs `kcar` with `arguments` (without the program name) and returns the exit status.
