@@ -106,13 +106,19 @@ func cliCases() -> [HostileCase] {
                         try itemFile($0 + "/items.json", (0..<100_000).map { "{\"class\":\"genp\",\"attributes\":{\"svce\":\"s\",\"acct\":\"\($0)\"},\"value\":\"AA==\"}" })
                     },
                     args: ["import", "--keychain", "kc", "--group", "g", "--items", "items.json"], exits: [0]),
-        HostileCase(name: "cli/items-combining-name", attack: "an attribute name of 6 MB of combining marks (quadratic to compare)",
+        HostileCase(name: "cli/items-combining-name", attack: "attribute names of 6 MB of alternating combining marks (quadratic to hash and compare)",
                     make: {
                         try writeFile($0 + "/k.key", Recipes.keyFile)
-                        let marks = String(repeating: "\u{301}", count: 3_000_000)
+                        let marks = String(repeating: "\u{301}\u{316}", count: 1_500_000)  // two classes: reordered
                         try itemFile($0 + "/items.json", ["{\"class\":\"genp\",\"attributes\":{\"a\(marks)\":\"x\",\"a\(marks)\u{300}\":\"y\"},\"value\":\"\"}"])
                     },
                     args: ["pack", "out.kcv", "--items", "items.json", key, "k.key"], exits: [4]),
+        HostileCase(name: "cli/items-combining-accounts", attack: "300 items whose accounts are 32,000 alternating combining marks (64 KB, within ATTR_VALUE_MAX), for import --items",
+                    make: {
+                        let marks = String(repeating: "\u{301}\u{316}", count: 16_000)
+                        try itemFile($0 + "/items.json", (0..<300).map { "{\"class\":\"genp\",\"attributes\":{\"svce\":\"s\",\"acct\":\"\($0)\(marks)\"},\"value\":\"\"}" })
+                    },
+                    args: ["import", "--keychain", "kc", "--group", "g", "--items", "items.json"], exits: [4]),
         HostileCase(name: "cli/items-combining-values", attack: "100,000 items whose accounts end in 30 combining marks (the Stream-Safe bound), for import --items",
                     make: {
                         let marks = String(repeating: "\u{301}\u{302}", count: 15)
