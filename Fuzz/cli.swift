@@ -69,6 +69,8 @@ func fuzzOne(_ input: [UInt8]) {
     precondition(!shown.unicodeScalars.contains { u in
         u.value < 0x20 || (0x7F...0x9F).contains(u.value) || (0x2028...0x202E).contains(u.value) || (0x2066...0x2069).contains(u.value)
     }, "terminalSafe let a control character through")
+    precondition(!JSON.string(String(decoding: input, as: UTF8.self)).unicodeScalars.contains(where: isTerminalControl),
+                 "JSON.string let a control character through")
     // Item files: the reader never traps, and what it accepts is within its limits and Stream-Safe.
     var parser = ItemFile.Parser(input)
     if let entries = try? parser.document() {

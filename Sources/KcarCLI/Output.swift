@@ -55,16 +55,10 @@ func warn(_ s: String) { Output.err.line("kcar: \(terminalSafe(s))") }
 /// Used by every human-readable printer for text that comes from a file (group names, classes, attribute
 /// values, error messages); JSON output escapes with JSON's own rules instead (`JSON.string`).
 func terminalSafe(_ s: String) -> String {
-    func unsafe(_ u: Unicode.Scalar) -> Bool {
-        switch u.value {
-        case 0..<0x20, 0x7F...0x9F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: return true
-        default: return false
-        }
-    }
-    guard s.unicodeScalars.contains(where: unsafe) else { return s }
+    guard s.unicodeScalars.contains(where: isTerminalControl) else { return s }
     var out = String.UnicodeScalarView()
     for u in s.unicodeScalars {
-        guard unsafe(u) else {
+        guard isTerminalControl(u) else {
             out.append(u)
             continue
         }
@@ -75,7 +69,18 @@ func terminalSafe(_ s: String) -> String {
     return String(out)
 }
 
-/// JSON text, written by hand: strings escaped per RFC 8259.
+/// Whether a terminal acts on `u` instead of showing it: C0 controls, DEL, C1 controls (U+009B is CSI to
+/// many terminals), the line and paragraph separators, and the bidirectional embedding, override and
+/// isolate controls.
+func isTerminalControl(_ u: Unicode.Scalar) -> Bool {
+    switch u.value {
+    case 0..<0x20, 0x7F...0x9F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: return true
+    default: return false
+    }
+}
+
+/// JSON text, written by hand: strings escaped per RFC 8259, and every character a terminal would act on
+/// (``isTerminalControl(_:)``) as `\uXXXX`, so JSON printed to a terminal is as harmless as the human output.
 enum JSON {
     static func string(_ s: String) -> String {
         var out = "\""
@@ -86,7 +91,7 @@ enum JSON {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _ where u.value < 0x20 || u.value == 0x7F:
+            case _ where isTerminalControl(u):
                 let h = String(u.value, radix: 16)
                 out += "\\u" + String(repeating: "0", count: 4 - h.count) + h
             default: out.unicodeScalars.append(u)

@@ -88,7 +88,7 @@ final class HardeningCLITests: XCTestCase {
         XCTAssertTrue(try kcar(["list", "v.kcv", "--key-file", keyFile], expect: 0).out.contains("[x\\x1B[31m]"))
         // JSON keeps its own escaping.
         let json = try kcar(["info", "v.kcv", "--json"], expect: 0)
-        XCTAssertTrue(json.out.contains("\\u001b]0;owned\\u0007"), json.out)
+        XCTAssertTrue(json.out.contains("\\u001b]0;owned\\u0007\\u001b[2J\\n\\u009b31m\\u202e"), json.out)
     }
 
     // MARK: item 13
