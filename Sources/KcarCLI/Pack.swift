@@ -17,6 +17,8 @@ enum Pack {
         let name: String
         let dev: UInt64
         let ino: UInt64
+        /// Its size when listed (for the progress bar; what is stored is what is read).
+        let size: UInt64
     }
 
     /// The folders the listing went through, each by its parent, name and identity (issue 9, item 6): a file
@@ -48,8 +50,7 @@ enum Pack {
         DebugSeam.pause("pack-listed")
         let slots = try Secrets.newSlots(args)
         let options = WriteOptions(level: level)
-        // The total is needed only for a progress bar on a terminal; elsewhere it would cost a stat per file.
-        let total = Output.err.isTerminal ? entries.reduce(UInt64(0)) { $0 + fileSize($1.path) } : 0
+        let total = Output.err.isTerminal ? entries.reduce(UInt64(0)) { $0 &+ $1.size } : 0
         let progress = Progress(label: "pack", total: total)
         let toStdout = vaultPath == "-"
         let target = toStdout ? temporaryPath() : vaultPath
@@ -250,7 +251,7 @@ enum Pack {
                 case S_IFREG:
                     if let service = here.service {
                         entries.append(Entry(service: service, account: here.account + name, path: childPath, folder: here.index,
-                                             name: rawName, dev: UInt64(st.st_dev), ino: UInt64(st.st_ino)))
+                                             name: rawName, dev: UInt64(st.st_dev), ino: UInt64(st.st_ino), size: UInt64(max(0, st.st_size))))
                     } else {
                         problems.append("\(childPath): a file directly in \(root) has no service folder")
                     }
@@ -285,11 +286,6 @@ enum Pack {
             out.append((decoded, decoded ?? String(decoding: raw, as: UTF8.self)))
         }
         return out.sorted { $0.1.utf8.lexicographicallyPrecedes($1.1.utf8) }
-    }
-
-    static func fileSize(_ path: String) -> UInt64 {
-        var st = stat()
-        return lstat(path, &st) == 0 ? UInt64(st.st_size) : 0
     }
 
     static func temporaryPath() -> String {

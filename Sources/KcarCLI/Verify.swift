@@ -61,7 +61,8 @@ enum Verify {
     }
 
     static func endsWithTrailerMagic(_ path: String, size: UInt64) throws -> Bool {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // Non-blocking: the file was checked to be a regular file, but could be swapped for a FIFO since.
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw VaultError(.io, "cannot open \(path)") }
         defer { close(fd) }
         var b = [UInt8](repeating: 0, count: 8)
