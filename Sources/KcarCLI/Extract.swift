@@ -61,7 +61,10 @@ enum Extract {
                 if let staged { try staged.append(bytes) } else { try Output.out.writeBytes(bytes) }
             }
             try vault.readValues(of: selected, begin: { item, _ in try writer.begin(item) },
-                                 bytes: { try writer.value($0) }, end: { _ in try writer.end() })
+                                 bytes: { chunk in
+                                     try writer.value(chunk)
+                                     DebugSeam.pause("extract-writing")
+                                 }, end: { _ in try writer.end() })
             try writer.finish()
             try staged?.place(force: args.flag("force"))
             return deviceOnly > 0 && !args.flag("include-device-only") ? .skipped : .success
@@ -333,64 +336,18 @@ final class SafeWriter {
             }
             return Pending(dir: dir, fd: fd, temp: nil, name: name, display: display, force: false)
         }
-        while true {
-            let temp = SafeWriter.temporaryPrefix + Hex.encode(randomBytes(6)) + SafeWriter.temporarySuffix
-            let fd = openat(dir, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw CLIError(.io, "cannot create a file in the folder of \(display): \(String(cString: strerror(errno)))") }
-            // Locked while it is being written: the lock dies with the process, so a temporary file nobody
-            // locks was left by a killed extract. Another extract's cleaner may have locked and removed it
-            // between open and flock: then it is no longer this file under that name, and a new name is taken.
-            if flock(fd, LOCK_EX | LOCK_NB) == 0, SafeWriter.isStill(fd, temp, in: dir) {
-                return Pending(dir: dir, fd: fd, temp: temp, name: name, display: display, force: force)
-            }
-            close(fd)
-        }
-    }
-
-    /// Names of the temporary files extract writes: `.kcar-<12 hex digits>.tmp`.
-    static let temporaryPrefix = ".kcar-", temporarySuffix = ".tmp"
-
-    static func isTemporaryName(_ name: [UInt8]) -> Bool {
-        let prefix = Array(temporaryPrefix.utf8), suffix = Array(temporarySuffix.utf8)
-        guard name.count == prefix.count + 12 + suffix.count, name.starts(with: prefix), name.suffix(suffix.count).elementsEqual(suffix) else {
-            return false
-        }
-        return name[prefix.count..<prefix.count + 12].allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
-    }
-
-    /// Whether `name` in `dir` is the open file `fd` (same device and inode).
-    static func isStill(_ fd: Int32, _ name: String, in dir: Int32) -> Bool {
-        var a = stat(), b = stat()
-        return fstat(fd, &a) == 0 && fstatat(dir, name, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino
+        let (fd, temp) = try LockedTemporary.extracted.create(in: dir, mode: 0o600, display: display)
+        return Pending(dir: dir, fd: fd, temp: temp, name: name, display: display, force: force)
     }
 
     /// Folders already cleaned of stale temporaries in this run.
     private var cleaned = Set<[UInt8]>()
 
-    /// Removes the temporary files a killed extract left in `dir` (issue 9, item 11): only names of extract's
-    /// own form, only regular files, and only those no live process holds the lock of (a running extract
-    /// keeps its temporary locked). Each folder is looked at once per run; a fresh root has none.
+    /// Removes the temporary files a killed extract left in `dir` (issue 9, item 11), once per folder and run
+    /// (a fresh root has none).
     private func removeStale(in dir: Int32, key: [UInt8]) {
         guard !freshRoot, cleaned.insert(key).inserted else { return }
-        let fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0, let d = fdopendir(fd) else {
-            if fd >= 0 { close(fd) }
-            return
-        }
-        defer { closedir(d) }
-        while let ent = readdir(d) {
-            let raw: [UInt8] = withUnsafeBytes(of: ent.pointee.d_name) { b in Array(b.prefix { $0 != 0 }) }
-            guard SafeWriter.isTemporaryName(raw) else { continue }
-            let name = String(decoding: raw, as: UTF8.self)
-            let t = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-            guard t >= 0 else { continue }
-            var st = stat()
-            if fstat(t, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, flock(t, LOCK_EX | LOCK_NB) == 0,
-               SafeWriter.isStill(t, name, in: dir) {
-                unlinkat(dir, name, 0)
-            }
-            close(t)
-        }
+        LockedTemporary.extracted.removeStale(in: dir)
     }
 }
 

@@ -3,9 +3,11 @@ import Glibc
 #endif
 import VaultFormat
 
-/// A file written in full under a temporary name next to its path (`PATH.<12 hex>.tmp`, created exclusively,
-/// never through a link), synced, and only then given its name: readers never see a partial file, and a
-/// failure leaves nothing (the temporary name is removed on failure and when the value is dropped unplaced).
+/// A file written in full under a temporary name next to its path (`.BASE.<12 hex>.tmp`, created
+/// exclusively, never through a link, locked while written), synced, and only then given its name: readers
+/// never see a partial file, and a failure leaves nothing (the temporary name is removed on failure, when the
+/// value is dropped unplaced, and on a fatal signal; one a killed kcar left is removed by the next run that
+/// stages a file of that name, as nobody locks it).
 final class StagedFile {
     let path: String
     let temp: String
@@ -16,9 +18,16 @@ final class StagedFile {
 
     init(_ path: String, mode: mode_t) throws {
         self.path = path
-        temp = path + ".\(Hex.encode(randomBytes(6))).tmp"
-        fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw CLIError(.io, "cannot create \(path): \(String(cString: strerror(errno)))") }
+        let dir = directoryOf(path)
+        let base = path.split(separator: "/").last.map(String.init) ?? path
+        let dirFD = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dirFD >= 0 else { throw CLIError(.io, "cannot create \(path): \(String(cString: strerror(errno)))") }
+        defer { close(dirFD) }
+        let form = LockedTemporary.staged(base)
+        form.removeStale(in: dirFD)
+        let (fd, name) = try form.create(in: dirFD, mode: mode, display: path)
+        self.fd = fd
+        temp = dir + "/" + name
         registration = TemporaryFiles.register(temp)
     }
 

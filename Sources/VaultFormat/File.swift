@@ -320,7 +320,8 @@ struct AtomicReplace {
     }
 }
 
-func directoryOf(_ path: String) -> String {
+/// The folder of `path` (`.` for a bare name).
+package func directoryOf(_ path: String) -> String {
     guard let slash = path.lastIndex(of: "/") else { return "." }
     let d = String(path[..<slash])
     return d.isEmpty ? "/" : d

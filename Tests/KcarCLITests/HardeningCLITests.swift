@@ -213,6 +213,7 @@ final class HardeningCLITests: XCTestCase {
     /// reached the point (the marker exists).
     func start(_ args: [String], pause point: String) throws -> (Process, marker: String) {
         let marker = path(".pause-\(point)")
+        try? FileManager.default.removeItem(atPath: marker)  // a marker left by an earlier, killed run
         let p = kcarProcess(args, cwd: dir, env: ["KCAR_DEBUG_PAUSE": "\(point):\(marker)"])
         try p.run()
         var waited = 0
@@ -330,5 +331,33 @@ final class HardeningCLITests: XCTestCase {
         try kcar(["extract", "v.kcv", "-C", "out", "--force", "--key-file", keyFile], expect: 0)
         XCTAssertEqual(Set(temporaries(path("out/s"))), [live, other])
         XCTAssertEqual(FileManager.default.contents(atPath: path("out/s/big")), Data(big))
+    }
+
+    /// The item file of extract --items holds every value decrypted: interrupted (SIGTERM) it leaves no
+    /// temporary; killed (SIGKILL) it leaves one that the next staged write of that name removes, while a
+    /// temporary a live process locks, and names of other forms, stay.
+    func testItemFileTemporariesAreRemovedOrCleaned() throws {
+        let big = [UInt8](repeating: 5, count: 3 << 20)
+        try makeVault(items: [(.genericPassword, ["svce": "s", "acct": "big"], big)])
+        let (p, marker) = try start(["extract", "v.kcv", "--items", "items.json", "--key-file", keyFile], pause: "extract-writing")
+        XCTAssertEqual(temporaries(dir).count, 1)
+        kill(p.processIdentifier, SIGTERM)
+        finish(p)
+        try FileManager.default.removeItem(atPath: marker)
+        XCTAssertEqual(p.terminationReason, .uncaughtSignal)
+        XCTAssertEqual(temporaries(dir), [])
+        let (killed, _) = try start(["extract", "v.kcv", "--items", "items.json", "--key-file", keyFile], pause: "extract-writing")
+        kill(killed.processIdentifier, SIGKILL)
+        finish(killed)
+        let left = temporaries(dir)
+        XCTAssertEqual(left.count, 1, "SIGKILL leaves the temporary")
+        let live = ".items.json.abcdef012345.tmp", other = ".items.json.x.tmp"
+        for name in [live, other] { try Data("x".utf8).write(to: URL(fileURLWithPath: path(name))) }
+        let held = open(path(live), O_RDONLY)
+        XCTAssertEqual(flock(held, LOCK_EX | LOCK_NB), 0)
+        defer { close(held) }
+        try kcar(["extract", "v.kcv", "--items", "items.json", "--key-file", keyFile], expect: 0)
+        XCTAssertEqual(Set(temporaries(dir)), [live, other])
+        XCTAssertEqual(((try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path("items.json"))))) as! [String: Any])["format"] as? String, "kcar-items")
     }
 }
