@@ -221,8 +221,10 @@ enum Secrets {
     /// A recipient: 64 hex digits, or a file holding them (as `kcar keygen --x25519` writes FILE.pub).
     static func parseRecipient(_ text: String) throws -> [UInt8] {
         var candidate = text
-        if text.count != 64, let fileText = try? readSmallText(text) {
-            candidate = fileText.trimmingWhitespace
+        var st = stat()
+        if text.count != 64, stat(text, &st) == 0 {
+            // A file is read only if it is a regular file (a FIFO there is refused, exit 15, never waited on).
+            candidate = try readSmallText(text).trimmingWhitespace
         }
         guard let pk = Hex.decode(candidate), pk.count == 32 else {
             throw CLIError.usage("--recipient takes an X25519 public key (64 hex digits) or a file holding one")

@@ -53,6 +53,8 @@ final class HardeningCLITests: XCTestCase {
         }
         XCTAssertTrue(try kcar(["list", "v.kcv", "--key-file", "fifo.key"], expect: 15).err.contains("fifo.key"))
         XCTAssertTrue(try kcar(["list", "v.kcv", "--passphrase-file", "fifo.pass"], expect: 15).err.contains("fifo.pass"))
+        XCTAssertEqual(mkfifo(path("fifo.pub"), 0o600), 0)
+        XCTAssertTrue(try kcar(["pack", "r.kcv", "--items", try itemFile([]), "--recipient", "fifo.pub"], expect: 15).err.contains("fifo.pub"))
         // A device is no key file either; a folder is no vault.
         try kcar(["list", "v.kcv", "--key-file", "/dev/zero"], expect: 15)
         try FileManager.default.createDirectory(atPath: path("folder.kcv"), withIntermediateDirectories: false)
