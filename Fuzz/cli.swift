@@ -3,6 +3,7 @@
 // command, the rest are parsed with that command's options, otherwise with all options at once.
 // Nothing here touches files, descriptors or the terminal.
 @testable import KcarCLI
+import KeyedArchive
 @testable import VaultFormat
 
 typealias Spec = Arguments.Spec
@@ -63,6 +64,24 @@ func fuzzOne(_ input: [UInt8]) {
     _ = try? args.positionals(["VAULT", "DIR"], optional: 1)
     for name in ["passphrase-fd", "new-passphrase-fd"] { _ = args.value(name).flatMap { Int32($0) } }
     for r in args.all("recipient") + args.all("add-recipient") { _ = Hex.decode(r) }
+    // Text from files as the terminal is shown it: nothing a terminal acts on survives the escaping.
+    let shown = terminalSafe(String(decoding: input, as: UTF8.self))
+    precondition(!shown.unicodeScalars.contains { u in
+        u.value < 0x20 || (0x7F...0x9F).contains(u.value) || (0x2028...0x202E).contains(u.value) || (0x2066...0x2069).contains(u.value)
+    }, "terminalSafe let a control character through")
+    precondition(!JSON.string(String(decoding: input, as: UTF8.self)).unicodeScalars.contains(where: isTerminalControl),
+                 "JSON.string let a control character through")
+    // Item files: the reader never traps, and what it accepts is within its limits and Stream-Safe.
+    var parser = ItemFile.Parser(input)
+    if let entries = try? parser.document() {
+        precondition(entries.count <= ItemFile.itemsMax)
+        for e in entries {
+            precondition(e.attributes.count <= Limits.attrsMax && StreamSafe.isStreamSafe(e.itemClass.rawValue))
+            for (name, _) in e.attributes { precondition(StreamSafe.isStreamSafe(name) && name.utf8.count <= Limits.attrNameMax) }
+        }
+    }
+    // Base64 as item files carry values: encoding always decodes back.
+    precondition(Base64.decode(Array(Base64.encode(input).utf8)) == input, "base64 does not round-trip")
     // Item names: parsing never traps, and encoding a component decodes back to it.
     for p in args.positionals {
         _ = ItemPath.parse(p)
@@ -85,5 +104,9 @@ func seeds(repo: String) -> [[UInt8]] {
         ["show", "-", "--json", "--json"],
         ["svc/a%2Fb/%/%2E%2E", "-C", "--unknown", "-x"],
     ]
-    return lines.map { Array($0.joined(separator: "\u{0}").utf8) }
+    let itemFiles = [
+        #"{"format": "kcar-items", "version": 1, "group": "g", "x": [[1.5e3, null, {"a": true}]], "items": [{"class": "genp", "attributes": {"svce": "s\u00e9", "port": -1, "mdat": {"$date": "2026-11-30T12:00:00Z"}, "gena": {"$data": "AAE="}}, "value": "c2VjcmV0"}]}"#,
+        "{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"genp\", \"attributes\": {\"a\u{301}\u{302}\": \"\u{1B}[2J\"}, \"value\": \"\"}]}",
+    ]
+    return lines.map { Array($0.joined(separator: "\u{0}").utf8) } + itemFiles.map { Array($0.utf8) }
 }

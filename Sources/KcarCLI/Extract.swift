@@ -17,7 +17,7 @@ enum Extract {
             Output.out.line(pad("SIZE", 12) + "  " + "MODIFIED".padding(30) + "NAME")
             for item in items {
                 let modified = item.modified.map { iso8601(nanoseconds: $0) } ?? "-"
-                let cls = item.itemClass == .genericPassword ? "" : "  [\(item.itemClass.rawValue)]"
+                let cls = item.itemClass == .genericPassword ? "" : "  [\(terminalSafe(item.itemClass.rawValue))]"
                 Output.out.line(pad(String(item.size), 12) + "  " + modified.padding(30) + ItemPath.name(item) + cls)
             }
         }
@@ -47,12 +47,26 @@ enum Extract {
             if selected.isEmpty { return .skipped }
         }
         if let file = args.value("items") {
-            let entries = try selected.map { ItemFile.entry($0, value: try vault.read($0)) }
-            var bytes = Array((ItemFile.document(group: vault.header.group, entries: entries) + "\n").utf8)
-            defer { wipe(&bytes) }
-            if file == "-" { try bytes.withUnsafeBytes { try Output.out.writeBytes($0) } } else {
-                try Keys.writeFile(file, bytes, mode: 0o600, force: args.flag("force"))
+            // One pass over the records, in file order, each decoded once (issue 9, item 14: reading the items
+            // one by one decoded a shared record once per member), written as it is read.
+            guard selected.count <= ItemFile.itemsMax else {
+                throw CLIError.usage("\(selected.count) items: an item file holds at most \(ItemFile.itemsMax) (SPEC.md §K7); select fewer with ITEM arguments")
             }
+            let staged: StagedFile?
+            if file == "-" { staged = nil } else {
+                if !args.flag("force"), Keys.exists(file) { throw CLIError(.exists, "\(file) exists (--force replaces it)") }
+                staged = try StagedFile(file, mode: 0o600)
+            }
+            let writer = try ItemFile.Writer(group: vault.header.group) { bytes in
+                if let staged { try staged.append(bytes) } else { try Output.out.writeBytes(bytes) }
+            }
+            try vault.readValues(of: selected, begin: { item, _ in try writer.begin(item) },
+                                 bytes: { chunk in
+                                     try writer.value(chunk)
+                                     DebugSeam.pause("extract-writing")
+                                 }, end: { _ in try writer.end() })
+            try writer.finish()
+            try staged?.place(force: args.flag("force"))
             return deviceOnly > 0 && !args.flag("include-device-only") ? .skipped : .success
         }
         if args.flag("stdout") {
@@ -89,6 +103,7 @@ enum Extract {
             current = try writer.begin(names[item.id]!, authenticated: whole)
         }, bytes: { chunk in
             try current!.append(chunk)
+            DebugSeam.pause("extract-writing")
             progress.advance(UInt64(chunk.count))
         }, end: { item in
             try current!.commit(modified: item.modified)
@@ -245,9 +260,12 @@ final class SafeWriter {
         let display: String
         let force: Bool
         private var finished = false
+        /// Removal of the file being written on SIGINT, SIGTERM, ... (issue 9, item 11).
+        private let registration: Int?
 
         init(dir: Int32, fd: Int32, temp: String?, name: String, display: String, force: Bool) {
             (self.dir, self.fd, self.temp, self.name, self.display, self.force) = (dir, fd, temp, name, display, force)
+            registration = TemporaryFiles.register(temp ?? name, in: dir)
         }
 
         func append(_ chunk: UnsafeRawBufferPointer) throws {
@@ -280,6 +298,7 @@ final class SafeWriter {
                 }
             }
             finished = true
+            TemporaryFiles.unregister(registration)
             closeFile()
         }
 
@@ -287,6 +306,7 @@ final class SafeWriter {
         func abandon() {
             if !finished { unlinkat(dir, temp ?? name, 0) }
             finished = true
+            TemporaryFiles.unregister(registration)
             closeFile()
         }
 
@@ -306,6 +326,7 @@ final class SafeWriter {
     func begin(_ parts: [String], authenticated: Bool) throws -> Pending {
         let display = "\(rootPath)/\(parts.joined(separator: "/"))"
         let dir = try folder(parts, create: true)!
+        removeStale(in: dir, key: Array(parts.dropLast().joined(separator: "/").utf8))
         let name = parts.last!
         if authenticated, !force {
             let fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
@@ -315,28 +336,75 @@ final class SafeWriter {
             }
             return Pending(dir: dir, fd: fd, temp: nil, name: name, display: display, force: false)
         }
-        let temp = ".kcar-\(Hex.encode(randomBytes(6))).tmp"
-        let fd = openat(dir, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw CLIError(.io, "cannot create a file in the folder of \(display): \(String(cString: strerror(errno)))") }
+        let (fd, temp) = try LockedTemporary.extracted.create(in: dir, mode: 0o600, display: display)
         return Pending(dir: dir, fd: fd, temp: temp, name: name, display: display, force: force)
+    }
+
+    /// Folders already cleaned of stale temporaries in this run.
+    private var cleaned = Set<[UInt8]>()
+
+    /// Removes the temporary files a killed extract left in `dir` (issue 9, item 11), once per folder and run
+    /// (a fresh root has none).
+    private func removeStale(in dir: Int32, key: [UInt8]) {
+        guard !freshRoot, cleaned.insert(key).inserted else { return }
+        LockedTemporary.extracted.removeStale(in: dir)
     }
 }
 
 /// Standard base64 (RFC 4648) for JSON output.
 enum Base64 {
+    static let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+
     static func encode(_ data: [UInt8]) -> String {
-        let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
         var out: [UInt8] = []
         out.reserveCapacity((data.count + 2) / 3 * 4)
         var i = 0
         while i < data.count {
-            let b0 = data[i], b1 = i + 1 < data.count ? data[i + 1] : 0, b2 = i + 2 < data.count ? data[i + 2] : 0
-            out.append(table[Int(b0 >> 2)])
-            out.append(table[Int((b0 & 3) << 4 | b1 >> 4)])
-            out.append(i + 1 < data.count ? table[Int((b1 & 15) << 2 | b2 >> 6)] : 61)
-            out.append(i + 2 < data.count ? table[Int(b2 & 63)] : 61)
+            let n = min(3, data.count - i)
+            append(data[i], n > 1 ? data[i + 1] : 0, n > 2 ? data[i + 2] : 0, count: n, to: &out)
             i += 3
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Decodes standard, padded base64 (RFC 4648 §4); nil for anything else (no whitespace, no missing padding).
+    static func decode(_ text: [UInt8]) -> [UInt8]? {
+        guard text.count % 4 == 0 else { return nil }
+        func value(_ c: UInt8) -> UInt32? {
+            switch c {
+            case 0x41...0x5A: return UInt32(c - 0x41)
+            case 0x61...0x7A: return UInt32(c - 0x47)
+            case 0x30...0x39: return UInt32(c + 4)
+            case 0x2B: return 62
+            case 0x2F: return 63
+            default: return nil
+            }
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(text.count / 4 * 3)
+        var i = 0
+        while i < text.count {
+            let last = i + 4 == text.count
+            let pad = last ? (text[i + 3] == 61 ? (text[i + 2] == 61 ? 2 : 1) : 0) : 0
+            guard let a = value(text[i]), let b = value(text[i + 1]) else { return nil }
+            let c = pad >= 2 ? 0 : value(text[i + 2])
+            let d = pad >= 1 ? 0 : value(text[i + 3])
+            guard let c, let d else { return nil }
+            let v = a << 18 | b << 12 | c << 6 | d
+            out.append(UInt8(v >> 16))
+            if pad < 2 { out.append(UInt8(v >> 8 & 0xFF)) }
+            if pad < 1 { out.append(UInt8(v & 0xFF)) }
+            i += 4
+        }
+        return out
+    }
+
+    /// Appends the four characters of one group of `count` (1...3) bytes, padded with `=`.
+    @inline(__always)
+    static func append(_ b0: UInt8, _ b1: UInt8, _ b2: UInt8, count: Int, to out: inout [UInt8]) {
+        out.append(table[Int(b0 >> 2)])
+        out.append(table[Int((b0 & 3) << 4 | b1 >> 4)])
+        out.append(count > 1 ? table[Int((b1 & 15) << 2 | b2 >> 6)] : 61)
+        out.append(count > 2 ? table[Int(b2 & 63)] : 61)
     }
 }

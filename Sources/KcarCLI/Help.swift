@@ -6,8 +6,9 @@ enum Help {
             usage: kcar pack VAULT DIR [options]
               Every first-level folder of DIR is a service; every regular file below it is a generic-password
               item whose account is its path below the service folder. Modification times are kept; file
-              modes are not (extract writes 0600). Symlinks, devices, non-UTF-8 names and files directly in
-              DIR are reported and skipped (exit 9). VAULT - writes the vault to standard output.
+              modes are not (extract writes 0600). Symlinks, devices, FIFOs, non-UTF-8 names and files directly
+              in DIR are reported and skipped (exit 9); so is an input swapped for a link, a FIFO or another
+              file after the listing (nothing is followed or waited on). VAULT - writes the vault to standard output.
               --group NAME          access group (default: "default")
               --level N             compression level 0 (store) to 12 (default 6; 1 is fastest, 7 about gzip -6's size)
               --exclude PATTERN     skip names matching a shell pattern (a pattern with / matches the path below DIR)
@@ -37,7 +38,8 @@ enum Help {
               --force      replace existing files
               --stdout     write one item's value to standard output
               --items FILE.json   write the items, with every attribute and the values in base64, to one JSON
-                           file (SPEC.md §K7; mode 0600; - for standard output) instead of files
+                           file (SPEC.md §K7; mode 0600; - for standard output) instead of files, streamed in
+                           file order; at most 100,000 items
               --include-device-only   also export ThisDeviceOnly items (left out by default, exit 9)
             Every vault command (list, extract, verify, info, passwd, rekey, compact, recover) also takes
             --group G [--keychain DIR] instead of VAULT: the access group's vault, opened with its key file.
@@ -45,8 +47,9 @@ enum Help {
         case "verify": return """
             usage: kcar verify VAULT [--json] [--no-key] [secret options]
               Checks the header, every slot's structure, every commit's trailer and index, and every record.
-              Exit 0 only for an intact vault (4 damaged, 5 incomplete last commit). Without a secret
-              (--no-key, or no secret and no terminal) it checks the structure and header checksum only, and says so.
+              Exit 0 only for an intact vault (4 damaged, 5 incomplete last commit). With --no-key it checks
+              the structure and header checksum only, and says so (records are not authenticated). With no
+              secret, no --no-key and no terminal to ask on: exit 10, nothing was checked.
             """
         case "info": return """
             usage: kcar info VAULT [--json] [secret options]
@@ -57,6 +60,8 @@ enum Help {
             usage: kcar keygen FILE [--x25519] [--force]
               Writes 32 random bytes to FILE (mode 0600): a key file for --key-file. With --x25519 FILE is an
               X25519 secret key; its public key is printed and written to FILE.pub, for pack --recipient.
+              Both files or neither: an existing FILE or FILE.pub is refused (exit 7) before anything is
+              written; --force replaces both.
             """
         case "passwd": return """
             usage: kcar passwd VAULT [options] [secret options]

@@ -331,8 +331,8 @@ enum ItemCommands {
                 let service = i.attributes.string("svce") ?? i.attributes.string("srvr") ?? i.attributes.string("labl") ?? "-"
                 let modified: String
                 if case .date(let ns)? = i.attributes["mdat"] { modified = iso8601(nanoseconds: ns) } else { modified = "-" }
-                Output.out.line(i.group.padding(24) + service.padding(24) + (i.attributes.string("acct") ?? "-").padding(24)
-                                + Extract.pad(String(i.size), 10) + "  " + modified)
+                Output.out.line(terminalSafe(i.group.padding(24) + service.padding(24) + (i.attributes.string("acct") ?? "-").padding(24)
+                                + Extract.pad(String(i.size), 10) + "  " + modified))
             }
         }
         let skipped = reportSkipped(r.skipped)
@@ -393,7 +393,7 @@ enum ItemCommands {
             Output.out.line(JSON.array(counts.map { JSON.object([("group", JSON.string($0.group)), ("items", String($0.count)),
                                                                  ("vault", JSON.string(s.directory.vaultPath($0.group)))]) }))
         } else {
-            for c in counts { Output.out.line(Extract.pad(String(c.count), 8) + "  " + c.group) }
+            for c in counts { Output.out.line(Extract.pad(String(c.count), 8) + "  " + terminalSafe(c.group)) }
         }
         return reportSkipped(skipped)
     }

@@ -1,4 +1,7 @@
-import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+import KeyedArchive
 import Keychain
 import VaultFormat
 
@@ -12,88 +15,439 @@ enum ItemFile {
 
     static let maxBytes = 1 << 30
 
-    /// One item's JSON: what `list --json` prints, plus the value in base64.
-    static func entry(_ item: Item, value: [UInt8]) -> String {
-        ItemJSON.object(id: item.id, class: item.itemClass, attributes: item.attributes, size: item.size,
-                        extra: [("value", JSON.string(Base64.encode(value)))])
-    }
+    /// Writes an item file as the values are read (issue 9, item 14): the document's head, then each item as
+    /// its value streams in, base64-encoded chunk by chunk, so memory holds one output buffer whatever the
+    /// number and size of the items. The buffer (decrypted values) is wiped after every flush.
+    final class Writer {
+        private let sink: (UnsafeRawBufferPointer) throws -> Void
+        private var buffer: [UInt8] = []
+        private var carry: [UInt8] = []
+        private var count = 0
+        static let bufferBytes = 1 << 16
 
-    static func document(group: String, entries: [String]) -> String {
-        JSON.object([("format", JSON.string("kcar-items")), ("version", "1"), ("group", JSON.string(group)),
-                     ("items", JSON.array(entries))])
-    }
+        init(group: String, sink: @escaping (UnsafeRawBufferPointer) throws -> Void) throws {
+            self.sink = sink
+            buffer.reserveCapacity(Writer.bufferBytes + 64)
+            try text("{\"format\": \"kcar-items\", \"version\": 1, \"group\": \(JSON.string(group)),\n \"items\": [")
+        }
 
-    private struct Document: Decodable {
-        let format: String
-        let version: Int
-        let items: [Item]
-        struct Item: Decodable {
-            let `class`: String
-            let attributes: [String: Value]?
-            let value: String
+        deinit { wipe(&buffer) }
+
+        private func text(_ s: String) throws {
+            buffer.append(contentsOf: s.utf8)
+            if buffer.count >= Writer.bufferBytes { try flush() }
+        }
+
+        private func flush() throws {
+            try buffer.withUnsafeBytes { try sink($0) }
+            wipe(&buffer)
+            buffer.removeAll(keepingCapacity: true)
+        }
+
+        /// Starts an item: its JSON as `list --json` prints it, up to the value.
+        func begin(_ item: Item) throws {
+            var head = ItemJSON.object(id: item.id, class: item.itemClass, attributes: item.attributes, size: item.size)
+            head.removeLast()  // the closing brace: the value follows
+            try text((count == 0 ? "" : ",\n ") + head + ", \"value\": \"")
+            count += 1
+        }
+
+        /// Appends value bytes, base64 (standard, padded) across chunk boundaries.
+        func value(_ chunk: UnsafeRawBufferPointer) throws {
+            var i = 0
+            while !carry.isEmpty, carry.count < 3, i < chunk.count {
+                carry.append(chunk[i])
+                i += 1
+            }
+            if carry.count == 3 {
+                Base64.append(carry[0], carry[1], carry[2], count: 3, to: &buffer)
+                wipe(&carry)
+                carry.removeAll()
+            }
+            while i + 3 <= chunk.count {
+                Base64.append(chunk[i], chunk[i + 1], chunk[i + 2], count: 3, to: &buffer)
+                i += 3
+                if buffer.count >= Writer.bufferBytes { try flush() }
+            }
+            while i < chunk.count {
+                carry.append(chunk[i])
+                i += 1
+            }
+        }
+
+        /// Ends the item's value and object.
+        func end() throws {
+            if !carry.isEmpty {
+                Base64.append(carry[0], carry.count > 1 ? carry[1] : 0, 0, count: carry.count, to: &buffer)
+                wipe(&carry)
+                carry.removeAll()
+            }
+            try text("\"}")
+        }
+
+        /// Closes the document and flushes it.
+        func finish() throws {
+            try text("]}\n")
+            try flush()
         }
     }
 
-    private enum Value: Decodable {
-        case plain(AttributeValue)
-        case date(String)
-        case data(String)
+    /// `ITEMFILE_BYTES_MAX`: the largest item file read (SPEC.md §K7). The file is read whole and its values
+    /// decoded, so a reader holds at most about twice this, plus `ITEMFILE_ITEMS_MAX` entries.
+    static let bytesMax = 256 << 20
+    /// `ITEMFILE_ITEMS_MAX`: items in one item file. Every item read is held until the whole file checked
+    /// (import adds all or none), and a vault or keychain writer keeps state per item: this bounds both.
+    static let itemsMax = 100_000
+    /// `ITEMFILE_NESTING_MAX`: how deeply the members an item-file reader skips (ones it does not know) may nest.
+    static let nestingMax = 64
 
-        private enum Keys: String, CodingKey {
-            case date = "$date", data = "$data"
-        }
-
-        init(from decoder: Decoder) throws {
-            if let c = try? decoder.singleValueContainer() {
-                if let b = try? c.decode(Bool.self) { self = .plain(.bool(b)); return }
-                if let n = try? c.decode(Int64.self) { self = .plain(.integer(n)); return }
-                if let s = try? c.decode(String.self) { self = .plain(.string(s)); return }
-            }
-            let k = try decoder.container(keyedBy: Keys.self)
-            guard k.allKeys.count == 1 else {
-                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "expected {\"$date\": ...} or {\"$data\": ...}"))
-            }
-            if let d = try k.decodeIfPresent(String.self, forKey: .date) { self = .date(d) } else {
-                self = .data(try k.decode(String.self, forKey: .data))
-            }
-        }
-    }
-
-    /// Reads and checks an item file: every class, attribute and value well formed.
+    /// Reads and checks an item file (SPEC.md §K7): every class, attribute and value well formed, attribute
+    /// names and string values Stream-Safe (so that comparing them under canonical equivalence is linear),
+    /// within the item file's limits and the vault's (attributes per item, name and value sizes).
     static func read(_ path: String) throws -> [Entry] {
-        let bytes = try ArchiveCommand.readLimited(path, max: maxBytes)
-        let doc: Document
-        do { doc = try JSONDecoder().decode(Document.self, from: Data(bytes)) } catch {
-            throw CLIError(.damaged, "\(path) is not a kcar item file: \(describe(error))")
+        let fd = try Secrets.openInput(path, what: "item file", allowPipe: false)
+        defer { close(fd) }
+        let bytes = try readAll(fd, path: path)
+        do {
+            var parser = Parser(bytes)
+            return try parser.document()
+        } catch let e as Parser.Failure {
+            throw CLIError(.damaged, "\(path) is not a kcar item file: \(e.message) (at byte \(e.offset))")
         }
-        guard doc.format == "kcar-items", doc.version == 1 else {
-            throw CLIError(.damaged, "\(path): format \(doc.format) version \(doc.version); expected kcar-items version 1")
+    }
+
+    private static func readAll(_ fd: Int32, path: String) throws -> [UInt8] {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw CLIError(.io, "cannot stat \(path)") }
+        guard st.st_size <= bytesMax else {
+            throw CLIError(.damaged, "\(path): \(st.st_size) bytes, more than an item file's \(bytesMax)-byte limit")
         }
-        return try doc.items.enumerated().map { i, item in
-            var a = Attributes()
-            for (name, v) in item.attributes ?? [:] {
-                switch v {
-                case .plain(let p): a[name] = p
-                case .date(let text):
-                    guard let ns = parseISO8601(text) else { throw CLIError(.damaged, "\(path): item \(i): \(name): bad date \(text)") }
-                    a[name] = .date(nanoseconds: ns)
-                case .data(let text):
-                    guard let d = Data(base64Encoded: text) else { throw CLIError(.damaged, "\(path): item \(i): \(name): bad base64") }
-                    a[name] = .data([UInt8](d))
+        var out = [UInt8](repeating: 0, count: Int(st.st_size))
+        var done = 0
+        while done < out.count {
+            let n = out.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { throw CLIError(.io, "cannot read \(path)") }
+            done += n
+        }
+        return out
+    }
+
+    /// A JSON reader made for the item file's shape (issue 9, item 2): one pass over the bytes, no tree of
+    /// JSON values, each value decoded straight into its entry. Members it does not know are skipped without
+    /// recursion. JSON per RFC 8259: strings with their escapes (surrogate pairs joined, lone ones refused,
+    /// raw control characters refused, UTF-8 validated); whitespace; nothing after the document.
+    struct Parser {
+        struct Failure: Error {
+            let message: String
+            let offset: Int
+        }
+
+        let b: [UInt8]
+        var i = 0
+        init(_ bytes: [UInt8]) { b = bytes }
+
+        func fail(_ m: String) -> Failure { Failure(message: m, offset: i) }
+
+        mutating func space() {
+            while i < b.count, b[i] == 0x20 || b[i] == 0x0A || b[i] == 0x0D || b[i] == 0x09 { i += 1 }
+        }
+
+        mutating func expect(_ c: UInt8) throws {
+            space()
+            guard i < b.count, b[i] == c else { throw fail("expected '\(Character(Unicode.Scalar(c)))'") }
+            i += 1
+        }
+
+        /// After `{` or `[` (`close` its closing byte): false at the close (consumed), true before a member.
+        mutating func more(_ close: UInt8, first: Bool) throws -> Bool {
+            space()
+            guard i < b.count else { throw fail("unexpected end") }
+            if b[i] == close {
+                i += 1
+                return false
+            }
+            if !first {
+                guard b[i] == 0x2C else { throw fail("expected ',' or '\(Character(Unicode.Scalar(close)))'") }
+                i += 1
+            }
+            return true
+        }
+
+        mutating func peek() throws -> UInt8 {
+            space()
+            guard i < b.count else { throw fail("unexpected end") }
+            return b[i]
+        }
+
+        /// The next member's key of an object whose `{` was read (`first` true until a member was read), or
+        /// nil at its `}`.
+        mutating func nextMember(_ first: inout Bool) throws -> String? {
+            guard try more(0x7D, first: first) else { return nil }
+            first = false
+            return try key()
+        }
+
+        mutating func key() throws -> String {
+            let k = try string()
+            try expect(0x3A)
+            return k
+        }
+
+        mutating func string() throws -> String {
+            try expect(0x22)
+            var out: [UInt8] = []
+            var runStart = i
+            func hex4(_ at: Int) throws -> UInt32 {
+                guard at + 4 <= b.count else { throw fail("truncated \\u escape") }
+                var v: UInt32 = 0
+                for c in b[at..<at + 4] {
+                    guard let d = hexDigit(c) else { throw fail("bad \\u escape") }
+                    v = v << 4 | UInt32(d)
+                }
+                return v
+            }
+            while true {
+                guard i < b.count else { throw fail("unterminated string") }
+                let c = b[i]
+                if c == 0x22 { break }
+                if c < 0x20 { throw fail("raw control character in a string") }
+                if c != 0x5C {
+                    i += 1
+                    continue
+                }
+                out.append(contentsOf: b[runStart..<i])
+                guard i + 1 < b.count else { throw fail("unterminated string") }
+                let e = b[i + 1]
+                i += 2
+                switch e {
+                case 0x22, 0x5C, 0x2F: out.append(e)
+                case 0x62: out.append(0x08)
+                case 0x66: out.append(0x0C)
+                case 0x6E: out.append(0x0A)
+                case 0x72: out.append(0x0D)
+                case 0x74: out.append(0x09)
+                case 0x75:
+                    var v = try hex4(i)
+                    i += 4
+                    if (0xD800..<0xDC00).contains(v) {
+                        guard i + 1 < b.count, b[i] == 0x5C, b[i + 1] == 0x75 else { throw fail("lone surrogate") }
+                        let lo = try hex4(i + 2)
+                        guard (0xDC00..<0xE000).contains(lo) else { throw fail("lone surrogate") }
+                        i += 6
+                        v = 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00)
+                    } else if (0xDC00..<0xE000).contains(v) {
+                        throw fail("lone surrogate")
+                    }
+                    guard let scalar = Unicode.Scalar(v) else { throw fail("bad \\u escape") }
+                    out.append(contentsOf: String(Character(scalar)).utf8)
+                default: throw fail("bad escape")
+                }
+                runStart = i
+            }
+            out.append(contentsOf: b[runStart..<i])
+            i += 1
+            guard let s = String(validating: out, as: UTF8.self) else { throw fail("a string is not UTF-8") }
+            return s
+        }
+
+        /// An integer in the signed 64-bit range; a fraction or exponent is refused.
+        mutating func integer() throws -> Int64 {
+            space()
+            let negative = i < b.count && b[i] == 0x2D
+            if negative { i += 1 }
+            let start = i
+            var v: Int64 = 0
+            while i < b.count, (0x30...0x39).contains(b[i]) {
+                let d = Int64(b[i] - 0x30)
+                let (m, o1) = v.multipliedReportingOverflow(by: 10)
+                let (n, o2) = negative ? m.subtractingReportingOverflow(d) : m.addingReportingOverflow(d)
+                guard !o1, !o2 else { throw fail("an integer outside the signed 64-bit range") }
+                v = n
+                i += 1
+            }
+            guard i > start, b[start] != 0x30 || i == start + 1 else { throw fail("malformed number") }
+            if i < b.count, b[i] == 0x2E || b[i] == 0x65 || b[i] == 0x45 { throw fail("a number that is not an integer") }
+            return v
+        }
+
+        mutating func literal(_ word: String) throws {
+            let w = Array(word.utf8)
+            guard i + w.count <= b.count, b[i..<i + w.count].elementsEqual(w) else { throw fail("unexpected value") }
+            i += w.count
+        }
+
+        /// Skips a number (RFC 8259 §6: fractions and exponents are fine in a member that is skipped).
+        mutating func skipNumber() throws {
+            func digits() -> Int {
+                let start = i
+                while i < b.count, (0x30...0x39).contains(b[i]) { i += 1 }
+                return i - start
+            }
+            if i < b.count, b[i] == 0x2D { i += 1 }
+            let first = i < b.count ? b[i] : 0
+            let n = digits()
+            guard n > 0, first != 0x30 || n == 1 else { throw fail("malformed number") }
+            if i < b.count, b[i] == 0x2E {
+                i += 1
+                guard digits() > 0 else { throw fail("malformed number") }
+            }
+            if i < b.count, b[i] == 0x65 || b[i] == 0x45 {
+                i += 1
+                if i < b.count, b[i] == 0x2B || b[i] == 0x2D { i += 1 }
+                guard digits() > 0 else { throw fail("malformed number") }
+            }
+        }
+
+        /// Skips any JSON value, iteratively: a stack of the open containers (true for an object), not recursion.
+        mutating func skipValue() throws {
+            var open: [Bool] = []
+            while true {
+                let c = try peek()
+                if c == 0x7B || c == 0x5B {
+                    i += 1
+                    let object = c == 0x7B
+                    if try more(object ? 0x7D : 0x5D, first: true) {
+                        guard open.count < ItemFile.nestingMax else { throw fail("nested more than \(ItemFile.nestingMax) deep") }
+                        open.append(object)
+                        if object { _ = try key() }
+                        continue
+                    }
+                } else {
+                    switch c {
+                    case 0x22: _ = try string()
+                    case 0x74: try literal("true")
+                    case 0x66: try literal("false")
+                    case 0x6E: try literal("null")
+                    default: try skipNumber()
+                    }
+                }
+                // A value ended: close the containers it ended, or go on to the next member of the innermost.
+                while let object = open.last {
+                    if try more(object ? 0x7D : 0x5D, first: false) {
+                        if object { _ = try key() }
+                        break
+                    }
+                    open.removeLast()
+                }
+                if open.isEmpty { return }
+            }
+        }
+
+        mutating func document() throws -> [Entry] {
+            var format: String?, version: Int64?, entries: [Entry]?
+            try expect(0x7B)
+            var first = true
+            while let k = try nextMember(&first) {
+                switch k {
+                case "format" where format == nil: format = try string()
+                case "version" where version == nil: version = try integer()
+                case "items" where entries == nil: entries = try items()
+                default: try skipValue()
                 }
             }
-            guard let value = Data(base64Encoded: item.value) else { throw CLIError(.damaged, "\(path): item \(i): value is not base64") }
-            return Entry(itemClass: ItemClass(rawValue: item.class), attributes: a, value: [UInt8](value))
+            space()
+            guard i == b.count else { throw fail("bytes after the document") }
+            guard let format, let version, let entries else { throw fail("format, version and items are required") }
+            guard format == "kcar-items", version == 1 else {
+                throw fail("format \(terminalSafe(format)) version \(version); expected kcar-items version 1")
+            }
+            return entries
+        }
+
+        mutating func items() throws -> [Entry] {
+            var out: [Entry] = []
+            try expect(0x5B)
+            var first = true
+            while try more(0x5D, first: first) {
+                first = false
+                guard out.count < ItemFile.itemsMax else { throw fail("more than \(ItemFile.itemsMax) items") }
+                out.append(try item(out.count))
+            }
+            return out
+        }
+
+        func safe(_ s: String, _ what: String) throws -> String {
+            guard StreamSafe.isStreamSafe(s) else {
+                throw fail("\(what): a run of more than \(StreamSafe.maxNonStarterRun) combining marks (not Stream-Safe)")
+            }
+            return s
+        }
+
+        mutating func item(_ n: Int) throws -> Entry {
+            var cls: String?, value: [UInt8]?, attributes: Attributes?
+            try expect(0x7B)
+            var first = true
+            while let k = try nextMember(&first) {
+                switch k {
+                case "class" where cls == nil: cls = try safe(try string(), "item \(n): class")
+                case "value" where value == nil:
+                    guard let v = Base64.decode(Array(try string().utf8)) else { throw fail("item \(n): value is not base64") }
+                    value = v
+                case "attributes" where attributes == nil: attributes = try self.attributes(n)
+                default: try skipValue()
+                }
+            }
+            guard let cls, let value else { throw fail("item \(n): class and value are required") }
+            return Entry(itemClass: ItemClass(rawValue: cls), attributes: attributes ?? Attributes(), value: value)
+        }
+
+        mutating func attributes(_ n: Int) throws -> Attributes {
+            var a = Attributes()
+            try expect(0x7B)
+            var first = true
+            while let key = try nextMember(&first) {
+                let name = try safe(key, "item \(n): an attribute name")
+                guard name.utf8.count <= Limits.attrNameMax else { throw fail("item \(n): an attribute name over \(Limits.attrNameMax) bytes") }
+                let v = try attributeValue(n, name)
+                guard a[name] == nil else { continue }  // a member given twice: the first stands (SPEC.md §K7)
+                guard a.count < Limits.attrsMax else { throw fail("item \(n): more than \(Limits.attrsMax) attributes") }
+                a[name] = v
+            }
+            return a
+        }
+
+        mutating func attributeValue(_ n: Int, _ name: String) throws -> AttributeValue {
+            let at = "item \(n): \(terminalSafe(name))"
+            switch try peek() {
+            case 0x22:
+                let s = try safe(try string(), at)
+                guard s.utf8.count <= Limits.attrValueMax else { throw fail("\(at): a value over \(Limits.attrValueMax) bytes") }
+                return .string(s)
+            case 0x74:
+                try literal("true")
+                return .bool(true)
+            case 0x66:
+                try literal("false")
+                return .bool(false)
+            case 0x7B:
+                i += 1
+                guard try more(0x7D, first: true) else { throw fail("\(at): expected {\"$date\": ...} or {\"$data\": ...}") }
+                let k = try key()
+                let text = try string()
+                guard try !more(0x7D, first: false) else { throw fail("\(at): expected {\"$date\": ...} or {\"$data\": ...}") }
+                switch k {
+                case "$date":
+                    guard let ns = parseISO8601(text) else { throw fail("\(at): bad date \(terminalSafe(text))") }
+                    return .date(nanoseconds: ns)
+                case "$data":
+                    guard let d = Base64.decode(Array(text.utf8)) else { throw fail("\(at): bad base64") }
+                    guard d.count <= Limits.attrValueMax else { throw fail("\(at): a value over \(Limits.attrValueMax) bytes") }
+                    return .data(d)
+                default: throw fail("\(at): expected {\"$date\": ...} or {\"$data\": ...}")
+                }
+            default:
+                return .integer(try integer())
+            }
         }
     }
+}
 
-    private static func describe(_ error: Error) -> String {
-        guard let e = error as? DecodingError else { return "\(error)" }
-        switch e {
-        case .dataCorrupted(let c), .keyNotFound(_, let c), .typeMismatch(_, let c), .valueNotFound(_, let c):
-            let at = c.codingPath.map(\.stringValue).joined(separator: ".")
-            return (at.isEmpty ? "" : "at \(at): ") + c.debugDescription
-        @unknown default: return "\(error)"
-        }
+func hexDigit(_ c: UInt8) -> UInt8? {
+    switch c {
+    case 0x30...0x39: return c - 0x30
+    case 0x41...0x46: return c - 0x37
+    case 0x61...0x66: return c - 0x57
+    default: return nil
     }
 }

@@ -3,50 +3,124 @@ import Glibc
 #endif
 import VaultFormat
 
+/// A file written in full under a temporary name next to its path (`.BASE.<12 hex>.tmp`, created
+/// exclusively, never through a link, locked while written), synced, and only then given its name: readers
+/// never see a partial file, and a failure leaves nothing (the temporary name is removed on failure, when the
+/// value is dropped unplaced, and on a fatal signal; one a killed kcar left is removed by the next run that
+/// stages a file of that name, as nobody locks it).
+final class StagedFile {
+    let path: String
+    let temp: String
+    private var fd: Int32
+    /// Whether the temporary name is still ours to remove (not yet renamed into place).
+    private var tempExists = true
+    private let registration: Int?
+
+    init(_ path: String, mode: mode_t) throws {
+        self.path = path
+        let dir = directoryOf(path)
+        let base = path.split(separator: "/").last.map(String.init) ?? path
+        let dirFD = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dirFD >= 0 else { throw CLIError(.io, "cannot create \(path): \(String(cString: strerror(errno)))") }
+        defer { close(dirFD) }
+        let form = LockedTemporary.staged(base)
+        form.removeStale(in: dirFD)
+        let (fd, name) = try form.create(in: dirFD, mode: mode, display: path)
+        self.fd = fd
+        temp = dir + "/" + name
+        registration = TemporaryFiles.register(temp)
+    }
+
+    convenience init(_ path: String, mode: mode_t, bytes: [UInt8]) throws {
+        try self.init(path, mode: mode)
+        var data = bytes
+        defer { wipe(&data) }
+        try append(data)
+    }
+
+    func append(_ bytes: [UInt8]) throws {
+        try bytes.withUnsafeBytes { try append($0) }
+    }
+
+    func append(_ bytes: UnsafeRawBufferPointer) throws {
+        var done = 0
+        while done < bytes.count {
+            let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { throw CLIError(.io, "cannot write \(path): \(String(cString: strerror(errno)))") }
+            done += n
+        }
+    }
+
+    /// Syncs and gives the file its name: with `force` by rename (replacing what is there), else by link
+    /// (failing with exit 7 if the name exists, so a concurrent creator is never overwritten).
+    func place(force: Bool) throws {
+        guard fsync(fd) == 0 else { throw CLIError(.io, "cannot write \(path): \(String(cString: strerror(errno)))") }
+        let ok = force ? rename(temp, path) == 0 : link(temp, path) == 0
+        let err = errno
+        if ok, force { tempExists = false }
+        discard()
+        guard ok else {
+            if err == EEXIST { throw CLIError(.exists, "\(path) exists (--force replaces it)") }
+            throw CLIError(.io, "cannot create \(path): \(String(cString: strerror(err)))")
+        }
+    }
+
+    private func discard() {
+        if fd >= 0 {
+            close(fd)
+            fd = -1
+        }
+        if tempExists { unlink(temp) }
+        tempExists = false
+        TemporaryFiles.unregister(registration)
+    }
+
+    deinit { discard() }
+}
+
 /// `kcar keygen`, `passwd`, `rekey`, `compact`, `recover`.
 enum Keys {
     static func keygen(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: [.init(name: "x25519", kind: .flag), .init(name: "force", kind: .flag)])
         let path = try args.positionals(["FILE"])[0]
-        let key = SecureBytes(copying: randomBytes(32))
-        try writeSecretFile(path, key, force: args.flag("force"))
-        if args.flag("x25519") {
-            let pk = Hex.encode(X25519.publicKey(secretKey: key))
-            let pub = Array((pk + "\n").utf8)
-            try writeFile(path + ".pub", pub, mode: 0o644, force: args.flag("force"))
-            Output.out.line(pk)
+        let force = args.flag("force")
+        let pubPath = path + ".pub"
+        // Both or neither (issue 9, item 13): both names are checked and both files written in full before
+        // either is given its name; if the second cannot be placed the first is removed again.
+        if !force {
+            for p in args.flag("x25519") ? [path, pubPath] : [path] where exists(p) {
+                throw CLIError(.exists, "\(p) exists (--force replaces it)")
+            }
         }
+        let key = SecureBytes(copying: randomBytes(32))
+        let secret = try key.withUnsafeBytes { try StagedFile(path, mode: 0o600, bytes: Array($0)) }
+        guard args.flag("x25519") else {
+            try secret.place(force: force)
+            return .success
+        }
+        let pk = Hex.encode(X25519.publicKey(secretKey: key))
+        let pub = try StagedFile(pubPath, mode: 0o644, bytes: Array((pk + "\n").utf8))
+        try secret.place(force: force)
+        do { try pub.place(force: force) } catch {
+            unlink(path)
+            throw error
+        }
+        Output.out.line(pk)
         return .success
     }
 
-    /// Writes a new file (0600), refusing to replace one unless `force`.
-    static func writeSecretFile(_ path: String, _ key: SecureBytes, force: Bool) throws {
-        try key.withUnsafeBytes { try writeFile(path, Array($0), mode: 0o600, force: force) }
+    static func exists(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0
     }
 
+    /// Writes a new file, refusing to replace one unless `force`.
     static func writeFile(_ path: String, _ bytes: [UInt8], mode: mode_t, force: Bool) throws {
-        var data = bytes
-        defer { wipe(&data) }
-        if !force {
-            var st = stat()
-            if lstat(path, &st) == 0 { throw CLIError(.exists, "\(path) exists (--force replaces it)") }
-        }
-        let temp = path + ".\(Hex.encode(randomBytes(6))).tmp"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw CLIError(.io, "cannot create \(path): \(String(cString: strerror(errno)))") }
-        let ok = data.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) == $0.count } && fsync(fd) == 0
-        close(fd)
-        guard ok else {
-            unlink(temp)
-            throw CLIError(.io, "cannot write \(path)")
-        }
-        let placed = force ? rename(temp, path) == 0 : link(temp, path) == 0
-        let err = errno
-        if !force || !placed { unlink(temp) }
-        guard placed else {
-            if err == EEXIST { throw CLIError(.exists, "\(path) exists (--force replaces it)") }
-            throw CLIError(.io, "cannot create \(path): \(String(cString: strerror(err)))")
-        }
+        if !force, exists(path) { throw CLIError(.exists, "\(path) exists (--force replaces it)") }
+        let staged = try StagedFile(path, mode: mode)
+        try staged.append(bytes)
+        try staged.place(force: force)
     }
 
     static let slotSpecs: [Arguments.Spec] = [
@@ -67,7 +141,7 @@ enum Keys {
 
     static func newPassphrase(_ args: Arguments) throws -> SecureBytes {
         if let f = args.value("new-passphrase-file") {
-            return try Secrets.passphrase(from: try Secrets.readFileSecret(f, what: "passphrase file"), source: f)
+            return try Secrets.passphrase(from: try Secrets.readFileSecret(f, what: "passphrase file", allowPipe: true), source: f)
         }
         if let fdText = args.value("new-passphrase-fd") {
             guard let fd = Int32(fdText), fd >= 0 else { throw CLIError.usage("--new-passphrase-fd takes a file descriptor number") }

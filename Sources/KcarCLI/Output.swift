@@ -45,9 +45,42 @@ final class Output: @unchecked Sendable {
     }
 }
 
-func warn(_ s: String) { Output.err.line("kcar: \(s)") }
+/// Every message to standard error goes through here, escaped: errors quote paths, group names and other
+/// text taken from files, which must not reach the terminal as control sequences.
+func warn(_ s: String) { Output.err.line("kcar: \(terminalSafe(s))") }
 
-/// JSON text, written by hand: strings escaped per RFC 8259.
+/// `s` with every character that a terminal would act on instead of showing written visibly: C0 controls
+/// (newline, escape, ...), DEL and C1 controls as `\xNN`, and the line and paragraph separators and the
+/// bidirectional embedding, override and isolate controls (which reorder what follows them) as `\u{NNNN}`.
+/// Used by every human-readable printer for text that comes from a file (group names, classes, attribute
+/// values, error messages); JSON output escapes with JSON's own rules instead (`JSON.string`).
+func terminalSafe(_ s: String) -> String {
+    guard s.unicodeScalars.contains(where: isTerminalControl) else { return s }
+    var out = String.UnicodeScalarView()
+    for u in s.unicodeScalars {
+        guard isTerminalControl(u) else {
+            out.append(u)
+            continue
+        }
+        let hex = String(u.value, radix: 16, uppercase: true)
+        let escaped = u.value < 0x100 ? "\\x" + String(repeating: "0", count: 2 - hex.count) + hex : "\\u{" + hex + "}"
+        out.append(contentsOf: escaped.unicodeScalars)
+    }
+    return String(out)
+}
+
+/// Whether a terminal acts on `u` instead of showing it: C0 controls, DEL, C1 controls (U+009B is CSI to
+/// many terminals), the line and paragraph separators, and the bidirectional embedding, override and
+/// isolate controls.
+func isTerminalControl(_ u: Unicode.Scalar) -> Bool {
+    switch u.value {
+    case 0..<0x20, 0x7F...0x9F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: return true
+    default: return false
+    }
+}
+
+/// JSON text, written by hand: strings escaped per RFC 8259, and every character a terminal would act on
+/// (``isTerminalControl(_:)``) as `\uXXXX`, so JSON printed to a terminal is as harmless as the human output.
 enum JSON {
     static func string(_ s: String) -> String {
         var out = "\""
@@ -58,7 +91,7 @@ enum JSON {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _ where u.value < 0x20 || u.value == 0x7F:
+            case _ where isTerminalControl(u):
                 let h = String(u.value, radix: 16)
                 out += "\\u" + String(repeating: "0", count: 4 - h.count) + h
             default: out.unicodeScalars.append(u)

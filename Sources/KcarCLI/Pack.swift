@@ -6,10 +6,30 @@ import VaultFormat
 
 /// `kcar pack VAULT DIR`.
 enum Pack {
+    /// A regular file found by the listing: its folder (an index into ``Tree/folders``), its name there, and
+    /// the identity it had when listed.
     struct Entry {
         let service: String
         let account: String
+        /// For messages only: files are opened by folder and name, never by this path.
         let path: String
+        let folder: Int
+        let name: String
+        let dev: UInt64
+        let ino: UInt64
+        /// Its size when listed (for the progress bar; what is stored is what is read).
+        let size: UInt64
+    }
+
+    /// The folders the listing went through, each by its parent, name and identity (issue 9, item 6): a file
+    /// is later opened relative to its folder, and every folder on the way is reopened with O_NOFOLLOW and
+    /// checked to be the one listed, so a folder swapped for a symlink (or another folder) after the listing
+    /// is refused instead of followed.
+    struct Folder {
+        let parent: Int?
+        let name: String
+        let dev: UInt64
+        let ino: UInt64
     }
 
     static func run(_ argv: [String]) throws -> ExitCode {
@@ -25,33 +45,41 @@ enum Pack {
         if fromItems { return try packItems(vaultPath, args, level: level) }
         let dir = p[1]
         let group = args.value("group") ?? "default"
-        let (entries, problems) = try walk(dir, excludes: args.all("exclude"))
+        let (entries, folders, problems) = try walk(dir, excludes: args.all("exclude"))
         for problem in problems { warn("skipped \(problem)") }
+        DebugSeam.pause("pack-listed")
         let slots = try Secrets.newSlots(args)
         let options = WriteOptions(level: level)
-        // The total is needed only for a progress bar on a terminal; elsewhere it would cost a stat per file.
-        let total = Output.err.isTerminal ? entries.reduce(UInt64(0)) { $0 + fileSize($1.path) } : 0
+        let total = Output.err.isTerminal ? entries.reduce(UInt64(0)) { $0 &+ $1.size } : 0
         let progress = Progress(label: "pack", total: total)
         let toStdout = vaultPath == "-"
         let target = toStdout ? temporaryPath() : vaultPath
+        let opener = try Opener(root: dir, folders: folders)
+        var changed = 0
+        // The vault written for standard output is removed on a fatal signal too (issue 9, item 11).
+        let registration = toStdout ? TemporaryFiles.register(target) : nil
+        defer { TemporaryFiles.unregister(registration) }
         do {
             try Vault.create(path: target, group: group, slots: slots, options: options, overwrite: args.flag("force")) { tx in
-                for e in entries { try add(e, to: tx, progress: progress) }
+                DebugSeam.pause("pack-writing")
+                for e in entries {
+                    if let problem = try add(e, to: tx, opener: opener, progress: progress) {
+                        warn("skipped \(problem)")
+                        changed += 1
+                    }
+                }
             }
             progress.finish()
-            if toStdout {
-                defer { unlink(target) }
-                try copyToStdout(target)
-            }
+            if toStdout { try copyToStdout(target) }
         } catch {
             progress.finish()
             if toStdout { unlink(target) }
             throw error
         }
         if !args.flag("quiet"), !toStdout {
-            warn("packed \(entries.count) items into \(vaultPath)")
+            warn("packed \(entries.count - changed) items into \(vaultPath)")
         }
-        return problems.isEmpty ? .success : .skipped
+        return problems.isEmpty && changed == 0 ? .success : .skipped
     }
 
     /// `pack VAULT --items FILE.json` (an item file, SPEC.md §K7) or `pack VAULT --keychain DIR --group G`
@@ -84,14 +112,18 @@ enum Pack {
         return deviceOnly > 0 && !args.flag("include-device-only") ? .skipped : .success
     }
 
-    static func add(_ e: Entry, to tx: Transaction, progress: Progress) throws {
-        let fd = open(e.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { throw CLIError(.io, "cannot open \(e.path): \(String(cString: strerror(errno)))") }
+    /// Adds one listed file, opened relative to its folder without following links and without blocking
+    /// (O_NONBLOCK: a FIFO swapped in is not waited on), and only if it is still the regular file listed.
+    /// Returns why it was skipped instead, if it was.
+    static func add(_ e: Entry, to tx: Transaction, opener: Opener, progress: Progress) throws -> String? {
+        guard let dir = opener.folder(e.folder) else { return "\(e.path): a folder on its path changed after the listing (a symlink or another folder)" }
+        let fd = openat(dir, e.name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return "\(e.path): \(errno == ELOOP ? "now a symbolic link" : String(cString: strerror(errno)))" }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
-            throw CLIError(.io, "\(e.path) is no longer a regular file")
-        }
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return "\(e.path): no longer a regular file" }
+        guard UInt64(st.st_dev) == e.dev, UInt64(st.st_ino) == e.ino else { return "\(e.path): replaced by another file after the listing" }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         let mtime = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
         var attributes = Attributes()
         attributes[AttributeName.service] = .string(e.service)
@@ -103,14 +135,80 @@ enum Pack {
             throw VaultError(.io, "\(e.path): \(error.context)")
         }
         progress.advance(UInt64(st.st_size))
+        return nil
     }
 
-    /// The items below `root`, sorted by service and account, and what was skipped and why.
-    static func walk(_ root: String, excludes: [String]) throws -> ([Entry], [String]) {
-        var st = stat()
-        guard stat(root, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
-            throw CLIError(.io, "\(root) is not a folder")
+    /// Opens listed folders from the root, each with O_NOFOLLOW relative to its parent and checked against
+    /// the identity it was listed with; the last folder opened is kept (entries come folder by folder), so
+    /// at most two descriptors are open however wide or deep the tree.
+    final class Opener {
+        let root: Int32
+        private(set) var folders: [Folder]
+        private var open: (index: Int, fd: Int32)?
+
+        /// Opens `root` (following it if it is a link, as any path given is followed); `expected`, the
+        /// folders of an earlier listing of it, whose root must be this one.
+        init(root: String, folders expected: [Folder]? = nil) throws {
+            let fd = Glibc.open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard fd >= 0 else { throw CLIError(.io, "\(root) is not a folder") }
+            var st = stat()
+            guard fstat(fd, &st) == 0 else {
+                close(fd)
+                throw CLIError(.io, "cannot stat \(root)")
+            }
+            if let top = expected?.first, UInt64(st.st_dev) != top.dev || UInt64(st.st_ino) != top.ino {
+                close(fd)
+                throw CLIError(.io, "\(root) changed after it was listed")
+            }
+            self.root = fd
+            folders = expected ?? [Folder(parent: nil, name: root, dev: UInt64(st.st_dev), ino: UInt64(st.st_ino))]
         }
+
+        deinit {
+            if let open { close(open.fd) }
+            close(root)
+        }
+
+        func add(_ f: Folder) -> Int {
+            folders.append(f)
+            return folders.count - 1
+        }
+
+        /// The folder `index`, open, or nil if any folder on its path is no longer the one listed.
+        func folder(_ index: Int) -> Int32? {
+            if index == 0 { return root }
+            if let open, open.index == index { return open.fd }
+            if let open { close(open.fd) }
+            open = nil
+            var chain: [Int] = []
+            var i: Int? = index
+            while let j = i, j != 0 {
+                chain.append(j)
+                i = folders[j].parent
+            }
+            var dir = root
+            for j in chain.reversed() {
+                let f = folders[j]
+                let next = openat(dir, f.name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                if dir != root { close(dir) }
+                guard next >= 0 else { return nil }
+                var st = stat()
+                guard fstat(next, &st) == 0, UInt64(st.st_dev) == f.dev, UInt64(st.st_ino) == f.ino else {
+                    close(next)
+                    return nil
+                }
+                dir = next
+            }
+            open = (index, dir)
+            return dir
+        }
+    }
+
+    /// The items below `root`, sorted by service and account, the folders listed, and what was skipped and
+    /// why. Every folder is opened relative to its parent with O_NOFOLLOW and read through that descriptor;
+    /// the walk keeps an explicit stack (a deep tree is no recursion).
+    static func walk(_ root: String, excludes: [String]) throws -> ([Entry], [Folder], [String]) {
+        let opener = try Opener(root: root)
         var entries: [Entry] = []
         var problems: [String] = []
         func excluded(_ name: String, _ relative: String) -> Bool {
@@ -118,30 +216,42 @@ enum Pack {
                 pattern.contains("/") ? fnmatch(pattern, relative, 0) == 0 : fnmatch(pattern, name, 0) == 0
             }
         }
-        func visit(_ path: String, relative: String, service: String?, account: String) throws {
-            for (name, rawName, type) in try listDirectory(path) {
-                let childPath = path + "/" + rawName
+        struct Pending {
+            let index: Int
+            let path: String
+            let relative: String
+            let service: String?
+            let account: String
+        }
+        var stack = [Pending(index: 0, path: root, relative: "", service: nil, account: "")]
+        while let here = stack.popLast() {
+            guard let fd = opener.folder(here.index) else {
+                problems.append("\(here.path): changed while it was listed")
+                continue
+            }
+            var children: [Pending] = []
+            for (name, rawName) in try listDirectory(fd, path: here.path) {
+                let childPath = here.path + "/" + rawName
                 guard let name else {
                     problems.append("\(childPath): the name is not UTF-8")
                     continue
                 }
-                let rel = relative.isEmpty ? name : relative + "/" + name
+                let rel = here.relative.isEmpty ? name : here.relative + "/" + name
                 if excluded(name, rel) { continue }
-                var mode = type
-                if mode == 0 {  // the file system does not report types in its listing: ask
-                    var cst = stat()
-                    guard lstat(childPath, &cst) == 0 else {
-                        problems.append("\(childPath): \(String(cString: strerror(errno)))")
-                        continue
-                    }
-                    mode = cst.st_mode & S_IFMT
+                var st = stat()
+                guard fstatat(fd, rawName, &st, AT_SYMLINK_NOFOLLOW) == 0 else {
+                    problems.append("\(childPath): \(String(cString: strerror(errno)))")
+                    continue
                 }
-                switch mode {
+                switch st.st_mode & S_IFMT {
                 case S_IFDIR:
-                    try visit(childPath, relative: rel, service: service ?? name, account: service == nil ? "" : account + name + "/")
+                    let index = opener.add(Folder(parent: here.index, name: rawName, dev: UInt64(st.st_dev), ino: UInt64(st.st_ino)))
+                    children.append(Pending(index: index, path: childPath, relative: rel, service: here.service ?? name,
+                                            account: here.service == nil ? "" : here.account + name + "/"))
                 case S_IFREG:
-                    if let service {
-                        entries.append(Entry(service: service, account: account + name, path: childPath))
+                    if let service = here.service {
+                        entries.append(Entry(service: service, account: here.account + name, path: childPath, folder: here.index,
+                                             name: rawName, dev: UInt64(st.st_dev), ino: UInt64(st.st_ino), size: UInt64(max(0, st.st_size))))
                     } else {
                         problems.append("\(childPath): a file directly in \(root) has no service folder")
                     }
@@ -149,41 +259,33 @@ enum Pack {
                 default: problems.append("\(childPath): not a regular file (device, FIFO or socket)")
                 }
             }
+            // Pushed in reverse, so that they are visited in name order (the order problems are reported in).
+            stack.append(contentsOf: children.reversed())
         }
-        try visit(root, relative: "", service: nil, account: "")
         entries.sort { a, b in
             a.service != b.service ? a.service.utf8.lexicographicallyPrecedes(b.service.utf8)
                 : a.account.utf8.lexicographicallyPrecedes(b.account.utf8)
         }
-        return (entries, problems)
+        return (entries, opener.folders, problems)
     }
 
-    /// Names in a folder (UTF-8 decoded, or nil) with their raw form for paths and their file type as
-    /// `S_IFMT` bits (0 when the file system does not say; the add step checks regular files again on open).
-    static func listDirectory(_ path: String) throws -> [(String?, String, mode_t)] {
-        guard let d = opendir(path) else { throw CLIError(.io, "cannot read folder \(path): \(String(cString: strerror(errno)))") }
+    /// Names in an open folder (UTF-8 decoded, or nil) with their raw form for paths. Reads a duplicate of
+    /// `fd`, which stays open.
+    static func listDirectory(_ fd: Int32, path: String) throws -> [(String?, String)] {
+        let copy = dup(fd)
+        guard copy >= 0, let d = fdopendir(copy) else {
+            if copy >= 0 { close(copy) }
+            throw CLIError(.io, "cannot read folder \(path): \(String(cString: strerror(errno)))")
+        }
         defer { closedir(d) }
-        var out: [(String?, String, mode_t)] = []
+        var out: [(String?, String)] = []
         while let ent = readdir(d) {
             let raw: [UInt8] = withUnsafeBytes(of: ent.pointee.d_name) { b in Array(b.prefix { $0 != 0 }) }
             if raw == [46] || raw == [46, 46] { continue }
             let decoded = String(validating: raw, as: UTF8.self)
-            let type: mode_t
-            switch Int32(ent.pointee.d_type) {
-            case Int32(DT_REG): type = S_IFREG
-            case Int32(DT_DIR): type = S_IFDIR
-            case Int32(DT_LNK): type = S_IFLNK
-            case Int32(DT_UNKNOWN): type = 0
-            default: type = S_IFIFO  // devices, FIFOs, sockets: reported, not stored
-            }
-            out.append((decoded, decoded ?? String(decoding: raw, as: UTF8.self), type))
+            out.append((decoded, decoded ?? String(decoding: raw, as: UTF8.self)))
         }
         return out.sorted { $0.1.utf8.lexicographicallyPrecedes($1.1.utf8) }
-    }
-
-    static func fileSize(_ path: String) -> UInt64 {
-        var st = stat()
-        return lstat(path, &st) == 0 ? UInt64(st.st_size) : 0
     }
 
     static func temporaryPath() -> String {
@@ -191,8 +293,11 @@ enum Pack {
         return "\(dir)/kcar-\(Hex.encode(randomBytes(8))).kcv"
     }
 
+    /// Copies the temporary vault at `path` to standard output, removing its name first: nothing is left
+    /// behind even if the copy is cut short.
     static func copyToStdout(_ path: String) throws {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
+        unlink(path)
         guard fd >= 0 else { throw CLIError(.io, "cannot reopen \(path)") }
         defer { close(fd) }
         var buf = [UInt8](repeating: 0, count: 1 << 20)

@@ -27,6 +27,8 @@ enum Secrets {
             memset(p, 0, n)
             unsetenv("KCAR_PASSPHRASE")
         }
+        // An interrupted pack or extract removes its temporary files (issue 9, item 11).
+        TemporaryFiles.installHandlers()
         var limit = rlimit(rlim_cur: 0, rlim_max: 0)
         setrlimit(Int32(RLIMIT_CORE.rawValue), &limit)
         // Chunk buffers (up to 1 MiB) come and go by the thousand: keep them in the heap instead of mapping
@@ -70,7 +72,7 @@ enum Secrets {
 
     static func givenPassphrase(_ args: Arguments) throws -> SecureBytes? {
         if let path = args.value("passphrase-file") {
-            return try passphrase(from: try readFileSecret(path, what: "passphrase file"), source: path)
+            return try passphrase(from: try readFileSecret(path, what: "passphrase file", allowPipe: true), source: path)
         }
         if let fdText = args.value("passphrase-fd") {
             guard let fd = Int32(fdText), fd >= 0 else { throw CLIError.usage("--passphrase-fd takes a file descriptor number") }
@@ -96,18 +98,59 @@ enum Secrets {
     }
 
     static func readKeyFile(_ path: String) throws -> SecureBytes {
-        let k = try readFileSecret(path, what: "key file")
+        let k = try readFileSecret(path, what: "key file", allowPipe: false)
         guard k.count == 32 else {
             throw CLIError(.usage, "key file \(path) must hold exactly 32 bytes (make one with `kcar keygen`)")
         }
         return k
     }
 
-    static func readFileSecret(_ path: String, what: String) throws -> SecureBytes {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw CLIError(.io, "cannot open \(what) \(path): \(String(cString: strerror(errno)))") }
+    static func readFileSecret(_ path: String, what: String, allowPipe: Bool) throws -> SecureBytes {
+        let fd = try openInput(path, what: what, allowPipe: allowPipe)
         defer { close(fd) }
         return try readDescriptor(fd, what: "\(what) \(path)")
+    }
+
+    /// Whether the open FIFO `fd` is an anonymous pipe (`|`, and `<(...)`'s /dev/fd/N), which the kernel
+    /// names `pipe:[inode]`, rather than a FIFO in a file system.
+    static func isAnonymousPipe(_ fd: Int32) -> Bool {
+        var buf = [CChar](repeating: 0, count: 64)
+        let n = readlink("/proc/self/fd/\(fd)", &buf, buf.count - 1)
+        guard n > 0 else { return false }
+        return String(decoding: buf.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self).hasPrefix("pipe:[")
+    }
+
+    /// Opens a file kcar reads a secret or an input from without ever blocking (issue 9, item 7): a regular
+    /// file, or with `allowPipe` an anonymous pipe (`--passphrase-file <(pass show x)`: it was made with its
+    /// writer, so it ends when the writer does). Anything else is refused with exit 15 before it is read: a
+    /// named FIFO (its open and reads wait for a writer anyone who can create it may withhold; read one on
+    /// purpose with `--passphrase-fd 3 3<FIFO`, where the shell does the waiting), a device, socket or
+    /// folder. A symbolic link given as the path is followed; what it names is checked.
+    static func openInput(_ path: String, what: String, allowPipe: Bool) throws -> Int32 {
+        func check(_ st: stat, _ fd: Int32?) throws {
+            let type = st.st_mode & S_IFMT
+            if type == S_IFREG { return }
+            if type == S_IFIFO, allowPipe, let fd {
+                if isAnonymousPipe(fd) { return }
+            }
+            if type == S_IFIFO, fd == nil, allowPipe { return }  // decided once it is open (named or not)
+            let kind = type == S_IFIFO ? (allowPipe ? "a named FIFO" : "a FIFO or pipe") : type == S_IFDIR ? "a folder"
+                : type == S_IFCHR || type == S_IFBLK ? "a device" : type == S_IFSOCK ? "a socket" : "not a regular file"
+            throw CLIError(.unsafeFile, "\(what) \(path) is \(kind), not a regular file\(allowPipe ? " or a pipe" : ""); refusing to read it")
+        }
+        var st = stat()
+        if stat(path, &st) == 0 { try check(st, nil) }
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { throw CLIError(.io, "cannot open \(what) \(path): \(String(cString: strerror(errno)))") }
+        do {
+            guard fstat(fd, &st) == 0 else { throw CLIError(.io, "cannot stat \(what) \(path): \(String(cString: strerror(errno)))") }
+            try check(st, fd)
+        } catch {
+            close(fd)
+            throw error
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        return fd
     }
 
     /// Reads at most 64 KiB into locked memory.
@@ -178,8 +221,10 @@ enum Secrets {
     /// A recipient: 64 hex digits, or a file holding them (as `kcar keygen --x25519` writes FILE.pub).
     static func parseRecipient(_ text: String) throws -> [UInt8] {
         var candidate = text
-        if text.count != 64, let fileText = try? readSmallText(text) {
-            candidate = fileText.trimmingWhitespace
+        var st = stat()
+        if text.count != 64, stat(text, &st) == 0 {
+            // A file is read only if it is a regular file (a FIFO there is refused, exit 15, never waited on).
+            candidate = try readSmallText(text).trimmingWhitespace
         }
         guard let pk = Hex.decode(candidate), pk.count == 32 else {
             throw CLIError.usage("--recipient takes an X25519 public key (64 hex digits) or a file holding one")
@@ -215,8 +260,7 @@ final class SecureBytesBuilder {
 }
 
 func readSmallText(_ path: String) throws -> String {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { throw CLIError(.io, "cannot open \(path)") }
+    let fd = try Secrets.openInput(path, what: "file", allowPipe: false)
     defer { close(fd) }
     var out: [UInt8] = []
     var buf = [UInt8](repeating: 0, count: 4096)

@@ -9,12 +9,15 @@ enum Verify {
         let args = try Arguments(argv, specs: Secrets.specs + [.init(name: "json", kind: .flag), .init(name: "no-key", kind: .flag)])
         let path = try vaultArguments(args, ["VAULT"])[0]
         let json = args.flag("json")
-        var secret: UnlockSecret?
-        if !args.flag("no-key") {
-            secret = try Secrets.unlock(args, required: false)
-            if secret == nil, isatty(0) == 1 { secret = try Secrets.unlock(args) }
+        // Only an explicit --no-key checks the structure alone: a `verify v.kcv || alert` that found no secret
+        // must not pass a vault whose records it never authenticated.
+        if args.flag("no-key") { return try structural(path, json: json) }
+        var secret = try Secrets.unlock(args, required: false)
+        if secret == nil, isatty(0) == 1 { secret = try Secrets.unlock(args) }
+        guard let secret else {
+            throw CLIError(.noSecret, "no secret given and no terminal to ask on: give --key-file, --passphrase-file, " +
+                           "--passphrase-fd or KCAR_PASSPHRASE to check the records, or --no-key to check only the structure")
         }
-        guard let secret else { return try structural(path, json: json) }
         let report: VerifyReport
         do {
             let vault = try Vault.open(path: path, secret: secret)
@@ -31,7 +34,7 @@ enum Verify {
         ]
         emit(json: json, path: path, keyed: true, problems: report.problems, extra: extra)
         if !json, report.isIntact {
-            Output.out.line("\(path): intact: \(report.items) items in \(report.records) records, \(report.commits) commits checked, \(report.valueBytes) value bytes authenticated")
+            Output.out.line(terminalSafe(path) + ": intact: \(report.items) items in \(report.records) records, \(report.commits) commits checked, \(report.valueBytes) value bytes authenticated")
         }
         guard let first = report.problems.first else { return .success }
         return report.problems.contains { $0.code != .incompleteCommit } ? ExitCode.of(.damagedRecord) : ExitCode.of(first.code)
@@ -52,13 +55,14 @@ enum Verify {
         }
         emit(json: json, path: path, keyed: false, problems: problems, extra: [])
         if !json, problems.isEmpty {
-            Output.out.line("\(path): header checksum and structure intact; no key given, so slots, index and records were not authenticated")
+            Output.out.line(terminalSafe(path) + ": header checksum and structure intact; no key given, so slots, index and records were not authenticated")
         }
         return problems.first.map { ExitCode.of($0.code) } ?? .success
     }
 
     static func endsWithTrailerMagic(_ path: String, size: UInt64) throws -> Bool {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // Non-blocking: the file was checked to be a regular file, but could be swapped for a FIFO since.
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw VaultError(.io, "cannot open \(path)") }
         defer { close(fd) }
         var b = [UInt8](repeating: 0, count: 8)
@@ -72,7 +76,7 @@ enum Verify {
             Output.out.line(JSON.object([("path", JSON.string(path)), ("intact", problems.isEmpty ? "true" : "false"),
                                          ("authenticated", keyed ? "true" : "false"), ("problems", "[" + list.joined(separator: ", ") + "]")] + extra))
         } else {
-            for p in problems { Output.out.line("\(path): \(p)") }
+            for p in problems { Output.out.line(terminalSafe("\(path): \(p)")) }
         }
     }
 
@@ -109,7 +113,7 @@ enum Verify {
         } else {
             lines.append("(give a secret to see items, generation and dead space)")
         }
-        if args.flag("json") { Output.out.line(JSON.object(pairs)) } else { lines.forEach(Output.out.line) }
+        if args.flag("json") { Output.out.line(JSON.object(pairs)) } else { lines.forEach { Output.out.line(terminalSafe($0)) } }
         return .success
     }
 }

@@ -21,19 +21,46 @@ final class File {
         VaultError(.io, "\(what) \(path): \(String(cString: strerror(err)))")
     }
 
-    static func openRead(_ path: String) throws -> File {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+    /// Opens an existing vault for reading.
+    static func openRead(_ path: String) throws -> File { try openExisting(path, flags: O_RDONLY) }
+
+    /// Opens an existing vault for reading and writing.
+    static func openReadWrite(_ path: String) throws -> File { try openExisting(path, flags: O_RDWR) }
+
+    /// Opens an existing file that must be a regular file (issue 9, item 7): a FIFO, device, socket or folder
+    /// at a vault's path is refused with ``VaultError/Code/unsafeFile`` before it is opened, so nothing
+    /// blocks (a FIFO's open waits for a writer, its read for data, and no lock timeout applies) and no
+    /// device is touched; the open itself is non-blocking and checked again with `fstat`, for a file
+    /// swapped in between. A symbolic link given as the path is followed, as `tar` and `cp` follow the
+    /// paths they are given: what it points at must be a regular file.
+    static func openExisting(_ path: String, flags: Int32) throws -> File {
+        var st = stat()
+        if stat(path, &st) == 0 { try requireRegular(st, path) }
+        let fd = open(path, flags | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ENOENT { throw VaultError(.io, "\(path): no such file") }
             throw errnoError("cannot open", path)
         }
-        return File(fd: fd, path: path)
+        let file = File(fd: fd, path: path)
+        guard fstat(fd, &st) == 0 else { throw errnoError("cannot stat", path) }
+        try requireRegular(st, path)
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        return file
     }
 
-    static func openReadWrite(_ path: String) throws -> File {
-        let fd = open(path, O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else { throw errnoError("cannot open", path) }
-        return File(fd: fd, path: path)
+    /// Throws ``VaultError/Code/unsafeFile`` unless `st` describes a regular file.
+    static func requireRegular(_ st: stat, _ path: String) throws {
+        let type = st.st_mode & S_IFMT
+        guard type != S_IFREG else { return }
+        let what: String
+        switch type {
+        case S_IFIFO: what = "a FIFO"
+        case S_IFDIR: what = "a folder"
+        case S_IFCHR, S_IFBLK: what = "a device"
+        case S_IFSOCK: what = "a socket"
+        default: what = "not a regular file"
+        }
+        throw VaultError(.unsafeFile, "\(path) is \(what), not a regular file; refusing to use it as a vault")
     }
 
     /// Creates a new file with mode 0600; fails if it exists.
@@ -206,6 +233,8 @@ struct AtomicReplace {
     let path: String
     let tempPath: String
     let file: File
+    /// Its registration for removal on a fatal signal (issue 9, item 11).
+    let registration: Int?
 
     init(path: String, random: RandomSource = SystemRandom.shared) throws {
         self.path = path
@@ -222,12 +251,16 @@ struct AtomicReplace {
             if errno == EEXIST { throw VaultError(.exists, tempPath) }
             throw File.errnoError("cannot create", tempPath)
         }
+        let stagingRegistration = TemporaryFiles.register(staging)
+        defer { TemporaryFiles.unregister(stagingRegistration) }
         let f = File.adopt(fd: fd, path: tempPath)
+        registration = TemporaryFiles.register(tempPath)
         do {
             try f.lock(exclusive: true, timeout: 0)
             guard rename(staging, tempPath) == 0 else { throw File.errnoError("cannot create", tempPath) }
         } catch {
             unlink(staging)
+            TemporaryFiles.unregister(registration)
             throw error
         }
         file = f
@@ -277,13 +310,18 @@ struct AtomicReplace {
             }
             unlink(tempPath)
         }
+        TemporaryFiles.unregister(registration)
         syncDirectory(directoryOf(path))
     }
 
-    func abandon() { unlink(tempPath) }
+    func abandon() {
+        unlink(tempPath)
+        TemporaryFiles.unregister(registration)
+    }
 }
 
-func directoryOf(_ path: String) -> String {
+/// The folder of `path` (`.` for a bare name).
+package func directoryOf(_ path: String) -> String {
     guard let slash = path.lastIndex(of: "/") else { return "." }
     let d = String(path[..<slash])
     return d.isEmpty ? "/" : d

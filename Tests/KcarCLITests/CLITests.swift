@@ -159,9 +159,12 @@ final class CLITests: XCTestCase {
         let json = try JSONSerialization.jsonObject(with: report.data) as! [String: Any]
         XCTAssertEqual(json["intact"] as? Bool, false)
         XCTAssertEqual((json["problems"] as? [[String: Any]])?.first?["code"] as? String, "damaged record")
-        let keyless = try kcar(["verify", "\(fixtures)/vault/one-item.kcv"])
+        let keyless = try kcar(["verify", "\(fixtures)/vault/one-item.kcv", "--no-key"])
         XCTAssertTrue(keyless.out.contains("not authenticated"), keyless.out)
-        try kcar(["verify", "\(fixtures)/vault/malformed/header-checksum.kcv"], expect: 4)
+        try kcar(["verify", "\(fixtures)/vault/malformed/header-checksum.kcv", "--no-key"], expect: 4)
+        // Issue 9, item 12: without a secret and without --no-key nothing is checked, and it says so (exit 10).
+        try kcar(["verify", "\(fixtures)/vault/one-item.kcv"], expect: 10)
+        try kcar(["verify", "\(fixtures)/vault/malformed/record-flipped.kcv"], expect: 10)
     }
 
     func testPassphrasesNeverLeakIntoOutput() throws {

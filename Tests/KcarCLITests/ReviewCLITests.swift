@@ -17,17 +17,9 @@ final class ReviewCLITests: XCTestCase {
 
     /// Runs kcar; returns (exit status, whether it died of a signal, stderr).
     func run(_ args: [String]) throws -> (code: Int32, signalled: Bool, err: String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: CLITests.binary)
-        p.arguments = args
-        p.currentDirectoryURL = URL(fileURLWithPath: dir)
-        var env = ProcessInfo.processInfo.environment
-        env["KCAR_PASSPHRASE"] = nil
-        p.environment = env
+        let p = kcarProcess(args, cwd: dir)
         let err = Pipe()
         p.standardError = err
-        p.standardOutput = FileHandle.nullDevice
-        p.standardInput = FileHandle.nullDevice
         try p.run()
         let e = err.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()

@@ -45,3 +45,20 @@ func runProcess(_ executable: String, _ args: [String], stdin: Data? = nil, env:
 private final class ErrorBox: @unchecked Sendable {
     var data = Data()
 }
+
+/// The built `kcar` as a process not yet started, in `cwd`, with KCAR_PASSPHRASE removed and `env` added,
+/// its standard streams at /dev/null (a caller may set them before `run()`).
+func kcarProcess(_ args: [String], cwd: String, env extra: [String: String] = [:]) -> Process {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: CLITests.binary)
+    p.arguments = args
+    p.currentDirectoryURL = URL(fileURLWithPath: cwd)
+    var env = ProcessInfo.processInfo.environment
+    env["KCAR_PASSPHRASE"] = nil
+    for (k, v) in extra { env[k] = v }
+    p.environment = env
+    p.standardOutput = FileHandle.nullDevice
+    p.standardError = FileHandle.nullDevice
+    p.standardInput = FileHandle.nullDevice
+    return p
+}
