@@ -14,6 +14,7 @@ var only: [String] = []
 var keep: String? = nil
 var listOnly = false
 var verbose = false
+var makeCaseHere: (name: String, dir: String)? = nil
 var argv = CommandLine.arguments.dropFirst()
 while let a = argv.popFirst() {
     switch a {
@@ -21,6 +22,10 @@ while let a = argv.popFirst() {
     case "--only": guard let v = argv.popFirst() else { print(usage); exit(2) }; only.append(v)
     case "--keep": guard let v = argv.popFirst() else { print(usage); exit(2) }; keep = v
     case "--list": listOnly = true
+    case "--make-case":
+        // Internal: write one case's input in a process of its own (see makeInChild).
+        guard let name = argv.popFirst(), let dir = argv.popFirst() else { print(usage); exit(2) }
+        makeCaseHere = (name, dir)
     case "-v": verbose = true
     default: print(usage); exit(2)
     }
@@ -34,6 +39,11 @@ if kcar.first != "/" {
 guard access(kcar, X_OK) == 0 else { print("kcar-hostile: no kcar at \(kcar) (build it: swift build -c release --product kcar)"); exit(2) }
 
 var cases = vaultCases() + archiveCases() + plistCases() + keychainCases() + cliCases()
+if let (name, dir) = makeCaseHere {
+    guard let c = cases.first(where: { $0.name == name }) else { print("kcar-hostile: no case \(name)"); exit(2) }
+    do { try c.make(dir) } catch { print("kcar-hostile: making \(name): \(error)"); exit(2) }
+    exit(0)
+}
 if !only.isEmpty { cases = cases.filter { c in only.contains { c.name.contains($0) } } }
 var seen = Set<String>()
 for c in cases where !seen.insert(c.name).inserted { print("kcar-hostile: duplicate case name \(c.name)"); exit(2) }
@@ -72,7 +82,7 @@ for (n, c) in cases.enumerated() {
     var r = RunResult()
     var inputBytes = 0
     do {
-        try c.make(dir)
+        try makeInChild(c, dir)
         inputBytes = largestFile(dir)
         if inputBytes > Limits.inputBytes { problems.append("input of \(inputBytes) bytes is over \(Limits.inputBytes)") }
         r = try runKcar(kcar, c, dir: dir)
@@ -128,4 +138,19 @@ func largestFile(_ dir: String) -> Int {
 
 extension Substring {
     func replacingNewlines() -> String { split(separator: "\n").joined(separator: " | ") }
+}
+
+/// Writes a case's input in a child process (this program, `--make-case NAME DIR`), so that this process
+/// stays small: Linux carries the peak RSS of the process that spawns a child into the child's `ru_maxrss`
+/// (posix_spawn runs the child in the parent's memory until exec), so a harness that had built a 20 MB input
+/// itself would report that memory against every later kcar it runs.
+func makeInChild(_ c: HostileCase, _ dir: String) throws {
+    var pid: pid_t = 0
+    let args = ["/proc/self/exe", "--make-case", c.name, dir]
+    var cargs: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
+    defer { for p in cargs { free(p) } }
+    guard posix_spawn(&pid, "/proc/self/exe", nil, nil, &cargs, environ) == 0 else { throw HarnessError.io("spawn --make-case") }
+    var st: Int32 = 0
+    while waitpid(pid, &st, 0) < 0 && errno == EINTR {}
+    guard st == 0 else { throw HarnessError.failed("making the input of \(c.name) failed (status \(st))") }
 }
