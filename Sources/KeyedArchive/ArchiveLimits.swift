@@ -1,7 +1,8 @@
 /// The named limits of SPEC.md Part 2 §A3, checked by the writer and the reader before the work they bound.
 /// The defaults are safe for untrusted input; a caller may lower them, or raise them for trusted archives.
 public struct ArchiveLimits: Hashable, Sendable {
-    /// `DEPTH_MAX`: nesting depth; the root item is at depth 1.
+    /// `DEPTH_MAX`: nesting depth of the value an archive stands for, references expanded: the root item is at
+    /// depth 1, and a shared reference reaches as deep below its own depth as the definition it names.
     public var maxDepth: Int
     /// `VALUES_MAX`: items stored in an archive (a reference counts one).
     public var maxValues: Int
@@ -13,10 +14,17 @@ public struct ArchiveLimits: Hashable, Sendable {
     public var maxStringLength: Int
     /// `DATA_MAX`: bytes of one data value.
     public var maxDataLength: Int
+    /// `NONSTARTER_RUN_MAX`: the longest run of non-starters in the canonical decomposition of one string
+    /// (``StreamSafe``), so that comparing strings under canonical equivalence stays linear.
+    public var maxNonStarterRun: Int
+    /// `SORT_KEYS_MAX`: bytes of all the sort keys reading or writing one sorted archive computes, those
+    /// computed inside other sort keys included (SPEC.md Part 2 §A3, §A6).
+    public var maxSortKeyBytes: Int
 
     public init(
         maxDepth: Int = 512, maxValues: Int = 1_000_000, maxExpandedValues: Int = 10_000_000,
-        maxBytes: Int = 67_108_864, maxStringLength: Int = 16_777_216, maxDataLength: Int = 16_777_216
+        maxBytes: Int = 67_108_864, maxStringLength: Int = 16_777_216, maxDataLength: Int = 16_777_216,
+        maxNonStarterRun: Int = StreamSafe.maxNonStarterRun, maxSortKeyBytes: Int = 67_108_864
     ) {
         self.maxDepth = maxDepth
         self.maxValues = maxValues
@@ -24,11 +32,21 @@ public struct ArchiveLimits: Hashable, Sendable {
         self.maxBytes = maxBytes
         self.maxStringLength = maxStringLength
         self.maxDataLength = maxDataLength
+        self.maxNonStarterRun = maxNonStarterRun
+        self.maxSortKeyBytes = maxSortKeyBytes
     }
 
     /// Throws unless `count` bytes are within ``maxBytes`` (checked before any parsing or after writing).
     func checkSize(_ count: Int) throws {
         guard count <= maxBytes else { throw ArchiveError(.sizeLimit, "\(count) bytes, more than \(maxBytes)") }
+    }
+
+    /// Throws unless `s` is Stream-Safe within ``maxNonStarterRun`` (checked before it is compared or hashed).
+    func checkNonStarterRun(_ s: String, at offset: Int? = nil, _ what: String) throws {
+        let run = StreamSafe.longestNonStarterRun(s, limit: maxNonStarterRun)
+        guard run <= maxNonStarterRun else {
+            throw ArchiveError(.nonStarterRunLimit, at: offset, "\(what) with more than \(maxNonStarterRun) non-starters in a row")
+        }
     }
 
     /// The defaults of SPEC.md Part 2 §A3.

@@ -13,11 +13,15 @@ struct ArchiveReader {
     private var sorted = false
     private var strings: [String] = []
     private var stringSet: Set<ExactString> = []
-    /// Shared definitions by index: the box once complete (nil while its value is being read) and its
-    /// expanded size.
-    private var shared: [(box: ArchiveShared?, size: Int)] = []
+    /// Shared definitions by index: the box once complete (nil while its value is being read), its expanded
+    /// size and its height (the levels it spans, references expanded).
+    private var shared: [(box: ArchiveShared?, size: Int, height: Int)] = []
     private var values = 0
     private var expanded = 0
+    /// The deepest level reached so far inside the innermost open shared definition (or the root), with
+    /// references expanded (SPEC.md Part 2 §A3, `DEPTH_MAX`).
+    private var deepest = 0
+    private let sortKeys: ArchiveSortKeys
 
     private enum Kind { case array, dictionary, anyKeyDictionary, set, object, shared }
 
@@ -39,6 +43,8 @@ struct ArchiveReader {
         var elementStart = 0
         var sharedIndex = 0
         var sharedStart = 0
+        var sharedDepth = 0
+        var outerDeepest = 0
 
         init(_ kind: Kind, remaining: Int) {
             self.kind = kind
@@ -49,6 +55,7 @@ struct ArchiveReader {
     init(bytes: [UInt8], limits: ArchiveLimits) {
         self.bytes = bytes
         self.limits = limits
+        sortKeys = ArchiveSortKeys(limits: limits)
     }
 
     mutating func readArchive() throws -> ArchiveValue {
@@ -88,6 +95,8 @@ struct ArchiveReader {
             guard stack.count < limits.maxDepth else {
                 throw ArchiveError(.depthLimit, at: start, "deeper than \(limits.maxDepth)")
             }
+            let depth = stack.count + 1
+            deepest = max(deepest, depth)
             values += 1
             guard values <= limits.maxValues else {
                 throw ArchiveError(.valueLimit, at: start, "more than \(limits.maxValues) items")
@@ -103,6 +112,12 @@ struct ArchiveReader {
                 guard let box = shared[index].box else {
                     throw ArchiveError(.cycle, at: start, "shared value \(index) refers to itself")
                 }
+                // The reference stands for the definition: it reaches `height - 1` levels below its own depth.
+                let height = shared[index].height
+                guard height - 1 <= limits.maxDepth - depth else {
+                    throw ArchiveError(.depthLimit, at: start, "shared value \(index) reaches deeper than \(limits.maxDepth)")
+                }
+                deepest = max(deepest, depth + height - 1)
                 try addExpanded(shared[index].size, at: start)
                 value = .shared(box)
             case ArchiveFormat.Tag.shared:
@@ -110,7 +125,10 @@ struct ArchiveReader {
                 var frame = Frame(.shared, remaining: 1)
                 frame.sharedIndex = shared.count
                 frame.sharedStart = expanded - 1
-                shared.append((nil, 0))
+                frame.sharedDepth = depth
+                frame.outerDeepest = deepest
+                deepest = depth
+                shared.append((nil, 0, 0))
                 stack.append(frame)
                 continue
             case ArchiveFormat.Tag.array, ArchiveFormat.Tag.set:
@@ -162,7 +180,8 @@ struct ArchiveReader {
                 case .shared:
                     let frame = stack.removeLast()
                     let box = ArchiveShared(value)
-                    shared[frame.sharedIndex] = (box, expanded - frame.sharedStart)
+                    shared[frame.sharedIndex] = (box, expanded - frame.sharedStart, deepest - frame.sharedDepth + 1)
+                    deepest = max(deepest, frame.outerDeepest)
                     value = .shared(box)
                     continue
                 case .array:
@@ -219,7 +238,7 @@ struct ArchiveReader {
 
     private func checkSortOrder(of value: ArchiveValue, in frame: inout Frame, at: Int) throws {
         guard sorted else { return }
-        let key = try ArchiveSerialization.sortKey(of: value, limits: limits)
+        let key = try sortKeys.key(of: value)
         if let last = frame.lastSortKey, ![UInt8].precedes(last, key) {
             throw ArchiveError(.nonCanonical, at: at, "element out of order")
         }
@@ -297,6 +316,7 @@ struct ArchiveReader {
             String(validating: UnsafeBufferPointer(rebasing: all[start..<start + length]), as: UTF8.self)
         }
         guard let string else { throw ArchiveError(.invalidUTF8, at: at, "string") }
+        try limits.checkNonStarterRun(string, at: at, "string")
         guard stringSet.insert(ExactString(string: string)).inserted else {
             throw ArchiveError(.nonCanonical, at: at, "string defined twice (a repeat must be a reference)")
         }

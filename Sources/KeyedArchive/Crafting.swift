@@ -1,0 +1,87 @@
+/// Builds hostile archives and property lists byte by byte, with full control over every field: for tests and
+/// the hostile-input harness (`kcar-hostile`) only. Writers of real archives use ``ArchiveSerialization`` and
+/// ``NSKeyedArchive``.
+package enum ArchiveCrafting {
+    /// A kcar archive header (SPEC.md Part 2 §A2), sorted or not.
+    package static func header(sorted: Bool) -> [UInt8] { ArchiveFormat.magic + [KeyedArchive.formatVersion, sorted ? 1 : 0] }
+
+    /// A minimal LEB128 varint.
+    package static func varint(_ value: Int) -> [UInt8] {
+        var out: [UInt8] = []
+        var v = UInt64(value)
+        while v >= 0x80 {
+            out.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        out.append(UInt8(v))
+        return out
+    }
+
+    /// `[d0, d1, ..., d(n-1)]`: d0 a shared definition of null, each later d(i) a shared definition of an
+    /// array holding one reference to d(i-1). Every item is within 4 levels of the root, but d(i) stands for a
+    /// value 2i + 2 levels deep: the chain of shared definitions that overflowed the stack when the value was
+    /// printed, compared or freed.
+    package static func sharedChain(_ n: Int, then tail: [UInt8] = []) -> [UInt8] {
+        var out = header(sorted: false) + [ArchiveFormat.Tag.array] + varint(n + (tail.isEmpty ? 0 : 1))
+        out += [ArchiveFormat.Tag.shared, ArchiveFormat.Tag.null]
+        for i in 1..<max(n, 1) {
+            out += [ArchiveFormat.Tag.shared, ArchiveFormat.Tag.array, 1, ArchiveFormat.Tag.sharedRef] + varint(i - 1)
+        }
+        return out + tail
+    }
+
+    /// A sorted archive `[d, {[d, 1], [d, 2], ..., [d, n]}]`: d one shared data value of `dataBytes` bytes
+    /// that every element of the set references, so that each element's sort key holds all of d (n ≤ 63).
+    package static func sharedDataInSet(dataBytes: Int, elements n: Int) -> [UInt8] {
+        var out = header(sorted: true) + [ArchiveFormat.Tag.array, 2, ArchiveFormat.Tag.shared, ArchiveFormat.Tag.data]
+        out += varint(dataBytes) + [UInt8](repeating: 0x41, count: dataBytes)
+        out += [ArchiveFormat.Tag.set] + varint(n)
+        for i in 1...n {
+            out += [ArchiveFormat.Tag.array, 2, ArchiveFormat.Tag.sharedRef, 0, ArchiveFormat.Tag.int] + varint(2 * i)
+        }
+        return out
+    }
+
+    /// An archive whose root is a dictionary of one key: `base` followed by `marks` combining marks (U+0301).
+    package static func combiningKey(base: String = "a", marks: Int) -> [UInt8] {
+        let key = Array((base + String(repeating: "\u{301}", count: marks)).utf8)
+        return header(sorted: false) + [ArchiveFormat.Tag.dictionary, 1, 0] + varint(key.count) + key + [ArchiveFormat.Tag.null]
+    }
+
+    /// A `bplist00` from its object bytes: `objects` are laid out in order after the magic, `table` gives the
+    /// object (by position in `objects`) each offset-table entry points at (several entries may point at one),
+    /// and `top` is the offset-table index of the top object. Offsets take 4 bytes, references `refSize`.
+    package static func binaryPlist(objects: [[UInt8]], table: [Int], top: Int, refSize: Int) -> [UInt8] {
+        var out = Array("bplist00".utf8)
+        var starts: [Int] = []
+        for o in objects {
+            starts.append(out.count)
+            out += o
+        }
+        let tableStart = out.count
+        for t in table { out += bigEndian(starts[t], 4) }
+        out += [0, 0, 0, 0, 0, 0, 4, UInt8(refSize)]  // 5 unused bytes, the sort version, the sizes
+        out += bigEndian(table.count, 8) + bigEndian(top, 8) + bigEndian(tableStart, 8)
+        return out
+    }
+
+    /// `value` as `size` big-endian bytes.
+    package static func bigEndian(_ value: Int, _ size: Int) -> [UInt8] {
+        (0..<size).map { UInt8(truncatingIfNeeded: value >> (8 * (size - 1 - $0))) }
+    }
+
+    /// A plist marker with its count: the low nibble, or 0xF and an int object that follows.
+    package static func marker(_ high: UInt8, count: Int) -> [UInt8] {
+        count < 15 ? [high << 4 | UInt8(count)] : [high << 4 | 0x0F, 0x12] + bigEndian(count, 4)
+    }
+
+    /// A `bplist00` whose offset table points `aliases` entries at one data object of `dataBytes` bytes, and
+    /// whose top array references every one of them: one object, read as `aliases` objects by a reader that
+    /// decodes each offset-table entry on its own.
+    package static func aliasedPlist(dataBytes: Int, aliases: Int) -> [UInt8] {
+        let data = marker(0x4, count: dataBytes) + [UInt8](repeating: 0x5A, count: dataBytes)
+        var array = marker(0xA, count: aliases)
+        for i in 0..<aliases { array += bigEndian(i, 4) }
+        return binaryPlist(objects: [data, array], table: [Int](repeating: 0, count: aliases) + [1], top: aliases, refSize: 4)
+    }
+}
