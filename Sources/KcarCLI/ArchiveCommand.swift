@@ -86,6 +86,12 @@ enum ArchiveCommand {
 /// Where ``JSONPrinter`` puts its bytes.
 protocol JSONSink {
     mutating func write(_ s: String) throws
+    /// `data` in base64 (RFC 4648 §4, padded).
+    mutating func writeBase64(_ data: [UInt8]) throws
+}
+
+extension JSONSink {
+    mutating func writeBase64(_ data: [UInt8]) throws { try write(Base64.encode(data)) }
 }
 
 /// Counts the bytes a print would write, and stops once they pass ``JSONPrinter/outputMax``.
@@ -95,6 +101,12 @@ struct JSONCounter: JSONSink {
 
     mutating func write(_ s: String) throws {
         count += s.utf8.count
+        guard count <= JSONPrinter<JSONCounter>.outputMax else { throw Full() }
+    }
+
+    /// The length of the base64, without encoding it.
+    mutating func writeBase64(_ data: [UInt8]) throws {
+        count += (data.count + 2) / 3 * 4
         guard count <= JSONPrinter<JSONCounter>.outputMax else { throw Full() }
     }
 }
@@ -132,7 +144,10 @@ struct JSONPrinter<Sink: JSONSink> {
         case .uint(let u): try sink.write(String(u))
         case .double(let d): try double(d, depth)
         case .string(let s): try sink.write(JSON.string(s))
-        case .data(let d): try object([("$data", .string(Base64.encode(Array(d))))], depth)
+        case .data(let d):
+            try sink.write("{" + key("$data", depth) + "\"")
+            try sink.writeBase64(Array(d))
+            try sink.write("\"" + newline(depth) + "}")
         case .date(let d):
             let t = d.timeIntervalSinceReferenceDate
             if let text = Self.iso8601(sinceReferenceDate: t) {

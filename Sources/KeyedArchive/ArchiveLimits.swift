@@ -20,11 +20,19 @@ public struct ArchiveLimits: Hashable, Sendable {
     /// `SORT_KEYS_MAX`: bytes of all the sort keys reading or writing one sorted archive computes, those
     /// computed inside other sort keys included (SPEC.md Part 2 §A3, §A6).
     public var maxSortKeyBytes: Int
+    /// `STRING_USES_MAX`: bytes of strings counted at every use, a string reference as the string it names:
+    /// each use of a string may hash or compare all of it (a 4 MB key shared by 2,000 dictionaries took 103 s).
+    public var maxStringUseBytes: Int
+    /// `ELEMENT_BYTES_MAX`: bytes of all set elements and any-key dictionary keys, each counting its item's
+    /// bytes and the string bytes it uses, a nested one again at every level: what hashing them costs (505 nested
+    /// sets around a million values took 77 s).
+    public var maxElementBytes: Int
 
     public init(
         maxDepth: Int = 512, maxValues: Int = 1_000_000, maxExpandedValues: Int = 10_000_000,
         maxBytes: Int = 67_108_864, maxStringLength: Int = 16_777_216, maxDataLength: Int = 16_777_216,
-        maxNonStarterRun: Int = StreamSafe.maxNonStarterRun, maxSortKeyBytes: Int = 67_108_864
+        maxNonStarterRun: Int = StreamSafe.maxNonStarterRun, maxSortKeyBytes: Int = 67_108_864,
+        maxStringUseBytes: Int = 67_108_864, maxElementBytes: Int = 67_108_864
     ) {
         self.maxDepth = maxDepth
         self.maxValues = maxValues
@@ -34,6 +42,8 @@ public struct ArchiveLimits: Hashable, Sendable {
         self.maxDataLength = maxDataLength
         self.maxNonStarterRun = maxNonStarterRun
         self.maxSortKeyBytes = maxSortKeyBytes
+        self.maxStringUseBytes = maxStringUseBytes
+        self.maxElementBytes = maxElementBytes
     }
 
     /// Throws unless `count` bytes are within ``maxBytes`` (checked before any parsing or after writing).
@@ -46,6 +56,14 @@ public struct ArchiveLimits: Hashable, Sendable {
         let run = StreamSafe.longestNonStarterRun(s, limit: maxNonStarterRun)
         guard run <= maxNonStarterRun else {
             throw ArchiveError(.nonStarterRunLimit, at: offset, "\(what) with more than \(maxNonStarterRun) non-starters in a row")
+        }
+    }
+
+    /// Adds one use of a string of `bytes` bytes to `total`; throws once it passes ``maxStringUseBytes``.
+    func addStringUse(_ bytes: Int, to total: inout Int, at offset: Int? = nil) throws {
+        total += bytes  // each at most maxStringLength, the total at most maxStringUseBytes: no overflow
+        guard total <= maxStringUseBytes else {
+            throw ArchiveError(.expansionLimit, at: offset, "strings of more than \(maxStringUseBytes) bytes counted at every use")
         }
     }
 

@@ -22,6 +22,10 @@ struct ArchiveReader {
     /// references expanded (SPEC.md Part 2 §A3, `DEPTH_MAX`).
     private var deepest = 0
     private let sortKeys: ArchiveSortKeys
+    /// Bytes of strings at every use so far (`STRING_USES_MAX`).
+    private var stringUses = 0
+    /// Bytes of set elements and any-key keys so far, nested ones at every level (`ELEMENT_BYTES_MAX`).
+    private var elementBytes = 0
 
     private enum Kind { case array, dictionary, anyKeyDictionary, set, object, shared }
 
@@ -41,6 +45,7 @@ struct ArchiveReader {
         var lastKey: String?
         var lastSortKey: [UInt8]?
         var elementStart = 0
+        var elementUses = 0
         var sharedIndex = 0
         var sharedStart = 0
         var sharedDepth = 0
@@ -87,6 +92,7 @@ struct ArchiveReader {
         while true {
             if let top = stack.indices.last {
                 stack[top].elementStart = position
+                stack[top].elementUses = stringUses
                 if stack[top].kind == .dictionary || stack[top].kind == .object, stack[top].key == nil {
                     try readFieldKey(&stack[top])
                 }
@@ -187,6 +193,7 @@ struct ArchiveReader {
                 case .array:
                     stack[top].items.append(value)
                 case .set:
+                    try addElement(stack[top], at: at)
                     try checkSortOrder(of: value, in: &stack[top], at: at)
                     guard stack[top].elements.insert(value).inserted else {
                         throw ArchiveError(.duplicateKey, at: at, "set element repeated")
@@ -197,6 +204,7 @@ struct ArchiveReader {
                     stack[top].key = nil
                 case .anyKeyDictionary:
                     guard let key = stack[top].anyKey else {
+                        try addElement(stack[top], at: at)
                         try checkSortOrder(of: value, in: &stack[top], at: at)
                         guard stack[top].entries[value] == nil else {
                             throw ArchiveError(.duplicateKey, at: at, "any-key dictionary key repeated")
@@ -234,6 +242,15 @@ struct ArchiveReader {
         guard frame.fields[key] == nil else { throw ArchiveError(.duplicateKey, at: at, "key repeated") }
         frame.lastKey = key
         frame.key = key
+    }
+
+    /// Counts the element just read (its bytes and the string bytes it used) against `ELEMENT_BYTES_MAX`:
+    /// hashing it into its set costs that much, and an element inside another element is hashed again there.
+    private mutating func addElement(_ frame: Frame, at: Int) throws {
+        elementBytes += position - frame.elementStart + stringUses - frame.elementUses  // each term bounded: no overflow
+        guard elementBytes <= limits.maxElementBytes else {
+            throw ArchiveError(.expansionLimit, at: at, "set elements and keys of more than \(limits.maxElementBytes) bytes")
+        }
     }
 
     private func checkSortOrder(of value: ArchiveValue, in frame: inout Frame, at: Int) throws {
@@ -299,10 +316,11 @@ struct ArchiveReader {
         return slot == 0 ? try readNewString() : try readStringIndex(slot - 1, at: at)
     }
 
-    private func readStringIndex(_ raw: UInt64, at: Int) throws -> String {
+    private mutating func readStringIndex(_ raw: UInt64, at: Int) throws -> String {
         guard raw < UInt64(strings.count), let index = Int(exactly: raw) else {
             throw ArchiveError(.badReference, at: at, "string \(raw) of \(strings.count)")
         }
+        try limits.addStringUse(strings[index].utf8.count, to: &stringUses, at: at)
         return strings[index]
     }
 
@@ -320,6 +338,7 @@ struct ArchiveReader {
         guard stringSet.insert(ExactString(string: string)).inserted else {
             throw ArchiveError(.nonCanonical, at: at, "string defined twice (a repeat must be a reference)")
         }
+        try limits.addStringUse(length, to: &stringUses, at: at)
         position = start + length
         strings.append(string)
         return string

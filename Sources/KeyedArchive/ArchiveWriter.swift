@@ -23,11 +23,19 @@ struct ArchiveWriter {
     /// The deepest level reached so far inside the innermost open shared definition (or the root), with
     /// references expanded: what makes a definition's height (SPEC.md Part 2 §A3, `DEPTH_MAX`).
     private var deepest = 0
+    /// Bytes of strings at every use so far (`STRING_USES_MAX`), and, in a sort key, the bytes the string
+    /// references in it name (they count against `SORT_KEYS_MAX` as if written out).
+    private var stringUses = 0
+    private(set) var referencedBytes = 0
+    /// `ELEMENT_BYTES_MAX`: bytes of the set elements and any-key keys written, and where each open one began.
+    private var elementBytes = 0
+    private var elementStarts: [(offset: Int, uses: Int)] = []
 
     private enum Task {
         case item(ArchiveValue, depth: Int)
         case key(String)
         case endShared(index: Int, start: Int, depth: Int, outerDeepest: Int)
+        case beginElement, endElement
     }
 
     init(sorted: Bool, limits: ArchiveLimits, sortKeys: ArchiveSortKeys? = nil, isSortKey: Bool = false) {
@@ -46,14 +54,30 @@ struct ArchiveWriter {
             case .endShared(let index, let start, let depth, let outerDeepest):
                 sharedSize[index] = (expanded - start, deepest - depth + 1)
                 deepest = max(deepest, outerDeepest)
+            case .beginElement: elementStarts.append((out.count, stringUses))
+            case .endElement:
+                guard let (offset, uses) = elementStarts.popLast() else { break }
+                elementBytes += out.count - offset + stringUses - uses
+                guard elementBytes <= limits.maxElementBytes else {
+                    throw ArchiveError(.expansionLimit, "set elements and keys of more than \(limits.maxElementBytes) bytes")
+                }
             }
             try checkSortKeyBudget(adding: 0)
         }
     }
 
+    /// A use of an interned string counts its bytes: against `STRING_USES_MAX` in an archive, against the
+    /// sort-key budget in a sort key.
+    private mutating func countReference(to s: String) throws {
+        let count = s.utf8.count
+        guard isSortKey else { return try limits.addStringUse(count, to: &stringUses) }
+        try checkSortKeyBudget(adding: count)
+        referencedBytes += count
+    }
+
     /// Throws once a sort key being written would pass what is left of `SORT_KEYS_MAX` with `n` more bytes.
     private func checkSortKeyBudget(adding n: Int) throws {
-        guard isSortKey, n > sortKeys.remaining - out.count else { return }
+        guard isSortKey, n > sortKeys.remaining - out.count - referencedBytes else { return }
         throw ArchiveError(.sortKeyLimit, "sort keys of more than \(limits.maxSortKeyBytes) bytes")
     }
 
@@ -103,6 +127,7 @@ struct ArchiveWriter {
             appendU64(v.bitPattern)
         case .string(let s):
             if let index = strings[ExactString(string: s)] {
+                try countReference(to: s)
                 out.append(ArchiveFormat.Tag.stringRef)
                 appendVarint(UInt64(index))
             } else {
@@ -154,16 +179,24 @@ struct ArchiveWriter {
             if sorted { entries = try sortKeys.sorted(entries, by: \.key) }
             for e in entries.reversed() {
                 stack.append(.item(e.value, depth: depth + 1))
-                stack.append(.item(e.key, depth: depth + 1))
+                pushElement(e.key, depth: depth + 1, stack: &stack)
             }
         case .set(let s):
             out.append(ArchiveFormat.Tag.set)
             appendVarint(UInt64(s.count))
             var elements = Array(s)
             if sorted { elements = try sortKeys.sorted(elements, by: { $0 }) }
-            for e in elements.reversed() { stack.append(.item(e, depth: depth + 1)) }
+            for e in elements.reversed() { pushElement(e, depth: depth + 1, stack: &stack) }
         case .shared: break  // handled above
         }
+    }
+
+    /// A set element or any-key key: counted against `ELEMENT_BYTES_MAX` as the reader counts it (not inside a
+    /// sort key, whose bytes count against `SORT_KEYS_MAX`).
+    private func pushElement(_ value: ArchiveValue, depth: Int, stack: inout [Task]) {
+        if !isSortKey { stack.append(.endElement) }
+        stack.append(.item(value, depth: depth))
+        if !isSortKey { stack.append(.beginElement) }
     }
 
     private func pushFields(_ d: [String: ArchiveValue], depth: Int, stack: inout [Task]) {
@@ -185,6 +218,7 @@ struct ArchiveWriter {
     /// A string slot (§A5): `0` and a new string, or `index + 1` of an interned one.
     private mutating func writeStringSlot(_ s: String) throws {
         if let index = strings[ExactString(string: s)] {
+            try countReference(to: s)
             appendVarint(UInt64(index) + 1)
         } else {
             appendVarint(0)
@@ -200,6 +234,7 @@ struct ArchiveWriter {
         }
         try limits.checkNonStarterRun(s, "string")
         try checkSortKeyBudget(adding: count)
+        if !isSortKey { try limits.addStringUse(count, to: &stringUses) }
         appendVarint(UInt64(count))
         s.withUTF8 { out.append(contentsOf: $0) }
         strings[ExactString(string: s)] = strings.count
@@ -238,7 +273,7 @@ public final class ArchiveSortKeys {
     public func key(of value: ArchiveValue) throws -> [UInt8] {
         var writer = ArchiveWriter(sorted: true, limits: limits, sortKeys: self, isSortKey: true)
         try writer.write(value)
-        remaining -= writer.out.count  // within it: checked as `out` grew
+        remaining -= writer.out.count + writer.referencedBytes  // within it: checked as they grew
         return writer.out
     }
 

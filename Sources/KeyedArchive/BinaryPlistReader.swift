@@ -35,6 +35,9 @@ struct BinaryPlistReader {
     /// Bytes of the object area the distinct objects read so far span: at most the area's size, since objects
     /// of a property list do not overlap (so the objects built are bounded by the input, not its references).
     private var spanned = 0
+    /// Bytes of dictionary keys at every use (`STRING_USES_MAX`): one key object may serve many dictionaries,
+    /// and each hashes all of it.
+    private var keyUses = 0
 
     init(bytes: [UInt8], limits: ArchiveLimits) {
         self.bytes = bytes
@@ -213,6 +216,7 @@ struct BinaryPlistReader {
                 guard case .string(let key)? = done[frame.refs[i]] else {
                     throw ArchiveError(.nonStringKey, at: try offset(of: frame.object), "key \(i) is not a string")
                 }
+                try limits.addStringUse(key.utf8.count, to: &keyUses, at: try offset(of: frame.object))
                 guard d.updateValue(done[frame.refs[n + i]] ?? .null, forKey: key) == nil else {
                     throw ArchiveError(.duplicateKey, at: try offset(of: frame.object), "key \(i) repeated")
                 }

@@ -20,6 +20,13 @@ struct NSKeyedImporter {
     private var classNames: [Int: String] = [:]
     /// Each object's children, computed once by the walk and used (then dropped) by the build.
     private var childLists: [[Int]]
+    /// Bytes of strings at every use (`STRING_USES_MAX`): one string object may be the key of many
+    /// dictionaries, and each use hashes all of it.
+    private let stringUses = StringUses()
+
+    private final class StringUses {
+        var total = 0
+    }
 
     init(_ plist: PropertyList, limits: ArchiveLimits) throws {
         guard case .dictionary(let root) = plist else {
@@ -191,6 +198,7 @@ struct NSKeyedImporter {
     private func resolveUID(_ raw: UInt64) throws -> ArchiveValue {
         guard let i = try index(raw) else { return .null }
         guard let value = built[i] else { throw ArchiveError(.badReference, "object \(i) not built") }
+        if case .string(let s) = value { try limits.addStringUse(s.utf8.count, to: &stringUses.total) }
         return value
     }
 

@@ -46,3 +46,75 @@ final class SortKeyBudgetTests: XCTestCase {
         }
     }
 }
+
+/// Issue 9: `STRING_USES_MAX` (SPEC.md Part 2 §A3) counts a string's bytes at every use: one 4 MB key
+/// shared by 2,000 dictionaries was hashed 2,000 times (103 s for a 4 MB archive).
+final class StringUseTests: XCTestCase {
+    func testEveryUseOfAStringCounts() throws {
+        let bytes = ArchiveCrafting.sharedKey(keyBytes: 1_000, dictionaries: 50)
+        XCTAssertNoThrow(try ArchiveSerialization.value(from: bytes, limits: ArchiveLimits(maxStringUseBytes: 50_000)))
+        XCTAssertThrowsError(try ArchiveSerialization.value(from: bytes, limits: ArchiveLimits(maxStringUseBytes: 49_999))) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .expansionLimit)
+        }
+        // The writer counts the same uses.
+        let value = try ArchiveSerialization.value(from: bytes)
+        XCTAssertThrowsError(try ArchiveSerialization.bytes(from: value, limits: ArchiveLimits(maxStringUseBytes: 49_999))) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .expansionLimit)
+        }
+        XCTAssertEqual(try ArchiveSerialization.bytes(from: value), bytes)
+        // The attack at full size: refused by the default limit.
+        XCTAssertThrowsError(try ArchiveSerialization.value(from: ArchiveCrafting.sharedKey(keyBytes: 4_000_000, dictionaries: 2_000))) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .expansionLimit)
+        }
+    }
+
+    func testPlistKeysCountAtEveryUse() throws {
+        let bytes = ArchiveCrafting.sharedKeyPlist(keyBytes: 1_000, dictionaries: 50)
+        XCTAssertNoThrow(try PropertyList(binary: bytes, limits: ArchiveLimits(maxStringUseBytes: 50_000)))
+        XCTAssertThrowsError(try PropertyList(binary: bytes, limits: ArchiveLimits(maxStringUseBytes: 49_999))) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .expansionLimit)
+        }
+    }
+
+    /// In a sort key, a string reference counts the bytes it names against `SORT_KEYS_MAX`.
+    func testSortKeysCountTheStringsTheyReference() throws {
+        let s = String(repeating: "x", count: 100)
+        let element = ArchiveValue.array([.string(s), .string(s)])  // 0D 02 06 64 x*100 07 00: 106 + 100
+        let value = ArchiveValue.set([element])
+        XCTAssertNoThrow(try ArchiveSerialization.bytes(from: value, options: .deterministic, limits: ArchiveLimits(maxSortKeyBytes: 206)))
+        XCTAssertThrowsError(try ArchiveSerialization.bytes(from: value, options: .deterministic,
+                                                            limits: ArchiveLimits(maxSortKeyBytes: 205))) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .sortKeyLimit)
+        }
+    }
+}
+
+/// Issue 9: `ELEMENT_BYTES_MAX` (SPEC.md Part 2 §A3) counts set elements and any-key keys at every level,
+/// as hashing them does: 505 nested sets around a million values took 77 s to read.
+final class ElementBytesTests: XCTestCase {
+    func testNestedElementsCountAtEveryLevel() throws {
+        // {{[1, 2]}}: the array is an element of 6 bytes, the inner set one of 8.
+        let bytes = ArchiveCrafting.header(sorted: false) + [0x10, 0x01, 0x10, 0x01, 0x0D, 0x02, 0x03, 0x02, 0x03, 0x04]
+        XCTAssertNoThrow(try ArchiveSerialization.value(from: bytes, limits: ArchiveLimits(maxElementBytes: 14)))
+        XCTAssertThrowsError(try ArchiveSerialization.value(from: bytes, limits: ArchiveLimits(maxElementBytes: 13))) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .expansionLimit)
+        }
+        let value = try ArchiveSerialization.value(from: bytes)
+        XCTAssertEqual(try ArchiveSerialization.bytes(from: value, limits: ArchiveLimits(maxElementBytes: 14)), bytes)
+        XCTAssertThrowsError(try ArchiveSerialization.bytes(from: value, limits: ArchiveLimits(maxElementBytes: 13))) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .expansionLimit)
+        }
+        // Any-key keys count, values do not: {[1]: [2]} has one key of 4 bytes.
+        let anyKey = ArchiveCrafting.header(sorted: false) + [0x0F, 0x01, 0x0D, 0x01, 0x03, 0x02, 0x0D, 0x01, 0x03, 0x04]
+        XCTAssertNoThrow(try ArchiveSerialization.value(from: anyKey, limits: ArchiveLimits(maxElementBytes: 4)))
+        XCTAssertThrowsError(try ArchiveSerialization.value(from: anyKey, limits: ArchiveLimits(maxElementBytes: 3)))
+    }
+
+    func testTheReportedNestingIsRefusedFast() {
+        let start = Date()
+        XCTAssertThrowsError(try ArchiveSerialization.value(from: ArchiveCrafting.nestedSets(levels: 505, values: 990_000))) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .expansionLimit)
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(start), 30)  // a hang guard (77 s before issue 9, release build)
+    }
+}

@@ -381,6 +381,10 @@ def hardening():
             out += b"\x0d\x02\x13\x00\x03" + i
         return out
 
+    def shared_key(size, n):  # [{k: null} x n], k written once then referenced
+        out = U + b"\x0d" + enc(n) + b"\x0e\x01\x00" + enc(size) + b"k" * size + b"\x00"
+        return out + b"\x0e\x01\x01\x00" * (n - 1)
+
     cases = [
         ("chain of 255 definitions (512 levels)", chain(255), None, None),
         ("chain of 256 definitions (514 levels)", chain(256), None, "depth limit exceeded"),
@@ -396,6 +400,23 @@ def hardening():
          dict(SORT_KEYS_MAX=60480), None),
         ("the same, SORT_KEYS_MAX one less", shared_data_in_set(1000, 60), dict(SORT_KEYS_MAX=60479),
          "sort key limit exceeded"),
+        ("one key in 50 dictionaries, 50,000 bytes of string uses", shared_key(1000, 50),
+         dict(STRING_USES_MAX=50000), None),
+        ("the same, STRING_USES_MAX one less", shared_key(1000, 50), dict(STRING_USES_MAX=49999),
+         "expansion limit exceeded"),
+        ("a sort key counts the string its reference names (206 bytes)",
+         bytes.fromhex("894b43410101" "1001" "0d02" "0664") + b"x" * 100 + bytes.fromhex("0700"),
+         dict(SORT_KEYS_MAX=206), None),
+        ("the same, SORT_KEYS_MAX 205",
+         bytes.fromhex("894b43410101" "1001" "0d02" "0664") + b"x" * 100 + bytes.fromhex("0700"),
+         dict(SORT_KEYS_MAX=205), "sort key limit exceeded"),
+        ("{{[1, 2]}}: 14 bytes of elements", U + bytes.fromhex("1001" "1001" "0d02" "0302" "0304"),
+         dict(ELEMENT_BYTES_MAX=14), None),
+        ("the same, ELEMENT_BYTES_MAX 13", U + bytes.fromhex("1001" "1001" "0d02" "0302" "0304"),
+         dict(ELEMENT_BYTES_MAX=13), "expansion limit exceeded"),
+        ("{[1]: [2]}: a key of 4 bytes", U + bytes.fromhex("0f01" "0d010302" "0d010304"), dict(ELEMENT_BYTES_MAX=4), None),
+        ("the same, ELEMENT_BYTES_MAX 3", U + bytes.fromhex("0f01" "0d010302" "0d010304"), dict(ELEMENT_BYTES_MAX=3),
+         "expansion limit exceeded"),
         ("nested sets: 14 bytes of sort keys", bytes.fromhex("894b43410101" "1001" "1002" "0302" "0304"),
          dict(SORT_KEYS_MAX=14), None),
         ("nested sets, SORT_KEYS_MAX 13", bytes.fromhex("894b43410101" "1001" "1002" "0302" "0304"),

@@ -74,6 +74,8 @@ STRING_MAX = 16777216
 DATA_MAX = 16777216
 NONSTARTER_RUN_MAX = 30
 SORT_KEYS_MAX = 67108864
+STRING_USES_MAX = 67108864
+ELEMENT_BYTES_MAX = 67108864
 
 MAGIC = b"\x89KCA"
 
@@ -249,6 +251,7 @@ def sort_key(value, budget=None):
     strings = {}
     shared = {}
     out = bytearray()
+    referenced = [0]  # bytes the string references name: they count against SORT_KEYS_MAX too (§A3)
 
     def new_or_ref_item(b):
         i = strings.get(b)
@@ -258,6 +261,7 @@ def sort_key(value, budget=None):
             out.extend(enc_varint(len(b)))
             out.extend(b)
         else:
+            referenced[0] += len(b)
             out.append(0x07)
             out.extend(enc_varint(i))
 
@@ -269,6 +273,7 @@ def sort_key(value, budget=None):
             out.extend(enc_varint(len(b)))
             out.extend(b)
         else:
+            referenced[0] += len(b)
             out.extend(enc_varint(i + 1))
 
     def w(v):
@@ -350,7 +355,7 @@ def sort_key(value, budget=None):
             raise AssertionError("unknown kind " + repr(k))
 
     w(value)
-    budget[0] -= len(out)
+    budget[0] -= len(out) + referenced[0]
     if budget[0] < 0:
         raise ArchiveError("sort key limit exceeded", "sort keys pass SORT_KEYS_MAX")
     return bytes(out)
@@ -441,7 +446,8 @@ TAGS = set(range(0x00, 0x14))
 
 class Frame(object):
     __slots__ = ("kind", "depth", "remaining", "items", "keys_nfd", "last_key", "pending_key",
-                 "classes", "last_sort", "class_name", "box", "total_before", "eq_pending", "outer_deepest")
+                 "classes", "last_sort", "class_name", "box", "total_before", "eq_pending", "outer_deepest",
+                 "elem_start", "elem_uses")
 
     def __init__(self, kind, depth, count):
         self.kind = kind
@@ -458,6 +464,8 @@ class Frame(object):
         self.total_before = 0
         self.eq_pending = False
         self.outer_deepest = 0
+        self.elem_start = 0
+        self.elem_uses = 0
 
 
 class Reader(object):
@@ -474,13 +482,16 @@ class Reader(object):
         self.eq = Equality()
         lim = dict(ARCHIVE_MAX=ARCHIVE_MAX, DEPTH_MAX=DEPTH_MAX, VALUES_MAX=VALUES_MAX,
                    EXPANSION_MAX=EXPANSION_MAX, STRING_MAX=STRING_MAX, DATA_MAX=DATA_MAX,
-                   NONSTARTER_RUN_MAX=NONSTARTER_RUN_MAX, SORT_KEYS_MAX=SORT_KEYS_MAX)
+                   NONSTARTER_RUN_MAX=NONSTARTER_RUN_MAX, SORT_KEYS_MAX=SORT_KEYS_MAX,
+                   STRING_USES_MAX=STRING_USES_MAX, ELEMENT_BYTES_MAX=ELEMENT_BYTES_MAX)
         if limits:
             lim.update(limits)
         self.lim = lim
         self.sort_budget = [lim["SORT_KEYS_MAX"]]
         # the deepest level reached, references expanded, inside the innermost open definition (§A3)
         self.deepest = 0
+        self.string_uses = 0
+        self.element_bytes = 0
 
     # primitives
     def left(self):
@@ -539,11 +550,19 @@ class Reader(object):
                                % (what, off, self.strings.index(b)))
         self.string_set.add(b)
         self.strings.append(b)
+        self.use_string(b)
         return b
+
+    def use_string(self, b):
+        # STRING_USES_MAX (§A3): every use of a string counts its bytes, a reference those it names
+        self.string_uses += len(b)
+        if self.string_uses > self.lim["STRING_USES_MAX"]:
+            raise ArchiveError("expansion limit exceeded", "strings pass STRING_USES_MAX at offset %d" % self.pos)
 
     def string_ref(self, idx, what):
         if idx >= len(self.strings):
             raise ArchiveError("bad reference", "%s: string index %d, table has %d" % (what, idx, len(self.strings)))
+        self.use_string(self.strings[idx])
         return self.strings[idx]
 
     def slot(self, what):
@@ -723,6 +742,8 @@ class Reader(object):
                     done = False
             # the top frame needs its next item
             f = stack[-1]
+            f.elem_start = self.pos
+            f.elem_uses = self.string_uses
             if f.kind in ("dict", "object") and f.pending_key is None:
                 self.read_key_slot(f)
             depth = f.depth + 1
@@ -741,6 +762,12 @@ class Reader(object):
         f.keys_nfd.add(n)
         f.last_key = kb
         f.pending_key = kb
+
+    def add_element(self, f):
+        # ELEMENT_BYTES_MAX (§A3): the element's bytes and the string bytes it used, at every level
+        self.element_bytes += self.pos - f.elem_start + self.string_uses - f.elem_uses
+        if self.element_bytes > self.lim["ELEMENT_BYTES_MAX"]:
+            raise ArchiveError("expansion limit exceeded", "set elements pass ELEMENT_BYTES_MAX at offset %d" % self.pos)
 
     def check_distinct_sorted(self, f, v, what):
         # RULE G5 (§A5.5): order first (sorted archives), then distinct
@@ -761,6 +788,7 @@ class Reader(object):
             f.items.append(v)
             f.remaining -= 1
         elif k == "set":
+            self.add_element(f)
             self.check_distinct_sorted(f, v, "set element")
             f.items.append(v)
             f.remaining -= 1
@@ -770,6 +798,7 @@ class Reader(object):
             f.remaining -= 1
         elif k == "anykey":
             if f.pending_key is None:
+                self.add_element(f)
                 self.check_distinct_sorted(f, v, "any-key dictionary key")
                 f.pending_key = (v,)
             else:
