@@ -2,34 +2,30 @@ import KeyedArchive
 
 /// Hostile inputs for the plist area (issue 9). Each case is one crafted file and the command handed it.
 func plistCases() -> [HostileCase] {
-    func file(_ name: String, _ bytes: @escaping () -> [UInt8]) -> (String) throws -> Void {
-        { try writeFile($0 + "/" + name, bytes()) }
-    }
-    // 999,999 offset-table entries at one 4 MB data object, all in the top array (12 MB).
-    let aliased = file("p.plist") { ArchiveCrafting.aliasedPlist(dataBytes: 4_000_000, aliases: 999_999) }
-    // 400,000 data objects, each 6 bytes after the previous one and running to the end of one 2.4 MB region.
-    let overlapping = file("p.plist") { ArchiveCrafting.overlappingPlist(count: 400_000) }
-    let longKey = "a" + ArchiveCrafting.combiningMarks(200_000)
-    let xml = file("p.plist") {
-        Array("<?xml version=\"1.0\"?><plist version=\"1.0\"><dict><key>\(longKey)</key><true/></dict></plist>".utf8)
-    }
+    let show = ["archive", "show", "p.plist"], convert = ["archive", "convert", "p.plist", "out.kca"]
+    let imports = ["import", "--nskeyed", "p.plist", "--class", "genp", "--account", "a", "--service", "s"]
     let keychain = ["KCAR_KEYCHAIN": "kc"]
-    let item = ["--class", "genp", "--account", "a", "--service", "s"]
+    // 999,999 offset-table entries at one 4 MB data object, all in the top array (12 MB).
+    let aliased = { ArchiveCrafting.aliasedPlist(dataBytes: 4_000_000, aliases: 999_999) }
+    // 400,000 data objects, each 6 bytes after the previous one and running to the end of one 2.4 MB region.
+    let overlapping = { ArchiveCrafting.overlappingPlist(count: 400_000) }
+    let xml = {
+        let key = "a" + ArchiveCrafting.combiningMarks(200_000)
+        return Array("<?xml version=\"1.0\"?><plist version=\"1.0\"><dict><key>\(key)</key><true/></dict></plist>".utf8)
+    }
     return [
-        HostileCase(name: "plist/aliased-offsets-show", attack: "999,999 table entries at one 4 MB data object",
-                    make: aliased, args: ["archive", "show", "p.plist"], exits: [4]),
-        HostileCase(name: "plist/aliased-offsets-import", attack: "999,999 table entries at one 4 MB data object, imported",
-                    make: aliased, args: ["import", "--nskeyed", "p.plist"] + item, env: keychain, exits: [4]),
-        HostileCase(name: "plist/overlapping-objects-convert", attack: "400,000 overlapping data objects (2.4 MB each at most)",
-                    make: overlapping, args: ["archive", "convert", "p.plist", "out.kca"], exits: [4]),
-        HostileCase(name: "plist/overlapping-objects-import", attack: "400,000 overlapping data objects, imported",
-                    make: overlapping, args: ["import", "--nskeyed", "p.plist"] + item, env: keychain, exits: [4]),
-        HostileCase(name: "plist/shared-key", attack: "one 4 MB string object, the key of 2,000 dictionaries",
-                    make: file("p.plist") { ArchiveCrafting.sharedKeyPlist(keyBytes: 4_000_000, dictionaries: 2_000) },
-                    args: ["archive", "show", "p.plist"], exits: [4]),
-        HostileCase(name: "plist/combining-key-xml", attack: "an XML plist key of 200,000 combining marks",
-                    make: xml, args: ["archive", "show", "p.plist"], exits: [4]),
-        HostileCase(name: "plist/combining-key-xml-import", attack: "an XML plist key of 200,000 combining marks, imported",
-                    make: xml, args: ["import", "--nskeyed", "p.plist"] + item, env: keychain, exits: [4]),
+        refusedFile("plist/aliased-offsets-show", "999,999 table entries at one 4 MB data object", "p.plist", show, aliased),
+        refusedFile("plist/aliased-offsets-import", "999,999 table entries at one 4 MB data object, imported", "p.plist",
+                    imports, env: keychain, aliased),
+        refusedFile("plist/overlapping-objects-convert", "400,000 overlapping data objects (2.4 MB each at most)", "p.plist",
+                    convert, overlapping),
+        refusedFile("plist/overlapping-objects-import", "400,000 overlapping data objects, imported", "p.plist", imports,
+                    env: keychain, overlapping),
+        refusedFile("plist/shared-key", "one 4 MB string object, the key of 2,000 dictionaries", "p.plist", show) {
+            ArchiveCrafting.sharedKeyPlist(keyBytes: 4_000_000, dictionaries: 2_000)
+        },
+        refusedFile("plist/combining-key-xml", "an XML plist key of 200,000 combining marks", "p.plist", show, xml),
+        refusedFile("plist/combining-key-xml-import", "an XML plist key of 200,000 combining marks, imported", "p.plist",
+                    imports, env: keychain, xml),
     ]
 }
