@@ -56,7 +56,11 @@ these; none is a guess any more):
 Rules added by issue 9 (§A3): DEPTH_MAX bounds the value with references expanded (a reference at depth d
 to a definition of height h reaches d + h - 1, checked after its cycle check, before its expansion);
 NONSTARTER_RUN_MAX bounds the run of non-starters in the NFD of every new string (checked after its UTF-8,
-before its repeat check); SORT_KEYS_MAX bounds the bytes of every sort key computed, nested ones included.
+before its repeat check); SORT_KEYS_MAX bounds the bytes of every sort key computed, nested ones included,
+a string reference in a sort key counting the bytes it names; STRING_USES_MAX bounds the bytes of strings
+at every use (new, after its repeat check, or referenced, after its index check); ELEMENT_BYTES_MAX bounds
+the bytes (tag to end, plus string uses inside) of set elements and any-key keys at every level, checked
+when the element is complete, before its sort key.
 """
 
 import json
