@@ -17,15 +17,17 @@ package enum ArchiveCrafting {
         return out
     }
 
-    /// `[d0, d1, ..., d(n-1)]`: d0 a shared definition of null, each later d(i) a shared definition of an
-    /// array holding one reference to d(i-1). Every item is within 4 levels of the root, but d(i) stands for a
-    /// value 2i + 2 levels deep: the chain of shared definitions that overflowed the stack when the value was
-    /// printed, compared or freed.
-    package static func sharedChain(_ n: Int, then tail: [UInt8] = []) -> [UInt8] {
+    /// `[d0, d1, ..., d(n-1)]`: d0 a shared definition of null, each later d(i) a shared definition of
+    /// `levels` nested arrays around one reference to d(i-1). Every item is within `levels` + 3 levels of the
+    /// root, but d(i) stands for a value (`levels` + 1) i + 2 levels deep: the chain of shared definitions that
+    /// overflowed the stack when the value was printed, compared or freed.
+    package static func sharedChain(_ n: Int, levels: Int = 1, then tail: [UInt8] = []) -> [UInt8] {
         var out = header(sorted: false) + [ArchiveFormat.Tag.array] + varint(n + (tail.isEmpty ? 0 : 1))
         out += [ArchiveFormat.Tag.shared, ArchiveFormat.Tag.null]
         for i in 1..<max(n, 1) {
-            out += [ArchiveFormat.Tag.shared, ArchiveFormat.Tag.array, 1, ArchiveFormat.Tag.sharedRef] + varint(i - 1)
+            out += [ArchiveFormat.Tag.shared]
+            for _ in 0..<levels { out += [ArchiveFormat.Tag.array, 1] }
+            out += [ArchiveFormat.Tag.sharedRef] + varint(i - 1)
         }
         return out + tail
     }

@@ -11,17 +11,17 @@ func refusedFile(_ case: String, _ attack: String, _ name: String, _ args: [Stri
 /// Hostile inputs for the archive area (issue 9). Each case is one crafted file and the command handed it.
 func archiveCases() -> [HostileCase] {
     let show = ["archive", "show", "a.kca"], convert = ["archive", "convert", "a.kca", "out.plist"]
-    // 3,000 shared definitions, each an array holding a reference to the one before: every item within 4
-    // levels and 9 million values expanded, the last definition 6,002 levels deep (17 KB).
-    let chain = { ArchiveCrafting.sharedChain(3_000) }
+    // 100 shared definitions, each 500 nested arrays around a reference to the one before: every item within
+    // 503 levels, the last definition 50,000 levels deep (100 KB).
+    let chain = { ArchiveCrafting.sharedChain(100, levels: 500) }
     let sortKeys = { ArchiveCrafting.sharedDataInSet(dataBytes: 4_000_000, elements: 4_000) }
     return [
-        refusedFile("archive/shared-chain-show", "a chain of 3,000 shared definitions, printed as JSON", "a.kca",
+        refusedFile("archive/shared-chain-show", "a chain of 100 shared definitions 500 levels each, printed as JSON", "a.kca",
                     show + ["--json"], chain),
-        refusedFile("archive/shared-chain-convert", "a chain of 3,000 shared definitions, converted then freed", "a.kca",
+        refusedFile("archive/shared-chain-convert", "a chain of 100 shared definitions 500 levels each, converted then freed", "a.kca",
                     convert, chain),
-        refusedFile("archive/shared-chain-unknown-tag", "a chain of 3,000 shared definitions, then an unknown tag", "a.kca",
-                    show) { ArchiveCrafting.sharedChain(3_000, then: [0xFF]) },
+        refusedFile("archive/shared-chain-unknown-tag", "a chain of 100 shared definitions 500 levels each, then an unknown tag",
+                    "a.kca", show) { ArchiveCrafting.sharedChain(100, levels: 500, then: [0xFF]) },
         refusedFile("archive/show-output", "100 KB of shared data used 5,000 times: 666 MB of JSON from 110 KB", "a.kca",
                     show) { ArchiveCrafting.sharedDataUses(dataBytes: 100_000, uses: 5_000) },
         refusedFile("archive/sort-keys-convert", "4 MB of shared data in 4,000 set elements: 16 GB of sort keys", "a.kca",

@@ -20,9 +20,10 @@ final class SharedDepthTests: XCTestCase {
         let deepest = try ArchiveSerialization.value(from: ArchiveCrafting.sharedChain(255))
         XCTAssertNil(code(ArchiveCrafting.sharedChain(255)))
         XCTAssertEqual(code(ArchiveCrafting.sharedChain(256)), .depthLimit)
-        // 10,000 definitions (117 KB): each item within 4 levels, the last one 20,002 deep. Before issue 9 it
-        // was read, and freeing it overflowed the stack.
-        XCTAssertEqual(code(ArchiveCrafting.sharedChain(10_000)), .depthLimit)
+        // 100 definitions of 500 levels each (100 KB): each item within 503 levels, the last one 50,000 deep.
+        // Before issue 9 it was read, and printing, comparing or freeing it overflowed the stack.
+        XCTAssertEqual(code(ArchiveCrafting.sharedChain(100, levels: 500)), .depthLimit)
+        XCTAssertNil(code(ArchiveCrafting.sharedChain(2, levels: 500)))
         // The deepest accepted value compares, hashes, prints, writes and frees without trouble.
         let copy = try ArchiveSerialization.value(from: ArchiveCrafting.sharedChain(255))
         XCTAssertEqual(deepest, copy)
@@ -33,7 +34,9 @@ final class SharedDepthTests: XCTestCase {
 
     func testAMalformedArchiveAfterAChainReportsItsOwnError() {
         XCTAssertEqual(code(ArchiveCrafting.sharedChain(200, then: [0xFF])), .unknownTag)
-        XCTAssertEqual(code(ArchiveCrafting.sharedChain(10_000, then: [0xFF])), .depthLimit)
+        XCTAssertEqual(code(ArchiveCrafting.sharedChain(2, levels: 500, then: [0xFF])), .unknownTag)
+        // Before issue 9: the error was thrown, and freeing the chain read so far overflowed the stack.
+        XCTAssertEqual(code(ArchiveCrafting.sharedChain(100, levels: 500, then: [0xFF])), .depthLimit)
     }
 
     /// The writer applies the same rule: a chain of boxes built in memory is refused past 512 levels.
