@@ -24,8 +24,8 @@ struct ArchiveReader {
     private let sortKeys: ArchiveSortKeys
     /// Bytes of strings at every use so far (`STRING_USES_MAX`).
     private var stringUses = 0
-    /// Bytes of set elements and any-key keys so far, nested ones at every level (`ELEMENT_BYTES_MAX`).
-    private var elementBytes = 0
+    /// The weight of the set elements and any-key keys so far, nested ones at every level (`ELEMENT_WEIGHT_MAX`).
+    private var elementWeight = 0
 
     private enum Kind { case array, dictionary, anyKeyDictionary, set, object, shared }
 
@@ -45,7 +45,6 @@ struct ArchiveReader {
         var lastKey: String?
         var lastSortKey: [UInt8]?
         var elementStart = 0
-        var elementUses = 0
         var sharedIndex = 0
         var sharedStart = 0
         var sharedDepth = 0
@@ -92,7 +91,6 @@ struct ArchiveReader {
         while true {
             if let top = stack.indices.last {
                 stack[top].elementStart = position
-                stack[top].elementUses = stringUses
                 if stack[top].kind == .dictionary || stack[top].kind == .object, stack[top].key == nil {
                     try readFieldKey(&stack[top])
                 }
@@ -193,7 +191,7 @@ struct ArchiveReader {
                 case .array:
                     stack[top].items.append(value)
                 case .set:
-                    try addElement(stack[top], at: at)
+                    try limits.addElementWeight(of: value, to: &elementWeight, at: at)
                     try checkSortOrder(of: value, in: &stack[top], at: at)
                     guard stack[top].elements.insert(value).inserted else {
                         throw ArchiveError(.duplicateKey, at: at, "set element repeated")
@@ -204,7 +202,7 @@ struct ArchiveReader {
                     stack[top].key = nil
                 case .anyKeyDictionary:
                     guard let key = stack[top].anyKey else {
-                        try addElement(stack[top], at: at)
+                        try limits.addElementWeight(of: value, to: &elementWeight, at: at)
                         try checkSortOrder(of: value, in: &stack[top], at: at)
                         guard stack[top].entries[value] == nil else {
                             throw ArchiveError(.duplicateKey, at: at, "any-key dictionary key repeated")
@@ -242,15 +240,6 @@ struct ArchiveReader {
         guard frame.fields[key] == nil else { throw ArchiveError(.duplicateKey, at: at, "key repeated") }
         frame.lastKey = key
         frame.key = key
-    }
-
-    /// Counts the element just read (its bytes and the string bytes it used) against `ELEMENT_BYTES_MAX`:
-    /// hashing it into its set costs that much, and an element inside another element is hashed again there.
-    private mutating func addElement(_ frame: Frame, at: Int) throws {
-        elementBytes += position - frame.elementStart + stringUses - frame.elementUses  // each term bounded: no overflow
-        guard elementBytes <= limits.maxElementBytes else {
-            throw ArchiveError(.expansionLimit, at: at, "set elements and keys of more than \(limits.maxElementBytes) bytes")
-        }
     }
 
     private func checkSortOrder(of value: ArchiveValue, in frame: inout Frame, at: Int) throws {

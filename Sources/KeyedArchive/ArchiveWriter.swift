@@ -27,15 +27,13 @@ struct ArchiveWriter {
     /// references in it name (they count against `SORT_KEYS_MAX` as if written out).
     private var stringUses = 0
     private(set) var referencedBytes = 0
-    /// `ELEMENT_BYTES_MAX`: bytes of the set elements and any-key keys written, and where each open one began.
-    private var elementBytes = 0
-    private var elementStarts: [(offset: Int, uses: Int)] = []
+    /// `ELEMENT_WEIGHT_MAX`: the weight of the set elements and any-key keys written so far.
+    private var elementWeight = 0
 
     private enum Task {
         case item(ArchiveValue, depth: Int)
         case key(String)
         case endShared(index: Int, start: Int, depth: Int, outerDeepest: Int)
-        case beginElement, endElement
     }
 
     init(sorted: Bool, limits: ArchiveLimits, sortKeys: ArchiveSortKeys? = nil, isSortKey: Bool = false) {
@@ -54,13 +52,6 @@ struct ArchiveWriter {
             case .endShared(let index, let start, let depth, let outerDeepest):
                 sharedSize[index] = (expanded - start, deepest - depth + 1)
                 deepest = max(deepest, outerDeepest)
-            case .beginElement: elementStarts.append((out.count, stringUses))
-            case .endElement:
-                guard let (offset, uses) = elementStarts.popLast() else { break }
-                elementBytes += out.count - offset + stringUses - uses
-                guard elementBytes <= limits.maxElementBytes else {
-                    throw ArchiveError(.expansionLimit, "set elements and keys of more than \(limits.maxElementBytes) bytes")
-                }
             }
             try checkSortKeyBudget(adding: 0)
         }
@@ -179,24 +170,23 @@ struct ArchiveWriter {
             if sorted { entries = try sortKeys.sorted(entries, by: \.key) }
             for e in entries.reversed() {
                 stack.append(.item(e.value, depth: depth + 1))
-                pushElement(e.key, depth: depth + 1, stack: &stack)
+                try pushElement(e.key, depth: depth + 1, stack: &stack)
             }
         case .set(let s):
             out.append(ArchiveFormat.Tag.set)
             appendVarint(UInt64(s.count))
             var elements = Array(s)
             if sorted { elements = try sortKeys.sorted(elements, by: { $0 }) }
-            for e in elements.reversed() { pushElement(e, depth: depth + 1, stack: &stack) }
+            for e in elements.reversed() { try pushElement(e, depth: depth + 1, stack: &stack) }
         case .shared: break  // handled above
         }
     }
 
-    /// A set element or any-key key: counted against `ELEMENT_BYTES_MAX` as the reader counts it (not inside a
-    /// sort key, whose bytes count against `SORT_KEYS_MAX`).
-    private func pushElement(_ value: ArchiveValue, depth: Int, stack: inout [Task]) {
-        if !isSortKey { stack.append(.endElement) }
+    /// A set element or any-key key: weighed against `ELEMENT_WEIGHT_MAX` as the reader weighs it (not inside
+    /// a sort key, whose bytes count against `SORT_KEYS_MAX`).
+    private mutating func pushElement(_ value: ArchiveValue, depth: Int, stack: inout [Task]) throws {
+        if !isSortKey { try limits.addElementWeight(of: value, to: &elementWeight) }
         stack.append(.item(value, depth: depth))
-        if !isSortKey { stack.append(.beginElement) }
     }
 
     private func pushFields(_ d: [String: ArchiveValue], depth: Int, stack: inout [Task]) {

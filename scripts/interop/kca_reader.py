@@ -58,9 +58,9 @@ to a definition of height h reaches d + h - 1, checked after its cycle check, be
 NONSTARTER_RUN_MAX bounds the run of non-starters in the NFD of every new string (checked after its UTF-8,
 before its repeat check); SORT_KEYS_MAX bounds the bytes of every sort key computed, nested ones included,
 a string reference in a sort key counting the bytes it names; STRING_USES_MAX bounds the bytes of strings
-at every use (new, after its repeat check, or referenced, after its index check); ELEMENT_BYTES_MAX bounds
-the bytes (tag to end, plus string uses inside) of set elements and any-key keys at every level, checked
-when the element is complete, before its sort key.
+at every use (new, after its repeat check, or referenced, after its index check); ELEMENT_WEIGHT_MAX bounds
+the weight (element_weight) of set elements and any-key keys at every level, checked when the element is
+complete, before its sort key.
 """
 
 import json
@@ -79,7 +79,7 @@ DATA_MAX = 16777216
 NONSTARTER_RUN_MAX = 30
 SORT_KEYS_MAX = 67108864
 STRING_USES_MAX = 67108864
-ELEMENT_BYTES_MAX = 67108864
+ELEMENT_WEIGHT_MAX = 33554432
 
 MAGIC = b"\x89KCA"
 
@@ -178,6 +178,39 @@ def longest_nonstarter_run(s):
             run = trail
         longest = max(longest, run)
     return longest
+
+
+def element_weight(v):
+    """§A3: every value of v counts 1, plus the bytes of a string, data, URL strings, dictionary keys, class
+    and field names; a shared value counts 1 (its contents are not weighed)."""
+    w = 0
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        w += 1
+        if isinstance(x, Shared):
+            continue
+        k = x[0]
+        if k in ("string", "data"):
+            w += len(x[1])
+        elif k == "url":
+            w += len(x[1]) + len(x[2] or b"")
+        elif k in ("array", "set"):
+            stack.extend(x[1])
+        elif k == "dict":
+            for kb, y in x[1]:
+                w += len(kb)
+                stack.append(y)
+        elif k == "anykey":
+            for a, b in x[1]:
+                stack.append(a)
+                stack.append(b)
+        elif k == "object":
+            w += len(x[1])
+            for n, y in x[2]:
+                w += len(n)
+                stack.append(y)
+    return w
 
 
 # --- canonical-equivalence equality classes (§A4 / §A5.5) ----------------------------------------------
@@ -450,8 +483,7 @@ TAGS = set(range(0x00, 0x14))
 
 class Frame(object):
     __slots__ = ("kind", "depth", "remaining", "items", "keys_nfd", "last_key", "pending_key",
-                 "classes", "last_sort", "class_name", "box", "total_before", "eq_pending", "outer_deepest",
-                 "elem_start", "elem_uses")
+                 "classes", "last_sort", "class_name", "box", "total_before", "eq_pending", "outer_deepest")
 
     def __init__(self, kind, depth, count):
         self.kind = kind
@@ -468,8 +500,6 @@ class Frame(object):
         self.total_before = 0
         self.eq_pending = False
         self.outer_deepest = 0
-        self.elem_start = 0
-        self.elem_uses = 0
 
 
 class Reader(object):
@@ -487,7 +517,7 @@ class Reader(object):
         lim = dict(ARCHIVE_MAX=ARCHIVE_MAX, DEPTH_MAX=DEPTH_MAX, VALUES_MAX=VALUES_MAX,
                    EXPANSION_MAX=EXPANSION_MAX, STRING_MAX=STRING_MAX, DATA_MAX=DATA_MAX,
                    NONSTARTER_RUN_MAX=NONSTARTER_RUN_MAX, SORT_KEYS_MAX=SORT_KEYS_MAX,
-                   STRING_USES_MAX=STRING_USES_MAX, ELEMENT_BYTES_MAX=ELEMENT_BYTES_MAX)
+                   STRING_USES_MAX=STRING_USES_MAX, ELEMENT_WEIGHT_MAX=ELEMENT_WEIGHT_MAX)
         if limits:
             lim.update(limits)
         self.lim = lim
@@ -495,7 +525,7 @@ class Reader(object):
         # the deepest level reached, references expanded, inside the innermost open definition (§A3)
         self.deepest = 0
         self.string_uses = 0
-        self.element_bytes = 0
+        self.element_weight = 0
 
     # primitives
     def left(self):
@@ -746,8 +776,6 @@ class Reader(object):
                     done = False
             # the top frame needs its next item
             f = stack[-1]
-            f.elem_start = self.pos
-            f.elem_uses = self.string_uses
             if f.kind in ("dict", "object") and f.pending_key is None:
                 self.read_key_slot(f)
             depth = f.depth + 1
@@ -767,11 +795,11 @@ class Reader(object):
         f.last_key = kb
         f.pending_key = kb
 
-    def add_element(self, f):
-        # ELEMENT_BYTES_MAX (§A3): the element's bytes and the string bytes it used, at every level
-        self.element_bytes += self.pos - f.elem_start + self.string_uses - f.elem_uses
-        if self.element_bytes > self.lim["ELEMENT_BYTES_MAX"]:
-            raise ArchiveError("expansion limit exceeded", "set elements pass ELEMENT_BYTES_MAX at offset %d" % self.pos)
+    def add_element(self, v):
+        # ELEMENT_WEIGHT_MAX (§A3): the weight of every set element and any-key key, at every level
+        self.element_weight += element_weight(v)
+        if self.element_weight > self.lim["ELEMENT_WEIGHT_MAX"]:
+            raise ArchiveError("expansion limit exceeded", "set elements pass ELEMENT_WEIGHT_MAX at offset %d" % self.pos)
 
     def check_distinct_sorted(self, f, v, what):
         # RULE G5 (§A5.5): order first (sorted archives), then distinct
@@ -792,7 +820,7 @@ class Reader(object):
             f.items.append(v)
             f.remaining -= 1
         elif k == "set":
-            self.add_element(f)
+            self.add_element(v)
             self.check_distinct_sorted(f, v, "set element")
             f.items.append(v)
             f.remaining -= 1
@@ -802,7 +830,7 @@ class Reader(object):
             f.remaining -= 1
         elif k == "anykey":
             if f.pending_key is None:
-                self.add_element(f)
+                self.add_element(v)
                 self.check_distinct_sorted(f, v, "any-key dictionary key")
                 f.pending_key = (v,)
             else:
