@@ -110,6 +110,19 @@ final class ElementWeightTests: XCTestCase {
         XCTAssertThrowsError(try ArchiveSerialization.value(from: anyKey, limits: ArchiveLimits(maxElementWeight: 3)))
     }
 
+    /// An NSKeyedArchiver import weighs its NSSet elements and non-string keys the same way.
+    func testImportsWeighTheirElements() throws {
+        var value = ArchiveValue.array((0..<100).map { ArchiveValue.int($0) })
+        for _ in 0..<10 { value = .set([value]) }
+        let plist = try NSKeyedArchive.exportValue(value)
+        XCTAssertEqual(try NSKeyedArchive.importValue(from: plist), value)
+        // The elements weigh 101, 102, ..., 110: 1,055.
+        XCTAssertNoThrow(try NSKeyedArchive.importValue(from: plist, limits: ArchiveLimits(maxElementWeight: 1_055)))
+        XCTAssertThrowsError(try NSKeyedArchive.importValue(from: plist, limits: ArchiveLimits(maxElementWeight: 1_054))) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .expansionLimit)
+        }
+    }
+
     /// The weight does not depend on where shared values and strings are defined (a box weighs 1), so the
     /// answer of an unsorted writer does not depend on its hash order.
     func testTheWeightDoesNotDependOnTheWriteOrder() throws {
