@@ -21,3 +21,31 @@ func isSmall(_ v: ArchiveValue, _ budget: Int = 50_000) -> Bool {
     }
     return true
 }
+
+/// Checks the invariants issue 9 added for every value a reader returns: no deeper than `DEPTH_MAX` with
+/// shared boxes expanded (so printing, comparing and freeing it cannot overflow the stack), every string
+/// Stream-Safe, and its JSON within `SHOW_OUTPUT_MAX`, counted before printing. Call on small values only.
+func checkBounded(_ v: ArchiveValue) {
+    var stack: [(ArchiveValue, Int)] = [(v, 1)]
+    while let (x, depth) = stack.popLast() {
+        precondition(depth <= ArchiveLimits.default.maxDepth, "a value read is deeper than DEPTH_MAX")
+        func strings(_ s: String...) {
+            for t in s { precondition(StreamSafe.isStreamSafe(t), "a string read is not Stream-Safe") }
+        }
+        switch x {
+        case .string(let s): strings(s)
+        case .array(let a): stack += a.map { ($0, depth + 1) }
+        case .dictionary(let d):
+            d.keys.forEach { strings($0) }
+            stack += d.values.map { ($0, depth + 1) }
+        case .anyKeyDictionary(let d): stack += (Array(d.keys) + Array(d.values)).map { ($0, depth + 1) }
+        case .set(let s): stack += s.map { ($0, depth + 1) }
+        case .object(let o):
+            strings(o.className)
+            o.fields.keys.forEach { strings($0) }
+            stack += o.fields.values.map { ($0, depth + 1) }
+        case .shared(let b): stack.append((b.value, depth + 1))
+        default: break
+        }
+    }
+}

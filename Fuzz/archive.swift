@@ -39,6 +39,7 @@ let decoder = ArchiveDecoder(registry: ArchiveTypeRegistry()
 /// Checks every value that reads: written again it reads as itself; decoding and printing do not trap.
 func exercise(_ v: ArchiveValue) {
     guard isSmall(v) else { return }
+    checkBounded(v)
     for options: ArchiveWritingOptions in [[], .deterministic] {
         let bytes: [UInt8]
         do {
@@ -63,7 +64,7 @@ func exercise(_ v: ArchiveValue) {
     _ = try? decoder.decode([Date].self, fromValue: v)
     _ = try? decoder.decode(Set<String>.self, fromValue: v)
     _ = try? decoder.decode([Float].self, fromValue: v)
-    var printer = JSONPrinter(indent: true)
+    var printer = JSONPrinter(indent: true, sink: JSONCounter())
     _ = try? printer.print(v)
     _ = try? NSKeyedArchive.exportValue(v)
 }
@@ -89,7 +90,10 @@ func seeds(repo: String) -> [[UInt8]] {
         .object(ArchiveObject(className: "UserData", fields: ["userName": .string("x"), "tags": .array([.string("t")])])),
     ]
     let box = ArchiveShared(.dictionary(["k": .int(1)]))
-    var out: [[UInt8]] = []
+    // Chains of shared definitions (SharedDepthTests): at the depth limit, past it, and before an unknown tag.
+    var out: [[UInt8]] = [ArchiveCrafting.sharedChain(255), ArchiveCrafting.sharedChain(256),
+                          ArchiveCrafting.sharedChain(200, then: [0xFF]), ArchiveCrafting.combiningKey(marks: 31),
+                          ArchiveCrafting.sharedDataInSet(dataBytes: 100, elements: 50)]
     for v in values + [.array([.shared(box), .shared(box), .shared(ArchiveShared(.shared(box)))])] {
         out.append(try! ArchiveSerialization.bytes(from: v))
         out.append(try! ArchiveSerialization.bytes(from: v, options: .deterministic))

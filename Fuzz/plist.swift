@@ -69,7 +69,8 @@ func fuzzOne(_ input: [UInt8]) {
         } catch {
             fatalError("an imported value does not archive: \(error)")
         }
-        var printer = JSONPrinter(indent: false)
+        checkBounded(v)
+        var printer = JSONPrinter(indent: false, sink: JSONCounter())
         _ = try? printer.print(v)
         // Exported again (if it can be) it imports as itself: every box of an imported value has two uses.
         if let exported = try? NSKeyedArchive.exportValue(v) {
@@ -88,7 +89,8 @@ func seeds(repo: String) -> [[UInt8]] {
         .object(ArchiveObject(className: "MyApp.User", fields: ["name": .string("x"), "tags": .array([.string("t")])])),
     ]
     let box = ArchiveShared(.array([.int(1)]))
-    var out: [[UInt8]] = []
+    // Table entries at one offset, and overlapping objects (PlistOffsetTests).
+    var out: [[UInt8]] = [ArchiveCrafting.aliasedPlist(dataBytes: 100, aliases: 20), ArchiveCrafting.overlappingPlist(count: 20)]
     for v in values + [.array([.shared(box), .shared(box)])] {
         if let b = try? NSKeyedArchive.exportValue(v) { out.append(b) }
     }

@@ -20,9 +20,17 @@ enum ArchiveCommand {
         let args = try Arguments(argv, specs: [.init(name: "json", kind: .flag)])
         let path = try args.positionals(["FILE"])[0]
         let value = try load(path)
-        var printer = JSONPrinter(indent: !args.flag("json"))
+        let indent = !args.flag("json")
+        // A first pass counts the bytes, so nothing is printed unless all of it fits `SHOW_OUTPUT_MAX`.
+        var counter = JSONPrinter(indent: indent, sink: JSONCounter())
+        do {
+            try counter.print(value)
+        } catch is JSONCounter.Full {
+            throw CLIError(.damaged, "\(path): the value prints to more than \(JSONPrinter<JSONCounter>.outputMax) bytes of JSON; not printed")
+        }
+        var printer = JSONPrinter(indent: indent, sink: JSONWriter())
         try printer.print(value)
-        Output.out.line(printer.out)
+        printer.sink.finish()
         return .success
     }
 
@@ -35,7 +43,9 @@ enum ArchiveCommand {
         let target = args.value("to") ?? (wasNSKeyed ? "kcar" : "nskeyed")
         let bytes: [UInt8]
         switch target {
-        case "kcar": bytes = try ArchiveSerialization.bytes(from: value, options: args.flag("deterministic") ? .deterministic : [])
+        // Always in canonical order: the output never depends on the process's hash seed (`--deterministic`
+        // is accepted, and is the default).
+        case "kcar": bytes = try ArchiveSerialization.bytes(from: value, options: .deterministic)
         case "nskeyed": bytes = try NSKeyedArchive.exportValue(value)
         default: throw CLIError.usage("--to takes kcar or nskeyed")
         }
@@ -73,101 +83,172 @@ enum ArchiveCommand {
     }
 }
 
-/// The JSON mapping of `kcar archive show --json` (README): scalars as themselves; data, dates, UUIDs, URLs,
-/// sets, any-key dictionaries and objects as one-key objects (`$data`, `$date`, `$uuid`, `$url`, `$set`,
-/// `$dict`, `$class`/`$fields`); shared values printed expanded, within the expansion budget.
-struct JSONPrinter {
-    let indent: Bool
-    var out = ""
-    var printed = 0
-    let budget = ArchiveLimits.default.maxExpandedValues
+/// Where ``JSONPrinter`` puts its bytes.
+protocol JSONSink {
+    mutating func write(_ s: String) throws
+    /// `data` in base64 (RFC 4648 §4, padded).
+    mutating func writeBase64(_ data: [UInt8]) throws
+}
 
-    init(indent: Bool) { self.indent = indent }
+extension JSONSink {
+    mutating func writeBase64(_ data: [UInt8]) throws { try write(Base64.encode(data)) }
+}
+
+/// Counts the bytes a print would write, and stops once they pass ``JSONPrinter/outputMax``.
+struct JSONCounter: JSONSink {
+    struct Full: Error {}
+    var count = 0
+
+    mutating func write(_ s: String) throws {
+        count += s.utf8.count
+        guard count <= JSONPrinter<JSONCounter>.outputMax else { throw Full() }
+    }
+
+    /// The length of the base64, without encoding it.
+    mutating func writeBase64(_ data: [UInt8]) throws {
+        count += (data.count + 2) / 3 * 4
+        guard count <= JSONPrinter<JSONCounter>.outputMax else { throw Full() }
+    }
+}
+
+/// Writes to standard output through its 64 KiB buffer: output is streamed, never built whole.
+struct JSONWriter: JSONSink {
+    mutating func write(_ s: String) { Output.out.write(s) }
+    func finish() { Output.out.write("\n") }
+}
+
+/// The JSON form of a value, `kcar archive show` (SPEC.md Part 2 §A12): scalars as themselves; data, dates,
+/// UUIDs, URLs, sets, any-key dictionaries, objects, non-finite doubles and dictionaries with a key starting
+/// with `$` as objects of one `$` key (objects: `$class` and `$fields`); shared values printed at every use.
+/// Recursion is bounded: a value read from an archive is at most `DEPTH_MAX` deep, references expanded.
+struct JSONPrinter<Sink: JSONSink> {
+    /// `SHOW_OUTPUT_MAX`: bytes of JSON `archive show` prints at most (a value that would print more is
+    /// refused before anything is printed: exit 4).
+    static var outputMax: Int { 67_108_864 }
+
+    let indent: Bool
+    var sink: Sink
+    /// One `SORT_KEYS_MAX` budget for the order of every set and any-key dictionary printed.
+    let sortKeys = ArchiveSortKeys()
+
+    init(indent: Bool, sink: Sink) {
+        self.indent = indent
+        self.sink = sink
+    }
 
     mutating func print(_ v: ArchiveValue, depth: Int = 0) throws {
-        printed += 1
-        guard printed <= budget else {
-            throw CLIError(.damaged, "the value expands to more than \(budget) values; not printed")
-        }
         switch v {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .int(let i): out += String(i)
-        case .uint(let u): out += String(u)
-        case .double(let d):
-            if d.isNaN || d.isInfinite {
-                try object([("$double", .string(d.isNaN ? "NaN" : d < 0 ? "-Infinity" : "Infinity"))], depth)
-            } else if d == d.rounded(), abs(d) < 1e15 {
-                out += (d.sign == .minus && d == 0 ? "-0.0" : String(Int64(d)) + ".0")
-            } else {
-                out += "\(d)"
-            }
-        case .string(let s): out += JSON.string(s)
-        case .data(let d): try object([("$data", .string(Base64.encode(Array(d))))], depth)
+        case .null: try sink.write("null")
+        case .bool(let b): try sink.write(b ? "true" : "false")
+        case .int(let i): try sink.write(String(i))
+        case .uint(let u): try sink.write(String(u))
+        case .double(let d): try double(d, depth)
+        case .string(let s): try sink.write(JSON.string(s))
+        case .data(let d):
+            try sink.write("{" + key("$data", depth) + "\"")
+            try sink.writeBase64(Array(d))
+            try sink.write("\"" + newline(depth) + "}")
         case .date(let d):
-            let t = d.timeIntervalSince1970
-            let whole = t.rounded(.down)
-            let text = t.isFinite && abs(whole) < 1e15
-                ? iso8601(seconds: Int64(whole), nanoseconds: Int64(((t - whole) * 1e9).rounded()))
-                : "\(t)"
-            try object([("$date", .string(text))], depth)
+            let t = d.timeIntervalSinceReferenceDate
+            if let text = Self.iso8601(sinceReferenceDate: t) {
+                try object([("$date", .string(text))], depth)
+            } else {
+                try sink.write("{" + key("$date", depth) + "{" + key("$seconds", depth + 1))
+                try double(t, depth + 2)
+                try sink.write(newline(depth + 1) + "}" + newline(depth) + "}")
+            }
         case .uuid(let u): try object([("$uuid", .string(u.uuidString.uppercased()))], depth)
         case .url(let url):
             if let base = url.baseURL {
-                out += "{" + key("$url", depth) + "{" + key("base", depth + 1) + JSON.string(base.absoluteString) + ","
-                    + key("relative", depth + 1) + JSON.string(url.relativeString) + newline(depth) + "}" + newline(depth) + "}"
+                try sink.write("{" + key("$url", depth) + "{" + key("base", depth + 1) + JSON.string(base.absoluteString) + ","
+                    + key("relative", depth + 1) + JSON.string(url.relativeString) + newline(depth + 1) + "}" + newline(depth) + "}")
             } else {
                 try object([("$url", .string(url.relativeString))], depth)
             }
         case .array(let a): try array(a, depth)
         case .dictionary(let d):
-            try object(d.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map { ($0.key, $0.value) }, depth)
-        case .anyKeyDictionary(let d):
-            let pairs = try d.map { k, v in (try ArchiveSerialization.sortKey(of: k), k, v) }
-                .sorted { $0.0.lexicographicallyPrecedes($1.0) }
-            out += "{" + key("$dict", depth) + "["
-            for (i, p) in pairs.enumerated() {
-                if i > 0 { out += "," }
-                out += newline(depth + 2) + "["
-                try print(p.1, depth: depth + 2)
-                out += indent ? ", " : ","
-                try print(p.2, depth: depth + 2)
-                out += "]"
+            let pairs = d.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map { ($0.key, $0.value) }
+            // A key starting with `$` could be read as one of the forms above: such a dictionary is wrapped.
+            if d.keys.contains(where: { $0.utf8.first == UInt8(ascii: "$") }) {
+                try sink.write("{" + key("$dictionary", depth))
+                try object(pairs, depth + 1)
+                try sink.write(newline(depth) + "}")
+            } else {
+                try object(pairs, depth)
             }
-            out += newline(depth + 1) + "]" + newline(depth) + "}"
+        case .anyKeyDictionary(let d):
+            let pairs = try sortKeys.sorted(d.map { (key: $0.key, value: $0.value) }, by: \.key)
+            try sink.write("{" + key("$dict", depth) + "[")
+            for (i, p) in pairs.enumerated() {
+                if i > 0 { try sink.write(",") }
+                try sink.write(newline(depth + 2) + "[")
+                try print(p.key, depth: depth + 2)
+                try sink.write(indent ? ", " : ",")
+                try print(p.value, depth: depth + 2)
+                try sink.write("]")
+            }
+            try sink.write(newline(depth + 1) + "]" + newline(depth) + "}")
         case .set(let s):
-            let sorted = try s.map { (try ArchiveSerialization.sortKey(of: $0), $0) }.sorted { $0.0.lexicographicallyPrecedes($1.0) }
-            out += "{" + key("$set", depth)
-            try array(sorted.map(\.1), depth + 1)
-            out += newline(depth) + "}"
+            try sink.write("{" + key("$set", depth))
+            try array(try sortKeys.sorted(Array(s), by: { $0 }), depth + 1)
+            try sink.write(newline(depth) + "}")
         case .object(let o):
-            out += "{" + key("$class", depth) + JSON.string(o.className) + "," + key("$fields", depth)
+            try sink.write("{" + key("$class", depth) + JSON.string(o.className) + "," + key("$fields", depth))
             try object(o.fields.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map { ($0.key, $0.value) }, depth + 1)
-            out += newline(depth) + "}"
+            try sink.write(newline(depth) + "}")
         case .shared(let box): try print(box.value, depth: depth)
         }
+    }
+
+    /// A finite double as a JSON number (`1.0`, `-0.0`, `0.1`, `1e+15`: Swift's shortest form that reads back
+    /// the same, with `.0` on integral values below 10^15); NaN and the infinities as `{"$double": ...}`.
+    private mutating func double(_ d: Double, _ depth: Int) throws {
+        if d.isNaN || d.isInfinite {
+            try object([("$double", .string(d.isNaN ? "NaN" : d < 0 ? "-Infinity" : "Infinity"))], depth)
+        } else if d == d.rounded(), abs(d) < 1e15 {
+            try sink.write(d.sign == .minus && d == 0 ? "-0.0" : String(Int64(d)) + ".0")
+        } else {
+            try sink.write("\(d)")
+        }
+    }
+
+    /// ISO 8601 in UTC, to the nearest nanosecond, of a date `t` seconds after 2001-01-01T00:00:00Z, for the
+    /// years 0000 to 9999; nil for any other date (earlier, later, NaN or infinite).
+    static func iso8601(sinceReferenceDate t: Double) -> String? {
+        // 0000-01-01T00:00:00Z and 10000-01-01T00:00:00Z, in seconds since 2001-01-01.
+        let first = -63_145_526_400.0, end = 252_423_993_600.0
+        guard t.isFinite, t >= first, t < end else { return nil }
+        let whole = t.rounded(.down)
+        var seconds = Int64(whole)  // within the range above: exact
+        var nanoseconds = Int64(((t - whole) * 1e9).rounded())  // t - whole is exact, in [0, 1)
+        if nanoseconds == 1_000_000_000 {
+            seconds += 1
+            nanoseconds = 0
+        }
+        guard Double(seconds) < end else { return nil }
+        return KcarCLI.iso8601(seconds: seconds + 978_307_200, nanoseconds: nanoseconds)
     }
 
     private func newline(_ depth: Int) -> String { indent ? "\n" + String(repeating: "  ", count: depth) : "" }
     private func key(_ k: String, _ depth: Int) -> String { newline(depth + 1) + JSON.string(k) + (indent ? ": " : ":") }
 
     private mutating func object(_ pairs: [(String, ArchiveValue)], _ depth: Int) throws {
-        out += "{"
+        try sink.write("{")
         for (i, (k, v)) in pairs.enumerated() {
-            if i > 0 { out += "," }
-            out += key(k, depth)
+            if i > 0 { try sink.write(",") }
+            try sink.write(key(k, depth))
             try print(v, depth: depth + 1)
         }
-        out += pairs.isEmpty ? "}" : newline(depth) + "}"
+        try sink.write(pairs.isEmpty ? "}" : newline(depth) + "}")
     }
 
     private mutating func array(_ items: [ArchiveValue], _ depth: Int) throws {
-        out += "["
+        try sink.write("[")
         for (i, v) in items.enumerated() {
-            if i > 0 { out += "," }
-            out += newline(depth + 1)
+            if i > 0 { try sink.write(",") }
+            try sink.write(newline(depth + 1))
             try print(v, depth: depth + 1)
         }
-        out += items.isEmpty ? "]" : newline(depth) + "]"
+        try sink.write(items.isEmpty ? "]" : newline(depth) + "]")
     }
 }

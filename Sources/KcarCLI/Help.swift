@@ -99,9 +99,12 @@ enum Help {
               line with --json: strings, numbers, booleans and null as themselves; {"$data": base64},
               {"$date": ISO 8601 UTC}, {"$uuid": ...}, {"$url": ...}, {"$set": [...]}, {"$dict": [[key, value], ...]}
               for other keys, {"$class": name, "$fields": {...}} for objects, {"$double": "NaN"} for non-finite
-              numbers; shared values are printed expanded (at most 10,000,000 values).
+              numbers, {"$dictionary": {...}} around a dictionary with a key starting with $, and
+              {"$date": {"$seconds": ...}} for a date outside the years 0000-9999 (SPEC.md Part 2 §A12);
+              shared values are printed at every use. Nothing is printed if the JSON would pass 64 MiB.
               convert writes the value in the other format (kcar <-> NSKeyedArchiver binary plist) or the one
-              --to names; --deterministic sorts keys and set elements of a kcar archive (byte-identical output).
+              --to names; a kcar archive is always in canonical order (byte-identical output in every
+              process; --deterministic is the default).
               OUT is created with mode 0600 and never replaced without --force.
               Malformed or hostile input: a one-line error and exit 4.
             """

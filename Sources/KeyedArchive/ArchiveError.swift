@@ -46,6 +46,10 @@ public struct ArchiveError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let lengthLimit = Code(rawValue: "length limit exceeded")
         /// Shared references expand to more than ``ArchiveLimits/maxExpandedValues`` values.
         public static let expansionLimit = Code(rawValue: "expansion limit exceeded")
+        /// A string holds a run of more than ``ArchiveLimits/maxNonStarterRun`` non-starters (combining marks).
+        public static let nonStarterRunLimit = Code(rawValue: "non-starter run limit exceeded")
+        /// The sort keys of a sorted archive add up to more than ``ArchiveLimits/maxSortKeyBytes``.
+        public static let sortKeyLimit = Code(rawValue: "sort key limit exceeded")
         /// Decoding met an object whose class name the caller did not allow.
         public static let classNotAllowed = Code(rawValue: "class not allowed")
         /// Encoding met a type that is not registered (only registered types are archived as objects).

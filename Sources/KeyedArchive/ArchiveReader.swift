@@ -13,11 +13,19 @@ struct ArchiveReader {
     private var sorted = false
     private var strings: [String] = []
     private var stringSet: Set<ExactString> = []
-    /// Shared definitions by index: the box once complete (nil while its value is being read) and its
-    /// expanded size.
-    private var shared: [(box: ArchiveShared?, size: Int)] = []
+    /// Shared definitions by index: the box once complete (nil while its value is being read), its expanded
+    /// size and its height (the levels it spans, references expanded).
+    private var shared: [(box: ArchiveShared?, size: Int, height: Int)] = []
     private var values = 0
     private var expanded = 0
+    /// The deepest level reached so far inside the innermost open shared definition (or the root), with
+    /// references expanded (SPEC.md Part 2 §A3, `DEPTH_MAX`).
+    private var deepest = 0
+    private let sortKeys: ArchiveSortKeys
+    /// Bytes of strings at every use so far (`STRING_USES_MAX`).
+    private var stringUses = 0
+    /// The weight of the set elements and any-key keys so far, nested ones at every level (`ELEMENT_WEIGHT_MAX`).
+    private var elementWeight = 0
 
     private enum Kind { case array, dictionary, anyKeyDictionary, set, object, shared }
 
@@ -39,6 +47,8 @@ struct ArchiveReader {
         var elementStart = 0
         var sharedIndex = 0
         var sharedStart = 0
+        var sharedDepth = 0
+        var outerDeepest = 0
 
         init(_ kind: Kind, remaining: Int) {
             self.kind = kind
@@ -49,6 +59,7 @@ struct ArchiveReader {
     init(bytes: [UInt8], limits: ArchiveLimits) {
         self.bytes = bytes
         self.limits = limits
+        sortKeys = ArchiveSortKeys(limits: limits)
     }
 
     mutating func readArchive() throws -> ArchiveValue {
@@ -88,6 +99,8 @@ struct ArchiveReader {
             guard stack.count < limits.maxDepth else {
                 throw ArchiveError(.depthLimit, at: start, "deeper than \(limits.maxDepth)")
             }
+            let depth = stack.count + 1
+            deepest = max(deepest, depth)
             values += 1
             guard values <= limits.maxValues else {
                 throw ArchiveError(.valueLimit, at: start, "more than \(limits.maxValues) items")
@@ -103,6 +116,12 @@ struct ArchiveReader {
                 guard let box = shared[index].box else {
                     throw ArchiveError(.cycle, at: start, "shared value \(index) refers to itself")
                 }
+                // The reference stands for the definition: it reaches `height - 1` levels below its own depth.
+                let height = shared[index].height
+                guard height - 1 <= limits.maxDepth - depth else {
+                    throw ArchiveError(.depthLimit, at: start, "shared value \(index) reaches deeper than \(limits.maxDepth)")
+                }
+                deepest = max(deepest, depth + height - 1)
                 try addExpanded(shared[index].size, at: start)
                 value = .shared(box)
             case ArchiveFormat.Tag.shared:
@@ -110,7 +129,10 @@ struct ArchiveReader {
                 var frame = Frame(.shared, remaining: 1)
                 frame.sharedIndex = shared.count
                 frame.sharedStart = expanded - 1
-                shared.append((nil, 0))
+                frame.sharedDepth = depth
+                frame.outerDeepest = deepest
+                deepest = depth
+                shared.append((nil, 0, 0))
                 stack.append(frame)
                 continue
             case ArchiveFormat.Tag.array, ArchiveFormat.Tag.set:
@@ -162,12 +184,14 @@ struct ArchiveReader {
                 case .shared:
                     let frame = stack.removeLast()
                     let box = ArchiveShared(value)
-                    shared[frame.sharedIndex] = (box, expanded - frame.sharedStart)
+                    shared[frame.sharedIndex] = (box, expanded - frame.sharedStart, deepest - frame.sharedDepth + 1)
+                    deepest = max(deepest, frame.outerDeepest)
                     value = .shared(box)
                     continue
                 case .array:
                     stack[top].items.append(value)
                 case .set:
+                    try limits.addElementWeight(of: value, to: &elementWeight, at: at)
                     try checkSortOrder(of: value, in: &stack[top], at: at)
                     guard stack[top].elements.insert(value).inserted else {
                         throw ArchiveError(.duplicateKey, at: at, "set element repeated")
@@ -178,6 +202,7 @@ struct ArchiveReader {
                     stack[top].key = nil
                 case .anyKeyDictionary:
                     guard let key = stack[top].anyKey else {
+                        try limits.addElementWeight(of: value, to: &elementWeight, at: at)
                         try checkSortOrder(of: value, in: &stack[top], at: at)
                         guard stack[top].entries[value] == nil else {
                             throw ArchiveError(.duplicateKey, at: at, "any-key dictionary key repeated")
@@ -219,7 +244,7 @@ struct ArchiveReader {
 
     private func checkSortOrder(of value: ArchiveValue, in frame: inout Frame, at: Int) throws {
         guard sorted else { return }
-        let key = try ArchiveSerialization.sortKey(of: value, limits: limits)
+        let key = try sortKeys.key(of: value)
         if let last = frame.lastSortKey, ![UInt8].precedes(last, key) {
             throw ArchiveError(.nonCanonical, at: at, "element out of order")
         }
@@ -280,10 +305,11 @@ struct ArchiveReader {
         return slot == 0 ? try readNewString() : try readStringIndex(slot - 1, at: at)
     }
 
-    private func readStringIndex(_ raw: UInt64, at: Int) throws -> String {
+    private mutating func readStringIndex(_ raw: UInt64, at: Int) throws -> String {
         guard raw < UInt64(strings.count), let index = Int(exactly: raw) else {
             throw ArchiveError(.badReference, at: at, "string \(raw) of \(strings.count)")
         }
+        try limits.addStringUse(strings[index].utf8.count, to: &stringUses, at: at)
         return strings[index]
     }
 
@@ -297,9 +323,11 @@ struct ArchiveReader {
             String(validating: UnsafeBufferPointer(rebasing: all[start..<start + length]), as: UTF8.self)
         }
         guard let string else { throw ArchiveError(.invalidUTF8, at: at, "string") }
+        try limits.checkNonStarterRun(string, at: at, "string")
         guard stringSet.insert(ExactString(string: string)).inserted else {
             throw ArchiveError(.nonCanonical, at: at, "string defined twice (a repeat must be a reference)")
         }
+        try limits.addStringUse(length, to: &stringUses, at: at)
         position = start + length
         strings.append(string)
         return string

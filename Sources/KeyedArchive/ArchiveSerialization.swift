@@ -53,9 +53,9 @@ public enum ArchiveSerialization {
 
     /// The sort key of a value (SPEC.md Part 2 §A6): its item encoding with fresh string and shared tables.
     /// Set elements and any-key entries are written in ascending sort-key order in a deterministic archive.
+    /// Throws *sort key limit exceeded* if it and the sort keys computed for it pass
+    /// ``ArchiveLimits/maxSortKeyBytes``.
     public static func sortKey(of value: ArchiveValue, limits: ArchiveLimits = .default) throws -> [UInt8] {
-        var writer = ArchiveWriter(sorted: true, limits: limits)
-        try writer.write(value)
-        return writer.out
+        try ArchiveSortKeys(limits: limits).key(of: value)
     }
 }

@@ -10,22 +10,37 @@ struct ArchiveWriter {
     var out: [UInt8] = []
     private let sorted: Bool
     private let limits: ArchiveLimits
+    /// The sort-key bytes left for the whole archive (shared with the writers of nested sort keys).
+    private let sortKeys: ArchiveSortKeys
+    /// Whether `out` is itself a sort key, so counts against `sortKeys` as it grows.
+    private let isSortKey: Bool
     private var strings: [ExactString: Int] = [:]
     private var sharedIndex: [ObjectIdentifier: Int] = [:]
-    /// Expanded size of each shared definition; nil while it is being written.
-    private var sharedSize: [Int?] = []
+    /// Expanded size and height of each shared definition; nil while it is being written.
+    private var sharedSize: [(size: Int, height: Int)?] = []
     private var values = 0
     private var expanded = 0
+    /// The deepest level reached so far inside the innermost open shared definition (or the root), with
+    /// references expanded: what makes a definition's height (SPEC.md Part 2 §A3, `DEPTH_MAX`).
+    private var deepest = 0
+    /// Bytes of strings at every use so far (`STRING_USES_MAX`), and, in a sort key, the bytes the string
+    /// references in it name (they count against `SORT_KEYS_MAX` as if written out).
+    private var stringUses = 0
+    private(set) var referencedBytes = 0
+    /// `ELEMENT_WEIGHT_MAX`: the weight of the set elements and any-key keys written so far.
+    private var elementWeight = 0
 
     private enum Task {
         case item(ArchiveValue, depth: Int)
         case key(String)
-        case endShared(index: Int, start: Int)
+        case endShared(index: Int, start: Int, depth: Int, outerDeepest: Int)
     }
 
-    init(sorted: Bool, limits: ArchiveLimits) {
+    init(sorted: Bool, limits: ArchiveLimits, sortKeys: ArchiveSortKeys? = nil, isSortKey: Bool = false) {
         self.sorted = sorted
         self.limits = limits
+        self.sortKeys = sortKeys ?? ArchiveSortKeys(limits: limits)
+        self.isSortKey = isSortKey
     }
 
     mutating func write(_ root: ArchiveValue) throws {
@@ -34,20 +49,44 @@ struct ArchiveWriter {
             switch task {
             case .item(let value, let depth): try writeItem(value, depth: depth, stack: &stack)
             case .key(let key): try writeStringSlot(key)
-            case .endShared(let index, let start): sharedSize[index] = expanded - start
+            case .endShared(let index, let start, let depth, let outerDeepest):
+                sharedSize[index] = (expanded - start, deepest - depth + 1)
+                deepest = max(deepest, outerDeepest)
             }
+            try checkSortKeyBudget(adding: 0)
         }
+    }
+
+    /// A use of an interned string counts its bytes: against `STRING_USES_MAX` in an archive, against the
+    /// sort-key budget in a sort key.
+    private mutating func countReference(to s: String) throws {
+        let count = s.utf8.count
+        guard isSortKey else { return try limits.addStringUse(count, to: &stringUses) }
+        try checkSortKeyBudget(adding: count)
+        referencedBytes += count
+    }
+
+    /// Throws once a sort key being written would pass what is left of `SORT_KEYS_MAX` with `n` more bytes.
+    private func checkSortKeyBudget(adding n: Int) throws {
+        guard isSortKey, n > sortKeys.remaining - out.count - referencedBytes else { return }
+        throw ArchiveError(.sortKeyLimit, "sort keys of more than \(limits.maxSortKeyBytes) bytes")
     }
 
     private mutating func writeItem(_ value: ArchiveValue, depth: Int, stack: inout [Task]) throws {
         guard depth <= limits.maxDepth else { throw ArchiveError(.depthLimit, "depth \(depth)") }
+        deepest = max(deepest, depth)
         values += 1
         guard values <= limits.maxValues else { throw ArchiveError(.valueLimit, "more than \(limits.maxValues) items") }
         if case .shared(let box) = value {
             let id = ObjectIdentifier(box)
             if let index = sharedIndex[id] {
                 // Boxes are immutable, so a box in progress cannot be met again; checked all the same.
-                guard let size = sharedSize[index] else { throw ArchiveError(.cycle, "shared value \(index)") }
+                guard let (size, height) = sharedSize[index] else { throw ArchiveError(.cycle, "shared value \(index)") }
+                // The reference stands for the definition: it reaches `height - 1` levels below its own depth.
+                guard height - 1 <= limits.maxDepth - depth else {
+                    throw ArchiveError(.depthLimit, "shared value \(index) of height \(height) at depth \(depth)")
+                }
+                deepest = max(deepest, depth + height - 1)
                 out.append(ArchiveFormat.Tag.sharedRef)
                 appendVarint(UInt64(index))
                 try addExpanded(size)
@@ -59,7 +98,8 @@ struct ArchiveWriter {
             let start = expanded
             try addExpanded(1)
             out.append(ArchiveFormat.Tag.shared)
-            stack.append(.endShared(index: index, start: start))
+            stack.append(.endShared(index: index, start: start, depth: depth, outerDeepest: deepest))
+            deepest = depth
             stack.append(.item(box.value, depth: depth + 1))
             return
         }
@@ -78,6 +118,7 @@ struct ArchiveWriter {
             appendU64(v.bitPattern)
         case .string(let s):
             if let index = strings[ExactString(string: s)] {
+                try countReference(to: s)
                 out.append(ArchiveFormat.Tag.stringRef)
                 appendVarint(UInt64(index))
             } else {
@@ -88,6 +129,7 @@ struct ArchiveWriter {
             guard d.count <= limits.maxDataLength else {
                 throw ArchiveError(.lengthLimit, "data of \(d.count) bytes, more than \(limits.maxDataLength)")
             }
+            try checkSortKeyBudget(adding: d.count)
             out.append(ArchiveFormat.Tag.data)
             appendVarint(UInt64(d.count))
             out.append(contentsOf: d)
@@ -125,25 +167,26 @@ struct ArchiveWriter {
             out.append(ArchiveFormat.Tag.anyKeyDictionary)
             appendVarint(UInt64(d.count))
             var entries = d.map { (key: $0.key, value: $0.value) }
-            if sorted {
-                let keys = try entries.map { try ArchiveSerialization.sortKey(of: $0.key, limits: limits) }
-                entries = zip(keys, entries).sorted { [UInt8].precedes($0.0, $1.0) }.map(\.1)
-            }
+            if sorted { entries = try sortKeys.sorted(entries, by: \.key) }
             for e in entries.reversed() {
                 stack.append(.item(e.value, depth: depth + 1))
-                stack.append(.item(e.key, depth: depth + 1))
+                try pushElement(e.key, depth: depth + 1, stack: &stack)
             }
         case .set(let s):
             out.append(ArchiveFormat.Tag.set)
             appendVarint(UInt64(s.count))
             var elements = Array(s)
-            if sorted {
-                let keys = try elements.map { try ArchiveSerialization.sortKey(of: $0, limits: limits) }
-                elements = zip(keys, elements).sorted { [UInt8].precedes($0.0, $1.0) }.map(\.1)
-            }
-            for e in elements.reversed() { stack.append(.item(e, depth: depth + 1)) }
+            if sorted { elements = try sortKeys.sorted(elements, by: { $0 }) }
+            for e in elements.reversed() { try pushElement(e, depth: depth + 1, stack: &stack) }
         case .shared: break  // handled above
         }
+    }
+
+    /// A set element or any-key key: weighed against `ELEMENT_WEIGHT_MAX` as the reader weighs it (not inside
+    /// a sort key, whose bytes count against `SORT_KEYS_MAX`).
+    private mutating func pushElement(_ value: ArchiveValue, depth: Int, stack: inout [Task]) throws {
+        if !isSortKey { try limits.addElementWeight(of: value, to: &elementWeight) }
+        stack.append(.item(value, depth: depth))
     }
 
     private func pushFields(_ d: [String: ArchiveValue], depth: Int, stack: inout [Task]) {
@@ -165,6 +208,7 @@ struct ArchiveWriter {
     /// A string slot (§A5): `0` and a new string, or `index + 1` of an interned one.
     private mutating func writeStringSlot(_ s: String) throws {
         if let index = strings[ExactString(string: s)] {
+            try countReference(to: s)
             appendVarint(UInt64(index) + 1)
         } else {
             appendVarint(0)
@@ -178,6 +222,9 @@ struct ArchiveWriter {
         guard count <= limits.maxStringLength else {
             throw ArchiveError(.lengthLimit, "string of \(count) bytes, more than \(limits.maxStringLength)")
         }
+        try limits.checkNonStarterRun(s, "string")
+        try checkSortKeyBudget(adding: count)
+        if !isSortKey { try limits.addStringUse(count, to: &stringUses) }
         appendVarint(UInt64(count))
         s.withUTF8 { out.append(contentsOf: $0) }
         strings[ExactString(string: s)] = strings.count
@@ -194,5 +241,35 @@ struct ArchiveWriter {
 
     private mutating func appendU64(_ v: UInt64) {
         for i in 0..<8 { out.append(UInt8(truncatingIfNeeded: v >> (8 * i))) }
+    }
+}
+
+
+/// Sort keys (SPEC.md Part 2 §A6) computed against one `SORT_KEYS_MAX` budget (§A3): the reader or writer of
+/// one archive, or a printer of one value, computes all of its sort keys with one instance, so that the bytes
+/// they add up to, nested ones included, stay within ``ArchiveLimits/maxSortKeyBytes``.
+public final class ArchiveSortKeys {
+    let limits: ArchiveLimits
+    /// Bytes left; a sort key being written counts against it as it grows.
+    var remaining: Int
+
+    public init(limits: ArchiveLimits = .default) {
+        self.limits = limits
+        remaining = limits.maxSortKeyBytes
+    }
+
+    /// The sort key of `value`. Throws *sort key limit exceeded* once the sort keys of this instance, this one
+    /// and those computed while writing it included, pass the budget.
+    public func key(of value: ArchiveValue) throws -> [UInt8] {
+        var writer = ArchiveWriter(sorted: true, limits: limits, sortKeys: self, isSortKey: true)
+        try writer.write(value)
+        remaining -= writer.out.count + writer.referencedBytes  // within it: checked as they grew
+        return writer.out
+    }
+
+    /// `values` in ascending sort-key order: the canonical order of set elements and any-key entries.
+    public func sorted<T>(_ items: [T], by value: (T) -> ArchiveValue) throws -> [T] {
+        let keys = try items.map { try key(of: value($0)) }
+        return zip(keys, items).sorted { [UInt8].precedes($0.0, $1.0) }.map(\.1)
     }
 }

@@ -29,6 +29,15 @@ struct BinaryPlistReader {
     /// The size of each finished object's tree once shared objects are expanded, and its height.
     private var expanded: [Int] = []
     private var height: [Int] = []
+    /// The first object index met at each offset: every later index at the same offset is the same object,
+    /// read once (an offset table may point a million indices at one string).
+    private var firstAtOffset: [Int: Int] = [:]
+    /// Bytes of the object area the distinct objects read so far span: at most the area's size, since objects
+    /// of a property list do not overlap (so the objects built are bounded by the input, not its references).
+    private var spanned = 0
+    /// Bytes of dictionary keys at every use (`STRING_USES_MAX`): one key object may serve many dictionaries,
+    /// and each hashes all of it.
+    private var keyUses = 0
 
     init(bytes: [UInt8], limits: ArchiveLimits) {
         self.bytes = bytes
@@ -47,13 +56,14 @@ struct BinaryPlistReader {
     mutating func read() throws -> PropertyList {
         try limits.checkSize(bytes.count)
         guard bytes.starts(with: Self.magic) else { throw ArchiveError(.notAPropertyList, at: 0, "no bplist00 magic") }
-        let top = try readTrailer()
+        let rawTop = try readTrailer()
         state = [UInt8](repeating: 0, count: count)
         done = [PropertyList?](repeating: nil, count: count)
         expanded = [Int](repeating: 0, count: count)
         height = [Int](repeating: 0, count: count)
 
         var stack: [Frame] = []
+        let top = try canonical(rawTop)
         if let frame = try visit(top, depth: 1) { stack.append(frame) }
         while let last = stack.indices.last {
             if stack[last].next < stack[last].refs.count {
@@ -115,6 +125,22 @@ struct BinaryPlistReader {
         return v
     }
 
+    /// The index of the object `index` stands for: the first index whose offset is the same.
+    private mutating func canonical(_ index: Int) throws -> Int {
+        let at = try offset(of: index)
+        if let first = firstAtOffset[at] { return first }
+        firstAtOffset[at] = index
+        return index
+    }
+
+    /// Counts `n` more bytes spanned by distinct objects; objects that overlap are an invalid offset.
+    private mutating func span(_ n: Int, object index: Int, at start: Int) throws {
+        spanned += n  // each at most the object area: no overflow
+        guard spanned <= tableStart - Self.magic.count else {
+            throw ArchiveError(.invalidPlistOffset, at: start, "object \(index) overlaps another object")
+        }
+    }
+
     /// The offset of object `index`: inside the object area.
     private func offset(of index: Int) throws -> Int {
         let raw = be(tableStart + index * offsetIntSize, offsetIntSize)  // index < count: inside the table
@@ -142,6 +168,7 @@ struct BinaryPlistReader {
             guard !refCount.overflow, refCount.partialValue <= (tableStart - p) / refSize else {
                 throw ArchiveError(.countExceedsInput, at: start, "\(n) entries in \(tableStart - p) bytes")
             }
+            try span(p - start + refCount.partialValue * refSize, object: index, at: start)
             var refs: [Int] = []
             refs.reserveCapacity(refCount.partialValue)
             for _ in 0..<refCount.partialValue {
@@ -149,13 +176,15 @@ struct BinaryPlistReader {
                 guard raw < UInt64(count) else {
                     throw ArchiveError(.badReference, at: p, "object \(raw) of \(count)")
                 }
-                refs.append(Int(raw))
+                refs.append(try canonical(Int(raw)))
                 p += refSize
             }
             state[index] = 1
             return Frame(object: index, marker: marker, refs: refs)
         default:
-            done[index] = try readScalar(marker, at: start, after: &p)
+            let value = try readScalar(marker, at: start, after: &p)
+            try span(p - start, object: index, at: start)
+            done[index] = value
             expanded[index] = 1
             height[index] = 1
             state[index] = 2
@@ -187,6 +216,7 @@ struct BinaryPlistReader {
                 guard case .string(let key)? = done[frame.refs[i]] else {
                     throw ArchiveError(.nonStringKey, at: try offset(of: frame.object), "key \(i) is not a string")
                 }
+                try limits.addStringUse(key.utf8.count, to: &keyUses, at: try offset(of: frame.object))
                 guard d.updateValue(done[frame.refs[n + i]] ?? .null, forKey: key) == nil else {
                     throw ArchiveError(.duplicateKey, at: try offset(of: frame.object), "key \(i) repeated")
                 }
@@ -223,8 +253,12 @@ struct BinaryPlistReader {
 
     private func readScalar(_ marker: UInt8, at start: Int, after p: inout Int) throws -> PropertyList {
         let end = tableStart
+        // On return, `p` is past the payload too: the object's whole extent is `p - start`.
+        var payload = 0
+        defer { p += payload }
         func need(_ n: Int) throws {
             guard n <= end - p else { throw ArchiveError(.truncated, at: start, "object needs \(n) bytes") }
+            payload = n
         }
         switch marker >> 4 {
         case 0x0:
@@ -300,6 +334,7 @@ struct BinaryPlistReader {
             guard s.utf8.count <= limits.maxStringLength else {
                 throw ArchiveError(.lengthLimit, at: start, "string longer than \(limits.maxStringLength) bytes")
             }
+            try limits.checkNonStarterRun(s, at: start, "string")
             return .string(s)
         case 0x8:
             let size = Int(marker & 0x0F) + 1

@@ -21,8 +21,13 @@ struct NSKeyedExporter {
     private var boxes: [ObjectIdentifier: Int] = [:]
     private var classes: [String: Int] = [:]
     private var null: Int?
+    /// One `SORT_KEYS_MAX` budget for every set and any-key dictionary of the export.
+    private let sortKeys: ArchiveSortKeys
 
-    init(limits: ArchiveLimits) { self.limits = limits }
+    init(limits: ArchiveLimits) {
+        self.limits = limits
+        sortKeys = ArchiveSortKeys(limits: limits)
+    }
 
     mutating func archive(_ root: ArchiveValue) throws -> PropertyList {
         let rootUID = try uid(root, depth: 1)
@@ -154,7 +159,6 @@ struct NSKeyedExporter {
 
     /// Elements in canonical order (SPEC.md Part 2 §A6), so the same value gives the same archive.
     private func sortedBySortKey(_ values: [ArchiveValue]) throws -> [ArchiveValue] {
-        try values.map { (try ArchiveSerialization.sortKey(of: $0, limits: limits), $0) }
-            .sorted { [UInt8].precedes($0.0, $1.0) }.map(\.1)
+        try sortKeys.sorted(values, by: { $0 })
     }
 }

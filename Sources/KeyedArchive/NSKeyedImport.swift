@@ -20,6 +20,15 @@ struct NSKeyedImporter {
     private var classNames: [Int: String] = [:]
     /// Each object's children, computed once by the walk and used (then dropped) by the build.
     private var childLists: [[Int]]
+    /// Bytes of strings at every use (`STRING_USES_MAX`): one string object may be the key of many
+    /// dictionaries, and each use hashes all of it; and the weight of set elements and any-key keys
+    /// (`ELEMENT_WEIGHT_MAX`): nested sets hash everything inside them again at each level.
+    private let budgets = Budgets()
+
+    private final class Budgets {
+        var stringUses = 0
+        var elementWeight = 0
+    }
 
     init(_ plist: PropertyList, limits: ArchiveLimits) throws {
         guard case .dictionary(let root) = plist else {
@@ -191,6 +200,7 @@ struct NSKeyedImporter {
     private func resolveUID(_ raw: UInt64) throws -> ArchiveValue {
         guard let i = try index(raw) else { return .null }
         guard let value = built[i] else { throw ArchiveError(.badReference, "object \(i) not built") }
+        if case .string(let s) = value { try limits.addStringUse(s.utf8.count, to: &budgets.stringUses) }
         return value
     }
 
@@ -290,7 +300,9 @@ struct NSKeyedImporter {
         case "NSSet", "NSMutableSet":
             var set: Set<ArchiveValue> = []
             for uid in try f.uidArray("NS.objects") {
-                guard set.insert(try resolve(uid)).inserted else {
+                let element = try resolve(uid)
+                try limits.addElementWeight(of: element, to: &budgets.elementWeight)
+                guard set.insert(element).inserted else {
                     throw ArchiveError(.duplicateKey, "object \(index): set element repeated")
                 }
             }
@@ -327,6 +339,7 @@ struct NSKeyedImporter {
             }
             var d: [ArchiveValue: ArchiveValue] = [:]
             for (k, v) in zip(resolvedKeys, values) {
+                try limits.addElementWeight(of: k, to: &budgets.elementWeight)
                 guard d.updateValue(try resolve(v), forKey: k) == nil else {
                     throw ArchiveError(.duplicateKey, "object \(index): dictionary key repeated")
                 }
@@ -435,6 +448,7 @@ struct NSKeyedImporter {
             case .set(let n):
                 let items = results.suffix(n)
                 results.removeLast(n)
+                for item in items { try limits.addElementWeight(of: item, to: &budgets.elementWeight) }
                 let set = Set(items)
                 guard set.count == n else { throw ArchiveError(.duplicateKey, "inline set element repeated") }
                 results.append(.set(set))

@@ -311,6 +311,7 @@ struct XMLPlistReader {
             throw ArchiveError(.lengthLimit, at: at, "text longer than \(limits.maxStringLength) bytes")
         }
         guard let s = String(validating: out, as: UTF8.self) else { throw ArchiveError(.invalidUTF8, at: at, "text") }
+        try limits.checkNonStarterRun(s, at: at, "text")
         return s
     }
 

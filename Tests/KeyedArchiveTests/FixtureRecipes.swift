@@ -125,6 +125,11 @@ enum ArchiveFixtures {
             ("huge-string.kca", h + [0x06, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F], .lengthLimit),
             ("deep-nesting.kca", h + [UInt8](repeating: 0x12, count: 20_000) + [0x00], .depthLimit),
             ("truncated-double.kca", h + [0x05, 0x00, 0x00, 0x00], .truncated),
+            // Issue 9 (§A3): 256 chained shared definitions, each item within 4 levels, the last standing for
+            // 514; a key of 31 combining marks; U+00C0 (A U+0300) and 30 marks, a run of 31.
+            ("shared-chain-too-deep.kca", ArchiveCrafting.sharedChain(256), .depthLimit),
+            ("nonstarter-run.kca", ArchiveCrafting.combiningKey(marks: 31), .nonStarterRunLimit),
+            ("precomposed-nonstarter-run.kca", ArchiveCrafting.combiningKey(base: "\u{C0}", marks: 30), .nonStarterRunLimit),
         ]
     }
 

@@ -225,7 +225,7 @@ A8_ERRORS = ["not an archive", "unsupported version", "reserved flags set", "tru
              "unknown tag", "non-minimal varint", "non-canonical encoding", "invalid UTF-8", "invalid value",
              "duplicate key", "bad reference", "cycle", "count exceeds input", "depth limit exceeded",
              "value count limit exceeded", "size limit exceeded", "length limit exceeded",
-             "expansion limit exceeded"]
+             "expansion limit exceeded", "non-starter run limit exceeded", "sort key limit exceeded"]
 
 
 def vectors():
@@ -343,6 +343,7 @@ def synthetic():
             got = e.code
         check(got == want, "synthetic: %s -> %s" % (name, want or "decodes"), "got %s" % got)
     settled()
+    hardening()
     # lowered limits (§A3: an application MAY lower them)
     shared = open(os.path.join(FIX, "shared.kca"), "rb").read()
     for lim, want in ((dict(EXPANSION_MAX=15), "expansion limit exceeded"), (dict(EXPANSION_MAX=16), None),
@@ -356,6 +357,81 @@ def synthetic():
         except kca_reader.ArchiveError as e:
             got = e.code
         check(got == want, "synthetic: shared.kca with %s -> %s" % (lim, want or "decodes"), "got %s" % got)
+
+
+def hardening():
+    """The limits of issue 9 (§A3): DEPTH_MAX with references expanded, NONSTARTER_RUN_MAX, SORT_KEYS_MAX,
+    on the archives kcar's tests craft (ArchiveCrafting)."""
+    enc = kca_reader.enc_varint
+    U = bytes.fromhex("894b43410100")
+
+    def chain(n, tail=b""):  # [d0 = def null, d(i) = def [ref d(i-1)]]: d(i) stands for 2i + 2 levels
+        out = U + b"\x0d" + enc(n + (1 if tail else 0)) + b"\x12\x00"
+        for i in range(1, n):
+            out += b"\x12\x0d\x01\x13" + enc(i - 1)
+        return out + tail
+
+    def key(base, marks):  # {base + marks alternating U+0301 U+0316: null}
+        k = (base + "".join("\u0301" if i % 2 == 0 else "\u0316" for i in range(marks))).encode("utf-8")
+        return U + b"\x0e\x01\x00" + enc(len(k)) + k + b"\x00"
+
+    def shared_data_in_set(size, n):  # sorted [d = def data, {[ref d, int i]...}]
+        out = bytes.fromhex("894b43410101") + b"\x0d\x02\x12\x08" + enc(size) + b"A" * size + b"\x10" + enc(n)
+        for i in sorted(enc(2 * i) for i in range(1, n + 1)):
+            out += b"\x0d\x02\x13\x00\x03" + i
+        return out
+
+    def shared_key(size, n):  # [{k: null} x n], k written once then referenced
+        out = U + b"\x0d" + enc(n) + b"\x0e\x01\x00" + enc(size) + b"k" * size + b"\x00"
+        return out + b"\x0e\x01\x01\x00" * (n - 1)
+
+    cases = [
+        ("chain of 255 definitions (512 levels)", chain(255), None, None),
+        ("chain of 256 definitions (514 levels)", chain(256), None, "depth limit exceeded"),
+        ("chain of 200 definitions, then an unknown tag", chain(200, b"\xff"), None, "unknown tag"),
+        ("key of a and 30 marks", key("a", 30), None, None),
+        ("key of a and 31 marks", key("a", 31), None, "non-starter run limit exceeded"),
+        ("key of U+00C0 and 30 marks", key("\u00c0", 30), None, "non-starter run limit exceeded"),
+        ("key of U+1E69 and 29 marks", key("\u1e69", 29), None, "non-starter run limit exceeded"),
+        ("key of U+0344 x 15 (30)", key("a" + "\u0344" * 15, 0), None, None),
+        ("key of U+0344 x 16 (32)", key("a" + "\u0344" * 16, 0), None, "non-starter run limit exceeded"),
+        ("31 marks, NONSTARTER_RUN_MAX 31", key("a", 31), dict(NONSTARTER_RUN_MAX=31), None),
+        ("shared data in 60 set elements, sort keys of 60,480 bytes", shared_data_in_set(1000, 60),
+         dict(SORT_KEYS_MAX=60480), None),
+        ("the same, SORT_KEYS_MAX one less", shared_data_in_set(1000, 60), dict(SORT_KEYS_MAX=60479),
+         "sort key limit exceeded"),
+        ("one key in 50 dictionaries, 50,000 bytes of string uses", shared_key(1000, 50),
+         dict(STRING_USES_MAX=50000), None),
+        ("the same, STRING_USES_MAX one less", shared_key(1000, 50), dict(STRING_USES_MAX=49999),
+         "expansion limit exceeded"),
+        ("a sort key counts the string its reference names (206 bytes)",
+         bytes.fromhex("894b43410101" "1001" "0d02" "0664") + b"x" * 100 + bytes.fromhex("0700"),
+         dict(SORT_KEYS_MAX=206), None),
+        ("the same, SORT_KEYS_MAX 205",
+         bytes.fromhex("894b43410101" "1001" "0d02" "0664") + b"x" * 100 + bytes.fromhex("0700"),
+         dict(SORT_KEYS_MAX=205), "sort key limit exceeded"),
+        ("{{[1, 2]}}: elements weighing 3 + 4", U + bytes.fromhex("1001" "1001" "0d02" "0302" "0304"),
+         dict(ELEMENT_WEIGHT_MAX=7), None),
+        ("the same, ELEMENT_WEIGHT_MAX 6", U + bytes.fromhex("1001" "1001" "0d02" "0302" "0304"),
+         dict(ELEMENT_WEIGHT_MAX=6), "expansion limit exceeded"),
+        ("{[\"ab\"]: [2]}: a key weighing 4", U + bytes.fromhex("0f01" "0d01060261620d010304"),
+         dict(ELEMENT_WEIGHT_MAX=4), None),
+        ("the same, ELEMENT_WEIGHT_MAX 3", U + bytes.fromhex("0f01" "0d01060261620d010304"),
+         dict(ELEMENT_WEIGHT_MAX=3), "expansion limit exceeded"),
+        ("a set of a shared array of 3: the element weighs 1", U + bytes.fromhex("0d02" "120d03000000" "10011300"),
+         dict(ELEMENT_WEIGHT_MAX=1), None),
+        ("nested sets: 14 bytes of sort keys", bytes.fromhex("894b43410101" "1001" "1002" "0302" "0304"),
+         dict(SORT_KEYS_MAX=14), None),
+        ("nested sets, SORT_KEYS_MAX 13", bytes.fromhex("894b43410101" "1001" "1002" "0302" "0304"),
+         dict(SORT_KEYS_MAX=13), "sort key limit exceeded"),
+    ]
+    for name, data, lim, want in cases:
+        try:
+            kca_reader.read_archive(data, lim)
+            got = None
+        except kca_reader.ArchiveError as e:
+            got = e.code
+        check(got == want, "hardening: %s -> %s" % (name, want or "decodes"), "got %s" % got)
 
 
 def settled():

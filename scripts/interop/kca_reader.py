@@ -52,6 +52,15 @@ these; none is a guess any more):
   G8  (§A7) depth and VALUES_MAX are checked before the tag is read (so running out of input where an item
       is due at depth 513 is "depth limit exceeded", not "truncated"); a dictionary entry's or object
       field's key slot is read before the depth check of its value.
+
+Rules added by issue 9 (§A3): DEPTH_MAX bounds the value with references expanded (a reference at depth d
+to a definition of height h reaches d + h - 1, checked after its cycle check, before its expansion);
+NONSTARTER_RUN_MAX bounds the run of non-starters in the NFD of every new string (checked after its UTF-8,
+before its repeat check); SORT_KEYS_MAX bounds the bytes of every sort key computed, nested ones included,
+a string reference in a sort key counting the bytes it names; STRING_USES_MAX bounds the bytes of strings
+at every use (new, after its repeat check, or referenced, after its index check); ELEMENT_WEIGHT_MAX bounds
+the weight (element_weight) of set elements and any-key keys at every level, checked when the element is
+complete, before its sort key.
 """
 
 import json
@@ -67,6 +76,10 @@ VALUES_MAX = 1000000
 EXPANSION_MAX = 10000000
 STRING_MAX = 16777216
 DATA_MAX = 16777216
+NONSTARTER_RUN_MAX = 30
+SORT_KEYS_MAX = 67108864
+STRING_USES_MAX = 67108864
+ELEMENT_WEIGHT_MAX = 33554432
 
 MAGIC = b"\x89KCA"
 
@@ -86,13 +99,14 @@ class ArchiveError(Exception):
 # Shared values are Shared instances (identity = the Python object).
 
 class Shared(object):
-    __slots__ = ("index", "value", "complete", "expanded")
+    __slots__ = ("index", "value", "complete", "expanded", "height")
 
     def __init__(self, index):
         self.index = index
         self.value = None
         self.complete = False
         self.expanded = 0
+        self.height = 0
 
 
 # --- Unicode 17.0.0 NFD (§A4) ----------------------------------------------------------------------------
@@ -143,6 +157,60 @@ def nfd17(s):
         out[i:j] = sorted(out[i:j], key=lambda c: _CCC[c])
         i = j
     return tuple(out)
+
+
+def longest_nonstarter_run(s):
+    """The longest run of consecutive non-starters (class not 0) in the NFD of s (Unicode 17.0.0), without
+    building it: a code point adds its decomposition's leading non-starters to the run; one whose
+    decomposition holds a starter ends the run, and starts the next with its trailing non-starters."""
+    run = longest = 0
+    for ch in s:
+        d = _DECOMPOSITION.get(ord(ch), (ord(ch),))  # Hangul syllables decompose to starters: themselves
+        classes = [_CCC.get(c, 0) for c in d]
+        if all(classes):
+            run += len(classes)
+        else:
+            trail = 0
+            for c in reversed(classes):
+                if not c:
+                    break
+                trail += 1
+            run = trail
+        longest = max(longest, run)
+    return longest
+
+
+def element_weight(v):
+    """§A3: every value of v counts 1, plus the bytes of a string, data, URL strings, dictionary keys, class
+    and field names; a shared value counts 1 (its contents are not weighed)."""
+    w = 0
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        w += 1
+        if isinstance(x, Shared):
+            continue
+        k = x[0]
+        if k in ("string", "data"):
+            w += len(x[1])
+        elif k == "url":
+            w += len(x[1]) + len(x[2] or b"")
+        elif k in ("array", "set"):
+            stack.extend(x[1])
+        elif k == "dict":
+            for kb, y in x[1]:
+                w += len(kb)
+                stack.append(y)
+        elif k == "anykey":
+            for a, b in x[1]:
+                stack.append(a)
+                stack.append(b)
+        elif k == "object":
+            w += len(x[1])
+            for n, y in x[2]:
+                w += len(n)
+                stack.append(y)
+    return w
 
 
 # --- canonical-equivalence equality classes (§A4 / §A5.5) ----------------------------------------------
@@ -206,13 +274,21 @@ def enc_varint(n):
             return bytes(out)
 
 
-def sort_key(value):
+def sort_key(value, budget=None):
     """Encoding of value as a root item with empty string and shared tables, in canonical order, no header.
     Values reaching here come from a sorted archive whose nested containers were already checked to be in
-    canonical order, but we sort again anyway so the function is correct for any value."""
+    canonical order, but we sort again anyway so the function is correct for any value. budget, a one-item
+    list, holds the SORT_KEYS_MAX bytes left: this key and those computed inside it count against it."""
+    if budget is None:
+        budget = [SORT_KEYS_MAX]
+
+    def sk(x):
+        return sort_key(x, budget)
+
     strings = {}
     shared = {}
     out = bytearray()
+    referenced = [0]  # bytes the string references name: they count against SORT_KEYS_MAX too (§A3)
 
     def new_or_ref_item(b):
         i = strings.get(b)
@@ -222,6 +298,7 @@ def sort_key(value):
             out.extend(enc_varint(len(b)))
             out.extend(b)
         else:
+            referenced[0] += len(b)
             out.append(0x07)
             out.extend(enc_varint(i))
 
@@ -233,6 +310,7 @@ def sort_key(value):
             out.extend(enc_varint(len(b)))
             out.extend(b)
         else:
+            referenced[0] += len(b)
             out.extend(enc_varint(i + 1))
 
     def w(v):
@@ -295,13 +373,13 @@ def sort_key(value):
         elif k == "anykey":
             out.append(0x0F)
             out.extend(enc_varint(len(v[1])))
-            for a, b in sorted(v[1], key=lambda e: sort_key(e[0])):
+            for a, b in sorted(v[1], key=lambda e: sk(e[0])):
                 w(a)
                 w(b)
         elif k == "set":
             out.append(0x10)
             out.extend(enc_varint(len(v[1])))
-            for x in sorted(v[1], key=sort_key):
+            for x in sorted(v[1], key=sk):
                 w(x)
         elif k == "object":
             out.append(0x11)
@@ -314,6 +392,9 @@ def sort_key(value):
             raise AssertionError("unknown kind " + repr(k))
 
     w(value)
+    budget[0] -= len(out) + referenced[0]
+    if budget[0] < 0:
+        raise ArchiveError("sort key limit exceeded", "sort keys pass SORT_KEYS_MAX")
     return bytes(out)
 
 
@@ -402,7 +483,7 @@ TAGS = set(range(0x00, 0x14))
 
 class Frame(object):
     __slots__ = ("kind", "depth", "remaining", "items", "keys_nfd", "last_key", "pending_key",
-                 "classes", "last_sort", "class_name", "box", "total_before", "eq_pending")
+                 "classes", "last_sort", "class_name", "box", "total_before", "eq_pending", "outer_deepest")
 
     def __init__(self, kind, depth, count):
         self.kind = kind
@@ -418,6 +499,7 @@ class Frame(object):
         self.box = None
         self.total_before = 0
         self.eq_pending = False
+        self.outer_deepest = 0
 
 
 class Reader(object):
@@ -433,10 +515,17 @@ class Reader(object):
         self.sorted = False
         self.eq = Equality()
         lim = dict(ARCHIVE_MAX=ARCHIVE_MAX, DEPTH_MAX=DEPTH_MAX, VALUES_MAX=VALUES_MAX,
-                   EXPANSION_MAX=EXPANSION_MAX, STRING_MAX=STRING_MAX, DATA_MAX=DATA_MAX)
+                   EXPANSION_MAX=EXPANSION_MAX, STRING_MAX=STRING_MAX, DATA_MAX=DATA_MAX,
+                   NONSTARTER_RUN_MAX=NONSTARTER_RUN_MAX, SORT_KEYS_MAX=SORT_KEYS_MAX,
+                   STRING_USES_MAX=STRING_USES_MAX, ELEMENT_WEIGHT_MAX=ELEMENT_WEIGHT_MAX)
         if limits:
             lim.update(limits)
         self.lim = lim
+        self.sort_budget = [lim["SORT_KEYS_MAX"]]
+        # the deepest level reached, references expanded, inside the innermost open definition (§A3)
+        self.deepest = 0
+        self.string_uses = 0
+        self.element_weight = 0
 
     # primitives
     def left(self):
@@ -488,16 +577,26 @@ class Reader(object):
             b.decode("utf-8", "strict")
         except UnicodeDecodeError as e:
             raise ArchiveError("invalid UTF-8", "%s at offset %d: %s" % (what, off, e.reason))
+        if longest_nonstarter_run(b.decode("utf-8")) > self.lim["NONSTARTER_RUN_MAX"]:
+            raise ArchiveError("non-starter run limit exceeded", "%s at offset %d" % (what, off))
         if b in self.string_set:
             raise ArchiveError("non-canonical encoding", "%s at offset %d repeats string table entry %d"
                                % (what, off, self.strings.index(b)))
         self.string_set.add(b)
         self.strings.append(b)
+        self.use_string(b)
         return b
+
+    def use_string(self, b):
+        # STRING_USES_MAX (§A3): every use of a string counts its bytes, a reference those it names
+        self.string_uses += len(b)
+        if self.string_uses > self.lim["STRING_USES_MAX"]:
+            raise ArchiveError("expansion limit exceeded", "strings pass STRING_USES_MAX at offset %d" % self.pos)
 
     def string_ref(self, idx, what):
         if idx >= len(self.strings):
             raise ArchiveError("bad reference", "%s: string index %d, table has %d" % (what, idx, len(self.strings)))
+        self.use_string(self.strings[idx])
         return self.strings[idx]
 
     def slot(self, what):
@@ -553,6 +652,7 @@ class Reader(object):
                 raise ArchiveError("depth limit exceeded", "item at depth %d (offset %d)" % (depth, self.pos))
             if self.items + 1 > self.lim["VALUES_MAX"]:
                 raise ArchiveError("value count limit exceeded", "item %d at offset %d" % (self.items + 1, self.pos))
+            self.deepest = max(self.deepest, depth)
             tag_off = self.pos
             tag = self.u8("an item tag")
             self.items += 1
@@ -643,6 +743,8 @@ class Reader(object):
                 f = Frame("shared", depth, 1)
                 f.box = box
                 f.total_before = self.total - 1
+                f.outer_deepest = self.deepest
+                self.deepest = depth
                 stack.append(f)
                 done = False
             elif tag == 0x13:
@@ -654,6 +756,10 @@ class Reader(object):
                 if not box.complete:
                     raise ArchiveError("cycle", "reference to open shared definition %d at offset %d"
                                        % (idx, tag_off))
+                if depth + box.height - 1 > self.lim["DEPTH_MAX"]:
+                    raise ArchiveError("depth limit exceeded", "reference to shared %d of height %d at depth %d"
+                                       % (idx, box.height, depth))
+                self.deepest = max(self.deepest, depth + box.height - 1)
                 self.add_total(box.expanded, "shared reference %d" % idx)  # RULE G4: E(def), not 1 + E(def)
                 value = box
 
@@ -689,10 +795,16 @@ class Reader(object):
         f.last_key = kb
         f.pending_key = kb
 
+    def add_element(self, v):
+        # ELEMENT_WEIGHT_MAX (§A3): the weight of every set element and any-key key, at every level
+        self.element_weight += element_weight(v)
+        if self.element_weight > self.lim["ELEMENT_WEIGHT_MAX"]:
+            raise ArchiveError("expansion limit exceeded", "set elements pass ELEMENT_WEIGHT_MAX at offset %d" % self.pos)
+
     def check_distinct_sorted(self, f, v, what):
         # RULE G5 (§A5.5): order first (sorted archives), then distinct
         if self.sorted:
-            sk = sort_key(v)
+            sk = sort_key(v, self.sort_budget)
             if f.last_sort is not None and not (sk > f.last_sort):
                 raise ArchiveError("non-canonical encoding", "%s out of order (sort key %s after %s), ending at offset %d"
                                    % (what, sk.hex(), f.last_sort.hex(), self.pos))
@@ -708,6 +820,7 @@ class Reader(object):
             f.items.append(v)
             f.remaining -= 1
         elif k == "set":
+            self.add_element(v)
             self.check_distinct_sorted(f, v, "set element")
             f.items.append(v)
             f.remaining -= 1
@@ -717,6 +830,7 @@ class Reader(object):
             f.remaining -= 1
         elif k == "anykey":
             if f.pending_key is None:
+                self.add_element(v)
                 self.check_distinct_sorted(f, v, "any-key dictionary key")
                 f.pending_key = (v,)
             else:
@@ -744,6 +858,8 @@ class Reader(object):
         if k == "shared":
             f.box.complete = True
             f.box.expanded = self.total - f.total_before
+            f.box.height = self.deepest - f.depth + 1
+            self.deepest = max(self.deepest, f.outer_deepest)
             return f.box
         raise AssertionError(k)
 

@@ -1,0 +1,149 @@
+import Foundation
+@testable import KeyedArchive
+import XCTest
+
+/// Issue 9: `SORT_KEYS_MAX` (SPEC.md Part 2 §A3) bounds the bytes of every sort key reading or writing one
+/// archive computes: one shared data value referenced by every element of a set is in every element's sort
+/// key (4 MB in 4,000 elements took 13-21 s to convert and 15.7 GB to show).
+final class SortKeyBudgetTests: XCTestCase {
+    func testSortKeysOfSharedDataAreCounted() throws {
+        let bytes = ArchiveCrafting.sharedDataInSet(dataBytes: 1_000, elements: 60)
+        let value = try ArchiveSerialization.value(from: bytes)
+        // Each element's sort key: 0D 02 12 08 E8 07, 1,000 bytes, 03 zz.
+        let small = ArchiveLimits(maxSortKeyBytes: 60 * 1_008 - 1)
+        XCTAssertThrowsError(try ArchiveSerialization.value(from: bytes, limits: small)) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .sortKeyLimit)
+        }
+        XCTAssertNoThrow(try ArchiveSerialization.value(from: bytes, limits: ArchiveLimits(maxSortKeyBytes: 60 * 1_008)))
+        // The writer counts the same bytes, so it refuses what the reader would.
+        XCTAssertThrowsError(try ArchiveSerialization.bytes(from: value, options: .deterministic, limits: small)) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .sortKeyLimit)
+        }
+        XCTAssertEqual(try ArchiveSerialization.bytes(from: value, options: .deterministic), bytes)
+    }
+
+    /// Sort keys computed inside other sort keys count too: a set in a set element is sorted for its own
+    /// writing and again inside the outer element's sort key; the reader counts the same 14 bytes.
+    func testNestedSortKeysCount() throws {
+        let inner = ArchiveValue.set([.int(1), .int(2)])  // keys 03 02, 03 04: 4 bytes
+        let outer = ArchiveValue.set([inner])  // the element's key 10 02 03 02 03 04 (6), with 4 bytes inside
+        let fits = ArchiveLimits(maxSortKeyBytes: 14), short = ArchiveLimits(maxSortKeyBytes: 13)
+        let bytes = try ArchiveSerialization.bytes(from: outer, options: .deterministic, limits: fits)
+        XCTAssertNoThrow(try ArchiveSerialization.value(from: bytes, limits: fits))
+        XCTAssertThrowsError(try ArchiveSerialization.value(from: bytes, limits: short)) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .sortKeyLimit)
+        }
+        XCTAssertThrowsError(try ArchiveSerialization.bytes(from: outer, options: .deterministic, limits: short)) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .sortKeyLimit)
+        }
+    }
+
+    /// The attack at its full size, refused by the default limit before the work is done.
+    func testTheReportedArchiveIsRefused() {
+        let bytes = ArchiveCrafting.sharedDataInSet(dataBytes: 4_000_000, elements: 63)
+        XCTAssertThrowsError(try ArchiveSerialization.value(from: bytes)) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .sortKeyLimit)
+        }
+    }
+}
+
+/// Issue 9: `STRING_USES_MAX` (SPEC.md Part 2 §A3) counts a string's bytes at every use: one 4 MB key
+/// shared by 2,000 dictionaries was hashed 2,000 times (103 s for a 4 MB archive).
+final class StringUseTests: XCTestCase {
+    func testEveryUseOfAStringCounts() throws {
+        let bytes = ArchiveCrafting.sharedKey(keyBytes: 1_000, dictionaries: 50)
+        XCTAssertNoThrow(try ArchiveSerialization.value(from: bytes, limits: ArchiveLimits(maxStringUseBytes: 50_000)))
+        XCTAssertThrowsError(try ArchiveSerialization.value(from: bytes, limits: ArchiveLimits(maxStringUseBytes: 49_999))) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .expansionLimit)
+        }
+        // The writer counts the same uses.
+        let value = try ArchiveSerialization.value(from: bytes)
+        XCTAssertThrowsError(try ArchiveSerialization.bytes(from: value, limits: ArchiveLimits(maxStringUseBytes: 49_999))) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .expansionLimit)
+        }
+        XCTAssertEqual(try ArchiveSerialization.bytes(from: value), bytes)
+        // The attack at full size: refused by the default limit.
+        XCTAssertThrowsError(try ArchiveSerialization.value(from: ArchiveCrafting.sharedKey(keyBytes: 4_000_000, dictionaries: 2_000))) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .expansionLimit)
+        }
+    }
+
+    func testPlistKeysCountAtEveryUse() throws {
+        let bytes = ArchiveCrafting.sharedKeyPlist(keyBytes: 1_000, dictionaries: 50)
+        XCTAssertNoThrow(try PropertyList(binary: bytes, limits: ArchiveLimits(maxStringUseBytes: 50_000)))
+        XCTAssertThrowsError(try PropertyList(binary: bytes, limits: ArchiveLimits(maxStringUseBytes: 49_999))) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .expansionLimit)
+        }
+    }
+
+    /// In a sort key, a string reference counts the bytes it names against `SORT_KEYS_MAX`.
+    func testSortKeysCountTheStringsTheyReference() throws {
+        let s = String(repeating: "x", count: 100)
+        let element = ArchiveValue.array([.string(s), .string(s)])  // 0D 02 06 64 x*100 07 00: 106 + 100
+        let value = ArchiveValue.set([element])
+        XCTAssertNoThrow(try ArchiveSerialization.bytes(from: value, options: .deterministic, limits: ArchiveLimits(maxSortKeyBytes: 206)))
+        XCTAssertThrowsError(try ArchiveSerialization.bytes(from: value, options: .deterministic,
+                                                            limits: ArchiveLimits(maxSortKeyBytes: 205))) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .sortKeyLimit)
+        }
+    }
+}
+
+/// Issue 9: `ELEMENT_WEIGHT_MAX` (SPEC.md Part 2 §A3) weighs set elements and any-key keys at every level,
+/// as hashing them costs: 505 nested sets around a million values took 77 s to read.
+final class ElementWeightTests: XCTestCase {
+    func testNestedElementsCountAtEveryLevel() throws {
+        // {{[1, 2]}}: the array weighs 3, the inner set 4.
+        let bytes = ArchiveCrafting.header(sorted: false) + [0x10, 0x01, 0x10, 0x01, 0x0D, 0x02, 0x03, 0x02, 0x03, 0x04]
+        XCTAssertNoThrow(try ArchiveSerialization.value(from: bytes, limits: ArchiveLimits(maxElementWeight: 7)))
+        XCTAssertThrowsError(try ArchiveSerialization.value(from: bytes, limits: ArchiveLimits(maxElementWeight: 6))) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .expansionLimit)
+        }
+        let value = try ArchiveSerialization.value(from: bytes)
+        XCTAssertEqual(try ArchiveSerialization.bytes(from: value, limits: ArchiveLimits(maxElementWeight: 7)), bytes)
+        XCTAssertThrowsError(try ArchiveSerialization.bytes(from: value, limits: ArchiveLimits(maxElementWeight: 6))) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .expansionLimit)
+        }
+        // Any-key keys count, values do not: {["ab"]: [2]} has one key weighing 4 (two values, two bytes).
+        let anyKey = ArchiveCrafting.header(sorted: false) + [0x0F, 0x01, 0x0D, 0x01, 0x06, 0x02, 0x61, 0x62, 0x0D, 0x01, 0x03, 0x04]
+        XCTAssertNoThrow(try ArchiveSerialization.value(from: anyKey, limits: ArchiveLimits(maxElementWeight: 4)))
+        XCTAssertThrowsError(try ArchiveSerialization.value(from: anyKey, limits: ArchiveLimits(maxElementWeight: 3)))
+    }
+
+    /// An NSKeyedArchiver import weighs its NSSet elements and non-string keys the same way.
+    func testImportsWeighTheirElements() throws {
+        var value = ArchiveValue.array((0..<100).map { ArchiveValue.int($0) })
+        for _ in 0..<10 { value = .set([value]) }
+        let plist = try NSKeyedArchive.exportValue(value)
+        XCTAssertEqual(try NSKeyedArchive.importValue(from: plist), value)
+        // The elements weigh 101, 102, ..., 110: 1,055.
+        XCTAssertNoThrow(try NSKeyedArchive.importValue(from: plist, limits: ArchiveLimits(maxElementWeight: 1_055)))
+        XCTAssertThrowsError(try NSKeyedArchive.importValue(from: plist, limits: ArchiveLimits(maxElementWeight: 1_054))) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .expansionLimit)
+        }
+    }
+
+    /// The weight does not depend on where shared values and strings are defined (a box weighs 1), so the
+    /// answer of an unsorted writer does not depend on its hash order.
+    func testTheWeightDoesNotDependOnTheWriteOrder() throws {
+        let box = ArchiveValue.array([1, 2, 3]).makeShared()
+        let s = String(repeating: "s", count: 50)
+        let value = ArchiveValue.dictionary(["a": .set([box, .string(s)]), "b": box, "c": .string(s), "d": .set([.array([box])])])
+        // Elements: the box 1, the string 51, [box] 2, then the sets inside nothing else: 54.
+        for _ in 0..<20 {
+            XCTAssertNoThrow(try ArchiveSerialization.bytes(from: value, limits: ArchiveLimits(maxElementWeight: 54)))
+            XCTAssertThrowsError(try ArchiveSerialization.bytes(from: value, limits: ArchiveLimits(maxElementWeight: 53)))
+        }
+    }
+
+    /// The attack's shape, refused after the work the limit allows (a lowered one here, for a debug build; the
+    /// default one in kcar-hostile's `archive/nested-sets`).
+    func testTheReportedNestingIsRefused() {
+        let start = Date()
+        let bytes = ArchiveCrafting.nestedSets(levels: 505, values: 990_000)
+        XCTAssertThrowsError(try ArchiveSerialization.value(from: bytes, limits: ArchiveLimits(maxElementWeight: 3_000_000))) {
+            XCTAssertEqual(($0 as? ArchiveError)?.code, .expansionLimit)
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(start), 60)  // a hang guard (77 s before issue 9, release build)
+    }
+}
