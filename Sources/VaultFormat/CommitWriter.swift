@@ -238,7 +238,9 @@ final class CommitWriter {
         try file.sync()
         return Tail(trailer: trailer, offset: trailerOffset,
                     checkpointBytes: checkpoint ? UInt64(out.count) : previous?.checkpointBytes ?? 0,
-                    deltaBytes: checkpoint ? 0 : (previous?.deltaBytes ?? 0) + UInt64(out.count))
+                    deltaBytes: checkpoint ? 0 : (previous?.deltaBytes ?? 0) + UInt64(out.count),
+                    chainPlainBytes: plain.count + (checkpoint ? 0 : previous?.chainPlainBytes ?? 0),
+                    chainOps: ops.count + (checkpoint ? 0 : previous?.chainOps ?? 0))
     }
 
     /// Appends an already sealed record (compaction, rekey) for `items`, whose member indexes and data

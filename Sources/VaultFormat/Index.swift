@@ -68,9 +68,20 @@ enum IndexCodec {
 
     /// Parses a segment and hands each operation to `body` as it is read (no array of operations).
     static func forEach(_ bytes: [UInt8], checkpoint: Bool, _ body: (IndexOperation) throws -> Void) throws {
+        var ops = 0
+        try forEach(bytes, checkpoint: checkpoint, budget: &ops, body)
+    }
+
+    /// As ``forEach(_:checkpoint:_:)``, adding the segment's operations to `budget`, the count of a whole
+    /// chain: more than ``Limits/chainOpsMax`` in all is refused before any of this segment's is decoded.
+    static func forEach(_ bytes: [UInt8], checkpoint: Bool, budget: inout Int, _ body: (IndexOperation) throws -> Void) throws {
         var r = ByteReader(bytes, failure: .damagedIndex, what: "index")
         // Each operation takes at least 17 bytes: a count larger than that is refused before any work.
         let count = try r.readCount(max: min(Limits.itemsMax, bytes.count / 17), "operation count")
+        guard count <= Limits.chainOpsMax - budget else {
+            throw r.fail("the chain holds more than \(Limits.chainOpsMax) operations (CHAIN_OPS_MAX)")
+        }
+        budget += count
         var previous: ItemID?
         var names = NameCache()
         for _ in 0..<count {
@@ -217,16 +228,30 @@ struct Trailer: Equatable {
     /// Parses a trailer that sits at body offset `at`; nil unless its magic and MAC verify and its fields are
     /// well-formed and consistent with its position.
     static func decode(_ b: [UInt8], at: UInt64, vaultID: [UInt8], key: SecureBytes) -> Trailer? {
-        guard b.count == size, Array(b[0..<8]) == magic else { return nil }
+        guard let t = candidate(b[...], at: at) else { return nil }
         guard Sodium.constantTimeEqual(Sodium.mac(key: key, macInput(vaultID: vaultID, b[0..<64])), Array(b[64..<96])) else {
             return nil
         }
-        let flags = b.readLE(UInt16.self, at: 52)
-        guard flags & ~1 == 0, b.readLE(UInt64.self, at: 56) == 0 else { return nil }
-        let t = Trailer(generation: b.readLE(UInt64.self, at: 8), commitStart: b.readLE(UInt64.self, at: 16),
-                        indexOffset: b.readLE(UInt64.self, at: 24), indexLength: b.readLE(UInt64.self, at: 32),
-                        previous: b.readLE(UInt64.self, at: 40), itemCount: b.readLE(UInt32.self, at: 48),
-                        checkpoint: flags & 1 == 1, chain: b.readLE(UInt16.self, at: 54))
+        return t
+    }
+
+    /// The fields of the 96 bytes `b` if they could be a valid trailer at body offset `at`: magic, reserved
+    /// bytes and flags, and every rule of SPEC.md §8 that ties the fields to each other and to the position.
+    /// No key needed and no MAC computed: the cheap test that comes before the MAC (a *candidate*).
+    static func candidate(_ b: ArraySlice<UInt8>, at: UInt64) -> Trailer? {
+        guard b.count == size else { return nil }
+        let o = b.startIndex
+        for i in 0..<8 where b[o + i] != magic[i] { return nil }
+        func u64(_ i: Int) -> UInt64 {
+            var v: UInt64 = 0
+            for k in 0..<8 { v |= UInt64(b[o + i + k]) << (8 * k) }
+            return v
+        }
+        let flags = UInt16(b[o + 52]) | UInt16(b[o + 53]) << 8
+        guard flags & ~1 == 0, u64(56) == 0 else { return nil }
+        let t = Trailer(generation: u64(8), commitStart: u64(16), indexOffset: u64(24), indexLength: u64(32),
+                        previous: u64(40), itemCount: UInt32(truncatingIfNeeded: u64(48)),
+                        checkpoint: flags & 1 == 1, chain: UInt16(b[o + 54]) | UInt16(b[o + 55]) << 8)
         guard t.generation >= 1, t.commitStart <= t.indexOffset, t.indexOffset.adding(t.indexLength) == at,
               t.indexLength > 0, Int(t.chain) < Limits.chainMax, t.checkpoint == (t.chain == 0),
               (t.previous == noPrevious) == (t.commitStart == 0), t.previous != noPrevious || t.checkpoint,

@@ -71,6 +71,7 @@ extension Vault {
     private func rewriteLocked(header newHeader: Header, headerBytes bytes: [UInt8], newKey: SecureBytes?, random: RandomSource,
                                options: WriteOptions) throws {
         let newKeys = newKey.map { Subkeys(vaultKey: $0) } ?? keys
+        let generation = try Vault.nextGeneration(after: tail.trailer.generation, path)
         let tmp = try AtomicReplace(path: path, random: random)
         let newTail: Tail
         let newState: [ItemID: Item]
@@ -111,7 +112,7 @@ extension Vault {
             try writer.flush()
             newState = Dictionary(uniqueKeysWithValues: writer.written.map { ($0.item.id, $0.item) })
             let ops = newState.keys.sorted().map { IndexOperation.put(newState[$0]!) }
-            newTail = try writer.finish(ops: ops, checkpoint: true, generation: tail.trailer.generation + 1, previous: nil,
+            newTail = try writer.finish(ops: ops, checkpoint: true, generation: generation, previous: nil,
                                         itemCount: newState.count)
             try tmp.commit(overwrite: true) { try ensureStillAtPath("a rewrite") }
         } catch {

@@ -151,6 +151,8 @@ extension Vault {
                        _ body: (Transaction) throws -> Void) throws {
         try options.check()
         let compactNow: Bool = try exclusively {
+            // Before anything is written: a refused commit leaves no bytes behind.
+            let nextGeneration = try Vault.nextGeneration(after: tail.trailer.generation, path)
             try cutIncompleteLocked()
             let writer = CommitWriter(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys,
                                       random: random, level: options.level, solidMembers: options.solidMembers, at: tail.end)
@@ -164,11 +166,13 @@ extension Vault {
                     return false
                 }
                 let chain = Int(tail.trailer.chain) + 1
-                let deltaSize = UInt64(IndexCodec.encode(ops).count)
-                let checkpoint = chain >= Limits.chainMax || tail.deltaBytes + deltaSize > tail.checkpointBytes
+                let deltaSize = IndexCodec.encode(ops).count
+                // A checkpoint also before the chain would pass what a reader accepts of it in all.
+                let checkpoint = chain >= Limits.chainMax || tail.deltaBytes + UInt64(deltaSize) > tail.checkpointBytes
+                    || deltaSize > Limits.chainIndexMax - tail.chainPlainBytes || ops.count > Limits.chainOpsMax - tail.chainOps
                 let finalOps = checkpoint ? tx.state.keys.sorted().map { IndexOperation.put(tx.state[$0]!) } : ops
                 try ensureStillAtPath("a commit")
-                tail = try writer.finish(ops: finalOps, checkpoint: checkpoint, generation: tail.trailer.generation + 1,
+                tail = try writer.finish(ops: finalOps, checkpoint: checkpoint, generation: nextGeneration,
                                          previous: tail, itemCount: tx.state.count)
                 state = tx.state
             } catch {
@@ -187,6 +191,15 @@ extension Vault {
                 lastCompactionError = error as? VaultError ?? VaultError(.io, "\(error)")
             }
         }
+    }
+
+    /// The generation of the commit after `generation`: refused at the end of the 64-bit range (a vault can
+    /// take no more commits, SPEC.md §8), before anything is written.
+    static func nextGeneration(after generation: UInt64, _ path: String) throws -> UInt64 {
+        guard let next = generation.adding(1) else {
+            throw VaultError(.invalidArgument, "\(path) is at generation \(generation), the last one: it takes no more commits or rewrites")
+        }
+        return next
     }
 
     /// Throws unless `path` still names the file this instance holds locked. Another process may rename a

@@ -43,6 +43,10 @@ struct Tail {
     /// Bytes of the newest checkpoint segment, and of the deltas after it.
     var checkpointBytes: UInt64
     var deltaBytes: UInt64
+    /// Plaintext bytes and operations of the whole chain, checkpoint included (``Limits/chainIndexMax``,
+    /// ``Limits/chainOpsMax``).
+    var chainPlainBytes: Int = 0
+    var chainOps: Int = 0
     var end: UInt64 { offset + UInt64(Trailer.size) }
 }
 
@@ -295,23 +299,44 @@ struct TailReader {
         return Trailer.decode(b, at: offset, vaultID: vaultID, key: keys.trailer)
     }
 
-    /// The last trailer that verifies, searching backward past an incomplete commit.
+    /// The last trailer that verifies, searching backward past an incomplete commit (SPEC.md §8): only
+    /// *candidates* (magic and fields consistent with their position, checked without the key) get a MAC,
+    /// and after ``Limits/trailerProbesMax`` candidates whose MAC fails the search gives up, so bytes
+    /// appended to a vault cost a scan, not a MAC per position.
     func findLast() throws -> (Trailer, UInt64) {
         let size = UInt64(Trailer.size)
         guard bodySize >= size else { throw VaultError(.truncated, "no complete commit after the header") }
-        if let t = try trailer(at: bodySize - size) { return (t, bodySize - size) }
+        var failed = 0
+        func probe(_ t: Trailer, _ raw: ArraySlice<UInt8>, at p: UInt64) throws -> Bool {
+            if Sodium.constantTimeEqual(Sodium.mac(key: keys.trailer, Trailer.macInput(vaultID: vaultID, raw.prefix(64))),
+                                        Array(raw.suffix(32))) {
+                return true
+            }
+            failed += 1
+            guard failed < Limits.trailerProbesMax else {
+                throw VaultError(.damagedIndex, "\(failed) trailer candidates after body offset \(p) do not verify "
+                                 + "(limit \(Limits.trailerProbesMax)): bytes were appended to the vault, not left by an interrupted write")
+            }
+            return false
+        }
+        let lastBytes = try file.read(Trailer.size, at: headerLength + bodySize - size)
+        if let t = Trailer.candidate(lastBytes[...], at: bodySize - size), try probe(t, lastBytes[...], at: bodySize - size) {
+            return (t, bodySize - size)
+        }
         let window: UInt64 = 1 << 20
-        var hi = bodySize - size + 1  // candidate positions are < hi
-        let magic = Trailer.magic
+        var hi = bodySize - size  // candidate positions are < hi
+        let m0 = Trailer.magic[0]
         while hi > 0 {
             let lo = hi > window ? hi - window : 0
             let bytes = try file.read(Int(min(bodySize, hi + size) - lo), at: headerLength + lo)
             var p = Int(hi - lo) - 1
             while p >= 0 {
-                if bytes[p] == magic[0], p + Trailer.size <= bytes.count, Array(bytes[p..<p + 8]) == magic,
-                   let t = Trailer.decode(Array(bytes[p..<p + Trailer.size]), at: lo + UInt64(p), vaultID: vaultID,
-                                          key: keys.trailer) {
-                    return (t, lo + UInt64(p))
+                // Cheap first: one byte, then the candidate's fields, and only then the MAC.
+                if bytes[p] == m0, p + Trailer.size <= bytes.count {
+                    let raw = bytes[p..<p + Trailer.size]
+                    if let t = Trailer.candidate(raw, at: lo + UInt64(p)), try probe(t, raw, at: lo + UInt64(p)) {
+                        return (t, lo + UInt64(p))
+                    }
                 }
                 p -= 1
             }
@@ -335,6 +360,10 @@ struct TailReader {
         var state: [ItemID: Item] = [:]
         var checkpointBytes: UInt64 = 0
         var deltaBytes: UInt64 = 0
+        // The chain's budgets, for all its segments together: a chain of 64 segments each near INDEX_MAX
+        // must not cost 64 times one.
+        var plainBytes = 0
+        var ops = 0
         for (t, _) in chain.reversed() {
             guard Int(t.itemCount) <= Limits.itemsMax else {
                 throw VaultError(.damagedIndex, "generation \(t.generation) claims \(t.itemCount) items (limit \(Limits.itemsMax))")
@@ -345,28 +374,44 @@ struct TailReader {
             } else {
                 deltaBytes += t.indexLength
             }
-            try IndexCodec.forEach(try segmentPlaintext(t), checkpoint: t.checkpoint) { try Self.apply($0, to: &state, trailer: t) }
+            let plain = try segmentPlaintext(t, limit: Limits.chainIndexMax - plainBytes) {
+                "the index chain up to generation \(t.generation) holds more than \(Limits.chainIndexMax) bytes (CHAIN_INDEX_MAX)"
+            }
+            plainBytes += plain.count
+            try IndexCodec.forEach(plain, checkpoint: t.checkpoint, budget: &ops) { try Self.apply($0, to: &state, trailer: t) }
             guard state.count <= Limits.itemsMax, state.count == Int(t.itemCount) else {
                 throw VaultError(.damagedIndex, "generation \(t.generation): \(state.count) items, trailer says \(t.itemCount)")
             }
         }
         try Self.validateLocations(state)
-        return (Tail(trailer: last, offset: lastOffset, checkpointBytes: checkpointBytes, deltaBytes: deltaBytes), state)
+        return (Tail(trailer: last, offset: lastOffset, checkpointBytes: checkpointBytes, deltaBytes: deltaBytes,
+                     chainPlainBytes: plainBytes, chainOps: ops), state)
     }
 
-    /// The authenticated plaintext of the index segment `t` points at.
-    func segmentPlaintext(_ t: Trailer) throws -> [UInt8] {
+    /// The authenticated plaintext of the index segment `t` points at, refusing more than `limit` bytes
+    /// (and more than ``Limits/indexMax``) as its chunks are opened.
+    func segmentPlaintext(_ t: Trailer, limit: Int = Limits.indexMax,
+                          over: () -> String = { "more than \(Limits.indexMax) bytes (INDEX_MAX)" }) throws -> [UInt8] {
         let key = StreamKey.index(keys, vaultID: vaultID, generation: t.generation)
         var reader = BlockReader(file: file, key: key, start: headerLength + t.indexOffset,
                                  end: headerLength + t.indexOffset + t.indexLength) {
             VaultError(.damagedIndex, "index segment of generation \(t.generation): \($0)")
         }
-        return try reader.readAll(limit: Limits.indexMax)
+        let cap = min(limit, Limits.indexMax)
+        var out: [UInt8] = []
+        while let c = try reader.next() {
+            guard c.count <= cap - out.count else {
+                throw VaultError(.damagedIndex, cap < Limits.indexMax ? over() : "index segment of generation \(t.generation): \(over())")
+            }
+            out.append(contentsOf: c)
+        }
+        return out
     }
 
     /// Authenticates and parses the segment `t` points at (what verify does for superseded segments).
     func readSegment(_ t: Trailer) throws {
-        try IndexCodec.forEach(try segmentPlaintext(t), checkpoint: t.checkpoint) { _ in }
+        var ops = 0
+        try IndexCodec.forEach(try segmentPlaintext(t), checkpoint: t.checkpoint, budget: &ops) { _ in }
     }
 
     static func apply(_ op: IndexOperation, to state: inout [ItemID: Item], trailer t: Trailer) throws {

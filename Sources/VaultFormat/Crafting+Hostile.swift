@@ -1,0 +1,169 @@
+/// Hostile vaults for the acceptance harness (kcar-hostile) and the tests of issue 9: each a valid header, one
+/// key-file slot for ``key`` and valid trailers around the hostile structure, so the attack reaches past the MACs.
+package enum HostileVaults {
+    package static let key = [UInt8](repeating: 7, count: 32)
+
+    package static func vault() throws -> CraftedVault {
+        try CraftedVault(keyFile: key, group: "g", random: DeterministicRandom(seed: [UInt8](repeating: 3, count: 32)))
+    }
+
+    package static func u32(_ v: Int) -> [UInt8] {
+        var w = ByteWriter()
+        w.appendLE(UInt32(truncatingIfNeeded: v))
+        return w.bytes
+    }
+
+    package static func varint(_ value: UInt64) -> [UInt8] {
+        var w = ByteWriter()
+        w.appendVarint(value)
+        return w.bytes
+    }
+
+    package static func id(_ n: Int, _ tag: UInt8 = 0) -> [UInt8] { [tag] + [UInt8](repeating: 0, count: 11) + u32(n).reversed() }
+
+    /// An index entry by raw fields: class `genp`, the given data attributes (names a000..), string svce/acct.
+    package static func entry(service: String? = nil, account: String? = nil, dataAttributes: Int = 0, attributeBytes: Int = 0,
+                      size: UInt64, recordID: [UInt8], offset: UInt64, length: UInt64, member: Int = 0, dataOffset: UInt64 = 0) -> [UInt8] {
+        var w: [UInt8] = varint(4) + Array("genp".utf8)
+        var attrs: [([UInt8], [UInt8])] = []
+        for i in 0..<dataAttributes {
+            let name = Array("a\(String(1000 + i).dropFirst())".utf8)
+            attrs.append((name, [5] + varint(UInt64(attributeBytes)) + [UInt8](repeating: 0, count: attributeBytes)))
+        }
+        if let account { attrs.append((Array("acct".utf8), [1] + varint(UInt64(account.utf8.count)) + Array(account.utf8))) }
+        if let service { attrs.append((Array("svce".utf8), [1] + varint(UInt64(service.utf8.count)) + Array(service.utf8))) }
+        w += varint(UInt64(attrs.count))
+        for (n, v) in attrs { w += varint(UInt64(n.count)) + n + v }
+        w += varint(size) + recordID + varint(offset) + varint(length) + varint(UInt64(member)) + varint(dataOffset)
+        return w
+    }
+
+    /// A stored record of one member holding `value`.
+    package static func smallRecord(_ v: inout CraftedVault, id recordID: [UInt8], member: [UInt8], value: [UInt8]) -> (UInt64, UInt64) {
+        v.appendRecord(id: recordID, blocks: [.stored(CraftedVault.recordPlaintext([(member, value)]), index: 0, last: true)])
+    }
+
+    /// `records` records of `chunksPerRecord` chunks of 1 MiB of zeros (zlib), each member table declaring one
+    /// member of 10 bytes, and the index naming that member in each (10 bytes, as declared).
+    package static func bombVault(records: Int, chunksPerRecord: Int) throws -> CraftedVault {
+        var v = try vault()
+        let mib = 1 << 20
+        let zeros = CraftedVault.zlib([UInt8](repeating: 0, count: mib))
+        var ops: [(op: UInt8, id: [UInt8], entry: [UInt8])] = []
+        for r in 0..<records {
+            let itemID = id(r, 1), recordID = id(r, 2)
+            var first = CraftedVault.recordPlaintext([(itemID, [UInt8](repeating: 0, count: 10))])
+            first += [UInt8](repeating: 0, count: mib - first.count)
+            var blocks = [CraftedVault.Block(p: [1] + u32(mib) + CraftedVault.zlib(first), index: 0, last: chunksPerRecord == 1)]
+            for c in 1..<max(chunksPerRecord, 1) {
+                blocks.append(CraftedVault.Block(p: [1] + u32(mib) + zeros, index: UInt32(c), last: c == chunksPerRecord - 1))
+            }
+            let (offset, length) = v.appendRecord(id: recordID, blocks: blocks)
+            ops.append((1, itemID, entry(service: "s", account: "a\(r)", size: 10, recordID: recordID, offset: offset, length: length)))
+        }
+        let index = v.appendIndex(CraftedVault.indexPlaintext(ops), generation: 1)
+        v.appendTrailer(generation: 1, commitStart: 0, index: index, previous: nil, itemCount: UInt32(records), checkpoint: true, chain: 0)
+        return v
+    }
+
+    /// A checkpoint and `segments - 1` deltas, each putting `itemsPerSegment` new items of 256 data
+    /// attributes of 64 KiB (16 MiB each), all naming one small record. Segments are sealed a chunk at a
+    /// time: the harness's own memory stays small (a child's peak RSS starts from its parent's).
+    package static func chainVault(segments: Int, itemsPerSegment: Int) throws -> CraftedVault {
+        var v = try vault()
+        let recordID = id(0, 9)
+        let (offset, length) = smallRecord(&v, id: recordID, member: id(0, 8), value: [1])
+        let e = entry(dataAttributes: 256, attributeBytes: 65_536, size: 1, recordID: recordID, offset: offset, length: length)
+        var previous: UInt64? = nil
+        for s in 0..<segments {
+            let start = UInt64(v.body.count)
+            let generation = UInt64(s + 1)
+            let head = varint(UInt64(itemsPerSegment))
+            let opLength = 17 + e.count
+            let total = head.count + itemsPerSegment * opLength
+            let index = v.appendIndex(length: total, generation: generation) { from, count in
+                var out: [UInt8] = []
+                out.reserveCapacity(count)
+                var p = from
+                while out.count < count {
+                    if p < head.count {
+                        out.append(head[p])
+                        p += 1
+                        continue
+                    }
+                    let k = (p - head.count) / opLength, o = (p - head.count) % opLength
+                    let op = [1] + id(s * itemsPerSegment + k, 1)
+                    let n = min(count - out.count, opLength - o)
+                    if o < 17 {
+                        let m = min(n, 17 - o)
+                        out += op[o..<o + m]
+                        p += m
+                    } else {
+                        out += e[(o - 17)..<(o - 17 + n)]
+                        p += n
+                    }
+                }
+                return out
+            }
+            v.appendTrailer(generation: generation, commitStart: previous == nil ? 0 : start, index: index, previous: previous,
+                            itemCount: UInt32((s + 1) * itemsPerSegment), checkpoint: s == 0, chain: UInt16(s))
+            previous = UInt64(v.body.count) - 96
+        }
+        return v
+    }
+
+    /// One item in a valid vault.
+    package static func oneItem(generation: UInt64 = 1) throws -> CraftedVault {
+        var v = try vault()
+        let recordID = id(0, 9), itemID = id(0, 1)
+        let (offset, length) = smallRecord(&v, id: recordID, member: itemID, value: Array("secret".utf8))
+        let index = v.appendIndex(CraftedVault.indexPlaintext([(1, itemID, entry(service: "s", account: "a", size: 6, recordID: recordID,
+                                                                                    offset: offset, length: length))]),
+                                  generation: generation)
+        v.appendTrailer(generation: generation, commitStart: 0, index: index, previous: nil, itemCount: 1, checkpoint: true, chain: 0)
+        return v
+    }
+
+    package static func lastGeneration() throws -> CraftedVault { try oneItem(generation: .max) }
+
+    /// A valid vault followed by `bytes` of junk: 96-byte trailer candidates, each consistent with its own
+    /// position but with a wrong MAC (`structured`), or the trailer magic repeated.
+    package static func trailerJunk(bytes: Int, structured: Bool) throws -> CraftedVault {
+        var v = try oneItem()
+        let magic = Array("KCARTRL1".utf8)
+        if !structured {
+            var junk: [UInt8] = []
+            junk.reserveCapacity(bytes)
+            while junk.count < bytes { junk += magic }
+            v.body += junk
+            return v
+        }
+        var p = UInt64(v.body.count)
+        let end = p + UInt64(bytes)
+        func le(_ x: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: x >> (8 * UInt64($0))) } }
+        while p + 96 <= end {
+            // A first commit ending here: commit start 0, index [0, p), checkpoint, chain 0.
+            var t = magic + le(1) + le(0) + le(0) + le(p) + le(.max)
+            t += u32(1) + [1, 0, 0, 0] + le(0)
+            t += [UInt8](repeating: 0xAA, count: 32)
+            v.body += t
+            p += 96
+        }
+        return v
+    }
+
+    /// `items` items of 2^48 bytes each, all naming one small record (its member table names only the first).
+    package static func hugeSizes(items: Int) throws -> CraftedVault {
+        var v = try vault()
+        let recordID = id(0, 9)
+        let (offset, length) = smallRecord(&v, id: recordID, member: id(0, 1), value: [1])
+        var ops: [(op: UInt8, id: [UInt8], entry: [UInt8])] = []
+        for i in 0..<items {
+            ops.append((1, id(i, 1), entry(service: "s", account: "a\(i)", size: 1 << 48, recordID: recordID, offset: offset,
+                                           length: length, member: i % 65_536)))
+        }
+        let index = v.appendIndex(CraftedVault.indexPlaintext(ops), generation: 1)
+        v.appendTrailer(generation: 1, commitStart: 0, index: index, previous: nil, itemCount: UInt32(items), checkpoint: true, chain: 0)
+        return v
+    }
+}

@@ -1,0 +1,179 @@
+import FixtureRecipes
+import Foundation
+@testable import VaultFormat
+import XCTest
+
+/// Issue 9 (hardening, round 2), the vault area: each test crafts the attack and fails on the code before it.
+final class HardeningTests: VaultTestCase {
+    var hostileSecret: UnlockSecret { .keyFile(SecureBytes(copying: HostileVaults.key)) }
+
+    func write(_ v: CraftedVault, _ name: String = "v.kcv") throws -> String {
+        let path = dir + "/" + name
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(v.bytes)))
+        return path
+    }
+
+    func bytes(_ path: String) throws -> [UInt8] { Array(try Data(contentsOf: URL(fileURLWithPath: path))) }
+
+    func code(_ body: () throws -> Void) -> VaultError.Code? {
+        do {
+            try body()
+            return nil
+        } catch {
+            return (error as? VaultError)?.code
+        }
+    }
+
+    // MARK: item 2c, records that inflate past what they declare
+
+    /// A record decoded whole stops at its weight: the old code inflated every chunk first (40 MiB here, 4 GiB
+    /// for a 4 MB file), then found the length wrong.
+    func testBatchDecodingStopsAtTheRecordsWeight() throws {
+        let vault = try Vault.open(path: try write(try HostileVaults.bombVault(records: 3, chunksPerRecord: 40)), secret: hostileSecret)
+        let batches = Vault.recordBatches(vault.items)
+        XCTAssertEqual(batches.count, 1, "three small records, one batch")
+        let batch = batches[0]
+        XCTAssertLessThan(Vault.weight(batch[0]), 64 << 10, "the stored bytes, 40 chunks of about 1 KiB")
+        let decoded = try Vault.decodeRecords(batch, raws: try vault.readRecords(batch), keys: vault.keys, vaultID: vault.header.vaultID)
+        XCTAssertEqual(decoded.count, 3)
+        XCTAssertTrue(decoded.allSatisfy { $0 == nil }, "over its weight, a record is handed back to be streamed, not inflated")
+        // Streamed, it stops at the first chunk past its member table.
+        XCTAssertEqual(code { try vault.readValues(of: vault.items, begin: { _, _ in }, bytes: { _ in }, end: { _ in }) }, .damagedRecord)
+        let report = vault.verify()
+        XCTAssertEqual(report.problems.map(\.code), [.damagedRecord, .damagedRecord, .damagedRecord])
+        // Stopped after the first chunk (the old code inflated all 40 first).
+        XCTAssertTrue(report.problems[0].context.contains("holds 1048576 bytes"), "\(report.problems[0])")
+    }
+
+    /// `Blocks.openAll` refuses, before inflating it, the chunk that passes the limit.
+    func testOpenAllStopsBeforeTheChunkThatPassesTheLimit() throws {
+        let vault = try Vault.open(path: try write(try HostileVaults.bombVault(records: 1, chunksPerRecord: 3)), secret: hostileSecret)
+        let item = vault.items[0]
+        let raw = try vault.readRecords([[item]])[0]
+        let key = StreamKey.record(vault.keys, vaultID: vault.header.vaultID, recordID: item.location.recordID)
+        let fail = { (m: String) in VaultError(.damagedRecord, m) }
+        XCTAssertEqual(try Blocks.openAll(raw, key: key, limit: 3 << 20, fail: fail)?.count, 3 << 20)
+        XCTAssertNil(try Blocks.openAll(raw, key: key, limit: (3 << 20) - 1, fail: fail))
+        XCTAssertNil(try Blocks.openAll(raw, key: key, limit: 1 << 20 - 1, fail: fail))
+    }
+
+    // MARK: item 2d, index chains
+
+    /// The chain's segments share one budget: 9 segments of 32 MiB each are within INDEX_MAX one by one, and
+    /// refused together (the old code read all of them and held the items they put).
+    func testIndexChainIsBoundedAsAWhole() throws {
+        let path = try write(try HostileVaults.chainVault(segments: 9, itemsPerSegment: 2))
+        XCTAssertEqual(code { _ = try Vault.open(path: path, secret: hostileSecret) }, .damagedIndex)
+        // Fewer segments, within the chain's budget, open.
+        let fine = try write(try HostileVaults.chainVault(segments: 3, itemsPerSegment: 1), "fine.kcv")
+        XCTAssertEqual(try Vault.open(path: fine, secret: hostileSecret).count, 3)
+    }
+
+    /// Operations are counted over the chain, before a segment's are decoded.
+    func testIndexOperationsAreCountedOverTheChain() throws {
+        var ops = Limits.chainOpsMax - 1
+        let segment = IndexCodec.encode([])
+        try IndexCodec.forEach(segment, checkpoint: true, budget: &ops) { _ in }
+        let two: [UInt8] = [2] + [UInt8](repeating: 0, count: 40)
+        XCTAssertEqual(code { try IndexCodec.forEach(two, checkpoint: true, budget: &ops) { _ in } }, .damagedIndex)
+    }
+
+    /// Writers keep to the chain's budgets: a commit whose delta would pass them is a checkpoint.
+    func testWriterStartsACheckpointBeforeTheChainPassesItsBudget() throws {
+        let path = dir + "/w.kcv"
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+            try tx.add(attributes: attrs("s", "a"), value: .bytes([1]))
+        }
+        let vault = try Vault.open(path: path, secret: secret, mode: .write)
+        try vault.commit(options: .init(autoCompact: false)) { tx in try tx.add(attributes: attrs("s", "b"), value: .bytes([2])) }
+        XCTAssertFalse(vault.tail.trailer.checkpoint)
+        vault.tail.chainOps = Limits.chainOpsMax
+        try vault.commit(options: .init(autoCompact: false)) { tx in try tx.add(attributes: attrs("s", "c"), value: .bytes([3])) }
+        XCTAssertTrue(vault.tail.trailer.checkpoint)
+        XCTAssertEqual(vault.tail.chainOps, 3)
+    }
+
+    // MARK: item 3b, the backward trailer search
+
+    /// Appended trailer candidates (magic and fields right for their position, MAC wrong) cost a MAC each:
+    /// the search gives up after TRAILER_PROBES_MAX of them.
+    func testTrailerSearchGivesUpAfterTheProbeLimit() throws {
+        let junk = try write(try HostileVaults.trailerJunk(bytes: 96 * Limits.trailerProbesMax, structured: true))
+        XCTAssertEqual(code { _ = try Vault.open(path: junk, secret: hostileSecret) }, .damagedIndex)
+        // One fewer: the search goes on and finds the vault's last commit.
+        let fewer = try write(try HostileVaults.trailerJunk(bytes: 96 * (Limits.trailerProbesMax - 1), structured: true), "f.kcv")
+        let vault = try Vault.open(path: fewer, secret: hostileSecret)
+        XCTAssertEqual(vault.count, 1)
+        XCTAssertEqual(vault.incompleteBytes, UInt64(96 * (Limits.trailerProbesMax - 1)))
+        // The bare magic, repeated, is no candidate at all: scanned past without a MAC.
+        let magic = try write(try HostileVaults.trailerJunk(bytes: 1 << 20, structured: false), "m.kcv")
+        XCTAssertEqual(try Vault.open(path: magic, secret: hostileSecret).incompleteBytes, 1 << 20)
+    }
+
+    func testTrailerCandidateChecksFieldsAgainstThePosition() throws {
+        let v = try HostileVaults.oneItem()
+        let raw = v.body.suffix(96)
+        let p = UInt64(v.body.count - 96)
+        XCTAssertNotNil(Trailer.candidate(raw, at: p))
+        XCTAssertNil(Trailer.candidate(raw, at: p + 1), "the index must end where the trailer starts")
+        var flipped = Array(raw)
+        flipped[53] = 1
+        XCTAssertNil(Trailer.candidate(flipped[...], at: p), "reserved flag bits")
+    }
+
+    // MARK: item 8, arithmetic on the file's numbers
+
+    /// A vault at generation 2^64-1 takes no more commits or rewrites: refused before a byte is written (the
+    /// old code trapped, and `add` left an incomplete commit).
+    func testLastGenerationRefusesWritersAndWritesNothing() throws {
+        let path = try write(try HostileVaults.lastGeneration())
+        let before = try bytes(path)
+        let vault = try Vault.open(path: path, secret: hostileSecret, mode: .write)
+        XCTAssertEqual(vault.generation, .max)
+        XCTAssertEqual(code { try vault.commit { tx in try tx.add(attributes: self.attrs("s", "b"), value: .bytes([1])) } }, .invalidArgument)
+        XCTAssertEqual(try bytes(path), before)
+        XCTAssertEqual(code { try vault.compact() }, .invalidArgument)
+        XCTAssertEqual(code { try vault.rekey(slots: [.keyFile(SecureBytes(copying: HostileVaults.key))]) }, .invalidArgument)
+        XCTAssertEqual(try bytes(path), before)
+        let dirEntries = try FileManager.default.contentsOfDirectory(atPath: dir)
+        XCTAssertEqual(dirEntries, ["v.kcv"], "no temporary file left")
+    }
+
+    /// Item sizes are the index's word until a record proves them: 65,537 items of 2^48 bytes, whose sizes sum
+    /// past 2^64, are batched and refused as damaged, not trapped on.
+    func testHugeDeclaredSizesAreRefusedWhenRead() throws {
+        let vault = try Vault.open(path: try write(try HostileVaults.hugeSizes(items: 65_537)), secret: hostileSecret)
+        XCTAssertEqual(vault.count, 65_537)
+        XCTAssertEqual(code { try vault.readValues(of: vault.items, begin: { _, _ in }, bytes: { _ in }, end: { _ in }) }, .damagedRecord)
+        XCTAssertFalse(vault.verify().isIntact)
+    }
+
+    // MARK: item 15a, stale item handles
+
+    func testStaleHandlesFailClearly() throws {
+        let path = dir + "/s.kcv"
+        var a: ItemID!, b: ItemID!
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+            a = try tx.add(attributes: attrs("s", "a"), value: .bytes(Array("old a".utf8)))
+            b = try tx.add(attributes: attrs("s", "b"), value: .bytes(Array("old b".utf8)))
+        }
+        let vault = try Vault.open(path: path, secret: secret, mode: .write)
+        let oldA = try XCTUnwrap(vault.item(a)), oldB = try XCTUnwrap(vault.item(b))
+        try vault.commit(options: .init(autoCompact: false)) { tx in
+            try tx.update(a, value: .bytes(Array("new a".utf8)))
+            try tx.delete(b)
+        }
+        XCTAssertEqual(code { _ = try vault.read(oldA) }, .staleItem, "the old code returned the old value")
+        XCTAssertEqual(code { _ = try vault.read(oldB) }, .staleItem, "the old code returned the deleted value")
+        XCTAssertEqual(code { try vault.readValues(of: [oldA], begin: { _, _ in }, bytes: { _ in }, end: { _ in }) }, .staleItem)
+        XCTAssertEqual(try vault.read(try XCTUnwrap(vault.item(a))), Array("new a".utf8))
+        // An attribute change keeps the value: the handle stays current. A compaction that copies the record
+        // keeps it current too (the old code read the record's old offset and reported it damaged).
+        let current = try XCTUnwrap(vault.item(a))
+        try vault.commit(options: .init(autoCompact: false)) { tx in try tx.update(a, attributes: self.attrs("s", "renamed")) }
+        XCTAssertEqual(try vault.read(current), Array("new a".utf8))
+        try vault.compact()
+        XCTAssertTrue(vault.verify().isIntact)
+        XCTAssertEqual(try vault.read(current), Array("new a".utf8))
+    }
+}
