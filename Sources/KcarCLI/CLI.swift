@@ -82,6 +82,10 @@ public enum CLI {
             Output.out.write(Help.text(for: name) + "\n")
             return 0
         }
+        // A commit whose automatic compaction failed still succeeded (exit 0): said where it happens.
+        Vault.reportCompactionFailures { path, e in
+            warn("\(path): committed, but the automatic compaction after it failed (\(e)); deleted values stay in the file until `kcar compact` succeeds")
+        }
         do {
             return try command.run(rest).rawValue
         } catch let e as CLIError {

@@ -144,6 +144,9 @@ struct MemberTable {
     /// most 2^48 (a 7-byte varint).
     static func maxLength(_ n: Int) -> UInt64 { 3 + 23 * UInt64(n) }
 
+    /// Bytes of `v` as a varint.
+    static func varintLength(_ v: UInt64) -> Int { max(1, (64 - v.leadingZeroBitCount + 6) / 7) }
+
     static func encode(_ members: [(id: ItemID, size: UInt64)]) -> [UInt8] {
         var w = ByteWriter(capacity: 2 + members.count * 20)
         w.appendVarint(members.count)

@@ -16,7 +16,7 @@ extension Vault {
         let vk = random.secureBytes(32)
         let keySlots = try slots.map { try KeySlot.make(for: $0, vaultKey: vk, vaultID: header.vaultID, random: random) }
         try Header.checkKDFBudget(keySlots, .invalidArgument)
-        let newHeader = Header(vaultID: header.vaultID, group: header.group, slots: keySlots)
+        let newHeader = header.with(slots: keySlots)
         let bytes = newHeader.encode(macKey: Subkeys(vaultKey: vk).header)
         try rewrite(header: newHeader, headerBytes: bytes, newKey: vk, random: random, options: options)
     }
@@ -39,7 +39,7 @@ extension Vault {
             throw VaultError(.invalidArgument, "a vault needs 1 to \(Limits.slotsMax) key slots")
         }
         try Header.checkKDFBudget(slots, .invalidArgument)
-        let newHeader = Header(vaultID: header.vaultID, group: header.group, slots: slots)
+        let newHeader = header.with(slots: slots)
         let bytes = newHeader.encode(macKey: keys.header)
         let tmp = try AtomicReplace(path: path, random: random)
         do {

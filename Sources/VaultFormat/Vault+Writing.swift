@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
 /// The changes of one commit, gathered by the closure given to ``Vault/create(path:group:slots:options:overwrite:random:_:)``
 /// or ``Vault/commit(options:random:_:)``. Values are written as they are added; the commit becomes visible
@@ -182,16 +183,28 @@ extension Vault {
             return options.autoCompact && shouldCompact
         }
         // The commit is durable now; a failed compaction leaves the vault as it was (it is atomic), so it
-        // must not turn a successful commit into an error. It is tried again after the next commit.
+        // must not turn a successful commit into an error. It is tried again after the next commit, and
+        // reported: in ``lastCompactionError`` and to ``compactionFailures``.
         if compactNow {
             do {
                 try compact(random: random, options: options)
                 lastCompactionError = nil
             } catch {
-                lastCompactionError = error as? VaultError ?? VaultError(.io, "\(error)")
+                let e = error as? VaultError ?? VaultError(.io, "\(error)")
+                lastCompactionError = e
+                Vault.compactionFailures.withLock { $0 }?(path, e)
             }
         }
     }
+
+    /// Told, on the committing thread, of every automatic compaction that failed after a commit (the commit
+    /// stood; the dead space, deleted values included, stays in the file until a compaction succeeds). The
+    /// CLI sets it to warn on standard error, so a failure is reported whichever layer made the commit.
+    public static func reportCompactionFailures(to handler: (@Sendable (_ path: String, _ error: VaultError) -> Void)?) {
+        compactionFailures.withLock { $0 = handler }
+    }
+
+    static let compactionFailures = Mutex<(@Sendable (String, VaultError) -> Void)?>(nil)
 
     /// The generation of the commit after `generation`: refused at the end of the 64-bit range (a vault can
     /// take no more commits, SPEC.md §8), before anything is written.

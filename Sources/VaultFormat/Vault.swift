@@ -147,13 +147,32 @@ public final class Vault {
     public var bodyLength: UInt64 { tail.end }
 
     /// Bytes in the body that no live item, nor the current index chain, needs: deleted and replaced
-    /// values and superseded index segments. `compact` removes them.
+    /// values and superseded index segments. `compact` removes them. A record that still holds a live
+    /// value is counted live, except for the values of deleted members that come before a live one in it
+    /// (the gaps the index shows between its live members' data); deleted members after the last live one
+    /// are not visible without decrypting the record, so this is a lower bound (SPEC.md §9). Deleted values
+    /// leave the file only when a compaction rewrites their record: ``compact()`` always does.
     public var deadBytes: UInt64 {
         var live: UInt64 = 0
-        var seen = Set<ID128>()
-        for item in state.values where seen.insert(item.location.recordID).inserted { live += item.location.length }
+        var records: [ID128: (length: UInt64, end: UInt64, data: UInt64)] = [:]
+        for item in state.values {
+            let l = item.location
+            // Index decoding checked that dataOffset + size fits 64 bits; sizes of distinct members of one
+            // record add up to at most its end (else the record is damaged, and then counted as live).
+            var r = records[l.recordID] ?? (l.length, 0, 0)
+            r.end = max(r.end, l.dataOffset + item.size)
+            r.data = r.data.adding(item.size) ?? .max
+            records[l.recordID] = r
+        }
+        var gaps: UInt64 = 0
+        for r in records.values {
+            live += r.length
+            if r.end > r.data { gaps = gaps.adding(r.end - r.data) ?? .max }
+        }
         let chain = tail.checkpointBytes + tail.deltaBytes + UInt64(Trailer.size) * (UInt64(tail.trailer.chain) + 1)
-        return tail.end - min(tail.end, live + chain)
+        let unneeded = tail.end - min(tail.end, live + chain)
+        // Gaps are plaintext bytes, stored compressed or not: never more than the live records' bytes.
+        return unneeded + min(gaps, live)
     }
 
     /// Opens and unlocks the vault at `path`, holding a shared lock while it reads the header, the tail and

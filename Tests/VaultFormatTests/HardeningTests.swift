@@ -176,4 +176,96 @@ final class HardeningTests: VaultTestCase {
         XCTAssertTrue(vault.verify().isIntact)
         XCTAssertEqual(try vault.read(current), Array("new a".utf8))
     }
+
+    // MARK: item 10, dead space and failed automatic compactions
+
+    /// A failed automatic compaction is reported (the commit stood): to the handler the CLI sets, and in
+    /// `lastCompactionError`. The old code kept it in the property only, which no caller read.
+    func testAFailedAutomaticCompactionIsReported() throws {
+        let path = dir + "/c.kcv"
+        var big: ItemID!
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+            big = try tx.add(attributes: attrs("s", "big"), value: .bytes(Recipes.noise(2 << 20, seed: 1)))
+            try tx.add(attributes: attrs("s", "small"), value: .bytes([1]))
+        }
+        let vault = try Vault.open(path: path, secret: secret, mode: .write)
+        final class Seen: @unchecked Sendable { var reports: [(String, VaultError)] = [] }
+        let seen = Seen()
+        Vault.reportCompactionFailures { seen.reports.append(($0, $1)) }
+        File.faults = { p, op in p.hasSuffix(".tmp") && op != .sync ? .error(ENOSPC) : nil }
+        defer {
+            File.faults = nil
+            Vault.reportCompactionFailures(to: nil)
+        }
+        try vault.commit { tx in try tx.delete(big) }
+        XCTAssertEqual(vault.count, 1, "the commit stood")
+        XCTAssertEqual(vault.lastCompactionError?.code, .io)
+        XCTAssertEqual(seen.reports.map(\.0), [path])
+        XCTAssertTrue(vault.shouldCompact, "the dead space is still there")
+        File.faults = nil
+        try vault.compact()
+        XCTAssertEqual(vault.deadBytes, 0)
+    }
+
+    /// A deleted value that shares a solid record with live ones counts as dead space (the old code counted
+    /// the whole record live: 0 dead bytes), and `compact` removes it from the file.
+    func testDeletedMembersOfLiveRecordsCountAsDead() throws {
+        let path = dir + "/d.kcv"
+        let secretValue = Array("the deleted secret, 0123456789".utf8)
+        var gone: ItemID!
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], options: .init(level: 0)) { tx in
+            gone = try tx.add(attributes: attrs("s", "a"), value: .bytes(secretValue))
+            try tx.add(attributes: attrs("s", "b"), value: .bytes(Array("kept".utf8)))
+        }
+        let vault = try Vault.open(path: path, secret: secret, mode: .write)
+        try vault.commit { tx in try tx.delete(gone) }
+        XCTAssertGreaterThanOrEqual(vault.deadBytes, UInt64(secretValue.count))
+        XCTAssertFalse(vault.shouldCompact, "below the threshold: it stays until compacted")
+        try vault.compact(options: .init(level: 0))
+        XCTAssertEqual(vault.deadBytes, 0)
+        XCTAssertEqual(vault.count, 1)
+    }
+
+    // MARK: SPEC §4/§9, unknown non-critical header fields
+
+    /// Every rewrite keeps an unknown non-critical field, bytes unchanged (the old passwd and rekey dropped it).
+    func testEveryRewriteKeepsUnknownNonCriticalFields() throws {
+        let crafted = try CraftedVault(keyFile: HostileVaults.key, group: "g", random: DeterministicRandom(seed: [UInt8](repeating: 4, count: 32)),
+                                       extraFields: [(0x0042, Array("future".utf8))])
+        var v = crafted
+        let recordID = HostileVaults.id(0, 9), itemID = HostileVaults.id(0, 1)
+        let (offset, length) = HostileVaults.smallRecord(&v, id: recordID, member: itemID, value: [7])
+        let index = v.appendIndex(CraftedVault.indexPlaintext([(1, itemID, HostileVaults.entry(service: "s", account: "a", size: 1,
+                                                                                                recordID: recordID, offset: offset, length: length))]),
+                                  generation: 1)
+        v.appendTrailer(generation: 1, commitStart: 0, index: index, previous: nil, itemCount: 1, checkpoint: true, chain: 0)
+        let path = try write(v)
+        let vault = try Vault.open(path: path, secret: hostileSecret, mode: .write)
+        XCTAssertEqual(vault.header.unknownFields, [0x0042])
+        let k2 = SecureBytes(copying: [UInt8](repeating: 8, count: 32))
+        try vault.changeSlots(remove: [], add: [.keyFile(k2)])
+        XCTAssertEqual(try Vault.open(path: path, secret: .keyFile(k2)).header.unknownFields, [0x0042])
+        try vault.rekey(slots: [.keyFile(SecureBytes(copying: HostileVaults.key))])
+        XCTAssertEqual(try Vault.open(path: path, secret: hostileSecret).header.unknownFields, [0x0042])
+        try vault.compact()
+        let reopened = try Vault.open(path: path, secret: hostileSecret)
+        XCTAssertEqual(reopened.header.unknownFields, [0x0042])
+        XCTAssertEqual(reopened.header.unknown.map(\.value), [Array("future".utf8)])
+        XCTAssertEqual(try reopened.read(reopened.items[0]), [7])
+    }
+
+    // MARK: SPEC §3/§6, the member table counts toward SOLID_TARGET
+
+    /// 20,000 empty values made one record of 340 KB of member table (70,000: 1.1 MB); now a record is closed
+    /// once its table reaches SOLID_TARGET too.
+    func testMemberTablesCountTowardTheSolidTarget() throws {
+        let path = dir + "/e.kcv"
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], options: .init(level: 0)) { tx in
+            for i in 0..<20_000 { try tx.add(attributes: attrs("s", "\(i)"), value: .bytes([])) }
+        }
+        let vault = try Vault.open(path: path, secret: secret)
+        let lengths = Dictionary(grouping: vault.unorderedItems, by: { $0.location.recordID }).values.map { $0[0].location.length }
+        XCTAssertEqual(lengths.count, 2)
+        XCTAssertLessThan(lengths.max() ?? 0, UInt64(Limits.solidTarget) + 1024)
+    }
 }
