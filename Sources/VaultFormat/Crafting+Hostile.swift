@@ -69,7 +69,9 @@ package enum HostileVaults {
     /// A checkpoint and `segments - 1` deltas, each putting `itemsPerSegment` new items of 256 data
     /// attributes of 64 KiB (16 MiB each), all naming one small record. Segments are sealed a chunk at a
     /// time: the harness's own memory stays small (a child's peak RSS starts from its parent's).
-    package static func chainVault(segments: Int, itemsPerSegment: Int) throws -> CraftedVault {
+    /// With `checkpoints`, every commit is a checkpoint of the same items instead (a long history of
+    /// superseded segments, which only verify reads).
+    package static func chainVault(segments: Int, itemsPerSegment: Int, checkpoints: Bool = false) throws -> CraftedVault {
         var v = try vault()
         let recordID = id(0, 9)
         let (offset, length) = smallRecord(&v, id: recordID, member: id(0, 8), value: [1])
@@ -92,7 +94,7 @@ package enum HostileVaults {
                         continue
                     }
                     let k = (p - head.count) / opLength, o = (p - head.count) % opLength
-                    let op = [1] + id(s * itemsPerSegment + k, 1)
+                    let op = [1] + id((checkpoints ? 0 : s * itemsPerSegment) + k, 1)
                     let n = min(count - out.count, opLength - o)
                     if o < 17 {
                         let m = min(n, 17 - o)
@@ -106,7 +108,8 @@ package enum HostileVaults {
                 return out
             }
             v.appendTrailer(generation: generation, commitStart: previous == nil ? 0 : start, index: index, previous: previous,
-                            itemCount: UInt32((s + 1) * itemsPerSegment), checkpoint: s == 0, chain: UInt16(s))
+                            itemCount: UInt32((checkpoints ? 1 : s + 1) * itemsPerSegment), checkpoint: checkpoints || s == 0,
+                            chain: checkpoints ? 0 : UInt16(s))
             previous = UInt64(v.body.count) - 96
         }
         return v
@@ -164,6 +167,20 @@ package enum HostileVaults {
         }
         let index = v.appendIndex(CraftedVault.indexPlaintext(ops), generation: 1)
         v.appendTrailer(generation: 1, commitStart: 0, index: index, previous: nil, itemCount: UInt32(items), checkpoint: true, chain: 0)
+        return v
+    }
+
+    /// One item, then a second first commit (commit start 0, no previous trailer) naming the same record:
+    /// its records region holds the whole first commit, trailer included (SPEC.md §8).
+    package static func hiddenCommit() throws -> CraftedVault {
+        var v = try oneItem()
+        let recordID = id(0, 9), itemID = id(0, 1)
+        // oneItem's record is its first bytes: the stored block of a 6-byte value.
+        let length = UInt64(28 + 16 + 5 + CraftedVault.recordPlaintext([(itemID, Array("secret".utf8))]).count)
+        let index = v.appendIndex(CraftedVault.indexPlaintext([(1, itemID, entry(service: "s", account: "a", size: 6, recordID: recordID,
+                                                                                 offset: 0, length: length))]),
+                                  generation: 2)
+        v.appendTrailer(generation: 2, commitStart: 0, index: index, previous: nil, itemCount: 1, checkpoint: true, chain: 0)
         return v
     }
 }

@@ -75,9 +75,34 @@ enum IndexCodec {
     /// As ``forEach(_:checkpoint:_:)``, adding the segment's operations to `budget`, the count of a whole
     /// chain: more than ``Limits/chainOpsMax`` in all is refused before any of this segment's is decoded.
     static func forEach(_ bytes: [UInt8], checkpoint: Bool, budget: inout Int, _ body: (IndexOperation) throws -> Void) throws {
-        var r = ByteReader(bytes, failure: .damagedIndex, what: "index")
+        var given = false
         // Each operation takes at least 17 bytes: a count larger than that is refused before any work.
-        let count = try r.readCount(max: min(Limits.itemsMax, bytes.count / 17), "operation count")
+        try forEach(chunks: {
+            defer { given = true }
+            return given ? nil : bytes
+        }, countMax: bytes.count / 17, checkpoint: checkpoint, budget: &budget, body)
+    }
+
+    /// The most bytes one operation takes: op, id, and an entry of the largest class, attributes and fields.
+    static let operationMax = 17 + (2 + Limits.attrNameMax) + 2 + Limits.attrsMax * (2 + Limits.attrNameMax + 1 + 3 + Limits.attrValueMax)
+        + 10 + 16 + 4 * 10
+
+    /// Parses a segment whose plaintext `chunks` hands over piece by piece (nil at the end), holding at most
+    /// about two operations' worth of it (``operationMax``), not the whole segment: the memory of opening a
+    /// vault is then its items, not its items and their index.
+    static func forEach(chunks next: () throws -> [UInt8]?, countMax: Int = Limits.itemsMax, checkpoint: Bool, budget: inout Int,
+                        _ body: (IndexOperation) throws -> Void) throws {
+        var buffer: [UInt8] = []
+        var ended = false
+        // Appends chunks until `buffer` holds `need` bytes or the segment ends.
+        func fill(_ need: Int) throws {
+            while !ended, buffer.count < need {
+                if let c = try next() { buffer.append(contentsOf: c) } else { ended = true }
+            }
+        }
+        try fill(operationMax)
+        var r = ByteReader(buffer, failure: .damagedIndex, what: "index")
+        let count = try r.readCount(max: min(Limits.itemsMax, countMax), "operation count")
         guard count <= Limits.chainOpsMax - budget else {
             throw r.fail("the chain holds more than \(Limits.chainOpsMax) operations (CHAIN_OPS_MAX)")
         }
@@ -85,6 +110,14 @@ enum IndexCodec {
         var previous: ItemID?
         var names = NameCache()
         for _ in 0..<count {
+            if r.remaining < operationMax, !ended {
+                // Drop what was parsed and read on; the reader lets go of the buffer first (no copy).
+                let consumed = r.position
+                r = ByteReader([], failure: .damagedIndex, what: "index")
+                buffer.removeSubrange(0..<consumed)
+                try fill(operationMax)
+                r = ByteReader(buffer, failure: .damagedIndex, what: "index")
+            }
             let op = try r.readU8()
             let id = ItemID(raw: try r.readID())
             if let p = previous, !(p < id) { throw r.fail("item ids not in strictly ascending order at \(id)") }
@@ -98,6 +131,7 @@ enum IndexCodec {
             }
         }
         guard r.isAtEnd else { throw r.fail("\(r.remaining) bytes after the last operation") }
+        if !ended, try next() != nil { throw r.fail("bytes after the last operation") }
     }
 
     /// `names` carries class and attribute names from one entry to the next: they repeat across the items of

@@ -28,6 +28,9 @@ public enum Limits {
     /// Operations (puts and deletes) of all the segments of one chain together: what opening a vault may
     /// decode in all. A checkpoint holds at most ``itemsMax``; writers keep the deltas after it below as many.
     public static let chainOpsMax = 2 * itemsMax
+    /// Plaintext bytes of all the superseded index segments of a file that `verify` inflates and parses (the
+    /// ones before the chain that opening reads): past it, it only authenticates them.
+    public static let supersededIndexMax = 4 * chainIndexMax
     /// Trailer candidates (magic and fields consistent with their position) whose MAC fails that the search
     /// for the last commit tries before it gives up: an interrupted write leaves at most one (a torn trailer).
     public static let trailerProbesMax = 16

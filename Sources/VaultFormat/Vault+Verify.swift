@@ -11,6 +11,9 @@ public struct VerifyReport: Sendable {
     public var valueBytes: UInt64 = 0
     public var deadBytes: UInt64 = 0
     public var incompleteBytes: UInt64 = 0
+    /// Superseded index segments past ``Limits/supersededIndexMax`` that were authenticated but not inflated
+    /// and parsed (0 unless older commits hold more index than that; `compact` drops them).
+    public var segmentsAuthenticatedOnly = 0
     public var isIntact: Bool { problems.isEmpty }
 }
 
@@ -31,15 +34,32 @@ extension Vault {
                                 vaultID: header.vaultID, keys: keys)
         var t = tail.trailer
         var inLoadedChain = true
+        var probes = TailReader.Probes()
+        var spent = (bytes: 0, ops: 0)
+        var scanning = true
         while true {
             report.commits += 1
             if !inLoadedChain {
                 do {
-                    try reader.readSegment(t)
+                    if try !reader.readSegment(t, spent: &spent) { report.segmentsAuthenticatedOnly += 1 }
                 } catch let e as VaultError {
                     report.problems.append(e)
                 } catch {
                     report.problems.append(VaultError(.io, "\(error)"))
+                }
+            }
+            // A commit's records hold no valid trailer (SPEC.md §8): one there belongs to an earlier commit
+            // that a later first commit (commit start 0) hides from this walk, bytes verify would not see.
+            if scanning {
+                do {
+                    if let (hidden, p) = try reader.validTrailer(from: t.commitStart, end: t.indexOffset, probes: &probes) {
+                        report.problems.append(VaultError(.damagedIndex,
+                            "a valid trailer of generation \(hidden.generation) lies at body offset \(p), inside the records of "
+                            + "generation \(t.generation): an earlier commit that the chain of trailers does not reach"))
+                    }
+                } catch {
+                    report.problems.append(error as? VaultError ?? VaultError(.io, "\(error)"))
+                    scanning = false
                 }
             }
             if t.checkpoint { inLoadedChain = false }

@@ -323,45 +323,50 @@ struct TailReader {
     /// and after ``Limits/trailerProbesMax`` candidates whose MAC fails the search gives up, so bytes
     /// appended to a vault cost a scan, not a MAC per position.
     func findLast() throws -> (Trailer, UInt64) {
-        let size = UInt64(Trailer.size)
-        guard bodySize >= size else { throw VaultError(.truncated, "no complete commit after the header") }
+        guard bodySize >= UInt64(Trailer.size) else { throw VaultError(.truncated, "no complete commit after the header") }
+        var probes = Probes()
+        if let found = try validTrailer(from: 0, end: bodySize, probes: &probes) { return found }
+        throw VaultError(.truncated, "no complete commit after the header")
+    }
+
+    /// Counts the candidates whose MAC failed, up to ``Limits/trailerProbesMax``.
+    struct Probes {
         var failed = 0
-        func probe(_ t: Trailer, _ raw: ArraySlice<UInt8>, at p: UInt64) throws -> Bool {
-            if Sodium.constantTimeEqual(Sodium.mac(key: keys.trailer, Trailer.macInput(vaultID: vaultID, raw.prefix(64))),
-                                        Array(raw.suffix(32))) {
-                return true
-            }
-            failed += 1
-            guard failed < Limits.trailerProbesMax else {
-                throw VaultError(.damagedIndex, "\(failed) trailer candidates after body offset \(p) do not verify "
-                                 + "(limit \(Limits.trailerProbesMax)): bytes were appended to the vault, not left by an interrupted write")
-            }
-            return false
-        }
-        let lastBytes = try file.read(Trailer.size, at: headerLength + bodySize - size)
-        if let t = Trailer.candidate(lastBytes[...], at: bodySize - size), try probe(t, lastBytes[...], at: bodySize - size) {
-            return (t, bodySize - size)
-        }
+    }
+
+    /// The valid trailer at the highest body offset p with `from` ≤ p and p + 96 ≤ `end`, examining offsets
+    /// from the highest down; nil if there is none. Throws once `probes` reaches ``Limits/trailerProbesMax``.
+    func validTrailer(from: UInt64, end: UInt64, probes: inout Probes) throws -> (Trailer, UInt64)? {
+        let size = UInt64(Trailer.size)
+        guard end >= size, end - size >= from else { return nil }
         let window: UInt64 = 1 << 20
-        var hi = bodySize - size  // candidate positions are < hi
+        var hi = end - size + 1  // candidate positions are < hi
         let m0 = Trailer.magic[0]
-        while hi > 0 {
-            let lo = hi > window ? hi - window : 0
-            let bytes = try file.read(Int(min(bodySize, hi + size) - lo), at: headerLength + lo)
+        while hi > from {
+            let lo = hi - from > window ? hi - window : from
+            let bytes = try file.read(Int(hi - 1 + size - lo), at: headerLength + lo)
             var p = Int(hi - lo) - 1
             while p >= 0 {
                 // Cheap first: one byte, then the candidate's fields, and only then the MAC.
-                if bytes[p] == m0, p + Trailer.size <= bytes.count {
+                if bytes[p] == m0 {
                     let raw = bytes[p..<p + Trailer.size]
-                    if let t = Trailer.candidate(raw, at: lo + UInt64(p)), try probe(t, raw, at: lo + UInt64(p)) {
-                        return (t, lo + UInt64(p))
+                    if let t = Trailer.candidate(raw, at: lo + UInt64(p)) {
+                        if Sodium.constantTimeEqual(Sodium.mac(key: keys.trailer, Trailer.macInput(vaultID: vaultID, raw.prefix(64))),
+                                                    Array(raw.suffix(32))) {
+                            return (t, lo + UInt64(p))
+                        }
+                        probes.failed += 1
+                        guard probes.failed < Limits.trailerProbesMax else {
+                            throw VaultError(.damagedIndex, "\(probes.failed) trailer candidates up to body offset \(lo + UInt64(p)) do not "
+                                             + "verify (TRAILER_PROBES_MAX): bytes were put there, not left by an interrupted write")
+                        }
                     }
                 }
                 p -= 1
             }
             hi = lo
         }
-        throw VaultError(.truncated, "no complete commit after the header")
+        return nil
     }
 
     func load() throws -> (Tail, [ItemID: Item]) {
@@ -393,11 +398,7 @@ struct TailReader {
             } else {
                 deltaBytes += t.indexLength
             }
-            let plain = try segmentPlaintext(t, limit: Limits.chainIndexMax - plainBytes) {
-                "the index chain up to generation \(t.generation) holds more than \(Limits.chainIndexMax) bytes (CHAIN_INDEX_MAX)"
-            }
-            plainBytes += plain.count
-            try IndexCodec.forEach(plain, checkpoint: t.checkpoint, budget: &ops) { try Self.apply($0, to: &state, trailer: t) }
+            try forEachOperation(t, plainBytes: &plainBytes, ops: &ops) { try Self.apply($0, to: &state, trailer: t) }
             guard state.count <= Limits.itemsMax, state.count == Int(t.itemCount) else {
                 throw VaultError(.damagedIndex, "generation \(t.generation): \(state.count) items, trailer says \(t.itemCount)")
             }
@@ -407,30 +408,90 @@ struct TailReader {
                      chainPlainBytes: plainBytes, chainOps: ops), state)
     }
 
-    /// The authenticated plaintext of the index segment `t` points at, refusing more than `limit` bytes
-    /// (and more than ``Limits/indexMax``) as its chunks are opened.
-    func segmentPlaintext(_ t: Trailer, limit: Int = Limits.indexMax,
-                          over: () -> String = { "more than \(Limits.indexMax) bytes (INDEX_MAX)" }) throws -> [UInt8] {
-        let key = StreamKey.index(keys, vaultID: vaultID, generation: t.generation)
-        var reader = BlockReader(file: file, key: key, start: headerLength + t.indexOffset,
-                                 end: headerLength + t.indexOffset + t.indexLength) {
+    /// Streams the operations of the segment `t` points at to `body`, its chunks authenticated one by one and
+    /// never held whole; `plainBytes` and `ops` are the chain's running totals, refused past
+    /// ``Limits/chainIndexMax`` (as each chunk is opened) and ``Limits/chainOpsMax``.
+    func forEachOperation(_ t: Trailer, plainBytes: inout Int, ops: inout Int, _ body: (IndexOperation) throws -> Void) throws {
+        var reader = segmentReader(t)
+        var segmentBytes = 0
+        var total = plainBytes
+        defer { plainBytes = total }
+        try IndexCodec.forEach(chunks: {
+            guard let c = try reader.next() else { return nil }
+            guard c.count <= Limits.indexMax - segmentBytes else {
+                throw VaultError(.damagedIndex, "index segment of generation \(t.generation): more than \(Limits.indexMax) bytes (INDEX_MAX)")
+            }
+            guard c.count <= Limits.chainIndexMax - total else {
+                throw VaultError(.damagedIndex, "the index chain up to generation \(t.generation) holds more than "
+                                 + "\(Limits.chainIndexMax) bytes (CHAIN_INDEX_MAX)")
+            }
+            segmentBytes += c.count
+            total += c.count
+            return c
+        }, checkpoint: t.checkpoint, budget: &ops, body)
+    }
+
+    func segmentReader(_ t: Trailer) -> BlockReader {
+        BlockReader(file: file, key: StreamKey.index(keys, vaultID: vaultID, generation: t.generation), start: headerLength + t.indexOffset,
+                    end: headerLength + t.indexOffset + t.indexLength) {
             VaultError(.damagedIndex, "index segment of generation \(t.generation): \($0)")
         }
-        let cap = min(limit, Limits.indexMax)
+    }
+
+    /// The authenticated plaintext of the index segment `t` points at, at most ``Limits/indexMax`` bytes
+    /// (the fuzz targets' seeds).
+    func segmentPlaintext(_ t: Trailer) throws -> [UInt8] {
+        var reader = segmentReader(t)
         var out: [UInt8] = []
         while let c = try reader.next() {
-            guard c.count <= cap - out.count else {
-                throw VaultError(.damagedIndex, cap < Limits.indexMax ? over() : "index segment of generation \(t.generation): \(over())")
+            guard c.count <= Limits.indexMax - out.count else {
+                throw VaultError(.damagedIndex, "index segment of generation \(t.generation): more than \(Limits.indexMax) bytes (INDEX_MAX)")
             }
             out.append(contentsOf: c)
         }
         return out
     }
 
-    /// Authenticates and parses the segment `t` points at (what verify does for superseded segments).
-    func readSegment(_ t: Trailer) throws {
-        var ops = 0
-        try IndexCodec.forEach(try segmentPlaintext(t), checkpoint: t.checkpoint, budget: &ops) { _ in }
+    /// Authenticates and parses the superseded segment `t` points at (verify), on the budget `spent` shared by
+    /// all the superseded segments of the file: within ``Limits/supersededIndexMax`` bytes and
+    /// ``Limits/chainOpsMax`` operations a segment is inflated and parsed; past it, only authenticated (an
+    /// AEAD over its stored bytes, which the file's size bounds). Returns whether it was parsed.
+    func readSegment(_ t: Trailer, spent: inout (bytes: Int, ops: Int)) throws -> Bool {
+        // Each segment is also within the limits of a chain on its own (its budgets start empty).
+        var bytes = 0, ops = 0
+        let room = (bytes: Limits.supersededIndexMax - spent.bytes, ops: Limits.chainOpsMax - spent.ops)
+        if room.bytes > 0, room.ops > 0 {
+            struct OverBudget: Error {}
+            var reader = segmentReader(t)
+            var decoded = 0
+            do {
+                try IndexCodec.forEach(chunks: {
+                    guard let c = try reader.next() else { return nil }
+                    guard c.count <= Limits.indexMax - bytes else {
+                        throw VaultError(.damagedIndex, "index segment of generation \(t.generation): more than \(Limits.indexMax) bytes (INDEX_MAX)")
+                    }
+                    bytes += c.count
+                    guard bytes <= room.bytes else { throw OverBudget() }
+                    return c
+                }, checkpoint: t.checkpoint, budget: &ops) { _ in
+                    decoded += 1
+                    guard decoded <= room.ops else { throw OverBudget() }
+                }
+                spent.bytes += bytes
+                spent.ops += decoded
+                return true
+            } catch is OverBudget {
+                spent = (Limits.supersededIndexMax, Limits.chainOpsMax)
+            }
+        }
+        var reader = segmentReader(t)
+        while let b = try reader.nextRaw() {
+            guard Sodium.open(key: reader.key.key, nonce: Array(b.frame[4..<28]), ciphertext: b.sealed,
+                              ad: reader.key.ad(chunk: b.index, last: b.last)) != nil else {
+                throw reader.fail("chunk \(b.index) does not authenticate")
+            }
+        }
+        return false
     }
 
     static func apply(_ op: IndexOperation, to state: inout [ItemID: Item], trailer t: Trailer) throws {

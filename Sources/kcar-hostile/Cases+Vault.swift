@@ -35,6 +35,12 @@ func vaultCases() -> [HostileCase] {
             make: { try writeVault($0, try cached("chain") { try HostileVaults.chainVault(segments: 64, itemsPerSegment: 2) }) },
             args: [command, "v.kcv", key, "k.key"], exits: [4]))
     }
+    // 300 checkpoints of 32 MiB each (9.6 GiB of index in a 12 MB file): what verify reads of superseded ones
+    // (its record is damaged on purpose, so verify ends with exit 4 once it has walked them).
+    cases.append(HostileCase(
+        name: "vault/superseded-checkpoints-verify", attack: "300 commits, each a checkpoint of 32 MiB of data attributes: verify",
+        make: { try writeVault($0, try HostileVaults.chainVault(segments: 300, itemsPerSegment: 2, checkpoints: true)) },
+        args: ["verify", "v.kcv", key, "k.key"], exits: [4]))
     // One checkpoint near INDEX_MAX: 15 items of 16 MiB of attributes (240 MiB), within every limit.
     cases.append(HostileCase(
         name: "vault/index-one-big-checkpoint", attack: "one checkpoint of 240 MiB of data attributes (under INDEX_MAX): list",
@@ -72,6 +78,11 @@ func vaultCases() -> [HostileCase] {
         },
         args: ["add", "--keychain", "kc", "--group", "g", "--service", "s", "--account", "b"],
         stdin: Array("value".utf8), exits: [2]))
+    // SPEC §8: a later first commit whose records region hides a whole earlier commit.
+    cases.append(HostileCase(
+        name: "vault/hidden-first-commit", attack: "a second first commit (commit start 0) whose records hold an earlier commit: verify",
+        make: { try writeVault($0, try HostileVaults.hiddenCommit()) },
+        args: ["verify", "v.kcv", key, "k.key"], exits: [4]))
     return cases
 }
 

@@ -268,4 +268,26 @@ final class HardeningTests: VaultTestCase {
         XCTAssertEqual(lengths.count, 2)
         XCTAssertLessThan(lengths.max() ?? 0, UInt64(Limits.solidTarget) + 1024)
     }
+
+    // MARK: SPEC §8, a later first commit hiding earlier ones
+
+    /// A second "first" commit (commit start 0, no previous trailer) after a whole commit: its records region
+    /// holds the earlier commit, trailer included, which the walk back never reaches. The old verify said
+    /// intact; now the trailer inside the records is reported.
+    func testVerifyFindsACommitHiddenInsideALaterFirstCommit() throws {
+        var v = try HostileVaults.oneItem()
+        let intact = try write(v, "intact.kcv")
+        XCTAssertTrue(try Vault.open(path: intact, secret: hostileSecret).verify().isIntact)
+        // The record of the one item is at body offset 0; the second first commit names it again.
+        let first = try Vault.open(path: intact, secret: hostileSecret).items[0]
+        let entry = HostileVaults.entry(service: "s", account: "a", size: first.size, recordID: first.location.recordID.bytes,
+                                        offset: first.location.offset, length: first.location.length)
+        let index = v.appendIndex(CraftedVault.indexPlaintext([(1, first.id.bytes, entry)]), generation: 2)
+        v.appendTrailer(generation: 2, commitStart: 0, index: index, previous: nil, itemCount: 1, checkpoint: true, chain: 0)
+        let vault = try Vault.open(path: try write(v), secret: hostileSecret)
+        XCTAssertEqual(vault.generation, 2)
+        let report = vault.verify()
+        XCTAssertEqual(report.problems.map(\.code), [.damagedIndex])
+        XCTAssertTrue(report.problems.first?.context.contains("generation 1") ?? false, "\(report.problems)")
+    }
 }
