@@ -19,11 +19,19 @@ package enum HostileVaults {
         return w.bytes
     }
 
+    /// The n-th id of a series: ascending in n, and compressible (what an attacker would write).
     package static func id(_ n: Int, _ tag: UInt8 = 0) -> [UInt8] { [tag] + [UInt8](repeating: 0, count: 11) + u32(n).reversed() }
+
+    /// The n-th id of a series, ascending in n, 12 of its 16 bytes random-looking as a writer's ids are (an
+    /// index stores at least 16 bytes per operation, SPEC.md §7: crafted vaults that must open use these).
+    package static func randomID(_ n: Int, _ tag: UInt8 = 0) -> [UInt8] {
+        [tag] + Array(u32(n).reversed().dropFirst()) + Array(Sodium.hash([tag] + u32(n), outputBytes: 16).prefix(12))
+    }
 
     /// An index entry by raw fields: class `genp`, the given data attributes (names a000..), string svce/acct.
     package static func entry(service: String? = nil, account: String? = nil, dataAttributes: Int = 0, attributeBytes: Int = 0,
-                      size: UInt64, recordID: [UInt8], offset: UInt64, length: UInt64, member: Int = 0, dataOffset: UInt64 = 0) -> [UInt8] {
+                      salt: [UInt8]? = nil, size: UInt64, recordID: [UInt8], offset: UInt64, length: UInt64, member: Int = 0,
+                      dataOffset: UInt64 = 0) -> [UInt8] {
         var w: [UInt8] = varint(4) + Array("genp".utf8)
         var attrs: [([UInt8], [UInt8])] = []
         for i in 0..<dataAttributes {
@@ -31,6 +39,7 @@ package enum HostileVaults {
             attrs.append((name, [5] + varint(UInt64(attributeBytes)) + [UInt8](repeating: 0, count: attributeBytes)))
         }
         if let account { attrs.append((Array("acct".utf8), [1] + varint(UInt64(account.utf8.count)) + Array(account.utf8))) }
+        if let salt { attrs.append((Array("salt".utf8), [5] + varint(UInt64(salt.count)) + salt)) }
         if let service { attrs.append((Array("svce".utf8), [1] + varint(UInt64(service.utf8.count)) + Array(service.utf8))) }
         w += varint(UInt64(attrs.count))
         for (n, v) in attrs { w += varint(UInt64(n.count)) + n + v }
@@ -51,7 +60,7 @@ package enum HostileVaults {
         let zeros = CraftedVault.zlib([UInt8](repeating: 0, count: mib))
         var ops: [(op: UInt8, id: [UInt8], entry: [UInt8])] = []
         for r in 0..<records {
-            let itemID = id(r, 1), recordID = id(r, 2)
+            let itemID = randomID(r, 1), recordID = randomID(r, 2)
             var first = CraftedVault.recordPlaintext([(itemID, [UInt8](repeating: 0, count: 10))])
             first += [UInt8](repeating: 0, count: mib - first.count)
             var blocks = [CraftedVault.Block(p: [1] + u32(mib) + CraftedVault.zlib(first), index: 0, last: chunksPerRecord == 1)]
@@ -80,33 +89,9 @@ package enum HostileVaults {
         for s in 0..<segments {
             let start = UInt64(v.body.count)
             let generation = UInt64(s + 1)
-            let head = varint(UInt64(itemsPerSegment))
-            let opLength = 17 + e.count
-            let total = head.count + itemsPerSegment * opLength
-            let index = v.appendIndex(length: total, generation: generation) { from, count in
-                var out: [UInt8] = []
-                out.reserveCapacity(count)
-                var p = from
-                while out.count < count {
-                    if p < head.count {
-                        out.append(head[p])
-                        p += 1
-                        continue
-                    }
-                    let k = (p - head.count) / opLength, o = (p - head.count) % opLength
-                    let op = [1] + id((checkpoints ? 0 : s * itemsPerSegment) + k, 1)
-                    let n = min(count - out.count, opLength - o)
-                    if o < 17 {
-                        let m = min(n, 17 - o)
-                        out += op[o..<o + m]
-                        p += m
-                    } else {
-                        out += e[(o - 17)..<(o - 17 + n)]
-                        p += n
-                    }
-                }
-                return out
-            }
+            let first = checkpoints ? 0 : s * itemsPerSegment
+            let (total, bytes) = series(itemsPerSegment, opLength: 17 + e.count) { k in [[1] + id(first + k, 1), e] }
+            let index = v.appendIndex(length: total, generation: generation, bytes: bytes)
             v.appendTrailer(generation: generation, commitStart: previous == nil ? 0 : start, index: index, previous: previous,
                             itemCount: UInt32((checkpoints ? 1 : s + 1) * itemsPerSegment), checkpoint: checkpoints || s == 0,
                             chain: checkpoints ? 0 : UInt16(s))
@@ -162,8 +147,9 @@ package enum HostileVaults {
         let (offset, length) = smallRecord(&v, id: recordID, member: id(0, 1), value: [1])
         var ops: [(op: UInt8, id: [UInt8], entry: [UInt8])] = []
         for i in 0..<items {
-            ops.append((1, id(i, 1), entry(service: "s", account: "a\(i)", size: 1 << 48, recordID: recordID, offset: offset,
-                                           length: length, member: i % 65_536)))
+            let itemID = randomID(i, 1)
+            ops.append((1, itemID, entry(service: "s", account: "a\(i)", salt: Array(itemID.suffix(8)), size: 1 << 48, recordID: recordID,
+                                         offset: offset, length: length, member: i % 65_536)))
         }
         let index = v.appendIndex(CraftedVault.indexPlaintext(ops), generation: 1)
         v.appendTrailer(generation: 1, commitStart: 0, index: index, previous: nil, itemCount: UInt32(items), checkpoint: true, chain: 0)
@@ -182,5 +168,57 @@ package enum HostileVaults {
                                   generation: 2)
         v.appendTrailer(generation: 2, commitStart: 0, index: index, previous: nil, itemCount: 1, checkpoint: true, chain: 0)
         return v
+    }
+
+    /// One checkpoint of `items` minimal items (class "genp", no attributes), all naming one small record,
+    /// streamed a chunk at a time.
+    /// `salted`: ids and an 8-byte attribute random-looking, so that the segment passes the 16 bytes per
+    /// operation rule (as many items as a file of that size can hold).
+    package static func manyItems(_ items: Int, salted: Bool = false) throws -> CraftedVault {
+        var v = try vault()
+        let recordID = id(0, 9)
+        let (offset, length) = smallRecord(&v, id: recordID, member: id(0, 8), value: [1])
+        let marker = [UInt8](repeating: 0xEE, count: 8)
+        let e = entry(salt: salted ? marker : nil, size: 0, recordID: recordID, offset: offset, length: length)
+        let saltAt = 17 + ((0...(e.count - 8)).first { Array(e[$0..<$0 + 8]) == marker } ?? 0)
+        let (total, bytes) = series(items, opLength: 17 + e.count) { k in
+            guard salted else { return [[1] + id(k, 1), e] }
+            let cut = saltAt - 17
+            return [[1] + randomID(k, 1), Array(e[..<cut]), Sodium.hash([7] + u32(k), outputBytes: 8), Array(e[(cut + 8)...])]
+        }
+        let index = v.appendIndex(length: total, generation: 1, bytes: bytes)
+        v.appendTrailer(generation: 1, commitStart: 0, index: index, previous: nil, itemCount: UInt32(items), checkpoint: true, chain: 0)
+        return v
+    }
+
+    /// The plaintext of a segment of `n` operations, each `opLength` bytes that `op(k)` gives as parts (large
+    /// parts are shared arrays, not copied per call): its length, and its bytes [from, from + count) on demand.
+    static func series(_ n: Int, opLength: Int, op: @escaping (Int) -> [[UInt8]]) -> (Int, (Int, Int) -> [UInt8]) {
+        let head = varint(UInt64(n))
+        return (head.count + n * opLength, { from, count in
+            var out: [UInt8] = []
+            out.reserveCapacity(count)
+            var p = from
+            while out.count < count {
+                if p < head.count {
+                    out.append(head[p])
+                    p += 1
+                    continue
+                }
+                var o = (p - head.count) % opLength
+                for part in op((p - head.count) / opLength) {
+                    guard out.count < count else { break }
+                    if o >= part.count {
+                        o -= part.count
+                        continue
+                    }
+                    let m = min(count - out.count, part.count - o)
+                    out += part[o..<o + m]
+                    p += m
+                    o = 0
+                }
+            }
+            return out
+        })
     }
 }

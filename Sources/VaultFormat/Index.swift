@@ -83,6 +83,9 @@ enum IndexCodec {
         }, countMax: bytes.count / 17, checkpoint: checkpoint, budget: &budget, body)
     }
 
+    /// Stored bytes a segment needs at least per operation: its random item id.
+    static let idBytesMin = 16
+
     /// The most bytes one operation takes: op, id, and an entry of the largest class, attributes and fields.
     static let operationMax = 17 + (2 + Limits.attrNameMax) + 2 + Limits.attrsMax * (2 + Limits.attrNameMax + 1 + 3 + Limits.attrValueMax)
         + 10 + 16 + 4 * 10
@@ -90,8 +93,12 @@ enum IndexCodec {
     /// Parses a segment whose plaintext `chunks` hands over piece by piece (nil at the end), holding at most
     /// about two operations' worth of it (``operationMax``), not the whole segment: the memory of opening a
     /// vault is then its items, not its items and their index.
-    static func forEach(chunks next: () throws -> [UInt8]?, countMax: Int = Limits.itemsMax, checkpoint: Bool, budget: inout Int,
-                        _ body: (IndexOperation) throws -> Void) throws {
+    ///
+    /// `storedBytes`, the segment's sealed length when known, bounds the count before any operation is
+    /// decoded: each operation names a distinct random item id (16 bytes no compression shrinks, and every
+    /// chunk is deflated on its own), so a segment holds at most storedBytes / 16 of them (SPEC.md §7).
+    static func forEach(chunks next: () throws -> [UInt8]?, countMax: Int = Limits.itemsMax, storedBytes: UInt64? = nil,
+                        checkpoint: Bool, budget: inout Int, _ body: (IndexOperation) throws -> Void) throws {
         var buffer: [UInt8] = []
         var ended = false
         // Appends chunks until `buffer` holds `need` bytes or the segment ends.
@@ -103,6 +110,9 @@ enum IndexCodec {
         try fill(operationMax)
         var r = ByteReader(buffer, failure: .damagedIndex, what: "index")
         let count = try r.readCount(max: min(Limits.itemsMax, countMax), "operation count")
+        if let stored = storedBytes, UInt64(count) > stored / UInt64(idBytesMin) {
+            throw r.fail("\(count) operations in \(stored) stored bytes: fewer than \(idBytesMin) per item id (ids are random)")
+        }
         guard count <= Limits.chainOpsMax - budget else {
             throw r.fail("the chain holds more than \(Limits.chainOpsMax) operations (CHAIN_OPS_MAX)")
         }

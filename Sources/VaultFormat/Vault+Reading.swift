@@ -119,6 +119,9 @@ struct MemberTable {
             total = t
             members.append((id, size))
         }
+        // The record is the table and the data: its size must fit 64 bits too (65,536 members of 2^48 almost
+        // fill them), so that `length + totalData` never overflows wherever it is used.
+        guard total.adding(UInt64(r.position)) != nil else { throw fail("member sizes add up past 2^64 bytes") }
         return MemberTable(members: members, offsets: offsets, length: r.position, totalData: total)
     }
 

@@ -94,18 +94,20 @@ extension Vault {
                 verifyOneByOne(batch)
                 continue
             }
+            let plains: [[UInt8]?]
             do {
-                let plains = try Vault.decodeRecords(batch, raws: try readRecords(batch), keys: keys, vaultID: header.vaultID)
-                for (members, whole) in zip(batch, plains) {
-                    guard let plain = whole else {
-                        verifyOneByOne([members])  // over its weight: streamed
-                        continue
-                    }
-                    _ = try checkedTable(plain, members)
-                    count(members)
-                }
+                plains = try Vault.decodeRecords(batch, raws: try readRecords(batch), keys: keys, vaultID: header.vaultID)
             } catch {
                 verifyOneByOne(batch)  // find which records failed
+                continue
+            }
+            for (members, whole) in zip(batch, plains) {
+                // Over its weight (streamed), or failing: checked alone, so each record is counted once.
+                guard let plain = whole, (try? checkedTable(plain, members)) != nil else {
+                    verifyOneByOne([members])
+                    continue
+                }
+                count(members)
             }
         }
         return report

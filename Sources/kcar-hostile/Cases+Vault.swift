@@ -41,6 +41,16 @@ func vaultCases() -> [HostileCase] {
         name: "vault/superseded-checkpoints-verify", attack: "300 commits, each a checkpoint of 32 MiB of data attributes: verify",
         make: { try writeVault($0, try HostileVaults.chainVault(segments: 300, itemsPerSegment: 2, checkpoints: true)) },
         args: ["verify", "v.kcv", key, "k.key"], exits: [4]))
+    // ITEMS_MAX minimal items in one checkpoint (a 2-3 MB file): what the items themselves cost in memory.
+    cases.append(HostileCase(
+        name: "vault/index-items-max", attack: "one checkpoint of 4,000,000 minimal items naming one record: list",
+        make: { try writeVault($0, try HostileVaults.manyItems(VaultFormat.Limits.itemsMax)) },
+        args: ["list", "v.kcv", key, "k.key"]))
+    // As many items as 20 MB can hold under the 16 bytes per operation rule (random-looking ids and salt).
+    cases.append(HostileCase(
+        name: "vault/index-items-dense", attack: "one checkpoint of 800,000 items with random-looking ids: list",
+        make: { try writeVault($0, try HostileVaults.manyItems(800_000, salted: true)) },
+        args: ["list", "v.kcv", key, "k.key"]))
     // One checkpoint near INDEX_MAX: 15 items of 16 MiB of attributes (240 MiB), within every limit.
     cases.append(HostileCase(
         name: "vault/index-one-big-checkpoint", attack: "one checkpoint of 240 MiB of data attributes (under INDEX_MAX): list",

@@ -69,6 +69,16 @@ final class HardeningTests: VaultTestCase {
         XCTAssertEqual(try Vault.open(path: fine, secret: hostileSecret).count, 3)
     }
 
+    /// A segment stores at least 16 bytes per operation (its random item id): made-up, compressible ids that
+    /// put 4,000,000 items in 9 MB (1.7 GiB to list before) are refused from the count; random-looking ones
+    /// open.
+    func testASegmentHoldsAtMostOneOperationPer16StoredBytes() throws {
+        let made = try write(try HostileVaults.manyItems(5_000))
+        XCTAssertEqual(code { _ = try Vault.open(path: made, secret: hostileSecret) }, .damagedIndex)
+        let random = try write(try HostileVaults.manyItems(5_000, salted: true), "r.kcv")
+        XCTAssertEqual(try Vault.open(path: random, secret: hostileSecret).count, 5_000)
+    }
+
     /// Operations are counted over the chain, before a segment's are decoded.
     func testIndexOperationsAreCountedOverTheChain() throws {
         var ops = Limits.chainOpsMax - 1
@@ -146,6 +156,18 @@ final class HardeningTests: VaultTestCase {
         XCTAssertEqual(vault.count, 65_537)
         XCTAssertEqual(code { try vault.readValues(of: vault.items, begin: { _, _ in }, bytes: { _ in }, end: { _ in }) }, .damagedRecord)
         XCTAssertFalse(vault.verify().isIntact)
+    }
+
+    /// A member table whose sizes fill 64 bits (65,535 of 2^48 and one of 2^48 - 1): the record would be
+    /// longer than 2^64 bytes with its table, which the old code computed with a trapping addition.
+    func testMemberSizesThatOverflowWithTheTableAreRefused() throws {
+        let max = Limits.valueMax
+        var members = (0..<Limits.membersMax - 1).map { (id: ItemID(HostileVaults.id($0, 1)), size: max) }
+        members.append((ItemID(HostileVaults.id(Limits.membersMax, 1)), max - 1))
+        let fail = { (m: String) in VaultError(.damagedRecord, m) }
+        XCTAssertEqual(code { _ = try MemberTable.parse(MemberTable.encode(members), fail: fail) }, .damagedRecord)
+        members[0].size = max - 2_000_000
+        XCTAssertNotNil(try MemberTable.parse(MemberTable.encode(members), fail: fail))
     }
 
     // MARK: item 15a, stale item handles

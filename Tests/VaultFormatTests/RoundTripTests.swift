@@ -305,7 +305,7 @@ final class LargeMemberTableTests: XCTestCase {
         let n = Limits.membersMax
         var v = try HostileVaults.vault()
         let recordID = HostileVaults.id(0, 9)
-        let members = (0..<n).map { (HostileVaults.id($0, 1), $0 == n - 1 ? Array("last".utf8) : [UInt8]()) }
+        let members = (0..<n).map { (HostileVaults.randomID($0, 1), $0 == n - 1 ? Array("last".utf8) : [UInt8]()) }
         let plain = CraftedVault.recordPlaintext(members)
         XCTAssertGreaterThan(plain.count, Limits.chunkSize)
         var blocks: [CraftedVault.Block] = []
@@ -317,7 +317,8 @@ final class LargeMemberTableTests: XCTestCase {
         }
         let (offset, length) = v.appendRecord(id: recordID, blocks: blocks)
         let ops = members.enumerated().map { i, m in
-            (op: UInt8(1), id: m.0, entry: HostileVaults.entry(service: "s", account: String(i), size: UInt64(m.1.count), recordID: recordID,
+            (op: UInt8(1), id: m.0, entry: HostileVaults.entry(service: "s", account: String(i), salt: Array(m.0.suffix(8)),
+                                                              size: UInt64(m.1.count), recordID: recordID,
                                                               offset: offset, length: length, member: i, dataOffset: 0))
         }
         let index = v.appendIndex(CraftedVault.indexPlaintext(ops), generation: 1)

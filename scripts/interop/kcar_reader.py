@@ -721,9 +721,11 @@ def parse_entry(c, item_id):
     return e
 
 
-def parse_segment(plain, checkpoint, ops_max=CHAIN_OPS_MAX):
+def parse_segment(plain, checkpoint, ops_max=CHAIN_OPS_MAX, stored=None):
     c = Cursor(plain)
     count = c.varint()
+    if stored is not None and count > stored // 16:
+        raise Bad("%d operations in %d stored bytes: fewer than 16 per (random) item id" % (count, stored))
     if count > ops_max:
         raise Bad("%d operations: the chain would pass CHAIN_OPS_MAX (%d)" % (count, CHAIN_OPS_MAX))
     ops = []
@@ -789,7 +791,7 @@ def load_index(vf, h, last):
             # §7: the chain's segments share CHAIN_INDEX_MAX and CHAIN_OPS_MAX.
             plain = read_segment(vf, h, t, CHAIN_INDEX_MAX - chain_bytes)
             chain_bytes += len(plain)
-            ops = parse_segment(plain, t.checkpoint, CHAIN_OPS_MAX - chain_ops)
+            ops = parse_segment(plain, t.checkpoint, CHAIN_OPS_MAX - chain_ops, t.index_length)
             chain_ops += len(ops)
         except (Bad, Short) as e:
             raise VaultError(DAMAGED_INDEX, "index segment of generation %d: %s" % (t.generation, e))
