@@ -77,4 +77,26 @@ final class RevokeTests: XCTestCase {
         try kcar(["passwd", "v.kcv", "--key-file", "k1", "--remove-slot", "2", "--add-key-file", "k2", "--revoke"])
         try kcar(["list", "v.kcv", "--key-file", "k2"])
     }
+
+    /// A passphrase change with --revoke: the old passphrase no longer opens the file through an old header.
+    func testPassphraseChangeWithRevoke() throws {
+        try Data("old passphrase".utf8).write(to: URL(fileURLWithPath: dir + "/p1"))
+        try Data("new passphrase".utf8).write(to: URL(fileURLWithPath: dir + "/p2"))
+        let kdf = ["--kdf-memory", "8", "--kdf-passes", "1"]
+        try kcar(["passwd", "v.kcv", "--key-file", "k1", "--add-passphrase", "--new-passphrase-file", "p1"] + kdf)
+        let old = try vault
+        let plain = try kcar(["passwd", "v.kcv", "--passphrase-file", "p1", "--new-passphrase-file", "p2"] + kdf)
+        XCTAssertTrue(plain.err.contains("--revoke"), plain.err)
+        try splice(oldHeaderOf: old)
+        try kcar(["list", "spliced.kcv", "--passphrase-file", "p1"])  // plain change: the old header still opens it
+        let before = try vault
+        // Without other slots to keep it is `passwd --revoke`; here slot 0 (k1) stays, so the change is spelled out.
+        let r = try kcar(["passwd", "v.kcv", "--passphrase-file", "p2", "--new-passphrase-file", "p1", "--revoke"] + kdf, expect: 2)
+        XCTAssertTrue(r.err.contains("slot 0 (key file)"), r.err)
+        try kcar(["passwd", "v.kcv", "--key-file", "k1", "--remove-slot", "1", "--add-passphrase", "--new-passphrase-file", "p1", "--revoke"] + kdf)
+        try kcar(["list", "v.kcv", "--passphrase-file", "p1"])
+        try kcar(["list", "v.kcv", "--key-file", "k1"])
+        try splice(oldHeaderOf: before)
+        try kcar(["list", "spliced.kcv", "--passphrase-file", "p2"], expect: 4)
+    }
 }
