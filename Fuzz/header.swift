@@ -44,6 +44,11 @@ func check(_ file: [UInt8]) {
     }
     precondition(h2.vaultID == h.vaultID && h2.group == h.group && h2.slots == h.slots && h2.unknownFields.isEmpty)
     precondition(Header.verifyMAC(b2, key: macKey))
+    // Every rewrite keeps the unknown non-critical fields (SPEC.md §4): written again with them, a header
+    // gives back its own bytes up to the MAC (parsing is canonical).
+    let kept = h.with(slots: h.slots).encode(macKey: macKey)
+    precondition(kept.count == bytes.count && kept[0..<kept.count - 32] == bytes[0..<bytes.count - 32],
+                 "a parsed header, written again with its unknown fields, gives other bytes")
 }
 
 func seeds(repo: String) -> [[UInt8]] {

@@ -23,13 +23,28 @@ let vault: Vault = {
 /// The operations of a segment, or nil if it does not decode; what decodes must encode to the same bytes.
 func decode(_ input: [UInt8], checkpoint: Bool) -> [IndexOperation]? {
     var ops: [IndexOperation] = []
+    var whole = true
     do {
         try IndexCodec.forEach(input, checkpoint: checkpoint) { ops.append($0) }
     } catch is VaultError {
-        return nil
+        whole = false
     } catch {
         fatalError("not a VaultError: \(error)")
     }
+    // The same bytes handed over in small pieces, as opening streams a segment chunk by chunk (holding about
+    // two operations of it), decode alike.
+    var streamed: [IndexOperation] = []
+    var offset = 0
+    let step = 1 + Int(input.first ?? 0) % 13
+    var budget = 0
+    let piecewise = (try? IndexCodec.forEach(chunks: {
+        guard offset < input.count else { return nil }
+        defer { offset += step }
+        return Array(input[offset..<min(offset + step, input.count)])
+    }, countMax: input.count / 17, checkpoint: checkpoint, budget: &budget) { streamed.append($0) }) != nil
+    precondition(piecewise == whole, "a segment decodes whole but not in pieces, or the other way")
+    guard whole else { return nil }
+    precondition(IndexCodec.encode(streamed) == input && budget == ops.count, "a segment decoded in pieces differs")
     precondition(IndexCodec.encode(ops) == input, "a decoded segment does not encode to the same bytes")
     return ops
 }

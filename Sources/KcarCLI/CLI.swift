@@ -85,6 +85,10 @@ public enum CLI {
         }
         // A vault command given --group G advances the group's generation record when it ends (SPEC.md §K6).
         defer { ItemCommands.finishGroupCommand() }
+        // A commit whose automatic compaction failed still succeeded (exit 0): said where it happens.
+        Vault.reportCompactionFailures { path, e in
+            warn("\(path): committed, but the automatic compaction after it failed (\(e)); deleted values stay in the file until `kcar compact` succeeds")
+        }
         do {
             return try command.run(rest).rawValue
         } catch let e as CLIError {

@@ -39,7 +39,8 @@ public struct ExitCode: RawRepresentable, Hashable, Sendable {
         case .notAVault, .unsupportedVersion, .damagedHeader, .tamperedHeader, .truncated, .damagedIndex, .damagedRecord:
             return .damaged
         case .incompleteCommit: return .incompleteCommit
-        case .itemNotFound: return .notFound
+        // A stale handle names an item that, as given, is no longer in the vault.
+        case .itemNotFound, .staleItem: return .notFound
         case .exists: return .exists
         case .io: return .io
         case .lockTimeout: return .lockTimeout

@@ -94,7 +94,11 @@ enum Extract {
             plan.append((item, parts))
         }
         try refuseCollisions(plan.map(\.1), root: dir)
-        let progress = Progress(label: "extract", total: plan.reduce(0) { $0 + $1.0.size })
+        // Sizes come from the index (each up to 2^48, unproven until read): summed without overflow.
+        let progress = Progress(label: "extract", total: plan.reduce(UInt64(0)) { sum, p in
+            let (r, over) = sum.addingReportingOverflow(p.0.size)
+            return over ? .max : r
+        })
         defer { progress.finish() }
         let names = Dictionary(uniqueKeysWithValues: plan.map { ($0.0.id, $0.1) })
         var current: SafeWriter.Pending?

@@ -54,7 +54,9 @@ enum Help {
         case "info": return """
             usage: kcar info VAULT [--json] [secret options]
               Version, group, vault id, key slots and KDF parameters; with a secret also items, generation,
-              body size, dead space and incomplete bytes. Never prompts.
+              body size, dead space and incomplete bytes. Never prompts. Dead space is a lower bound (deleted
+              members after a shared record's last live one are not counted): only `kcar compact` makes sure a
+              deleted value has left the file.
             """
         case "keygen": return """
             usage: kcar keygen FILE [--x25519] [--force]
@@ -67,10 +69,16 @@ enum Help {
             usage: kcar passwd VAULT [options] [secret options]
               Without options: replaces the passphrase slot that opened the vault with a new passphrase.
               No item is re-encrypted; the header is rewritten atomically.
+              Removing a slot (or changing a passphrase) is NOT revocation: the vault key is unchanged, so an
+              old copy of the header or file still opens the vault with the removed secret, even spliced onto
+              the current file. --revoke does revoke: the change is made under a new vault key (as rekey).
               --add-passphrase          add a passphrase slot
               --add-key-file FILE       add a key-file slot
               --add-recipient PUBKEY    add an X25519 slot; repeatable
               --remove-slot N           remove slot N (as `kcar info` numbers them); repeatable
+              --revoke                  rekey too, so that no old header opens the vault; a slot kept needs
+                                        its secret (the one given, the group's key, or --add-key-file),
+                                        others must be removed (and added again with --add-*)
               --new-passphrase-file F, --new-passphrase-fd N   the new passphrase (else asked twice)
               --kdf-memory MIB, --kdf-passes N                  its Argon2id cost
             """
@@ -85,6 +93,9 @@ enum Help {
         case "compact": return """
             usage: kcar compact VAULT [secret options]
               Rewrites the vault atomically without dead space: deleted and replaced values leave the file.
+              Commits compact by themselves only past half the file and 1 MiB of dead space: run this after a
+              delete to make sure the value has left the file. A failed automatic compaction is reported on
+              standard error; its commit stood (exit 0).
             """
         case "recover": return """
             usage: kcar recover VAULT [secret options]

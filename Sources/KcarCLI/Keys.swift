@@ -151,9 +151,12 @@ enum Keys {
     }
 
     static func passwd(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: Secrets.specs + slotSpecs + [.init(name: "remove-slot", kind: .repeated)])
+        let args = try Arguments(argv, specs: Secrets.specs + slotSpecs + [.init(name: "remove-slot", kind: .repeated),
+                                                                           .init(name: "revoke", kind: .flag)])
         let path = try vaultArguments(args, ["VAULT"])[0]
-        let vault = try openVault(path, args, mode: .write)
+        let secret = try Secrets.unlock(args)!
+        let vault = try Vault.open(path: path, secret: secret, mode: .write)
+        try ItemCommands.checkRollback(vault, args)
         var remove = Set<Int>()
         for r in args.all("remove-slot") {
             guard let n = Int(r), vault.header.slots.indices.contains(n) else {
@@ -174,9 +177,73 @@ enum Keys {
         }
         let add = try addedSlots(args, passphraseWanted: !explicit)
         guard remove.count < vault.header.slots.count || !add.isEmpty else { throw CLIError.usage("refusing to remove every key slot") }
+        if args.flag("revoke") { return try revoke(vault, path, secret, args, remove: remove, add: add) }
+        let removedNames = remove.sorted().map { "\($0) (\(vault.header.slots[$0].kindName))" }
         try vault.changeSlots(remove: remove.sorted(), add: add)
         warn("\(path): \(vault.header.slots.count) key slots (\(vault.header.slots.map(\.kindName).joined(separator: ", ")))")
+        if !removedNames.isEmpty {
+            warn("\(path): removed slot \(removedNames.joined(separator: ", ")) from this file only: the vault key is unchanged, so a "
+                 + "copy of the old header or file (a backup, or one kept by whoever held the removed secret) still opens "
+                 + "the vault with it; `kcar passwd --revoke` makes a new vault key so that no old copy opens the current file")
+        }
         return .success
+    }
+
+    /// `passwd --revoke`: the slot change, under a new vault key (SPEC.md §9, rekey), so that an old header
+    /// spliced onto the new file opens nothing. A slot kept needs its secret to be wrapped again: the one that
+    /// opened the vault, the group's key file, or a key file given with --add-key-file that opens it; any other
+    /// kept slot is refused before anything is written (remove it, and add it again with --add-*).
+    static func revoke(_ vault: Vault, _ path: String, _ secret: UnlockSecret, _ args: Arguments, remove: Set<Int>,
+                       add: [SlotSecret]) throws -> ExitCode {
+        var slots: [SlotSecret] = []
+        var known: [UnlockSecret] = []
+        var carried = Set<Int>()
+        if !remove.contains(vault.unlockedSlot) {
+            slots += reopening(vault.header.slots[vault.unlockedSlot], secret)
+            carried.insert(vault.unlockedSlot)
+        }
+        let groupKey = try args.value("group").map { try ItemCommands.groupKey(args, $0) }
+        if let key = groupKey {
+            known.append(.keyFile(key))
+            slots.append(.keyFile(key))
+        }
+        for case .keyFile(let k) in add { known.append(.keyFile(k)) }
+        for (i, s) in vault.header.slots.enumerated() where !remove.contains(i) && !carried.contains(i) {
+            guard case .keyFile = s, known.contains(where: { s.opens(with: $0, vaultID: vault.header.vaultID) }) else {
+                throw CLIError.usage("slot \(i) (\(s.kindName)) cannot be kept under a new vault key without its secret: "
+                                     + "--remove-slot \(i), and give it again with --add-\(addOption(s)) if it should stay")
+            }
+            carried.insert(i)
+        }
+        // The group's key file is in `slots` already; a --add-key-file of the same key would be a second slot.
+        slots += add.filter { a in
+            guard case .keyFile(let k) = a, let g = groupKey else { return true }
+            return !k.constantTimeEquals(g)
+        }
+        try vault.rekey(slots: slots)
+        warn("\(path): revoked slot \(remove.sorted().map(String.init).joined(separator: ", ")): new vault key, \(vault.count) items "
+             + "re-sealed; no copy of the old header or file opens the vault as it is now (copies still open what they hold); "
+             + "\(vault.header.slots.count) key slots (\(vault.header.slots.map(\.kindName).joined(separator: ", ")))")
+        return .success
+    }
+
+    /// The slot that `secret`, which opened `slot`, gives for a new vault key (none for a mismatch).
+    static func reopening(_ slot: KeySlot, _ secret: UnlockSecret) -> [SlotSecret] {
+        switch (slot, secret) {
+        case (.passphrase(let params, _, _, _), .passphrase(let p)): return [.passphrase(p, params)]
+        case (.keyFile, .keyFile(let k)): return [.keyFile(k)]
+        case (.recipient, .keyFile(let sk)): return [.recipient(X25519.publicKey(secretKey: sk))]
+        default: return []
+        }
+    }
+
+    /// The --add-* option that makes a slot of this kind.
+    static func addOption(_ s: KeySlot) -> String {
+        switch s {
+        case .passphrase: return "passphrase"
+        case .keyFile: return "key-file"
+        case .recipient: return "recipient"
+        }
     }
 
     static func rekey(_ argv: [String]) throws -> ExitCode {
@@ -184,21 +251,14 @@ enum Keys {
         let path = try vaultArguments(args, ["VAULT"])[0]
         let secret = try Secrets.unlock(args)!
         let vault = try Vault.open(path: path, secret: secret, mode: .write)
-        var slots: [SlotSecret] = []
-        let opened = vault.header.slots[vault.unlockedSlot]
-        switch (opened, secret) {
-        case (.passphrase(let params, _, _, _), .passphrase(let p)): slots.append(.passphrase(p, params))
-        case (.keyFile, .keyFile(let k)): slots.append(.keyFile(k))
-        case (.recipient, .keyFile(let sk)): slots.append(.recipient(X25519.publicKey(secretKey: sk)))
-        default: break
-        }
+        var slots = reopening(vault.header.slots[vault.unlockedSlot], secret)
         slots += try addedSlots(args, passphraseWanted: false)
         // A keychain's group keeps a slot for its key file, whatever secret opened it (SPEC.md §K1).
         if let group = args.value("group"), !slots.contains(where: { if case .keyFile = $0 { return true } else { return false } }) {
             slots.append(.keyFile(try ItemCommands.groupKey(args, group)))
         }
         for (i, s) in vault.header.slots.enumerated() where i != vault.unlockedSlot {
-            warn("rekey drops slot \(i) (\(s.kindName)); add it again with --add-\(s.kindName == "x25519" ? "recipient" : s.kindName == "key file" ? "key-file" : "passphrase")")
+            warn("rekey drops slot \(i) (\(s.kindName)); add it again with --add-\(addOption(s))")
         }
         try vault.rekey(slots: slots)
         warn("\(path): new vault key; \(vault.count) items re-sealed; \(slots.count) key slots")

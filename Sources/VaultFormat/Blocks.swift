@@ -110,6 +110,14 @@ enum Blocks {
     /// Opens one block's sealed bytes into its chunk plaintext, enforcing SPEC.md §6.
     static func open(nonce: [UInt8], sealed: [UInt8], key: StreamKey, index: UInt32, last: Bool,
                      fail: (String) -> VaultError) throws -> [UInt8] {
+        // Room for any chunk: never nil.
+        try open(nonce: nonce, sealed: sealed, key: key, index: index, last: last, room: Limits.chunkSize, fail: fail) ?? []
+    }
+
+    /// As ``open(nonce:sealed:key:index:last:fail:)``, but nil, before inflating, if the chunk declares more
+    /// than `room` bytes: the caller's budget decides, not the chunk.
+    static func open(nonce: [UInt8], sealed: [UInt8], key: StreamKey, index: UInt32, last: Bool, room: Int,
+                     fail: (String) -> VaultError) throws -> [UInt8]? {
         guard var p = Sodium.open(key: key.key, nonce: nonce, ciphertext: sealed, ad: key.ad(chunk: index, last: last)) else {
             throw fail("chunk \(index) does not authenticate")
         }
@@ -120,6 +128,7 @@ enum Blocks {
         guard length >= 1, length <= Limits.chunkSize, last || length == Limits.chunkSize else {
             throw fail("chunk \(index) declares \(length) bytes")
         }
+        guard length <= room else { return nil }
         let payload = p.count - 5
         switch codec {
         case 0:
@@ -192,16 +201,6 @@ struct BlockReader {
         position = blockEnd
         index += 1
         return chunk
-    }
-
-    /// Reads the whole stream into memory, refusing more than `limit` bytes of plaintext.
-    mutating func readAll(limit: Int) throws -> [UInt8] {
-        var out: [UInt8] = []
-        while let c = try next() {
-            guard out.count + c.count <= limit else { throw fail("more than \(limit) bytes of plaintext") }
-            out.append(contentsOf: c)
-        }
-        return out
     }
 }
 

@@ -33,6 +33,7 @@ final class CommitWriter {
 
     private var solid: [(item: Item, value: [UInt8], sequence: Int)] = []
     private var solidBytes = 0
+    private var solidTableBytes = 0
     /// Closed records waiting to be sealed together.
     private var pending: [(jobs: [ChunkJob], items: [(item: Item, sequence: Int)])] = []
     private var pendingBytes = 0
@@ -81,7 +82,13 @@ final class CommitWriter {
         }
         solid.append((item, bytes, sequence))
         solidBytes += bytes.count
-        if solidBytes >= Limits.solidTarget || solid.count >= solidMembers { try closeSolid() }
+        // The member table counts too (SPEC.md §6): an id and a size varint per member, so that thousands of
+        // empty values cannot make a record of megabytes. Values and table each reach the target on their own
+        // (so the records of the released fixtures, whose tables are small, are cut as they always were).
+        solidTableBytes += 16 + MemberTable.varintLength(item.size)
+        if solidBytes >= Limits.solidTarget || solidTableBytes >= Limits.solidTarget || solid.count >= solidMembers {
+            try closeSolid()
+        }
     }
 
     private func closeSolid() throws {
@@ -89,6 +96,7 @@ final class CommitWriter {
         let members = solid
         solid = []
         solidBytes = 0
+        solidTableBytes = 0
         try closeRecord(members)
     }
 
@@ -238,7 +246,9 @@ final class CommitWriter {
         try file.sync()
         return Tail(trailer: trailer, offset: trailerOffset,
                     checkpointBytes: checkpoint ? UInt64(out.count) : previous?.checkpointBytes ?? 0,
-                    deltaBytes: checkpoint ? 0 : (previous?.deltaBytes ?? 0) + UInt64(out.count))
+                    deltaBytes: checkpoint ? 0 : (previous?.deltaBytes ?? 0) + UInt64(out.count),
+                    chainPlainBytes: plain.count + (checkpoint ? 0 : previous?.chainPlainBytes ?? 0),
+                    chainOps: ops.count + (checkpoint ? 0 : previous?.chainOps ?? 0))
     }
 
     /// Appends an already sealed record (compaction, rekey) for `items`, whose member indexes and data

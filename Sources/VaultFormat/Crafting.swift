@@ -88,6 +88,25 @@ package struct CraftedVault {
         return (start, UInt64(body.count) - start)
     }
 
+    /// Appends an index segment for `generation` of `length` plaintext bytes that `bytes(from, count)` hands
+    /// over one chunk at a time (a segment of hundreds of MiB crafted in a few MiB of memory).
+    @discardableResult
+    package mutating func appendIndex(length: Int, generation: UInt64, bytes: (_ from: Int, _ count: Int) -> [UInt8]) -> (UInt64, UInt64) {
+        let key = StreamKey.index(keys, vaultID: vaultID, generation: generation)
+        let start = UInt64(body.count)
+        var from = 0
+        var index: UInt32 = 0
+        while from < length {
+            let n = min(Limits.chunkSize, length - from)
+            let job = ChunkJob(plaintext: bytes(from, n)[...], index: index, last: from + n == length,
+                               nonce: random.bytes(Sodium.aeadNonceBytes), key: key)
+            body += Blocks.seal(job, level: 6)
+            from += n
+            index += 1
+        }
+        return (start, UInt64(body.count) - start)
+    }
+
     private mutating func append(_ blocks: [Block], key: StreamKey) -> (UInt64, UInt64) {
         let start = UInt64(body.count)
         for b in blocks {

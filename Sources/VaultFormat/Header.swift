@@ -112,6 +112,9 @@ public enum KeySlot: Hashable, Sendable {
         }
     }
 
+    /// Whether `secret` opens this slot of the vault `vaultID` (runs Argon2id for a passphrase slot).
+    public func opens(with secret: UnlockSecret, vaultID: [UInt8]) -> Bool { unwrap(with: secret, vaultID: vaultID) != nil }
+
     /// The vault key, if `secret` opens this slot.
     func unwrap(with secret: UnlockSecret, vaultID: [UInt8]) -> SecureBytes? {
         switch (self, secret) {
@@ -172,25 +175,33 @@ public struct Header: Sendable {
     /// The key slots, in order.
     public let slots: [KeySlot]
     /// Tags of non-critical fields this reader skipped.
-    public let unknownFields: [UInt16]
+    public var unknownFields: [UInt16] { unknown.map(\.tag) }
+    /// The non-critical fields this reader does not know, as read (tag order): every rewrite of the header
+    /// (passwd, rekey, compact) carries them over unchanged (SPEC.md §4).
+    let unknown: [(tag: UInt16, value: [UInt8])]
     /// Bytes of the header (the body starts here).
     public let length: Int
 
-    init(vaultID: [UInt8], group: String, slots: [KeySlot]) {
+    /// A header to write: `unknown` are the non-critical fields of the header it replaces (kept as they were).
+    init(vaultID: [UInt8], group: String, slots: [KeySlot], unknown: [(tag: UInt16, value: [UInt8])] = []) {
         self.vaultID = vaultID
         self.group = group
         self.slots = slots
-        unknownFields = []
-        length = 16 + 4 + 16 + 4 + group.utf8.count + slots.reduce(0) { $0 + 4 + $1.encode().count } + 64
+        self.unknown = unknown
+        length = 16 + unknown.reduce(0) { $0 + 4 + $1.value.count } + 4 + 16 + 4 + group.utf8.count
+            + slots.reduce(0) { $0 + 4 + $1.encode().count } + 64
     }
 
-    private init(vaultID: [UInt8], group: String, slots: [KeySlot], unknown: [UInt16], length: Int) {
+    private init(vaultID: [UInt8], group: String, slots: [KeySlot], unknown: [(tag: UInt16, value: [UInt8])], length: Int) {
         self.vaultID = vaultID
         self.group = group
         self.slots = slots
-        unknownFields = unknown
+        self.unknown = unknown
         self.length = length
     }
+
+    /// This header with other key slots, every other field as it was.
+    func with(slots: [KeySlot]) -> Header { Header(vaultID: vaultID, group: group, slots: slots, unknown: unknown) }
 
     /// Throws `code` if the passphrase slots together cost more Argon2id work than ``Limits/kdfTotalMax``.
     static func checkKDFBudget(_ slots: [KeySlot], _ code: VaultError.Code) throws {
@@ -223,6 +234,8 @@ public struct Header: Sendable {
             w.appendLE(UInt16(value.count))
             w.append(contentsOf: value)
         }
+        // Non-critical tags are below 0x8000: they come first, in the order read (which is tag order).
+        for f in unknown { field(f.tag, f.value) }
         field(Header.tagVaultID, vaultID)
         field(Header.tagGroup, Array(group.utf8))
         for s in slots { field(Header.tagSlot, s.encode()) }
@@ -253,7 +266,7 @@ public struct Header: Sendable {
         var vaultID: [UInt8]?
         var group: String?
         var slots: [KeySlot] = []
-        var unknown: [UInt16] = []
+        var unknown: [(tag: UInt16, value: [UInt8])] = []
         var lastTag = -1
         while !r.isAtEnd {
             let tag = try r.readLE(UInt16.self)
@@ -276,7 +289,7 @@ public struct Header: Sendable {
                 slots.append(try KeySlot.decode(value))
             default:
                 guard tag & critical == 0 else { throw r.fail("unknown critical field 0x\(String(tag, radix: 16))") }
-                unknown.append(tag)
+                unknown.append((tag, value))
             }
         }
         guard let vaultID, let group else { throw r.fail("vault id or access group missing") }

@@ -68,12 +68,66 @@ enum IndexCodec {
 
     /// Parses a segment and hands each operation to `body` as it is read (no array of operations).
     static func forEach(_ bytes: [UInt8], checkpoint: Bool, _ body: (IndexOperation) throws -> Void) throws {
-        var r = ByteReader(bytes, failure: .damagedIndex, what: "index")
+        var ops = 0
+        try forEach(bytes, checkpoint: checkpoint, budget: &ops, body)
+    }
+
+    /// As ``forEach(_:checkpoint:_:)``, adding the segment's operations to `budget`, the count of a whole
+    /// chain: more than ``Limits/chainOpsMax`` in all is refused before any of this segment's is decoded.
+    static func forEach(_ bytes: [UInt8], checkpoint: Bool, budget: inout Int, _ body: (IndexOperation) throws -> Void) throws {
+        var given = false
         // Each operation takes at least 17 bytes: a count larger than that is refused before any work.
-        let count = try r.readCount(max: min(Limits.itemsMax, bytes.count / 17), "operation count")
+        try forEach(chunks: {
+            defer { given = true }
+            return given ? nil : bytes
+        }, countMax: bytes.count / 17, checkpoint: checkpoint, budget: &budget, body)
+    }
+
+    /// Stored bytes a segment needs at least per operation: its random item id.
+    static let idBytesMin = 16
+
+    /// The most bytes one operation takes: op, id, and an entry of the largest class, attributes and fields.
+    static let operationMax = 17 + (2 + Limits.attrNameMax) + 2 + Limits.attrsMax * (2 + Limits.attrNameMax + 1 + 3 + Limits.attrValueMax)
+        + 10 + 16 + 4 * 10
+
+    /// Parses a segment whose plaintext `chunks` hands over piece by piece (nil at the end), holding at most
+    /// about two operations' worth of it (``operationMax``), not the whole segment: the memory of opening a
+    /// vault is then its items, not its items and their index.
+    ///
+    /// `storedBytes`, the segment's sealed length when known, bounds the count before any operation is
+    /// decoded: each operation names a distinct random item id (16 bytes no compression shrinks, and every
+    /// chunk is deflated on its own), so a segment holds at most storedBytes / 16 of them (SPEC.md §7).
+    static func forEach(chunks next: () throws -> [UInt8]?, countMax: Int = Limits.itemsMax, storedBytes: UInt64? = nil,
+                        checkpoint: Bool, budget: inout Int, _ body: (IndexOperation) throws -> Void) throws {
+        var buffer: [UInt8] = []
+        var ended = false
+        // Appends chunks until `buffer` holds `need` bytes or the segment ends.
+        func fill(_ need: Int) throws {
+            while !ended, buffer.count < need {
+                if let c = try next() { buffer.append(contentsOf: c) } else { ended = true }
+            }
+        }
+        try fill(operationMax)
+        var r = ByteReader(buffer, failure: .damagedIndex, what: "index")
+        let count = try r.readCount(max: min(Limits.itemsMax, countMax), "operation count")
+        if let stored = storedBytes, UInt64(count) > stored / UInt64(idBytesMin) {
+            throw r.fail("\(count) operations in \(stored) stored bytes: fewer than \(idBytesMin) per item id (ids are random)")
+        }
+        guard count <= Limits.chainOpsMax - budget else {
+            throw r.fail("the chain holds more than \(Limits.chainOpsMax) operations (CHAIN_OPS_MAX)")
+        }
+        budget += count
         var previous: ItemID?
         var names = NameCache()
         for _ in 0..<count {
+            if r.remaining < operationMax, !ended {
+                // Drop what was parsed and read on; the reader lets go of the buffer first (no copy).
+                let consumed = r.position
+                r = ByteReader([], failure: .damagedIndex, what: "index")
+                buffer.removeSubrange(0..<consumed)
+                try fill(operationMax)
+                r = ByteReader(buffer, failure: .damagedIndex, what: "index")
+            }
             let op = try r.readU8()
             let id = ItemID(raw: try r.readID())
             if let p = previous, !(p < id) { throw r.fail("item ids not in strictly ascending order at \(id)") }
@@ -87,6 +141,7 @@ enum IndexCodec {
             }
         }
         guard r.isAtEnd else { throw r.fail("\(r.remaining) bytes after the last operation") }
+        if !ended, try next() != nil { throw r.fail("bytes after the last operation") }
     }
 
     /// `names` carries class and attribute names from one entry to the next: they repeat across the items of
@@ -217,16 +272,30 @@ struct Trailer: Equatable {
     /// Parses a trailer that sits at body offset `at`; nil unless its magic and MAC verify and its fields are
     /// well-formed and consistent with its position.
     static func decode(_ b: [UInt8], at: UInt64, vaultID: [UInt8], key: SecureBytes) -> Trailer? {
-        guard b.count == size, Array(b[0..<8]) == magic else { return nil }
+        guard let t = candidate(b[...], at: at) else { return nil }
         guard Sodium.constantTimeEqual(Sodium.mac(key: key, macInput(vaultID: vaultID, b[0..<64])), Array(b[64..<96])) else {
             return nil
         }
-        let flags = b.readLE(UInt16.self, at: 52)
-        guard flags & ~1 == 0, b.readLE(UInt64.self, at: 56) == 0 else { return nil }
-        let t = Trailer(generation: b.readLE(UInt64.self, at: 8), commitStart: b.readLE(UInt64.self, at: 16),
-                        indexOffset: b.readLE(UInt64.self, at: 24), indexLength: b.readLE(UInt64.self, at: 32),
-                        previous: b.readLE(UInt64.self, at: 40), itemCount: b.readLE(UInt32.self, at: 48),
-                        checkpoint: flags & 1 == 1, chain: b.readLE(UInt16.self, at: 54))
+        return t
+    }
+
+    /// The fields of the 96 bytes `b` if they could be a valid trailer at body offset `at`: magic, reserved
+    /// bytes and flags, and every rule of SPEC.md §8 that ties the fields to each other and to the position.
+    /// No key needed and no MAC computed: the cheap test that comes before the MAC (a *candidate*).
+    static func candidate(_ b: ArraySlice<UInt8>, at: UInt64) -> Trailer? {
+        guard b.count == size else { return nil }
+        let o = b.startIndex
+        for i in 0..<8 where b[o + i] != magic[i] { return nil }
+        func u64(_ i: Int) -> UInt64 {
+            var v: UInt64 = 0
+            for k in 0..<8 { v |= UInt64(b[o + i + k]) << (8 * k) }
+            return v
+        }
+        let flags = UInt16(b[o + 52]) | UInt16(b[o + 53]) << 8
+        guard flags & ~1 == 0, u64(56) == 0 else { return nil }
+        let t = Trailer(generation: u64(8), commitStart: u64(16), indexOffset: u64(24), indexLength: u64(32),
+                        previous: u64(40), itemCount: UInt32(truncatingIfNeeded: u64(48)),
+                        checkpoint: flags & 1 == 1, chain: UInt16(b[o + 54]) | UInt16(b[o + 55]) << 8)
         guard t.generation >= 1, t.commitStart <= t.indexOffset, t.indexOffset.adding(t.indexLength) == at,
               t.indexLength > 0, Int(t.chain) < Limits.chainMax, t.checkpoint == (t.chain == 0),
               (t.previous == noPrevious) == (t.commitStart == 0), t.previous != noPrevious || t.checkpoint,

@@ -21,6 +21,19 @@ public enum Limits {
     public static let attrNameMax = 255
     public static let attrValueMax = 65_536
     public static let chainMax = 64
+    /// Plaintext bytes of all the index segments of one chain together (a checkpoint and its deltas): what
+    /// opening a vault may inflate and parse in all, whatever the number of segments. Writers start a new
+    /// checkpoint before a delta would pass it.
+    public static let chainIndexMax = indexMax
+    /// Operations (puts and deletes) of all the segments of one chain together: what opening a vault may
+    /// decode in all. A checkpoint holds at most ``itemsMax``; writers keep the deltas after it below as many.
+    public static let chainOpsMax = 2 * itemsMax
+    /// Plaintext bytes of all the superseded index segments of a file that `verify` inflates and parses (the
+    /// ones before the chain that opening reads): past it, it only authenticates them.
+    public static let supersededIndexMax = 4 * chainIndexMax
+    /// Trailer candidates (magic and fields consistent with their position) whose MAC fails that the search
+    /// for the last commit tries before it gives up: an interrupted write leaves at most one (a torn trailer).
+    public static let trailerProbesMax = 16
     public static let valueMax: UInt64 = 1 << 48
     /// Auto-compaction: after a commit, compact when dead bytes exceed this share of the body ...
     public static let compactDeadRatio = 0.5

@@ -8,11 +8,11 @@ extension Vault {
     /// called for the item that failed.
     public func readValues(of items: [Item], begin: (Item, _ whole: Bool) throws -> Void,
                            bytes: (UnsafeRawBufferPointer) throws -> Void, end: (Item) throws -> Void) throws {
-        let batches = Vault.recordBatches(items)
+        let batches = Vault.recordBatches(try items.map(current))
 
         // Decode batch n+1 on other threads while the caller consumes batch n.
         final class Decoded: @unchecked Sendable {
-            var result: Result<[[UInt8]], Error> = .success([])
+            var result: Result<[[UInt8]?], Error> = .success([])
             let done = DispatchSemaphore(value: 0)
         }
         func start(_ batch: [[Item]]) -> Decoded? {
@@ -20,7 +20,7 @@ extension Vault {
             let d = Decoded()
             let read = Result { try readRecords(batch) }
             guard case .success(let raws) = read else {
-                d.result = read
+                d.result = read.map { $0.map { Optional($0) } }
                 d.done.signal()
                 return d
             }
@@ -40,7 +40,13 @@ extension Vault {
                 continue
             }
             decoded.done.wait()
-            for (members, plain) in zip(batch, try decoded.result.get()) {
+            for (members, whole) in zip(batch, try decoded.result.get()) {
+                // Over its budget whole (dead members, or a record that inflates past what it declares):
+                // streamed instead, chunk by chunk.
+                guard let plain = whole else {
+                    try streamRecord(members, begin: begin, bytes: bytes, end: end)
+                    continue
+                }
                 let table = try checkedTable(plain, members)
                 for item in members {
                     try begin(item, true)
@@ -86,6 +92,8 @@ extension Vault {
             }
             wipe(&chunk)
             position = chunkEnd
+            // No further than the member table declares: a record that inflates past it stops here.
+            guard position <= table.totalData else { throw fail("record holds more data than its member table declares") }
             guard let c = try reader.next() else { break }
             chunk = c
         }
@@ -131,26 +139,33 @@ extension Vault {
     /// Whether a batch is one large record, to be streamed rather than decoded whole.
     static func isStreamed(_ batch: [[Item]]) -> Bool { weight(batch[0]) > batchRecordMax }
 
-    /// What decoding a record whole would cost in memory: its stored bytes, or the end of the furthest value
-    /// its items name, whichever is more (a gigabyte of zeros is stored in a few kilobytes).
+    /// What decoding a record whole may cost in memory: its stored bytes, or the largest member table of
+    /// its items' number plus the end of the furthest value they name, whichever is more (a gigabyte of
+    /// zeros is stored in a few kilobytes). Decoding a record whole stops at this many plaintext bytes
+    /// (``decodeRecords``), so a batch's weight bounds its memory, however its chunks inflate.
     static func weight(_ members: [Item]) -> UInt64 {
-        members.reduce(members[0].location.length) { max($0, $1.location.dataOffset &+ $1.size) }
+        // Index decoding checked that every dataOffset + size fits 64 bits, and both are at most 2^48.
+        let furthest = members.reduce(UInt64(0)) { max($0, $1.location.dataOffset + $1.size) }
+        return max(members[0].location.length, MemberTable.maxLength(members.count) + furthest)
     }
 
     static let batchRecordMax: UInt64 = 4 << 20
     static let batchBytes: UInt64 = 2 << 20
 
-    /// The whole plaintext of each record, decoded in parallel.
-    static func decodeRecords(_ groups: [[Item]], raws: [[UInt8]], keys: Subkeys, vaultID: [UInt8]) throws -> [[UInt8]] {
-        var results = [Result<[UInt8], VaultError>](repeating: .success([]), count: groups.count)
+    /// The whole plaintext of each record, decoded in parallel; nil for a record whose plaintext would pass
+    /// its ``weight`` (decoding stops there, before the chunk that passes it is inflated): the caller streams
+    /// that one instead. The memory of a batch is therefore at most the sum of its weights.
+    static func decodeRecords(_ groups: [[Item]], raws: [[UInt8]], keys: Subkeys, vaultID: [UInt8]) throws -> [[UInt8]?] {
+        var results = [Result<[UInt8]?, VaultError>](repeating: .success(nil), count: groups.count)
         results.withUnsafeMutableBufferPointer { out in
             let o = UnsafeSendable(out)
             let g = UnsafeSendable(groups)
             DispatchQueue.concurrentPerform(iterations: groups.count) { i in
                 let first = g.value[i][0]
                 let key = StreamKey.record(keys, vaultID: vaultID, recordID: first.location.recordID)
+                let limit = Int(min(weight(g.value[i]), UInt64(Int.max)))
                 do {
-                    o.value[i] = .success(try Blocks.openAll(raws[i], key: key) {
+                    o.value[i] = .success(try Blocks.openAll(raws[i], key: key, limit: limit) {
                         VaultError(.damagedRecord, "\(first.displayName): \($0)")
                     })
                 } catch let e as VaultError {
@@ -175,8 +190,9 @@ extension Vault {
 }
 
 extension Blocks {
-    /// Opens every block of a stream held in memory and returns the concatenated chunks.
-    static func openAll(_ raw: [UInt8], key: StreamKey, fail: (String) -> VaultError) throws -> [UInt8] {
+    /// Opens every block of a stream held in memory and returns the concatenated chunks, or nil as soon as
+    /// the next chunk would take them past `limit` bytes (before it is inflated).
+    static func openAll(_ raw: [UInt8], key: StreamKey, limit: Int, fail: (String) -> VaultError) throws -> [UInt8]? {
         var out: [UInt8] = []
         var p = 0
         var index: UInt32 = 0
@@ -187,8 +203,12 @@ extension Blocks {
                 throw fail("block \(index) declares \(n) sealed bytes")
             }
             let end = p + frameBytes + n
-            out += try open(nonce: Array(raw[p + 4..<p + 28]), sealed: Array(raw[p + frameBytes..<end]), key: key,
-                            index: index, last: end == raw.count, fail: fail)
+            guard let chunk = try open(nonce: Array(raw[p + 4..<p + 28]), sealed: Array(raw[p + frameBytes..<end]), key: key,
+                                       index: index, last: end == raw.count, room: limit - out.count, fail: fail) else {
+                wipe(&out)
+                return nil
+            }
+            out += chunk
             p = end
             index += 1
         }

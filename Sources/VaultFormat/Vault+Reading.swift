@@ -2,14 +2,17 @@ extension Vault {
     /// Reads an item's whole value into memory.
     public func read(_ item: Item) throws -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(Int(min(item.size, 1 << 30)))
+        // What the index declares, up to a few chunks: the record proves the rest as it is read.
+        out.reserveCapacity(Int(min(item.size, UInt64(4 * Limits.chunkSize))))
         try read(item) { out.append(contentsOf: $0) }
         return out
     }
 
     /// Streams an item's value to `sink` chunk by chunk; every byte passed on has authenticated. Throws
-    /// ``VaultError/Code/damagedRecord`` naming the item if anything fails, possibly after some chunks.
+    /// ``VaultError/Code/damagedRecord`` naming the item if anything fails, possibly after some chunks, and
+    /// ``VaultError/Code/staleItem`` if `item` was taken before its item was deleted or its value replaced.
     public func read(_ item: Item, into sink: (UnsafeRawBufferPointer) throws -> Void) throws {
+        let item = try current(item)
         let l = item.location
         let fail = { (m: String) in VaultError(.damagedRecord, "\(item.displayName): \(m)") }
         var reader = recordReader(l, fail: fail)
@@ -45,6 +48,20 @@ extension Vault {
 }
 
 extension Vault {
+    /// The vault's item for the handle `item`, which the caller may have kept across commits: the same item
+    /// with the same value (record, member and size; a rewrite may have moved the record), or
+    /// ``VaultError/Code/staleItem``. An attribute change keeps the value, so it leaves a handle current.
+    func current(_ item: Item) throws -> Item {
+        guard let now = state[item.id] else {
+            throw VaultError(.staleItem, "\(item.displayName): the item was deleted after this handle was taken; look it up again")
+        }
+        let a = now.location, b = item.location
+        guard now.size == item.size, a.recordID == b.recordID, a.member == b.member, a.dataOffset == b.dataOffset else {
+            throw VaultError(.staleItem, "\(item.displayName): the item's value was replaced after this handle was taken; look it up again")
+        }
+        return now
+    }
+
     /// A reader over the blocks of the record at `l`.
     func recordReader(_ l: RecordLocation, fail: @escaping (String) -> VaultError) -> BlockReader {
         BlockReader(file: file, key: StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID),
@@ -102,6 +119,9 @@ struct MemberTable {
             total = t
             members.append((id, size))
         }
+        // The record is the table and the data: its size must fit 64 bits too (65,536 members of 2^48 almost
+        // fill them), so that `length + totalData` never overflows wherever it is used.
+        guard total.adding(UInt64(r.position)) != nil else { throw fail("member sizes add up past 2^64 bytes") }
         return MemberTable(members: members, offsets: offsets, length: r.position, totalData: total)
     }
 
@@ -122,6 +142,13 @@ struct MemberTable {
             throw fail("record holds \(plaintext) bytes, its member table declares \(UInt64(length) + totalData)")
         }
     }
+
+    /// The largest member table of `n` members: a 3-byte count, then per member an id and a size of at
+    /// most 2^48 (a 7-byte varint).
+    static func maxLength(_ n: Int) -> UInt64 { 3 + 23 * UInt64(n) }
+
+    /// Bytes of `v` as a varint.
+    static func varintLength(_ v: UInt64) -> Int { max(1, (64 - v.leadingZeroBitCount + 6) / 7) }
 
     static func encode(_ members: [(id: ItemID, size: UInt64)]) -> [UInt8] {
         var w = ByteWriter(capacity: 2 + members.count * 20)

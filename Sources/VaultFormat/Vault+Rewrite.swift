@@ -16,7 +16,7 @@ extension Vault {
         let vk = random.secureBytes(32)
         let keySlots = try slots.map { try KeySlot.make(for: $0, vaultKey: vk, vaultID: header.vaultID, random: random) }
         try Header.checkKDFBudget(keySlots, .invalidArgument)
-        let newHeader = Header(vaultID: header.vaultID, group: header.group, slots: keySlots)
+        let newHeader = header.with(slots: keySlots)
         let bytes = newHeader.encode(macKey: Subkeys(vaultKey: vk).header)
         try rewrite(header: newHeader, headerBytes: bytes, newKey: vk, random: random, options: options)
     }
@@ -39,7 +39,7 @@ extension Vault {
             throw VaultError(.invalidArgument, "a vault needs 1 to \(Limits.slotsMax) key slots")
         }
         try Header.checkKDFBudget(slots, .invalidArgument)
-        let newHeader = Header(vaultID: header.vaultID, group: header.group, slots: slots)
+        let newHeader = header.with(slots: slots)
         let bytes = newHeader.encode(macKey: keys.header)
         let tmp = try AtomicReplace(path: path, random: random)
         do {
@@ -71,6 +71,7 @@ extension Vault {
     private func rewriteLocked(header newHeader: Header, headerBytes bytes: [UInt8], newKey: SecureBytes?, random: RandomSource,
                                options: WriteOptions) throws {
         let newKeys = newKey.map { Subkeys(vaultKey: $0) } ?? keys
+        let generation = try Vault.nextGeneration(after: tail.trailer.generation, path)
         let tmp = try AtomicReplace(path: path, random: random)
         let newTail: Tail
         let newState: [ItemID: Item]
@@ -111,7 +112,7 @@ extension Vault {
             try writer.flush()
             newState = Dictionary(uniqueKeysWithValues: writer.written.map { ($0.item.id, $0.item) })
             let ops = newState.keys.sorted().map { IndexOperation.put(newState[$0]!) }
-            newTail = try writer.finish(ops: ops, checkpoint: true, generation: tail.trailer.generation + 1, previous: nil,
+            newTail = try writer.finish(ops: ops, checkpoint: true, generation: generation, previous: nil,
                                         itemCount: newState.count)
             try tmp.commit(overwrite: true) { try ensureStillAtPath("a rewrite") }
         } catch {

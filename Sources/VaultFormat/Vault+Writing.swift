@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
 /// The changes of one commit, gathered by the closure given to ``Vault/create(path:group:slots:options:overwrite:random:_:)``
 /// or ``Vault/commit(options:random:_:)``. Values are written as they are added; the commit becomes visible
@@ -151,6 +152,8 @@ extension Vault {
                        _ body: (Transaction) throws -> Void) throws {
         try options.check()
         let compactNow: Bool = try exclusively {
+            // Before anything is written: a refused commit leaves no bytes behind.
+            let nextGeneration = try Vault.nextGeneration(after: tail.trailer.generation, path)
             try cutIncompleteLocked()
             let writer = CommitWriter(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys,
                                       random: random, level: options.level, solidMembers: options.solidMembers, at: tail.end)
@@ -164,11 +167,13 @@ extension Vault {
                     return false
                 }
                 let chain = Int(tail.trailer.chain) + 1
-                let deltaSize = UInt64(IndexCodec.encode(ops).count)
-                let checkpoint = chain >= Limits.chainMax || tail.deltaBytes + deltaSize > tail.checkpointBytes
+                let deltaSize = IndexCodec.encode(ops).count
+                // A checkpoint also before the chain would pass what a reader accepts of it in all.
+                let checkpoint = chain >= Limits.chainMax || tail.deltaBytes + UInt64(deltaSize) > tail.checkpointBytes
+                    || deltaSize > Limits.chainIndexMax - tail.chainPlainBytes || ops.count > Limits.chainOpsMax - tail.chainOps
                 let finalOps = checkpoint ? tx.state.keys.sorted().map { IndexOperation.put(tx.state[$0]!) } : ops
                 try ensureStillAtPath("a commit")
-                tail = try writer.finish(ops: finalOps, checkpoint: checkpoint, generation: tail.trailer.generation + 1,
+                tail = try writer.finish(ops: finalOps, checkpoint: checkpoint, generation: nextGeneration,
                                          previous: tail, itemCount: tx.state.count)
                 state = tx.state
             } catch {
@@ -178,15 +183,36 @@ extension Vault {
             return options.autoCompact && shouldCompact
         }
         // The commit is durable now; a failed compaction leaves the vault as it was (it is atomic), so it
-        // must not turn a successful commit into an error. It is tried again after the next commit.
+        // must not turn a successful commit into an error. It is tried again after the next commit, and
+        // reported: in ``lastCompactionError`` and to ``compactionFailures``.
         if compactNow {
             do {
                 try compact(random: random, options: options)
                 lastCompactionError = nil
             } catch {
-                lastCompactionError = error as? VaultError ?? VaultError(.io, "\(error)")
+                let e = error as? VaultError ?? VaultError(.io, "\(error)")
+                lastCompactionError = e
+                Vault.compactionFailures.withLock { $0 }?(path, e)
             }
         }
+    }
+
+    /// Told, on the committing thread, of every automatic compaction that failed after a commit (the commit
+    /// stood; the dead space, deleted values included, stays in the file until a compaction succeeds). The
+    /// CLI sets it to warn on standard error, so a failure is reported whichever layer made the commit.
+    public static func reportCompactionFailures(to handler: (@Sendable (_ path: String, _ error: VaultError) -> Void)?) {
+        compactionFailures.withLock { $0 = handler }
+    }
+
+    static let compactionFailures = Mutex<(@Sendable (String, VaultError) -> Void)?>(nil)
+
+    /// The generation of the commit after `generation`: refused at the end of the 64-bit range (a vault can
+    /// take no more commits, SPEC.md §8), before anything is written.
+    static func nextGeneration(after generation: UInt64, _ path: String) throws -> UInt64 {
+        guard let next = generation.adding(1) else {
+            throw VaultError(.invalidArgument, "\(path) is at generation \(generation), the last one: it takes no more commits or rewrites")
+        }
+        return next
     }
 
     /// Throws unless `path` still names the file this instance holds locked. Another process may rename a

@@ -43,6 +43,10 @@ struct Tail {
     /// Bytes of the newest checkpoint segment, and of the deltas after it.
     var checkpointBytes: UInt64
     var deltaBytes: UInt64
+    /// Plaintext bytes and operations of the whole chain, checkpoint included (``Limits/chainIndexMax``,
+    /// ``Limits/chainOpsMax``).
+    var chainPlainBytes: Int = 0
+    var chainOps: Int = 0
     var end: UInt64 { offset + UInt64(Trailer.size) }
 }
 
@@ -97,10 +101,32 @@ public final class Vault {
 
     /// Items sorted by service, then account (bytewise, as UTF-8), then id.
     public var items: [Item] {
-        // Sort keys computed once per item, not once per comparison.
-        // Sort indexes over precomputed keys (moving Ints is cheaper than moving items); the first 8 bytes of
-        // each name, as an integer, decide most comparisons without touching the strings.
-        let all = Array(state.values)
+        var all = Array(state.values)
+        var order = Vault.sortOrder(all)
+        // Permuted in place, following cycles: a second array of every item would double the peak memory of
+        // listing a vault of a million items.
+        for start in order.indices where order[start] != start {
+            let first = all[start]
+            var j = start
+            while true {
+                let k = order[j]
+                order[j] = j
+                if k == start {
+                    all[j] = first
+                    break
+                }
+                all[j] = all[k]
+                j = k
+            }
+        }
+        return all
+    }
+
+    /// Where each item of `all` goes when sorted (position -> index into `all`). Sort keys are computed once
+    /// per item, not once per comparison, and freed when this returns; indexes over them are sorted (moving
+    /// Ints is cheaper than moving items); the first 8 bytes of each name, as an integer, decide most
+    /// comparisons without touching the strings.
+    static func sortOrder(_ all: [Item]) -> [Int] {
         let names = all.map { ($0.service ?? "", $0.account ?? "") }
         func prefix(_ s: String) -> UInt64 {
             var v: UInt64 = 0
@@ -121,7 +147,7 @@ public final class Vault {
             if names[i].1 != names[j].1 { return less(names[i].1, names[j].1) }
             return all[i].id < all[j].id
         }
-        return order.map { all[$0] }
+        return order
     }
 
     /// The items in no particular order (cheaper than ``items`` when order does not matter).
@@ -143,13 +169,32 @@ public final class Vault {
     public var bodyLength: UInt64 { tail.end }
 
     /// Bytes in the body that no live item, nor the current index chain, needs: deleted and replaced
-    /// values and superseded index segments. `compact` removes them.
+    /// values and superseded index segments. `compact` removes them. A record that still holds a live
+    /// value is counted live, except for the values of deleted members that come before a live one in it
+    /// (the gaps the index shows between its live members' data); deleted members after the last live one
+    /// are not visible without decrypting the record, so this is a lower bound (SPEC.md §9). Deleted values
+    /// leave the file only when a compaction rewrites their record: ``compact()`` always does.
     public var deadBytes: UInt64 {
         var live: UInt64 = 0
-        var seen = Set<ID128>()
-        for item in state.values where seen.insert(item.location.recordID).inserted { live += item.location.length }
+        var records: [ID128: (length: UInt64, end: UInt64, data: UInt64)] = [:]
+        for item in state.values {
+            let l = item.location
+            // Index decoding checked that dataOffset + size fits 64 bits; sizes of distinct members of one
+            // record add up to at most its end (else the record is damaged, and then counted as live).
+            var r = records[l.recordID] ?? (l.length, 0, 0)
+            r.end = max(r.end, l.dataOffset + item.size)
+            r.data = r.data.adding(item.size) ?? .max
+            records[l.recordID] = r
+        }
+        var gaps: UInt64 = 0
+        for r in records.values {
+            live += r.length
+            if r.end > r.data { gaps = gaps.adding(r.end - r.data) ?? .max }
+        }
         let chain = tail.checkpointBytes + tail.deltaBytes + UInt64(Trailer.size) * (UInt64(tail.trailer.chain) + 1)
-        return tail.end - min(tail.end, live + chain)
+        let unneeded = tail.end - min(tail.end, live + chain)
+        // Gaps are plaintext bytes, stored compressed or not: never more than the live records' bytes.
+        return unneeded + min(gaps, live)
     }
 
     /// Opens and unlocks the vault at `path`, holding a shared lock while it reads the header, the tail and
@@ -295,29 +340,55 @@ struct TailReader {
         return Trailer.decode(b, at: offset, vaultID: vaultID, key: keys.trailer)
     }
 
-    /// The last trailer that verifies, searching backward past an incomplete commit.
+    /// The last trailer that verifies, searching backward past an incomplete commit (SPEC.md §8): only
+    /// *candidates* (magic and fields consistent with their position, checked without the key) get a MAC,
+    /// and after ``Limits/trailerProbesMax`` candidates whose MAC fails the search gives up, so bytes
+    /// appended to a vault cost a scan, not a MAC per position.
     func findLast() throws -> (Trailer, UInt64) {
+        guard bodySize >= UInt64(Trailer.size) else { throw VaultError(.truncated, "no complete commit after the header") }
+        var probes = Probes()
+        if let found = try validTrailer(from: 0, end: bodySize, probes: &probes) { return found }
+        throw VaultError(.truncated, "no complete commit after the header")
+    }
+
+    /// Counts the candidates whose MAC failed, up to ``Limits/trailerProbesMax``.
+    struct Probes {
+        var failed = 0
+    }
+
+    /// The valid trailer at the highest body offset p with `from` ≤ p and p + 96 ≤ `end`, examining offsets
+    /// from the highest down; nil if there is none. Throws once `probes` reaches ``Limits/trailerProbesMax``.
+    func validTrailer(from: UInt64, end: UInt64, probes: inout Probes) throws -> (Trailer, UInt64)? {
         let size = UInt64(Trailer.size)
-        guard bodySize >= size else { throw VaultError(.truncated, "no complete commit after the header") }
-        if let t = try trailer(at: bodySize - size) { return (t, bodySize - size) }
+        guard end >= size, end - size >= from else { return nil }
         let window: UInt64 = 1 << 20
-        var hi = bodySize - size + 1  // candidate positions are < hi
-        let magic = Trailer.magic
-        while hi > 0 {
-            let lo = hi > window ? hi - window : 0
-            let bytes = try file.read(Int(min(bodySize, hi + size) - lo), at: headerLength + lo)
+        var hi = end - size + 1  // candidate positions are < hi
+        let m0 = Trailer.magic[0]
+        while hi > from {
+            let lo = hi - from > window ? hi - window : from
+            let bytes = try file.read(Int(hi - 1 + size - lo), at: headerLength + lo)
             var p = Int(hi - lo) - 1
             while p >= 0 {
-                if bytes[p] == magic[0], p + Trailer.size <= bytes.count, Array(bytes[p..<p + 8]) == magic,
-                   let t = Trailer.decode(Array(bytes[p..<p + Trailer.size]), at: lo + UInt64(p), vaultID: vaultID,
-                                          key: keys.trailer) {
-                    return (t, lo + UInt64(p))
+                // Cheap first: one byte, then the candidate's fields, and only then the MAC.
+                if bytes[p] == m0 {
+                    let raw = bytes[p..<p + Trailer.size]
+                    if let t = Trailer.candidate(raw, at: lo + UInt64(p)) {
+                        if Sodium.constantTimeEqual(Sodium.mac(key: keys.trailer, Trailer.macInput(vaultID: vaultID, raw.prefix(64))),
+                                                    Array(raw.suffix(32))) {
+                            return (t, lo + UInt64(p))
+                        }
+                        probes.failed += 1
+                        guard probes.failed < Limits.trailerProbesMax else {
+                            throw VaultError(.damagedIndex, "\(probes.failed) trailer candidates up to body offset \(lo + UInt64(p)) do not "
+                                             + "verify (TRAILER_PROBES_MAX): bytes were put there, not left by an interrupted write")
+                        }
+                    }
                 }
                 p -= 1
             }
             hi = lo
         }
-        throw VaultError(.truncated, "no complete commit after the header")
+        return nil
     }
 
     func load() throws -> (Tail, [ItemID: Item]) {
@@ -335,6 +406,10 @@ struct TailReader {
         var state: [ItemID: Item] = [:]
         var checkpointBytes: UInt64 = 0
         var deltaBytes: UInt64 = 0
+        // The chain's budgets, for all its segments together: a chain of 64 segments each near INDEX_MAX
+        // must not cost 64 times one.
+        var plainBytes = 0
+        var ops = 0
         for (t, _) in chain.reversed() {
             guard Int(t.itemCount) <= Limits.itemsMax else {
                 throw VaultError(.damagedIndex, "generation \(t.generation) claims \(t.itemCount) items (limit \(Limits.itemsMax))")
@@ -345,28 +420,100 @@ struct TailReader {
             } else {
                 deltaBytes += t.indexLength
             }
-            try IndexCodec.forEach(try segmentPlaintext(t), checkpoint: t.checkpoint) { try Self.apply($0, to: &state, trailer: t) }
+            try forEachOperation(t, plainBytes: &plainBytes, ops: &ops) { try Self.apply($0, to: &state, trailer: t) }
             guard state.count <= Limits.itemsMax, state.count == Int(t.itemCount) else {
                 throw VaultError(.damagedIndex, "generation \(t.generation): \(state.count) items, trailer says \(t.itemCount)")
             }
         }
         try Self.validateLocations(state)
-        return (Tail(trailer: last, offset: lastOffset, checkpointBytes: checkpointBytes, deltaBytes: deltaBytes), state)
+        return (Tail(trailer: last, offset: lastOffset, checkpointBytes: checkpointBytes, deltaBytes: deltaBytes,
+                     chainPlainBytes: plainBytes, chainOps: ops), state)
     }
 
-    /// The authenticated plaintext of the index segment `t` points at.
-    func segmentPlaintext(_ t: Trailer) throws -> [UInt8] {
-        let key = StreamKey.index(keys, vaultID: vaultID, generation: t.generation)
-        var reader = BlockReader(file: file, key: key, start: headerLength + t.indexOffset,
-                                 end: headerLength + t.indexOffset + t.indexLength) {
+    /// Streams the operations of the segment `t` points at to `body`, its chunks authenticated one by one and
+    /// never held whole; `plainBytes` and `ops` are the chain's running totals, refused past
+    /// ``Limits/chainIndexMax`` (as each chunk is opened) and ``Limits/chainOpsMax``.
+    func forEachOperation(_ t: Trailer, plainBytes: inout Int, ops: inout Int, _ body: (IndexOperation) throws -> Void) throws {
+        var reader = segmentReader(t)
+        var segmentBytes = 0
+        var total = plainBytes
+        defer { plainBytes = total }
+        try IndexCodec.forEach(chunks: {
+            guard let c = try reader.next() else { return nil }
+            guard c.count <= Limits.indexMax - segmentBytes else {
+                throw VaultError(.damagedIndex, "index segment of generation \(t.generation): more than \(Limits.indexMax) bytes (INDEX_MAX)")
+            }
+            guard c.count <= Limits.chainIndexMax - total else {
+                throw VaultError(.damagedIndex, "the index chain up to generation \(t.generation) holds more than "
+                                 + "\(Limits.chainIndexMax) bytes (CHAIN_INDEX_MAX)")
+            }
+            segmentBytes += c.count
+            total += c.count
+            return c
+        }, storedBytes: t.indexLength, checkpoint: t.checkpoint, budget: &ops, body)
+    }
+
+    func segmentReader(_ t: Trailer) -> BlockReader {
+        BlockReader(file: file, key: StreamKey.index(keys, vaultID: vaultID, generation: t.generation), start: headerLength + t.indexOffset,
+                    end: headerLength + t.indexOffset + t.indexLength) {
             VaultError(.damagedIndex, "index segment of generation \(t.generation): \($0)")
         }
-        return try reader.readAll(limit: Limits.indexMax)
     }
 
-    /// Authenticates and parses the segment `t` points at (what verify does for superseded segments).
-    func readSegment(_ t: Trailer) throws {
-        try IndexCodec.forEach(try segmentPlaintext(t), checkpoint: t.checkpoint) { _ in }
+    /// The authenticated plaintext of the index segment `t` points at, at most ``Limits/indexMax`` bytes
+    /// (the fuzz targets' seeds).
+    func segmentPlaintext(_ t: Trailer) throws -> [UInt8] {
+        var reader = segmentReader(t)
+        var out: [UInt8] = []
+        while let c = try reader.next() {
+            guard c.count <= Limits.indexMax - out.count else {
+                throw VaultError(.damagedIndex, "index segment of generation \(t.generation): more than \(Limits.indexMax) bytes (INDEX_MAX)")
+            }
+            out.append(contentsOf: c)
+        }
+        return out
+    }
+
+    /// Authenticates and parses the superseded segment `t` points at (verify), on the budget `spent` shared by
+    /// all the superseded segments of the file: within ``Limits/supersededIndexMax`` bytes and
+    /// ``Limits/chainOpsMax`` operations a segment is inflated and parsed; past it, only authenticated (an
+    /// AEAD over its stored bytes, which the file's size bounds). Returns whether it was parsed.
+    func readSegment(_ t: Trailer, spent: inout (bytes: Int, ops: Int)) throws -> Bool {
+        // Each segment is also within the limits of a chain on its own (its budgets start empty).
+        var bytes = 0, ops = 0
+        let room = (bytes: Limits.supersededIndexMax - spent.bytes, ops: Limits.chainOpsMax - spent.ops)
+        if room.bytes > 0, room.ops > 0 {
+            struct OverBudget: Error {}
+            var reader = segmentReader(t)
+            var decoded = 0
+            do {
+                try IndexCodec.forEach(chunks: {
+                    guard let c = try reader.next() else { return nil }
+                    guard c.count <= Limits.indexMax - bytes else {
+                        throw VaultError(.damagedIndex, "index segment of generation \(t.generation): more than \(Limits.indexMax) bytes (INDEX_MAX)")
+                    }
+                    bytes += c.count
+                    guard bytes <= room.bytes else { throw OverBudget() }
+                    return c
+                }, storedBytes: t.indexLength, checkpoint: t.checkpoint, budget: &ops) { _ in
+                    decoded += 1
+                    guard decoded <= room.ops else { throw OverBudget() }
+                }
+                spent.bytes += bytes
+                spent.ops += decoded
+                return true
+            } catch is OverBudget {
+                spent = (Limits.supersededIndexMax, Limits.chainOpsMax)
+            }
+        }
+        var reader = segmentReader(t)
+        while let b = try reader.nextRaw() {
+            guard Sodium.open(key: reader.key.key, nonce: Array(b.frame[4..<28]), ciphertext: b.sealed,
+                              ad: reader.key.ad(chunk: b.index, last: b.last)) != nil else {
+                throw reader.fail("chunk \(b.index) does not authenticate")
+            }
+        }
+        return false
     }
 
     static func apply(_ op: IndexOperation, to state: inout [ItemID: Item], trailer t: Trailer) throws {

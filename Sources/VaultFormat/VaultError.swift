@@ -27,6 +27,9 @@ public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let damagedRecord = Code(rawValue: "damaged record")
         /// No item matched.
         public static let itemNotFound = Code(rawValue: "item not found")
+        /// An ``Item`` handed to a read was taken before its item was deleted or its value replaced (by
+        /// this instance, or by another process once caught up): look the item up again.
+        public static let staleItem = Code(rawValue: "stale item")
         /// The destination exists and overwriting was not allowed.
         public static let exists = Code(rawValue: "already exists")
         /// A system call failed.

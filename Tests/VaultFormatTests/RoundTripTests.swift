@@ -294,23 +294,37 @@ final class RoundTripTests: VaultTestCase {
     }
 }
 
-/// A record whose member table is larger than a chunk (60,000 members): readers must gather chunks.
+/// A record whose member table is larger than a chunk (65,536 members): readers must gather chunks. Writers
+/// no longer make one (a solid record is closed once its table reaches SOLID_TARGET), so it is crafted.
 final class LargeMemberTableTests: XCTestCase {
     func testMemberTableSpanningChunks() throws {
         let dir = NSTemporaryDirectory() + "kcar-members-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/members.kcv"
-        let key = SecureBytes(copying: Recipes.keyFile)
-        let n = 60_000
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], random: DeterministicRandom(seed: Recipes.seed(50))) { tx in
-            for i in 0..<n {
-                var a = Attributes()
-                a[AttributeName.service] = .string("s")
-                a[AttributeName.account] = .string(String(i))
-                try tx.add(attributes: a, value: .bytes(i == n - 1 ? Array("last".utf8) : []))
-            }
+        let n = Limits.membersMax
+        var v = try HostileVaults.vault()
+        let recordID = HostileVaults.id(0, 9)
+        let members = (0..<n).map { (HostileVaults.randomID($0, 1), $0 == n - 1 ? Array("last".utf8) : [UInt8]()) }
+        let plain = CraftedVault.recordPlaintext(members)
+        XCTAssertGreaterThan(plain.count, Limits.chunkSize)
+        var blocks: [CraftedVault.Block] = []
+        var start = 0
+        while start < plain.count {
+            let end = min(start + Limits.chunkSize, plain.count)
+            blocks.append(.stored(Array(plain[start..<end]), index: UInt32(blocks.count), last: end == plain.count))
+            start = end
         }
+        let (offset, length) = v.appendRecord(id: recordID, blocks: blocks)
+        let ops = members.enumerated().map { i, m in
+            (op: UInt8(1), id: m.0, entry: HostileVaults.entry(service: "s", account: String(i), salt: Array(m.0.suffix(8)),
+                                                              size: UInt64(m.1.count), recordID: recordID,
+                                                              offset: offset, length: length, member: i, dataOffset: 0))
+        }
+        let index = v.appendIndex(CraftedVault.indexPlaintext(ops), generation: 1)
+        v.appendTrailer(generation: 1, commitStart: 0, index: index, previous: nil, itemCount: UInt32(n), checkpoint: true, chain: 0)
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(v.bytes)))
+        let key = SecureBytes(copying: HostileVaults.key)
         let vault = try Vault.open(path: path, secret: .keyFile(key), mode: .write)
         XCTAssertEqual(vault.count, n)
         let last = vault.unorderedItems.first { $0.account == String(n - 1) }!

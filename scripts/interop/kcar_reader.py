@@ -71,6 +71,9 @@ ATTRS_MAX = 256
 ATTR_NAME_MAX = 255
 ATTR_VALUE_MAX = 65536
 CHAIN_MAX = 64
+CHAIN_INDEX_MAX = INDEX_MAX  # SPEC §3: plaintext of all the segments of a chain together
+CHAIN_OPS_MAX = 2 * ITEMS_MAX  # SPEC §3: operations of all the segments of a chain together
+TRAILER_PROBES_MAX = 16  # SPEC §8: candidates whose MAC fails before the backward search gives up
 VALUE_MAX = 1 << 48
 U64_MAX = (1 << 64) - 1
 
@@ -539,7 +542,7 @@ def trailer_mac_ok(h, raw):
 
 
 def parse_trailer(raw, pos):
-    """Fields of a MAC-verified trailer at body offset pos; raises Bad on any rule violation."""
+    """Fields of 96 bytes at body offset pos; raises Bad on any rule of §8 (no MAC checked here)."""
     t = Trailer()
     t.pos = pos
     (magic, t.generation, t.commit_start, t.index_offset, t.index_length, t.previous,
@@ -557,8 +560,8 @@ def parse_trailer(raw, pos):
         raise Bad("checkpoint with chain %d" % t.chain)
     if not t.checkpoint and not 1 <= t.chain <= CHAIN_MAX - 1:
         raise Bad("delta with chain %d outside 1..%d" % (t.chain, CHAIN_MAX - 1))
-    if t.item_count > ITEMS_MAX:
-        raise Bad("item count %d over %d" % (t.item_count, ITEMS_MAX))
+    if t.index_length == 0:
+        raise Bad("index length 0")
     if t.index_offset + t.index_length != pos:
         raise Bad("index segment [%d+%d) does not end at the trailer (%d)" % (
             t.index_offset, t.index_length, pos))
@@ -576,63 +579,81 @@ def parse_trailer(raw, pos):
     return t
 
 
+def trailer_candidate(raw, pos):
+    """The fields of raw if they could be a trailer at pos (§8: magic and every field rule), else None."""
+    try:
+        return parse_trailer(raw, pos)
+    except Bad:
+        return None
+
+
 def read_trailer_at(vf, h, body_len, pos):
-    """Returns a parsed trailer at body offset pos, or None if its MAC does not verify."""
+    """Returns a valid trailer at body offset pos (fields, then MAC), or None."""
     if pos < 0 or pos + TRAILER_SIZE > body_len:
         return None
     raw = vf.pread(h.length + pos, TRAILER_SIZE)
-    if not trailer_mac_ok(h, raw):
+    t = trailer_candidate(raw, pos)
+    if t is None or not trailer_mac_ok(h, raw):
         return None
-    return parse_trailer(raw, pos)
+    return t
 
 
-def find_last_commit(vf, h):
-    """Returns (trailer, incomplete_bytes)."""
-    body_len = vf.size - h.length
-    if body_len >= TRAILER_SIZE:
-        pos = body_len - TRAILER_SIZE
-        raw = vf.pread(h.length + pos, TRAILER_SIZE)
-        if trailer_mac_ok(h, raw):
-            try:
-                return parse_trailer(raw, pos), 0
-            except Bad as e:
-                raise VaultError(DAMAGED_INDEX, "last trailer: %s" % e)
-    # Backward search for the latest verifiable trailer with a consistent previous link.
-    # Only positions before body_len - 96 remain (the trailer there was already rejected).
-    start_limit = body_len - TRAILER_SIZE
+def last_valid_trailer(vf, h, lo_limit, end, failed):
+    """The valid trailer at the highest body offset p with lo_limit <= p and p + 96 <= end (newest first,
+    a MAC only for candidates), or None; failed[0] counts MAC failures up to TRAILER_PROBES_MAX."""
+    start_limit = end - TRAILER_SIZE + 1  # candidate positions are < start_limit
     window_size = 1 << 20
-    while start_limit > 0:
-        lo = max(0, start_limit - window_size)
-        window = vf.pread(h.length + lo, start_limit - lo + len(TRAILER_MAGIC) - 1)
+    while start_limit > lo_limit:
+        lo = max(lo_limit, start_limit - window_size)
+        window = vf.pread(h.length + lo, start_limit - lo + TRAILER_SIZE - 1)
         found = []
         j = window.find(TRAILER_MAGIC)
         while 0 <= j < start_limit - lo:
             found.append(lo + j)
             j = window.find(TRAILER_MAGIC, j + 1)
         for pos in reversed(found):
-            t = candidate(vf, h, body_len, pos)
-            if t is not None:
-                return t, body_len - (pos + TRAILER_SIZE)
+            raw = window[pos - lo:pos - lo + TRAILER_SIZE]
+            t = trailer_candidate(raw, pos) if len(raw) == TRAILER_SIZE else None
+            if t is None:
+                continue
+            if trailer_mac_ok(h, raw):
+                return t
+            failed[0] += 1
+            if failed[0] >= TRAILER_PROBES_MAX:
+                raise VaultError(DAMAGED_INDEX, "%d trailer candidates do not verify (TRAILER_PROBES_MAX)" % failed[0])
         start_limit = lo
-    raise VaultError(TRUNCATED, "no complete commit after the header")
+    return None
 
 
-def candidate(vf, h, body_len, pos):
-    try:
-        t = read_trailer_at(vf, h, body_len, pos)
-    except Bad:
-        return None
-    if t is None:
-        return None
-    if t.previous == NO_PREVIOUS:
-        return t
-    try:
+def hidden_commits(vf, h, last):
+    """§8 verification: walk every trailer back to the first commit; no commit's records hold a valid trailer."""
+    body_len = vf.size - h.length
+    failed = [0]
+    t = last
+    while True:
+        if t.index_offset >= t.commit_start + TRAILER_SIZE:
+            hidden = last_valid_trailer(vf, h, t.commit_start, t.index_offset, failed)
+            if hidden is not None:
+                raise VaultError(DAMAGED_INDEX, "a valid trailer of generation %d lies at body offset %d, inside the "
+                                 "records of generation %d" % (hidden.generation, hidden.pos, t.generation))
+        if t.previous == NO_PREVIOUS:
+            return
         p = read_trailer_at(vf, h, body_len, t.previous)
-    except Bad:
-        return None
-    if p is None or p.generation + 1 != t.generation:
-        return None
-    return t
+        if p is None or p.generation + 1 != t.generation:
+            raise VaultError(DAMAGED_INDEX, "the trailer before generation %d does not verify" % t.generation)
+        t = p
+
+
+def find_last_commit(vf, h):
+    """Returns (trailer, incomplete_bytes), as §8 "Finding the last commit" says: offsets newest first, a
+    MAC only for a candidate, and at most TRAILER_PROBES_MAX candidates whose MAC fails."""
+    body_len = vf.size - h.length
+    if body_len < TRAILER_SIZE:
+        raise VaultError(TRUNCATED, "no complete commit after the header")
+    t = last_valid_trailer(vf, h, 0, body_len, [0])
+    if t is None:
+        raise VaultError(TRUNCATED, "no complete commit after the header")
+    return t, body_len - (t.pos + TRAILER_SIZE)
 
 
 # ---------------------------------------------------------------------------
@@ -700,9 +721,13 @@ def parse_entry(c, item_id):
     return e
 
 
-def parse_segment(plain, checkpoint):
+def parse_segment(plain, checkpoint, ops_max=CHAIN_OPS_MAX, stored=None):
     c = Cursor(plain)
     count = c.varint()
+    if stored is not None and count > stored // 16:
+        raise Bad("%d operations in %d stored bytes: fewer than 16 per (random) item id" % (count, stored))
+    if count > ops_max:
+        raise Bad("%d operations: the chain would pass CHAIN_OPS_MAX (%d)" % (count, CHAIN_OPS_MAX))
     ops = []
     prev = None
     for _ in range(count):
@@ -724,12 +749,12 @@ def parse_segment(plain, checkpoint):
     return ops
 
 
-def read_segment(vf, h, t):
+def read_segment(vf, h, t, total_max=INDEX_MAX):
     ad = b"kcar-idx-v1" + h.vault_id + struct.pack("<Q", t.generation)
     parts = []
     for chunk in iter_chunks(vf, h.length, t.index_offset, t.index_length, h.k_index, ad,
                              DAMAGED_INDEX, "index segment of generation %d" % t.generation,
-                             total_max=INDEX_MAX):
+                             total_max=min(INDEX_MAX, total_max)):
         parts.append(chunk)
     return b"".join(parts)
 
@@ -759,10 +784,15 @@ def load_index(vf, h, last):
 
     state = {}
     extents = {}  # record id -> (offset, length), over every entry read in the chain
+    chain_bytes = 0
+    chain_ops = 0
     for t in chain:
         try:
-            plain = read_segment(vf, h, t)
-            ops = parse_segment(plain, t.checkpoint)
+            # §7: the chain's segments share CHAIN_INDEX_MAX and CHAIN_OPS_MAX.
+            plain = read_segment(vf, h, t, CHAIN_INDEX_MAX - chain_bytes)
+            chain_bytes += len(plain)
+            ops = parse_segment(plain, t.checkpoint, CHAIN_OPS_MAX - chain_ops, t.index_length)
+            chain_ops += len(ops)
         except (Bad, Short) as e:
             raise VaultError(DAMAGED_INDEX, "index segment of generation %d: %s" % (t.generation, e))
         if t.checkpoint:
@@ -948,6 +978,7 @@ def run(args):
                          "reading generation %d\n" % (incomplete, last.generation))
     items = sorted(state.values(), key=lambda e: e.item_id)
     if args.verify:
+        hidden_commits(vf, h, last)
         read_all_records(vf, h, state)
         print("ok: %d items, generation %d, group %s" % (len(items), last.generation, h.group))
     elif args.dump_json:
