@@ -85,6 +85,11 @@ func vaultCases() -> [HostileCase] {
             mkdir(dir + "/kc", 0o700)
             try writeFile(dir + "/kc/g.kcv", v.bytes)
             try writeFile(dir + "/kc/g.key", HostileVaults.key)
+            // Its generation record (SPEC.md §K6), or the keychain refuses the group as rolled back (exit 14)
+            // before the writer is reached.
+            var record = Array("kcar-seen-v1".utf8) + v.vaultID + [UInt8](repeating: 0xFF, count: 8)
+            record += Digest.mac(key: SecureBytes(copying: HostileVaults.key), record)
+            try writeFile(dir + "/kc/g.seen", record)
         },
         args: ["add", "--keychain", "kc", "--group", "g", "--service", "s", "--account", "b"],
         stdin: Array("value".utf8), exits: [2]))
