@@ -31,10 +31,14 @@ enum Verify {
             ("commits", String(report.commits)), ("records", String(report.records)), ("items", String(report.items)),
             ("valueBytes", String(report.valueBytes)), ("deadBytes", String(report.deadBytes)),
             ("incompleteBytes", String(report.incompleteBytes)),
+            ("segmentsAuthenticatedOnly", String(report.segmentsAuthenticatedOnly)),
         ]
         emit(json: json, path: path, keyed: true, problems: report.problems, extra: extra)
         if !json, report.isIntact {
             Output.out.line(terminalSafe(path) + ": intact: \(report.items) items in \(report.records) records, \(report.commits) commits checked, \(report.valueBytes) value bytes authenticated")
+            if report.segmentsAuthenticatedOnly > 0 {
+                Output.out.line("  \(report.segmentsAuthenticatedOnly) superseded index segments were authenticated but not parsed (past SUPERSEDED_INDEX_MAX; `kcar compact` drops them)")
+            }
         }
         guard let first = report.problems.first else { return .success }
         return report.problems.contains { $0.code != .incompleteCommit } ? ExitCode.of(.damagedRecord) : ExitCode.of(first.code)
