@@ -25,6 +25,7 @@ public enum CLI {
         ("groups", "groups [--json]: the access groups and their item counts", ItemCommands.groups),
         ("import", "import --nskeyed FILE SELECTORS | import --items FILE.json: add items to a group", ItemCommands.importCommand),
         ("credential", "credential get|store|erase: git's credential helper (git-credential-kcar)", Credential.run),
+        ("docker-credential", "docker-credential store|get|erase|list: docker's credential helper (docker-credential-kcar)", DockerCredential.run),
     ]
 
     static let usage = """
@@ -57,8 +58,8 @@ public enum CLI {
         """
 
     /// The commands kcar runs when installed under a credential helper's name (a link to kcar): git runs
-    /// `git-credential-NAME` for `credential.helper NAME`.
-    static let helperNames = ["git-credential-kcar": "credential"]
+    /// `git-credential-NAME` for `credential.helper NAME`, docker `docker-credential-NAME` for `credsStore`.
+    static let helperNames = ["git-credential-kcar": "credential", "docker-credential-kcar": "docker-credential"]
 
     /// Runs `kcar` with `arguments` (without the program name) and returns the exit status. Run as a
     /// credential helper's name (`program`, argv[0]), it is that helper's command.

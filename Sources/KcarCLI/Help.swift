@@ -120,6 +120,7 @@ enum Help {
             """
         case "add", "get", "find", "update", "delete", "groups", "import": return itemHelp
         case "credential": return Credential.help
+        case "docker-credential": return DockerCredential.help
         default: return CLI.usage
         }
     }
