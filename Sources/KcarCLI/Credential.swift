@@ -16,7 +16,7 @@ enum Credential {
           git's credential helper: `git config --global credential.helper kcar` (with git-credential-kcar
           on PATH) or `credential.helper '/path/to/kcar credential'`. Reads git's key=value lines on standard
           input up to an empty line (at most 1 MiB); unknown keys are ignored, as git requires.
-          get     prints username=, password= (and password_expiry_utc=) of the first matching item, or
+          get     prints username=, password= (password_expiry_utc=, oauth_refresh_token=) of the first match, or
                   nothing (exit 0) when none matches
           store   adds the credential, or replaces the value of the item with the same protocol, host,
                   port, path and username (needs all of protocol, host, username and password)
@@ -25,7 +25,8 @@ enum Credential {
           $KCAR_CREDENTIAL_GROUP): srvr the host, port its port, ptcl Apple's protocol code (htps, http, ...),
           path the path (git sends one with credential.useHttpPath), acct the username, the value the
           password; `kcar find --class inet --group git-credentials` lists them. A protocol without an Apple
-          code is not kept (a warning on standard error).
+          code is not kept (a warning on standard error). An oauth_refresh_token is kept as the value of a
+          genp item beside the credential (service git-oauth-refresh-token), never as an attribute.
         """
 
     /// A request as git sends it: the attributes kcar uses, the others ignored.
@@ -37,8 +38,9 @@ enum Credential {
         var username: String? { fields["username"] }
         var password: String? { fields["password"] }
         var expiry: String? { fields["password_expiry_utc"] }
+        var refreshToken: String? { fields["oauth_refresh_token"] }
 
-        static let used: Set<String> = ["protocol", "host", "path", "username", "password", "password_expiry_utc"]
+        static let used: Set<String> = ["protocol", "host", "path", "username", "password", "password_expiry_utc", "oauth_refresh_token"]
 
         init(_ bytes: [UInt8]) throws {
             for line in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
@@ -81,7 +83,7 @@ enum Credential {
         var a = Attributes()
         if let p = r.protocolName {
             guard let code = CredentialServer.protocolCodes[p] else {
-                warn("credential: protocol \(p) has no Apple protocol code; kcar keeps no credentials for it")
+                warn("credential: protocol \(CredentialServer.shown(p)) has no Apple protocol code; kcar keeps no credentials for it")
                 return nil
             }
             a["ptcl"] = .string(code)
@@ -100,6 +102,22 @@ enum Credential {
         return ItemQuery(class: .internetPassword, attributes: a, group: group)
     }
 
+    /// An OAuth refresh token is a secret: it is the value of a generic-password item beside its credential
+    /// (service `git-oauth-refresh-token`, account the credential's primary key, each part length-prefixed
+    /// so no two credentials share one), never an attribute that `kcar find` would print.
+    static let refreshService = "git-oauth-refresh-token"
+
+    static func refreshQuery(_ credential: Attributes, group: String) -> ItemQuery {
+        var port: Int64 = 0
+        if case .integer(let p)? = credential["port"] { port = p }
+        let parts = [credential.string("ptcl") ?? "", credential.string("srvr") ?? "", String(port), credential.string("path") ?? "",
+                     credential.string("acct") ?? ""]
+        var a = Attributes()
+        a["svce"] = .string(refreshService)
+        a["acct"] = .string(parts.map { "\($0.utf8.count):\($0)" }.joined())
+        return ItemQuery(class: .genericPassword, attributes: a, group: group)
+    }
+
     static func get(_ r: Request, _ args: Arguments, _ group: String) throws {
         guard r.protocolName != nil || r.host != nil, let q = try query(r, group: group, exact: false) else { return }
         let s = try ItemCommands.store(args)
@@ -113,6 +131,11 @@ enum Credential {
             }
             var lines = "username=\(user)\npassword=\(password)\n"
             if let expiry = item.attributes.string("@password_expiry_utc") { lines += "password_expiry_utc=\(expiry)\n" }
+            if let companion = try s.find(refreshQuery(item.attributes, group: group)).first {
+                var token = try s.value(of: companion)
+                defer { wipe(&token) }
+                if let t = CredentialServer.text(token, lineSafe: true) { lines += "oauth_refresh_token=\(t)\n" }
+            }
             Output.out.write(lines)
             return
         }
@@ -130,7 +153,11 @@ enum Credential {
         attributes["labl"] = .string("\(p)://\(host)" + (r.path.map { "/" + $0 } ?? ""))
         if let e = r.expiry { attributes["@password_expiry_utc"] = .string(e) }
         var value = Array(password.utf8)
-        defer { wipe(&value) }
+        var token = r.refreshToken.map { Array($0.utf8) }
+        defer {
+            wipe(&value)
+            if token != nil { wipe(&token!) }
+        }
         let s = try ItemCommands.store(args)
         try s.transaction(group: group) { tx in
             if let old = try tx.find(q).first {
@@ -140,6 +167,19 @@ enum Credential {
                 try tx.update([old.id], set: changes, value: value)
             } else {
                 try tx.add(class: .internetPassword, attributes: attributes, value: value)
+            }
+            // Likewise a refresh token: the new one, or none.
+            let rq = refreshQuery(attributes, group: group)
+            let companions = try tx.find(rq)
+            if let token, let first = companions.first {
+                try tx.update([first.id], set: [:], value: token)
+                for c in companions.dropFirst() { try tx.delete(c.id) }
+            } else if let token {
+                var a = rq.attributes
+                a["labl"] = .string("OAuth refresh token for " + (attributes.string("labl") ?? host))
+                try tx.add(class: .genericPassword, attributes: a, value: token)
+            } else {
+                for c in companions { try tx.delete(c.id) }
             }
         }
     }
@@ -158,6 +198,7 @@ enum Credential {
                     guard value == Array(password.utf8) else { continue }
                 }
                 try tx.delete(item.id)
+                for c in try tx.find(refreshQuery(item.attributes, group: group)) { try tx.delete(c.id) }
             }
         }
     }

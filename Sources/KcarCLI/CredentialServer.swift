@@ -62,7 +62,7 @@ enum CredentialServer {
         var portText: Substring?
         if name.hasPrefix("["), let close = name.firstIndex(of: "]") {
             let after = name[name.index(after: close)...]
-            guard after.isEmpty || after.hasPrefix(":") else { throw CLIError.usage("host \(host): text after ]") }
+            guard after.isEmpty || after.hasPrefix(":") else { throw CLIError.usage("host \(shown(host)): text after ]") }
             if after.hasPrefix(":") { portText = after.dropFirst() }
             name = name[name.index(after: name.startIndex)..<close]
         } else if let colon = name.lastIndex(of: ":") {
@@ -72,9 +72,14 @@ enum CredentialServer {
         guard let portText else { return (String(name), 0) }
         guard !portText.isEmpty, portText.utf8.count <= 5, portText.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
               let port = Int64(portText), (1...65_535).contains(port) else {
-            throw CLIError.usage("host \(host): the port is not a number from 1 to 65535")
+            throw CLIError.usage("host \(shown(host)): the port is not a number from 1 to 65535")
         }
         return (String(name), port)
+    }
+
+    /// Untrusted text in an error message, cut to 80 characters: a request can hold a megabyte of it.
+    static func shown(_ text: String) -> String {
+        text.count <= 80 ? text : String(text.prefix(80)) + "..."
     }
 
     /// The access group of a helper: `--group G`, else the environment variable, else the default.

@@ -86,7 +86,7 @@ enum DockerCredential {
         if let sep = lower.firstRange(of: "://") {
             scheme = String(lower[..<sep.lowerBound])
             rest = lower[sep.upperBound...]
-            guard scheme == "https" || scheme == "http" else { throw CLIError.usage("unsupported scheme: \(scheme)") }
+            guard scheme == "https" || scheme == "http" else { throw CLIError.usage("unsupported scheme: \(CredentialServer.shown(scheme))") }
         } else if rest.hasPrefix("//") {
             rest = rest.dropFirst(2)
         }

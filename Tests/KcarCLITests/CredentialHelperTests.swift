@@ -123,6 +123,19 @@ final class CredentialHelperTests: XCTestCase {
         XCTAssertEqual(try kcar(["credential", "get"], stdin: "protocol=https\nhost=h.example\nwwwauth[]=Basic\n").out,
                        "username=u\npassword=p1\npassword_expiry_utc=4102444800\n")
         XCTAssertEqual(try items("git-credentials").first?["@password_expiry_utc"] as? String, "4102444800")
+        // An OAuth refresh token comes back, but is kept as a value (a genp item beside), never as an attribute.
+        try kcar(["credential", "store"], stdin: "protocol=https\nhost=o.example\nusername=o\npassword=access\noauth_refresh_token=refresh-secret\n\n")
+        XCTAssertEqual(try kcar(["credential", "get"], stdin: "protocol=https\nhost=o.example\n\n").out,
+                       "username=o\npassword=access\noauth_refresh_token=refresh-secret\n")
+        let listed = try kcar(["find", "--group", "git-credentials", "--json"]).out + (try kcar(["find", "--class", "inet", "--json"]).out)
+        XCTAssertTrue(listed.contains("git-oauth-refresh-token"), listed)
+        XCTAssertFalse(listed.contains("refresh-secret"), listed)
+        // A new credential without one drops the old token; erase removes it with its credential.
+        try kcar(["credential", "store"], stdin: "protocol=https\nhost=o.example\nusername=o\npassword=access2\n\n")
+        XCTAssertEqual(try kcar(["credential", "get"], stdin: "protocol=https\nhost=o.example\n\n").out, "username=o\npassword=access2\n")
+        try kcar(["credential", "store"], stdin: "protocol=https\nhost=o.example\nusername=o\npassword=access3\noauth_refresh_token=r3\n\n")
+        try kcar(["credential", "erase"], stdin: "protocol=https\nhost=o.example\n\n")
+        try kcar(["find", "--group", "git-credentials", "--service", "git-oauth-refresh-token"], expect: 6)
         // A store without a password keeps nothing.
         try kcar(["credential", "store"], stdin: "protocol=https\nhost=other.example\nusername=u\n\n")
         XCTAssertEqual(try items("git-credentials").count, 1)
