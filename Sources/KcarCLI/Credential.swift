@@ -21,6 +21,7 @@ enum Credential {
           store   adds the credential, or replaces the value of the item with the same protocol, host,
                   port, path and username (needs all of protocol, host, username and password)
           erase   deletes the matching items (only those whose password is the one given, if git gives one)
+          Any other action is ignored (exit 0, nothing read or printed), as git's protocol asks.
           Items are internet passwords (class inet) in group G (default git-credentials, or
           $KCAR_CREDENTIAL_GROUP): srvr the host, port its port, ptcl Apple's protocol code (htps, http, ...),
           path the path (git sends one with credential.useHttpPath), acct the username, the value the
@@ -62,10 +63,8 @@ enum Credential {
         let args = try Arguments(argv, specs: ItemCommands.keychainSpecs)
         guard let action = try args.positionals(["get|store|erase"]).first else { throw CLIError.usage("expected get, store or erase") }
         let group = CredentialServer.group(args, environment: groupVariable, default: defaultGroup)
-        switch action {
-        case "get", "store", "erase": break
-        default: throw CLIError.usage("credential \(action): git's helper actions are get, store and erase")
-        }
+        // git's protocol: a helper ignores an operation it does not know (future ones), silently.
+        guard ["get", "store", "erase"].contains(action) else { return .success }
         var input = try CredentialServer.readRequest(what: "credential request", stopAtBlankLine: true)
         defer { wipe(&input) }
         let request = try Request(input)
