@@ -25,7 +25,7 @@ public enum CLI {
         ("groups", "groups [--json]: the access groups and their item counts", ItemCommands.groups),
         ("import", "import --nskeyed FILE SELECTORS | import --items FILE.json: add items to a group", ItemCommands.importCommand),
         ("credential", "credential get|store|erase: git's credential helper (git-credential-kcar)", Credential.run),
-        ("docker-credential", "docker-credential store|get|erase|list: docker's credential helper (docker-credential-kcar)", DockerCredential.run),
+        ("docker-credential", "docker-credential store|get|erase|list: docker's credential helper", DockerCredential.run),
     ]
 
     static let usage = """
