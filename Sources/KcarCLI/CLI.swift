@@ -24,6 +24,8 @@ public enum CLI {
         ("delete", "delete SELECTORS: delete every matching item", ItemCommands.delete),
         ("groups", "groups [--json]: the access groups and their item counts", ItemCommands.groups),
         ("import", "import --nskeyed FILE SELECTORS | import --items FILE.json: add items to a group", ItemCommands.importCommand),
+        ("credential", "credential get|store|erase: git's credential helper (git-credential-kcar)", Credential.run),
+        ("docker-credential", "docker-credential store|get|erase|list: docker's credential helper", DockerCredential.run),
     ]
 
     static let usage = """
@@ -55,8 +57,15 @@ public enum CLI {
         15 unsafe file (owner, mode, symlink or file type kcar refuses).
         """
 
-    /// Runs `kcar` with `arguments` (without the program name) and returns the exit status.
-    public static func main(_ arguments: [String]) -> Int32 {
+    /// The commands kcar runs when installed under a credential helper's name (a link to kcar): git runs
+    /// `git-credential-NAME` for `credential.helper NAME`, docker `docker-credential-NAME` for `credsStore`.
+    static let helperNames = ["git-credential-kcar": "credential", "docker-credential-kcar": "docker-credential"]
+
+    /// Runs `kcar` with `arguments` (without the program name) and returns the exit status. Run as a
+    /// credential helper's name (`program`, argv[0]), it is that helper's command.
+    public static func main(_ arguments: [String], program: String = "kcar") -> Int32 {
+        let base = program.split(separator: "/").last.map(String.init) ?? program
+        if let command = helperNames[base] { return main([command] + arguments) }
         Secrets.prepareProcess()
         defer {
             Output.out.flush()

@@ -130,6 +130,8 @@ enum Help {
               and group files that are symlinks, FIFOs, another user's, or keys others can read.
             """
         case "add", "get", "find", "update", "delete", "groups", "import": return itemHelp
+        case "credential": return Credential.help
+        case "docker-credential": return DockerCredential.help
         default: return CLI.usage
         }
     }

@@ -3,4 +3,4 @@ import Glibc
 #endif
 import KcarCLI
 
-exit(CLI.main(Array(CommandLine.arguments.dropFirst())))
+exit(CLI.main(Array(CommandLine.arguments.dropFirst()), program: CommandLine.arguments.first ?? "kcar"))
