@@ -131,7 +131,7 @@ func vaultArguments(_ args: Arguments, _ names: [String], optional: Int = 0) thr
 /// Opens a vault for a command, mapping errors to the CLI's and warning about an incomplete commit. A
 /// keychain's vault (`--group`) is also checked against rollback (SPEC.md §K6).
 func openVault(_ path: String, _ args: Arguments, mode: OpenMode = .read) throws -> Vault {
-    let secret = try Secrets.unlock(args)!
+    let secret = try Secrets.unlock(args)
     let vault = try Vault.open(path: path, secret: secret, mode: mode)
     try ItemCommands.checkRollback(vault, args)
     if vault.incompleteBytes > 0, mode == .read {

@@ -154,7 +154,7 @@ enum Keys {
         let args = try Arguments(argv, specs: Secrets.specs + slotSpecs + [.init(name: "remove-slot", kind: .repeated),
                                                                            .init(name: "revoke", kind: .flag)])
         let path = try vaultArguments(args, ["VAULT"])[0]
-        let secret = try Secrets.unlock(args)!
+        let secret = try Secrets.unlock(args)
         let vault = try Vault.open(path: path, secret: secret, mode: .write)
         try ItemCommands.checkRollback(vault, args)
         var remove = Set<Int>()
@@ -249,7 +249,7 @@ enum Keys {
     static func rekey(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: Secrets.specs + slotSpecs)
         let path = try vaultArguments(args, ["VAULT"])[0]
-        let secret = try Secrets.unlock(args)!
+        let secret = try Secrets.unlock(args)
         let vault = try Vault.open(path: path, secret: secret, mode: .write)
         var slots = reopening(vault.header.slots[vault.unlockedSlot], secret)
         slots += try addedSlots(args, passphraseWanted: false)

@@ -37,16 +37,21 @@ enum Secrets {
         _ = glibcMallopt(-1 /* M_TRIM_THRESHOLD */, 128 << 20)
     }
 
-    /// The secret that opens a vault; nil only if `required` is false and none was given.
-    static func unlock(_ args: Arguments, required: Bool = true) throws -> UnlockSecret? {
+    /// The secret that opens a vault: the one given, or else a passphrase asked on the terminal.
+    static func unlock(_ args: Arguments) throws -> UnlockSecret {
+        if let given = try givenSecret(args) { return given }
+        return .passphrase(try prompt("Passphrase: ", confirm: false))
+    }
+
+    /// The secret given by option, variable or the group's key file; nil when none is (nothing is asked).
+    static func givenSecret(_ args: Arguments) throws -> UnlockSecret? {
         if let group = args.value("group"), args.value("key-file") == nil, args.value("passphrase-file") == nil,
            args.value("passphrase-fd") == nil {
             return .keyFile(try ItemCommands.groupKey(args, group))
         }
         if let path = args.value("key-file") { return .keyFile(try readKeyFile(path)) }
         if let p = try givenPassphrase(args) { return .passphrase(p) }
-        guard required else { return nil }
-        return .passphrase(try prompt("Passphrase: ", confirm: false))
+        return nil
     }
 
     /// Slots for a new vault (pack): key file, recipients, and a passphrase when one is given or when

@@ -12,7 +12,7 @@ enum Verify {
         // Only an explicit --no-key checks the structure alone: a `verify v.kcv || alert` that found no secret
         // must not pass a vault whose records it never authenticated.
         if args.flag("no-key") { return try structural(path, json: json) }
-        var secret = try Secrets.unlock(args, required: false)
+        var secret = try Secrets.givenSecret(args)
         if secret == nil, isatty(0) == 1 { secret = try Secrets.unlock(args) }
         guard let secret else {
             throw CLIError(.noSecret, "no secret given and no terminal to ask on: give --key-file, --passphrase-file, " +
@@ -107,7 +107,7 @@ enum Verify {
             slots.append(JSON.object(obj))
         }
         pairs.append(("slots", "[" + slots.joined(separator: ", ") + "]"))
-        if let secret = try Secrets.unlock(args, required: false) {
+        if let secret = try Secrets.givenSecret(args) {
             let v = try Vault.open(path: path, secret: secret)
             lines += ["items:      \(v.count)", "generation: \(v.generation)", "body:       \(v.bodyLength) bytes",
                       "dead space: \(v.deadBytes) bytes", "incomplete: \(v.incompleteBytes) bytes",
