@@ -1,4 +1,4 @@
-import Keychain
+import KcarKeychain
 import KeyedArchive
 import VaultFormat
 

@@ -1,4 +1,4 @@
-import Keychain
+import KcarKeychain
 import VaultFormat
 
 /// The exit codes of `kcar`, one per kind of failure (the README's table).
