@@ -24,6 +24,8 @@ let package = Package(
         .executableTarget(name: "kcar-bench", dependencies: ["VaultFormat", "FixtureRecipes"]),
         .executableTarget(name: "kcar-archive-bench", dependencies: ["KeyedArchive", "FixtureRecipes"]),
         .executableTarget(name: "kcar-keychain-bench", dependencies: ["KcarKeychain", "VaultFormat", "FixtureRecipes"]),
+        // The README's examples and the seeds' first calls as a whole process, for KeychainTests (issue 12).
+        .executableTarget(name: "kcar-first-try", dependencies: ["KcarKeychain"]),
         .executableTarget(name: "kcar-stress", dependencies: ["VaultFormat", "FixtureRecipes"]),
         // Crafts hostile inputs and checks that each kcar command refuses them within named limits (issue 9).
         .executableTarget(name: "kcar-hostile", dependencies: ["VaultFormat", "KeyedArchive", "FixtureRecipes"]),

@@ -246,16 +246,19 @@ enum ItemCommands {
     // MARK: Commands
 
     static func initCommand(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: [.init(name: "keychain", kind: .value), .init(name: "shared-group", kind: .value)])
+        let args = try Arguments(argv, specs: [.init(name: "keychain", kind: .value), .init(name: "shared-group", kind: .value),
+                                               .init(name: "default-group", kind: .value)])
         _ = try args.positionals([])
         let dir = directory(args)
         let shared = args.value("shared-group")
+        let defaultGroup = args.value("default-group")
         let created = try dir.create(sharedGroup: shared)
+        if let defaultGroup { try dir.setDefaultGroup(defaultGroup) }
         Output.out.line(dir.path)
         if let shared {
             warn("\(dir.path) is shared with the members of Unix group \(shared): each of them can add groups and read "
                  + "the groups they can read the key of")
-        } else if !created {
+        } else if !created, defaultGroup == nil {
             warn("\(dir.path) exists; nothing changed")
         }
         return .success

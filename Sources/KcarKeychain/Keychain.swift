@@ -1,5 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import FoundationEssentials
 import KeyedArchive
+import Synchronization
 import VaultFormat
 
 /// When an item may be read, and whether it may leave this device (Apple's `kSecAttrAccessible`).
@@ -22,8 +26,8 @@ public struct Accessibility: RawRepresentable, Hashable, Sendable {
 /// Generic passwords of one service, by key (the account), in the style of KeychainAccess and Valet:
 ///
 /// ```swift
-/// let keychain = Keychain(service: "com.example.app")
-/// keychain["token"] = "s3cr3t"
+/// let keychain = Keychain(service: "com.example.app")      // the default group (SPEC.md §K2.1)
+/// try keychain.set("s3cr3t", forKey: "token")                // or keychain["token"] = "s3cr3t" (see lastError)
 /// try keychain.set(profile, forKey: "profile")               // any Codable, archived (SPEC.md Part 2)
 /// let p = try keychain.get(Profile.self, forKey: "profile")
 /// let id = try keychain.loadOrCreate(String.self, forKey: "device-id") { UUID().uuidString }
@@ -33,7 +37,8 @@ public struct Accessibility: RawRepresentable, Hashable, Sendable {
 /// archives. A value type: copies are independent and `Sendable`; every call is one keychain operation.
 public struct Keychain: Sendable {
     public let service: String
-    /// The access group; nil uses the process's default (SPEC.md §K2).
+    /// The access group; nil writes to the process's default group and reads every group of its list
+    /// (SPEC.md §K2, §K2.1).
     public let accessGroup: String?
     public var accessibility: Accessibility = .whenUnlocked
     public var synchronizable = false
@@ -41,6 +46,8 @@ public struct Keychain: Sendable {
     public var label: String?
     public var comment: String?
     private let explicitStore: KeychainStore?
+    /// Shared by copies, as they are one keychain: where the subscripts leave their errors.
+    private let outcome = SharedOutcome()
 
     public init(service: String, accessGroup: String? = nil, store: KeychainStore? = nil) {
         self.service = service
@@ -173,20 +180,40 @@ public struct Keychain: Sendable {
         }
     }
 
-    /// KeychainAccess-style subscript: a string, nil if absent; assigning nil removes. Errors read as nil and
-    /// writes that fail are dropped: use the throwing methods where that matters.
+    /// KeychainAccess-style subscript: a string, nil if absent; assigning nil removes. Unlike KeychainAccess's,
+    /// it drops nothing silently: a read or write that fails leaves its error in ``lastError`` (nil after one
+    /// that succeeds) and, for a write, prints one line naming the key and the status on standard error
+    /// (never the value). Use ``set(_:forKey:attributes:)`` and ``get(_:forKey:)``, which throw, where the
+    /// program must react.
     public subscript(key: String) -> String? {
-        get { try? getString(key) }
+        get { recording(key, write: false) { try getString(key) } ?? nil }
         nonmutating set {
-            if let newValue { try? setString(newValue, forKey: key) } else { try? remove(key) }
+            recording(key, write: true) { if let newValue { try setString(newValue, forKey: key) } else { try remove(key) } }
         }
     }
 
     /// The same for bytes.
     public subscript(data key: String) -> Data? {
-        get { try? getData(key) }
+        get { recording(key, write: false) { try getData(key) } ?? nil }
         nonmutating set {
-            if let newValue { try? setData(newValue, forKey: key) } else { try? remove(key) }
+            recording(key, write: true) { if let newValue { try setData(newValue, forKey: key) } else { try remove(key) } }
+        }
+    }
+
+    /// The error of the last subscript read or write through this keychain or a copy of it, nil if it
+    /// succeeded (the throwing methods report theirs by throwing).
+    public var lastError: KeychainError? { outcome.value }
+
+    private func recording<T>(_ key: String, write: Bool, _ body: () throws -> T) -> T? {
+        do {
+            let r = try body()
+            outcome.value = nil
+            return r
+        } catch {
+            let e = KeychainError.from(error)
+            outcome.value = e
+            if write { printError("kcar: keychain \(service)[\"\(key)\"] was not written: \(e)\n") }
+            return nil
         }
     }
 
@@ -219,4 +246,19 @@ public struct Keychain: Sendable {
     public func keys(where attributes: [String: AttributeValue]) throws -> [String] {
         try store().find(query(nil, extra: attributes)).compactMap { $0.attributes.string("acct") }
     }
+}
+
+/// The last subscript error of a ``Keychain`` and its copies.
+final class SharedOutcome: Sendable {
+    private let error = Mutex<KeychainError?>(nil)
+    var value: KeychainError? {
+        get { error.withLock { $0 } }
+        set { error.withLock { $0 = newValue } }
+    }
+}
+
+/// Writes `line` to standard error, unbuffered.
+func printError(_ line: String) {
+    let bytes = Array(line.utf8)
+    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
 }

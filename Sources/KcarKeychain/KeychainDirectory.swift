@@ -78,17 +78,53 @@ public struct KeychainDirectory: Sendable, Hashable {
         guard fchown(dfd, uid_t.max, gid) == 0, fchmod(dfd, 0o2770) == 0 else {
             throw KeychainError(.io, "cannot give \(path) to group \(name): \(String(cString: strerror(errno)))")
         }
-        let marker = "\(path)/\(KeychainDirectory.sharedMarker)"
-        let temp = "\(path)/.\(KeychainDirectory.sharedMarker).\(Hex.encode(SystemRandom.shared.bytes(6))).tmp"
+        try writeMarker(KeychainDirectory.sharedMarker, name)
+    }
+
+    /// Writes a marker file (SPEC.md §K1.2, §K2.1): `text` and a newline, mode 0644, atomically (temporary
+    /// file, fsync, rename).
+    private func writeMarker(_ name: String, _ text: String) throws {
+        let marker = "\(path)/\(name)"
+        let temp = "\(path)/.\(name).\(Hex.encode(SystemRandom.shared.bytes(6))).tmp"
         let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw KeychainError(.io, "cannot create \(marker): \(String(cString: strerror(errno)))") }
-        let bytes = Array((name + "\n").utf8)
+        let bytes = Array((text + "\n").utf8)
         let ok = write(fd, bytes, bytes.count) == bytes.count && fchmod(fd, 0o644) == 0 && fsync(fd) == 0
         close(fd)
         guard ok, rename(temp, marker) == 0 else {
             unlink(temp)
             throw KeychainError(.io, "cannot write \(marker)")
         }
+    }
+
+    // MARK: The default group
+
+    /// Records `group` as the directory's default group (SPEC.md §K2.1): the group an add goes to when the
+    /// process names none and sets no list. Only the directory's owner may (the file is owner-checked).
+    public func setDefaultGroup(_ group: String) throws {
+        try KeychainStore.checkGroupName(group)
+        let trust = try requireTrust()
+        guard trust.owner == geteuid() else {
+            throw KeychainError(.param, "only the owner of \(path) (uid \(trust.owner)) can set its default group")
+        }
+        try writeMarker(KeychainDirectory.defaultGroupMarker, group)
+    }
+
+    /// The default group the directory's owner recorded (`.kcar-default-group`), or nil: none, or no
+    /// directory yet. Unsafe unless it passes the marker rules of SPEC.md §K2.1; a name that is not a group
+    /// name is refused (*param*).
+    public func recordedDefaultGroup() throws -> String? {
+        guard let trust = try trust() else { return nil }
+        let dfd = open(trust.realPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard dfd >= 0 else { throw KeychainError(.io, "cannot open keychain \(path): \(String(cString: strerror(errno)))") }
+        defer { close(dfd) }
+        var st = stat()
+        guard fstat(dfd, &st) == 0 else { throw KeychainError(.io, "cannot stat keychain \(path)") }
+        guard let g = try readMarker(dfd, KeychainDirectory.defaultGroupMarker, directory: st, what: "one access group name") else {
+            return nil
+        }
+        try KeychainStore.checkGroupName(g)
+        return g
     }
 
     // MARK: File names

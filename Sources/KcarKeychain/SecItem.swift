@@ -26,6 +26,7 @@ public enum SecItemConfiguration {
 }
 
 /// Adds an item (Apple's `SecItemAdd`). `result`, if given, receives what `kSecReturn...` asks for.
+@discardableResult
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<AnyObject?>?) -> OSStatus {
     secCall(result) {
         let q = try SecQuery(attributes, allowed: SecQuery.addKeys)
@@ -37,6 +38,7 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 
 /// Finds items (Apple's `SecItemCopyMatching`): the first match, or all with `kSecMatchLimitAll`; their data,
 /// attributes or both as `kSecReturn...` asks.
+@discardableResult
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<AnyObject?>?) -> OSStatus {
     secCall(result) {
         let q = try SecQuery(query, allowed: SecQuery.searchKeys)
@@ -50,6 +52,7 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
 
 /// Changes every matching item (Apple's `SecItemUpdate`); `attributesToUpdate` holds attributes and/or
 /// `kSecValueData`.
+@discardableResult
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
     secCall(nil) {
         let q = try SecQuery(query, allowed: SecQuery.modifyKeys)
@@ -65,6 +68,7 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 }
 
 /// Deletes every matching item (Apple's `SecItemDelete`).
+@discardableResult
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     secCall(nil) {
         let q = try SecQuery(query, allowed: SecQuery.modifyKeys)
