@@ -292,12 +292,11 @@ public struct KeychainDirectory: Sendable, Hashable {
     /// `target` exists.
     func writeNew(_ target: String, _ bytes: SecureBytes, _ kind: KeychainFile, _ trust: KeychainTrust) throws -> Bool {
         let base = target.split(separator: "/").last.map(String.init) ?? "key"
-        let temp = "\(path)/.\(base).\(Hex.encode(SystemRandom.shared.bytes(6))).tmp"
         removeStaleTemporaries(prefix: ".\(base).")
-        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot create \(temp): \(String(cString: strerror(errno)))") }
         // Locked while it exists (until after the link), so another writer's clean-up leaves it alone (SPEC.md §K1).
-        _ = flock(fd, LOCK_EX | LOCK_NB)
+        guard let (fd, temp) = lockedTemporary(prefix: ".\(base).", mode: 0o600) else {
+            throw KeychainError(.io, "cannot create a temporary file for \(target): \(String(cString: strerror(errno)))")
+        }
         defer {
             unlink(temp)
             close(fd)
