@@ -5,6 +5,14 @@ import Foundation
 import KcarKeychain
 
 nonisolated(unsafe) var failed = false
+
+/// Apple's sample ("Adding a password to the keychain") declares its own `KeychainError`, as Valet does; with
+/// the module named `KcarKeychain`, both qualify (issue 12, item 3).
+enum KeychainError: Error {
+    case noPassword
+    case unexpectedPasswordData
+    case unhandledError(status: OSStatus)
+}
 func report(_ name: String, _ value: Any, ok: Bool) {
     print("\(name): \(value)")
     if !ok { failed = true }
@@ -52,8 +60,15 @@ case "refused":
     keychain["token"] = "hunter2-secret"
     let status = keychain.lastError?.status
     report("lastError", status.map { "\($0)" } ?? "nil", ok: status == .missingEntitlement)
+case "naming":
+    let apple: KeychainError = .unhandledError(status: errSecItemNotFound)
+    let kcar: KcarKeychain.KeychainError = KcarKeychain.KeychainError(.itemNotFound, "no item matches")
+    let keychain: KcarKeychain.Keychain = KcarKeychain.Keychain(service: "com.example.app")
+    report("apple", apple, ok: true)
+    report("kcar", kcar.status, ok: kcar.status.rawValue == errSecItemNotFound)
+    report("keychain", keychain.service, ok: true)
 default:
-    print("usage: kcar-first-try readme | seed [VALUE] | refused")
+    print("usage: kcar-first-try readme | seed [VALUE] | refused | naming")
     exit(2)
 }
 exit(failed ? 1 : 0)

@@ -103,4 +103,12 @@ final class FirstTryTests: XCTestCase {
         XCTAssertTrue(r.err.contains("[\"token\"] was not written: errSecMissingEntitlement"), r.err)
         XCTAssertFalse(r.err.contains("hunter2"), r.err)
     }
+
+    /// A program that declares Apple's sample `KeychainError` still names kcar's as `KcarKeychain.KeychainError`
+    /// (this compiles only since the module is no longer named like its type `Keychain`).
+    func testKeychainErrorQualifiesBesideApplesSample() throws {
+        let r = try run("kcar-first-try", ["naming"])
+        XCTAssertEqual(r.code, 0, r.out + r.err)
+        XCTAssertEqual(r.out, "apple: unhandledError(status: -25300)\nkcar: errSecItemNotFound (-25300)\nkeychain: com.example.app\n")
+    }
 }
