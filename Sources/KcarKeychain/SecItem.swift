@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import FoundationEssentials
 import Synchronization
 import VaultFormat
@@ -77,18 +80,56 @@ public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     }
 }
 
-/// A readable message for a status (Apple's `SecCopyErrorMessageString`).
+/// Apple's sentence for a status (Apple's `SecCopyErrorMessageString`): "The specified item could not be
+/// found in the keychain." for `errSecItemNotFound`; `OSStatus N` for a number Apple does not name. What went
+/// wrong in this thread's last SecItem call is ``kcarLastResultMessage()``.
 public func SecCopyErrorMessageString(_ status: OSStatus, _ reserved: UnsafeMutableRawPointer?) -> String? {
-    KeychainStatus(rawValue: status).description
+    KeychainStatus(rawValue: status).message
+}
+
+/// Why this thread's last SecItem call failed, beyond its status ("kSecAttrPort is not an attribute of genp
+/// items, nor a key this call takes" behind an `errSecParam`); nil if it succeeded or none was made. Never
+/// holds a secret. Per thread, as `errno`: another thread's calls do not change it.
+public func kcarLastResultMessage() -> String? { LastResult.current?.message }
+
+/// The error of this thread's last SecItem call, with its status and ``KeychainError/reason``; nil if it
+/// succeeded or none was made.
+public func kcarLastError() -> KeychainError? { LastResult.current }
+
+/// This thread's last SecItem error, kept in thread-specific storage (a box per thread, released with it).
+enum LastResult {
+    final class Box {
+        let error: KeychainError
+        init(_ error: KeychainError) { self.error = error }
+    }
+
+    static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { p in
+            if let p { Unmanaged<Box>.fromOpaque(p).release() }
+        }
+        return key
+    }()
+
+    static var current: KeychainError? {
+        get { pthread_getspecific(key).map { Unmanaged<Box>.fromOpaque($0).takeUnretainedValue().error } }
+        set {
+            if let old = pthread_getspecific(key) { Unmanaged<Box>.fromOpaque(old).release() }
+            pthread_setspecific(key, newValue.map { Unmanaged.passRetained(Box($0)).toOpaque() })
+        }
+    }
 }
 
 private func secCall(_ result: UnsafeMutablePointer<AnyObject?>?, _ body: () throws -> Any?) -> OSStatus {
     do {
         let r = try body()
         result?.pointee = r.map { $0 as AnyObject }
+        LastResult.current = nil
         return errSecSuccess
     } catch {
-        return KeychainError.from(error).status.rawValue
+        let e = KeychainError.from(error)
+        LastResult.current = e
+        return e.status.rawValue
     }
 }
 
