@@ -226,16 +226,18 @@ struct SecQuery {
             return .bool(b)
         case .date?:
             guard let d = raw as? Date else { throw KeychainError(.param, "\(key) takes a Date") }
-            return .date(nanoseconds: nanoseconds(d))
+            return .date(nanoseconds: KeychainDate.nanoseconds(d))
         case .data?:
             if let d = raw as? Data { return .data([UInt8](d)) }
             if let b = raw as? [UInt8] { return .data(b) }
+            // Apple stores a string given for a data attribute as its UTF-8 (KeychainItemWrapper's kSecAttrGeneric).
+            if let s = raw as? String { return .data(Array(s.utf8)) }
             throw KeychainError(.param, "\(key) takes Data")
         case nil:
             if let s = raw as? String { return .string(s) }
             if let b = raw as? Bool { return .bool(b) }
             if let n = integer(raw) { return .integer(n) }
-            if let d = raw as? Date { return .date(nanoseconds: nanoseconds(d)) }
+            if let d = raw as? Date { return .date(nanoseconds: KeychainDate.nanoseconds(d)) }
             if let d = raw as? Data { return .data([UInt8](d)) }
             if let b = raw as? [UInt8] { return .data(b) }
             throw KeychainError(.param, "\(key) takes a String, Bool, integer, Date or Data")
@@ -255,15 +257,11 @@ struct SecQuery {
         }
     }
 
-    static func nanoseconds(_ d: Date) -> Int64 {
-        let s = d.timeIntervalSince1970
-        let ns = (s * 1e9).rounded()
-        return ns >= 9.2e18 ? Int64.max : ns <= -9.2e18 ? Int64.min : Int64(ns)
-    }
-
     var itemQuery: ItemQuery {
-        ItemQuery(class: itemClass, attributes: attributes, group: group, limit: nil, caseInsensitive: caseInsensitive,
-                  synchronizableAny: synchronizableAny)
+        var q = ItemQuery(class: itemClass, attributes: attributes, group: group, limit: nil, caseInsensitive: caseInsensitive,
+                          synchronizableAny: synchronizableAny)
+        q.datesAsDate = true  // every date of a SecItem dictionary is a Date
+        return q
     }
 
     var wantsResult: Bool { returnData || returnAttributes }
@@ -292,7 +290,7 @@ struct SecQuery {
             case .string(let s): d[name] = s
             case .integer(let n): d[name] = Int(n)
             case .bool(let b): d[name] = b
-            case .date(let ns): d[name] = Date(timeIntervalSince1970: Double(ns) / 1e9)
+            case .date(let ns): d[name] = KeychainDate.date(ns)
             case .data(let b): d[name] = Data(b)
             }
         }
