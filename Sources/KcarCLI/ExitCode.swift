@@ -53,7 +53,7 @@ public struct ExitCode: RawRepresentable, Hashable, Sendable {
 extension ExitCode {
     static func of(_ status: KeychainStatus) -> ExitCode {
         switch status {
-        case .param: return .usage
+        case .param, .notAvailable: return .usage
         case .authFailed: return .wrongKey
         case .decode: return .damaged
         case .itemNotFound: return .notFound

@@ -127,7 +127,8 @@ public struct Keychain: Sendable {
         try setData(Data(value.utf8), forKey: key, attributes: attributes)
     }
 
-    /// Stores any Encodable value: `String` as UTF-8, `Data` as it is, anything else as a kcar archive.
+    /// Stores any Encodable value: `String` as UTF-8, `Data` and `[UInt8]` as they are, anything else as a
+    /// kcar archive.
     public func set<T: Encodable>(_ value: T, forKey key: String, attributes: [String: AttributeValue] = [:]) throws {
         try setData(try Keychain.encode(value), forKey: key, attributes: attributes)
     }
@@ -164,6 +165,7 @@ public struct Keychain: Sendable {
     static func encode<T: Encodable>(_ value: T) throws -> Data {
         if let s = value as? String { return Data(s.utf8) }
         if let d = value as? Data { return d }
+        if let b = value as? [UInt8] { return Data(b) }
         do { return try ArchiveEncoder().encode(value) } catch {
             throw KeychainError(.param, "cannot archive the value: \(error)")
         }
@@ -175,6 +177,7 @@ public struct Keychain: Sendable {
             return s as! T
         }
         if T.self == Data.self { return d as! T }
+        if T.self == [UInt8].self { return [UInt8](d) as! T }
         do { return try ArchiveDecoder().decode(type, from: d) } catch {
             throw KeychainError(.decode, "the value of \(key) does not decode as \(T.self): \(error)")
         }

@@ -16,12 +16,15 @@ public struct KeychainDirectory: Sendable, Hashable {
         self.statePath = statePath
     }
 
-    /// `KCAR_KEYCHAIN`, else `$XDG_DATA_HOME/kcar`, else `$HOME/.local/share/kcar`.
-    public static func defaultPath(environment: [String: String] = currentEnvironment()) -> String {
+    /// `KCAR_KEYCHAIN`, else `$XDG_DATA_HOME/kcar`, else `$HOME/.local/share/kcar`. With none of them set
+    /// (or all empty) there is no keychain: ``KeychainStatus/notAvailable``, rather than key files made
+    /// under whatever the current directory is.
+    public static func defaultPath(environment: [String: String] = currentEnvironment()) throws -> String {
         if let k = environment["KCAR_KEYCHAIN"], !k.isEmpty { return k }
         if let x = environment["XDG_DATA_HOME"], !x.isEmpty { return x + "/kcar" }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "."
-        return home + "/.local/share/kcar"
+        if let h = environment["HOME"], !h.isEmpty { return h + "/.local/share/kcar" }
+        throw KeychainError(.notAvailable, "no keychain folder: HOME, XDG_DATA_HOME and KCAR_KEYCHAIN are unset or empty "
+            + "(set one, or pass --keychain DIR)")
     }
 
     /// `$XDG_STATE_HOME/kcar`, else `$HOME/.local/state/kcar`; nil if neither is set.

@@ -43,10 +43,12 @@ public final class KeychainStore: @unchecked Sendable {
     }
 
     /// - Parameters:
+    ///   - directory: the keychain; nil is the default folder (``KeychainDirectory/defaultPath(environment:)``,
+    ///     which refuses to guess when HOME is unset).
     ///   - accessGroups: the explicit list; nil reads `KCAR_ACCESS_GROUPS`, and without it every readable group.
-    public init(directory: KeychainDirectory = KeychainDirectory(path: KeychainDirectory.defaultPath()),
+    public init(directory: KeychainDirectory? = nil,
                 accessGroups: [String]? = nil, lockTimeout: Double = 10, random: RandomSource = SystemRandom.shared) throws {
-        self.directory = directory
+        self.directory = try directory ?? KeychainDirectory(path: KeychainDirectory.defaultPath())
         if let accessGroups {
             explicitGroups = try KeychainStore.checked(accessGroups)
         } else if let env = KeychainDirectory.currentEnvironment()["KCAR_ACCESS_GROUPS"], !env.isEmpty {

@@ -23,12 +23,12 @@ final class FirstTryTests: XCTestCase {
     }
 
     /// Runs a program with HOME alone in its environment (plus `env`).
-    func run(_ name: String, _ args: [String], env: [String: String] = [:]) throws -> (code: Int32, out: String, err: String) {
+    func run(_ name: String, _ args: [String], env: [String: String] = [:], withHome: Bool = true) throws -> (code: Int32, out: String, err: String) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: try binary(name))
         p.arguments = args
         p.currentDirectoryURL = URL(fileURLWithPath: home)
-        p.environment = ["HOME": home].merging(env) { $1 }
+        p.environment = (withHome ? ["HOME": home] : [:]).merging(env) { $1 }
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
         p.standardError = err
@@ -110,5 +110,19 @@ final class FirstTryTests: XCTestCase {
         let r = try run("kcar-first-try", ["naming"])
         XCTAssertEqual(r.code, 0, r.out + r.err)
         XCTAssertEqual(r.out, "apple: unhandledError(status: -25300)\nkcar: errSecItemNotFound (-25300)\nkeychain: com.example.app\n")
+    }
+
+    /// With no HOME (nor XDG_DATA_HOME, KCAR_KEYCHAIN) there is no keychain: refused, and nothing is made
+    /// under the current directory (issue 12, item 10).
+    func testNoHomeIsRefusedNotGuessed() throws {
+        let r = try run("kcar-first-try", ["seed"], withHome: false)
+        XCTAssertNotEqual(r.code, 0)
+        XCTAssertTrue(r.out.contains("save: \(errSecNotAvailable)\n"), r.out)
+        let add = try run("kcar", ["add", "--service", "cli", "--value-file", "/dev/null"], withHome: false)
+        XCTAssertEqual(add.code, 2, add.err)
+        XCTAssertTrue(add.err.contains("errSecNotAvailable (-25291): no keychain folder: HOME"), add.err)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: home), [], "nothing created in the current directory")
+        XCTAssertEqual(try run("kcar", ["add", "--service", "cli", "--value-file", "/dev/null"], env: ["KCAR_KEYCHAIN": home + "/kc"],
+                               withHome: false).code, 0)
     }
 }
