@@ -6,7 +6,7 @@ let package = Package(
     products: [
         .library(name: "VaultFormat", targets: ["VaultFormat"]),
         .library(name: "KeyedArchive", targets: ["KeyedArchive"]),
-        .library(name: "Keychain", targets: ["Keychain"]),
+        .library(name: "KcarKeychain", targets: ["KcarKeychain"]),
         .executable(name: "kcar", targets: ["kcar"]),
     ],
     targets: [
@@ -16,21 +16,23 @@ let package = Package(
         .systemLibrary(name: "CDeflate", pkgConfig: "libdeflate", providers: [.apt(["libdeflate-dev"])]),
         .target(name: "VaultFormat", dependencies: ["CSodium", "CZlib", "CDeflate"]),
         .target(name: "KeyedArchive"),
-        .target(name: "Keychain", dependencies: ["VaultFormat", "KeyedArchive"]),
-        .target(name: "KcarCLI", dependencies: ["VaultFormat", "KeyedArchive", "Keychain"]),
+        .target(name: "KcarKeychain", dependencies: ["VaultFormat", "KeyedArchive"]),
+        .target(name: "KcarCLI", dependencies: ["VaultFormat", "KeyedArchive", "KcarKeychain"]),
         .executableTarget(name: "kcar", dependencies: ["KcarCLI"]),
         .target(name: "FixtureRecipes", dependencies: ["VaultFormat"]),
         .executableTarget(name: "kcar-fixtures", dependencies: ["FixtureRecipes", "VaultFormat"]),
         .executableTarget(name: "kcar-bench", dependencies: ["VaultFormat", "FixtureRecipes"]),
         .executableTarget(name: "kcar-archive-bench", dependencies: ["KeyedArchive", "FixtureRecipes"]),
-        .executableTarget(name: "kcar-keychain-bench", dependencies: ["Keychain", "VaultFormat", "FixtureRecipes"]),
+        .executableTarget(name: "kcar-keychain-bench", dependencies: ["KcarKeychain", "VaultFormat", "FixtureRecipes"]),
+        // The README's examples and the seeds' first calls as a whole process, for KeychainTests (issue 12).
+        .executableTarget(name: "kcar-first-try", dependencies: ["KcarKeychain"]),
         .executableTarget(name: "kcar-stress", dependencies: ["VaultFormat", "FixtureRecipes"]),
         // Crafts hostile inputs and checks that each kcar command refuses them within named limits (issue 9).
         .executableTarget(name: "kcar-hostile", dependencies: ["VaultFormat", "KeyedArchive", "FixtureRecipes"]),
         .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat", "FixtureRecipes"]),
         .testTarget(name: "KcarCLITests", dependencies: ["VaultFormat", "FixtureRecipes"]),
         .testTarget(name: "KeyedArchiveTests", dependencies: ["KeyedArchive", "FixtureRecipes"]),
-        .testTarget(name: "KeychainTests", dependencies: ["Keychain", "VaultFormat", "KeyedArchive", "FixtureRecipes"]),
+        .testTarget(name: "KeychainTests", dependencies: ["KcarKeychain", "VaultFormat", "KeyedArchive", "FixtureRecipes"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,4 @@
-import Keychain
+import KcarKeychain
 import KeyedArchive
 import VaultFormat
 
@@ -16,7 +16,7 @@ public enum CLI {
         ("compact", "compact VAULT: rewrite without dead space (deleted values leave the file)", Keys.compact),
         ("recover", "recover VAULT: cut off an incomplete last commit", Keys.recover),
         ("archive", "archive show FILE [--json] | archive convert IN OUT: keyed archives", ArchiveCommand.run),
-        ("init", "init [--keychain DIR] [--shared-group TEAM]: create the keychain directory (mode 0700)", ItemCommands.initCommand),
+        ("init", "init [--keychain DIR] [--shared-group TEAM] [--default-group G]: create the keychain directory (mode 0700)", ItemCommands.initCommand),
         ("add", "add --service S --account A ...: add an item; its value from stdin or --value-file", ItemCommands.add),
         ("get", "get --service S --account A ...: print one item's value", ItemCommands.get),
         ("find", "find [SELECTORS] [--json] [--limit N]: list matching items (attributes only)", ItemCommands.find),

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Keychain
+import KcarKeychain
 import VaultFormat
 
 /// `kcar credential get|store|erase` (also run as `git-credential-kcar`): git's credential helper protocol

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Keychain
+import KcarKeychain
 import VaultFormat
 
 /// What the git and docker credential helpers share: reading their request from standard input within a

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import FoundationEssentials
-import Keychain
+import KcarKeychain
 import KeyedArchive
 import VaultFormat
 

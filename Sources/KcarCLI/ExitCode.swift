@@ -1,4 +1,4 @@
-import Keychain
+import KcarKeychain
 import VaultFormat
 
 /// The exit codes of `kcar`, one per kind of failure (the README's table).
@@ -54,7 +54,7 @@ public struct ExitCode: RawRepresentable, Hashable, Sendable {
 extension ExitCode {
     static func of(_ status: KeychainStatus) -> ExitCode {
         switch status {
-        case .param: return .usage
+        case .param, .notAvailable: return .usage
         case .authFailed: return .wrongKey
         case .decode: return .damaged
         case .itemNotFound: return .notFound

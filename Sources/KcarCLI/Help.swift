@@ -120,9 +120,12 @@ enum Help {
               Malformed or hostile input: a one-line error and exit 4.
             """
         case "init": return """
-            usage: kcar init [--keychain DIR] [--shared-group TEAM]
+            usage: kcar init [--keychain DIR] [--shared-group TEAM] [--default-group G]
               Creates the keychain directory (mode 0700, parents too) and prints its path. Groups are created
               by the first add to them. DIR defaults to $KCAR_KEYCHAIN, $XDG_DATA_HOME/kcar, ~/.local/share/kcar.
+              --default-group G    record G (in .kcar-default-group) as the group adds go to when a program
+                                   names none and sets no KCAR_ACCESS_GROUPS; without it, a program's adds
+                                   go to a group named like its executable (myapp, kcar).
               --shared-group TEAM  share the directory (yours) with Unix group TEAM on purpose: group TEAM,
                                    mode 2770, and .kcar-shared naming TEAM; keys are then made 0640 and
                                    vaults 0660, so members of TEAM use the groups whose key they can read.

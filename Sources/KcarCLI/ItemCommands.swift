@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import FoundationEssentials
-import Keychain
+import KcarKeychain
 import KeyedArchive
 import Synchronization
 import VaultFormat
@@ -17,8 +17,8 @@ enum ItemCommands {
     static let selectorSpecs: [Arguments.Spec] = ["class", "service", "account", "label", "server", "port", "protocol", "path"]
         .map { Arguments.Spec(name: $0, kind: .value) } + [.init(name: "attr", kind: .repeated)]
 
-    static func directory(_ args: Arguments) -> KeychainDirectory {
-        KeychainDirectory(path: args.value("keychain") ?? KeychainDirectory.defaultPath())
+    static func directory(_ args: Arguments) throws -> KeychainDirectory {
+        KeychainDirectory(path: try args.value("keychain") ?? KeychainDirectory.defaultPath())
     }
 
     static func store(_ args: Arguments) throws -> KeychainStore {
@@ -28,7 +28,7 @@ enum ItemCommands {
             guard let v = Double(t), v >= 0, v <= 86_400 else { throw CLIError.usage("--lock-timeout takes seconds (0 to 86400)") }
             timeout = v
         }
-        return try KeychainStore(directory: directory(args), accessGroups: groups, lockTimeout: timeout)
+        return try KeychainStore(directory: try directory(args), accessGroups: groups, lockTimeout: timeout)
     }
 
     // MARK: Vault commands on a keychain's group
@@ -103,7 +103,7 @@ enum ItemCommands {
         guard vault.header.group == group else {
             throw KeychainError(.decode, "\(vault.path) holds group \(vault.header.group), not \(group)")
         }
-        let dir = directory(args)
+        let dir = try directory(args)
         guard let key = try? dir.readKey(group) else { return }
         try dir.checkGeneration(vault, group: group, key: key)
     }
@@ -246,16 +246,19 @@ enum ItemCommands {
     // MARK: Commands
 
     static func initCommand(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: [.init(name: "keychain", kind: .value), .init(name: "shared-group", kind: .value)])
+        let args = try Arguments(argv, specs: [.init(name: "keychain", kind: .value), .init(name: "shared-group", kind: .value),
+                                               .init(name: "default-group", kind: .value)])
         _ = try args.positionals([])
-        let dir = directory(args)
+        let dir = try directory(args)
         let shared = args.value("shared-group")
+        let defaultGroup = args.value("default-group")
         let created = try dir.create(sharedGroup: shared)
+        if let defaultGroup { try dir.setDefaultGroup(defaultGroup) }
         Output.out.line(dir.path)
         if let shared {
             warn("\(dir.path) is shared with the members of Unix group \(shared): each of them can add groups and read "
                  + "the groups they can read the key of")
-        } else if !created {
+        } else if !created, defaultGroup == nil {
             warn("\(dir.path) exists; nothing changed")
         }
         return .success

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import KeyedArchive
-import Keychain
+import KcarKeychain
 import VaultFormat
 
 /// The JSON item file of `extract --items`, `pack --items` and `import --items` (SPEC.md §K7).

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Keychain
+import KcarKeychain
 import VaultFormat
 
 /// `kcar pack VAULT DIR`.

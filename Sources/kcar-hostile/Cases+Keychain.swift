@@ -18,6 +18,7 @@ func keychainCases() -> [HostileCase] {
     }
     let get = ["get", "--service", "api"]
     let getG = ["get", "--group", "g", "--service", "api"]
+    let add = ["add", "--service", "api", "--value-file", "/dev/null"]
     return [
         c("world-writable-folder", "the keychain folder is mode 1777 and holds a group another user planted", get, [15]) { kc in
             try group(kc, "g", owner: "planted")
@@ -82,6 +83,26 @@ func keychainCases() -> [HostileCase] {
         c("fifo-share-marker", "a FIFO where .kcar-shared is looked for", get, [15]) { kc in
             try group(kc, "g")
             try fifo(kc + "/.kcar-shared")
+        },
+        // The default group's marker (SPEC.md §K2.1, issue 12): someone who can write the folder must not
+        // send the owner's adds to a group of their choosing, nor make an add block or read megabytes.
+        c("fifo-default-group", "a FIFO where .kcar-default-group is looked for", add, [15]) { kc in
+            try group(kc, "g")
+            try fifo(kc + "/.kcar-default-group")
+        },
+        c("symlink-default-group", "a .kcar-default-group that is a symbolic link to a file naming a group", add, [15]) { kc in
+            try group(kc, "g")
+            try writeFile(kc + "/../elsewhere", Array("planted\n".utf8), mode: 0o644)
+            symlink("../elsewhere", kc + "/.kcar-default-group")
+        },
+        c("writable-default-group", "a .kcar-default-group everyone can write", add, [15]) { kc in
+            try group(kc, "g")
+            try writeFile(kc + "/.kcar-default-group", Array("planted\n".utf8), mode: 0o666)
+            chmod(kc + "/.kcar-default-group", 0o666)
+        },
+        c("huge-default-group", "a 20 MB .kcar-default-group", add, [15]) { kc in
+            try group(kc, "g")
+            try writeFile(kc + "/.kcar-default-group", [UInt8](repeating: 0x61, count: 19_999_000), mode: 0o644)
         },
         c("huge-seen", "a 20 MB generation record", getG, [14]) { kc in
             try group(kc, "g")

@@ -14,7 +14,7 @@
 import Glibc
 #endif
 import FixtureRecipes
-import Keychain
+import KcarKeychain
 import VaultFormat
 
 // MARK: - Helpers

@@ -80,9 +80,12 @@ final class KeychainCLITests: XCTestCase {
     func testAccessGroupsAndVaultCommands() throws {
         try kcar(["add", "--group", "a", "--service", "s1"], stdin: "one")
         try kcar(["add", "--group", "b", "--service", "s2"], stdin: "two")
-        // No list: every readable group is searched, but add needs a group.
-        XCTAssertTrue(try kcar(["add", "--service", "x"], stdin: "x", expect: 12).err.contains("errSecMissingEntitlement (-34018)"))
         XCTAssertEqual(try kcar(["find", "--json"]).out.components(separatedBy: "\"group\"").count - 1, 2)
+        // No list: every readable group is searched; add without a group goes to the default group, the
+        // program's name (SPEC.md §K2.1, issue 12).
+        try kcar(["add", "--service", "x"], stdin: "x")
+        XCTAssertEqual(try kcar(["get", "--group", "kcar", "--service", "x"]).out, "x")
+        try kcar(["delete", "--group", "kcar", "--service", "x"])
         // With a list: add goes to the first group; others are out of reach.
         let onlyB = ["KCAR_ACCESS_GROUPS": "b"]
         try kcar(["add", "--service", "s3"], stdin: "three", env: onlyB)

@@ -1,5 +1,5 @@
 import Foundation
-import Keychain
+import KcarKeychain
 import VaultFormat
 import XCTest
 
@@ -51,14 +51,19 @@ final class AccessGroupTests: KeychainTestCase {
         assertStatus(.missingEntitlement, try onlyB.find(ItemQuery(group: "a")))
         assertStatus(.missingEntitlement, try onlyB.add(attributes: attrs(["svce": .string("x")]), value: [], group: "a"))
         assertStatus(.missingEntitlement, try onlyB.delete(ItemQuery(group: "a")))
-        // The implicit list (every readable key) finds both, but has no default group for add.
+        // The implicit list (every readable key) finds both; an add without a group goes to the default
+        // group, the program's name (SPEC.md §K2.1), or to the one the owner recorded.
         let implicit = try store(nil)
         XCTAssertEqual(try implicit.accessGroups(), ["a", "b"])
-        assertStatus(.missingEntitlement, try implicit.add(attributes: attrs(["svce": .string("x")]), value: []))
+        let program = try XCTUnwrap(KeychainStore.programGroup)
+        XCTAssertEqual(try implicit.add(attributes: attrs(["svce": .string("x")]), value: []).group, program)
+        try dir.setDefaultGroup("d")
+        XCTAssertEqual(try implicit.add(attributes: attrs(["svce": .string("x")]), value: []).group, "d")
+        XCTAssertEqual(try writer.defaultGroup(), "a", "an explicit list comes first")
         try implicit.add(attributes: attrs(["svce": .string("x")]), value: [], group: "c")
         // A group whose key file is gone (or unreadable) is not entitled.
         try FileManager.default.removeItem(atPath: dir.keyPath("b"))
-        XCTAssertEqual(try store(nil).accessGroups(), ["a", "c"])
+        XCTAssertEqual(try store(nil).accessGroups(), ["a", "c", "d", program])
         assertStatus(.missingEntitlement, try store(["b"]).find(ItemQuery()))
         assertStatus(.param, try KeychainStore.parseGroupList("a,,b"))
     }

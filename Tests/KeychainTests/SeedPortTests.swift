@@ -1,8 +1,8 @@
 import Foundation
-import Keychain
+import KcarKeychain
 import XCTest
 
-// The seed's KeychainManager (../shared/seeds/000_*.txt), ported: `import Security` became `import Keychain`,
+// The seed's KeychainManager (../shared/seeds/000_*.txt), ported: `import Security` became `import KcarKeychain`,
 // UIImage became Data (no UIKit on Linux). Everything else is the seed's code as written.
 
 struct UserData: Codable, Equatable {
@@ -124,7 +124,7 @@ final class SeedPortTests: KeychainTestCase {
         XCTAssertNil(rows.first?[kSecValueData], "attributes only: no value was read")
     }
 
-    /// The README's typed example compiles with `import Keychain` alone.
+    /// The README's typed example compiles with `import KcarKeychain` alone.
     func testTypedAPIWithOneImport() throws {
         let keychain = Keychain(service: "com.example.app", accessGroup: "com.yourApp")
         let profile = UserData(userName: "u", categoryName: "admin")

@@ -1,5 +1,5 @@
 import Foundation
-import Keychain
+import KcarKeychain
 import VaultFormat
 import XCTest
 

@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import Keychain
+import KcarKeychain
 import VaultFormat
 import XCTest
 

@@ -1,4 +1,4 @@
-@testable import Keychain
+@testable import KcarKeychain
 import Foundation
 import VaultFormat
 import XCTest

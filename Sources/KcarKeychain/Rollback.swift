@@ -118,17 +118,30 @@ extension KeychainDirectory {
         }
         let prefix = ".\(name)."
         removeStaleTemporaries(prefix: prefix)
-        let temp = "\(path)/\(prefix)\(Hex.encode(SystemRandom.shared.bytes(6))).tmp"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, KeychainDirectory.mode(.seen, trust))
-        guard fd >= 0 else { return false }
-        // Locked while it exists, so another writer's clean-up leaves it alone.
-        _ = flock(fd, LOCK_EX | LOCK_NB)
+        guard let (fd, temp) = lockedTemporary(prefix: prefix, mode: KeychainDirectory.mode(.seen, trust)) else { return false }
         let bytes = record.encode(key: key)
         let ok = write(fd, bytes, bytes.count) == bytes.count && KeychainDirectory.setMode(fd, .seen, trust)
         let placed = ok && rename(temp, target) == 0
         if !placed { unlink(temp) }
         close(fd)
         return placed
+    }
+
+    /// Creates a temporary file `prefix` + 12 lowercase hex digits + `.tmp`, locked while it exists so that
+    /// another writer's clean-up (``removeStaleTemporaries(prefix:)``) leaves it alone. A clean-up can still
+    /// remove it between its creation and the lock: then it is made again. Nil (errno set) if it cannot be.
+    func lockedTemporary(prefix: String, mode: mode_t) -> (fd: Int32, path: String)? {
+        for _ in 0..<8 {
+            let temp = "\(path)/\(prefix)\(Hex.encode(SystemRandom.shared.bytes(6))).tmp"
+            let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+            guard fd >= 0 else { return nil }
+            // Blocking: a clean-up holds the lock only to unlink.
+            var st = stat()
+            if flock(fd, LOCK_EX) == 0, fstat(fd, &st) == 0, st.st_nlink > 0 { return (fd, temp) }
+            close(fd)
+        }
+        errno = EAGAIN
+        return nil
     }
 
     /// Removes temporary files `prefix` + 12 lowercase hex digits + `.tmp` that no process holds a lock on

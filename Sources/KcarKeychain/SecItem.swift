@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import FoundationEssentials
 import Synchronization
 import VaultFormat
@@ -26,6 +29,7 @@ public enum SecItemConfiguration {
 }
 
 /// Adds an item (Apple's `SecItemAdd`). `result`, if given, receives what `kSecReturn...` asks for.
+@discardableResult
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<AnyObject?>?) -> OSStatus {
     secCall(result) {
         let q = try SecQuery(attributes, allowed: SecQuery.addKeys)
@@ -37,6 +41,7 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 
 /// Finds items (Apple's `SecItemCopyMatching`): the first match, or all with `kSecMatchLimitAll`; their data,
 /// attributes or both as `kSecReturn...` asks.
+@discardableResult
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<AnyObject?>?) -> OSStatus {
     secCall(result) {
         let q = try SecQuery(query, allowed: SecQuery.searchKeys)
@@ -50,6 +55,7 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
 
 /// Changes every matching item (Apple's `SecItemUpdate`); `attributesToUpdate` holds attributes and/or
 /// `kSecValueData`.
+@discardableResult
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
     secCall(nil) {
         let q = try SecQuery(query, allowed: SecQuery.modifyKeys)
@@ -65,6 +71,7 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 }
 
 /// Deletes every matching item (Apple's `SecItemDelete`).
+@discardableResult
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     secCall(nil) {
         let q = try SecQuery(query, allowed: SecQuery.modifyKeys)
@@ -73,18 +80,56 @@ public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     }
 }
 
-/// A readable message for a status (Apple's `SecCopyErrorMessageString`).
+/// Apple's sentence for a status (Apple's `SecCopyErrorMessageString`): "The specified item could not be
+/// found in the keychain." for `errSecItemNotFound`; `OSStatus N` for a number Apple does not name. What went
+/// wrong in this thread's last SecItem call is ``kcarLastResultMessage()``.
 public func SecCopyErrorMessageString(_ status: OSStatus, _ reserved: UnsafeMutableRawPointer?) -> String? {
-    KeychainStatus(rawValue: status).description
+    KeychainStatus(rawValue: status).message
+}
+
+/// Why this thread's last SecItem call failed, beyond its status ("kSecAttrPort is not an attribute of genp
+/// items, nor a key this call takes" behind an `errSecParam`); nil if it succeeded or none was made. Never
+/// holds a secret. Per thread, as `errno`: another thread's calls do not change it.
+public func kcarLastResultMessage() -> String? { LastResult.current?.message }
+
+/// The error of this thread's last SecItem call, with its status and ``KeychainError/reason``; nil if it
+/// succeeded or none was made.
+public func kcarLastError() -> KeychainError? { LastResult.current }
+
+/// This thread's last SecItem error, kept in thread-specific storage (a box per thread, released with it).
+enum LastResult {
+    final class Box {
+        let error: KeychainError
+        init(_ error: KeychainError) { self.error = error }
+    }
+
+    static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { p in
+            if let p { Unmanaged<Box>.fromOpaque(p).release() }
+        }
+        return key
+    }()
+
+    static var current: KeychainError? {
+        get { pthread_getspecific(key).map { Unmanaged<Box>.fromOpaque($0).takeUnretainedValue().error } }
+        set {
+            if let old = pthread_getspecific(key) { Unmanaged<Box>.fromOpaque(old).release() }
+            pthread_setspecific(key, newValue.map { Unmanaged.passRetained(Box($0)).toOpaque() })
+        }
+    }
 }
 
 private func secCall(_ result: UnsafeMutablePointer<AnyObject?>?, _ body: () throws -> Any?) -> OSStatus {
     do {
         let r = try body()
         result?.pointee = r.map { $0 as AnyObject }
+        LastResult.current = nil
         return errSecSuccess
     } catch {
-        return KeychainError.from(error).status.rawValue
+        let e = KeychainError.from(error)
+        LastResult.current = e
+        return e.status.rawValue
     }
 }
 
@@ -181,16 +226,18 @@ struct SecQuery {
             return .bool(b)
         case .date?:
             guard let d = raw as? Date else { throw KeychainError(.param, "\(key) takes a Date") }
-            return .date(nanoseconds: nanoseconds(d))
+            return .date(nanoseconds: KeychainDate.nanoseconds(d))
         case .data?:
             if let d = raw as? Data { return .data([UInt8](d)) }
             if let b = raw as? [UInt8] { return .data(b) }
+            // Apple stores a string given for a data attribute as its UTF-8 (KeychainItemWrapper's kSecAttrGeneric).
+            if let s = raw as? String { return .data(Array(s.utf8)) }
             throw KeychainError(.param, "\(key) takes Data")
         case nil:
             if let s = raw as? String { return .string(s) }
             if let b = raw as? Bool { return .bool(b) }
             if let n = integer(raw) { return .integer(n) }
-            if let d = raw as? Date { return .date(nanoseconds: nanoseconds(d)) }
+            if let d = raw as? Date { return .date(nanoseconds: KeychainDate.nanoseconds(d)) }
             if let d = raw as? Data { return .data([UInt8](d)) }
             if let b = raw as? [UInt8] { return .data(b) }
             throw KeychainError(.param, "\(key) takes a String, Bool, integer, Date or Data")
@@ -210,15 +257,11 @@ struct SecQuery {
         }
     }
 
-    static func nanoseconds(_ d: Date) -> Int64 {
-        let s = d.timeIntervalSince1970
-        let ns = (s * 1e9).rounded()
-        return ns >= 9.2e18 ? Int64.max : ns <= -9.2e18 ? Int64.min : Int64(ns)
-    }
-
     var itemQuery: ItemQuery {
-        ItemQuery(class: itemClass, attributes: attributes, group: group, limit: nil, caseInsensitive: caseInsensitive,
-                  synchronizableAny: synchronizableAny)
+        var q = ItemQuery(class: itemClass, attributes: attributes, group: group, limit: nil, caseInsensitive: caseInsensitive,
+                          synchronizableAny: synchronizableAny)
+        q.datesAsDate = true  // every date of a SecItem dictionary is a Date
+        return q
     }
 
     var wantsResult: Bool { returnData || returnAttributes }
@@ -247,7 +290,7 @@ struct SecQuery {
             case .string(let s): d[name] = s
             case .integer(let n): d[name] = Int(n)
             case .bool(let b): d[name] = b
-            case .date(let ns): d[name] = Date(timeIntervalSince1970: Double(ns) / 1e9)
+            case .date(let ns): d[name] = KeychainDate.date(ns)
             case .data(let b): d[name] = Data(b)
             }
         }

@@ -16,12 +16,15 @@ public struct KeychainDirectory: Sendable, Hashable {
         self.statePath = statePath
     }
 
-    /// `KCAR_KEYCHAIN`, else `$XDG_DATA_HOME/kcar`, else `$HOME/.local/share/kcar`.
-    public static func defaultPath(environment: [String: String] = currentEnvironment()) -> String {
+    /// `KCAR_KEYCHAIN`, else `$XDG_DATA_HOME/kcar`, else `$HOME/.local/share/kcar`. With none of them set
+    /// (or all empty) there is no keychain: ``KeychainStatus/notAvailable``, rather than key files made
+    /// under whatever the current directory is.
+    public static func defaultPath(environment: [String: String] = currentEnvironment()) throws -> String {
         if let k = environment["KCAR_KEYCHAIN"], !k.isEmpty { return k }
         if let x = environment["XDG_DATA_HOME"], !x.isEmpty { return x + "/kcar" }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "."
-        return home + "/.local/share/kcar"
+        if let h = environment["HOME"], !h.isEmpty { return h + "/.local/share/kcar" }
+        throw KeychainError(.notAvailable, "no keychain folder: HOME, XDG_DATA_HOME and KCAR_KEYCHAIN are unset or empty "
+            + "(set one, or pass --keychain DIR)")
     }
 
     /// `$XDG_STATE_HOME/kcar`, else `$HOME/.local/state/kcar`; nil if neither is set.
@@ -78,17 +81,53 @@ public struct KeychainDirectory: Sendable, Hashable {
         guard fchown(dfd, uid_t.max, gid) == 0, fchmod(dfd, 0o2770) == 0 else {
             throw KeychainError(.io, "cannot give \(path) to group \(name): \(String(cString: strerror(errno)))")
         }
-        let marker = "\(path)/\(KeychainDirectory.sharedMarker)"
-        let temp = "\(path)/.\(KeychainDirectory.sharedMarker).\(Hex.encode(SystemRandom.shared.bytes(6))).tmp"
+        try writeMarker(KeychainDirectory.sharedMarker, name)
+    }
+
+    /// Writes a marker file (SPEC.md §K1.2, §K2.1): `text` and a newline, mode 0644, atomically (temporary
+    /// file, fsync, rename).
+    private func writeMarker(_ name: String, _ text: String) throws {
+        let marker = "\(path)/\(name)"
+        let temp = "\(path)/.\(name).\(Hex.encode(SystemRandom.shared.bytes(6))).tmp"
         let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw KeychainError(.io, "cannot create \(marker): \(String(cString: strerror(errno)))") }
-        let bytes = Array((name + "\n").utf8)
+        let bytes = Array((text + "\n").utf8)
         let ok = write(fd, bytes, bytes.count) == bytes.count && fchmod(fd, 0o644) == 0 && fsync(fd) == 0
         close(fd)
         guard ok, rename(temp, marker) == 0 else {
             unlink(temp)
             throw KeychainError(.io, "cannot write \(marker)")
         }
+    }
+
+    // MARK: The default group
+
+    /// Records `group` as the directory's default group (SPEC.md §K2.1): the group an add goes to when the
+    /// process names none and sets no list. Only the directory's owner may (the file is owner-checked).
+    public func setDefaultGroup(_ group: String) throws {
+        try KeychainStore.checkGroupName(group)
+        let trust = try requireTrust()
+        guard trust.owner == geteuid() else {
+            throw KeychainError(.param, "only the owner of \(path) (uid \(trust.owner)) can set its default group")
+        }
+        try writeMarker(KeychainDirectory.defaultGroupMarker, group)
+    }
+
+    /// The default group the directory's owner recorded (`.kcar-default-group`), or nil: none, or no
+    /// directory yet. Unsafe unless it passes the marker rules of SPEC.md §K2.1; a name that is not a group
+    /// name is refused (*param*).
+    public func recordedDefaultGroup() throws -> String? {
+        guard let trust = try trust() else { return nil }
+        let dfd = open(trust.realPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard dfd >= 0 else { throw KeychainError(.io, "cannot open keychain \(path): \(String(cString: strerror(errno)))") }
+        defer { close(dfd) }
+        var st = stat()
+        guard fstat(dfd, &st) == 0 else { throw KeychainError(.io, "cannot stat keychain \(path)") }
+        guard let g = try readMarker(dfd, KeychainDirectory.defaultGroupMarker, directory: st, what: "one access group name") else {
+            return nil
+        }
+        try KeychainStore.checkGroupName(g)
+        return g
     }
 
     // MARK: File names
@@ -256,12 +295,11 @@ public struct KeychainDirectory: Sendable, Hashable {
     /// `target` exists.
     func writeNew(_ target: String, _ bytes: SecureBytes, _ kind: KeychainFile, _ trust: KeychainTrust) throws -> Bool {
         let base = target.split(separator: "/").last.map(String.init) ?? "key"
-        let temp = "\(path)/.\(base).\(Hex.encode(SystemRandom.shared.bytes(6))).tmp"
         removeStaleTemporaries(prefix: ".\(base).")
-        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot create \(temp): \(String(cString: strerror(errno)))") }
         // Locked while it exists (until after the link), so another writer's clean-up leaves it alone (SPEC.md §K1).
-        _ = flock(fd, LOCK_EX | LOCK_NB)
+        guard let (fd, temp) = lockedTemporary(prefix: ".\(base).", mode: 0o600) else {
+            throw KeychainError(.io, "cannot create a temporary file for \(target): \(String(cString: strerror(errno)))")
+        }
         defer {
             unlink(temp)
             close(fd)

@@ -22,8 +22,11 @@ enum KeychainFile: Equatable {
 extension KeychainDirectory {
     /// The file by which the owner of a keychain directory shares it with a Unix group (SPEC.md §K1).
     public static let sharedMarker = ".kcar-shared"
-    /// The largest `.kcar-shared` file read: a group name and a newline.
-    static let sharedMarkerMax = 256
+    /// The file by which the owner of a keychain directory names the group adds go to when a process names
+    /// none and sets no list (SPEC.md §K2.1; `kcar init --default-group G`).
+    public static let defaultGroupMarker = ".kcar-default-group"
+    /// The largest marker file read (`SHARED_MARKER_MAX`): a name and a newline.
+    static let markerMax = 256
 
     /// Checks the directory and every folder above it (SPEC.md §K1) and says whom it is trusted to be
     /// written by. Nil if the directory does not exist. Throws ``KeychainReason/unsafeFile`` for a directory
@@ -84,7 +87,24 @@ extension KeychainDirectory {
     /// owner, writable by no one else, naming the directory's own group.
     private func sharedGroup(_ dfd: Int32, directory st: stat) throws -> gid_t? {
         let marker = "\(path)/\(KeychainDirectory.sharedMarker)"
-        let fd = openat(dfd, KeychainDirectory.sharedMarker, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard let text = try readMarker(dfd, KeychainDirectory.sharedMarker, directory: st, what: "one Unix group name") else {
+            return nil
+        }
+        guard let gid = UnixDatabase.group(named: text)?.gid else {
+            throw KeychainError.unsafe(marker, "names \(text), which is not a Unix group here")
+        }
+        guard gid == st.st_gid else {
+            throw KeychainError.unsafe(marker, "names group \(text) (gid \(gid)), but the keychain's group is gid \(st.st_gid)")
+        }
+        return gid
+    }
+
+    /// The one line of a marker file the directory's owner wrote (`.kcar-shared`, `.kcar-default-group`):
+    /// nil if there is none; unsafe unless it is a regular file owned by the directory's owner, writable by
+    /// no one else, of at most ``markerMax`` bytes holding one non-empty UTF-8 line without NUL.
+    func readMarker(_ dfd: Int32, _ name: String, directory st: stat, what: String) throws -> String? {
+        let marker = "\(path)/\(name)"
+        let fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ENOENT { return nil }
             if errno == ELOOP { throw KeychainError.unsafe(marker, "a symbolic link") }
@@ -98,21 +118,15 @@ extension KeychainDirectory {
             throw KeychainError.unsafe(marker, "owned by uid \(m.st_uid), not by the keychain's owner (uid \(st.st_uid))")
         }
         guard m.st_mode & (S_IWGRP | S_IWOTH) == 0 else { throw KeychainError.unsafe(marker, "writable by others (mode \(octal(m.st_mode)))") }
-        guard let bytes = readAll(fd, max: KeychainDirectory.sharedMarkerMax) else {
-            throw KeychainError.unsafe(marker, "longer than \(KeychainDirectory.sharedMarkerMax) bytes")
+        guard let bytes = readAll(fd, max: KeychainDirectory.markerMax) else {
+            throw KeychainError.unsafe(marker, "longer than \(KeychainDirectory.markerMax) bytes")
         }
-        var name = bytes
-        if name.last == 0x0A { name.removeLast() }
-        guard !name.isEmpty, !name.contains(0), !name.contains(0x0A), let text = String(validating: name, as: UTF8.self) else {
-            throw KeychainError.unsafe(marker, "does not hold one Unix group name")
+        var line = bytes
+        if line.last == 0x0A { line.removeLast() }
+        guard !line.isEmpty, !line.contains(0), !line.contains(0x0A), let text = String(validating: line, as: UTF8.self) else {
+            throw KeychainError.unsafe(marker, "does not hold \(what)")
         }
-        guard let gid = UnixDatabase.group(named: text)?.gid else {
-            throw KeychainError.unsafe(marker, "names \(text), which is not a Unix group here")
-        }
-        guard gid == st.st_gid else {
-            throw KeychainError.unsafe(marker, "names group \(text) (gid \(gid)), but the keychain's group is gid \(st.st_gid)")
-        }
-        return gid
+        return text
     }
 
     /// Whether `gid` is the *user private group* of `uid` (SPEC.md §K1.1): its primary group, with no other

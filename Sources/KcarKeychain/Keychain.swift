@@ -1,5 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import FoundationEssentials
 import KeyedArchive
+import Synchronization
 import VaultFormat
 
 /// When an item may be read, and whether it may leave this device (Apple's `kSecAttrAccessible`).
@@ -22,8 +26,8 @@ public struct Accessibility: RawRepresentable, Hashable, Sendable {
 /// Generic passwords of one service, by key (the account), in the style of KeychainAccess and Valet:
 ///
 /// ```swift
-/// let keychain = Keychain(service: "com.example.app")
-/// keychain["token"] = "s3cr3t"
+/// let keychain = Keychain(service: "com.example.app")      // the default group (SPEC.md §K2.1)
+/// try keychain.set("s3cr3t", forKey: "token")                // or keychain["token"] = "s3cr3t" (see lastError)
 /// try keychain.set(profile, forKey: "profile")               // any Codable, archived (SPEC.md Part 2)
 /// let p = try keychain.get(Profile.self, forKey: "profile")
 /// let id = try keychain.loadOrCreate(String.self, forKey: "device-id") { UUID().uuidString }
@@ -33,7 +37,8 @@ public struct Accessibility: RawRepresentable, Hashable, Sendable {
 /// archives. A value type: copies are independent and `Sendable`; every call is one keychain operation.
 public struct Keychain: Sendable {
     public let service: String
-    /// The access group; nil uses the process's default (SPEC.md §K2).
+    /// The access group; nil writes to the process's default group and reads every group of its list
+    /// (SPEC.md §K2, §K2.1).
     public let accessGroup: String?
     public var accessibility: Accessibility = .whenUnlocked
     public var synchronizable = false
@@ -41,6 +46,8 @@ public struct Keychain: Sendable {
     public var label: String?
     public var comment: String?
     private let explicitStore: KeychainStore?
+    /// Shared by copies, as they are one keychain: where the subscripts leave their errors.
+    private let outcome = SharedOutcome()
 
     public init(service: String, accessGroup: String? = nil, store: KeychainStore? = nil) {
         self.service = service
@@ -120,7 +127,8 @@ public struct Keychain: Sendable {
         try setData(Data(value.utf8), forKey: key, attributes: attributes)
     }
 
-    /// Stores any Encodable value: `String` as UTF-8, `Data` as it is, anything else as a kcar archive.
+    /// Stores any Encodable value: `String` as UTF-8, `Data` and `[UInt8]` as they are, anything else as a
+    /// kcar archive.
     public func set<T: Encodable>(_ value: T, forKey key: String, attributes: [String: AttributeValue] = [:]) throws {
         try setData(try Keychain.encode(value), forKey: key, attributes: attributes)
     }
@@ -157,6 +165,7 @@ public struct Keychain: Sendable {
     static func encode<T: Encodable>(_ value: T) throws -> Data {
         if let s = value as? String { return Data(s.utf8) }
         if let d = value as? Data { return d }
+        if let b = value as? [UInt8] { return Data(b) }
         do { return try ArchiveEncoder().encode(value) } catch {
             throw KeychainError(.param, "cannot archive the value: \(error)")
         }
@@ -168,25 +177,46 @@ public struct Keychain: Sendable {
             return s as! T
         }
         if T.self == Data.self { return d as! T }
+        if T.self == [UInt8].self { return [UInt8](d) as! T }
         do { return try ArchiveDecoder().decode(type, from: d) } catch {
             throw KeychainError(.decode, "the value of \(key) does not decode as \(T.self): \(error)")
         }
     }
 
-    /// KeychainAccess-style subscript: a string, nil if absent; assigning nil removes. Errors read as nil and
-    /// writes that fail are dropped: use the throwing methods where that matters.
+    /// KeychainAccess-style subscript: a string, nil if absent; assigning nil removes. Unlike KeychainAccess's,
+    /// it drops nothing silently: a read or write that fails leaves its error in ``lastError`` (nil after one
+    /// that succeeds) and, for a write, prints one line naming the key and the status on standard error
+    /// (never the value). Use ``set(_:forKey:attributes:)`` and ``get(_:forKey:)``, which throw, where the
+    /// program must react.
     public subscript(key: String) -> String? {
-        get { try? getString(key) }
+        get { recording(key, write: false) { try getString(key) } ?? nil }
         nonmutating set {
-            if let newValue { try? setString(newValue, forKey: key) } else { try? remove(key) }
+            recording(key, write: true) { if let newValue { try setString(newValue, forKey: key) } else { try remove(key) } }
         }
     }
 
     /// The same for bytes.
     public subscript(data key: String) -> Data? {
-        get { try? getData(key) }
+        get { recording(key, write: false) { try getData(key) } ?? nil }
         nonmutating set {
-            if let newValue { try? setData(newValue, forKey: key) } else { try? remove(key) }
+            recording(key, write: true) { if let newValue { try setData(newValue, forKey: key) } else { try remove(key) } }
+        }
+    }
+
+    /// The error of the last subscript read or write through this keychain or a copy of it, nil if it
+    /// succeeded (the throwing methods report theirs by throwing).
+    public var lastError: KeychainError? { outcome.value }
+
+    private func recording<T>(_ key: String, write: Bool, _ body: () throws -> T) -> T? {
+        do {
+            let r = try body()
+            outcome.value = nil
+            return r
+        } catch {
+            let e = KeychainError.from(error)
+            outcome.value = e
+            if write { printError("kcar: keychain \(service)[\"\(key)\"] was not written: \(e)\n") }
+            return nil
         }
     }
 
@@ -219,4 +249,19 @@ public struct Keychain: Sendable {
     public func keys(where attributes: [String: AttributeValue]) throws -> [String] {
         try store().find(query(nil, extra: attributes)).compactMap { $0.attributes.string("acct") }
     }
+}
+
+/// The last subscript error of a ``Keychain`` and its copies.
+final class SharedOutcome: Sendable {
+    private let error = Mutex<KeychainError?>(nil)
+    var value: KeychainError? {
+        get { error.withLock { $0 } }
+        set { error.withLock { $0 = newValue } }
+    }
+}
+
+/// Writes `line` to standard error, unbuffered.
+func printError(_ line: String) {
+    let bytes = Array(line.utf8)
+    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
 }

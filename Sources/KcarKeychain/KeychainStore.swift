@@ -43,10 +43,12 @@ public final class KeychainStore: @unchecked Sendable {
     }
 
     /// - Parameters:
+    ///   - directory: the keychain; nil is the default folder (``KeychainDirectory/defaultPath(environment:)``,
+    ///     which refuses to guess when HOME is unset).
     ///   - accessGroups: the explicit list; nil reads `KCAR_ACCESS_GROUPS`, and without it every readable group.
-    public init(directory: KeychainDirectory = KeychainDirectory(path: KeychainDirectory.defaultPath()),
+    public init(directory: KeychainDirectory? = nil,
                 accessGroups: [String]? = nil, lockTimeout: Double = 10, random: RandomSource = SystemRandom.shared) throws {
-        self.directory = directory
+        self.directory = try directory ?? KeychainDirectory(path: KeychainDirectory.defaultPath())
         if let accessGroups {
             explicitGroups = try KeychainStore.checked(accessGroups)
         } else if let env = KeychainDirectory.currentEnvironment()["KCAR_ACCESS_GROUPS"], !env.isEmpty {
@@ -66,12 +68,15 @@ public final class KeychainStore: @unchecked Sendable {
     private static func checked(_ groups: [String]) throws -> [String] {
         var seen = Set<[UInt8]>()
         let groups = groups.filter { seen.insert(Array($0.utf8)).inserted }  // a name given twice counts once
-        for g in groups {
-            do { try Header.checkGroupName(g) } catch {
-                throw KeychainError(.param, "access group names are 1 to 255 bytes of UTF-8 without NUL (got \"\(g)\")")
-            }
-        }
+        for g in groups { try checkGroupName(g) }
         return groups
+    }
+
+    /// Throws ``KeychainStatus/param`` unless `group` is an access group name (1 to 255 bytes of UTF-8, no NUL).
+    static func checkGroupName(_ group: String) throws {
+        do { try Header.checkGroupName(group) } catch {
+            throw KeychainError(.param, "access group names are 1 to 255 bytes of UTF-8 without NUL (got \"\(group)\")")
+        }
     }
 
     private func locked<T>(_ body: () throws -> T) throws -> T {
@@ -112,17 +117,39 @@ public final class KeychainStore: @unchecked Sendable {
         return try accessGroups().filter(directory.exists)
     }
 
-    /// The group an add writes to: the one named, or the first of an explicit list.
+    /// The group an add writes to: the one named, or the default group.
     func writeTarget(_ group: String?) throws -> String {
         if let group {
             try entitle(group)
             return group
         }
-        guard let first = explicitGroups?.first else {
-            throw KeychainError(.missingEntitlement, "no access group given and no default: name one, or set KCAR_ACCESS_GROUPS")
-        }
-        return first
+        return try defaultGroup()
     }
+
+    /// The group an add writes to when it names none (SPEC.md §K2.1), as iOS uses the first of an app's
+    /// entitlements, else its app id: the first group of an explicit list; else the group the keychain's
+    /// owner recorded with `kcar init --default-group G`; else the program's name (the file name of the
+    /// running executable, `myapp` for `/usr/local/bin/myapp`).
+    public func defaultGroup() throws -> String {
+        if let first = explicitGroups?.first { return first }
+        if let recorded = try directory.recordedDefaultGroup() { return recorded }
+        guard let program = KeychainStore.programGroup else {
+            throw KeychainError(.missingEntitlement, "no access group given and no default: name one, set KCAR_ACCESS_GROUPS, "
+                + "or record one with `kcar init --default-group G`")
+        }
+        return program
+    }
+
+    /// The running executable's file name, when it is an access group name (SPEC.md §K2.1).
+    package static let programGroup: String? = {
+        var buf = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink("/proc/self/exe", &buf, buf.count - 1)
+        var path = n > 0 ? String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments.first ?? ""
+        // An executable replaced while it runs reads "PATH (deleted)".
+        if path.hasSuffix(" (deleted)") { path.removeLast(" (deleted)".count) }
+        guard let name = path.split(separator: "/").last.map(String.init), (try? checkGroupName(name)) != nil else { return nil }
+        return name
+    }()
 
     /// The open vault of a group, caught up with other processes and checked against rollback.
     private func vault(_ group: String, write: Bool) throws -> Vault {

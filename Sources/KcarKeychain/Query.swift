@@ -1,3 +1,4 @@
+import FoundationEssentials
 import VaultFormat
 
 /// One item of a keychain, as its group's index describes it: no value (read it with
@@ -44,6 +45,10 @@ public struct ItemQuery: Sendable {
     public var caseInsensitive: Bool
     /// Match synchronizable and non-synchronizable items alike (`kSecAttrSynchronizableAny`).
     public var synchronizableAny: Bool
+    /// Compare date attributes as Swift `Date`s (SPEC.md §K5): an item's date matches when the `Date` kcar
+    /// returns for it has the nanoseconds asked for (``KeychainDate/nanoseconds(_:)``), so the attributes a
+    /// search returned find their item again. The SecItem functions set it; nil compares nanoseconds exactly.
+    public var datesAsDate = false
 
     public init(class itemClass: ItemClass = .genericPassword, attributes: Attributes = Attributes(), group: String? = nil,
                 limit: Int? = nil, caseInsensitive: Bool = false, synchronizableAny: Bool = false) {
@@ -81,6 +86,10 @@ public struct ItemQuery: Sendable {
                 if caseInsensitive, a.lowercased().utf8.elementsEqual(b.lowercased().utf8) { continue }
                 return false
             }
+            if datesAsDate, case .date(let a) = have, case .date(let b) = wanted {
+                guard KeychainDate.roundTrip(a) == b else { return false }
+                continue
+            }
             guard have == wanted else { return false }
         }
         // Checked last: most items fail on an attribute asked for, and this is a lookup in every item.
@@ -107,6 +116,22 @@ extension ItemQuery {
         q.limit = nil
         return q
     }
+}
+
+/// Dates between a keychain's nanoseconds (SPEC.md §K3) and Swift's `Date`, whose `Double` of seconds
+/// since 2001 keeps about a quarter of a microsecond today: one conversion each way, used by every API.
+public enum KeychainDate {
+    /// The `Date` of an attribute's nanoseconds since 1970.
+    public static func date(_ nanoseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(nanoseconds) / 1e9) }
+
+    /// The nanoseconds since 1970 of a `Date`, rounded to the nearest, clamped to the range of Int64.
+    public static func nanoseconds(_ d: Date) -> Int64 {
+        let ns = (d.timeIntervalSince1970 * 1e9).rounded()
+        return ns >= 9.2e18 ? Int64.max : ns <= -9.2e18 ? Int64.min : Int64(ns)
+    }
+
+    /// What a date reads as after a trip through `Date`: the value a query made from a returned `Date` holds.
+    static func roundTrip(_ nanoseconds: Int64) -> Int64 { self.nanoseconds(date(nanoseconds)) }
 }
 
 /// Whether two strings have the same UTF-8 bytes. Swift's `==` (canonical equivalence) is a fast necessary

@@ -1,0 +1,39 @@
+import FoundationEssentials
+import VaultFormat
+
+// Literals and `Date`s for attribute values, so that typed code reads as SecItem code does:
+// `["category": "admin", "level": 3, "when": .date(Date())]` (issue 12, item 10).
+
+extension AttributeValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByBooleanLiteral {
+    /// `"admin"` is `.string("admin")`.
+    public init(stringLiteral value: String) { self = .string(value) }
+    /// `3` is `.integer(3)`.
+    public init(integerLiteral value: Int64) { self = .integer(value) }
+    /// `true` is `.bool(true)`.
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+}
+
+extension AttributeValue {
+    /// A date attribute from a `Date` (kept to the nanosecond the `Date` rounds to; SPEC.md §K5).
+    public static func date(_ date: Date) -> AttributeValue { .date(nanoseconds: KeychainDate.nanoseconds(date)) }
+
+    /// The `Date` of a date attribute, nil for another type.
+    public var dateValue: Date? {
+        guard case .date(let ns) = self else { return nil }
+        return KeychainDate.date(ns)
+    }
+}
+
+extension KeychainItem {
+    /// `kSecAttrService`: the service of a generic password.
+    public var service: String? { attributes.string(AttributeName.service) }
+    /// `kSecAttrAccount`: the key of a value in the typed API.
+    public var account: String? { attributes.string(AttributeName.account) }
+    /// `kSecAttrLabel`.
+    public var label: String? { attributes.string(AttributeName.label) }
+    /// `kSecAttrCreationDate`, as a `Date`.
+    public var creationDate: Date? { attributes[AttributeName.creationDate]?.dateValue }
+    /// `kSecAttrModificationDate`, as a `Date`.
+    public var modificationDate: Date? { attributes[AttributeName.modificationDate]?.dateValue }
+}

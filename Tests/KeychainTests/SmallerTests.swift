@@ -1,0 +1,30 @@
+import Foundation
+import KcarKeychain
+import VaultFormat
+import XCTest
+
+/// Issue 12, item 10: bytes as bytes, literal attribute values, dates as `Date`, service and account on items.
+final class SmallerTests: KeychainTestCase {
+    func testBytesAreStoredRawLikeData() throws {
+        let k = Keychain(service: "s", accessGroup: "app.shared", store: try store())
+        let bytes: [UInt8] = [0, 1, 2, 0xFF]
+        try k.set(bytes, forKey: "raw")
+        XCTAssertEqual(try k.getData("raw"), Data(bytes), "the bytes themselves, not an archive of an array")
+        XCTAssertEqual(try k.get([UInt8].self, forKey: "raw"), bytes)
+    }
+
+    func testLiteralsDatesAndItemProperties() throws {
+        let k = Keychain(service: "s", accessGroup: "app.shared", store: try store())
+        let when = Date(timeIntervalSince1970: 1_764_633_600.5)
+        try k.setString("v", forKey: "bob", attributes: ["category": "admin", "level": 3, "active": true, "when": .date(when)])
+        XCTAssertEqual(try k.keys(where: ["category": "admin", "level": 3, "active": true]), ["bob"])
+        XCTAssertEqual(try k.keys(where: ["when": .date(when)]), ["bob"])
+        let item = try XCTUnwrap(try k.allItems().first)
+        XCTAssertEqual(item.service, "s")
+        XCTAssertEqual(item.account, "bob")
+        XCTAssertEqual(item.userAttributes["when"]?.dateValue, when)
+        let created = try XCTUnwrap(item.creationDate)
+        XCTAssertLessThan(abs(created.timeIntervalSinceNow), 3600)
+        XCTAssertEqual(item.modificationDate, created)
+    }
+}
