@@ -17,7 +17,7 @@ enum ArchiveCommand {
     }
 
     static func show(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: [.init(name: "json", kind: .flag)])
+        let args = try Arguments(argv, specs: CLI.specs("archive", "show"))
         let path = try args.positionals(["FILE"])[0]
         let value = try load(path)
         let indent = !args.flag("json")
@@ -35,8 +35,7 @@ enum ArchiveCommand {
     }
 
     static func convert(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: [.init(name: "to", kind: .value), .init(name: "deterministic", kind: .flag),
-                                               .init(name: "force", kind: .flag)])
+        let args = try Arguments(argv, specs: CLI.specs("archive", "convert"))
         let p = try args.positionals(["IN", "OUT"])
         let (value, wasNSKeyed) = try loadDetecting(p[0])
         // By default a conversion goes to the other format.

@@ -7,7 +7,7 @@ import VaultFormat
 /// `kcar list` and `kcar extract`.
 enum Extract {
     static func list(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: Secrets.specs + [.init(name: "json", kind: .flag)])
+        let args = try Arguments(argv, specs: CLI.specs("list"))
         let path = try vaultArguments(args, ["VAULT"])[0]
         let vault = try openVault(path, args)
         let items = vault.items
@@ -30,10 +30,7 @@ enum Extract {
     }
 
     static func run(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: Secrets.specs + [
-            .init(name: "directory", kind: .value, short: "C"), .init(name: "force", kind: .flag),
-            .init(name: "stdout", kind: .flag), .init(name: "items", kind: .value), .init(name: "include-device-only", kind: .flag),
-        ])
+        let args = try Arguments(argv, specs: CLI.specs("extract"))
         var positionals = args.positionals
         if let group = args.value("group") { positionals.insert(try ItemCommands.groupVaultPath(args, group), at: 0) }
         guard let path = positionals.first else { throw CLIError.usage("expected VAULT [ITEM...]") }

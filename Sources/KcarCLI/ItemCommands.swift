@@ -10,13 +10,6 @@ import VaultFormat
 /// `kcar init | add | get | find | update | delete | groups | import`: SecItem semantics from the shell,
 /// over a keychain directory (SPEC.md Part 3).
 enum ItemCommands {
-    static let keychainSpecs: [Arguments.Spec] = [
-        .init(name: "keychain", kind: .value), .init(name: "group", kind: .value), .init(name: "groups", kind: .value),
-        .init(name: "lock-timeout", kind: .value),
-    ]
-    static let selectorSpecs: [Arguments.Spec] = ["class", "service", "account", "label", "server", "port", "protocol", "path"]
-        .map { Arguments.Spec(name: $0, kind: .value) } + [.init(name: "attr", kind: .repeated)]
-
     static func directory(_ args: Arguments) -> KeychainDirectory {
         KeychainDirectory(path: args.value("keychain") ?? KeychainDirectory.defaultPath())
     }
@@ -246,7 +239,7 @@ enum ItemCommands {
     // MARK: Commands
 
     static func initCommand(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: [.init(name: "keychain", kind: .value), .init(name: "shared-group", kind: .value)])
+        let args = try Arguments(argv, specs: CLI.specs("init"))
         _ = try args.positionals([])
         let dir = directory(args)
         let shared = args.value("shared-group")
@@ -262,9 +255,7 @@ enum ItemCommands {
     }
 
     static func add(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: keychainSpecs + selectorSpecs + [
-            .init(name: "value-file", kind: .value), .init(name: "accessible", kind: .value), .init(name: "synchronizable", kind: .flag),
-        ])
+        let args = try Arguments(argv, specs: CLI.specs("add"))
         _ = try args.positionals([])
         let (c, attributes) = try newItem(args)
         let s = try store(args)
@@ -292,10 +283,8 @@ enum ItemCommands {
                          caseInsensitive: args.flag("ignore-case"), synchronizableAny: attributes["sync"] == nil)
     }
 
-    static let querySpecs = keychainSpecs + selectorSpecs + [.init(name: "ignore-case", kind: .flag)]
-
     static func get(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: querySpecs)
+        let args = try Arguments(argv, specs: CLI.specs("get"))
         _ = try args.positionals([])
         let s = try store(args)
         var q = try query(args)
@@ -316,7 +305,7 @@ enum ItemCommands {
     }
 
     static func find(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: querySpecs + [.init(name: "json", kind: .flag), .init(name: "limit", kind: .value)])
+        let args = try Arguments(argv, specs: CLI.specs("find"))
         _ = try args.positionals([])
         var q = try query(args)
         q.limit = try args.int("limit", in: 1...Int(Int32.max))
@@ -340,10 +329,7 @@ enum ItemCommands {
     }
 
     static func update(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: querySpecs + [
-            .init(name: "set-label", kind: .value), .init(name: "set-attr", kind: .repeated), .init(name: "unset-attr", kind: .repeated),
-            .init(name: "set-accessible", kind: .value), .init(name: "value-file", kind: .value),
-        ])
+        let args = try Arguments(argv, specs: CLI.specs("update"))
         _ = try args.positionals([])
         let q = try query(args)
         var changes: [String: AttributeValue?] = [:]
@@ -369,7 +355,7 @@ enum ItemCommands {
     }
 
     static func delete(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: querySpecs + [.init(name: "all", kind: .flag)])
+        let args = try Arguments(argv, specs: CLI.specs("delete"))
         _ = try args.positionals([])
         let q = try query(args)
         guard q.attributes.count > 0 || args.flag("all") else {
@@ -381,7 +367,7 @@ enum ItemCommands {
     }
 
     static func groups(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: keychainSpecs + [.init(name: "json", kind: .flag), .init(name: "accept-rollback", kind: .value)])
+        let args = try Arguments(argv, specs: CLI.specs("groups"))
         _ = try args.positionals([])
         let s = try store(args)
         if let g = args.value("accept-rollback") {
@@ -399,10 +385,7 @@ enum ItemCommands {
     }
 
     static func importCommand(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: keychainSpecs + selectorSpecs + [
-            .init(name: "nskeyed", kind: .value), .init(name: "items", kind: .value), .init(name: "accessible", kind: .value),
-            .init(name: "synchronizable", kind: .flag),
-        ])
+        let args = try Arguments(argv, specs: CLI.specs("import"))
         _ = try args.positionals([])
         let s = try store(args)
         switch (args.value("nskeyed"), args.value("items")) {

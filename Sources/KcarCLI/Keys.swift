@@ -82,7 +82,7 @@ final class StagedFile {
 /// `kcar keygen`, `passwd`, `rekey`, `compact`, `recover`.
 enum Keys {
     static func keygen(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: [.init(name: "x25519", kind: .flag), .init(name: "force", kind: .flag)])
+        let args = try Arguments(argv, specs: CLI.specs("keygen"))
         let path = try args.positionals(["FILE"])[0]
         let force = args.flag("force")
         let pubPath = path + ".pub"
@@ -123,13 +123,6 @@ enum Keys {
         try staged.place(force: force)
     }
 
-    static let slotSpecs: [Arguments.Spec] = [
-        .init(name: "add-passphrase", kind: .flag), .init(name: "add-key-file", kind: .repeated),
-        .init(name: "add-recipient", kind: .repeated), .init(name: "new-passphrase-file", kind: .value),
-        .init(name: "new-passphrase-fd", kind: .value), .init(name: "kdf-memory", kind: .value),
-        .init(name: "kdf-passes", kind: .value),
-    ]
-
     /// The slots named by --add-* options.
     static func addedSlots(_ args: Arguments, passphraseWanted: Bool) throws -> [SlotSecret] {
         var slots: [SlotSecret] = []
@@ -151,7 +144,7 @@ enum Keys {
     }
 
     static func passwd(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: Secrets.specs + slotSpecs + [.init(name: "remove-slot", kind: .repeated)])
+        let args = try Arguments(argv, specs: CLI.specs("passwd"))
         let path = try vaultArguments(args, ["VAULT"])[0]
         let vault = try openVault(path, args, mode: .write)
         var remove = Set<Int>()
@@ -180,7 +173,7 @@ enum Keys {
     }
 
     static func rekey(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: Secrets.specs + slotSpecs)
+        let args = try Arguments(argv, specs: CLI.specs("rekey"))
         let path = try vaultArguments(args, ["VAULT"])[0]
         let secret = try Secrets.unlock(args)!
         let vault = try Vault.open(path: path, secret: secret, mode: .write)
@@ -206,7 +199,7 @@ enum Keys {
     }
 
     static func compact(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: Secrets.specs)
+        let args = try Arguments(argv, specs: CLI.specs("compact"))
         let path = try vaultArguments(args, ["VAULT"])[0]
         let vault = try openVault(path, args, mode: .write)
         let before = vault.bodyLength + vault.incompleteBytes
@@ -216,7 +209,7 @@ enum Keys {
     }
 
     static func recover(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: Secrets.specs)
+        let args = try Arguments(argv, specs: CLI.specs("recover"))
         let path = try vaultArguments(args, ["VAULT"])[0]
         let vault = try openVault(path, args, mode: .write)
         let cut = vault.incompleteBytes

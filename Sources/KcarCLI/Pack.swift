@@ -33,11 +33,7 @@ enum Pack {
     }
 
     static func run(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: Secrets.specs + Secrets.newSpecs + [
-            .init(name: "group", kind: .value), .init(name: "level", kind: .value), .init(name: "exclude", kind: .repeated),
-            .init(name: "force", kind: .flag), .init(name: "quiet", kind: .flag, short: "q"),
-            .init(name: "items", kind: .value), .init(name: "include-device-only", kind: .flag),
-        ])
+        let args = try Arguments(argv, specs: CLI.specs("pack"))
         let fromItems = args.value("items") != nil || args.value("keychain") != nil
         let p = try args.positionals(fromItems ? ["VAULT"] : ["VAULT", "DIR"])
         let vaultPath = p[0]

@@ -6,7 +6,7 @@ import VaultFormat
 /// `kcar verify` and `kcar info`.
 enum Verify {
     static func run(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: Secrets.specs + [.init(name: "json", kind: .flag), .init(name: "no-key", kind: .flag)])
+        let args = try Arguments(argv, specs: CLI.specs("verify"))
         let path = try vaultArguments(args, ["VAULT"])[0]
         let json = args.flag("json")
         // Only an explicit --no-key checks the structure alone: a `verify v.kcv || alert` that found no secret
@@ -81,7 +81,7 @@ enum Verify {
     }
 
     static func info(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: Secrets.specs + [.init(name: "json", kind: .flag)])
+        let args = try Arguments(argv, specs: CLI.specs("info"))
         let path = try vaultArguments(args, ["VAULT"])[0]
         let (header, size) = try Vault.inspect(path: path)
         var pairs: [(String, String)] = [
