@@ -36,7 +36,7 @@ extension Help {
                          "after-first-unlock-this-device-only", "always-this-device-only", "when-passcode-set-this-device-only"]
 
     static let selectorOptions: [Option] = [
-        O(name: "class", kind: .value, argument: "C", meaning: "genp (default), inet, cert, keys or idnt",
+        O(name: "class", kind: .value, argument: "C", meaning: "genp, inet, cert, keys or idnt (find and get: every class if not given; the others: genp)",
           completes: .words(classes)),
         O(name: "service", kind: .value, argument: "S", meaning: "kSecAttrService"),
         O(name: "account", kind: .value, argument: "A", meaning: "kSecAttrAccount"),
@@ -316,21 +316,22 @@ extension Help {
     static let get = Page(
         synopsis: ["get SELECTORS"],
         summary: "Print the value of the one matching item.",
-        description: ["More than one match is exit 2; none exit 6.", itemNote],
+        description: ["Searches every class unless --class is given (a class whose attributes the selectors cannot name is left out). More than one match is exit 2; none exit 6.", itemNote],
         options: queryOptions,
         examples: [
             Example(command: "get --service github.com --account ci", meaning: "the token on standard output"),
-            Example(command: "get --class inet --server db.internal --account app", meaning: "an internet password"),
+            Example(command: "get --server db.internal --account app", meaning: "an internet password (no --class needed)"),
         ])
 
     static let find = Page(
         synopsis: ["find [SELECTORS] [--json] [--limit N]"],
         summary: "List matching items (attributes only, no values).",
-        description: ["No match is exit 6.", itemNote],
+        description: ["Searches every class unless --class is given (a class whose attributes the selectors cannot name is left out), in the order of the access groups, then genp, inet, cert, keys, idnt. No match is exit 6.", itemNote],
         options: queryOptions + [json, O(name: "limit", kind: .value, argument: "N", meaning: "at most N items")],
         examples: [
-            Example(command: "find --group personal --class inet", meaning: "the internet passwords of a group"),
+            Example(command: "find --group personal", meaning: "every item of a group, of every class (the CLASS column says which)"),
             Example(command: "find --attr team=ops --json", meaning: "items by a user attribute, as JSON"),
+            Example(command: "find --class inet --server db.internal", meaning: "internet passwords only"),
         ])
 
     static let update = Page(

@@ -283,13 +283,50 @@ enum ItemCommands {
                          caseInsensitive: args.flag("ignore-case"), synchronizableAny: attributes["sync"] == nil)
     }
 
+    static let allClasses: [ItemClass] = [.genericPassword, .internetPassword, .certificate, .key, .identity]
+
+    /// The items find and get print: of `--class C`, else of every class, in the access groups' order and then
+    /// the classes'. A class whose attributes the selectors cannot name (`--service` of an inet item) has no
+    /// match and is left out; if that is every class, the error is genp's. `limit` counts across classes.
+    static func searchClasses(_ s: KeychainStore, _ args: Arguments, limit: Int?) throws -> (items: [KeychainItem], skipped: [SkippedGroup]) {
+        guard args.value("class") == nil else {
+            var q = try query(args)
+            q.limit = limit
+            let r = try s.search(q)
+            return (r.items, r.skipped)
+        }
+        var items: [KeychainItem] = [], skipped: [SkippedGroup] = []
+        var refusal: Error?, searched = false
+        for c in allClasses {
+            let r: SearchResult
+            do {
+                let attributes = try selection(args, class: c)
+                r = try s.search(ItemQuery(class: c, attributes: attributes, group: args.value("group"), limit: limit,
+                                           caseInsensitive: args.flag("ignore-case"), synchronizableAny: attributes["sync"] == nil))
+            } catch let e as KeychainError where e.status == .param {
+                refusal = refusal ?? e
+                continue
+            } catch let e as CLIError where e.code == .usage {
+                refusal = refusal ?? e
+                continue
+            }
+            searched = true
+            items += r.items
+            for g in r.skipped where !skipped.contains(where: { $0.group == g.group }) { skipped.append(g) }
+        }
+        if !searched, let refusal { throw refusal }
+        let rank = Dictionary(try s.accessGroups().enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
+        let ordered = items.enumerated().sorted {
+            (rank[$0.element.group] ?? Int.max, $0.offset) < (rank[$1.element.group] ?? Int.max, $1.offset)
+        }.map(\.element)
+        return (Array(ordered.prefix(limit ?? Int.max)), skipped)
+    }
+
     static func get(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("get"))
         _ = try args.positionals([])
         let s = try store(args)
-        var q = try query(args)
-        q.limit = 2
-        let r = try s.search(q)
+        let r = try searchClasses(s, args, limit: 2)
         let found = r.items
         guard let item = found.first else {
             guard r.skipped.isEmpty else { return reportSkipped(r.skipped) }
@@ -307,20 +344,18 @@ enum ItemCommands {
     static func find(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("find"))
         _ = try args.positionals([])
-        var q = try query(args)
-        q.limit = try args.int("limit", in: 1...Int(Int32.max))
-        let r = try store(args).search(q)
+        let r = try searchClasses(try store(args), args, limit: try args.int("limit", in: 1...Int(Int32.max)))
         let found = r.items
         if args.flag("json") {
             Output.out.line(JSON.array(found.map { ItemJSON.object(group: $0.group, id: $0.id, class: $0.itemClass,
                                                                     attributes: $0.attributes, size: $0.size) }))
         } else {
-            Output.out.line("GROUP".padding(24) + "SERVICE".padding(24) + "ACCOUNT".padding(24) + Extract.pad("SIZE", 10) + "  MODIFIED")
+            Output.out.line("GROUP".padding(24) + "CLASS".padding(6) + "SERVICE".padding(24) + "ACCOUNT".padding(24) + Extract.pad("SIZE", 10) + "  MODIFIED")
             for i in found {
                 let service = i.attributes.string("svce") ?? i.attributes.string("srvr") ?? i.attributes.string("labl") ?? "-"
                 let modified: String
                 if case .date(let ns)? = i.attributes["mdat"] { modified = iso8601(nanoseconds: ns) } else { modified = "-" }
-                Output.out.line(terminalSafe(i.group.padding(24) + service.padding(24) + (i.attributes.string("acct") ?? "-").padding(24)
+                Output.out.line(terminalSafe(i.group.padding(24) + i.itemClass.rawValue.padding(6) + service.padding(24) + (i.attributes.string("acct") ?? "-").padding(24)
                                 + Extract.pad(String(i.size), 10) + "  " + modified))
             }
         }
