@@ -338,7 +338,13 @@ extension Help {
         synopsis: ["update SELECTORS [--set-label L] [--set-attr NAME=VALUE]... [--unset-attr NAME]... [--set-accessible LEVEL] "
                    + "[--value-file FILE]"],
         summary: "Change the attributes or the value of every matching item.",
-        description: ["The value changes only with --value-file FILE (- for standard input).", itemNote],
+        description: [
+            "The value: with no other change, update reads it as add does, from standard input when that is a pipe or a "
+            + "file (an empty one is refused) or asked twice on a terminal. With --set-label, --set-attr, --unset-attr or "
+            + "--set-accessible, the value changes only with --value-file FILE (- for standard input): update --set-label L "
+            + "< /dev/null, or in a script whose standard input is inherited, never waits for nor changes a value.",
+            itemNote,
+        ],
         options: queryOptions + [
             O(name: "set-label", kind: .value, argument: "L", meaning: "the new label"),
             O(name: "set-attr", kind: .repeated, argument: "NAME[:TYPE]=VALUE", meaning: "set an attribute; repeatable"),
@@ -347,7 +353,8 @@ extension Help {
             O(name: "value-file", kind: .value, argument: "FILE", meaning: "the new value from FILE (- standard input)", completes: .file),
         ],
         examples: [
-            Example(command: "update --service github.com --account ci --value-file new.txt", meaning: "a new value"),
+            Example(command: "update --service github.com --account ci < new.txt", meaning: "a new value, from standard input"),
+            Example(command: "update --service github.com --account ci --set-label CI --value-file -", meaning: "a new label and value"),
             Example(command: "update --service api --set-label 'API key' --set-attr team=dev", meaning: "new attributes"),
         ])
 

@@ -380,13 +380,32 @@ enum ItemCommands {
             changes["pdmn"] = try accessibility(try Arguments(["--accessible", a], specs: [.init(name: "accessible", kind: .value)]))
         }
         var value = try readValue(args, required: false)
+        if value == nil, changes.isEmpty { value = try updateValueFromStandardInput(args) }
         defer { if value != nil { wipe(&value!) } }
         guard !changes.isEmpty || value != nil else {
-            throw CLIError.usage("nothing to change: give --set-label, --set-attr, --unset-attr, --set-accessible or --value-file")
+            throw CLIError.usage("nothing to change: give --set-label, --set-attr, --unset-attr, --set-accessible or --value-file, "
+                                 + "or pipe the new value in")
         }
         let n = try store(args).update(q, set: changes, value: value)
         warn("updated \(n) item\(n == 1 ? "" : "s")")
         return .success
+    }
+
+    /// update's value when it names no other change and no --value-file: standard input as add reads it (asked
+    /// twice on a terminal), if it is a pipe, socket or file; nil for anything else (`< /dev/null`, closed). An
+    /// empty input is refused rather than taken for an empty value. Never read when an attribute changes, so
+    /// `update --set-label L` in a script with an inherited standard input neither waits nor changes a value.
+    static func updateValueFromStandardInput(_ args: Arguments) throws -> [UInt8]? {
+        if isatty(0) == 1 { return try readValue(args, required: true) }
+        var st = stat()
+        guard fstat(0, &st) == 0 else { return nil }
+        let type = st.st_mode & S_IFMT
+        guard type == S_IFIFO || type == S_IFREG || type == S_IFSOCK else { return nil }
+        let value = try readAll(fd: 0, what: "standard input")
+        guard !value.isEmpty else {
+            throw CLIError.usage("nothing to change: standard input is empty (--value-file /dev/null sets an empty value)")
+        }
+        return value
     }
 
     static func delete(_ argv: [String]) throws -> ExitCode {
