@@ -48,7 +48,12 @@ enum ArchiveCommand {
         case "nskeyed": bytes = try NSKeyedArchive.exportValue(value)
         default: throw CLIError.usage("--to takes kcar or nskeyed")
         }
-        try Keys.writeFile(p[1], bytes, mode: 0o600, force: args.flag("force"))
+        if p[1] == "-" {
+            try StandardStreams.refuseTerminal("an archive", force: args.flag("force"))
+            try bytes.withUnsafeBytes { try Output.out.writeBytes($0) }
+        } else {
+            try Keys.writeFile(p[1], bytes, mode: 0o600, force: args.flag("force"))
+        }
         return .success
     }
 
@@ -64,6 +69,7 @@ enum ArchiveCommand {
     }
 
     static func readLimited(_ path: String, max: Int) throws -> [UInt8] {
+        if path == "-" { return try StandardStreams.readAll(max: max, what: "the archive") }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw CLIError(.io, "cannot open \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }

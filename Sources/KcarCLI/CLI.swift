@@ -137,7 +137,10 @@ public enum CLI {
             return 0
         }
         // A vault command given --group G advances the group's generation record when it ends (SPEC.md §K6).
-        defer { ItemCommands.finishGroupCommand() }
+        defer {
+            ItemCommands.finishGroupCommand()
+            StandardStreams.finish()
+        }
         do {
             return try command.run(rest).rawValue
         } catch let e as CLIError {
@@ -171,6 +174,7 @@ func vaultArguments(_ args: Arguments, _ names: [String], optional: Int = 0) thr
 /// Opens a vault for a command, mapping errors to the CLI's and warning about an incomplete commit. A
 /// keychain's vault (`--group`) is also checked against rollback (SPEC.md §K6).
 func openVault(_ path: String, _ args: Arguments, mode: OpenMode = .read) throws -> Vault {
+    if mode == .write { try refuseStandardInput(path) }
     let secret = try Secrets.unlock(args)!
     let vault = try Vault.open(path: path, secret: secret, mode: mode)
     try ItemCommands.checkRollback(vault, args)
@@ -179,4 +183,10 @@ func openVault(_ path: String, _ args: Arguments, mode: OpenMode = .read) throws
              "working on the last complete commit (`kcar recover` cuts them off)")
     }
     return vault
+}
+
+/// A command that changes a vault file in place has no use for `-`.
+func refuseStandardInput(_ path: String) throws {
+    guard path == "-" else { return }
+    throw CLIError.usage("VAULT - (standard input) is for list, extract, verify and info; this command changes a vault file in place")
 }

@@ -80,6 +80,10 @@ extension Help {
 
     // MARK: Vault commands
 
+    static let stdinNote = "VAULT - reads the vault from standard input: it is copied first (a vault is read by offset) to a "
+        + "0600 temporary file in $TMPDIR, removed when the command ends or is interrupted; at most 4 GiB."
+
+
     static let pack = Page(
         synopsis: ["pack VAULT DIR [options]", "pack VAULT --items FILE.json [--group G] [slot options]",
                    "pack VAULT --keychain DIR --group G [slot options]"],
@@ -89,7 +93,7 @@ extension Help {
             + "its path below the service folder. Modification times are kept; file modes are not (extract writes 0600). Symlinks, "
             + "devices, FIFOs, non-UTF-8 names and files directly in DIR are reported and skipped (exit 9); so is an input swapped "
             + "for a link, a FIFO or another file after the listing (nothing is followed or waited on). VAULT - writes the vault to "
-            + "standard output.",
+            + "standard output, which must not be a terminal (unless --force). --items - reads the item file from standard input.",
             "With --items or --keychain: a vault of the items of an item file (extract --items), or of a keychain's access group G "
             + "(attributes kept). ThisDeviceOnly items are left out (exit 9) unless --include-device-only.",
             "The vault gets a slot for each secret given: --key-file, --recipient, and a passphrase (--passphrase-file, "
@@ -105,7 +109,7 @@ extension Help {
             O(name: "items", kind: .value, argument: "FILE.json", meaning: "pack the items of an item file instead of a folder", completes: .file),
             deviceOnly.meaning("also pack ThisDeviceOnly items"),
             O(name: "quiet", kind: .flag, short: "q", meaning: "print nothing on success"),
-            force.meaning("overwrite an existing VAULT"),
+            force.meaning("overwrite an existing VAULT; with VAULT -, write to a terminal"),
         ] + kdfOptions,
         examples: [
             Example(command: "pack secrets.kcv ./secrets --key-file me.key", meaning: "a vault of the folder ./secrets, opened by me.key"),
@@ -117,11 +121,12 @@ extension Help {
     static let list = Page(
         synopsis: ["list VAULT [--json] [secret options]", "list --group G [--keychain DIR] [--json]"],
         summary: "Print the items of a vault: size, modification date and name (service/account).",
-        description: ["--json prints a JSON array of objects: id, class, service, account, name, size, modified, attributes.", groupNote],
+        description: ["--json prints a JSON array of objects: id, class, service, account, name, size, modified, attributes.", stdinNote, groupNote],
         options: vaultOptions + [json],
         examples: [
             Example(command: "list secrets.kcv --key-file me.key", meaning: "one line per item"),
             Example(command: "list --group personal --json", meaning: "the items of the keychain's access group personal, as JSON"),
+            Example(command: "ssh host cat s.kcv | kcar list - --key-file me.key", meaning: "a vault read from a pipe"),
         ])
 
     static let extract = Page(
@@ -133,11 +138,13 @@ extension Help {
             + "authenticated; files are 0600.",
             "--items writes the items, with every attribute and the values in base64, to one JSON file (SPEC.md §K7; mode 0600; - for "
             + "standard output) instead of files, streamed in file order; at most 100,000 items.",
-            groupNote,
+            "--stdout streams the value to a pipe or file; a terminal is shown only text (UTF-8 without control characters "
+            + "but tab and newlines) of at most 1 MiB, unless --force.",
+            stdinNote, groupNote,
         ],
         options: vaultOptions + [
             O(name: "directory", kind: .value, short: "C", argument: "DIR", meaning: "output folder (default .)", completes: .directory),
-            force.meaning("replace existing files"),
+            force.meaning("replace existing files; with --stdout, show any value on a terminal"),
             O(name: "stdout", kind: .flag, meaning: "write one item's value to standard output"),
             O(name: "items", kind: .value, argument: "FILE.json", meaning: "write the items and their attributes to one JSON file (- standard output)",
               completes: .file),
@@ -156,19 +163,19 @@ extension Help {
             "Exit 0 only for an intact vault (4 damaged, 5 incomplete last commit). With --no-key it checks the structure and header "
             + "checksum only, and says so (records are not authenticated). With no secret, no --no-key and no terminal to ask on: "
             + "exit 10, nothing was checked.",
-            groupNote,
+            stdinNote, groupNote,
         ],
         options: vaultOptions + [json, O(name: "no-key", kind: .flag, meaning: "check the structure only, without a secret")],
         examples: [
             Example(command: "verify secrets.kcv --key-file me.key", meaning: "authenticate every record"),
             Example(command: "verify --group personal --json", meaning: "check a keychain group's vault"),
-            Example(command: "verify backup.kcv --no-key", meaning: "structure only, for a vault whose secret is elsewhere"),
+            Example(command: "verify - --no-key < backup.kcv", meaning: "structure only, of a vault on standard input"),
         ])
 
     static let info = Page(
         synopsis: ["info VAULT [--json] [secret options]", "info --group G [--keychain DIR] [--json]"],
         summary: "Print a vault's version, group, vault id, key slots and KDF; with a secret also its items and space.",
-        description: ["With a secret also items, generation, body size, dead space and incomplete bytes. Never prompts.", groupNote],
+        description: ["With a secret also items, generation, body size, dead space and incomplete bytes. Never prompts.", stdinNote, groupNote],
         options: vaultOptions + [json],
         examples: [
             Example(command: "info secrets.kcv", meaning: "the header alone: slots and KDF parameters"),
@@ -182,11 +189,14 @@ extension Help {
             "Writes 32 random bytes to FILE (mode 0600): a key file for --key-file. With --x25519 FILE is an X25519 secret key; its "
             + "public key is printed and written to FILE.pub, for pack --recipient. Both files or neither: an existing FILE or FILE.pub "
             + "is refused (exit 7) before anything is written; --force replaces both.",
+            "FILE - writes the key to standard output, never to a terminal; with --x25519 the public key is then printed on "
+            + "standard error.",
         ],
         options: [O(name: "x25519", kind: .flag, meaning: "make an X25519 key pair (FILE and FILE.pub)"), force.meaning("replace FILE (and FILE.pub)")],
         examples: [
             Example(command: "keygen me.key", meaning: "a key file"),
             Example(command: "keygen alice --x25519", meaning: "alice (secret) and alice.pub (give it to whoever packs for Alice)"),
+            Example(command: "keygen - | ssh host 'umask 077; cat > ops.key'", meaning: "a key file made straight on another machine"),
         ])
 
     static let passwd = Page(
@@ -256,18 +266,19 @@ extension Help {
             "convert writes the value in the other format (kcar <-> NSKeyedArchiver binary plist) or the one --to names; a kcar archive "
             + "is always in canonical order (byte-identical output in every process; --deterministic is the default). OUT is created "
             + "with mode 0600 and never replaced without --force. Malformed or hostile input: a one-line error and exit 4.",
+            "FILE or IN - reads standard input; OUT - writes standard output, which must not be a terminal (unless --force).",
         ],
         options: [
             O(name: "json", kind: .flag, meaning: "show: one line of JSON instead of indented JSON", only: "show"),
             O(name: "to", kind: .value, argument: "FORMAT", meaning: "convert: kcar or nskeyed (default the other format)",
               completes: .words(["kcar", "nskeyed"]), only: "convert"),
             O(name: "deterministic", kind: .flag, meaning: "convert: canonical order (the default)", only: "convert"),
-            O(name: "force", kind: .flag, meaning: "convert: replace an existing OUT", only: "convert"),
+            O(name: "force", kind: .flag, meaning: "convert: replace an existing OUT; with OUT -, write to a terminal", only: "convert"),
         ],
         examples: [
             Example(command: "archive show prefs.plist", meaning: "an NSKeyedArchiver archive as JSON"),
             Example(command: "archive convert prefs.plist prefs.kca", meaning: "the same value as a kcar archive"),
-            Example(command: "archive convert prefs.kca back.plist --to nskeyed", meaning: "and back"),
+            Example(command: "archive convert prefs.kca - --to nskeyed | plutil -p -", meaning: "back, to standard output"),
         ],
         positionalWords: ["show", "convert"])
 
@@ -388,7 +399,7 @@ extension Help {
         summary: "Add items to a group from an NSKeyedArchiver archive or an item file.",
         description: [
             "--nskeyed FILE adds one item whose value is the archive converted to a kcar archive; --items FILE.json adds the items of "
-            + "an item file (extract --items), all or none.",
+            + "an item file (extract --items; - for standard input), all or none.",
             itemNote,
         ],
         options: keychainOptions + selectorOptions + [

@@ -84,6 +84,7 @@ enum Keys {
     static func keygen(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("keygen"))
         let path = try args.positionals(["FILE"])[0]
+        if path == "-" { return try keygenToStdout(x25519: args.flag("x25519")) }
         let force = args.flag("force")
         let pubPath = path + ".pub"
         // Both or neither (issue 9, item 13): both names are checked and both files written in full before
@@ -107,6 +108,18 @@ enum Keys {
             throw error
         }
         Output.out.line(pk)
+        return .success
+    }
+
+    /// `keygen -`: the 32 bytes to standard output, never to a terminal (not even with --force: a secret key
+    /// on a screen has leaked). With --x25519 the public key goes to standard error, as age-keygen prints it.
+    static func keygenToStdout(x25519: Bool) throws -> ExitCode {
+        guard !Output.out.isTerminal else {
+            throw CLIError.usage("refusing to write a secret key to a terminal; redirect standard output or give a FILE")
+        }
+        let key = SecureBytes(copying: randomBytes(32))
+        try key.withUnsafeBytes { try Output.out.writeBytes($0) }
+        if x25519 { Output.err.line("public key: " + Hex.encode(X25519.publicKey(secretKey: key))) }
         return .success
     }
 
@@ -175,6 +188,7 @@ enum Keys {
     static func rekey(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("rekey"))
         let path = try vaultArguments(args, ["VAULT"])[0]
+        try refuseStandardInput(path)
         let secret = try Secrets.unlock(args)!
         let vault = try Vault.open(path: path, secret: secret, mode: .write)
         var slots: [SlotSecret] = []

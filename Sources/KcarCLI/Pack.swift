@@ -49,6 +49,7 @@ enum Pack {
         let total = Output.err.isTerminal ? entries.reduce(UInt64(0)) { $0 &+ $1.size } : 0
         let progress = Progress(label: "pack", total: total)
         let toStdout = vaultPath == "-"
+        if toStdout { try StandardStreams.refuseTerminal("a vault", force: args.flag("force")) }
         let target = toStdout ? temporaryPath() : vaultPath
         let opener = try Opener(root: dir, folders: folders)
         var changed = 0
