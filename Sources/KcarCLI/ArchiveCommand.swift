@@ -70,8 +70,8 @@ enum ArchiveCommand {
 
     static func readLimited(_ path: String, max: Int) throws -> [UInt8] {
         if path == "-" { return try StandardStreams.readAll(max: max, what: "the archive") }
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw CLIError(.io, "cannot open \(path): \(String(cString: strerror(errno)))") }
+        // Regular files only, opened without blocking: a FIFO would hang the command (issue 9's rule).
+        let fd = try Secrets.openInput(path, what: "archive", allowPipe: false)
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw CLIError(.io, "cannot stat \(path)") }
