@@ -1,11 +1,26 @@
 # kcar: make demo (set up, build, pack/list/verify/extract a sample, use a keychain), make test, make bench
 # (bench-keychain), make fixtures, make fuzz (libFuzzer targets, Fuzz/README.md).
-# deps installs the Debian packages the build, the tests and the SPEC interop check need.
+# make install (PREFIX, DESTDIR), make uninstall.
+# deps installs the Debian packages the build, the tests and the SPEC interop check need (man-db, groff-base,
+# zsh and fish: the tests render the man page and load the completions).
 SHELL := /bin/bash
-APT_PACKAGES := libsodium-dev zlib1g-dev libdeflate-dev pkg-config python3-nacl
+APT_PACKAGES := libsodium-dev zlib1g-dev libdeflate-dev pkg-config python3-nacl man-db groff-base zsh fish
 KCAR = .build/release/kcar
 
-.PHONY: deps build demo test hostile bench bench-keychain fixtures fuzz clean
+# make install: the release binary, the man page kcar(1) and the bash, zsh and fish completions, the last three
+# printed by the binary itself from its command table (kcar help --man, kcar completion SHELL), so they
+# describe exactly the commands and options it accepts. `make && sudo make install` builds as you, installs as root.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR = $(DESTDIR)$(PREFIX)/bin
+MAN1DIR = $(DESTDIR)$(PREFIX)/share/man/man1
+BASHDIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+ZSHDIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+FISHDIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+
+.PHONY: all deps build install uninstall demo test hostile bench bench-keychain fixtures fuzz clean
+
+all: build
 
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -15,6 +30,22 @@ deps:
 
 build: deps
 	swift build -c release --product kcar
+
+# Everything is generated into a temporary folder first, so a failing generator installs nothing.
+install: build
+	@set -e; t=$$(mktemp -d); trap 'rm -rf "$$t"' EXIT; \
+	$(KCAR) help --man > "$$t/kcar.1"; \
+	for s in bash zsh fish; do $(KCAR) completion $$s > "$$t/$$s"; done; \
+	install -d "$(BINDIR)" "$(MAN1DIR)" "$(BASHDIR)" "$(ZSHDIR)" "$(FISHDIR)"; \
+	install -m 0755 $(KCAR) "$(BINDIR)/kcar"; \
+	install -m 0644 "$$t/kcar.1" "$(MAN1DIR)/kcar.1"; \
+	install -m 0644 "$$t/bash" "$(BASHDIR)/kcar"; \
+	install -m 0644 "$$t/zsh" "$(ZSHDIR)/_kcar"; \
+	install -m 0644 "$$t/fish" "$(FISHDIR)/kcar.fish"; \
+	echo "installed $(BINDIR)/kcar, $(MAN1DIR)/kcar.1 and the bash, zsh and fish completions"
+
+uninstall:
+	rm -f "$(BINDIR)/kcar" "$(MAN1DIR)/kcar.1" "$(BASHDIR)/kcar" "$(ZSHDIR)/_kcar" "$(FISHDIR)/kcar.fish"
 
 demo: build
 	@set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \

@@ -8,25 +8,10 @@ import KeyedArchive
 
 typealias Spec = Arguments.Spec
 
-/// The option lists of the commands, as their `run` functions declare them (kept in step by hand).
-let commands: [(name: String, specs: [Spec])] = [
-    ("pack", Secrets.specs + Secrets.newSpecs + [
-        .init(name: "group", kind: .value), .init(name: "level", kind: .value), .init(name: "exclude", kind: .repeated),
-        .init(name: "force", kind: .flag), .init(name: "quiet", kind: .flag, short: "q"),
-    ]),
-    ("list", Secrets.specs + [.init(name: "json", kind: .flag)]),
-    ("extract", Secrets.specs + [.init(name: "directory", kind: .value, short: "C"), .init(name: "force", kind: .flag),
-                                 .init(name: "stdout", kind: .flag)]),
-    ("verify", Secrets.specs + [.init(name: "json", kind: .flag), .init(name: "no-key", kind: .flag)]),
-    ("info", Secrets.specs + [.init(name: "json", kind: .flag)]),
-    ("keygen", [.init(name: "x25519", kind: .flag), .init(name: "force", kind: .flag)]),
-    ("passwd", Secrets.specs + Keys.slotSpecs + [.init(name: "remove-slot", kind: .repeated)]),
-    ("rekey", Secrets.specs + Keys.slotSpecs),
-    ("compact", Secrets.specs),
-    ("recover", Secrets.specs),
-    ("show", [.init(name: "json", kind: .flag)]),
-    ("convert", [.init(name: "to", kind: .value), .init(name: "deterministic", kind: .flag), .init(name: "force", kind: .flag)]),
-]
+/// The option lists of the commands, from the command table the parser reads them from; archive's two
+/// subcommands by their own names.
+let commands: [(name: String, specs: [Spec])] = CLI.commands.map { ($0.name, $0.page.specs()) }
+    + ["show", "convert"].map { ($0, CLI.specs("archive", $0)) }
 let allSpecs: [Spec] = {
     var seen = Set<String>()
     return commands.flatMap(\.specs).filter { seen.insert($0.name).inserted }

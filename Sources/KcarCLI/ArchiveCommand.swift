@@ -17,7 +17,7 @@ enum ArchiveCommand {
     }
 
     static func show(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: [.init(name: "json", kind: .flag)])
+        let args = try Arguments(argv, specs: CLI.specs("archive", "show"))
         let path = try args.positionals(["FILE"])[0]
         let value = try load(path)
         let indent = !args.flag("json")
@@ -35,8 +35,7 @@ enum ArchiveCommand {
     }
 
     static func convert(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: [.init(name: "to", kind: .value), .init(name: "deterministic", kind: .flag),
-                                               .init(name: "force", kind: .flag)])
+        let args = try Arguments(argv, specs: CLI.specs("archive", "convert"))
         let p = try args.positionals(["IN", "OUT"])
         let (value, wasNSKeyed) = try loadDetecting(p[0])
         // By default a conversion goes to the other format.
@@ -49,7 +48,12 @@ enum ArchiveCommand {
         case "nskeyed": bytes = try NSKeyedArchive.exportValue(value)
         default: throw CLIError.usage("--to takes kcar or nskeyed")
         }
-        try Keys.writeFile(p[1], bytes, mode: 0o600, force: args.flag("force"))
+        if p[1] == "-" {
+            try StandardStreams.refuseTerminal("an archive", force: args.flag("force"))
+            try bytes.withUnsafeBytes { try Output.out.writeBytes($0) }
+        } else {
+            try Keys.writeFile(p[1], bytes, mode: 0o600, force: args.flag("force"))
+        }
         return .success
     }
 
@@ -65,8 +69,9 @@ enum ArchiveCommand {
     }
 
     static func readLimited(_ path: String, max: Int) throws -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw CLIError(.io, "cannot open \(path): \(String(cString: strerror(errno)))") }
+        if path == "-" { return try StandardStreams.readAll(max: max, what: "the archive") }
+        // Regular files only, opened without blocking: a FIFO would hang the command (issue 9's rule).
+        let fd = try Secrets.openInput(path, what: "archive", allowPipe: false)
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw CLIError(.io, "cannot stat \(path)") }

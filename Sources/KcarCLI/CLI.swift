@@ -4,58 +4,110 @@ import VaultFormat
 
 /// The `kcar` command line: dispatch, help, and the mapping of errors to exit codes.
 public enum CLI {
-    static let commands: [(name: String, summary: String, run: @Sendable ([String]) throws -> ExitCode)] = [
-        ("pack", "pack VAULT DIR: make a vault from a folder (service folders, item files)", Pack.run),
-        ("list", "list VAULT: print the items (--json)", Extract.list),
-        ("extract", "extract VAULT [-C DIR] [ITEM...]: write items back as files (--stdout for one)", Extract.run),
-        ("verify", "verify VAULT: check header, slots, index and every record (--json)", Verify.run),
-        ("info", "info VAULT: version, group, slots, KDF, items, generation, dead space (--json)", Verify.info),
-        ("keygen", "keygen FILE [--x25519]: make a 32-byte key file, or an X25519 key pair", Keys.keygen),
-        ("passwd", "passwd VAULT: change the passphrase; add or remove key slots", Keys.passwd),
-        ("rekey", "rekey VAULT: new vault key, every record re-sealed", Keys.rekey),
-        ("compact", "compact VAULT: rewrite without dead space (deleted values leave the file)", Keys.compact),
-        ("recover", "recover VAULT: cut off an incomplete last commit", Keys.recover),
-        ("archive", "archive show FILE [--json] | archive convert IN OUT: keyed archives", ArchiveCommand.run),
-        ("init", "init [--keychain DIR] [--shared-group TEAM] [--default-group G]: create the keychain directory (mode 0700)", ItemCommands.initCommand),
-        ("add", "add --service S --account A ...: add an item; its value from stdin or --value-file", ItemCommands.add),
-        ("get", "get --service S --account A ...: print one item's value", ItemCommands.get),
-        ("find", "find [SELECTORS] [--json] [--limit N]: list matching items (attributes only)", ItemCommands.find),
-        ("update", "update SELECTORS --set-label L --set-attr N=V --value-file F: change every match", ItemCommands.update),
-        ("delete", "delete SELECTORS: delete every matching item", ItemCommands.delete),
-        ("groups", "groups [--json]: the access groups and their item counts", ItemCommands.groups),
-        ("import", "import --nskeyed FILE SELECTORS | import --items FILE.json: add items to a group", ItemCommands.importCommand),
-        ("credential", "credential get|store|erase: git's credential helper (git-credential-kcar)", Credential.run),
-        ("docker-credential", "docker-credential store|get|erase|list: docker's credential helper", DockerCredential.run),
+    /// One command: its name, its help page (options included: the parser reads them from it) and its code.
+    struct Command: Sendable {
+        let name: String
+        let page: Help.Page
+        let run: @Sendable ([String]) throws -> ExitCode
+        init(_ name: String, _ page: Help.Page, _ run: @escaping @Sendable ([String]) throws -> ExitCode) {
+            self.name = name
+            self.page = page
+            self.run = run
+        }
+    }
+
+    /// Every command, in the order help lists them; dispatch, help, the man page and the completions come from here.
+    static let commands: [Command] = [
+        Command("pack", Help.pack, Pack.run),
+        Command("list", Help.list, Extract.list),
+        Command("extract", Help.extract, Extract.run),
+        Command("verify", Help.verify, Verify.run),
+        Command("info", Help.info, Verify.info),
+        Command("keygen", Help.keygen, Keys.keygen),
+        Command("passwd", Help.passwd, Keys.passwd),
+        Command("rekey", Help.rekey, Keys.rekey),
+        Command("compact", Help.compact, Keys.compact),
+        Command("recover", Help.recover, Keys.recover),
+        Command("archive", Help.archive, ArchiveCommand.run),
+        Command("init", Help.initPage, ItemCommands.initCommand),
+        Command("add", Help.add, ItemCommands.add),
+        Command("get", Help.get, ItemCommands.get),
+        Command("find", Help.find, ItemCommands.find),
+        Command("update", Help.update, ItemCommands.update),
+        Command("delete", Help.delete, ItemCommands.delete),
+        Command("groups", Help.groups, ItemCommands.groups),
+        Command("import", Help.importPage, ItemCommands.importCommand),
+        Command("credential", Help.credential, Credential.run),
+        Command("docker-credential", Help.dockerCredential, DockerCredential.run),
+        Command("help", Help.helpPage, CLI.help),
+        Command("version", Help.versionPage, CLI.version),
+        Command("completion", Help.completionPage, Completion.run),
     ]
 
-    static let usage = """
-        usage: kcar COMMAND [OPTIONS]
+    static func command(_ name: String) -> Command? { commands.first { $0.name == name } }
 
-        commands:
-        \(commands.map { "  " + $0.summary }.joined(separator: "\n"))
+    /// The parser's specs of `command` (of its subcommand `sub`): the options its help page lists.
+    static func specs(_ name: String, _ sub: String? = nil) -> [Arguments.Spec] {
+        command(name)?.page.specs(sub) ?? []
+    }
 
-        secrets (never on the command line):
-          --key-file FILE         a 32-byte key file (kcar keygen) or X25519 secret key
-          --passphrase-file FILE  a passphrase (one trailing newline is ignored)
-          --passphrase-fd N       a passphrase read from file descriptor N
-          KCAR_PASSPHRASE         a passphrase in the environment (removed once read)
-          otherwise a no-echo prompt on the terminal
+    static var usage: String {
+        let width = (commands.map(\.name.count).max() ?? 0) + 2
+        return "usage: kcar COMMAND [OPTIONS]\n\ncommands:\n"
+            + commands.map { "  " + Help.pad($0.name, width) + $0.page.summary }.joined(separator: "\n")
+            + "\n\n" + Help.overviewFooter
+    }
 
-        keychain (add, get, find, update, delete, groups, import; and the vault commands given
-        --group G instead of VAULT):
-          --keychain DIR          the keychain directory (default $KCAR_KEYCHAIN, $XDG_DATA_HOME/kcar,
-                                  ~/.local/share/kcar); each access group is DIR/G.kcv with its key DIR/G.key
-          --group G               the access group; --groups A,B (or KCAR_ACCESS_GROUPS) this process's list
-          --class genp|inet|cert|keys|idnt --service S --account A --label L --server H --port N
-          --protocol P --path P --attr NAME[:TYPE]=VALUE (TYPE string, int, bool, date, data, hex;
-                                  NAME a user attribute, or Apple's as kSecAttrComment=...)
+    static let versionText = "kcar 0.1 (vault format 1)"
 
-        `kcar COMMAND --help` shows a command's options. Exit codes: 0 ok, 2 usage, 3 wrong passphrase or key,
-        4 damaged or invalid vault, 5 incomplete last commit, 6 item not found, 7 refusing to overwrite,
-        8 I/O error, 9 pack skipped some inputs, 10 no secret and no terminal, 11 duplicate item,
-        12 missing entitlement (access group), 13 lock timeout, 14 vault rolled back to an older copy,
-        15 unsafe file (owner, mode, symlink or file type kcar refuses).
-        """
+    static func help(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: specs("help"))
+        let p = try args.positionals(["COMMAND"], optional: 1)
+        if args.flag("man") {
+            guard p.isEmpty else { throw CLIError.usage("--man prints the one page of every command; give no COMMAND") }
+            Output.out.write(ManPage.render())
+            return .success
+        }
+        guard let name = p.first else {
+            Output.out.write(usage + "\n")
+            return .success
+        }
+        guard let c = command(name) else { throw unknownCommand(name) }
+        Output.out.write(Help.text(c.name, c.page) + "\n")
+        return .success
+    }
+
+    static func version(_ argv: [String]) throws -> ExitCode {
+        _ = try Arguments(argv, specs: specs("version")).positionals([])
+        Output.out.line(versionText)
+        return .success
+    }
+
+    /// "unknown command", with the nearest command (edit distance at most 2) suggested.
+    static func unknownCommand(_ name: String) -> CLIError {
+        let scored = commands.map { (name: $0.name, distance: editDistance(name, $0.name)) }.filter { $0.distance <= 2 }
+        let safe = terminalSafe(String(name.prefix(64)))
+        if let best = scored.min(by: { $0.distance < $1.distance }) {
+            return CLIError.usage("unknown command '\(safe)'; did you mean `\(best.name)`? (`kcar help` lists the commands)")
+        }
+        return CLIError.usage("unknown command '\(safe)'; `kcar help` lists the commands")
+    }
+
+    /// Levenshtein distance over Unicode scalars; a name longer than 64 scalars is never near a command.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let x = Array(a.unicodeScalars), y = Array(b.unicodeScalars)
+        guard x.count <= 64 else { return Int.max }
+        guard !x.isEmpty, !y.isEmpty else { return x.count + y.count }
+        var row = Array(0...y.count)
+        for i in 1...x.count {
+            var next = [i] + Array(repeating: 0, count: y.count)
+            for j in 1...y.count {
+                next[j] = min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (x[i - 1] == y[j - 1] ? 0 : 1))
+            }
+            row = next
+        }
+        return row[y.count]
+    }
 
     /// The commands kcar runs when installed under a credential helper's name (a link to kcar): git runs
     /// `git-credential-NAME` for `credential.helper NAME`, docker `docker-credential-NAME` for `credsStore`.
@@ -75,25 +127,29 @@ public enum CLI {
             Output.err.write(usage + "\n")
             return ExitCode.usage.rawValue
         }
-        if name == "--help" || name == "-h" || name == "help" {
+        if name == "--help" || name == "-h" {
             Output.out.write(usage + "\n")
             return 0
         }
-        if name == "--version" {
-            Output.out.line("kcar 0.1 (vault format 1)")
+        if name == "--version" || name == "-V" {
+            Output.out.line(versionText)
             return 0
         }
-        guard let command = commands.first(where: { $0.name == name }) else {
-            warn("unknown command '\(name)'; `kcar --help` lists them")
-            return ExitCode.usage.rawValue
+        guard let command = command(name) else {
+            let e = unknownCommand(name)
+            warn(e.message)
+            return e.code.rawValue
         }
         let rest = Array(arguments.dropFirst())
         if rest.contains("--help") || rest.contains("-h") {
-            Output.out.write(Help.text(for: name) + "\n")
+            Output.out.write(Help.text(command.name, command.page) + "\n")
             return 0
         }
         // A vault command given --group G advances the group's generation record when it ends (SPEC.md §K6).
-        defer { ItemCommands.finishGroupCommand() }
+        defer {
+            ItemCommands.finishGroupCommand()
+            StandardStreams.finish()
+        }
         // A commit whose automatic compaction failed still succeeded (exit 0): said where it happens.
         Vault.reportCompactionFailures { path, e in
             warn("\(path): committed, but the automatic compaction after it failed (\(e)); deleted values stay in the file until `kcar compact` succeeds")
@@ -102,7 +158,7 @@ public enum CLI {
             return try command.run(rest).rawValue
         } catch let e as CLIError {
             warn(e.message)
-            if e.code == .usage { Output.err.line("`kcar \(name) --help` shows the options") }
+            if e.code == .usage, name != "help" { Output.err.line("`kcar \(name) --help` shows the options") }
             return e.code.rawValue
         } catch let e as VaultError {
             warn(e.description)
@@ -131,6 +187,7 @@ func vaultArguments(_ args: Arguments, _ names: [String], optional: Int = 0) thr
 /// Opens a vault for a command, mapping errors to the CLI's and warning about an incomplete commit. A
 /// keychain's vault (`--group`) is also checked against rollback (SPEC.md §K6).
 func openVault(_ path: String, _ args: Arguments, mode: OpenMode = .read) throws -> Vault {
+    if mode == .write { try refuseStandardInput(path) }
     let secret = try Secrets.unlock(args)
     let vault = try Vault.open(path: path, secret: secret, mode: mode)
     try ItemCommands.checkRollback(vault, args)
@@ -139,4 +196,10 @@ func openVault(_ path: String, _ args: Arguments, mode: OpenMode = .read) throws
              "working on the last complete commit (`kcar recover` cuts them off)")
     }
     return vault
+}
+
+/// A command that changes a vault file in place has no use for `-`.
+func refuseStandardInput(_ path: String) throws {
+    guard path == "-" else { return }
+    throw CLIError.usage("VAULT - (standard input) is for list, extract, verify and info; this command changes a vault file in place")
 }

@@ -60,7 +60,7 @@ enum Credential {
     }
 
     static func run(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: ItemCommands.keychainSpecs)
+        let args = try Arguments(argv, specs: CLI.specs("credential"))
         guard let action = try args.positionals(["get|store|erase"]).first else { throw CLIError.usage("expected get, store or erase") }
         let group = CredentialServer.group(args, environment: groupVariable, default: defaultGroup)
         // git's protocol: a helper ignores an operation it does not know (future ones), silently.

@@ -64,7 +64,7 @@ enum DockerCredential {
     }
 
     static func perform(_ argv: [String]) throws {
-        let args = try Arguments(argv, specs: ItemCommands.keychainSpecs)
+        let args = try Arguments(argv, specs: CLI.specs("docker-credential"))
         guard let action = try args.positionals(["store|get|erase|list|version"]).first else { throw CLIError.usage("expected an action") }
         let group = CredentialServer.group(args, environment: groupVariable, default: defaultGroup)
         switch action {

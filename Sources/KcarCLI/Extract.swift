@@ -7,8 +7,8 @@ import VaultFormat
 /// `kcar list` and `kcar extract`.
 enum Extract {
     static func list(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: Secrets.specs + [.init(name: "json", kind: .flag)])
-        let path = try vaultArguments(args, ["VAULT"])[0]
+        let args = try Arguments(argv, specs: CLI.specs("list"))
+        let path = try StandardStreams.vaultInput(try vaultArguments(args, ["VAULT"])[0])
         let vault = try openVault(path, args)
         let items = vault.items
         if args.flag("json") {
@@ -29,14 +29,30 @@ enum Extract {
                         extra: [("name", JSON.string(ItemPath.name(item)))])
     }
 
+    /// What a terminal is shown of a value without --force: at most this many bytes, of text.
+    static let terminalValueMax = 1 << 20
+
+    /// `--stdout`: the value, streamed to a pipe or file. A terminal gets it only if it is text (UTF-8 without
+    /// control characters but tab and newlines) of at most 1 MiB, unless --force: binary would garble it.
+    static func printValue(_ vault: Vault, _ item: Item, force: Bool) throws {
+        guard !force, Output.out.isTerminal else {
+            try vault.read(item) { try Output.out.writeBytes($0) }
+            return
+        }
+        let refusal = CLIError.usage("refusing to write \(ItemPath.name(item)) to a terminal: it is not text of at most 1 MiB; "
+                                     + "redirect standard output (or --force)")
+        guard item.size <= UInt64(terminalValueMax) else { throw refusal }
+        var value = try vault.read(item)
+        defer { wipe(&value) }
+        guard StandardStreams.isPrintableText(value) else { throw refusal }
+        try value.withUnsafeBytes { try Output.out.writeBytes($0) }
+    }
+
     static func run(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: Secrets.specs + [
-            .init(name: "directory", kind: .value, short: "C"), .init(name: "force", kind: .flag),
-            .init(name: "stdout", kind: .flag), .init(name: "items", kind: .value), .init(name: "include-device-only", kind: .flag),
-        ])
+        let args = try Arguments(argv, specs: CLI.specs("extract"))
         var positionals = args.positionals
         if let group = args.value("group") { positionals.insert(try ItemCommands.groupVaultPath(args, group), at: 0) }
-        guard let path = positionals.first else { throw CLIError.usage("expected VAULT [ITEM...]") }
+        guard let path = try positionals.first.map(StandardStreams.vaultInput) else { throw CLIError.usage("expected VAULT [ITEM...]") }
         let wanted = Array(positionals.dropFirst())
         let vault = try openVault(path, args)
         var selected = try select(vault, wanted)
@@ -71,7 +87,7 @@ enum Extract {
         }
         if args.flag("stdout") {
             guard selected.count == 1, wanted.count == 1 else { throw CLIError.usage("--stdout takes exactly one ITEM") }
-            try vault.read(selected[0]) { try Output.out.writeBytes($0) }
+            try printValue(vault, selected[0], force: args.flag("force"))
             return .success
         }
         let dir = args.value("directory") ?? "."

@@ -1,177 +1,170 @@
-/// The `--help` text of each command.
+/// The help of every command as data: one `Page` per command, from which `kcar CMD --help`, `kcar help CMD`,
+/// the man page (`kcar help --man`) and the shell completions (`kcar completion bash|zsh|fish`) are all made,
+/// and whose options are the ones the command's parser accepts, so none of them can drift from the parser.
 enum Help {
-    static func text(for command: String) -> String {
-        switch command {
-        case "pack": return """
-            usage: kcar pack VAULT DIR [options]
-              Every first-level folder of DIR is a service; every regular file below it is a generic-password
-              item whose account is its path below the service folder. Modification times are kept; file
-              modes are not (extract writes 0600). Symlinks, devices, FIFOs, non-UTF-8 names and files directly
-              in DIR are reported and skipped (exit 9); so is an input swapped for a link, a FIFO or another
-              file after the listing (nothing is followed or waited on). VAULT - writes the vault to standard output.
-              --group NAME          access group (default: "default")
-              --level N             compression level 0 (store) to 12 (default 6; 1 is fastest, 7 about gzip -6's size)
-              --exclude PATTERN     skip names matching a shell pattern (a pattern with / matches the path below DIR)
-              --key-file FILE       add a key-file slot
-              --recipient PUBKEY    add an X25519 slot (64 hex digits or a .pub file); repeatable
-              --passphrase-file F, --passphrase-fd N, KCAR_PASSPHRASE
-                                    add a passphrase slot (asked twice on the terminal if no other secret)
-              --kdf-memory MIB      Argon2id memory, 8-1024 (default 256)
-              --kdf-passes N        Argon2id passes, 1-32 (default 3)
-              --force               overwrite an existing VAULT
-            usage: kcar pack VAULT --items FILE.json [--group G] [slot options]
-                   kcar pack VAULT --keychain DIR --group G [slot options]
-              A vault of the items of an item file (`extract --items`), or of a keychain's access group G
-              (attributes kept). ThisDeviceOnly items are left out (exit 9) unless --include-device-only.
-            """
-        case "list": return """
-            usage: kcar list VAULT [--json] [secret options]
-              Prints size, modification date and name (service/account) of every item.
-              --json   a JSON array of objects: id, class, service, account, name, size, modified, attributes
-            """
-        case "extract": return """
-            usage: kcar extract VAULT [-C DIR] [ITEM...] [options]
-              Writes items to DIR/service/account (ITEM as `kcar list` names it; a service name alone
-              selects its items). Never writes outside DIR, follows no symlink below it, writes each file
-              under a temporary name and renames it only once its content authenticated; files are 0600.
-              -C DIR       output folder (default .)
-              --force      replace existing files
-              --stdout     write one item's value to standard output
-              --items FILE.json   write the items, with every attribute and the values in base64, to one JSON
-                           file (SPEC.md §K7; mode 0600; - for standard output) instead of files, streamed in
-                           file order; at most 100,000 items
-              --include-device-only   also export ThisDeviceOnly items (left out by default, exit 9)
-            Every vault command (list, extract, verify, info, passwd, rekey, compact, recover) also takes
-            --group G [--keychain DIR] instead of VAULT: the access group's vault, opened with its key file.
-            """
-        case "verify": return """
-            usage: kcar verify VAULT [--json] [--no-key] [secret options]
-              Checks the header, every slot's structure, every commit's trailer and index, and every record.
-              Exit 0 only for an intact vault (4 damaged, 5 incomplete last commit). With --no-key it checks
-              the structure and header checksum only, and says so (records are not authenticated). With no
-              secret, no --no-key and no terminal to ask on: exit 10, nothing was checked.
-            """
-        case "info": return """
-            usage: kcar info VAULT [--json] [secret options]
-              Version, group, vault id, key slots and KDF parameters; with a secret also items, generation,
-              body size, dead space and incomplete bytes. Never prompts. Dead space is a lower bound (deleted
-              members after a shared record's last live one are not counted): only `kcar compact` makes sure a
-              deleted value has left the file.
-            """
-        case "keygen": return """
-            usage: kcar keygen FILE [--x25519] [--force]
-              Writes 32 random bytes to FILE (mode 0600): a key file for --key-file. With --x25519 FILE is an
-              X25519 secret key; its public key is printed and written to FILE.pub, for pack --recipient.
-              Both files or neither: an existing FILE or FILE.pub is refused (exit 7) before anything is
-              written; --force replaces both.
-            """
-        case "passwd": return """
-            usage: kcar passwd VAULT [options] [secret options]
-              Without options: replaces the passphrase slot that opened the vault with a new passphrase.
-              No item is re-encrypted; the header is rewritten atomically.
-              Removing a slot (or changing a passphrase) is NOT revocation: the vault key is unchanged, so an
-              old copy of the header or file still opens the vault with the removed secret, even spliced onto
-              the current file. --revoke does revoke: the change is made under a new vault key (as rekey).
-              --add-passphrase          add a passphrase slot
-              --add-key-file FILE       add a key-file slot
-              --add-recipient PUBKEY    add an X25519 slot; repeatable
-              --remove-slot N           remove slot N (as `kcar info` numbers them); repeatable
-              --revoke                  rekey too, so that no old header opens the vault; a slot kept needs
-                                        its secret (the one given, the group's key, or --add-key-file),
-                                        others must be removed (and added again with --add-*)
-              --new-passphrase-file F, --new-passphrase-fd N   the new passphrase (else asked twice)
-              --kdf-memory MIB, --kdf-passes N                  its Argon2id cost
-            """
-        case "rekey": return """
-            usage: kcar rekey VAULT [options] [secret options]
-              Makes a new vault key and re-seals every record and the index. The new header has a slot for
-              the secret that opened the vault, plus those added here; other old slots are dropped (named
-              on standard error). Use it when a slot's secret or an old copy of the header may have leaked.
-              --add-passphrase, --add-key-file FILE, --add-recipient PUBKEY, --new-passphrase-file F,
-              --new-passphrase-fd N, --kdf-memory MIB, --kdf-passes N
-            """
-        case "compact": return """
-            usage: kcar compact VAULT [secret options]
-              Rewrites the vault atomically without dead space: deleted and replaced values leave the file.
-              Commits compact by themselves only past half the file and 1 MiB of dead space: run this after a
-              delete to make sure the value has left the file. A failed automatic compaction is reported on
-              standard error; its commit stood (exit 0).
-            """
-        case "recover": return """
-            usage: kcar recover VAULT [secret options]
-              Cuts off the bytes of an incomplete last commit (an interrupted write).
-            """
-        case "archive": return """
-            usage: kcar archive show FILE [--json]
-                   kcar archive convert IN OUT [--to kcar|nskeyed] [--deterministic] [--force]
-              FILE is a kcar archive (keyed archiver, SPEC.md Part 2) or an NSKeyedArchiver archive (binary or XML
-              property list), told apart by their first bytes.
-              show prints the value as indented JSON, or as one
-              line with --json: strings, numbers, booleans and null as themselves; {"$data": base64},
-              {"$date": ISO 8601 UTC}, {"$uuid": ...}, {"$url": ...}, {"$set": [...]}, {"$dict": [[key, value], ...]}
-              for other keys, {"$class": name, "$fields": {...}} for objects, {"$double": "NaN"} for non-finite
-              numbers, {"$dictionary": {...}} around a dictionary with a key starting with $, and
-              {"$date": {"$seconds": ...}} for a date outside the years 0000-9999 (SPEC.md Part 2 §A12);
-              shared values are printed at every use. Nothing is printed if the JSON would pass 64 MiB.
-              convert writes the value in the other format (kcar <-> NSKeyedArchiver binary plist) or the one
-              --to names; a kcar archive is always in canonical order (byte-identical output in every
-              process; --deterministic is the default).
-              OUT is created with mode 0600 and never replaced without --force.
-              Malformed or hostile input: a one-line error and exit 4.
-            """
-        case "init": return """
-            usage: kcar init [--keychain DIR] [--shared-group TEAM] [--default-group G]
-              Creates the keychain directory (mode 0700, parents too) and prints its path. Groups are created
-              by the first add to them. DIR defaults to $KCAR_KEYCHAIN, $XDG_DATA_HOME/kcar, ~/.local/share/kcar.
-              --default-group G    record G (in .kcar-default-group) as the group adds go to when a program
-                                   names none and sets no KCAR_ACCESS_GROUPS; without it, a program's adds
-                                   go to a group named like its executable (myapp, kcar).
-              --shared-group TEAM  share the directory (yours) with Unix group TEAM on purpose: group TEAM,
-                                   mode 2770, and .kcar-shared naming TEAM; keys are then made 0640 and
-                                   vaults 0660, so members of TEAM use the groups whose key they can read.
-              kcar refuses (exit 15) a keychain that anyone but you, root (or TEAM, when shared) can change,
-              and group files that are symlinks, FIFOs, another user's, or keys others can read.
-            """
-        case "add", "get", "find", "update", "delete", "groups", "import": return itemHelp
-        case "credential": return Credential.help
-        case "docker-credential": return DockerCredential.help
-        default: return CLI.usage
+    /// What an option's value completes to in a shell.
+    enum Completes: Sendable, Equatable {
+        case nothing, file, directory
+        case words([String])
+
+        /// A shell's text for each case (`words` gets the words joined by spaces).
+        func action(file: String, directory: String, words: (String) -> String, nothing: String) -> String {
+            switch self {
+            case .file: return file
+            case .directory: return directory
+            case .words(let w): return words(w.joined(separator: " "))
+            case .nothing: return nothing
+            }
         }
     }
 
-    static let itemHelp = """
-        usage: kcar add    SELECTORS [--accessible LEVEL] [--synchronizable] [--value-file FILE]
-               kcar get    SELECTORS                 print the value of the one matching item
-               kcar find   [SELECTORS] [--json] [--limit N]
-               kcar update SELECTORS [--set-label L] [--set-attr NAME=VALUE]... [--unset-attr NAME]...
-                           [--set-accessible LEVEL] [--value-file FILE]
-               kcar delete SELECTORS | --all
-               kcar groups [--json] [--accept-rollback G]
-               kcar import --nskeyed FILE SELECTORS      an NSKeyedArchiver archive, converted to a kcar archive
-               kcar import --items FILE.json             the items of an item file (extract --items)
-          Items live in a keychain directory: each access group is one vault (G.kcv) with its key file
-          (G.key, mode 0600); who can read a group's key file may use the group.
-          --keychain DIR     the keychain (default $KCAR_KEYCHAIN, $XDG_DATA_HOME/kcar, ~/.local/share/kcar)
-          --group G          the access group. add without it uses the first of --groups/KCAR_ACCESS_GROUPS;
-                             the others search every group of that list (or every group whose key is readable)
-          --groups A,B       this process's access groups (else KCAR_ACCESS_GROUPS); a group outside it: exit 12
-          --lock-timeout S   seconds to wait for another process's lock (default 10; then exit 13)
-        SELECTORS (exact, case-sensitive; --ignore-case to fold case):
-          --class C          genp (default), inet, cert, keys, idnt
-          --service S --account A --label L --server H --port N --protocol P --path P
-          --attr NAME=VALUE  a user attribute, kept in the index: find selects by it without decrypting
-          --attr NAME:TYPE=VALUE   TYPE string (default), int, bool (true/false), date (2026-11-30T12:00:00Z),
-                             data (base64) or hex
-          --attr kSecAttrComment=VALUE   any of Apple's attributes by its constant name, typed as Apple types it
-        The value of add (and of update with --value-file) is read from --value-file FILE, else from standard
-        input (asked for twice, without echo, on a terminal); never from an argument.
-        LEVEL: when-unlocked (default), after-first-unlock, always, and their -this-device-only forms,
-        when-passcode-set-this-device-only (or Apple's codes ak, ck, dk, aku, cku, dku, akpu).
-        ThisDeviceOnly items never leave through extract or pack without --include-device-only.
-        Uniqueness is Apple's: genp service+account, inet server+protocol+port+path+account+..., and
-        synchronizable. Without --group or a list, get, find and groups skip a group they cannot use and
-        name it on standard error (the exit code is then that group's). Exit codes: 6 not found, 11 duplicate
-        item, 12 missing entitlement, 13 lock timeout, 14 vault rolled back or replaced, or its record
-        deleted (kcar groups --accept-rollback G after a deliberate restore), 15 unsafe keychain file.
+    /// One option of a command: its parser spec and its one-line documentation.
+    struct Option: Sendable {
+        let name: String
+        let kind: Arguments.Kind
+        var short: Character? = nil
+        /// The value's name in the documentation (nil for a flag).
+        var argument: String? = nil
+        let meaning: String
+        var completes: Completes = .nothing
+        /// The subcommand the option belongs to (`archive show` / `archive convert`), nil for all of them.
+        var only: String? = nil
+
+        var spec: Arguments.Spec { Arguments.Spec(name: name, kind: kind, short: short) }
+
+        /// `--name ARG` (and `-s ARG`), as the documentation spells it.
+        var label: String {
+            let long = "--" + name + (argument.map { " " + $0 } ?? "")
+            guard let short else { return long }
+            return "-\(short)" + (argument.map { " " + $0 } ?? "") + ", " + long
+        }
+
+        func meaning(_ text: String) -> Option {
+            var o = Option(name: name, kind: kind, short: short, argument: argument, meaning: text, completes: completes)
+            o.only = only
+            return o
+        }
+
+        func only(_ sub: String) -> Option {
+            var o = self
+            o.only = sub
+            return o
+        }
+    }
+
+    /// One example: the command line and what it does.
+    struct Example: Sendable {
+        let command: String
+        let meaning: String
+    }
+
+    /// The help page of one command.
+    struct Page: Sendable {
+        /// The usage lines, without `kcar `.
+        let synopsis: [String]
+        /// One line for the command list.
+        let summary: String
+        /// Paragraphs, each one string (wrapped when printed).
+        let description: [String]
+        let options: [Option]
+        let examples: [Example]
+        /// Words a positional argument completes to (subcommands), else files.
+        var positionalWords: [String] = []
+
+        /// The parser's specs: every option of the page (of subcommand `sub` when given).
+        func specs(_ sub: String? = nil) -> [Arguments.Spec] {
+            options.filter { $0.only == nil || sub == nil || $0.only == sub }.map(\.spec)
+        }
+    }
+
+    /// The page `kcar help NAME` and `kcar NAME --help` print.
+    static func text(_ name: String, _ page: Page) -> String {
+        var out = ""
+        for (i, s) in page.synopsis.enumerated() { out += (i == 0 ? "usage: kcar " : "       kcar ") + s + "\n" }
+        out += "\n" + wrap(page.summary, indent: 2)
+        for p in page.description { out += "\n" + wrap(p, indent: 2) }
+        if !page.options.isEmpty {
+            out += "\noptions:\n"
+            let width = min(26, (page.options.map(\.label.count).max() ?? 0) + 2)
+            for o in page.options {
+                let label = "  " + o.label
+                let pad = label.count < width + 2 ? String(repeating: " ", count: width + 2 - label.count) : "\n" + String(repeating: " ", count: width + 2)
+                out += label + pad + o.meaning + "\n"
+            }
+        }
+        if !page.examples.isEmpty {
+            out += "\nexamples:\n"
+            for e in page.examples { out += "  $ kcar " + e.command + "\n" + wrap(e.meaning, indent: 6) }
+        }
+        out += "\nExit codes: `kcar help` lists them; `man kcar` has everything."
+        return out
+    }
+
+    /// `text` cut into lines of at most 100 columns, each indented by `indent` spaces.
+    static func wrap(_ text: String, indent: Int, width: Int = 100) -> String {
+        let pad = String(repeating: " ", count: indent)
+        var out = "", line = ""
+        for word in text.split(separator: " ", omittingEmptySubsequences: true) {
+            if !line.isEmpty, pad.count + line.count + 1 + word.count > width {
+                out += pad + line + "\n"
+                line = ""
+            }
+            line += (line.isEmpty ? "" : " ") + word
+        }
+        if !line.isEmpty { out += pad + line + "\n" }
+        return out
+    }
+
+    /// The exit codes (README's table, the man page's EXIT STATUS).
+    static let exitCodes: [(code: Int32, meaning: String)] = [
+        (0, "success"),
+        (1, "an unexpected internal failure"),
+        (2, "usage: an unknown command or option, a missing or malformed argument"),
+        (3, "wrong passphrase or key"),
+        (4, "damaged or invalid vault or archive (not a vault, unsupported version, tampered, truncated)"),
+        (5, "incomplete last commit (an interrupted write; kcar recover cuts it off)"),
+        (6, "item not found"),
+        (7, "refusing to overwrite an existing file (--force replaces it)"),
+        (8, "I/O error (missing file, permission, full disk, symlinked output folder)"),
+        (9, "pack or extract skipped inputs it cannot store or name (each named on standard error)"),
+        (10, "no secret given and no terminal to ask on"),
+        (11, "duplicate item"),
+        (12, "missing entitlement: the access group is outside the process's list, or its key is unreadable"),
+        (13, "lock timeout: another process held the vault's lock"),
+        (14, "the group's vault was rolled back to an older copy (kcar groups --accept-rollback G)"),
+        (15, "unsafe file: owner, mode, symlink or file type kcar refuses"),
+    ]
+
+    /// The environment variables kcar reads.
+    static let environment: [(name: String, meaning: String)] = [
+        ("KCAR_PASSPHRASE", "a passphrase; taken out of the environment at start-up, so no child process sees it"),
+        ("KCAR_KEYCHAIN", "the keychain directory when --keychain is not given"),
+        ("KCAR_ACCESS_GROUPS", "this process's access groups (A,B) when --groups is not given"),
+        ("XDG_DATA_HOME", "the keychain is $XDG_DATA_HOME/kcar when neither --keychain nor KCAR_KEYCHAIN is set"),
+        ("HOME", "the keychain is ~/.local/share/kcar when XDG_DATA_HOME is not set either"),
+    ]
+
+    /// The files kcar uses.
+    static let files: [(name: String, meaning: String)] = [
+        ("~/.local/share/kcar/", "the default keychain directory (mode 0700)"),
+        ("KEYCHAIN/G.kcv", "the vault of access group G"),
+        ("KEYCHAIN/G.key", "the key file of access group G (mode 0600; who can read it may use G)"),
+        ("KEYCHAIN/.kcar-shared", "names the Unix group a keychain is shared with (kcar init --shared-group)"),
+    ]
+
+    /// The text `kcar help` and `kcar --help` print after the command list.
+    static var overviewFooter: String {
         """
+        secrets (never on the command line): --key-file FILE, --passphrase-file FILE, --passphrase-fd N,
+        KCAR_PASSPHRASE (removed from the environment once read), otherwise a no-echo prompt on the terminal.
+        Every vault command takes --group G [--keychain DIR] instead of VAULT: the access group's vault.
+
+        `kcar help COMMAND` (or `kcar COMMAND --help`) shows a command's options and examples; `man kcar` all of them.
+        exit codes:
+        """ + "\n" + exitCodes.map { "  " + pad(String($0.code), 3) + $0.meaning }.joined(separator: "\n")
+    }
+
+    static func pad(_ s: String, _ n: Int) -> String {
+        s.count >= n ? s + " " : s + String(repeating: " ", count: n - s.count)
+    }
 }

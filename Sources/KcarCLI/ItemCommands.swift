@@ -10,13 +10,6 @@ import VaultFormat
 /// `kcar init | add | get | find | update | delete | groups | import`: SecItem semantics from the shell,
 /// over a keychain directory (SPEC.md Part 3).
 enum ItemCommands {
-    static let keychainSpecs: [Arguments.Spec] = [
-        .init(name: "keychain", kind: .value), .init(name: "group", kind: .value), .init(name: "groups", kind: .value),
-        .init(name: "lock-timeout", kind: .value),
-    ]
-    static let selectorSpecs: [Arguments.Spec] = ["class", "service", "account", "label", "server", "port", "protocol", "path"]
-        .map { Arguments.Spec(name: $0, kind: .value) } + [.init(name: "attr", kind: .repeated)]
-
     static func directory(_ args: Arguments) throws -> KeychainDirectory {
         KeychainDirectory(path: try args.value("keychain") ?? KeychainDirectory.defaultPath())
     }
@@ -246,8 +239,7 @@ enum ItemCommands {
     // MARK: Commands
 
     static func initCommand(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: [.init(name: "keychain", kind: .value), .init(name: "shared-group", kind: .value),
-                                               .init(name: "default-group", kind: .value)])
+        let args = try Arguments(argv, specs: CLI.specs("init"))
         _ = try args.positionals([])
         let dir = try directory(args)
         let shared = args.value("shared-group")
@@ -265,9 +257,7 @@ enum ItemCommands {
     }
 
     static func add(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: keychainSpecs + selectorSpecs + [
-            .init(name: "value-file", kind: .value), .init(name: "accessible", kind: .value), .init(name: "synchronizable", kind: .flag),
-        ])
+        let args = try Arguments(argv, specs: CLI.specs("add"))
         _ = try args.positionals([])
         let (c, attributes) = try newItem(args)
         let s = try store(args)
@@ -295,15 +285,50 @@ enum ItemCommands {
                          caseInsensitive: args.flag("ignore-case"), synchronizableAny: attributes["sync"] == nil)
     }
 
-    static let querySpecs = keychainSpecs + selectorSpecs + [.init(name: "ignore-case", kind: .flag)]
+    static let allClasses: [ItemClass] = [.genericPassword, .internetPassword, .certificate, .key, .identity]
+
+    /// The items find and get print: of `--class C`, else of every class, in the access groups' order and then
+    /// the classes'. A class whose attributes the selectors cannot name (`--service` of an inet item) has no
+    /// match and is left out; if that is every class, the error is genp's. `limit` counts across classes.
+    static func searchClasses(_ s: KeychainStore, _ args: Arguments, limit: Int?) throws -> (items: [KeychainItem], skipped: [SkippedGroup]) {
+        guard args.value("class") == nil else {
+            var q = try query(args)
+            q.limit = limit
+            let r = try s.search(q)
+            return (r.items, r.skipped)
+        }
+        var items: [KeychainItem] = [], skipped: [SkippedGroup] = []
+        var refusal: Error?, searched = false
+        for c in allClasses {
+            let r: SearchResult
+            do {
+                let attributes = try selection(args, class: c)
+                r = try s.search(ItemQuery(class: c, attributes: attributes, group: args.value("group"), limit: limit,
+                                           caseInsensitive: args.flag("ignore-case"), synchronizableAny: attributes["sync"] == nil))
+            } catch let e as KeychainError where e.status == .param {
+                refusal = refusal ?? e
+                continue
+            } catch let e as CLIError where e.code == .usage {
+                refusal = refusal ?? e
+                continue
+            }
+            searched = true
+            items += r.items
+            for g in r.skipped where !skipped.contains(where: { $0.group == g.group }) { skipped.append(g) }
+        }
+        if !searched, let refusal { throw refusal }
+        let rank = Dictionary(try s.accessGroups().enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
+        let ordered = items.enumerated().sorted {
+            (rank[$0.element.group] ?? Int.max, $0.offset) < (rank[$1.element.group] ?? Int.max, $1.offset)
+        }.map(\.element)
+        return (Array(ordered.prefix(limit ?? Int.max)), skipped)
+    }
 
     static func get(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: querySpecs)
+        let args = try Arguments(argv, specs: CLI.specs("get"))
         _ = try args.positionals([])
         let s = try store(args)
-        var q = try query(args)
-        q.limit = 2
-        let r = try s.search(q)
+        let r = try searchClasses(s, args, limit: 2)
         let found = r.items
         guard let item = found.first else {
             guard r.skipped.isEmpty else { return reportSkipped(r.skipped) }
@@ -319,22 +344,20 @@ enum ItemCommands {
     }
 
     static func find(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: querySpecs + [.init(name: "json", kind: .flag), .init(name: "limit", kind: .value)])
+        let args = try Arguments(argv, specs: CLI.specs("find"))
         _ = try args.positionals([])
-        var q = try query(args)
-        q.limit = try args.int("limit", in: 1...Int(Int32.max))
-        let r = try store(args).search(q)
+        let r = try searchClasses(try store(args), args, limit: try args.int("limit", in: 1...Int(Int32.max)))
         let found = r.items
         if args.flag("json") {
             Output.out.line(JSON.array(found.map { ItemJSON.object(group: $0.group, id: $0.id, class: $0.itemClass,
                                                                     attributes: $0.attributes, size: $0.size) }))
         } else {
-            Output.out.line("GROUP".padding(24) + "SERVICE".padding(24) + "ACCOUNT".padding(24) + Extract.pad("SIZE", 10) + "  MODIFIED")
+            Output.out.line("GROUP".padding(24) + "CLASS".padding(6) + "SERVICE".padding(24) + "ACCOUNT".padding(24) + Extract.pad("SIZE", 10) + "  MODIFIED")
             for i in found {
                 let service = i.attributes.string("svce") ?? i.attributes.string("srvr") ?? i.attributes.string("labl") ?? "-"
                 let modified: String
                 if case .date(let ns)? = i.attributes["mdat"] { modified = iso8601(nanoseconds: ns) } else { modified = "-" }
-                Output.out.line(terminalSafe(i.group.padding(24) + service.padding(24) + (i.attributes.string("acct") ?? "-").padding(24)
+                Output.out.line(terminalSafe(i.group.padding(24) + i.itemClass.rawValue.padding(6) + service.padding(24) + (i.attributes.string("acct") ?? "-").padding(24)
                                 + Extract.pad(String(i.size), 10) + "  " + modified))
             }
         }
@@ -343,10 +366,7 @@ enum ItemCommands {
     }
 
     static func update(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: querySpecs + [
-            .init(name: "set-label", kind: .value), .init(name: "set-attr", kind: .repeated), .init(name: "unset-attr", kind: .repeated),
-            .init(name: "set-accessible", kind: .value), .init(name: "value-file", kind: .value),
-        ])
+        let args = try Arguments(argv, specs: CLI.specs("update"))
         _ = try args.positionals([])
         let q = try query(args)
         var changes: [String: AttributeValue?] = [:]
@@ -362,17 +382,36 @@ enum ItemCommands {
             changes["pdmn"] = try accessibility(try Arguments(["--accessible", a], specs: [.init(name: "accessible", kind: .value)]))
         }
         var value = try readValue(args, required: false)
+        if value == nil, changes.isEmpty { value = try updateValueFromStandardInput(args) }
         defer { if value != nil { wipe(&value!) } }
         guard !changes.isEmpty || value != nil else {
-            throw CLIError.usage("nothing to change: give --set-label, --set-attr, --unset-attr, --set-accessible or --value-file")
+            throw CLIError.usage("nothing to change: give --set-label, --set-attr, --unset-attr, --set-accessible or --value-file, "
+                                 + "or pipe the new value in")
         }
         let n = try store(args).update(q, set: changes, value: value)
         warn("updated \(n) item\(n == 1 ? "" : "s")")
         return .success
     }
 
+    /// update's value when it names no other change and no --value-file: standard input as add reads it (asked
+    /// twice on a terminal), if it is a pipe, socket or file; nil for anything else (`< /dev/null`, closed). An
+    /// empty input is refused rather than taken for an empty value. Never read when an attribute changes, so
+    /// `update --set-label L` in a script with an inherited standard input neither waits nor changes a value.
+    static func updateValueFromStandardInput(_ args: Arguments) throws -> [UInt8]? {
+        if isatty(0) == 1 { return try readValue(args, required: true) }
+        var st = stat()
+        guard fstat(0, &st) == 0 else { return nil }
+        let type = st.st_mode & S_IFMT
+        guard type == S_IFIFO || type == S_IFREG || type == S_IFSOCK else { return nil }
+        let value = try readAll(fd: 0, what: "standard input")
+        guard !value.isEmpty else {
+            throw CLIError.usage("nothing to change: standard input is empty (--value-file /dev/null sets an empty value)")
+        }
+        return value
+    }
+
     static func delete(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: querySpecs + [.init(name: "all", kind: .flag)])
+        let args = try Arguments(argv, specs: CLI.specs("delete"))
         _ = try args.positionals([])
         let q = try query(args)
         guard q.attributes.count > 0 || args.flag("all") else {
@@ -384,7 +423,7 @@ enum ItemCommands {
     }
 
     static func groups(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: keychainSpecs + [.init(name: "json", kind: .flag), .init(name: "accept-rollback", kind: .value)])
+        let args = try Arguments(argv, specs: CLI.specs("groups"))
         _ = try args.positionals([])
         let s = try store(args)
         if let g = args.value("accept-rollback") {
@@ -402,10 +441,7 @@ enum ItemCommands {
     }
 
     static func importCommand(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: keychainSpecs + selectorSpecs + [
-            .init(name: "nskeyed", kind: .value), .init(name: "items", kind: .value), .init(name: "accessible", kind: .value),
-            .init(name: "synchronizable", kind: .flag),
-        ])
+        let args = try Arguments(argv, specs: CLI.specs("import"))
         _ = try args.positionals([])
         let s = try store(args)
         switch (args.value("nskeyed"), args.value("items")) {

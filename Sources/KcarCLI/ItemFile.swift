@@ -105,9 +105,14 @@ enum ItemFile {
     /// names and string values Stream-Safe (so that comparing them under canonical equivalence is linear),
     /// within the item file's limits and the vault's (attributes per item, name and value sizes).
     static func read(_ path: String) throws -> [Entry] {
-        let fd = try Secrets.openInput(path, what: "item file", allowPipe: false)
-        defer { close(fd) }
-        let bytes = try readAll(fd, path: path)
+        let bytes: [UInt8]
+        if path == "-" {
+            bytes = try StandardStreams.readAll(max: bytesMax, what: "the item file")
+        } else {
+            let fd = try Secrets.openInput(path, what: "item file", allowPipe: false)
+            defer { close(fd) }
+            bytes = try readAll(fd, path: path)
+        }
         do {
             var parser = Parser(bytes)
             return try parser.document()

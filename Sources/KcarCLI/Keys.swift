@@ -82,8 +82,9 @@ final class StagedFile {
 /// `kcar keygen`, `passwd`, `rekey`, `compact`, `recover`.
 enum Keys {
     static func keygen(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: [.init(name: "x25519", kind: .flag), .init(name: "force", kind: .flag)])
+        let args = try Arguments(argv, specs: CLI.specs("keygen"))
         let path = try args.positionals(["FILE"])[0]
+        if path == "-" { return try keygenToStdout(x25519: args.flag("x25519")) }
         let force = args.flag("force")
         let pubPath = path + ".pub"
         // Both or neither (issue 9, item 13): both names are checked and both files written in full before
@@ -110,6 +111,18 @@ enum Keys {
         return .success
     }
 
+    /// `keygen -`: the 32 bytes to standard output, never to a terminal (not even with --force: a secret key
+    /// on a screen has leaked). With --x25519 the public key goes to standard error, as age-keygen prints it.
+    static func keygenToStdout(x25519: Bool) throws -> ExitCode {
+        guard !Output.out.isTerminal else {
+            throw CLIError.usage("refusing to write a secret key to a terminal; redirect standard output or give a FILE")
+        }
+        let key = SecureBytes(copying: randomBytes(32))
+        try key.withUnsafeBytes { try Output.out.writeBytes($0) }
+        if x25519 { Output.err.line("public key: " + Hex.encode(X25519.publicKey(secretKey: key))) }
+        return .success
+    }
+
     static func exists(_ path: String) -> Bool {
         var st = stat()
         return lstat(path, &st) == 0
@@ -122,13 +135,6 @@ enum Keys {
         try staged.append(bytes)
         try staged.place(force: force)
     }
-
-    static let slotSpecs: [Arguments.Spec] = [
-        .init(name: "add-passphrase", kind: .flag), .init(name: "add-key-file", kind: .repeated),
-        .init(name: "add-recipient", kind: .repeated), .init(name: "new-passphrase-file", kind: .value),
-        .init(name: "new-passphrase-fd", kind: .value), .init(name: "kdf-memory", kind: .value),
-        .init(name: "kdf-passes", kind: .value),
-    ]
 
     /// The slots named by --add-* options.
     static func addedSlots(_ args: Arguments, passphraseWanted: Bool) throws -> [SlotSecret] {
@@ -151,9 +157,9 @@ enum Keys {
     }
 
     static func passwd(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: Secrets.specs + slotSpecs + [.init(name: "remove-slot", kind: .repeated),
-                                                                           .init(name: "revoke", kind: .flag)])
+        let args = try Arguments(argv, specs: CLI.specs("passwd"))
         let path = try vaultArguments(args, ["VAULT"])[0]
+        try refuseStandardInput(path)
         let secret = try Secrets.unlock(args)
         let vault = try Vault.open(path: path, secret: secret, mode: .write)
         try ItemCommands.checkRollback(vault, args)
@@ -247,8 +253,9 @@ enum Keys {
     }
 
     static func rekey(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: Secrets.specs + slotSpecs)
+        let args = try Arguments(argv, specs: CLI.specs("rekey"))
         let path = try vaultArguments(args, ["VAULT"])[0]
+        try refuseStandardInput(path)
         let secret = try Secrets.unlock(args)
         let vault = try Vault.open(path: path, secret: secret, mode: .write)
         var slots = reopening(vault.header.slots[vault.unlockedSlot], secret)
@@ -266,7 +273,7 @@ enum Keys {
     }
 
     static func compact(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: Secrets.specs)
+        let args = try Arguments(argv, specs: CLI.specs("compact"))
         let path = try vaultArguments(args, ["VAULT"])[0]
         let vault = try openVault(path, args, mode: .write)
         let before = vault.bodyLength + vault.incompleteBytes
@@ -276,7 +283,7 @@ enum Keys {
     }
 
     static func recover(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: Secrets.specs)
+        let args = try Arguments(argv, specs: CLI.specs("recover"))
         let path = try vaultArguments(args, ["VAULT"])[0]
         let vault = try openVault(path, args, mode: .write)
         let cut = vault.incompleteBytes

@@ -33,11 +33,7 @@ enum Pack {
     }
 
     static func run(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: Secrets.specs + Secrets.newSpecs + [
-            .init(name: "group", kind: .value), .init(name: "level", kind: .value), .init(name: "exclude", kind: .repeated),
-            .init(name: "force", kind: .flag), .init(name: "quiet", kind: .flag, short: "q"),
-            .init(name: "items", kind: .value), .init(name: "include-device-only", kind: .flag),
-        ])
+        let args = try Arguments(argv, specs: CLI.specs("pack"))
         let fromItems = args.value("items") != nil || args.value("keychain") != nil
         let p = try args.positionals(fromItems ? ["VAULT"] : ["VAULT", "DIR"])
         let vaultPath = p[0]
@@ -53,6 +49,7 @@ enum Pack {
         let total = Output.err.isTerminal ? entries.reduce(UInt64(0)) { $0 &+ $1.size } : 0
         let progress = Progress(label: "pack", total: total)
         let toStdout = vaultPath == "-"
+        if toStdout { try StandardStreams.refuseTerminal("a vault", force: args.flag("force")) }
         let target = toStdout ? temporaryPath() : vaultPath
         let opener = try Opener(root: dir, folders: folders)
         var changed = 0

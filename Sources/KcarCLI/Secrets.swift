@@ -9,16 +9,6 @@ import VaultFormat
 enum Secrets {
     nonisolated(unsafe) private static var environmentPassphrase: SecureBytes?
 
-    /// The secret options, and the keychain options that name a group's vault and key instead of VAULT.
-    static let specs: [Arguments.Spec] = [
-        .init(name: "key-file", kind: .value), .init(name: "passphrase-file", kind: .value),
-        .init(name: "passphrase-fd", kind: .value),
-    ] + ItemCommands.keychainSpecs
-    static let newSpecs: [Arguments.Spec] = [
-        .init(name: "kdf-memory", kind: .value), .init(name: "kdf-passes", kind: .value),
-        .init(name: "recipient", kind: .repeated),
-    ]
-
     /// Called first thing in main: takes `KCAR_PASSPHRASE` out of the environment and turns core dumps off.
     static func prepareProcess() {
         if let p = getenv("KCAR_PASSPHRASE") {

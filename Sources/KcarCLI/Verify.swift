@@ -6,8 +6,8 @@ import VaultFormat
 /// `kcar verify` and `kcar info`.
 enum Verify {
     static func run(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: Secrets.specs + [.init(name: "json", kind: .flag), .init(name: "no-key", kind: .flag)])
-        let path = try vaultArguments(args, ["VAULT"])[0]
+        let args = try Arguments(argv, specs: CLI.specs("verify"))
+        let path = try StandardStreams.vaultInput(try vaultArguments(args, ["VAULT"])[0])
         let json = args.flag("json")
         // Only an explicit --no-key checks the structure alone: a `verify v.kcv || alert` that found no secret
         // must not pass a vault whose records it never authenticated.
@@ -35,7 +35,7 @@ enum Verify {
         ]
         emit(json: json, path: path, keyed: true, problems: report.problems, extra: extra)
         if !json, report.isIntact {
-            Output.out.line(terminalSafe(path) + ": intact: \(report.items) items in \(report.records) records, \(report.commits) commits checked, \(report.valueBytes) value bytes authenticated")
+            Output.out.line(terminalSafe(StandardStreams.shown(path)) + ": intact: \(report.items) items in \(report.records) records, \(report.commits) commits checked, \(report.valueBytes) value bytes authenticated")
             if report.segmentsAuthenticatedOnly > 0 {
                 Output.out.line("  \(report.segmentsAuthenticatedOnly) superseded index segments were authenticated but not parsed (past SUPERSEDED_INDEX_MAX; `kcar compact` drops them)")
             }
@@ -59,7 +59,7 @@ enum Verify {
         }
         emit(json: json, path: path, keyed: false, problems: problems, extra: [])
         if !json, problems.isEmpty {
-            Output.out.line(terminalSafe(path) + ": header checksum and structure intact; no key given, so slots, index and records were not authenticated")
+            Output.out.line(terminalSafe(StandardStreams.shown(path)) + ": header checksum and structure intact; no key given, so slots, index and records were not authenticated")
         }
         return problems.first.map { ExitCode.of($0.code) } ?? .success
     }
@@ -77,23 +77,23 @@ enum Verify {
     static func emit(json: Bool, path: String, keyed: Bool, problems: [VaultError], extra: [(String, String)]) {
         if json {
             let list = problems.map { JSON.object([("code", JSON.string($0.code.rawValue)), ("message", JSON.string($0.context))]) }
-            Output.out.line(JSON.object([("path", JSON.string(path)), ("intact", problems.isEmpty ? "true" : "false"),
+            Output.out.line(JSON.object([("path", JSON.string(StandardStreams.shown(path))), ("intact", problems.isEmpty ? "true" : "false"),
                                          ("authenticated", keyed ? "true" : "false"), ("problems", "[" + list.joined(separator: ", ") + "]")] + extra))
         } else {
-            for p in problems { Output.out.line(terminalSafe("\(path): \(p)")) }
+            for p in problems { Output.out.line(terminalSafe("\(StandardStreams.shown(path)): \(p)")) }
         }
     }
 
     static func info(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: Secrets.specs + [.init(name: "json", kind: .flag)])
-        let path = try vaultArguments(args, ["VAULT"])[0]
+        let args = try Arguments(argv, specs: CLI.specs("info"))
+        let path = try StandardStreams.vaultInput(try vaultArguments(args, ["VAULT"])[0])
         let (header, size) = try Vault.inspect(path: path)
         var pairs: [(String, String)] = [
-            ("path", JSON.string(path)), ("version", String(Header.version)), ("group", JSON.string(header.group)),
+            ("path", JSON.string(StandardStreams.shown(path))), ("version", String(Header.version)), ("group", JSON.string(header.group)),
             ("vaultID", JSON.string(Hex.encode(header.vaultID))), ("fileSize", String(size)),
             ("headerSize", String(header.length)),
         ]
-        var lines = ["vault:      \(path)", "version:    \(Header.version)", "group:      \(header.group)",
+        var lines = ["vault:      \(StandardStreams.shown(path))", "version:    \(Header.version)", "group:      \(header.group)",
                      "vault id:   \(Hex.encode(header.vaultID))", "file size:  \(size) bytes (header \(header.length))"]
         var slots: [String] = []
         for (i, s) in header.slots.enumerated() {

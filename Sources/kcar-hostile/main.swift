@@ -38,7 +38,7 @@ if kcar.first != "/" {
 }
 guard access(kcar, X_OK) == 0 else { print("kcar-hostile: no kcar at \(kcar) (build it: swift build -c release --product kcar)"); exit(2) }
 
-var cases = vaultCases() + archiveCases() + plistCases() + keychainCases() + cliCases() + credentialCases()
+var cases = vaultCases() + archiveCases() + plistCases() + keychainCases() + cliCases() + credentialCases() + streamsCases()
 if let (name, dir) = makeCaseHere {
     guard let c = cases.first(where: { $0.name == name }) else { print("kcar-hostile: no case \(name)"); exit(2) }
     do { try c.make(dir) } catch { print("kcar-hostile: making \(name): \(error)"); exit(2) }

@@ -1,0 +1,497 @@
+/// The pages of `Help`, one per command of `CLI.commands`, and the option groups several commands share.
+extension Help {
+    typealias O = Option
+
+    // MARK: Option groups
+
+    static let secretOptions: [Option] = [
+        O(name: "key-file", kind: .value, argument: "FILE", meaning: "a 32-byte key file (kcar keygen) or an X25519 secret key", completes: .file),
+        O(name: "passphrase-file", kind: .value, argument: "FILE", meaning: "a passphrase (one trailing newline is ignored)", completes: .file),
+        O(name: "passphrase-fd", kind: .value, argument: "N", meaning: "a passphrase read from file descriptor N"),
+    ]
+
+    static let lockTimeout = O(name: "lock-timeout", kind: .value, argument: "S",
+                               meaning: "seconds to wait for another process's lock (default 10; then exit 13)")
+    static let keychainDir = O(name: "keychain", kind: .value, argument: "DIR",
+                               meaning: "the keychain (default $KCAR_KEYCHAIN, $XDG_DATA_HOME/kcar, ~/.local/share/kcar)",
+                               completes: .directory)
+    static let groupList = O(name: "groups", kind: .value, argument: "A,B",
+                             meaning: "this process's access groups (else KCAR_ACCESS_GROUPS); a group outside it: exit 12")
+
+    /// The secret options of a vault command and the keychain options that name a group's vault instead of VAULT.
+    static let vaultOptions: [Option] = secretOptions + [
+        O(name: "group", kind: .value, argument: "G", meaning: "access group G's vault in the keychain instead of VAULT, opened with its key file"),
+        keychainDir, groupList, lockTimeout,
+    ]
+
+    static let keychainOptions: [Option] = [
+        keychainDir,
+        O(name: "group", kind: .value, argument: "G",
+          meaning: "the access group (add: default the first of --groups; others: every group of the list or readable)"),
+        groupList, lockTimeout,
+    ]
+
+    static let classes = ["genp", "inet", "cert", "keys", "idnt"]
+    static let levels = ["when-unlocked", "after-first-unlock", "always", "when-unlocked-this-device-only",
+                         "after-first-unlock-this-device-only", "always-this-device-only", "when-passcode-set-this-device-only"]
+
+    static let selectorOptions: [Option] = [
+        O(name: "class", kind: .value, argument: "C", meaning: "genp, inet, cert, keys or idnt (find and get: every class if not given; the others: genp)",
+          completes: .words(classes)),
+        O(name: "service", kind: .value, argument: "S", meaning: "kSecAttrService"),
+        O(name: "account", kind: .value, argument: "A", meaning: "kSecAttrAccount"),
+        O(name: "label", kind: .value, argument: "L", meaning: "kSecAttrLabel"),
+        O(name: "server", kind: .value, argument: "H", meaning: "kSecAttrServer (inet)"),
+        O(name: "port", kind: .value, argument: "N", meaning: "kSecAttrPort (inet)"),
+        O(name: "protocol", kind: .value, argument: "P", meaning: "kSecAttrProtocol (inet), e.g. https"),
+        O(name: "path", kind: .value, argument: "P", meaning: "kSecAttrPath (inet)"),
+        O(name: "attr", kind: .repeated, argument: "NAME[:TYPE]=VALUE",
+          meaning: "a user attribute (TYPE string, int, bool, date, data, hex) or Apple's by name (kSecAttrComment=...)"),
+    ]
+
+    static let queryOptions: [Option] = keychainOptions + selectorOptions + [
+        O(name: "ignore-case", kind: .flag, meaning: "match the selectors' strings without regard to case"),
+    ]
+
+    static let kdfOptions: [Option] = [
+        O(name: "kdf-memory", kind: .value, argument: "MIB", meaning: "Argon2id memory of a new passphrase slot, 8-1024 (default 256)"),
+        O(name: "kdf-passes", kind: .value, argument: "N", meaning: "Argon2id passes, 1-32 (default 3)"),
+    ]
+
+    static let slotOptions: [Option] = [
+        O(name: "add-passphrase", kind: .flag, meaning: "add a passphrase slot"),
+        O(name: "add-key-file", kind: .repeated, argument: "FILE", meaning: "add a key-file slot; repeatable", completes: .file),
+        O(name: "add-recipient", kind: .repeated, argument: "PUBKEY", meaning: "add an X25519 slot (64 hex digits or a .pub file); repeatable",
+          completes: .file),
+        O(name: "new-passphrase-file", kind: .value, argument: "FILE", meaning: "the new passphrase (else asked twice)", completes: .file),
+        O(name: "new-passphrase-fd", kind: .value, argument: "N", meaning: "the new passphrase from file descriptor N"),
+    ] + kdfOptions
+
+    static let json = O(name: "json", kind: .flag, meaning: "print JSON instead of a table")
+    static let force = O(name: "force", kind: .flag, meaning: "replace an existing output")
+    static let deviceOnly = O(name: "include-device-only", kind: .flag, meaning: "also export ThisDeviceOnly items (left out by default, exit 9)")
+    static let accessible = O(name: "accessible", kind: .value, argument: "LEVEL",
+                              meaning: "when-unlocked (default), after-first-unlock, always, their -this-device-only forms, ...",
+                              completes: .words(levels))
+    static let synchronizable = O(name: "synchronizable", kind: .flag, meaning: "mark the item kSecAttrSynchronizable")
+
+    static let groupNote = "Every vault command (list, extract, verify, info, passwd, rekey, compact, recover) also takes --group G "
+        + "[--keychain DIR] instead of VAULT: the access group's vault in the keychain, opened with its key file."
+
+    // MARK: Vault commands
+
+    static let stdinNote = "VAULT - reads the vault from standard input: it is copied first (a vault is read by offset) to a "
+        + "0600 temporary file in $TMPDIR, removed when the command ends or is interrupted; at most 4 GiB."
+
+
+    static let pack = Page(
+        synopsis: ["pack VAULT DIR [options]", "pack VAULT --items FILE.json [--group G] [slot options]",
+                   "pack VAULT --keychain DIR --group G [slot options]"],
+        summary: "Make a vault from a folder, an item file or a keychain's access group.",
+        description: [
+            "Every first-level folder of DIR is a service; every regular file below it is a generic-password item whose account is "
+            + "its path below the service folder. Modification times are kept; file modes are not (extract writes 0600). Symlinks, "
+            + "devices, FIFOs, non-UTF-8 names and files directly in DIR are reported and skipped (exit 9); so is an input swapped "
+            + "for a link, a FIFO or another file after the listing (nothing is followed or waited on). VAULT - writes the vault to "
+            + "standard output, which must not be a terminal (unless --force). --items - reads the item file from standard input.",
+            "With --items or --keychain: a vault of the items of an item file (extract --items), or of a keychain's access group G "
+            + "(attributes kept). ThisDeviceOnly items are left out (exit 9) unless --include-device-only.",
+            "The vault gets a slot for each secret given: --key-file, --recipient, and a passphrase (--passphrase-file, "
+            + "--passphrase-fd, KCAR_PASSPHRASE; asked twice on the terminal if no other secret is given).",
+        ],
+        options: secretOptions + [
+            O(name: "recipient", kind: .repeated, argument: "PUBKEY", meaning: "add an X25519 slot (64 hex digits or a .pub file); repeatable",
+              completes: .file),
+            O(name: "group", kind: .value, argument: "G", meaning: "the vault's access group (default \"default\"); with --keychain the group packed"),
+            keychainDir, groupList, lockTimeout,
+            O(name: "level", kind: .value, argument: "N", meaning: "compression level 0 (store) to 12 (default 6; 1 fastest, 7 about gzip -6's size)"),
+            O(name: "exclude", kind: .repeated, argument: "PATTERN", meaning: "skip names matching a shell pattern (with /: the path below DIR)"),
+            O(name: "items", kind: .value, argument: "FILE.json", meaning: "pack the items of an item file instead of a folder", completes: .file),
+            deviceOnly.meaning("also pack ThisDeviceOnly items"),
+            O(name: "quiet", kind: .flag, short: "q", meaning: "print nothing on success"),
+            force.meaning("overwrite an existing VAULT; with VAULT -, write to a terminal"),
+        ] + kdfOptions,
+        examples: [
+            Example(command: "pack secrets.kcv ./secrets --key-file me.key", meaning: "a vault of the folder ./secrets, opened by me.key"),
+            Example(command: "pack backup.kcv ~/notes --recipient alice.pub --exclude '*.tmp'",
+                    meaning: "a vault only Alice's X25519 secret key opens, without the .tmp files"),
+            Example(command: "pack - ./secrets --passphrase-file pw.txt | ssh host 'cat > s.kcv'", meaning: "the vault on standard output"),
+        ])
+
+    static let list = Page(
+        synopsis: ["list VAULT [--json] [secret options]", "list --group G [--keychain DIR] [--json]"],
+        summary: "Print the items of a vault: size, modification date and name (service/account).",
+        description: ["--json prints a JSON array of objects: id, class, service, account, name, size, modified, attributes.", stdinNote, groupNote],
+        options: vaultOptions + [json],
+        examples: [
+            Example(command: "list secrets.kcv --key-file me.key", meaning: "one line per item"),
+            Example(command: "list --group personal --json", meaning: "the items of the keychain's access group personal, as JSON"),
+            Example(command: "ssh host cat s.kcv | kcar list - --key-file me.key", meaning: "a vault read from a pipe"),
+        ])
+
+    static let extract = Page(
+        synopsis: ["extract VAULT [-C DIR] [ITEM...] [options]", "extract VAULT --stdout ITEM", "extract VAULT --items FILE.json"],
+        summary: "Write the items of a vault back as files.",
+        description: [
+            "Writes items to DIR/service/account (ITEM as kcar list names it; a service name alone selects its items). Never writes "
+            + "outside DIR, follows no symlink below it, writes each file under a temporary name and renames it only once its content "
+            + "authenticated; files are 0600.",
+            "--items writes the items, with every attribute and the values in base64, to one JSON file (SPEC.md §K7; mode 0600; - for "
+            + "standard output) instead of files, streamed in file order; at most 100,000 items.",
+            "--stdout streams the value to a pipe or file; a terminal is shown only text (UTF-8 without control characters "
+            + "but tab and newlines) of at most 1 MiB, unless --force.",
+            stdinNote, groupNote,
+        ],
+        options: vaultOptions + [
+            O(name: "directory", kind: .value, short: "C", argument: "DIR", meaning: "output folder (default .)", completes: .directory),
+            force.meaning("replace existing files; with --stdout, show any value on a terminal"),
+            O(name: "stdout", kind: .flag, meaning: "write one item's value to standard output"),
+            O(name: "items", kind: .value, argument: "FILE.json", meaning: "write the items and their attributes to one JSON file (- standard output)",
+              completes: .file),
+            deviceOnly,
+        ],
+        examples: [
+            Example(command: "extract secrets.kcv -C out --key-file me.key", meaning: "every item as out/service/account"),
+            Example(command: "extract secrets.kcv --stdout github.com/tokens/ci --key-file me.key", meaning: "one value on standard output"),
+            Example(command: "extract --group personal --items - | jq .", meaning: "a group's items as JSON"),
+        ])
+
+    static let verify = Page(
+        synopsis: ["verify VAULT [--json] [--no-key] [secret options]", "verify --group G [--keychain DIR] [--json]"],
+        summary: "Check the header, every slot, every commit's trailer and index, and every record.",
+        description: [
+            "Exit 0 only for an intact vault (4 damaged, 5 incomplete last commit). With --no-key it checks the structure and header "
+            + "checksum only, and says so (records are not authenticated). With no secret, no --no-key and no terminal to ask on: "
+            + "exit 10, nothing was checked.",
+            stdinNote, groupNote,
+        ],
+        options: vaultOptions + [json, O(name: "no-key", kind: .flag, meaning: "check the structure only, without a secret")],
+        examples: [
+            Example(command: "verify secrets.kcv --key-file me.key", meaning: "authenticate every record"),
+            Example(command: "verify --group personal --json", meaning: "check a keychain group's vault"),
+            Example(command: "verify - --no-key < backup.kcv", meaning: "structure only, of a vault on standard input"),
+        ])
+
+    static let info = Page(
+        synopsis: ["info VAULT [--json] [secret options]", "info --group G [--keychain DIR] [--json]"],
+        summary: "Print a vault's version, group, vault id, key slots and KDF; with a secret also its items and space.",
+        description: ["With a secret also items, generation, body size, dead space and incomplete bytes. Never prompts.",
+                      "Dead space is a lower bound (deleted members after a shared record's last live one are not counted): only "
+                      + "kcar compact makes sure a deleted value has left the file.", stdinNote, groupNote],
+        options: vaultOptions + [json],
+        examples: [
+            Example(command: "info secrets.kcv", meaning: "the header alone: slots and KDF parameters"),
+            Example(command: "info --group personal --json", meaning: "a keychain group's vault, with its item count"),
+        ])
+
+    static let keygen = Page(
+        synopsis: ["keygen FILE [--x25519] [--force]"],
+        summary: "Make a 32-byte key file, or an X25519 key pair.",
+        description: [
+            "Writes 32 random bytes to FILE (mode 0600): a key file for --key-file. With --x25519 FILE is an X25519 secret key; its "
+            + "public key is printed and written to FILE.pub, for pack --recipient. Both files or neither: an existing FILE or FILE.pub "
+            + "is refused (exit 7) before anything is written; --force replaces both.",
+            "FILE - writes the key to standard output, never to a terminal; with --x25519 the public key is then printed on "
+            + "standard error.",
+        ],
+        options: [O(name: "x25519", kind: .flag, meaning: "make an X25519 key pair (FILE and FILE.pub)"), force.meaning("replace FILE (and FILE.pub)")],
+        examples: [
+            Example(command: "keygen me.key", meaning: "a key file"),
+            Example(command: "keygen alice --x25519", meaning: "alice (secret) and alice.pub (give it to whoever packs for Alice)"),
+            Example(command: "keygen - | ssh host 'umask 077; cat > ops.key'", meaning: "a key file made straight on another machine"),
+        ])
+
+    static let passwd = Page(
+        synopsis: ["passwd VAULT [options] [secret options]"],
+        summary: "Change the passphrase; add or remove key slots.",
+        description: [
+            "Without options: replaces the passphrase slot that opened the vault with a new passphrase. No item is re-encrypted; the "
+            + "header is rewritten atomically.",
+            "Removing a slot (or changing a passphrase) is NOT revocation: the vault key is unchanged, so an old copy of the header or "
+            + "file still opens the vault with the removed secret, even spliced onto the current file; the command says so. --revoke "
+            + "does revoke: the change is made under a new vault key (as rekey). A slot kept under --revoke needs its secret (the one "
+            + "given, the group's key file, or --add-key-file again); other kept slots are refused (remove them with --remove-slot and "
+            + "add them again with --add-*).",
+            groupNote,
+        ],
+        options: vaultOptions + slotOptions + [
+            O(name: "remove-slot", kind: .repeated, argument: "N", meaning: "remove slot N (as kcar info numbers them); repeatable"),
+            O(name: "revoke", kind: .flag, meaning: "rekey too, so that no old header opens the vault"),
+        ],
+        examples: [
+            Example(command: "passwd secrets.kcv", meaning: "a new passphrase, asked twice"),
+            Example(command: "passwd secrets.kcv --key-file me.key --add-recipient bob.pub", meaning: "let Bob open it too"),
+            Example(command: "passwd secrets.kcv --key-file me.key --remove-slot 1 --revoke", meaning: "revoke slot 1's secret"),
+        ])
+
+    static let rekey = Page(
+        synopsis: ["rekey VAULT [options] [secret options]"],
+        summary: "Make a new vault key and re-seal every record.",
+        description: [
+            "Makes a new vault key and re-seals every record and the index. The new header has a slot for the secret that opened the "
+            + "vault, plus those added here; other old slots are dropped (named on standard error). Use it when a slot's secret or an "
+            + "old copy of the header may have leaked. Unknown non-critical header fields are kept.",
+            groupNote,
+        ],
+        options: vaultOptions + slotOptions,
+        examples: [
+            Example(command: "rekey secrets.kcv --key-file me.key", meaning: "a new vault key; only me.key opens it"),
+            Example(command: "rekey secrets.kcv --key-file me.key --add-passphrase", meaning: "and a new passphrase slot"),
+        ])
+
+    static let compact = Page(
+        synopsis: ["compact VAULT [secret options]"],
+        summary: "Rewrite a vault without dead space (deleted values leave the file).",
+        description: ["Rewrites the vault atomically without dead space: deleted and replaced values leave the file.",
+                      "Commits compact by themselves only past half the file and 1 MiB of dead space: run this after a delete to make "
+                      + "sure the value has left the file. A failed automatic compaction is reported on standard error; its commit stood "
+                      + "(exit 0).", groupNote],
+        options: vaultOptions,
+        examples: [
+            Example(command: "compact secrets.kcv --key-file me.key", meaning: "rewrite secrets.kcv"),
+            Example(command: "compact --group personal", meaning: "rewrite a keychain group's vault"),
+        ])
+
+    static let recover = Page(
+        synopsis: ["recover VAULT [secret options]"],
+        summary: "Cut off an incomplete last commit (an interrupted write).",
+        description: ["Cuts off the bytes of an incomplete last commit (exit 5 of the other commands).", groupNote],
+        options: vaultOptions,
+        examples: [
+            Example(command: "recover secrets.kcv --key-file me.key", meaning: "back to the last complete commit"),
+            Example(command: "recover --group personal", meaning: "the same for a keychain group"),
+        ])
+
+    static let archive = Page(
+        synopsis: ["archive show FILE [--json]", "archive convert IN OUT [--to kcar|nskeyed] [--deterministic] [--force]"],
+        summary: "Show or convert keyed archives (kcar archives and NSKeyedArchiver property lists).",
+        description: [
+            "FILE is a kcar archive (keyed archiver, SPEC.md Part 2) or an NSKeyedArchiver archive (binary or XML property list), told "
+            + "apart by their first bytes.",
+            "show prints the value as indented JSON, or as one line with --json: strings, numbers, booleans and null as themselves; "
+            + "{\"$data\": base64}, {\"$date\": ISO 8601 UTC}, {\"$uuid\": ...}, {\"$url\": ...}, {\"$set\": [...]}, "
+            + "{\"$dict\": [[key, value], ...]} for other keys, {\"$class\": name, \"$fields\": {...}} for objects, "
+            + "{\"$double\": \"NaN\"} for non-finite numbers, {\"$dictionary\": {...}} around a dictionary with a key starting with $, "
+            + "and {\"$date\": {\"$seconds\": ...}} for a date outside the years 0000-9999 (SPEC.md Part 2 §A12); shared values are "
+            + "printed at every use. Nothing is printed if the JSON would pass 64 MiB.",
+            "convert writes the value in the other format (kcar <-> NSKeyedArchiver binary plist) or the one --to names; a kcar archive "
+            + "is always in canonical order (byte-identical output in every process; --deterministic is the default). OUT is created "
+            + "with mode 0600 and never replaced without --force. Malformed or hostile input: a one-line error and exit 4.",
+            "FILE or IN - reads standard input; OUT - writes standard output, which must not be a terminal (unless --force).",
+        ],
+        options: [
+            O(name: "json", kind: .flag, meaning: "show: one line of JSON instead of indented JSON", only: "show"),
+            O(name: "to", kind: .value, argument: "FORMAT", meaning: "convert: kcar or nskeyed (default the other format)",
+              completes: .words(["kcar", "nskeyed"]), only: "convert"),
+            O(name: "deterministic", kind: .flag, meaning: "convert: canonical order (the default)", only: "convert"),
+            O(name: "force", kind: .flag, meaning: "convert: replace an existing OUT; with OUT -, write to a terminal", only: "convert"),
+        ],
+        examples: [
+            Example(command: "archive show prefs.plist", meaning: "an NSKeyedArchiver archive as JSON"),
+            Example(command: "archive convert prefs.plist prefs.kca", meaning: "the same value as a kcar archive"),
+            Example(command: "archive convert prefs.kca - --to nskeyed | plutil -p -", meaning: "back, to standard output"),
+        ],
+        positionalWords: ["show", "convert"])
+
+    // MARK: Keychain commands
+
+    static let itemNote = "Items live in a keychain directory: each access group is one vault (G.kcv) with its key file (G.key, "
+        + "mode 0600); who can read a group's key file may use the group. Selectors match exactly and case-sensitively "
+        + "(--ignore-case folds case)."
+
+    static let initPage = Page(
+        synopsis: ["init [--keychain DIR] [--shared-group TEAM] [--default-group G]"],
+        summary: "Create the keychain directory (mode 0700).",
+        description: [
+            "Creates the keychain directory (mode 0700, parents too) and prints its path. Groups are created by the first add to them.",
+            "--shared-group TEAM shares the directory (yours) with Unix group TEAM on purpose: group TEAM, mode 2770, and .kcar-shared "
+            + "naming TEAM; keys are then made 0640 and vaults 0660, so members of TEAM use the groups whose key they can read.",
+            "--default-group G records G as the keychain's default access group (.kcar-default-group): where adds without a group "
+            + "and without KCAR_ACCESS_GROUPS or --groups go (else the program's own name, kcar for this command).",
+            "kcar refuses (exit 15) a keychain that anyone but you, root (or TEAM, when shared) can change, and group files that are "
+            + "symlinks, FIFOs, another user's, or keys others can read.",
+        ],
+        options: [keychainDir, O(name: "shared-group", kind: .value, argument: "TEAM", meaning: "share the keychain with Unix group TEAM"),
+                  O(name: "default-group", kind: .value, argument: "G", meaning: "record G as the keychain's default access group")],
+        examples: [
+            Example(command: "init", meaning: "~/.local/share/kcar (or $KCAR_KEYCHAIN)"),
+            Example(command: "init --keychain /srv/keys --shared-group ops", meaning: "a keychain the ops group shares"),
+        ])
+
+    static let valueNote = "The value is read from --value-file FILE (- for standard input), else from standard input (asked for "
+        + "twice, without echo, on a terminal); never from an argument."
+
+    static let add = Page(
+        synopsis: ["add SELECTORS [--group G] [--accessible LEVEL] [--synchronizable] [--value-file FILE]"],
+        summary: "Add an item; its value from standard input or --value-file.",
+        description: [valueNote, itemNote,
+                      "Uniqueness is Apple's: genp service+account, inet server+protocol+port+path+account+..., and synchronizable; "
+                      + "a duplicate is exit 11."],
+        options: keychainOptions + selectorOptions + [
+            O(name: "value-file", kind: .value, argument: "FILE", meaning: "read the value from FILE (- standard input)", completes: .file),
+            accessible, synchronizable,
+        ],
+        examples: [
+            Example(command: "add --service github.com --account ci < token.txt", meaning: "a generic password from a file"),
+            Example(command: "add --class inet --server db.internal --protocol https --account app --group personal",
+                    meaning: "an internet password, typed twice on the terminal"),
+            Example(command: "add --service api --account me --attr team=ops --value-file key.bin", meaning: "with a user attribute"),
+        ])
+
+    static let get = Page(
+        synopsis: ["get SELECTORS"],
+        summary: "Print the value of the one matching item.",
+        description: ["Searches every class unless --class is given (a class whose attributes the selectors cannot name is left out). More than one match is exit 2; none exit 6.", itemNote],
+        options: queryOptions,
+        examples: [
+            Example(command: "get --service github.com --account ci", meaning: "the token on standard output"),
+            Example(command: "get --server db.internal --account app", meaning: "an internet password (no --class needed)"),
+        ])
+
+    static let find = Page(
+        synopsis: ["find [SELECTORS] [--json] [--limit N]"],
+        summary: "List matching items (attributes only, no values).",
+        description: ["Searches every class unless --class is given (a class whose attributes the selectors cannot name is left out), in the order of the access groups, then genp, inet, cert, keys, idnt. No match is exit 6.", itemNote],
+        options: queryOptions + [json, O(name: "limit", kind: .value, argument: "N", meaning: "at most N items")],
+        examples: [
+            Example(command: "find --group personal", meaning: "every item of a group, of every class (the CLASS column says which)"),
+            Example(command: "find --attr team=ops --json", meaning: "items by a user attribute, as JSON"),
+            Example(command: "find --class inet --server db.internal", meaning: "internet passwords only"),
+        ])
+
+    static let update = Page(
+        synopsis: ["update SELECTORS [--set-label L] [--set-attr NAME=VALUE]... [--unset-attr NAME]... [--set-accessible LEVEL] "
+                   + "[--value-file FILE]"],
+        summary: "Change the attributes or the value of every matching item.",
+        description: [
+            "The value: with no other change, update reads it as add does, from standard input when that is a pipe or a "
+            + "file (an empty one is refused) or asked twice on a terminal. With --set-label, --set-attr, --unset-attr or "
+            + "--set-accessible, the value changes only with --value-file FILE (- for standard input): update --set-label L "
+            + "< /dev/null, or in a script whose standard input is inherited, never waits for nor changes a value.",
+            itemNote,
+        ],
+        options: queryOptions + [
+            O(name: "set-label", kind: .value, argument: "L", meaning: "the new label"),
+            O(name: "set-attr", kind: .repeated, argument: "NAME[:TYPE]=VALUE", meaning: "set an attribute; repeatable"),
+            O(name: "unset-attr", kind: .repeated, argument: "NAME", meaning: "remove an attribute; repeatable"),
+            O(name: "set-accessible", kind: .value, argument: "LEVEL", meaning: "the new accessibility", completes: .words(levels)),
+            O(name: "value-file", kind: .value, argument: "FILE", meaning: "the new value from FILE (- standard input)", completes: .file),
+        ],
+        examples: [
+            Example(command: "update --service github.com --account ci < new.txt", meaning: "a new value, from standard input"),
+            Example(command: "update --service github.com --account ci --set-label CI --value-file -", meaning: "a new label and value"),
+            Example(command: "update --service api --set-label 'API key' --set-attr team=dev", meaning: "new attributes"),
+        ])
+
+    static let delete = Page(
+        synopsis: ["delete SELECTORS", "delete --all [--class C]"],
+        summary: "Delete every matching item.",
+        description: ["Without a selector nothing is deleted unless --all says so.", itemNote],
+        options: queryOptions + [O(name: "all", kind: .flag, meaning: "allow an empty selection (every item)")],
+        examples: [
+            Example(command: "delete --service github.com --account ci", meaning: "one item"),
+            Example(command: "delete --group scratch --all", meaning: "every item of a group"),
+        ])
+
+    static let groups = Page(
+        synopsis: ["groups [--json] [--accept-rollback G]"],
+        summary: "Print the access groups and their item counts.",
+        description: [
+            "Without --group or a list, get, find and groups skip a group they cannot use and name it on standard error (the exit "
+            + "code is then that group's).",
+            "A group whose vault was replaced by an older copy, or whose record was deleted, is exit 14; "
+            + "--accept-rollback G accepts it after a deliberate restore.",
+        ],
+        options: keychainOptions + [json, O(name: "accept-rollback", kind: .value, argument: "G", meaning: "accept group G's vault as it is now")],
+        examples: [
+            Example(command: "groups", meaning: "count and name of every group"),
+            Example(command: "groups --accept-rollback personal", meaning: "after restoring personal.kcv from a backup"),
+        ])
+
+    static let importPage = Page(
+        synopsis: ["import --nskeyed FILE SELECTORS", "import --items FILE.json [--group G]"],
+        summary: "Add items to a group from an NSKeyedArchiver archive or an item file.",
+        description: [
+            "--nskeyed FILE adds one item whose value is the archive converted to a kcar archive; --items FILE.json adds the items of "
+            + "an item file (extract --items; - for standard input), all or none.",
+            itemNote,
+        ],
+        options: keychainOptions + selectorOptions + [
+            O(name: "nskeyed", kind: .value, argument: "FILE", meaning: "an NSKeyedArchiver archive", completes: .file),
+            O(name: "items", kind: .value, argument: "FILE.json", meaning: "an item file", completes: .file),
+            accessible, synchronizable,
+        ],
+        examples: [
+            Example(command: "import --nskeyed prefs.plist --service app --account prefs", meaning: "one item"),
+            Example(command: "import --items export.json --group personal", meaning: "the items of an export"),
+        ])
+
+    // MARK: Help itself
+
+    static let helpPage = Page(
+        synopsis: ["help [COMMAND]", "help --man"],
+        summary: "Print the help of a command, the overview, or the man page.",
+        description: ["kcar help COMMAND prints what kcar COMMAND --help prints. --man prints the kcar(1) man page (roff)."],
+        options: [O(name: "man", kind: .flag, meaning: "print the man page kcar(1) in roff")],
+        examples: [
+            Example(command: "help pack", meaning: "pack's options and examples"),
+            Example(command: "help --man > kcar.1 && man -l kcar.1", meaning: "read the man page without installing it"),
+        ])
+
+    static let versionPage = Page(
+        synopsis: ["version", "--version", "-V"],
+        summary: "Print kcar's version and vault format version.",
+        description: [], options: [],
+        examples: [Example(command: "version", meaning: "kcar 0.1 (vault format 1)")])
+
+    static let completionPage = Page(
+        synopsis: ["completion bash|zsh|fish"],
+        summary: "Print a shell completion script.",
+        description: ["make install installs them; to load one without installing, see the examples."],
+        options: [],
+        examples: [
+            Example(command: "completion bash > ~/.local/share/bash-completion/completions/kcar", meaning: "bash, for new shells"),
+            Example(command: "completion zsh > ~/.zfunc/_kcar", meaning: "zsh (with ~/.zfunc in fpath before compinit)"),
+            Example(command: "completion fish > ~/.config/fish/completions/kcar.fish", meaning: "fish"),
+        ],
+        positionalWords: ["bash", "zsh", "fish"])
+
+    static let credential = Page(
+        synopsis: ["credential [--group G] [--keychain DIR] get|store|erase"],
+        summary: "git's credential helper (also run as git-credential-kcar).",
+        description: [
+            "git's credential helper: git config --global credential.helper kcar (with git-credential-kcar, a link to kcar, on PATH), "
+            + "or credential.helper '/path/to/kcar credential'. Reads git's key=value lines on standard input up to an empty line (at "
+            + "most 1 MiB); unknown keys are ignored, as git requires. get prints username= and password= of the first match, or "
+            + "nothing (exit 0); store adds the credential or replaces the password of the same protocol, host, port, path and "
+            + "username; erase deletes the matching items. Any other action is ignored.",
+            "Items are internet passwords (class inet) in group G (default git-credentials, or $KCAR_CREDENTIAL_GROUP): srvr the host, "
+            + "port, ptcl Apple's protocol code, path, acct the username, the password as the value; kcar find --class inet lists them.",
+        ],
+        options: [keychainDir, O(name: "group", kind: .value, argument: "G", meaning: "the access group (default git-credentials)"),
+                  groupList, lockTimeout],
+        examples: [
+            Example(command: "credential get <<< $'protocol=https\\nhost=example.com\\n'", meaning: "what git asks"),
+            Example(command: "find --class inet --group git-credentials", meaning: "the credentials git stored"),
+        ],
+        positionalWords: ["get", "store", "erase"])
+
+    static let dockerCredential = Page(
+        synopsis: ["docker-credential [--group G] [--keychain DIR] store|get|erase|list|version"],
+        summary: "docker's credential helper (also run as docker-credential-kcar).",
+        description: [
+            "docker's credential-helper protocol: \"credsStore\": \"kcar\" in ~/.docker/config.json, with docker-credential-kcar (a "
+            + "link to kcar) on PATH. store reads {\"ServerURL\", \"Username\", \"Secret\"} as JSON on standard input; get reads the "
+            + "server URL and prints that JSON; erase reads the server URL; list prints a JSON object of server URLs and usernames. "
+            + "A missing credential prints credentials not found in native keychain and exits 1, as docker expects; every failure "
+            + "exits 1 with its message on standard output.",
+            "Items are internet passwords (class inet) in group G (default docker-credentials, or $KCAR_DOCKER_CREDENTIAL_GROUP).",
+        ],
+        options: [keychainDir, O(name: "group", kind: .value, argument: "G", meaning: "the access group (default docker-credentials)"),
+                  groupList, lockTimeout],
+        examples: [
+            Example(command: "docker-credential list", meaning: "the registries docker logged in to"),
+            Example(command: "find --class inet --group docker-credentials", meaning: "their items"),
+        ],
+        positionalWords: ["store", "get", "erase", "list", "version"])
+}
