@@ -65,8 +65,8 @@ enum ArchiveCommand {
     }
 
     static func readLimited(_ path: String, max: Int) throws -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw CLIError(.io, "cannot open \(path): \(String(cString: strerror(errno)))") }
+        // Never blocks: a FIFO, device or folder is refused (exit 15) before it is read.
+        let fd = try Secrets.openInput(path, what: "archive", allowPipe: false)
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw CLIError(.io, "cannot stat \(path)") }

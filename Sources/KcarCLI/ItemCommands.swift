@@ -211,16 +211,16 @@ enum ItemCommands {
     static func readValue(_ args: Arguments, required: Bool) throws -> [UInt8]? {
         let file = args.value("value-file")
         if file == nil, !required { return nil }
-        if file == nil || file == "-" {
+        guard let file, file != "-" else {
             if isatty(0) == 1 {
                 return try Secrets.prompt("Value: ", confirm: true).withUnsafeBytes { Array($0) }
             }
             return try readAll(fd: 0, what: "standard input")
         }
-        let fd = open(file!, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw CLIError(.io, "cannot open \(file!): \(String(cString: strerror(errno)))") }
+        // Never blocks: a named FIFO, device or folder is refused (exit 15), an anonymous pipe (`<(cmd)`) read.
+        let fd = try Secrets.openInput(file, what: "value file", allowPipe: true)
         defer { close(fd) }
-        return try readAll(fd: fd, what: file!)
+        return try readAll(fd: fd, what: file)
     }
 
     static let valueMax = 256 << 20

@@ -1,0 +1,29 @@
+import FixtureRecipes
+import Foundation
+import VaultFormat
+import XCTest
+
+/// Issue 9, what the independent review of the merged hardening found: other files kcar opens that a FIFO
+/// could stand in for, and names `list` printed with C1 and bidirectional controls raw. Each test fails on
+/// the merge of issue 9 (adf9b07).
+extension HardeningCLITests {
+    /// Item 7's class beyond vaults and key files: an archive (`archive show`/`convert`, `import --nskeyed`)
+    /// and a `--value-file` (`add`, `update`) that are FIFOs are refused at once (exit 15, naming the path);
+    /// before, each blocked forever in open(). An anonymous pipe stays a fine value file (`<(cmd)`).
+    func testArchiveAndValueFilesNeverBlock() throws {
+        XCTAssertEqual(mkfifo(path("a.fifo"), 0o600), 0)
+        XCTAssertTrue(try kcar(["archive", "show", "a.fifo"], expect: 15).err.contains("a.fifo"))
+        try kcar(["archive", "convert", "a.fifo", "out.kca"], expect: 15)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path("out.kca")))
+        try kcar(["archive", "show", "/dev/zero"], expect: 15)
+        let env = ["KCAR_KEYCHAIN": path("kc"), "KCAR_ACCESS_GROUPS": "", "XDG_STATE_HOME": path("state")]
+        try kcar(["init"], expect: 0, env: env)
+        try kcar(["add", "--group", "g", "--service", "s", "--account", "a"], expect: 0, env: env, stdin: Data("v".utf8))
+        XCTAssertTrue(try kcar(["add", "--group", "g", "--service", "s2", "--value-file", "a.fifo"], expect: 15, env: env).err.contains("a.fifo"))
+        try kcar(["update", "--group", "g", "--service", "s", "--value-file", "a.fifo"], expect: 15, env: env)
+        try kcar(["import", "--nskeyed", "a.fifo", "--group", "g", "--service", "s3"], expect: 15, env: env)
+        try kcar(["add", "--group", "g", "--service", "s4", "--value-file", "/dev/stdin"], expect: 0, env: env, stdin: Data("piped".utf8))
+        XCTAssertEqual(try kcar(["get", "--group", "g", "--service", "s4"], expect: 0, env: env).out, "piped")
+        XCTAssertEqual(try kcar(["get", "--group", "g", "--service", "s"], expect: 0, env: env).out, "v")
+    }
+}
