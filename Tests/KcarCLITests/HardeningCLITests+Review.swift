@@ -26,4 +26,18 @@ extension HardeningCLITests {
         XCTAssertEqual(try kcar(["get", "--group", "g", "--service", "s4"], expect: 0, env: env).out, "piped")
         XCTAssertEqual(try kcar(["get", "--group", "g", "--service", "s"], expect: 0, env: env).out, "v")
     }
+
+    /// A FIFO planted under the name of a rewrite's stale temporary (`.v.kcv.<12 hex>.tmp`, in a folder others
+    /// can write) is not a killed writer's file: the rewrite neither waits on it (before, `compact` and `pack
+    /// --force` blocked forever opening it) nor removes it.
+    func testRewriteIgnoresAFIFOPlantedAsItsStaleTemporary() throws {
+        try makeVault(items: [(.genericPassword, ["svce": "s", "acct": "a"], [1, 2, 3])])
+        XCTAssertEqual(mkfifo(path(".v.kcv.000000000000.tmp"), 0o600), 0)
+        try kcar(["compact", "v.kcv", "--key-file", keyFile], expect: 0)
+        try kcar(["rekey", "v.kcv", "--key-file", keyFile], expect: 0)
+        var st = stat()
+        XCTAssertEqual(lstat(path(".v.kcv.000000000000.tmp"), &st), 0)
+        XCTAssertEqual(st.st_mode & S_IFMT, S_IFIFO)
+        XCTAssertTrue(try kcar(["list", "v.kcv", "--key-file", keyFile], expect: 0).out.contains("s/a"))
+    }
 }
