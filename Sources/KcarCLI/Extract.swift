@@ -18,7 +18,8 @@ enum Extract {
             for item in items {
                 let modified = item.modified.map { iso8601(nanoseconds: $0) } ?? "-"
                 let cls = item.itemClass == .genericPassword ? "" : "  [\(terminalSafe(item.itemClass.rawValue))]"
-                Output.out.line(pad(String(item.size), 12) + "  " + modified.padding(30) + ItemPath.name(item) + cls)
+                // A name's %XX encoding covers C0 controls only: C1 and bidirectional controls are escaped here.
+                Output.out.line(pad(String(item.size), 12) + "  " + modified.padding(30) + terminalSafe(ItemPath.name(item)) + cls)
             }
         }
         return .success

@@ -40,4 +40,16 @@ extension HardeningCLITests {
         XCTAssertEqual(st.st_mode & S_IFMT, S_IFIFO)
         XCTAssertTrue(try kcar(["list", "v.kcv", "--key-file", keyFile], expect: 0).out.contains("s/a"))
     }
+
+    /// `list` prints names with C1 controls (U+009B is CSI to many terminals) and bidirectional overrides
+    /// (U+202E makes `evil\u{202E}txt.exe` read as `evilexe.txt`) escaped, like every other printer of file
+    /// text; before, the %XX encoding of names let through everything above U+007F.
+    func testListEscapesC1AndBidiControlsInNames() throws {
+        try makeVault(items: [(.genericPassword, ["svce": "c1\u{9B}2J", "acct": "a"], [1]),
+                              (.genericPassword, ["svce": "evil\u{202E}txt.exe", "acct": "b\u{2067}"], [2])])
+        let out = try kcar(["list", "v.kcv", "--key-file", keyFile], expect: 0).out
+        for raw in ["\u{9B}", "\u{202E}", "\u{2067}"] { XCTAssertFalse(out.contains(raw), out.debugDescription) }
+        XCTAssertTrue(out.contains("c1\\x9B2J/a"), out)
+        XCTAssertTrue(out.contains("evil\\u{202E}txt.exe/b\\u{2067}"), out)
+    }
 }
