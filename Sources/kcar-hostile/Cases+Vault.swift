@@ -85,6 +85,13 @@ func vaultCases() -> [HostileCase] {
             mkdir(dir + "/kc", 0o700)
             try writeFile(dir + "/kc/g.kcv", v.bytes)
             try writeFile(dir + "/kc/g.key", HostileVaults.key)
+            // Its generation record (SPEC.md §K6), as the keychain would have written it: without one, a vault
+            // past its first commit is refused as rolled back (exit 14) before add reaches the generation limit.
+            let key = SecureBytes(copying: HostileVaults.key)
+            let opened = try Vault.open(path: dir + "/kc/g.kcv", secret: .keyFile(key))
+            let body = Array("kcar-seen-v1".utf8) + opened.header.vaultID
+                + (0..<8).map { UInt8(truncatingIfNeeded: opened.generation >> (8 * UInt64($0))) }
+            try writeFile(dir + "/kc/g.seen", body + Digest.mac(key: key, body))
         },
         args: ["add", "--keychain", "kc", "--group", "g", "--service", "s", "--account", "b"],
         stdin: Array("value".utf8), exits: [2]))
