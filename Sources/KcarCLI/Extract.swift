@@ -12,7 +12,7 @@ enum Extract {
         let vault = try openVault(path, args)
         let items = vault.items
         if args.flag("json") {
-            Output.out.line(JSON.array(items.map(json)))
+            JSON.printArray(items, json)
         } else {
             Output.out.line(pad("SIZE", 12) + "  " + "MODIFIED".padding(30) + "NAME")
             for item in items {

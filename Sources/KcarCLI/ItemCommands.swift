@@ -323,8 +323,7 @@ enum ItemCommands {
         let r = try store(args).search(q)
         let found = r.items
         if args.flag("json") {
-            Output.out.line(JSON.array(found.map { ItemJSON.object(group: $0.group, id: $0.id, class: $0.itemClass,
-                                                                    attributes: $0.attributes, size: $0.size) }))
+            JSON.printArray(found) { ItemJSON.object(group: $0.group, id: $0.id, class: $0.itemClass, attributes: $0.attributes, size: $0.size) }
         } else {
             Output.out.line("GROUP".padding(24) + "SERVICE".padding(24) + "ACCOUNT".padding(24) + Extract.pad("SIZE", 10) + "  MODIFIED")
             for i in found {
