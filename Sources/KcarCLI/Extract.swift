@@ -12,13 +12,14 @@ enum Extract {
         let vault = try openVault(path, args)
         let items = vault.items
         if args.flag("json") {
-            Output.out.line(JSON.array(items.map(json)))
+            JSON.printArray(items, json)
         } else {
             Output.out.line(pad("SIZE", 12) + "  " + "MODIFIED".padding(30) + "NAME")
             for item in items {
                 let modified = item.modified.map { iso8601(nanoseconds: $0) } ?? "-"
                 let cls = item.itemClass == .genericPassword ? "" : "  [\(terminalSafe(item.itemClass.rawValue))]"
-                Output.out.line(pad(String(item.size), 12) + "  " + modified.padding(30) + ItemPath.name(item) + cls)
+                // A name's %XX encoding covers C0 controls only: C1 and bidirectional controls are escaped here.
+                Output.out.line(pad(String(item.size), 12) + "  " + modified.padding(30) + terminalSafe(ItemPath.name(item)) + cls)
             }
         }
         return .success

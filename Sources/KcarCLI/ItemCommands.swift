@@ -204,16 +204,16 @@ enum ItemCommands {
     static func readValue(_ args: Arguments, required: Bool) throws -> [UInt8]? {
         let file = args.value("value-file")
         if file == nil, !required { return nil }
-        if file == nil || file == "-" {
+        guard let file, file != "-" else {
             if isatty(0) == 1 {
                 return try Secrets.prompt("Value: ", confirm: true).withUnsafeBytes { Array($0) }
             }
             return try readAll(fd: 0, what: "standard input")
         }
-        let fd = open(file!, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw CLIError(.io, "cannot open \(file!): \(String(cString: strerror(errno)))") }
+        // Never blocks: a named FIFO, device or folder is refused (exit 15), an anonymous pipe (`<(cmd)`) read.
+        let fd = try Secrets.openInput(file, what: "value file", allowPipe: true)
         defer { close(fd) }
-        return try readAll(fd: fd, what: file!)
+        return try readAll(fd: fd, what: file)
     }
 
     static let valueMax = 256 << 20
@@ -349,8 +349,7 @@ enum ItemCommands {
         let r = try searchClasses(try store(args), args, limit: try args.int("limit", in: 1...Int(Int32.max)))
         let found = r.items
         if args.flag("json") {
-            Output.out.line(JSON.array(found.map { ItemJSON.object(group: $0.group, id: $0.id, class: $0.itemClass,
-                                                                    attributes: $0.attributes, size: $0.size) }))
+            JSON.printArray(found) { ItemJSON.object(group: $0.group, id: $0.id, class: $0.itemClass, attributes: $0.attributes, size: $0.size) }
         } else {
             Output.out.line("GROUP".padding(24) + "CLASS".padding(6) + "SERVICE".padding(24) + "ACCOUNT".padding(24) + Extract.pad("SIZE", 10) + "  MODIFIED")
             for i in found {

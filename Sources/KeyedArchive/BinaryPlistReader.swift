@@ -35,6 +35,10 @@ struct BinaryPlistReader {
     /// Bytes of the object area the distinct objects read so far span: at most the area's size, since objects
     /// of a property list do not overlap (so the objects built are bounded by the input, not its references).
     private var spanned = 0
+    /// References read from the distinct containers visited: each is at least one value of the expanded
+    /// tree, so more than `maxExpandedValues` of them fail `finish` later anyway; counted as they are read,
+    /// before their lists are built (a 20 MB plist of two 9.9M-entry arrays took 570 MiB before failing).
+    private var refsRead = 0
     /// Bytes of dictionary keys at every use (`STRING_USES_MAX`): one key object may serve many dictionaries,
     /// and each hashes all of it.
     private var keyUses = 0
@@ -169,6 +173,10 @@ struct BinaryPlistReader {
                 throw ArchiveError(.countExceedsInput, at: start, "\(n) entries in \(tableStart - p) bytes")
             }
             try span(p - start + refCount.partialValue * refSize, object: index, at: start)
+            refsRead += refCount.partialValue  // each at most the object area: no overflow
+            guard refsRead <= limits.maxExpandedValues else {
+                throw ArchiveError(.expansionLimit, at: start, "more than \(limits.maxExpandedValues) values once expanded")
+            }
             var refs: [Int] = []
             refs.reserveCapacity(refCount.partialValue)
             for _ in 0..<refCount.partialValue {

@@ -152,4 +152,30 @@ package enum ArchiveCrafting {
                             + bigEndian(count, 8) + bigEndian(tableStart, 8))
         return out
     }
+    /// An NSKeyedArchiver `bplist00` whose `$objects` are `$null`, an NSArray of `uids` UIDs all naming the
+    /// NSNumber 5, that number, the NSArray class, and `arrays - 1` more such arrays (one-byte references:
+    /// a UID costs one byte of input, and the value imported holds the number once per UID).
+    package static func uidArraysArchive(arrays: Int, uids: Int) -> [UInt8] {
+        func string(_ s: String) -> [UInt8] { marker(0x5, count: s.utf8.count) + Array(s.utf8) }
+        func container(_ high: UInt8, _ refs: [Int]) -> [UInt8] {
+            marker(high, count: high == 0xD ? refs.count / 2 : refs.count) + refs.map { UInt8(truncatingIfNeeded: $0) }
+        }
+        var objects: [[UInt8]] = [
+            string("$archiver"), string("NSKeyedArchiver"), string("$version"), [0x12] + bigEndian(100_000, 4),  // 0-3
+            string("$top"), container(0xD, [6, 7]), string("root"), [0x80, 1], string("$objects"), [],  // 4-9
+            string("$null"), string("NS.objects"), string("$class"), [0x80, 3], [0x80, 2], [0x10, 5],  // 10-15
+            string("$classname"), string("NSArray"), string("$classes"), container(0xA, [17, 20]), string("NSObject"),  // 16-20
+            container(0xD, [16, 18, 17, 19]),  // 21: the class
+        ]
+        let uidList = marker(0xA, count: uids) + [UInt8](repeating: 14, count: uids)  // every UID 2
+        var arrayObjects: [Int] = []
+        for _ in 0..<arrays {
+            objects.append(uidList)
+            objects.append(container(0xD, [11, 12, objects.count - 1, 13]))
+            arrayObjects.append(objects.count - 1)
+        }
+        objects[9] = container(0xA, [10, arrayObjects[0], 15, 21] + arrayObjects.dropFirst())
+        objects.append(container(0xD, [0, 2, 4, 8, 1, 3, 5, 9]))
+        return binaryPlist(objects: objects, table: Array(objects.indices), top: objects.count - 1, refSize: 1)
+    }
 }

@@ -24,6 +24,10 @@ struct NSKeyedImporter {
     /// dictionaries, and each use hashes all of it; and the weight of set elements and any-key keys
     /// (`ELEMENT_WEIGHT_MAX`): nested sets hash everything inside them again at each level.
     private let budgets = Budgets()
+    /// Values the import builds (`VALUES_MAX`, as an archive's items count): every UID reference and every
+    /// inline value is one. Scalars have no identity, so `$objects` within the limit can still stand for far
+    /// more values: an array of 9 million UIDs naming one NSNumber (a 9 MB plist) built 9 million of them.
+    private var valuesBuilt = 0
 
     private final class Budgets {
         var stringUses = 0
@@ -113,16 +117,24 @@ struct NSKeyedImporter {
     /// walked and is no reference (it must not make an object shared).
     private func children(of index: Int) throws -> [Int] {
         guard case .dictionary(let fields) = objects[index] else { return [] }
+        // Within what is left of `VALUES_MAX` as the list grows, not once built (9M UIDs made 72 MB here).
+        let room = limits.maxValues - valuesBuilt
+        func add(_ i: Int, to list: inout [Int]) throws {
+            guard list.count < room else {
+                throw ArchiveError(.valueLimit, "object \(index) holds more references than the \(limits.maxValues) values an import builds")
+            }
+            list.append(i)
+        }
         var out: [Int] = []
         var stack: [PropertyList] = []
         for (key, value) in fields where key != "$class" {
             switch value {
             case .uid(let raw):
-                if let i = try self.index(raw) { out.append(i) }
+                if let i = try self.index(raw) { try add(i, to: &out) }
             case .array(let a), .set(let a):
                 for p in a {
                     if case .uid(let raw) = p {
-                        if let i = try self.index(raw) { out.append(i) }
+                        if let i = try self.index(raw) { try add(i, to: &out) }
                     } else {
                         stack.append(p)
                     }
@@ -133,7 +145,7 @@ struct NSKeyedImporter {
         }
         while let p = stack.popLast() {
             switch p {
-            case .uid(let raw): if let i = try self.index(raw) { out.append(i) }
+            case .uid(let raw): if let i = try self.index(raw) { try add(i, to: &out) }
             case .array(let a), .set(let a): stack += a
             case .dictionary(let d): stack += d.values
             default: break
@@ -143,8 +155,8 @@ struct NSKeyedImporter {
         var uses: [Int] = []
         for key in read {
             switch fields[key] {
-            case .uid(let raw)?: if let i = try self.index(raw) { uses.append(i) }
-            case .array(let a)?: for case .uid(let raw) in a { if let i = try self.index(raw) { uses.append(i) } }
+            case .uid(let raw)?: if let i = try self.index(raw) { try add(i, to: &uses) }
+            case .array(let a)?: for case .uid(let raw) in a { if let i = try self.index(raw) { try add(i, to: &uses) } }
             default: break
             }
         }
@@ -161,6 +173,7 @@ struct NSKeyedImporter {
             guard state[root] == 0 else { continue }
             state[root] = 1
             let rootChildren = try children(of: root)
+            try countValues(1 + rootChildren.count)
             childLists[root] = rootChildren
             stack.append((root, rootChildren, 0))
             while let last = stack.indices.last {
@@ -182,12 +195,20 @@ struct NSKeyedImporter {
                     }
                     state[child] = 1
                     let grandchildren = try children(of: child)
+                    try countValues(grandchildren.count)
                     childLists[child] = grandchildren
                     stack.append((child, grandchildren, 0))
                 }
             }
         }
         return order
+    }
+
+    private mutating func countValues(_ n: Int) throws {
+        valuesBuilt += n
+        guard valuesBuilt <= limits.maxValues else {
+            throw ArchiveError(.valueLimit, "more than \(limits.maxValues) values built (references and inline values)")
+        }
     }
 
     /// The value a UID (or an inline field value) stands for; its objects are built already.
@@ -246,6 +267,7 @@ struct NSKeyedImporter {
         }
         // Values nested inline in the fields count, and sit between the object and the objects their UIDs name.
         if let (count, inlineHeight) = inlineValues(of: index) {
+            try countValues(count)
             size += count
             guard size <= limits.maxExpandedValues else {
                 throw ArchiveError(.expansionLimit, "more than \(limits.maxExpandedValues) values once expanded")

@@ -276,9 +276,12 @@ struct AtomicReplace {
             // Exactly .BASE.<12 hex>.tmp: another file's temporaries (".BASE.other.<hex>.tmp") are not ours.
             guard name.hasPrefix(prefix), name.hasSuffix(suffix), name.utf8.count == prefix.utf8.count + 12 + suffix.utf8.count,
                   hexDecode(String(name.dropFirst(prefix.count).dropLast(suffix.count))) != nil else { continue }
-            let fd = open("\(dir)/\(name)", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            // Without blocking: a FIFO planted under such a name (in a folder others can write) would wait
+            // for a writer forever; only a regular file nobody locks is a killed writer's.
+            let fd = open("\(dir)/\(name)", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
             guard fd >= 0 else { continue }
-            if flock(fd, LOCK_EX | LOCK_NB) == 0 { unlink("\(dir)/\(name)") }
+            var st = stat()
+            if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, flock(fd, LOCK_EX | LOCK_NB) == 0 { unlink("\(dir)/\(name)") }
             close(fd)
         }
     }

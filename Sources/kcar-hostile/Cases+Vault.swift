@@ -56,6 +56,11 @@ func vaultCases() -> [HostileCase] {
         name: "vault/index-one-big-checkpoint", attack: "one checkpoint of 240 MiB of data attributes (under INDEX_MAX): list",
         make: { try writeVault($0, try HostileVaults.chainVault(segments: 1, itemsPerSegment: 15)) },
         args: ["list", "v.kcv", key, "k.key"]))
+    // The same as JSON: 335 MB of it, built whole in memory before the review of issue 9 (1.36 GiB, 13.7 s).
+    cases.append(HostileCase(
+        name: "vault/index-one-big-checkpoint-json", attack: "one checkpoint of 240 MiB of data attributes: list --json",
+        make: { try writeVault($0, try HostileVaults.chainVault(segments: 1, itemsPerSegment: 15)) },
+        args: ["list", "v.kcv", "--json", key, "k.key"], exits: [0]))
     // Item 3b: 19 MB of trailer candidates (magic, fields consistent with their position, wrong MAC)
     // appended to a valid vault.
     for (command, keyed) in [("list", true), ("verify", true), ("info", false)] {
