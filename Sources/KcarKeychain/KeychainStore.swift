@@ -197,7 +197,13 @@ public final class KeychainStore: @unchecked Sendable {
     /// and reported instead (SPEC.md §K2).
     private func eachGroup(_ named: String?, _ skipped: inout [SkippedGroup], _ body: (String, Vault) throws -> Bool) throws {
         let mayskip = named == nil && explicitGroups == nil
-        for group in try readScope(named) {
+        let scope = try readScope(named)
+        for group in scope {
+            let wasOpen = opened[group] != nil
+            // Memory is bounded per group (each vault's index by CHAIN_INDEX_MAX), so a scan over several groups
+            // keeps only the groups that were open before it: a keychain of many large groups (planted by a
+            // member of a shared keychain) costs one group's index at a time, not their sum.
+            defer { if scope.count > 1, !wasOpen { opened[group] = nil } }
             let v: Vault
             do {
                 v = try vault(group, write: false)
@@ -368,7 +374,10 @@ public final class KeychainStore: @unchecked Sendable {
     public func update(_ query: ItemQuery, set changes: [String: AttributeValue?] = [:], value: [UInt8]? = nil) throws -> Int {
         try query.validate()
         var total = 0
-        for group in try locked({ try readScope(query.group) }) {
+        let scope = try locked({ try readScope(query.group) })
+        for group in scope {
+            let wasOpen = try locked { opened[group] != nil }
+            defer { if scope.count > 1, !wasOpen { _ = try? locked { opened[group] = nil } } }
             total += try transaction(group: group) { tx in
                 let ids = try tx.find(query.unlimited).map(\.id)
                 try tx.update(ids, set: changes, value: value)
@@ -384,7 +393,10 @@ public final class KeychainStore: @unchecked Sendable {
     public func delete(_ query: ItemQuery) throws -> Int {
         try query.validate()
         var total = 0
-        for group in try locked({ try readScope(query.group) }) {
+        let scope = try locked({ try readScope(query.group) })
+        for group in scope {
+            let wasOpen = try locked { opened[group] != nil }
+            defer { if scope.count > 1, !wasOpen { _ = try? locked { opened[group] = nil } } }
             total += try transaction(group: group) { tx in
                 let ids = try tx.find(query.unlimited).map(\.id)
                 for id in ids { try tx.delete(id) }

@@ -3,8 +3,8 @@
 package enum HostileVaults {
     package static let key = [UInt8](repeating: 7, count: 32)
 
-    package static func vault() throws -> CraftedVault {
-        try CraftedVault(keyFile: key, group: "g", random: DeterministicRandom(seed: [UInt8](repeating: 3, count: 32)))
+    package static func vault(group: String = "g") throws -> CraftedVault {
+        try CraftedVault(keyFile: key, group: group, random: DeterministicRandom(seed: [UInt8](repeating: 3, count: 32)))
     }
 
     package static func u32(_ v: Int) -> [UInt8] {
@@ -80,8 +80,8 @@ package enum HostileVaults {
     /// time: the harness's own memory stays small (a child's peak RSS starts from its parent's).
     /// With `checkpoints`, every commit is a checkpoint of the same items instead (a long history of
     /// superseded segments, which only verify reads).
-    package static func chainVault(segments: Int, itemsPerSegment: Int, checkpoints: Bool = false) throws -> CraftedVault {
-        var v = try vault()
+    package static func chainVault(segments: Int, itemsPerSegment: Int, checkpoints: Bool = false, group: String = "g") throws -> CraftedVault {
+        var v = try vault(group: group)
         let recordID = id(0, 9)
         let (offset, length) = smallRecord(&v, id: recordID, member: id(0, 8), value: [1])
         let e = entry(dataAttributes: 256, attributeBytes: 65_536, size: 1, recordID: recordID, offset: offset, length: length)

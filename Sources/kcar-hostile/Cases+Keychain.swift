@@ -144,7 +144,24 @@ func keychainCases() -> [HostileCase] {
             try group(kc, "h")
             try writeFile(kc + "/h.kcv", [UInt8](repeating: 0, count: 1_000_000))
         },
+        // Each vault is within CHAIN_INDEX_MAX (15 items of 256 data attributes of 64 KiB: 250 MiB of index from
+        // 304 KB), so only a bound over the whole scan keeps a search of four of them under the limit (found by
+        // the independent attack on issue 9: 751 MiB for three groups).
+        c("large-groups-find", "four groups, each an index of 250 MiB in 304 KB: find across the implicit list", ["find", "--service", "x"], [6]) { kc in
+            try largeGroups(kc)
+        },
+        c("large-groups-counts", "the same four groups: groups counts their items", ["groups"], [0]) { kc in
+            try largeGroups(kc)
+        },
     ]
+}
+
+/// Four groups whose vaults each decode to an index near CHAIN_INDEX_MAX.
+private func largeGroups(_ kc: String) throws {
+    for name in ["a", "b", "c", "d"] {
+        try writeFile(kc + "/\(name).kcv", try HostileVaults.chainVault(segments: 1, itemsPerSegment: 15, group: name).bytes)
+        try writeFile(kc + "/\(name).key", HostileVaults.key)
+    }
 }
 
 /// Writes a real group into `kc`: key file, vault (one generic password for service `api`, then
