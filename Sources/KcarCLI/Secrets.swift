@@ -117,7 +117,7 @@ enum Secrets {
 
     /// Opens a file kcar reads a secret or an input from without ever blocking (issue 9, item 7): a regular
     /// file, or with `allowPipe` an anonymous pipe (`--passphrase-file <(pass show x)`: it was made with its
-    /// writer, so it ends when the writer does). Anything else is refused with exit 15 before it is read: a
+    /// writer, so it ends when the writer does) or the null device. Anything else is refused with exit 15 before it is read: a
     /// named FIFO (its open and reads wait for a writer anyone who can create it may withhold; read one on
     /// purpose with `--passphrase-fd 3 3<FIFO`, where the shell does the waiting), a device, socket or
     /// folder. A symbolic link given as the path is followed; what it names is checked.
@@ -129,6 +129,11 @@ enum Secrets {
                 if isAnonymousPipe(fd) { return }
             }
             if type == S_IFIFO, fd == nil, allowPipe { return }  // decided once it is open (named or not)
+            // The null device reads empty at once: `--value-file /dev/null` is the usual way to give an empty value.
+            var null = stat()
+            if type == S_IFCHR, allowPipe, stat("/dev/null", &null) == 0, null.st_mode & S_IFMT == S_IFCHR, st.st_rdev == null.st_rdev {
+                return
+            }
             let kind = type == S_IFIFO ? (allowPipe ? "a named FIFO" : "a FIFO or pipe") : type == S_IFDIR ? "a folder"
                 : type == S_IFCHR || type == S_IFBLK ? "a device" : type == S_IFSOCK ? "a socket" : "not a regular file"
             throw CLIError(.unsafeFile, "\(what) \(path) is \(kind), not a regular file\(allowPipe ? " or a pipe" : ""); refusing to read it")

@@ -25,6 +25,10 @@ extension HardeningCLITests {
         try kcar(["add", "--group", "g", "--service", "s4", "--value-file", "/dev/stdin"], expect: 0, env: env, stdin: Data("piped".utf8))
         XCTAssertEqual(try kcar(["get", "--group", "g", "--service", "s4"], expect: 0, env: env).out, "piped")
         XCTAssertEqual(try kcar(["get", "--group", "g", "--service", "s"], expect: 0, env: env).out, "v")
+        // A device that never ends is refused; the null device (an empty value, a common idiom) is not.
+        try kcar(["add", "--group", "g", "--service", "s5", "--value-file", "/dev/zero"], expect: 15, env: env)
+        try kcar(["add", "--group", "g", "--service", "s6", "--value-file", "/dev/null"], expect: 0, env: env)
+        XCTAssertEqual(try kcar(["get", "--group", "g", "--service", "s6"], expect: 0, env: env).out, "")
     }
 
     /// A FIFO planted under the name of a rewrite's stale temporary (`.v.kcv.<12 hex>.tmp`, in a folder others
