@@ -38,14 +38,15 @@ install: build
 	for s in bash zsh fish; do $(KCAR) completion $$s > "$$t/$$s"; done; \
 	install -d "$(BINDIR)" "$(MAN1DIR)" "$(BASHDIR)" "$(ZSHDIR)" "$(FISHDIR)"; \
 	install -m 0755 $(KCAR) "$(BINDIR)/kcar"; \
+	ln -sf kcar "$(BINDIR)/git-credential-kcar"; ln -sf kcar "$(BINDIR)/docker-credential-kcar"; \
 	install -m 0644 "$$t/kcar.1" "$(MAN1DIR)/kcar.1"; \
 	install -m 0644 "$$t/bash" "$(BASHDIR)/kcar"; \
 	install -m 0644 "$$t/zsh" "$(ZSHDIR)/_kcar"; \
 	install -m 0644 "$$t/fish" "$(FISHDIR)/kcar.fish"; \
-	echo "installed $(BINDIR)/kcar, $(MAN1DIR)/kcar.1 and the bash, zsh and fish completions"
+	echo "installed $(BINDIR)/kcar (and git-credential-kcar, docker-credential-kcar), $(MAN1DIR)/kcar.1 and the bash, zsh and fish completions"
 
 uninstall:
-	rm -f "$(BINDIR)/kcar" "$(MAN1DIR)/kcar.1" "$(BASHDIR)/kcar" "$(ZSHDIR)/_kcar" "$(FISHDIR)/kcar.fish"
+	rm -f "$(BINDIR)/kcar" "$(BINDIR)/git-credential-kcar" "$(BINDIR)/docker-credential-kcar" "$(MAN1DIR)/kcar.1" "$(BASHDIR)/kcar" "$(ZSHDIR)/_kcar" "$(FISHDIR)/kcar.fish"
 
 demo: build
 	@set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \

@@ -135,6 +135,12 @@ final class InstallHelpTests: XCTestCase {
         for f in files { XCTAssertTrue(FileManager.default.fileExists(atPath: f), f) }
         let installed = try runProcess(files[0], ["--version"], cwd: dir)
         XCTAssertEqual(installed.out, try kcar(["--version"]).out)
+        // The credential helpers' names are links to kcar, which reads its role from argv[0].
+        for helper in ["git-credential-kcar", "docker-credential-kcar"] {
+            XCTAssertEqual(try FileManager.default.destinationOfSymbolicLink(atPath: root + "/usr/bin/" + helper), "kcar", helper)
+        }
+        let docker = try runProcess(root + "/usr/bin/docker-credential-kcar", ["version"], cwd: dir)
+        XCTAssertEqual(docker.code, 0, docker.err)
         let man = try String(contentsOfFile: files[1], encoding: .utf8)
         let bash = try String(contentsOfFile: files[2], encoding: .utf8)
         let zsh = try String(contentsOfFile: files[3], encoding: .utf8)
@@ -217,5 +223,8 @@ final class InstallHelpTests: XCTestCase {
         let u = try runProcess(make, ["-C", CLITests.repo.path, "uninstall", "DESTDIR=\(root)", "PREFIX=/usr"], cwd: dir)
         XCTAssertEqual(u.code, 0, u.err)
         for f in files { XCTAssertFalse(FileManager.default.fileExists(atPath: f), f) }
+        for helper in ["git-credential-kcar", "docker-credential-kcar"] {
+            XCTAssertThrowsError(try FileManager.default.destinationOfSymbolicLink(atPath: root + "/usr/bin/" + helper), helper)
+        }
     }
 }
