@@ -258,6 +258,8 @@ enum Keys {
         try refuseStandardInput(path)
         let secret = try Secrets.unlock(args)
         let vault = try Vault.open(path: path, secret: secret, mode: .write)
+        // Checked again on the vault opened: one swapped in after the group's checks must not be re-sealed.
+        try ItemCommands.checkRollback(vault, args)
         var slots = reopening(vault.header.slots[vault.unlockedSlot], secret)
         slots += try addedSlots(args, passphraseWanted: false)
         // A keychain's group keeps a slot for its key file, whatever secret opened it (SPEC.md §K1).
