@@ -146,7 +146,7 @@ hf() {
     echo "# kcar: $("$KCAR" --version 2>&1 | head -n 1)"
     echo "# hyperfine: $(hyperfine --version | head -n 1)"
     [[ $HAVE_SQLITE == 1 ]] && echo "# sqlite3: $(sqlite3 --version | cut -d' ' -f1-2)"
-    [[ $HAVE_KP == 1 ]] && echo "# keepassxc-cli: $(keepassxc-cli --version 2>/dev/null | head -n 1)"
+    if [[ $HAVE_KP == 1 ]]; then echo "# keepassxc-cli: $(keepassxc-cli --version 2>/dev/null | head -n 1)"; fi
 } | tee "$W/header.txt" >&2
 
 # ---------------------------------------------------------------------------------------------------
