@@ -372,25 +372,19 @@ public final class KeychainStore: @unchecked Sendable {
     /// group, a failure in a later group leaves the changes to earlier groups committed.
     @discardableResult
     public func update(_ query: ItemQuery, set changes: [String: AttributeValue?] = [:], value: [UInt8]? = nil) throws -> Int {
-        try query.validate()
-        var total = 0
-        let scope = try locked({ try readScope(query.group) })
-        for group in scope {
-            let wasOpen = try locked { opened[group] != nil }
-            defer { if scope.count > 1, !wasOpen { _ = try? locked { opened[group] = nil } } }
-            total += try transaction(group: group) { tx in
-                let ids = try tx.find(query.unlimited).map(\.id)
-                try tx.update(ids, set: changes, value: value)
-                return ids.count
-            }
-        }
-        guard total > 0 else { throw KeychainError(.itemNotFound, "no item matches") }
-        return total
+        try eachMatching(query) { tx, ids in try tx.update(ids, set: changes, value: value) }
     }
 
     /// Deletes every matching item (SecItemDelete). Throws ``KeychainStatus/itemNotFound`` if nothing matches.
     @discardableResult
     public func delete(_ query: ItemQuery) throws -> Int {
+        try eachMatching(query) { tx, ids in for id in ids { try tx.delete(id) } }
+    }
+
+    /// Runs `change` on the items matching `query`, one transaction per group of its scope, and returns how
+    /// many matched (``KeychainStatus/itemNotFound`` if none). Like a search over several groups, it keeps
+    /// only the groups that were open before it (SPEC.md §K2).
+    private func eachMatching(_ query: ItemQuery, _ change: (GroupTransaction, [ItemID]) throws -> Void) throws -> Int {
         try query.validate()
         var total = 0
         let scope = try locked({ try readScope(query.group) })
@@ -399,7 +393,7 @@ public final class KeychainStore: @unchecked Sendable {
             defer { if scope.count > 1, !wasOpen { _ = try? locked { opened[group] = nil } } }
             total += try transaction(group: group) { tx in
                 let ids = try tx.find(query.unlimited).map(\.id)
-                for id in ids { try tx.delete(id) }
+                try change(tx, ids)
                 return ids.count
             }
         }
