@@ -165,6 +165,9 @@ public final class Vault {
     /// Bytes of the header.
     public var headerLength: Int { header.length }
 
+    /// Bytes on disk of the index segments the last commit's chain holds (its checkpoint and deltas).
+    package var indexBytes: UInt64 { tail.checkpointBytes + tail.deltaBytes }
+
     /// Bytes of the body up to the end of the last complete commit.
     public var bodyLength: UInt64 { tail.end }
 

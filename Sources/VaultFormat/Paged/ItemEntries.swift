@@ -50,7 +50,14 @@ enum ItemEntries {
     }
 
     static func decode(_ e: LeafEntry, schema: PagedSchema) throws -> ItemState {
-        let (cls, values, id) = try ItemKey.parse(e.key) { schema.classes[$0] }
+        var names = NameCache()
+        return try decode(e, schema: schema, names: &names)
+    }
+
+    /// As ``decode(_:schema:)``, with class and attribute names carried from entry to entry (a scan decodes
+    /// each name once, not once per item).
+    static func decode(_ e: LeafEntry, schema: PagedSchema, names: inout NameCache) throws -> ItemState {
+        let (cls, values, id) = try ItemKey.parse(e.key, names: &names) { schema.classes[$0] }
         var r = ByteReader(e.rest, failure: .damagedIndex, what: "item \(id)")
         let flags = try r.readU8()
         guard flags <= 1 else { throw r.fail("flags \(flags)") }
@@ -64,7 +71,6 @@ enum ItemEntries {
             return ItemState(key: e.key, id: id, version: version, item: nil)
         }
         guard let rec = e.record else { throw r.fail("a live item without a record") }
-        var names = NameCache()
         var pairs = try IndexCodec.decodeAttributes(&r, count: try r.readCount(max: Limits.attrsMax - keyAttributes.count, "attribute count"), names: &names)
         var attributes = Attributes(sortedPairs: pairs)
         for (i, k) in keyAttributes.enumerated() {

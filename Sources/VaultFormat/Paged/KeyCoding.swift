@@ -141,8 +141,22 @@ package struct ItemKey {
 
     /// Splits an items-tree key into class, key values and item id, checking it against the schema.
     package static func parse(_ key: [UInt8], schemaFor: (String) -> ClassSchema?) throws -> (itemClass: String, values: [AttributeValue], id: ItemID) {
+        var names = NameCache()
+        return try parse(key, names: &names, schemaFor: schemaFor)
+    }
+
+    static func parse(_ key: [UInt8], names: inout NameCache, schemaFor: (String) -> ClassSchema?) throws -> (itemClass: String, values: [AttributeValue], id: ItemID) {
         var p = 0
-        let cls = try KeyCoding.readString(key, &p, max: Limits.attrNameMax)
+        // A class without a 0x00 byte is its bytes up to the terminator: read through the name cache.
+        let cls: String
+        if let end = key.firstIndex(of: 0), end + 1 < key.count, key[end + 1] == 1 {
+            var r = ByteReader(key, from: 0, to: end, failure: .damagedIndex, what: "item key")
+            cls = try names.read(&r, count: end, "class")
+            guard end <= Limits.attrNameMax else { throw KeyCoding.damaged("a class longer than \(Limits.attrNameMax) bytes") }
+            p = end + 2
+        } else {
+            cls = try KeyCoding.readString(key, &p, max: Limits.attrNameMax)
+        }
         guard !cls.isEmpty else { throw KeyCoding.damaged("an item key with an empty class") }
         let schema = schemaFor(cls)
         var values: [AttributeValue] = []

@@ -106,10 +106,11 @@ package struct TreeReader {
     /// Reads every page of the tree once and checks every rule of V3.3, counts included; returns the
     /// entries of its leaves. The recursion follows levels, which strictly decrease: at most
     /// ``PagedLimits/heightMax`` deep.
-    package func verify(_ visit: (LeafEntry) throws -> Void = { _ in }) throws -> UInt64 {
+    package func verify(_ visit: (LeafEntry) throws -> Void = { _ in }, page onPage: (PageRef) -> Void = { _ in }) throws -> UInt64 {
         guard let top else { return 0 }
         func walk(_ ref: PageRef, parentLevel: Int?, first: [UInt8]?, upper: [UInt8]?) throws -> UInt64 {
             let page = try open(ref, parentLevel: parentLevel, first: first, upper: upper)
+            onPage(ref)
             switch page.content {
             case .leaf(let entries):
                 for e in entries { try visit(e) }

@@ -219,8 +219,9 @@ package final class PagedVault {
 
     /// Every live item in key order (class, then key attributes, then id), one page at a time.
     package func forEachItem(_ body: (Item) throws -> Bool) throws {
+        var names = NameCache()
         try scan(.items) { e in
-            guard let item = try ItemEntries.decode(e, schema: root.schema).item else { return true }
+            guard let item = try ItemEntries.decode(e, schema: root.schema, names: &names).item else { return true }
             return try body(item)
         }
     }
@@ -248,6 +249,21 @@ package final class PagedVault {
             return true
         }
         return out
+    }
+
+    /// Bytes on disk of the index this commit reads: every page of the three trees, the root and the delta
+    /// segments of the chain (reads every page).
+    package func indexBytes() throws -> UInt64 {
+        var bytes = tail.trailer.rootLength
+        for tree in [TreeID.items, .attributes, .history] { _ = try reader(tree).verify({ _ in }, page: { bytes += $0.length }) }
+        var t = tail.trailer
+        while !t.wroteRoot {
+            bytes += t.deltaLength
+            let b = try file.read(TrailerV2.size, at: UInt64(header.length) + t.previous)
+            guard let p = TrailerV2.decode(b, at: t.previous, vaultID: header.vaultID, key: keys.trailer) else { break }
+            t = p
+        }
+        return bytes
     }
 
     package func read(_ item: Item) throws -> [UInt8] {
