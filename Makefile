@@ -18,7 +18,7 @@ BASHDIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHDIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISHDIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 
-.PHONY: all deps build install uninstall demo test hostile bench bench-keychain fixtures fuzz clean
+.PHONY: all deps build install uninstall demo test hostile bench bench-keychain bench-scale fixtures fuzz clean
 
 all: build
 
@@ -97,6 +97,10 @@ bench: deps
 	swift build -c release
 	bash scripts/bench/bench.sh --levels $(BENCH_ARGS)
 	$(MAKE) bench-keychain
+
+# Issue 10's table: a v1 vault, a v2 (paged, draft) vault and SQLite at 1k, 10k, 100k items (SCALE_ARGS=--million adds 1M).
+bench-scale: deps
+	bash scripts/bench/scale-bench.sh $(SCALE_ARGS)
 
 # The keychain against keepassxc-cli and a SQLite table (scripts/bench/keychain-bench.sh installs keepassxc,
 # sqlite3 and hyperfine when root). KEYCHAIN_BENCH_ARGS, e.g. --runs 60 --keep.
