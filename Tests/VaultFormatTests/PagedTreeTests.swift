@@ -182,7 +182,7 @@ final class PagedTreeTests: XCTestCase {
         var model: [[UInt8]: LeafEntry] = [:]
         var top: PageRef?
         var previous: (top: PageRef?, model: [[UInt8]: LeafEntry]) = (nil, [:])
-        for round in 0..<60 {
+        for round in 0..<40 {
             var changes: [[UInt8]: TreeWriter.Change] = [:]
             let n = round % 10 == 0 ? 1500 : 1 + rng.below(60)
             for _ in 0..<n {

@@ -212,7 +212,8 @@ struct TrailerV2: Equatable, TrailerLayout {
         if t.wroteRoot {
             guard t.deltaOffset == none, t.deltaLength == 0, t.rootOffset >= t.commitStart, rootEnd == at else { return nil }
         } else {
-            guard t.deltaLength >= 1, t.deltaOffset >= t.commitStart, t.deltaOffset.adding(t.deltaLength) == at else { return nil }
+            guard t.deltaLength >= 1, t.deltaOffset >= t.commitStart, t.deltaOffset.adding(t.deltaLength) == at,
+                  rootEnd <= t.commitStart else { return nil }
         }
         return t
     }
