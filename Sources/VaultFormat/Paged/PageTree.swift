@@ -159,6 +159,14 @@ package struct TreeWriter {
     /// Applies `changes` (strictly ascending by key) to the tree whose top is `top`; returns the new top
     /// (nil: the tree is empty). Removing a key the tree lacks is *invalid argument*.
     package func apply(_ changes: [Change], to top: PageRef?) throws -> PageRef? {
+        try apply(changes, to: top, skipMissingRemoves: false) { _, _ in }
+    }
+
+    /// As ``apply(_:to:)``, telling `observe` of each change with the entry it replaces or removes (nil: none);
+    /// with `skipMissingRemoves`, a remove of a key the tree lacks is dropped (a fold whose delta chain put
+    /// and removed a key the tree never held).
+    func apply(_ changes: [Change], to top: PageRef?, skipMissingRemoves: Bool,
+               observe: (LeafEntry?, Change) -> Void) throws -> PageRef? {
         for i in changes.indices.dropFirst() where !changes[i - 1].key.lexicographicallyPrecedes(changes[i].key) {
             throw VaultError(.invalidArgument, "tree changes not in strictly ascending order of key")
         }
@@ -168,10 +176,10 @@ package struct TreeWriter {
         var height: Int
         if let top {
             let page = try reader.open(top, parentLevel: nil, first: nil, upper: nil)
-            level = try rewrite(page, changes[...], reader: reader, upper: nil)
+            level = try rewrite(page, changes[...], reader: reader, upper: nil, skip: skipMissingRemoves, observe: observe)
             height = page.level
         } else {
-            level = try rewriteLeaf([], changes[...])
+            level = try rewriteLeaf([], changes[...], skip: skipMissingRemoves, observe: observe)
             height = 0
         }
         // Grow: branches above until one page holds the level.
@@ -192,10 +200,11 @@ package struct TreeWriter {
 
     /// Writes the pages that replace `page` once `changes` (all within its range or, for the first page of a
     /// level, below it) are applied: none if it ends up empty, several if it grows past the target.
-    private func rewrite(_ page: Page, _ changes: ArraySlice<Change>, reader: TreeReader, upper: [UInt8]?) throws -> [(key: [UInt8], child: PageRef)] {
+    private func rewrite(_ page: Page, _ changes: ArraySlice<Change>, reader: TreeReader, upper: [UInt8]?, skip: Bool,
+                         observe: (LeafEntry?, Change) -> Void) throws -> [(key: [UInt8], child: PageRef)] {
         switch page.content {
         case .leaf(let entries):
-            return try rewriteLeaf(entries, changes)
+            return try rewriteLeaf(entries, changes, skip: skip, observe: observe)
         case .branch(let entries):
             var out: [(key: [UInt8], child: PageRef)] = []
             var c = changes.startIndex
@@ -208,7 +217,7 @@ package struct TreeWriter {
                     continue
                 }
                 let child = try reader.open(e.child, parentLevel: page.level, first: e.key, upper: childUpper)
-                out.append(contentsOf: try rewrite(child, changes[c..<end], reader: reader, upper: childUpper))
+                out.append(contentsOf: try rewrite(child, changes[c..<end], reader: reader, upper: childUpper, skip: skip, observe: observe))
                 c = end
             }
             guard !out.isEmpty else { return [] }
@@ -218,7 +227,8 @@ package struct TreeWriter {
         }
     }
 
-    private func rewriteLeaf(_ entries: [LeafEntry], _ changes: ArraySlice<Change>) throws -> [(key: [UInt8], child: PageRef)] {
+    private func rewriteLeaf(_ entries: [LeafEntry], _ changes: ArraySlice<Change>, skip: Bool,
+                             observe: (LeafEntry?, Change) -> Void) throws -> [(key: [UInt8], child: PageRef)] {
         var merged: [LeafEntry] = []
         merged.reserveCapacity(entries.count + changes.count)
         var i = 0
@@ -230,6 +240,8 @@ package struct TreeWriter {
             }
             let exists = i < entries.count && entries[i].key == key
             if exists { i += 1 }
+            if case .remove = change, !exists, skip { continue }
+            observe(exists ? entries[i - 1] : nil, change)
             switch change {
             case .put(let e):
                 guard e.key.count <= PagedLimits.keyMax, !e.key.isEmpty, e.key.count + e.rest.count + 24 <= PagedLimits.entryMax else {

@@ -354,25 +354,25 @@ package final class PagedVault {
                 newRoot.clock = tx.clock
                 for tree in [TreeID.items, .attributes, .history] {
                     let pending = (overlay[tree] ?? [:]).values.sorted { $0.key.lexicographicallyPrecedes($1.key) }
-                    // A remove that cancels a put of the same chain never reached the tree.
-                    let reader = self.reader(tree)
-                    var apply: [TreeWriter.Change] = []
-                    for c in pending {
-                        let before = try reader.lookup(c.key)
-                        if case .remove = c, before == nil { continue }
-                        if tree == .items {
-                            let old = try before.map { try ItemEntries.decode($0, schema: root.schema) }
-                            if let old { if old.item != nil { newRoot.liveItems -= 1 } else { newRoot.tombstones -= 1 } }
-                            if case .put(let e) = c {
-                                if try ItemEntries.decode(e, schema: root.schema).item != nil { newRoot.liveItems += 1 } else { newRoot.tombstones += 1 }
+                    // The counts follow what each change replaces; a remove that cancels a put of the same
+                    // chain never reached the tree and is dropped.
+                    var failure: Error?
+                    let top = try TreeWriter(store: store, tree: tree).apply(pending, to: root.top(tree), skipMissingRemoves: true) { old, c in
+                        guard failure == nil, tree != .attributes else { return }
+                        do {
+                            if tree == .items {
+                                if let old { if try ItemEntries.decode(old, schema: root.schema).item != nil { newRoot.liveItems -= 1 } else { newRoot.tombstones -= 1 } }
+                                if case .put(let e) = c {
+                                    if e.record != nil { newRoot.liveItems += 1 } else { newRoot.tombstones += 1 }
+                                }
+                            } else {
+                                if old != nil { newRoot.historyEntries -= 1 }
+                                if case .put = c { newRoot.historyEntries += 1 }
                             }
-                        } else if tree == .history {
-                            if before != nil { newRoot.historyEntries -= 1 }
-                            if case .put = c { newRoot.historyEntries += 1 }
-                        }
-                        apply.append(c)
+                        } catch { failure = error }
                     }
-                    newRoot.setTop(tree, try TreeWriter(store: store, tree: tree).apply(apply, to: root.top(tree)))
+                    if let failure { throw failure }
+                    newRoot.setTop(tree, top)
                 }
                 guard newRoot.liveItems == itemCount else {
                     throw VaultError(.damagedIndex, "folding gives \(newRoot.liveItems) live items where \(itemCount) were expected")
