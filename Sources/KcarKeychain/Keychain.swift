@@ -92,8 +92,11 @@ public struct Keychain: Sendable {
     }
 
     /// Stores `bytes` under `key`, replacing what is there (one transaction); `attributes` are user
-    /// attributes kept in the index, searchable without decrypting (``keys(where:)``).
-    public func setData(_ bytes: Data, forKey key: String, attributes: [String: AttributeValue] = [:]) throws {
+    /// attributes kept in the index, searchable without decrypting (``keys(where:)``). A value already
+    /// stored keeps its other user attributes, unless `replacingAttributes` is true: then its user
+    /// attributes become exactly `attributes` (`[:]` removes them all).
+    public func setData(_ bytes: Data, forKey key: String, attributes: [String: AttributeValue] = [:],
+                        replacingAttributes: Bool = false) throws {
         let s = try store()
         let q = query(key)
         let group = try resolveGroup(s)
@@ -103,6 +106,11 @@ public struct Keychain: Sendable {
             if let comment { set["icmt"] = .string(comment) }
             for (k, v) in attributes { set[Schema.userPrefix + k] = v }
             if let existing = try tx.find(q).first {
+                if replacingAttributes {
+                    for (name, _) in existing.attributes where name.hasPrefix(Schema.userPrefix) && set[name] == nil {
+                        set[name] = .some(nil)
+                    }
+                }
                 try tx.update([existing.id], set: set, value: [UInt8](bytes))
             } else {
                 var a = q.attributes
@@ -123,14 +131,17 @@ public struct Keychain: Sendable {
         return s
     }
 
-    public func setString(_ value: String, forKey key: String, attributes: [String: AttributeValue] = [:]) throws {
-        try setData(Data(value.utf8), forKey: key, attributes: attributes)
+    /// Stores a string as UTF-8; `attributes` and `replacingAttributes` as in ``setData(_:forKey:attributes:replacingAttributes:)``.
+    public func setString(_ value: String, forKey key: String, attributes: [String: AttributeValue] = [:],
+                          replacingAttributes: Bool = false) throws {
+        try setData(Data(value.utf8), forKey: key, attributes: attributes, replacingAttributes: replacingAttributes)
     }
 
     /// Stores any Encodable value: `String` as UTF-8, `Data` and `[UInt8]` as they are, anything else as a
-    /// kcar archive.
-    public func set<T: Encodable>(_ value: T, forKey key: String, attributes: [String: AttributeValue] = [:]) throws {
-        try setData(try Keychain.encode(value), forKey: key, attributes: attributes)
+    /// kcar archive. A value already stored keeps its other user attributes unless `replacingAttributes`.
+    public func set<T: Encodable>(_ value: T, forKey key: String, attributes: [String: AttributeValue] = [:],
+                                  replacingAttributes: Bool = false) throws {
+        try setData(try Keychain.encode(value), forKey: key, attributes: attributes, replacingAttributes: replacingAttributes)
     }
 
     /// Reads a value stored by ``set(_:forKey:attributes:)``, or nil if there is none.
