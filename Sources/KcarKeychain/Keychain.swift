@@ -260,6 +260,19 @@ public struct Keychain: Sendable {
     public func keys(where attributes: [String: AttributeValue]) throws -> [String] {
         try store().find(query(nil, extra: attributes)).compactMap { $0.attributes.string("acct") }
     }
+
+    /// The values of every key whose user attributes have these values (`[:]`: every key of the service),
+    /// read in one pass: each record is decrypted once, however many of the values it holds
+    /// (``KeychainStore/values(matching:)``). Values are decoded as ``get(_:forKey:)`` decodes them; a key in
+    /// several groups of the list gives the value of the first.
+    public func getAll<T: Decodable>(_ type: T.Type, where attributes: [String: AttributeValue] = [:]) throws -> [String: T] {
+        var out: [String: T] = [:]
+        for (item, bytes) in try store().values(matching: query(nil, extra: attributes)) {
+            guard let key = item.account, out[key] == nil else { continue }
+            out[key] = try Keychain.decode(type, Data(bytes), key: key)
+        }
+        return out
+    }
 }
 
 /// The last subscript error of a ``Keychain`` and its copies.

@@ -271,15 +271,16 @@ struct SecQuery {
     func result(for items: [KeychainItem]) throws -> Any? {
         guard wantsResult else { return nil }
         let store = try SecItemConfiguration.store
-        let one: (KeychainItem) throws -> Any = { item in
-            let data = returnData ? Data(try store.value(of: item)) : nil
-            guard returnAttributes else { return data! }
-            var d = SecQuery.dictionary(item)
-            if let data { d[kSecValueData] = data }
+        let chosen = limit == 1 ? [items[0]] : items
+        // Several values are read in one pass, each record decrypted once (KeychainStore.values(of:)).
+        let values = returnData ? try store.values(of: chosen).map { Data($0) } : nil
+        let all: [Any] = chosen.indices.map { n in
+            if let values, !returnAttributes { return values[n] }
+            var d = SecQuery.dictionary(chosen[n])
+            if let values { d[kSecValueData] = values[n] }
             return d
         }
-        if limit == 1 { return try one(items[0]) }
-        return try items.map(one)
+        return limit == 1 ? all[0] : all
     }
 
     /// An item's attributes as a SecItem dictionary.
