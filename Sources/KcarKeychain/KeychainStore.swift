@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 import Synchronization
 import VaultFormat
 
@@ -17,6 +18,8 @@ public final class KeychainStore: @unchecked Sendable {
     /// Values per solid record in a keychain's vaults: reading one item decrypts its whole record, so records
     /// stay small (256 values of a typical secret: a few KiB), where a packed vault would fill 256 KiB.
     static let solidMembers = 256
+    /// Where the async variants run this store's calls (``KeychainStore/async``), off the cooperative pool.
+    let blockingQueue = DispatchQueue(label: "kcar.keychain.store")
     private let mutex = Mutex(())
     /// The thread inside `locked`, so a call from inside a transaction fails instead of deadlocking.
     private let owner = Mutex<UInt?>(nil)
