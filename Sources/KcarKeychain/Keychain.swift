@@ -35,6 +35,8 @@ public struct Accessibility: RawRepresentable, Hashable, Sendable {
 ///
 /// Strings are stored as UTF-8 and `Data` as it is, so other programs read them; other values as kcar
 /// archives. A value type: copies are independent and `Sendable`; every call is one keychain operation.
+/// `Keychain(server:protocolType:)` keeps internet passwords of one server instead, KeychainAccess's way
+/// (Compatibility/KeychainAccess.swift). Calls block (see ``Keychain/async`` for tasks).
 public struct Keychain: Sendable {
     public let service: String
     /// The access group; nil writes to the process's default group and reads every group of its list
@@ -45,6 +47,9 @@ public struct Keychain: Sendable {
     /// Optional label and comment written with each value.
     public var label: String?
     public var comment: String?
+    /// For an internet-password keychain (``init(server:protocolType:accessGroup:authenticationType:)``): the
+    /// server its items are for; nil for generic passwords of ``service``.
+    var internet: InternetServer?
     private let explicitStore: KeychainStore?
     /// Shared by copies, as they are one keychain: where the subscripts leave their errors.
     private let outcome = SharedOutcome()
@@ -73,11 +78,11 @@ public struct Keychain: Sendable {
 
     func query(_ key: String?, extra: [String: AttributeValue] = [:]) -> ItemQuery {
         var a = Attributes()
-        a["svce"] = .string(service)
+        if let internet { internet.select(&a) } else { a["svce"] = .string(service) }
         if let key { a["acct"] = .string(key) }
         if synchronizable { a["sync"] = .bool(true) }
         for (k, v) in extra { a[Schema.userPrefix + k] = v }
-        return ItemQuery(class: .genericPassword, attributes: a, group: accessGroup)
+        return ItemQuery(class: internet == nil ? .genericPassword : .internetPassword, attributes: a, group: accessGroup)
     }
 
     // MARK: Bytes
@@ -115,7 +120,7 @@ public struct Keychain: Sendable {
             } else {
                 var a = q.attributes
                 for (k, v) in set { a[k] = v }
-                try tx.add(class: .genericPassword, attributes: a, value: [UInt8](bytes))
+                try tx.add(class: q.itemClass, attributes: a, value: [UInt8](bytes))
             }
         }
     }
@@ -167,7 +172,7 @@ public struct Keychain: Sendable {
             }
             var a = q.attributes
             a["pdmn"] = .string(accessibility.rawValue)
-            try tx.add(class: .genericPassword, attributes: a, value: [UInt8](try Keychain.encode(v)))
+            try tx.add(class: q.itemClass, attributes: a, value: [UInt8](try Keychain.encode(v)))
         }
         guard let bytesFound else { return v }
         return try Keychain.decode(type, Data(bytesFound), key: key)
@@ -250,8 +255,12 @@ public struct Keychain: Sendable {
         return try !store().find(q).isEmpty
     }
 
-    /// The keys (accounts) of this service, sorted.
-    public func allKeys() throws -> [String] { try allItems().compactMap { $0.attributes.string("acct") } }
+    /// The keys (accounts) of this service, sorted. It does not throw, as KeychainAccess's does not (code
+    /// ported from it calls it without `try`): a failure gives `[]` and leaves its error in ``lastError``, as
+    /// the subscripts' reads do; `try keys(where: [:])` is the same list, throwing.
+    public func allKeys() -> [String] {
+        recording("keys", write: false) { try keys(where: [:]) } ?? []
+    }
 
     /// The items of this service, from the index (no value decrypted).
     public func allItems() throws -> [KeychainItem] { try store().find(query(nil)) }
