@@ -147,11 +147,15 @@ struct SecQuery {
 
     static let returnKeys: Set<String> = [kSecReturnData, kSecReturnAttributes, kSecReturnRef, kSecReturnPersistentRef]
     static let addKeys = returnKeys.union([kSecClass, kSecValueData, kSecAttrAccessGroup, kSecUseDataProtectionKeychain])
+    /// Apple takes kSecValueData in every query and uses it only to add or update (securityd's query_set_data):
+    /// a search or delete ignores it, as here. Apple's KeychainItemWrapper deletes with its item's whole
+    /// dictionary, password included.
     static let searchKeys = returnKeys.union([kSecClass, kSecAttrAccessGroup, kSecMatchLimit, kSecMatchCaseInsensitive,
-                                              kSecUseDataProtectionKeychain])
+                                              kSecUseDataProtectionKeychain, kSecValueData])
     static let updateKeys: Set<String> = [kSecValueData, kSecAttrAccessGroup]
     /// Update and delete apply to every match: a match limit or a return key is an error, as on Apple's.
-    static let modifyKeys: Set<String> = [kSecClass, kSecAttrAccessGroup, kSecMatchCaseInsensitive, kSecUseDataProtectionKeychain]
+    static let modifyKeys: Set<String> = [kSecClass, kSecAttrAccessGroup, kSecMatchCaseInsensitive, kSecUseDataProtectionKeychain,
+                                          kSecValueData]
 
     init(_ dict: [String: Any], allowed: Set<String>, itemClass given: ItemClass? = nil) throws {
         if let given {

@@ -135,4 +135,19 @@ final class CompatibilityTests: KeychainTestCase {
         XCTAssertEqual(keychain.lastResultCode, errSecMissingEntitlement)
         XCTAssertNotNil(keychain.lastError)
     }
+
+    /// Apple's KeychainItemWrapper deletes with its item's whole dictionary, kSecValueData included: Apple
+    /// ignores the value in a search or delete (it was errSecParam here, and the sample's assertion failed).
+    func testValueDataInASearchOrDeleteIsIgnoredAsOnApple() throws {
+        SecItemConfiguration.use(try store())
+        let item: [CFString: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrService: "s", kSecValueData: Data("pw".utf8)]
+        XCTAssertEqual(SecItemAdd(item as CFDictionary, nil), errSecSuccess)
+        var wrong = item
+        wrong[kSecValueData] = Data("not the value".utf8)
+        var out: AnyObject?
+        XCTAssertEqual(SecItemCopyMatching(wrong as CFDictionary, &out), errSecSuccess, "not a match criterion")
+        XCTAssertEqual(SecItemUpdate(wrong as CFDictionary, [kSecAttrLabel: "L"] as CFDictionary), errSecSuccess)
+        XCTAssertEqual(SecItemDelete(wrong as CFDictionary), errSecSuccess)
+        XCTAssertEqual(SecItemDelete(item as CFDictionary), errSecItemNotFound)
+    }
 }
