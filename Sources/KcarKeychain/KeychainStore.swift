@@ -8,6 +8,11 @@ import VaultFormat
 /// SecItem semantics over a keychain directory (SPEC.md Part 3): add, find, update and delete items across
 /// the process's access groups. Safe to use from any thread (operations are serialised) and any process
 /// (vault locks: readers see whole commits, writers exclude each other, waits time out).
+///
+/// Every call blocks its thread: for another process's vault lock up to ``lockTimeout`` seconds (then
+/// ``KeychainStatus/interactionNotAllowed``), for this store's other threads while their calls run, and on
+/// the disk (a commit's fsyncs, a group's first open). From a Swift task, use ``async`` (`store.async.find(q)`),
+/// which waits off the cooperative pool.
 public final class KeychainStore: @unchecked Sendable {
     public let directory: KeychainDirectory
     /// The explicit access-group list, or nil for every group whose key file is readable (SPEC.md §K2).

@@ -7,6 +7,9 @@ import VaultFormat
 
 /// Where the SecItem functions find the keychain: by default the directory and access groups the environment
 /// names (`KCAR_KEYCHAIN`, `KCAR_ACCESS_GROUPS`; SPEC.md §K1, §K2). Set ``store`` to use another.
+///
+/// The SecItem functions block as the store's calls do (up to its lock timeout, 10 s by default, for another
+/// process's lock); from a Swift task, call them inside ``withKeychainThread(_:)``.
 public enum SecItemConfiguration {
     private static let current = Mutex<KeychainStore?>(nil)
 

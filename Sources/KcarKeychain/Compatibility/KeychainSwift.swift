@@ -118,6 +118,7 @@ open class KeychainSwift: @unchecked Sendable {
     /// The bytes under `key`, or nil (``lastResultCode`` is `errSecItemNotFound` when there is none).
     open func getData(_ key: String) -> Data? {
         let k = keychain
+        // nil: the read failed (recorded); .some(nil): no value under the key.
         let found = record { try k.getData(keyPrefix + key) }
         guard let found else { return nil }
         guard let found else {
