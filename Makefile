@@ -18,7 +18,7 @@ BASHDIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHDIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISHDIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 
-.PHONY: all deps build install uninstall demo test hostile ported bench bench-keychain fixtures fuzz clean
+.PHONY: all deps build install uninstall demo test hostile bench bench-keychain fixtures fuzz clean
 
 all: build
 
@@ -85,6 +85,7 @@ test: deps
 # built in its own .build (kcar's library modules again: about 2-3 minutes of a cold build on 2 cores) and run
 # twice, as two launches of the app, in an empty environment (env -i: a new HOME and PATH, nothing else).
 PORTED = Examples/PortedApp
+.PHONY: ported
 ported: deps
 	cd $(PORTED) && swift build
 	@set -e; h=$$(mktemp -d); trap 'rm -rf "$$h"' EXIT; \
