@@ -78,6 +78,20 @@ test: deps
 	$(MAKE) hostile
 	swift build --build-tests
 	swift test --skip-build --disable-swift-testing
+	$(MAKE) ported
+
+# The app ported from iOS (Examples/PortedApp, a package of its own that depends on kcar by path): the seeds,
+# Apple's samples and KeychainAccess's, Valet's and keychain-swift's calls with only their imports changed,
+# built in its own .build (kcar's library modules again: about 2-3 minutes of a cold build on 2 cores) and run
+# twice, as two launches of the app, in an empty environment (env -i: a new HOME and PATH, nothing else).
+PORTED = Examples/PortedApp
+.PHONY: ported
+ported: deps
+	cd $(PORTED) && swift build
+	@set -e; h=$$(mktemp -d); trap 'rm -rf "$$h"' EXIT; \
+	bin="$$(cd $(PORTED) && swift build --show-bin-path)/ported-app"; \
+	echo "+ env -i HOME=$$h PATH=... ported-app"; env -i HOME="$$h" PATH="$$PATH" "$$bin"; \
+	echo "+ env -i HOME=$$h PATH=... ported-app again"; env -i HOME="$$h" PATH="$$PATH" "$$bin" again
 
 # Crafted hostile inputs (each at most 20 MB) handed to every command as a whole process: each must be refused
 # or processed within 512 MiB peak RSS and 10 s of CPU, with a documented exit code (Sources/kcar-hostile).
@@ -115,4 +129,4 @@ fuzz: deps
 	bash scripts/fuzz/run.sh $(FUZZ_TARGET) $(FUZZ_SECONDS)
 
 clean:
-	rm -rf .build .build-fuzz
+	rm -rf .build .build-fuzz $(PORTED)/.build
