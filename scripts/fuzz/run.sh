@@ -39,7 +39,7 @@ module() {
 	echo "building module $name"
 	"${NICE[@]}" "${SWIFTC[@]}" -swift-version 6 -enable-testing -module-name "$name" -emit-library -static \
 		-emit-module -emit-module-path "$MOD/$name.swiftmodule" -o "$lib" -I "$MOD" "${CFLAGS[@]}" \
-		"$ROOT"/Sources/"$name"/*.swift 2>&1 | quiet
+		$(find "$ROOT/Sources/$name" -name '*.swift' | sort) 2>&1 | quiet
 	[ -f "$lib" ]
 }
 module VaultFormat
