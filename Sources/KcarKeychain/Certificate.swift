@@ -1,5 +1,5 @@
 /// An X.509 certificate (RFC 5280) read as far as the keychain needs: the fields Apple derives a
-/// certificate item's attributes from (SPEC.md Part 3 §K9). Every element on the way is checked for its one
+/// certificate item's attributes from (SPEC.md Part 3 §K3.1). Every element on the way is checked for its one
 /// DER encoding; signatures, validity and extensions other than the subject key identifier are not
 /// interpreted (nothing here decides trust).
 public struct Certificate: Sendable, Hashable {

@@ -1,4 +1,4 @@
-/// An error from reading DER (SPEC.md Part 3 §K9): a stable ``Code`` that callers compare, the byte offset
+/// An error from reading DER (SPEC.md Part 3 §K3.1): a stable ``Code`` that callers compare, the byte offset
 /// where reading failed, and what was being read. Never holds the bytes themselves.
 public struct DERError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What went wrong, as an open set of codes.

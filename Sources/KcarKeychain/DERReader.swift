@@ -1,6 +1,6 @@
 import VaultFormat
 
-/// The named limits of DER reading (SPEC.md Part 3 §K9), checked before the work they bound.
+/// The named limits of DER reading (SPEC.md Part 3 §K3.1), checked before the work they bound.
 public enum DERLimits {
     /// `DER_INPUT_MAX`: bytes of one DER input (a certificate, a key). Larger values are not parsed at all.
     public static let inputMax = 65_536
@@ -67,11 +67,11 @@ struct DERReader {
     }
 
     /// A cursor over the content of the one SEQUENCE that `bytes` must be (at most `DER_INPUT_MAX` bytes,
-    /// nothing after it): how a certificate or a key is read.
+    /// nothing after it): how a certificate or a key is read. The whole input is first read as a
+    /// ``DERTree``, so the rules that do not depend on the structure hold everywhere, in the elements of any
+    /// type (algorithm parameters, name values) that the structure's reader only steps over too.
     static func sequence(_ bytes: [UInt8], _ name: String) throws -> DERReader {
-        guard bytes.count <= DERLimits.inputMax else {
-            throw DERError(.sizeLimit, at: 0, "\(name): \(bytes.count) bytes, more than \(DERLimits.inputMax)")
-        }
+        _ = try DERTree.parse(bytes)
         var outer = DERReader(bytes, what: name)
         let e = try outer.read(DERTag.sequence, name)
         try outer.finish()

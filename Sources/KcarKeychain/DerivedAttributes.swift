@@ -1,7 +1,7 @@
 import VaultFormat
 
 /// The attributes kcar derives from a certificate's or a key's value when it is added (SPEC.md Part 3
-/// §K9), as Apple's `SecItemAdd` derives them from a `kSecValueRef`: a certificate's type, encoding,
+/// §K3.1), as Apple's `SecItemAdd` derives them from a `kSecValueRef`: a certificate's type, encoding,
 /// subject, issuer, serial number, key ids and label; a key's class, type, size and application label.
 /// Attributes the caller gave win (Apple lets the add dictionary override the reference's attributes).
 /// A value that does not parse is stored as given, with only the caller's attributes, as Apple stores a

@@ -103,7 +103,7 @@ public final class GroupTransaction {
     }
 
     /// Adds an item; sets `cdat`, `mdat` (now) and `pdmn` (`ak`) unless given, and the attributes a
-    /// certificate's or key's value gives (SPEC.md §K9) unless given.
+    /// certificate's or key's value gives (SPEC.md §K3.1) unless given.
     @discardableResult
     public func add(class itemClass: ItemClass = .genericPassword, attributes: Attributes, value: [UInt8]) throws -> KeychainItem {
         try live()

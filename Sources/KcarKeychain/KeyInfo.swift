@@ -1,5 +1,5 @@
 /// What kcar learns from a key item's value when it is one of the DER key encodings it reads (SPEC.md
-/// Part 3 §K9): the key's class, type, size and application label (`klbl`, SHA-1 of the public key as
+/// Part 3 §K3.1): the key's class, type, size and application label (`klbl`, SHA-1 of the public key as
 /// Apple computes it: the PKCS #1 `RSAPublicKey` for RSA, the uncompressed point for EC). Raw keys (Apple's
 /// X9.63 `04 || X || Y [|| K]`, a symmetric key's bytes) are not recognized: their format is ambiguous.
 public struct KeyInfo: Sendable, Hashable {

@@ -3,7 +3,7 @@ import KcarKeychain
 import VaultFormat
 import XCTest
 
-/// The DER reader, certificates and keys as items (SPEC.md Part 3 §K9), over `Fixtures/certs/` (made by
+/// The DER reader, certificates and keys as items (SPEC.md Part 3 §K3.1), over `Fixtures/certs/` (made by
 /// `scripts/certs/make_fixtures.sh`, its expected fields taken with OpenSSL).
 final class CertificateTests: KeychainTestCase {
     static let certs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes Fixtures/certs/: real certificates from Debian's ca-certificates (PEM -> DER), malformed variants
-# of one of them, and MANIFEST.tsv with what each must give (SPEC.md Part 3 §K9). The expected fields are
+# of one of them, and MANIFEST.tsv with what each must give (SPEC.md Part 3 §K3.1). The expected fields are
 # taken with OpenSSL, not with kcar's reader: issuer, subject and serial are cut out of the DER at the
 # offsets `openssl asn1parse` reports, and checked against `openssl x509 -serial`; pkhh hashes the key
 # bits of `openssl x509 -pubkey`; skid is `openssl x509 -ext subjectKeyIdentifier`; labl the subject's
