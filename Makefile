@@ -18,7 +18,7 @@ BASHDIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHDIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISHDIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 
-.PHONY: all deps build install uninstall demo test hostile bench bench-keychain fixtures fuzz clean
+.PHONY: all deps build install uninstall demo test hostile bench bench-keychain fixtures cert-fixtures fuzz clean
 
 all: build
 
@@ -88,6 +88,10 @@ hostile: deps
 
 fixtures:
 	swift run kcar-fixtures .
+
+# Fixtures/certs from Debian's ca-certificates, their expected fields taken with OpenSSL (SPEC.md §K3.1).
+cert-fixtures:
+	scripts/certs/make_fixtures.sh
 
 # The peers (pigz, age, 7z), hyperfine and GNU time come from Debian's packages; installed when root.
 BENCH_PACKAGES := pigz age p7zip-full hyperfine time
