@@ -156,6 +156,24 @@ final class CertificateTests: KeychainTestCase {
         }
     }
 
+    /// Apple's certificate sample, as ported code calls it: kSecValueData alone, then a search by the
+    /// derived issuer and serial number.
+    func testSecItemAddOfCertificates() throws {
+        SecItemConfiguration.use(try store())
+        let a = try bytes("Amazon_Root_CA_1.der"), b = try bytes("Amazon_Root_CA_3.der")
+        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassCertificate, kSecValueData: Data(a)], nil), errSecSuccess)
+        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassCertificate, kSecValueData: Data(b)], nil), errSecSuccess)
+        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassCertificate, kSecValueData: Data(a)], nil), errSecDuplicateItem)
+        let cert = try Certificate(der: b)
+        var found: AnyObject?
+        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassCertificate, kSecAttrIssuer: Data(cert.issuer),
+                                            kSecAttrSerialNumber: Data(cert.serialNumber), kSecReturnData: true], &found), errSecSuccess)
+        XCTAssertEqual(found as? Data, Data(b))
+        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassCertificate, kSecAttrLabel: "Amazon Root CA 1",
+                                            kSecReturnAttributes: true], &found), errSecSuccess)
+        XCTAssertEqual((found as? [String: Any])?[kSecAttrPublicKeyHash] as? Data, Data(try Certificate(der: a).publicKeyHash))
+    }
+
     func testCallerAttributesWin() throws {
         let s = try store()
         let der = try bytes("ISRG_Root_X1.der")
