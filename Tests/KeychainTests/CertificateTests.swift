@@ -91,6 +91,13 @@ final class CertificateTests: KeychainTestCase {
         XCTAssertGreaterThan(flipped, 0)
     }
 
+    /// Inputs the fuzz target `der` found (Fixtures/fuzz/README.md).
+    func testFuzzRegressions() throws {
+        XCTAssertThrowsError(try Certificate(der: try bytes("../fuzz/der/crash-constructed-in-name-value.der"))) { e in
+            XCTAssertEqual((e as? DERError)?.code, .unexpectedTag, "\(e)")
+        }
+    }
+
     func testTreeLimits() throws {
         var nested: [UInt8] = [0x05, 0x00]
         for _ in 0..<DERLimits.depthMax - 1 { nested = [0x30, UInt8(nested.count)] + nested }
