@@ -18,7 +18,7 @@ BASHDIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHDIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISHDIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 
-.PHONY: all deps build install uninstall demo test hostile bench bench-keychain fixtures cert-fixtures fuzz clean
+.PHONY: all deps build install uninstall demo test hostile bench bench-keychain bench-scale fixtures fuzz clean
 
 all: build
 
@@ -78,6 +78,20 @@ test: deps
 	$(MAKE) hostile
 	swift build --build-tests
 	swift test --skip-build --disable-swift-testing
+	$(MAKE) ported
+
+# The app ported from iOS (Examples/PortedApp, a package of its own that depends on kcar by path): the seeds,
+# Apple's samples and KeychainAccess's, Valet's and keychain-swift's calls with only their imports changed,
+# built in its own .build (kcar's library modules again: about 2-3 minutes of a cold build on 2 cores) and run
+# twice, as two launches of the app, in an empty environment (env -i: a new HOME and PATH, nothing else).
+PORTED = Examples/PortedApp
+.PHONY: ported
+ported: deps
+	cd $(PORTED) && swift build
+	@set -e; h=$$(mktemp -d); trap 'rm -rf "$$h"' EXIT; \
+	bin="$$(cd $(PORTED) && swift build --show-bin-path)/ported-app"; \
+	echo "+ env -i HOME=$$h PATH=... ported-app"; env -i HOME="$$h" PATH="$$PATH" "$$bin"; \
+	echo "+ env -i HOME=$$h PATH=... ported-app again"; env -i HOME="$$h" PATH="$$PATH" "$$bin" again
 
 # Crafted hostile inputs (each at most 20 MB) handed to every command as a whole process: each must be refused
 # or processed within 512 MiB peak RSS and 10 s of CPU, with a documented exit code (Sources/kcar-hostile).
@@ -90,6 +104,7 @@ fixtures:
 	swift run kcar-fixtures .
 
 # Fixtures/certs from Debian's ca-certificates, their expected fields taken with OpenSSL (SPEC.md §K3.1).
+.PHONY: cert-fixtures
 cert-fixtures:
 	scripts/certs/make_fixtures.sh
 
@@ -101,6 +116,10 @@ bench: deps
 	swift build -c release
 	bash scripts/bench/bench.sh --levels $(BENCH_ARGS)
 	$(MAKE) bench-keychain
+
+# Issue 10's table: a v1 vault, a v2 (paged, draft) vault and SQLite at 1k, 10k, 100k items (SCALE_ARGS=--million adds 1M).
+bench-scale: deps
+	bash scripts/bench/scale-bench.sh $(SCALE_ARGS)
 
 # The keychain against keepassxc-cli and a SQLite table (scripts/bench/keychain-bench.sh installs keepassxc,
 # sqlite3 and hyperfine when root). KEYCHAIN_BENCH_ARGS, e.g. --runs 60 --keep.
@@ -115,4 +134,4 @@ fuzz: deps
 	bash scripts/fuzz/run.sh $(FUZZ_TARGET) $(FUZZ_SECONDS)
 
 clean:
-	rm -rf .build .build-fuzz
+	rm -rf .build .build-fuzz $(PORTED)/.build

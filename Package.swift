@@ -22,6 +22,7 @@ let package = Package(
         .target(name: "FixtureRecipes", dependencies: ["VaultFormat"]),
         .executableTarget(name: "kcar-fixtures", dependencies: ["FixtureRecipes", "VaultFormat"]),
         .executableTarget(name: "kcar-bench", dependencies: ["VaultFormat", "FixtureRecipes"]),
+        .executableTarget(name: "kcar-scale-bench", dependencies: ["VaultFormat", "FixtureRecipes"]),
         .executableTarget(name: "kcar-archive-bench", dependencies: ["KeyedArchive", "FixtureRecipes"]),
         .executableTarget(name: "kcar-keychain-bench", dependencies: ["KcarKeychain", "VaultFormat", "FixtureRecipes"]),
         // The README's examples and the seeds' first calls as a whole process, for KeychainTests (issue 12).

@@ -25,6 +25,25 @@ extension AttributeValue {
     }
 }
 
+// `ArchiveValue`'s spellings, so code that builds both reads alike (issue 12, item 10). The stored cases keep
+// their names (`integer`, `data([UInt8])`, `date(nanoseconds:)`), which the vault format and existing code use;
+// these build the same values and read them back.
+extension AttributeValue {
+    /// `ArchiveValue.int`: the same as ``integer(_:)``.
+    public static func int(_ value: Int64) -> AttributeValue { .integer(value) }
+    /// `ArchiveValue.data` takes `Data`: the same bytes as ``data(_:)`` with `[UInt8]`.
+    public static func data(_ value: Data) -> AttributeValue { .data([UInt8](value)) }
+
+    /// The string of a string attribute, nil for another type (as `ArchiveValue.stringValue`).
+    public var stringValue: String? { if case .string(let v) = self { v } else { nil } }
+    /// The integer of an integer attribute (as `ArchiveValue.intValue`).
+    public var intValue: Int64? { if case .integer(let v) = self { v } else { nil } }
+    /// The flag of a boolean attribute (as `ArchiveValue.boolValue`).
+    public var boolValue: Bool? { if case .bool(let v) = self { v } else { nil } }
+    /// The bytes of a data attribute (as `ArchiveValue.dataValue`).
+    public var dataValue: Data? { if case .data(let v) = self { Data(v) } else { nil } }
+}
+
 extension KeychainItem {
     /// `kSecAttrService`: the service of a generic password.
     public var service: String? { attributes.string(AttributeName.service) }

@@ -35,6 +35,8 @@ public struct Accessibility: RawRepresentable, Hashable, Sendable {
 ///
 /// Strings are stored as UTF-8 and `Data` as it is, so other programs read them; other values as kcar
 /// archives. A value type: copies are independent and `Sendable`; every call is one keychain operation.
+/// `Keychain(server:protocolType:)` keeps internet passwords of one server instead, KeychainAccess's way
+/// (Compatibility/KeychainAccess.swift). Calls block (see ``Keychain/async`` for tasks).
 public struct Keychain: Sendable {
     public let service: String
     /// The access group; nil writes to the process's default group and reads every group of its list
@@ -45,6 +47,9 @@ public struct Keychain: Sendable {
     /// Optional label and comment written with each value.
     public var label: String?
     public var comment: String?
+    /// For an internet-password keychain (``init(server:protocolType:accessGroup:authenticationType:)``): the
+    /// server its items are for; nil for generic passwords of ``service``.
+    var internet: InternetServer?
     private let explicitStore: KeychainStore?
     /// Shared by copies, as they are one keychain: where the subscripts leave their errors.
     private let outcome = SharedOutcome()
@@ -73,11 +78,11 @@ public struct Keychain: Sendable {
 
     func query(_ key: String?, extra: [String: AttributeValue] = [:]) -> ItemQuery {
         var a = Attributes()
-        a["svce"] = .string(service)
+        if let internet { internet.select(&a) } else { a["svce"] = .string(service) }
         if let key { a["acct"] = .string(key) }
         if synchronizable { a["sync"] = .bool(true) }
         for (k, v) in extra { a[Schema.userPrefix + k] = v }
-        return ItemQuery(class: .genericPassword, attributes: a, group: accessGroup)
+        return ItemQuery(class: internet == nil ? .genericPassword : .internetPassword, attributes: a, group: accessGroup)
     }
 
     // MARK: Bytes
@@ -92,8 +97,11 @@ public struct Keychain: Sendable {
     }
 
     /// Stores `bytes` under `key`, replacing what is there (one transaction); `attributes` are user
-    /// attributes kept in the index, searchable without decrypting (``keys(where:)``).
-    public func setData(_ bytes: Data, forKey key: String, attributes: [String: AttributeValue] = [:]) throws {
+    /// attributes kept in the index, searchable without decrypting (``keys(where:)``). A value already
+    /// stored keeps its other user attributes, unless `replacingAttributes` is true: then its user
+    /// attributes become exactly `attributes` (`[:]` removes them all).
+    public func setData(_ bytes: Data, forKey key: String, attributes: [String: AttributeValue] = [:],
+                        replacingAttributes: Bool = false) throws {
         let s = try store()
         let q = query(key)
         let group = try resolveGroup(s)
@@ -103,11 +111,16 @@ public struct Keychain: Sendable {
             if let comment { set["icmt"] = .string(comment) }
             for (k, v) in attributes { set[Schema.userPrefix + k] = v }
             if let existing = try tx.find(q).first {
+                if replacingAttributes {
+                    for (name, _) in existing.attributes where name.hasPrefix(Schema.userPrefix) && set[name] == nil {
+                        set[name] = .some(nil)
+                    }
+                }
                 try tx.update([existing.id], set: set, value: [UInt8](bytes))
             } else {
                 var a = q.attributes
                 for (k, v) in set { a[k] = v }
-                try tx.add(class: .genericPassword, attributes: a, value: [UInt8](bytes))
+                try tx.add(class: q.itemClass, attributes: a, value: [UInt8](bytes))
             }
         }
     }
@@ -123,14 +136,17 @@ public struct Keychain: Sendable {
         return s
     }
 
-    public func setString(_ value: String, forKey key: String, attributes: [String: AttributeValue] = [:]) throws {
-        try setData(Data(value.utf8), forKey: key, attributes: attributes)
+    /// Stores a string as UTF-8; `attributes` and `replacingAttributes` as in ``setData(_:forKey:attributes:replacingAttributes:)``.
+    public func setString(_ value: String, forKey key: String, attributes: [String: AttributeValue] = [:],
+                          replacingAttributes: Bool = false) throws {
+        try setData(Data(value.utf8), forKey: key, attributes: attributes, replacingAttributes: replacingAttributes)
     }
 
     /// Stores any Encodable value: `String` as UTF-8, `Data` and `[UInt8]` as they are, anything else as a
-    /// kcar archive.
-    public func set<T: Encodable>(_ value: T, forKey key: String, attributes: [String: AttributeValue] = [:]) throws {
-        try setData(try Keychain.encode(value), forKey: key, attributes: attributes)
+    /// kcar archive. A value already stored keeps its other user attributes unless `replacingAttributes`.
+    public func set<T: Encodable>(_ value: T, forKey key: String, attributes: [String: AttributeValue] = [:],
+                                  replacingAttributes: Bool = false) throws {
+        try setData(try Keychain.encode(value), forKey: key, attributes: attributes, replacingAttributes: replacingAttributes)
     }
 
     /// Reads a value stored by ``set(_:forKey:attributes:)``, or nil if there is none.
@@ -156,7 +172,7 @@ public struct Keychain: Sendable {
             }
             var a = q.attributes
             a["pdmn"] = .string(accessibility.rawValue)
-            try tx.add(class: .genericPassword, attributes: a, value: [UInt8](try Keychain.encode(v)))
+            try tx.add(class: q.itemClass, attributes: a, value: [UInt8](try Keychain.encode(v)))
         }
         guard let bytesFound else { return v }
         return try Keychain.decode(type, Data(bytesFound), key: key)
@@ -239,8 +255,12 @@ public struct Keychain: Sendable {
         return try !store().find(q).isEmpty
     }
 
-    /// The keys (accounts) of this service, sorted.
-    public func allKeys() throws -> [String] { try allItems().compactMap { $0.attributes.string("acct") } }
+    /// The keys (accounts) of this service, sorted. It does not throw, as KeychainAccess's does not (code
+    /// ported from it calls it without `try`): a failure gives `[]` and leaves its error in ``lastError``, as
+    /// the subscripts' reads do; `try keys(where: [:])` is the same list, throwing.
+    public func allKeys() -> [String] {
+        recording("keys", write: false) { try keys(where: [:]) } ?? []
+    }
 
     /// The items of this service, from the index (no value decrypted).
     public func allItems() throws -> [KeychainItem] { try store().find(query(nil)) }
@@ -248,6 +268,19 @@ public struct Keychain: Sendable {
     /// The keys whose user attributes have these values, from the index alone: no value is decrypted.
     public func keys(where attributes: [String: AttributeValue]) throws -> [String] {
         try store().find(query(nil, extra: attributes)).compactMap { $0.attributes.string("acct") }
+    }
+
+    /// The values of every key whose user attributes have these values (`[:]`: every key of the service),
+    /// read in one pass: each record is decrypted once, however many of the values it holds
+    /// (``KeychainStore/values(matching:)``). Values are decoded as ``get(_:forKey:)`` decodes them; a key in
+    /// several groups of the list gives the value of the first.
+    public func getAll<T: Decodable>(_ type: T.Type, where attributes: [String: AttributeValue] = [:]) throws -> [String: T] {
+        var out: [String: T] = [:]
+        for (item, bytes) in try store().values(matching: query(nil, extra: attributes)) {
+            guard let key = item.account, out[key] == nil else { continue }
+            out[key] = try Keychain.decode(type, Data(bytes), key: key)
+        }
+        return out
     }
 }
 

@@ -1,12 +1,18 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 import Synchronization
 import VaultFormat
 
 /// SecItem semantics over a keychain directory (SPEC.md Part 3): add, find, update and delete items across
 /// the process's access groups. Safe to use from any thread (operations are serialised) and any process
 /// (vault locks: readers see whole commits, writers exclude each other, waits time out).
+///
+/// Every call blocks its thread: for another process's vault lock up to ``lockTimeout`` seconds (then
+/// ``KeychainStatus/interactionNotAllowed``), for this store's other threads while their calls run, and on
+/// the disk (a commit's fsyncs, a group's first open). From a Swift task, use ``async`` (`store.async.find(q)`),
+/// which waits off the cooperative pool.
 public final class KeychainStore: @unchecked Sendable {
     public let directory: KeychainDirectory
     /// The explicit access-group list, or nil for every group whose key file is readable (SPEC.md §K2).
@@ -17,6 +23,8 @@ public final class KeychainStore: @unchecked Sendable {
     /// Values per solid record in a keychain's vaults: reading one item decrypts its whole record, so records
     /// stay small (256 values of a typical secret: a few KiB), where a packed vault would fill 256 KiB.
     static let solidMembers = 256
+    /// Where the async variants run this store's calls (``KeychainStore/async``), off the cooperative pool.
+    let blockingQueue = DispatchQueue(label: "kcar.keychain.store")
     private let mutex = Mutex(())
     /// The thread inside `locked`, so a call from inside a transaction fails instead of deadlocking.
     private let owner = Mutex<UInt?>(nil)
@@ -238,18 +246,20 @@ public final class KeychainStore: @unchecked Sendable {
     /// (SPEC.md §K2): the result is complete only when none was.
     public func search(_ query: ItemQuery) throws -> SearchResult {
         try query.validate()
-        return try locked {
-            var out: [KeychainItem] = []
-            var skipped: [SkippedGroup] = []
-            try eachGroup(query.group, &skipped) { group, v in
-                for item in query.select(v.unorderedItems) {
-                    if let limit = query.limit, out.count >= limit { return false }
-                    out.append(KeychainItem(group: group, item))
-                }
-                return true
+        return try locked { try searchLocked(query) }
+    }
+
+    private func searchLocked(_ query: ItemQuery) throws -> SearchResult {
+        var out: [KeychainItem] = []
+        var skipped: [SkippedGroup] = []
+        try eachGroup(query.group, &skipped) { group, v in
+            for item in query.select(v.unorderedItems) {
+                if let limit = query.limit, out.count >= limit { return false }
+                out.append(KeychainItem(group: group, item))
             }
-            return SearchResult(items: out, skipped: skipped)
+            return true
         }
+        return SearchResult(items: out, skipped: skipped)
     }
 
     /// The value of an item found by ``find(_:)``.
@@ -260,6 +270,50 @@ public final class KeychainStore: @unchecked Sendable {
             guard let current = v.item(item.id) else { throw KeychainError(.itemNotFound, "the item was deleted") }
             return try v.read(current)
         }
+    }
+
+    /// The values of items found by ``find(_:)``, in their order: one pass per group in which each record is
+    /// decrypted and inflated once, however many of the items it holds (reading them one by one with
+    /// ``value(of:)`` decrypts a shared record once per item). Throws ``KeychainStatus/itemNotFound`` if
+    /// one was deleted since.
+    public func values(of items: [KeychainItem]) throws -> [[UInt8]] {
+        try locked { try valuesLocked(items) }
+    }
+
+    /// The items that match and their values, found and read under one lock, so no other thread of this
+    /// process changes them in between (``find(_:)`` then ``values(of:)``).
+    public func values(matching query: ItemQuery) throws -> [(item: KeychainItem, value: [UInt8])] {
+        try query.validate()
+        return try locked {
+            let r = try searchLocked(query)
+            if r.items.isEmpty, let first = r.skipped.first { throw first.error }
+            return Array(zip(r.items, try valuesLocked(r.items)))
+        }
+    }
+
+    private func valuesLocked(_ items: [KeychainItem]) throws -> [[UInt8]] {
+        var positions: [String: [ItemID: [Int]]] = [:]
+        var groups: [String] = []
+        for (n, item) in items.enumerated() {
+            if positions[item.group] == nil { groups.append(item.group) }
+            positions[item.group, default: [:]][item.id, default: []].append(n)
+        }
+        var out = [[UInt8]](repeating: [], count: items.count)
+        for group in groups {
+            try entitle(group)
+            let wasOpen = opened[group] != nil
+            defer { if groups.count > 1, !wasOpen { opened[group] = nil } }  // one group's index at a time (§K2)
+            let v = try vault(group, write: false)
+            let wanted = positions[group] ?? [:]
+            let current = try wanted.keys.sorted().map { id in
+                guard let c = v.item(id) else { throw KeychainError(.itemNotFound, "the item was deleted") }
+                return c
+            }
+            var value: [UInt8] = []
+            try v.readValues(of: current, begin: { _, _ in value = [] }, bytes: { value.append(contentsOf: $0) },
+                             end: { item in for n in wanted[item.id] ?? [] { out[n] = value } })
+        }
+        return out
     }
 
     /// Every group of the list that exists, with its item count. As ``find(_:)``, an unusable group of the

@@ -7,6 +7,9 @@ import VaultFormat
 
 /// Where the SecItem functions find the keychain: by default the directory and access groups the environment
 /// names (`KCAR_KEYCHAIN`, `KCAR_ACCESS_GROUPS`; SPEC.md §K1, §K2). Set ``store`` to use another.
+///
+/// The SecItem functions block as the store's calls do (up to its lock timeout, 10 s by default, for another
+/// process's lock); from a Swift task, call them inside ``withKeychainThread(_:)``.
 public enum SecItemConfiguration {
     private static let current = Mutex<KeychainStore?>(nil)
 
@@ -147,11 +150,15 @@ struct SecQuery {
 
     static let returnKeys: Set<String> = [kSecReturnData, kSecReturnAttributes, kSecReturnRef, kSecReturnPersistentRef]
     static let addKeys = returnKeys.union([kSecClass, kSecValueData, kSecAttrAccessGroup, kSecUseDataProtectionKeychain])
+    /// Apple takes kSecValueData in every query and uses it only to add or update (securityd's query_set_data):
+    /// a search or delete ignores it, as here. Apple's KeychainItemWrapper deletes with its item's whole
+    /// dictionary, password included.
     static let searchKeys = returnKeys.union([kSecClass, kSecAttrAccessGroup, kSecMatchLimit, kSecMatchCaseInsensitive,
-                                              kSecUseDataProtectionKeychain])
+                                              kSecUseDataProtectionKeychain, kSecValueData])
     static let updateKeys: Set<String> = [kSecValueData, kSecAttrAccessGroup]
     /// Update and delete apply to every match: a match limit or a return key is an error, as on Apple's.
-    static let modifyKeys: Set<String> = [kSecClass, kSecAttrAccessGroup, kSecMatchCaseInsensitive, kSecUseDataProtectionKeychain]
+    static let modifyKeys: Set<String> = [kSecClass, kSecAttrAccessGroup, kSecMatchCaseInsensitive, kSecUseDataProtectionKeychain,
+                                          kSecValueData]
 
     init(_ dict: [String: Any], allowed: Set<String>, itemClass given: ItemClass? = nil) throws {
         if let given {
@@ -271,15 +278,16 @@ struct SecQuery {
     func result(for items: [KeychainItem]) throws -> Any? {
         guard wantsResult else { return nil }
         let store = try SecItemConfiguration.store
-        let one: (KeychainItem) throws -> Any = { item in
-            let data = returnData ? Data(try store.value(of: item)) : nil
-            guard returnAttributes else { return data! }
-            var d = SecQuery.dictionary(item)
-            if let data { d[kSecValueData] = data }
+        let chosen = limit == 1 ? [items[0]] : items
+        // Several values are read in one pass, each record decrypted once (KeychainStore.values(of:)).
+        let values = returnData ? try store.values(of: chosen).map { Data($0) } : nil
+        let all: [Any] = chosen.indices.map { n in
+            if let values, !returnAttributes { return values[n] }
+            var d = SecQuery.dictionary(chosen[n])
+            if let values { d[kSecValueData] = values[n] }
             return d
         }
-        if limit == 1 { return try one(items[0]) }
-        return try items.map(one)
+        return limit == 1 ? all[0] : all
     }
 
     /// An item's attributes as a SecItem dictionary.

@@ -182,7 +182,11 @@ struct BlockReader {
     }
 
     /// The next chunk, or nil after the last one.
-    mutating func next() throws -> [UInt8]? {
+    mutating func next() throws -> [UInt8]? { try next(room: Limits.chunkSize) }
+
+    /// The next chunk, or nil after the last one; fails, before inflating it, a chunk that declares more than
+    /// `room` bytes (the caller's budget for what is left of the stream).
+    mutating func next(room: Int) throws -> [UInt8]? {
         if position == end {
             guard index > 0 else { throw fail("empty extent") }
             return nil
@@ -196,8 +200,10 @@ struct BlockReader {
         let blockEnd = position + UInt64(Blocks.frameBytes + sealedLength)
         guard blockEnd <= end else { throw fail("block \(index) runs past its extent") }
         let sealed = try bytes(sealedLength, at: position + UInt64(Blocks.frameBytes))
-        let chunk = try Blocks.open(nonce: Array(frame[4..<28]), sealed: sealed, key: key, index: index,
-                                    last: blockEnd == end, fail: fail)
+        guard let chunk = try Blocks.open(nonce: Array(frame[4..<28]), sealed: sealed, key: key, index: index,
+                                          last: blockEnd == end, room: room, fail: fail) else {
+            throw fail("chunk \(index) passes the bound on its plaintext")
+        }
         position = blockEnd
         index += 1
         return chunk

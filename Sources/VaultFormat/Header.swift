@@ -181,9 +181,13 @@ public struct Header: Sendable {
     let unknown: [(tag: UInt16, value: [UInt8])]
     /// Bytes of the header (the body starts here).
     public let length: Int
+    /// The format version the header names: 1 (SPEC.md Part 1) or 2 (Part 4, a draft read only by
+    /// ``PagedVault`` so far).
+    public let formatVersion: UInt16
 
     /// A header to write: `unknown` are the non-critical fields of the header it replaces (kept as they were).
-    init(vaultID: [UInt8], group: String, slots: [KeySlot], unknown: [(tag: UInt16, value: [UInt8])] = []) {
+    init(vaultID: [UInt8], group: String, slots: [KeySlot], unknown: [(tag: UInt16, value: [UInt8])] = [], formatVersion: UInt16 = 1) {
+        self.formatVersion = formatVersion
         self.vaultID = vaultID
         self.group = group
         self.slots = slots
@@ -192,7 +196,9 @@ public struct Header: Sendable {
             + slots.reduce(0) { $0 + 4 + $1.encode().count } + 64
     }
 
-    private init(vaultID: [UInt8], group: String, slots: [KeySlot], unknown: [(tag: UInt16, value: [UInt8])], length: Int) {
+    private init(vaultID: [UInt8], group: String, slots: [KeySlot], unknown: [(tag: UInt16, value: [UInt8])], length: Int,
+                 formatVersion: UInt16) {
+        self.formatVersion = formatVersion
         self.vaultID = vaultID
         self.group = group
         self.slots = slots
@@ -201,7 +207,7 @@ public struct Header: Sendable {
     }
 
     /// This header with other key slots, every other field as it was.
-    func with(slots: [KeySlot]) -> Header { Header(vaultID: vaultID, group: group, slots: slots, unknown: unknown) }
+    func with(slots: [KeySlot]) -> Header { Header(vaultID: vaultID, group: group, slots: slots, unknown: unknown, formatVersion: formatVersion) }
 
     /// Throws `code` if the passphrase slots together cost more Argon2id work than ``Limits/kdfTotalMax``.
     static func checkKDFBudget(_ slots: [KeySlot], _ code: VaultError.Code) throws {
@@ -226,7 +232,7 @@ public struct Header: Sendable {
     func encode(macKey: SecureBytes) -> [UInt8] {
         var w = ByteWriter(capacity: length)
         w.append(contentsOf: Header.magic)
-        w.appendLE(Header.version)
+        w.appendLE(formatVersion)
         w.appendLE(UInt16(0))
         w.appendLE(UInt32(length))
         func field(_ tag: UInt16, _ value: [UInt8]) {
@@ -247,10 +253,13 @@ public struct Header: Sendable {
 
     /// Steps 1-3 of SPEC.md §4: magic, version, length, checksum, fields. `prefix` holds at least the
     /// first 16 bytes of the file (more is fine); `readRest` fetches the whole header once its length is known.
-    static func parse(prefix: [UInt8], fileSize: UInt64, readRest: (Int) throws -> [UInt8]) throws -> (Header, [UInt8]) {
+    static func parse(prefix: [UInt8], fileSize: UInt64, versions: ClosedRange<UInt16> = 1...1,
+                      readRest: (Int) throws -> [UInt8]) throws -> (Header, [UInt8]) {
         guard prefix.count >= 16, Array(prefix[0..<8]) == magic else { throw VaultError(.notAVault) }
         let version = prefix.readLE(UInt16.self, at: 8)
-        guard version == Header.version else { throw VaultError(.unsupportedVersion, "format version \(version); this reader knows 1") }
+        guard versions.contains(version) else {
+            throw VaultError(.unsupportedVersion, "format version \(version); this reader knows \(versions.map(String.init).joined(separator: ", "))")
+        }
         guard prefix.readLE(UInt16.self, at: 10) == 0 else { throw VaultError(.damagedHeader, "reserved bytes are not zero") }
         let length = Int(prefix.readLE(UInt32.self, at: 12))
         guard length >= Limits.headerMin, length <= Limits.headerMax else {
@@ -295,7 +304,7 @@ public struct Header: Sendable {
         guard let vaultID, let group else { throw r.fail("vault id or access group missing") }
         guard !slots.isEmpty else { throw r.fail("no key slot") }
         try checkKDFBudget(slots, .damagedHeader)
-        return (Header(vaultID: vaultID, group: group, slots: slots, unknown: unknown, length: length), bytes)
+        return (Header(vaultID: vaultID, group: group, slots: slots, unknown: unknown, length: length, formatVersion: version), bytes)
     }
 
     /// Step 5: the MAC over `bytes` (the whole header as read), in constant time.

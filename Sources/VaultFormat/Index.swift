@@ -36,7 +36,19 @@ enum IndexCodec {
     static func encodeEntry(_ item: Item, into w: inout ByteWriter) {
         w.appendString(item.itemClass.rawValue)
         w.appendVarint(item.attributes.count)
-        for (name, value) in item.attributes {
+        encodeAttributes(item.attributes, into: &w)
+        w.appendVarint(item.size)
+        let l = item.location
+        w.append(contentsOf: l.recordID.bytes)
+        w.appendVarint(l.offset)
+        w.appendVarint(l.length)
+        w.appendVarint(l.member)
+        w.appendVarint(l.dataOffset)
+    }
+
+    /// Attributes as §7 lays them out (name, type, value), in the order given (the caller's is canonical).
+    static func encodeAttributes<S: Sequence>(_ attributes: S, into w: inout ByteWriter) where S.Element == (name: String, value: AttributeValue) {
+        for (name, value) in attributes {
             w.appendString(name)
             switch value {
             case .string(let s):
@@ -57,13 +69,6 @@ enum IndexCodec {
                 w.append(contentsOf: d)
             }
         }
-        w.appendVarint(item.size)
-        let l = item.location
-        w.append(contentsOf: l.recordID.bytes)
-        w.appendVarint(l.offset)
-        w.appendVarint(l.length)
-        w.appendVarint(l.member)
-        w.appendVarint(l.dataOffset)
     }
 
     /// Parses a segment and hands each operation to `body` as it is read (no array of operations).
@@ -149,7 +154,22 @@ enum IndexCodec {
     static func decodeEntry(_ r: inout ByteReader, id: ItemID, names: inout NameCache) throws -> Item {
         let cls = try names.read(&r, count: try r.readCount(max: Limits.attrNameMax, "class length"), "class")
         guard !cls.isEmpty else { throw r.fail("empty class") }
-        let n = try r.readCount(max: Limits.attrsMax, "attribute count")
+        let pairs = try decodeAttributes(&r, count: try r.readCount(max: Limits.attrsMax, "attribute count"), names: &names)
+        let size = try r.readVarint()
+        guard size <= Limits.valueMax else { throw r.fail("value size \(size) exceeds \(Limits.valueMax)") }
+        let recordID = try r.readID()
+        let offset = try r.readVarint()
+        let length = try r.readVarint()
+        let member = try r.readCount(max: Limits.membersMax - 1, "member index")
+        let dataOffset = try r.readVarint()
+        guard offset.adding(length) != nil, dataOffset.adding(size) != nil else { throw r.fail("record extent overflows") }
+        return Item(id: id, itemClass: ItemClass(rawValue: cls), attributes: Attributes(sortedPairs: pairs), size: size,
+                    location: RecordLocation(recordID: recordID, offset: offset, length: length, member: member,
+                                             dataOffset: dataOffset))
+    }
+
+    /// `count` attributes as §7 lays them out, names strictly ascending.
+    static func decodeAttributes(_ r: inout ByteReader, count n: Int, names: inout NameCache) throws -> [(name: String, value: AttributeValue)] {
         var pairs: [(name: String, value: AttributeValue)] = []
         pairs.reserveCapacity(n)
         var last = 0..<0
@@ -174,17 +194,7 @@ enum IndexCodec {
             }
             pairs.append((name, value))
         }
-        let size = try r.readVarint()
-        guard size <= Limits.valueMax else { throw r.fail("value size \(size) exceeds \(Limits.valueMax)") }
-        let recordID = try r.readID()
-        let offset = try r.readVarint()
-        let length = try r.readVarint()
-        let member = try r.readCount(max: Limits.membersMax - 1, "member index")
-        let dataOffset = try r.readVarint()
-        guard offset.adding(length) != nil, dataOffset.adding(size) != nil else { throw r.fail("record extent overflows") }
-        return Item(id: id, itemClass: ItemClass(rawValue: cls), attributes: Attributes(sortedPairs: pairs), size: size,
-                    location: RecordLocation(recordID: recordID, offset: offset, length: length, member: member,
-                                             dataOffset: dataOffset))
+        return pairs
     }
 }
 
@@ -230,8 +240,18 @@ struct NameCache {
     }
 }
 
+/// What the backward search for the last commit needs of a trailer layout (SPEC.md §8, Part 4 V7): its size
+/// and magic, the candidate test (fields against position, no key) and the MAC's input; the last 32 bytes
+/// are the MAC.
+protocol TrailerLayout {
+    static var size: Int { get }
+    static var magic: [UInt8] { get }
+    static func candidate(_ b: ArraySlice<UInt8>, at: UInt64) -> Self?
+    static func macInput(vaultID: [UInt8], _ body: ArraySlice<UInt8>) -> [UInt8]
+}
+
 /// The fixed-size commit trailer (SPEC.md §8).
-struct Trailer: Equatable {
+struct Trailer: Equatable, TrailerLayout {
     static let size = 96
     static let magic = Array("KCARTRL1".utf8)
     static let noPrevious = UInt64.max

@@ -3,16 +3,16 @@ import Glibc
 #endif
 
 /// 16 bytes held as two integers (no allocation, cheap hashing); ordered as the bytes are, bytewise.
-struct ID128: Hashable, Comparable, Sendable {
-    let hi: UInt64
-    let lo: UInt64
+package struct ID128: Hashable, Comparable, Sendable {
+    package let hi: UInt64
+    package let lo: UInt64
 
-    init(hi: UInt64, lo: UInt64) {
+    package init(hi: UInt64, lo: UInt64) {
         self.hi = hi
         self.lo = lo
     }
 
-    init<C: Collection>(_ bytes: C) where C.Element == UInt8 {
+    package init<C: Collection>(_ bytes: C) where C.Element == UInt8 {
         precondition(bytes.count == 16)
         var h: UInt64 = 0, l: UInt64 = 0
         for (i, b) in bytes.enumerated() {
@@ -22,16 +22,16 @@ struct ID128: Hashable, Comparable, Sendable {
         lo = l
     }
 
-    var bytes: [UInt8] { (0..<16).map { i in UInt8(truncatingIfNeeded: (i < 8 ? hi : lo) >> (8 * (7 - UInt64(i % 8)))) } }
+    package var bytes: [UInt8] { (0..<16).map { i in UInt8(truncatingIfNeeded: (i < 8 ? hi : lo) >> (8 * (7 - UInt64(i % 8)))) } }
 
-    static func < (a: ID128, b: ID128) -> Bool { (a.hi, a.lo) < (b.hi, b.lo) }
+    package static func < (a: ID128, b: ID128) -> Bool { (a.hi, a.lo) < (b.hi, b.lo) }
 }
 
 /// The 16-byte random identifier of an item, stable across updates.
 public struct ItemID: Hashable, Comparable, Sendable, CustomStringConvertible {
     let raw: ID128
 
-    init<C: Collection>(_ bytes: C) where C.Element == UInt8 { raw = ID128(bytes) }
+    package init<C: Collection>(_ bytes: C) where C.Element == UInt8 { raw = ID128(bytes) }
     init(raw: ID128) { self.raw = raw }
 
     /// The 16 bytes; ids are ordered bytewise.

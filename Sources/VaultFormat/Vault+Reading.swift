@@ -12,7 +12,28 @@ extension Vault {
     /// ``VaultError/Code/damagedRecord`` naming the item if anything fails, possibly after some chunks, and
     /// ``VaultError/Code/staleItem`` if `item` was taken before its item was deleted or its value replaced.
     public func read(_ item: Item, into sink: (UnsafeRawBufferPointer) throws -> Void) throws {
-        let item = try current(item)
+        try records.read(try current(item), into: sink)
+    }
+
+    /// Where this vault's records are read from.
+    var records: RecordSource { RecordSource(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys) }
+}
+
+/// Reads item values from the records of one vault file (either format version: records are §6's in both).
+struct RecordSource {
+    let file: File
+    let headerLength: UInt64
+    let vaultID: [UInt8]
+    let keys: Subkeys
+
+    /// A reader over the blocks of the record at `l`.
+    func recordReader(_ l: RecordLocation, fail: @escaping (String) -> VaultError) -> BlockReader {
+        BlockReader(file: file, key: StreamKey.record(keys, vaultID: vaultID, recordID: l.recordID),
+                    start: headerLength + l.offset, end: headerLength + l.offset + l.length, fail: fail)
+    }
+
+    /// Streams `item`'s value to `sink`, every byte authenticated before it is passed on.
+    func read(_ item: Item, into sink: (UnsafeRawBufferPointer) throws -> Void) throws {
         let l = item.location
         let fail = { (m: String) in VaultError(.damagedRecord, "\(item.displayName): \(m)") }
         var reader = recordReader(l, fail: fail)
@@ -64,8 +85,7 @@ extension Vault {
 
     /// A reader over the blocks of the record at `l`.
     func recordReader(_ l: RecordLocation, fail: @escaping (String) -> VaultError) -> BlockReader {
-        BlockReader(file: file, key: StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID),
-                    start: fileOffset(l.offset), end: fileOffset(l.offset + l.length), fail: fail)
+        records.recordReader(l, fail: fail)
     }
 }
 

@@ -165,6 +165,9 @@ public final class Vault {
     /// Bytes of the header.
     public var headerLength: Int { header.length }
 
+    /// Bytes on disk of the index segments the last commit's chain holds (its checkpoint and deltas).
+    package var indexBytes: UInt64 { tail.checkpointBytes + tail.deltaBytes }
+
     /// Bytes of the body up to the end of the last complete commit.
     public var bodyLength: UInt64 { tail.end }
 
@@ -359,11 +362,16 @@ struct TailReader {
     /// The valid trailer at the highest body offset p with `from` ≤ p and p + 96 ≤ `end`, examining offsets
     /// from the highest down; nil if there is none. Throws once `probes` reaches ``Limits/trailerProbesMax``.
     func validTrailer(from: UInt64, end: UInt64, probes: inout Probes) throws -> (Trailer, UInt64)? {
-        let size = UInt64(Trailer.size)
+        try validTrailer(Trailer.self, from: from, end: end, probes: &probes)
+    }
+
+    /// As ``validTrailer(from:end:probes:)``, for the trailer layout `T` (version 1's or version 2's).
+    func validTrailer<T: TrailerLayout>(_: T.Type, from: UInt64, end: UInt64, probes: inout Probes) throws -> (T, UInt64)? {
+        let size = UInt64(T.size)
         guard end >= size, end - size >= from else { return nil }
         let window: UInt64 = 1 << 20
         var hi = end - size + 1  // candidate positions are < hi
-        let m0 = Trailer.magic[0]
+        let m0 = T.magic[0]
         while hi > from {
             let lo = hi - from > window ? hi - window : from
             let bytes = try file.read(Int(hi - 1 + size - lo), at: headerLength + lo)
@@ -371,9 +379,9 @@ struct TailReader {
             while p >= 0 {
                 // Cheap first: one byte, then the candidate's fields, and only then the MAC.
                 if bytes[p] == m0 {
-                    let raw = bytes[p..<p + Trailer.size]
-                    if let t = Trailer.candidate(raw, at: lo + UInt64(p)) {
-                        if Sodium.constantTimeEqual(Sodium.mac(key: keys.trailer, Trailer.macInput(vaultID: vaultID, raw.prefix(64))),
+                    let raw = bytes[p..<p + T.size]
+                    if let t = T.candidate(raw, at: lo + UInt64(p)) {
+                        if Sodium.constantTimeEqual(Sodium.mac(key: keys.trailer, T.macInput(vaultID: vaultID, raw.prefix(T.size - 32))),
                                                     Array(raw.suffix(32))) {
                             return (t, lo + UInt64(p))
                         }

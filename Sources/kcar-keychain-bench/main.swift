@@ -253,6 +253,15 @@ do {
     check(try store.find(refQuery).count == 1, "find by @ref")
     check(try get(store) == expected, "get value")
 
+    // The values of 200 matching items (two services of 100): one by one, and in one pass (issue 12, item 7).
+    let batchItems = try [70, 71].flatMap { n in
+        try store.find(ItemQuery.password(service: service(min(n * 100, itemCount - 1)), group: "bench"))
+    }
+    check(try store.values(of: batchItems) == batchItems.map { try store.value(of: $0) }, "batch values")
+    emit("values_\(batchItems.count)_one_by_one", try repeatTimed(max(5, queryRuns / 20)) {
+        for item in batchItems { _ = try store.value(of: item) }
+    })
+    emit("values_\(batchItems.count)_batch", try repeatTimed(max(5, queryRuns / 20)) { _ = try store.values(of: batchItems) })
     emit("find_attr_warm", try repeatTimed(queryRuns) { _ = try store.find(refQuery) })
     emit("get_warm", try repeatTimed(queryRuns) { _ = try get(store) })
     // Cold: a new store each time, so the vault is opened (key file, header, index) as a process would.

@@ -60,4 +60,10 @@ final class ReadmeTests: XCTestCase {
         XCTAssertEqual(blocks.count, 1)
         try typecheck(blocks.joined(separator: "\n") + "\nfunc keyFileBytes() throws -> [UInt8] { [UInt8](repeating: 7, count: 32) }\n")
     }
+
+    func testAsyncExampleCompiles() throws {
+        let blocks = try swiftBlocks(section: "Swift: blocking calls, async variants and batch reads")
+        XCTAssertEqual(blocks.count, 1)
+        try typecheck(blocks.joined(separator: "\n"))
+    }
 }

@@ -2,8 +2,8 @@ import Foundation
 import KcarKeychain
 import XCTest
 
-// The seed's KeychainManager (../shared/seeds/000_*.txt), ported: `import Security` became `import KcarKeychain`,
-// UIImage became Data (no UIKit on Linux). Everything else is the seed's code as written.
+// The seed's model (../shared/seeds/000_*.txt), UIImage as Data. The seed's KeychainManager itself, ported with
+// its import changed, runs in the ported app outside this package (Examples/PortedApp, `make ported`).
 
 struct UserData: Codable, Equatable {
     var userName: String? = nil
@@ -14,92 +14,10 @@ struct UserData: Codable, Equatable {
     var categoryName: String? = nil
 }
 
-final class KeychainManager: @unchecked Sendable {
-    static let shared = KeychainManager()
-    private let serviceID = "com.yourApp.business.userData"
-
-    @discardableResult
-    func saveUserDataList(_ list: [UserData]) -> Bool {
-        do {
-            let data = try JSONEncoder().encode(list)
-            deleteUserDataList()
-
-            let query: [CFString: Any] = [
-                kSecClass: kSecClassGenericPassword,
-                kSecAttrService: serviceID,
-                kSecValueData: data,
-                kSecAttrAccessible: kSecAttrAccessibleWhenUnlocked
-            ]
-
-            let status = SecItemAdd(query as CFDictionary, nil)
-            return status == errSecSuccess
-        } catch {
-            print("模型编码失败：\(error)")
-            return false
-        }
-    }
-
-    func fetchAllUserDataList() -> [UserData]? {
-        let query: [CFString: Any] = [
-            kSecClass: kSecClassGenericPassword,
-            kSecAttrService: serviceID,
-            kSecReturnData: kCFBooleanTrue!,
-            kSecMatchLimit: kSecMatchLimitOne
-        ]
-
-        var dataRef: AnyObject?
-        let status = SecItemCopyMatching(query as CFDictionary, &dataRef)
-
-        guard status == errSecSuccess, let data = dataRef as? Data else {
-            return nil
-        }
-
-        do {
-            return try JSONDecoder().decode([UserData].self, from: data)
-        } catch {
-            print("模型解码失败：\(error)")
-            return nil
-        }
-    }
-
-    func fetchUserData(for category: String) -> [UserData] {
-        guard let allList = fetchAllUserDataList() else {
-            return []
-        }
-        return allList.filter { $0.categoryName == category }
-    }
-
-    @discardableResult
-    func deleteUserDataList() -> Bool {
-        let query: [CFString: Any] = [
-            kSecClass: kSecClassGenericPassword,
-            kSecAttrService: serviceID
-        ]
-        let status = SecItemDelete(query as CFDictionary)
-        return status == errSecSuccess
-    }
-}
-
 final class SeedPortTests: KeychainTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()
         SecItemConfiguration.use(try store(["com.yourApp"]))
-    }
-
-    func testSeedKeychainManagerWorksUnchanged() throws {
-        let m = KeychainManager.shared
-        XCTAssertNil(m.fetchAllUserDataList())
-        XCTAssertFalse(m.deleteUserDataList())  // errSecItemNotFound, as on iOS
-        let user1 = UserData(userName: "张三", password: "123456", categoryName: "普通用户")
-        let user2 = UserData(userName: "李四", password: "abc123", image: Data([0x89, 0x50, 0x4E, 0x47]), categoryName: "管理员")
-        XCTAssertTrue(m.saveUserDataList([user1, user2]))
-        XCTAssertEqual(m.fetchAllUserDataList(), [user1, user2])
-        XCTAssertEqual(m.fetchUserData(for: "管理员"), [user2])
-        // Saving again replaces (the seed deletes first), no duplicate.
-        XCTAssertTrue(m.saveUserDataList([user1]))
-        XCTAssertEqual(m.fetchAllUserDataList(), [user1])
-        XCTAssertTrue(m.deleteUserDataList())
-        XCTAssertNil(m.fetchAllUserDataList())
     }
 
     /// What the seed's question really wants, done better: each model its own item, filtered by the index.

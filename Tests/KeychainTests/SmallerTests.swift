@@ -27,4 +27,29 @@ final class SmallerTests: KeychainTestCase {
         XCTAssertLessThan(abs(created.timeIntervalSinceNow), 3600)
         XCTAssertEqual(item.modificationDate, created)
     }
+
+    func testSetReplacesOrKeepsUserAttributes() throws {
+        let k = Keychain(service: "s", accessGroup: "app.shared", store: try store())
+        try k.setString("v1", forKey: "bob", attributes: ["category": "admin", "level": 3])
+        try k.setString("v2", forKey: "bob", attributes: ["level": 4])
+        XCTAssertEqual(try k.allItems().first?.userAttributes, ["category": "admin", "level": 4], "merged by default")
+        try k.set("v3", forKey: "bob", attributes: ["team": "ops"], replacingAttributes: true)
+        XCTAssertEqual(try k.allItems().first?.userAttributes, ["team": "ops"], "exactly those given")
+        try k.setString("v4", forKey: "bob", replacingAttributes: true)
+        XCTAssertEqual(try k.allItems().first?.userAttributes, [:], "[:] removes them all")
+        XCTAssertEqual(try k.getString("bob"), "v4")
+        XCTAssertEqual(try k.allItems().first?.service, "s", "Apple's attributes stay")
+    }
+
+    func testArchiveValueSpellings() {
+        XCTAssertEqual(AttributeValue.int(3), .integer(3))
+        XCTAssertEqual(AttributeValue.data(Data([1, 2])), .data([1, 2]))
+        XCTAssertEqual(AttributeValue.int(3).intValue, 3)
+        XCTAssertEqual(AttributeValue.string("a").stringValue, "a")
+        XCTAssertEqual(AttributeValue.bool(true).boolValue, true)
+        XCTAssertEqual(AttributeValue.data(Data([7])).dataValue, Data([7]))
+        XCTAssertNil(AttributeValue.string("a").intValue)
+        let literal: AttributeValue = .data([1, 2])  // an array literal stays the stored case's [UInt8]
+        XCTAssertEqual(literal.dataValue, Data([1, 2]))
+    }
 }

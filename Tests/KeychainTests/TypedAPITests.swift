@@ -19,7 +19,7 @@ final class TypedAPITests: KeychainTestCase {
         k["token"] = "s3cr3t"
         XCTAssertEqual(k["token"], "s3cr3t")
         k["token"] = "changed"  // replaces, no duplicate
-        XCTAssertEqual(try k.allKeys(), ["token"])
+        XCTAssertEqual(k.allKeys(), ["token"])
         XCTAssertEqual(k["token"], "changed")
         k[data: "blob"] = Data([0, 1, 2, 255])
         XCTAssertEqual(k[data: "blob"], Data([0, 1, 2, 255]))
@@ -36,7 +36,7 @@ final class TypedAPITests: KeychainTestCase {
         XCTAssertThrowsError(try k.get(Profile.self, forKey: "token")) { e in
             XCTAssertEqual((e as? KeychainError)?.status, .decode)
         }
-        XCTAssertEqual(try k.allKeys(), ["blob", "profile", "profiles", "s", "token"])
+        XCTAssertEqual(k.allKeys(), ["blob", "profile", "profiles", "s", "token"])
         XCTAssertTrue(try k.contains("s"))
         try k.remove("s")
         try k.remove("s")  // absent: no error
@@ -45,7 +45,7 @@ final class TypedAPITests: KeychainTestCase {
         let other = Keychain(service: "com.example.other", store: try store())
         XCTAssertNil(other["token"])
         try k.removeAll()
-        XCTAssertEqual(try k.allKeys(), [])
+        XCTAssertEqual(k.allKeys(), [])
     }
 
     func testAccessibilityAndUserAttributes() throws {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of Fuzz/ (outside SwiftPM: swiftc -sanitize=fuzzer,address) and runs them.
 #
-#   scripts/fuzz/run.sh [TARGET|all|build] [SECONDS]     TARGET: header index record archive plist cli der
+#   scripts/fuzz/run.sh [TARGET|all|build] [SECONDS]     TARGET: header index record archive plist cli page der
 #
 # Environment: FUZZ_RUNS=N (stop after N executions instead of SECONDS), FUZZ_JOBS=N (N fuzzing processes
 # in parallel; default 1), FUZZ_RSS_MB (2048), FUZZ_MALLOC_MB (= FUZZ_RSS_MB), FUZZ_TIMEOUT (seconds per
@@ -11,15 +11,15 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${FUZZ_OUT:-$ROOT/.build-fuzz}
-ALL_TARGETS=(header index record archive plist cli der)
+ALL_TARGETS=(header index record archive plist cli page der)
 what=${1:-all}
 seconds=${2:-60}
 NICE=(nice -n 19)
 
 case "$what" in
 all | build) targets=("${ALL_TARGETS[@]}") ;;
-header | index | record | archive | plist | cli | der) targets=("$what") ;;
-*) echo "usage: $0 [header|index|record|archive|plist|cli|der|all|build] [SECONDS]" >&2; exit 2 ;;
+header | index | record | archive | plist | cli | page | der) targets=("$what") ;;
+*) echo "usage: $0 [header|index|record|archive|plist|cli|page|der|all|build] [SECONDS]" >&2; exit 2 ;;
 esac
 
 # The modules, instrumented and with -enable-testing, so that the targets reach internal API with

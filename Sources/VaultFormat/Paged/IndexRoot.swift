@@ -1,0 +1,220 @@
+/// What the items of a version 2 vault are keyed and indexed by (SPEC.md Part 4, V4): each class's key
+/// attributes with their defaults, and the indexed attribute names (a trailing `*` is a prefix).
+package struct PagedSchema: Hashable, Sendable {
+    package var classes: [String: ClassSchema]
+    package var indexed: [String]
+
+    package init(classes: [String: ClassSchema] = [:], indexed: [String] = []) {
+        self.classes = classes
+        self.indexed = indexed
+    }
+
+    /// `kcar pack`'s: `genp` keyed by service and account, nothing indexed.
+    package static let packed = PagedSchema(classes: ["genp": ClassSchema(keyAttributes: [("svce", .string("")), ("acct", .string(""))])])
+
+    package func isIndexed(_ name: String) -> Bool {
+        indexed.contains { $0.hasSuffix("*") ? name.utf8.starts(with: $0.utf8.dropLast()) : $0 == name }
+    }
+}
+
+/// Retention of history and tombstones (V8).
+package struct Retention: Hashable, Sendable {
+    package var keep: Int
+    package var days: Int
+    package var tombstoneDays: Int
+
+    package init(keep: Int = 10, days: Int = 90, tombstoneDays: Int = 90) {
+        self.keep = keep
+        self.days = days
+        self.tombstoneDays = tombstoneDays
+    }
+}
+
+/// The index root a commit's trailer names (V4).
+struct IndexRoot: Hashable, Sendable {
+    var items: PageRef?
+    var attributes: PageRef?
+    var history: PageRef?
+    var liveItems: UInt64 = 0
+    var tombstones: UInt64 = 0
+    var historyEntries: UInt64 = 0
+    var schema: PagedSchema
+    var clock: UInt64 = 0
+    var retention = Retention()
+
+    func top(_ tree: TreeID) -> PageRef? {
+        switch tree {
+        case .items: return items
+        case .attributes: return attributes
+        case .history: return history
+        }
+    }
+
+    mutating func setTop(_ tree: TreeID, _ ref: PageRef?) {
+        switch tree {
+        case .items: items = ref
+        case .attributes: attributes = ref
+        case .history: history = ref
+        }
+    }
+
+    func encode() -> [UInt8] {
+        var w = ByteWriter(capacity: 256)
+        w.append(3)
+        w.append(0)
+        w.append(0)
+        for ref in [items, attributes, history] {
+            guard let ref else {
+                w.append(0)
+                continue
+            }
+            w.append(1)
+            w.append(contentsOf: ref.id.bytes)
+            w.appendVarint(ref.offset)
+            w.appendVarint(ref.length)
+            w.appendVarint(ref.count)
+        }
+        w.appendVarint(liveItems)
+        w.appendVarint(tombstones)
+        w.appendVarint(historyEntries)
+        let classes = schema.classes.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        w.appendVarint(classes.count)
+        for c in classes {
+            w.appendString(c)
+            let keys = schema.classes[c]!.keyAttributes
+            w.appendVarint(keys.count)
+            IndexCodec.encodeAttributes(keys.map { (name: $0.name, value: $0.defaultValue) }, into: &w)
+        }
+        let indexed = schema.indexed.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        w.appendVarint(indexed.count)
+        for n in indexed { w.appendString(n) }
+        w.appendLE(clock)
+        w.appendVarint(retention.keep)
+        w.appendVarint(retention.days)
+        w.appendVarint(retention.tombstoneDays)
+        return w.bytes
+    }
+
+    static func decode(_ bytes: [UInt8]) throws -> IndexRoot {
+        var r = ByteReader(bytes, failure: .damagedIndex, what: "index root")
+        guard try r.readU8() == 3, try r.readU8() == 0, try r.readU8() == 0 else { throw r.fail("not an index root") }
+        var refs: [PageRef?] = []
+        for _ in 0..<3 {
+            switch try r.readU8() {
+            case 0: refs.append(nil)
+            case 1:
+                let ref = PageRef(id: try r.readID(), offset: try r.readVarint(), length: try r.readVarint(), count: try r.readVarint())
+                guard ref.length >= 1, ref.count >= 1 else { throw r.fail("a tree of no bytes or no entries") }
+                refs.append(ref)
+            default: throw r.fail("a tree presence byte that is not 0 or 1")
+            }
+        }
+        let live = try r.readVarint(), tombs = try r.readVarint(), hist = try r.readVarint()
+        guard live <= UInt64(Limits.itemsMax) else { throw r.fail("\(live) live items (ITEMS_MAX)") }
+        guard (refs[0]?.count ?? 0) == live &+ tombs, (refs[0]?.count ?? 0) >= live, (refs[2]?.count ?? 0) == hist else {
+            throw r.fail("its counts do not match its trees")
+        }
+        var names = NameCache()
+        var classes: [String: ClassSchema] = [:]
+        var previous: String?
+        for _ in 0..<(try r.readCount(max: PagedLimits.schemaClassesMax, "schema classes")) {
+            let c = try r.readString(max: Limits.attrNameMax, "class")
+            guard !c.isEmpty, previous.map({ $0.utf8.lexicographicallyPrecedes(c.utf8) }) ?? true else { throw r.fail("schema classes not strictly ascending") }
+            previous = c
+            let k = try r.readCount(max: PagedLimits.keyAttrsMax, "key attributes")
+            // Key attributes are in schema order, not sorted: each is read as a one-attribute list.
+            var keys: [(name: String, defaultValue: AttributeValue)] = []
+            for _ in 0..<k {
+                let a = try IndexCodec.decodeAttributes(&r, count: 1, names: &names)[0]
+                guard !keys.contains(where: { $0.name == a.name }) else { throw r.fail("key attribute \(a.name) named twice") }
+                keys.append((a.name, a.value))
+            }
+            classes[c] = ClassSchema(keyAttributes: keys)
+        }
+        var indexed: [String] = []
+        for _ in 0..<(try r.readCount(max: PagedLimits.indexedMax, "indexed attributes")) {
+            let n = try r.readString(max: Limits.attrNameMax, "indexed attribute")
+            guard !n.isEmpty, indexed.last.map({ $0.utf8.lexicographicallyPrecedes(n.utf8) }) ?? true else { throw r.fail("indexed names not strictly ascending") }
+            indexed.append(n)
+        }
+        let clock = try r.readLE(UInt64.self)
+        let keep = try r.readCount(max: PagedLimits.historyKeepMax, "history kept")
+        let days = try r.readCount(max: 1 << 20, "history days"), tdays = try r.readCount(max: 1 << 20, "tombstone days")
+        guard r.isAtEnd else { throw r.fail("\(r.remaining) bytes after its last field") }
+        return IndexRoot(items: refs[0], attributes: refs[1], history: refs[2], liveItems: live, tombstones: tombs, historyEntries: hist,
+                         schema: PagedSchema(classes: classes, indexed: indexed), clock: clock,
+                         retention: Retention(keep: keep, days: days, tombstoneDays: tdays))
+    }
+}
+
+/// The 128-byte commit trailer of version 2 (V7).
+struct TrailerV2: Equatable, TrailerLayout {
+    static let size = 128
+    static let magic = Array("KCARTRL2".utf8)
+    static let none = UInt64.max
+
+    var generation: UInt64
+    var commitStart: UInt64
+    var previous: UInt64
+    var rootOffset: UInt64
+    var rootLength: UInt64
+    var rootID: ID128
+    var deltaOffset: UInt64
+    var deltaLength: UInt64
+    var itemCount: UInt64
+    var wroteRoot: Bool
+    var chain: UInt16
+
+    static func macInput(vaultID: [UInt8], _ body: ArraySlice<UInt8>) -> [UInt8] {
+        var w = ByteWriter(capacity: 11 + 16 + 96)
+        w.append("kcar-trl-v2")
+        w.append(contentsOf: vaultID)
+        w.append(contentsOf: body)
+        return w.bytes
+    }
+
+    func encode(vaultID: [UInt8], key: SecureBytes) -> [UInt8] {
+        var w = ByteWriter(capacity: TrailerV2.size)
+        w.append(contentsOf: TrailerV2.magic)
+        for v in [generation, commitStart, previous, rootOffset, rootLength] { w.appendLE(v) }
+        w.append(contentsOf: rootID.bytes)
+        for v in [deltaOffset, deltaLength, itemCount] { w.appendLE(v) }
+        w.appendLE(UInt16(wroteRoot ? 1 : 0))
+        w.appendLE(chain)
+        w.appendLE(UInt32(0))
+        w.append(contentsOf: Sodium.mac(key: key, TrailerV2.macInput(vaultID: vaultID, w.bytes[0..<96])))
+        return w.bytes
+    }
+
+    static func decode(_ b: [UInt8], at: UInt64, vaultID: [UInt8], key: SecureBytes) -> TrailerV2? {
+        guard let t = candidate(b[...], at: at),
+              Sodium.constantTimeEqual(Sodium.mac(key: key, macInput(vaultID: vaultID, b[0..<96])), Array(b[96..<128])) else { return nil }
+        return t
+    }
+
+    /// The fields, if they obey every rule of V7 for a trailer at body offset `at` (no key needed).
+    static func candidate(_ b: ArraySlice<UInt8>, at: UInt64) -> TrailerV2? {
+        guard b.count == size else { return nil }
+        let o = b.startIndex
+        for i in 0..<8 where b[o + i] != magic[i] { return nil }
+        func u64(_ i: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(b[o + i + $1]) << (8 * UInt64($1)) } }
+        let flags = UInt16(b[o + 88]) | UInt16(b[o + 89]) << 8
+        let chain = UInt16(b[o + 90]) | UInt16(b[o + 91]) << 8
+        guard flags & ~1 == 0, (92..<96).allSatisfy({ b[o + $0] == 0 }) else { return nil }
+        let t = TrailerV2(generation: u64(8), commitStart: u64(16), previous: u64(24), rootOffset: u64(32), rootLength: u64(40),
+                          rootID: ID128(b[(o + 48)..<(o + 64)]), deltaOffset: u64(64), deltaLength: u64(72), itemCount: u64(80),
+                          wroteRoot: flags & 1 == 1, chain: chain)
+        guard t.generation >= 1, t.commitStart <= at, t.itemCount <= UInt64(Limits.itemsMax), t.rootLength >= 1,
+              let rootEnd = t.rootOffset.adding(t.rootLength), rootEnd <= at,
+              (t.previous == none) == (t.commitStart == 0), t.previous == none || t.previous.adding(UInt64(size)) == t.commitStart,
+              t.previous != none || t.wroteRoot, Int(t.chain) < PagedLimits.deltaChainMax, t.wroteRoot == (t.chain == 0)
+        else { return nil }
+        if t.wroteRoot {
+            guard t.deltaOffset == none, t.deltaLength == 0, t.rootOffset >= t.commitStart, rootEnd == at else { return nil }
+        } else {
+            guard t.deltaLength >= 1, t.deltaOffset >= t.commitStart, t.deltaOffset.adding(t.deltaLength) == at,
+                  rootEnd <= t.commitStart else { return nil }
+        }
+        return t
+    }
+}

@@ -1,0 +1,160 @@
+/// A version (SPEC.md Part 4, V5): a hybrid logical clock and the writer that made it, ordered by clock,
+/// then writer.
+package struct Version: Hashable, Comparable, Sendable {
+    package var hlc: UInt64
+    package var writer: UInt64
+
+    package init(hlc: UInt64, writer: UInt64) {
+        self.hlc = hlc
+        self.writer = writer
+    }
+
+    package static func < (a: Version, b: Version) -> Bool { (a.hlc, a.writer) < (b.hlc, b.writer) }
+}
+
+/// An items-tree entry, decoded: a live item or a tombstone, with its version.
+package struct ItemState: Hashable, Sendable {
+    package var key: [UInt8]
+    package var id: ItemID
+    package var version: Version
+    /// nil for a tombstone.
+    package var item: Item?
+}
+
+/// Items <-> entries of the three trees (V3.4).
+enum ItemEntries {
+    static func entry(_ item: Item, version: Version, schema: PagedSchema) -> LeafEntry {
+        let cs = schema.classes[item.itemClass.rawValue]
+        let (key, absent) = ItemKey.make(class: item.itemClass.rawValue, attributes: item.attributes, schema: cs, id: item.id)
+        let keyNames = Set((cs?.keyAttributes ?? []).map(\.name))
+        var w = ByteWriter(capacity: 64)
+        w.append(0)
+        w.appendVarint(version.hlc)
+        w.appendVarint(absent)
+        let rest = item.attributes.pairs.filter { !keyNames.contains($0.name) }
+        w.appendVarint(rest.count)
+        IndexCodec.encodeAttributes(rest, into: &w)
+        w.appendVarint(item.size)
+        w.appendVarint(item.location.member)
+        w.appendVarint(item.location.dataOffset)
+        let l = item.location
+        return LeafEntry(key: key, record: RecordRef(id: l.recordID, offset: l.offset, length: l.length), writer: version.writer, rest: w.bytes)
+    }
+
+    static func tombstone(key: [UInt8], version: Version) -> LeafEntry {
+        var w = ByteWriter(capacity: 12)
+        w.append(1)
+        w.appendVarint(version.hlc)
+        w.appendVarint(0)
+        return LeafEntry(key: key, writer: version.writer, rest: w.bytes)
+    }
+
+    static func decode(_ e: LeafEntry, schema: PagedSchema) throws -> ItemState {
+        var names = NameCache()
+        return try decode(e, schema: schema, names: &names)
+    }
+
+    /// As ``decode(_:schema:)``, with class and attribute names carried from entry to entry (a scan decodes
+    /// each name once, not once per item).
+    static func decode(_ e: LeafEntry, schema: PagedSchema, names: inout NameCache) throws -> ItemState {
+        let (cls, values, id) = try ItemKey.parse(e.key, names: &names) { schema.classes[$0] }
+        var r = ByteReader(e.rest, failure: .damagedIndex, what: "item \(id)")
+        let flags = try r.readU8()
+        guard flags <= 1 else { throw r.fail("flags \(flags)") }
+        guard let writer = e.writer else { throw r.fail("no writer") }
+        let version = Version(hlc: try r.readVarint(), writer: writer)
+        let absent = try r.readVarint()
+        let keyAttributes = schema.classes[cls]?.keyAttributes ?? []
+        guard absent >> UInt64(keyAttributes.count) == 0 else { throw r.fail("absent bits past its key attributes") }
+        if flags == 1 {
+            guard e.record == nil, absent == 0, r.isAtEnd else { throw r.fail("a tombstone with a value") }
+            return ItemState(key: e.key, id: id, version: version, item: nil)
+        }
+        guard let rec = e.record else { throw r.fail("a live item without a record") }
+        var pairs = try IndexCodec.decodeAttributes(&r, count: try r.readCount(max: Limits.attrsMax - keyAttributes.count, "attribute count"), names: &names)
+        var attributes = Attributes(sortedPairs: pairs)
+        for (i, k) in keyAttributes.enumerated() {
+            guard attributes[k.name] == nil else { throw r.fail("key attribute \(k.name) in its body") }
+            if absent & (1 << UInt64(i)) == 0 { attributes[k.name] = values[i] } else if values[i] != k.defaultValue {
+                throw r.fail("an absent key attribute whose key is not the default")
+            }
+        }
+        pairs = []
+        let size = try r.readVarint()
+        guard size <= Limits.valueMax else { throw r.fail("value size \(size)") }
+        let member = try r.readCount(max: Limits.membersMax - 1, "member index")
+        let dataOffset = try r.readVarint()
+        guard dataOffset.adding(size) != nil else { throw r.fail("value extent overflows") }
+        guard r.isAtEnd else { throw r.fail("\(r.remaining) bytes after its body") }
+        let item = Item(id: id, itemClass: ItemClass(rawValue: cls), attributes: attributes, size: size,
+                        location: RecordLocation(recordID: rec.id, offset: rec.offset, length: rec.length, member: member, dataOffset: dataOffset))
+        return ItemState(key: e.key, id: id, version: version, item: item)
+    }
+
+    /// The attributes-tree keys of a live item (indexed attributes only).
+    static func attributeKeys(_ item: Item, itemKey: [UInt8], schema: PagedSchema) -> [[UInt8]] {
+        item.attributes.pairs.filter { schema.isIndexed($0.name) }.map { a in
+            var k: [UInt8] = []
+            KeyCoding.appendEscaped(a.name.utf8, to: &k)
+            KeyCoding.appendTyped(a.value, to: &k)
+            return k + itemKey
+        }
+    }
+
+    /// The attributes-tree prefix of every item whose `name` is `value`.
+    static func attributePrefix(_ name: String, _ value: AttributeValue) -> [UInt8] {
+        var k: [UInt8] = []
+        KeyCoding.appendEscaped(name.utf8, to: &k)
+        KeyCoding.appendTyped(value, to: &k)
+        return k
+    }
+
+    /// A history entry: the version `item` had (V3.4).
+    static func history(_ item: Item, version: Version, why: UInt8) -> LeafEntry {
+        var key = item.id.bytes
+        key.append(contentsOf: withUnsafeBytes(of: version.hlc.bigEndian, Array.init))
+        key.append(contentsOf: withUnsafeBytes(of: version.writer.bigEndian, Array.init))
+        var w = ByteWriter(capacity: 64)
+        w.append(why)
+        w.appendString(item.itemClass.rawValue)
+        w.appendVarint(item.attributes.count)
+        IndexCodec.encodeAttributes(item.attributes.pairs, into: &w)
+        w.appendVarint(item.size)
+        w.appendVarint(item.location.member)
+        w.appendVarint(item.location.dataOffset)
+        let l = item.location
+        return LeafEntry(key: key, record: RecordRef(id: l.recordID, offset: l.offset, length: l.length), rest: w.bytes)
+    }
+}
+
+/// Delta segments (V6): changes to the three trees, laid out as a leaf of kind 4.
+enum DeltaCodec {
+    static func encode(_ changes: [(tree: TreeID, change: TreeWriter.Change)]) -> [UInt8] {
+        var w = ByteWriter(capacity: 4096)
+        w.append(4)
+        w.append(0)
+        w.append(0)
+        let entries: [LeafEntry] = changes.map { c in
+            switch c.change {
+            case .put(let e): return LeafEntry(key: [c.tree.rawValue] + e.key, record: e.record, writer: e.writer, rest: [1] + e.rest)
+            case .remove(let k): return LeafEntry(key: [c.tree.rawValue] + k, rest: [2])
+            }
+        }
+        PageCodec.encodeLeafEntries(entries, hasTables: true, op: true, into: &w)
+        return w.bytes
+    }
+
+    static func decode(_ bytes: [UInt8]) throws -> [(tree: TreeID, change: TreeWriter.Change)] {
+        var r = ByteReader(bytes, failure: .damagedIndex, what: "delta segment")
+        guard try r.readU8() == 4, try r.readU8() == 0, try r.readU8() == 0 else { throw r.fail("not a delta segment") }
+        let entries = try PageCodec.decodeLeafEntries(&r, hasTables: true, op: true)
+        guard r.isAtEnd else { throw r.fail("\(r.remaining) bytes after the last entry") }
+        return try entries.map { e in
+            guard let tree = TreeID(rawValue: e.key[0]), e.key.count >= 2 else { throw r.fail("an entry of no tree") }
+            let key = Array(e.key.dropFirst())
+            if e.rest[0] == 2 { return (tree, .remove(key)) }
+            guard tree.hasTables || (e.record == nil && e.writer == nil) else { throw r.fail("tables named for tree 2") }
+            return (tree, .put(LeafEntry(key: key, record: e.record, writer: e.writer, rest: Array(e.rest.dropFirst()))))
+        }
+    }
+}

@@ -1,0 +1,549 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A vault of format version 2 (SPEC.md Part 4, a draft): its index is three copy-on-write B+trees of sealed
+/// pages plus a short chain of delta segments, so opening it reads a trailer and a root, and one lookup
+/// reads a path of pages, whatever the number of items. Package-only while the format is a draft: ``Vault``
+/// still reads and writes version 1, and nothing in kcar writes version 2 files yet.
+package final class PagedVault {
+    package let path: String
+    package private(set) var header: Header
+    var file: File
+    let keys: Subkeys
+    var store: FilePageStore
+    var root: IndexRoot
+    /// The changes of the delta segments since the last fold, by tree and key (later ones replace earlier).
+    var overlay: [TreeID: [[UInt8]: TreeWriter.Change]] = [:]
+    /// Plaintext bytes of those segments.
+    var overlayBytes = 0
+    var tail: (trailer: TrailerV2, offset: UInt64)
+    package let writerID: UInt64
+    let mode: OpenMode
+    var lockTimeout: Double = 10
+
+    init(path: String, header: Header, file: File, keys: Subkeys, store: FilePageStore, root: IndexRoot,
+         tail: (TrailerV2, UInt64), writerID: UInt64, mode: OpenMode) {
+        self.path = path
+        self.header = header
+        self.file = file
+        self.keys = keys
+        self.store = store
+        self.root = root
+        self.tail = tail
+        self.writerID = writerID
+        self.mode = mode
+    }
+
+    var source: RecordSource { RecordSource(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys) }
+
+    /// Live items.
+    package var count: Int { Int(tail.trailer.itemCount) }
+    /// Bytes after the last complete commit: an interrupted write (or a damaged last trailer), which the
+    /// next writer cuts off.
+    package var incompleteBytes: UInt64 {
+        let size = (try? file.size()) ?? 0
+        let end = UInt64(header.length) + tail.offset + UInt64(TrailerV2.size)
+        return size > end ? size - end : 0
+    }
+    package var generation: UInt64 { tail.trailer.generation }
+    package var schema: PagedSchema { root.schema }
+    /// Pages opened from the file so far (not from the cache).
+    package var pagesOpened: Int { store.opened }
+
+    // MARK: Creating and opening
+
+    /// Creates an empty version 2 vault (one fold commit of empty trees), written under a temporary name and
+    /// linked into place.
+    package static func create(path: String, group: String, slots: [SlotSecret], schema: PagedSchema, retention: Retention = .init(),
+                               overwrite: Bool = false, random: RandomSource = SystemRandom.shared) throws {
+        try Header.checkGroup(group)
+        guard !slots.isEmpty, slots.count <= Limits.slotsMax else { throw VaultError(.invalidArgument, "a vault needs 1 to \(Limits.slotsMax) key slots") }
+        if !overwrite, fileExists(path) { throw VaultError(.exists, path) }
+        let tmp = try AtomicReplace(path: path)
+        do {
+            let vaultID = random.bytes(16)
+            let vk = random.secureBytes(32)
+            let keySlots = try slots.map { try KeySlot.make(for: $0, vaultKey: vk, vaultID: vaultID, random: random) }
+            try Header.checkKDFBudget(keySlots, .invalidArgument)
+            let header = Header(vaultID: vaultID, group: group, slots: keySlots, formatVersion: 2)
+            let keys = Subkeys(vaultKey: vk)
+            let headerBytes = header.encode(macKey: keys.header)
+            try tmp.file.write(headerBytes, at: 0)
+            let store = FilePageStore(source: RecordSource(file: tmp.file, headerLength: UInt64(headerBytes.count), vaultID: vaultID, keys: keys), limit: 0)
+            store.random = random
+            let root = IndexRoot(schema: schema, retention: retention)
+            _ = try writeFold(root: root, store: store, commitStart: 0, generation: 1, previous: nil, itemCount: 0)
+            try tmp.commit(overwrite: overwrite)
+        } catch {
+            tmp.abandon()
+            throw error
+        }
+    }
+
+    package static func open(path: String, secret: UnlockSecret, mode: OpenMode = .read, writerID: UInt64? = nil,
+                             lockTimeout: Double = 10) throws -> PagedVault {
+        let file = try Vault.lockedFile(path, mode: mode, exclusive: false, timeout: lockTimeout)
+        defer { file.unlock() }
+        let size = try file.size()
+        let prefix = try file.read(Int(min(size, 4096)), at: 0)
+        let (header, headerBytes) = try Header.parse(prefix: prefix, fileSize: size, versions: 2...2) { try file.read($0, at: 0) }
+        var vk: SecureBytes?
+        for s in header.slots {
+            if let k = s.unwrap(with: secret, vaultID: header.vaultID) {
+                vk = k
+                break
+            }
+        }
+        guard let vk else { throw VaultError(.wrongKey, "no key slot of \(path) opens with the \(secret.kindName) given") }
+        let keys = Subkeys(vaultKey: vk)
+        guard Header.verifyMAC(headerBytes, key: keys.header) else { throw VaultError(.tamperedHeader, "\(path): the header MAC does not verify") }
+        let source = RecordSource(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys)
+        let (root, overlay, bytes, tail) = try load(source, bodySize: size - UInt64(header.length))
+        let store = FilePageStore(source: source, limit: tail.1)
+        let v = PagedVault(path: path, header: header, file: file, keys: keys, store: store, root: root, tail: tail,
+                           writerID: writerID ?? UInt64(bigEndianBytes: SystemRandom.shared.bytes(8)), mode: mode)
+        v.overlay = overlay
+        v.overlayBytes = bytes
+        v.lockTimeout = lockTimeout
+        return v
+    }
+
+    /// Finds the last commit, reads its root and applies its delta chain (V6, V7).
+    static func load(_ source: RecordSource, bodySize: UInt64) throws
+        -> (IndexRoot, [TreeID: [[UInt8]: TreeWriter.Change]], Int, (TrailerV2, UInt64)) {
+        let reader = TailReader(file: source.file, headerLength: source.headerLength, bodySize: bodySize, vaultID: source.vaultID, keys: source.keys)
+        var probes = TailReader.Probes()
+        guard let (last, lastOffset) = try reader.validTrailer(TrailerV2.self, from: 0, end: bodySize, probes: &probes) else {
+            throw VaultError(.truncated, "no complete commit after the header")
+        }
+        // Back to the fold, then the deltas oldest first.
+        var chain = [(last, lastOffset)]
+        while !chain[chain.count - 1].0.wroteRoot {
+            let t = chain[chain.count - 1].0
+            let b = try source.file.read(TrailerV2.size, at: source.headerLength + t.previous)
+            guard let p = TrailerV2.decode(b, at: t.previous, vaultID: source.vaultID, key: source.keys.trailer),
+                  p.generation == t.generation - 1, p.chain + 1 == t.chain,
+                  p.rootOffset == t.rootOffset, p.rootLength == t.rootLength, p.rootID == t.rootID else {
+                throw VaultError(.damagedIndex, "the trailer before generation \(t.generation) does not verify or names another root")
+            }
+            chain.append((p, t.previous))
+        }
+        let fail = { (m: String) in VaultError(.damagedIndex, "index root of generation \(last.generation): \(m)") }
+        let root = try IndexRoot.decode(try PagedSealing.open(source, key: .page(source.keys, vaultID: source.vaultID, pageID: last.rootID),
+                                                              offset: last.rootOffset, length: last.rootLength, max: PagedLimits.rootMax, fail: fail))
+        var overlay: [TreeID: [[UInt8]: TreeWriter.Change]] = [:]
+        var bytes = 0
+        for (t, _) in chain.reversed() where !t.wroteRoot {
+            let dfail = { (m: String) in VaultError(.damagedIndex, "delta segment of generation \(t.generation): \(m)") }
+            let plain = try PagedSealing.open(source, key: .delta(source.keys, vaultID: source.vaultID, generation: t.generation),
+                                              offset: t.deltaOffset, length: t.deltaLength,
+                                              max: min(PagedLimits.deltaMax, PagedLimits.deltaTotalMax - bytes), fail: dfail)
+            bytes += plain.count
+            for (tree, change) in try DeltaCodec.decode(plain) { overlay[tree, default: [:]][change.key] = change }
+        }
+        return (root, overlay, bytes, (last, lastOffset))
+    }
+
+    // MARK: Reading
+
+    func reader(_ tree: TreeID) -> TreeReader { TreeReader(store: store, tree: tree, top: root.top(tree)) }
+
+    /// The entry at `key` of `tree`, the deltas first.
+    func entry(_ tree: TreeID, _ key: [UInt8]) throws -> LeafEntry? {
+        if let c = overlay[tree]?[key] {
+            if case .put(let e) = c { return e }
+            return nil
+        }
+        return try reader(tree).lookup(key)
+    }
+
+    /// Entries of `tree` with keys ≥ `lower`, in order, the deltas merged in, until `body` returns false.
+    func scan(_ tree: TreeID, from lower: [UInt8] = [], _ body: (LeafEntry) throws -> Bool) throws {
+        let pending = (overlay[tree] ?? [:]).filter { !$0.key.lexicographicallyPrecedes(lower) }
+            .sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        var i = 0
+        var going = true
+        // Overlay entries before `key` are handed over first; a tree entry the overlay names is replaced.
+        func drain(before key: [UInt8]?) throws {
+            while going, i < pending.count, key.map({ pending[i].key.lexicographicallyPrecedes($0) }) ?? true {
+                if case .put(let e) = pending[i].value { going = try body(e) }
+                i += 1
+            }
+        }
+        try reader(tree).scan(from: lower) { e in
+            try drain(before: e.key)
+            guard going else { return false }
+            if i < pending.count, pending[i].key == e.key {
+                if case .put(let o) = pending[i].value { going = try body(o) }
+                i += 1
+                return going
+            }
+            going = try body(e)
+            return going
+        }
+        try drain(before: nil)
+    }
+
+    /// The items of `class` whose first key attributes are `values` (all of them: one item at most, as a
+    /// primary-key lookup), in key order.
+    package func items(class itemClass: ItemClass, keyValues values: [AttributeValue]) throws -> [Item] {
+        let prefix = ItemKey.prefix(class: itemClass.rawValue, values: values)
+        var out: [Item] = []
+        try scan(.items, from: prefix) { e in
+            guard e.key.starts(with: prefix) else { return false }
+            if let item = try ItemEntries.decode(e, schema: root.schema).item { out.append(item) }
+            return true
+        }
+        return out
+    }
+
+    /// The live items whose indexed attribute `name` is `value`: a range of the attributes tree, then one
+    /// lookup per match.
+    package func items(attribute name: String, equals value: AttributeValue) throws -> [Item] {
+        guard root.schema.isIndexed(name) else { throw VaultError(.invalidArgument, "attribute \(name) is not indexed in this vault") }
+        let prefix = ItemEntries.attributePrefix(name, value)
+        var keys: [[UInt8]] = []
+        try scan(.attributes, from: prefix) { e in
+            guard e.key.starts(with: prefix) else { return false }
+            keys.append(Array(e.key[prefix.count...]))
+            return true
+        }
+        return try keys.compactMap { k in
+            guard let e = try entry(.items, k), let item = try ItemEntries.decode(e, schema: root.schema).item else {
+                throw VaultError(.damagedIndex, "an attribute entry names an item the items tree lacks")
+            }
+            return item
+        }
+    }
+
+    /// Every live item in key order (class, then key attributes, then id), one page at a time.
+    package func forEachItem(_ body: (Item) throws -> Bool) throws {
+        var names = NameCache()
+        try scan(.items) { e in
+            guard let item = try ItemEntries.decode(e, schema: root.schema, names: &names).item else { return true }
+            return try body(item)
+        }
+    }
+
+    /// The version of the item at `item`'s key, if it is there.
+    package func version(of item: Item) throws -> Version? {
+        let key = ItemKey.make(class: item.itemClass.rawValue, attributes: item.attributes, schema: root.schema.classes[item.itemClass.rawValue], id: item.id).key
+        return try entry(.items, key).map { try ItemEntries.decode($0, schema: root.schema).version }
+    }
+
+    /// Kept earlier versions of the item with this id, oldest first.
+    package func history(of id: ItemID) throws -> [(version: Version, why: UInt8, size: UInt64)] {
+        let prefix = id.bytes
+        var out: [(Version, UInt8, UInt64)] = []
+        try scan(.history, from: prefix) { e in
+            guard e.key.starts(with: prefix), e.key.count == 32 else { return false }
+            let hlc = e.key[16..<24].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            let writer = e.key[24..<32].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            var r = ByteReader(e.rest, failure: .damagedIndex, what: "history entry")
+            let why = try r.readU8()
+            _ = try r.readString(max: Limits.attrNameMax, "class")
+            var names = NameCache()
+            _ = try IndexCodec.decodeAttributes(&r, count: try r.readCount(max: Limits.attrsMax, "attribute count"), names: &names)
+            out.append((Version(hlc: hlc, writer: writer), why, try r.readVarint()))
+            return true
+        }
+        return out
+    }
+
+    /// Bytes on disk of the index this commit reads: every page of the three trees, the root and the delta
+    /// segments of the chain (reads every page).
+    package func indexBytes() throws -> UInt64 {
+        var bytes = tail.trailer.rootLength
+        for tree in [TreeID.items, .attributes, .history] { _ = try reader(tree).verify({ _ in }, page: { bytes += $0.length }) }
+        var t = tail.trailer
+        while !t.wroteRoot {
+            bytes += t.deltaLength
+            let b = try file.read(TrailerV2.size, at: UInt64(header.length) + t.previous)
+            guard let p = TrailerV2.decode(b, at: t.previous, vaultID: header.vaultID, key: keys.trailer) else { break }
+            t = p
+        }
+        return bytes
+    }
+
+    package func read(_ item: Item) throws -> [UInt8] {
+        var out: [UInt8] = []
+        try source.read(item) { out.append(contentsOf: $0) }
+        return out
+    }
+
+    /// Checks every page of every tree (V3.3) with its counts, every entry's encoding and every live item's
+    /// record extent. Returns the live items.
+    package func verifyIndex() throws -> Int {
+        var live = 0, tombs = 0
+        let itemsCount = try reader(.items).verify { e in
+            if try ItemEntries.decode(e, schema: root.schema).item != nil { live += 1 } else { tombs += 1 }
+        }
+        guard itemsCount == root.liveItems + root.tombstones, UInt64(live) == root.liveItems else {
+            throw VaultError(.damagedIndex, "the items tree holds \(live) live items, the root says \(root.liveItems)")
+        }
+        var attributes: UInt64 = 0
+        _ = try reader(.attributes).verify { _ in attributes += 1 }
+        guard try reader(.history).verify() == root.historyEntries else { throw VaultError(.damagedIndex, "history count") }
+        var n = 0
+        try forEachItem { _ in
+            n += 1
+            return true
+        }
+        guard n == count else { throw VaultError(.damagedIndex, "\(n) live items, the trailer says \(count)") }
+        return n
+    }
+
+    // MARK: Writing
+
+    /// Writes `root` and a fold trailer after the pages at `store.position`; syncs the data before the trailer.
+    static func writeFold(root: IndexRoot, store: FilePageStore, commitStart: UInt64, generation: UInt64,
+                          previous: UInt64?, itemCount: UInt64) throws -> (TrailerV2, UInt64) {
+        let rootID = ID128(store.random.bytes(16))
+        let plain = root.encode()
+        guard plain.count <= PagedLimits.rootMax else { throw VaultError(.invalidArgument, "an index root of \(plain.count) bytes") }
+        let (offset, length) = try store.append(plain, key: .page(store.source.keys, vaultID: store.source.vaultID, pageID: rootID))
+        let t = TrailerV2(generation: generation, commitStart: commitStart, previous: previous ?? TrailerV2.none, rootOffset: offset,
+                          rootLength: length, rootID: rootID, deltaOffset: TrailerV2.none, deltaLength: 0, itemCount: itemCount,
+                          wroteRoot: true, chain: 0)
+        return (t, try writeTrailer(t, store: store))
+    }
+
+    static func writeTrailer(_ t: TrailerV2, store: FilePageStore) throws -> UInt64 {
+        try store.source.file.sync()
+        let at = store.position
+        _ = try store.source.file.write(t.encode(vaultID: store.source.vaultID, key: store.source.keys.trailer), at: store.source.headerLength + at)
+        store.position += UInt64(TrailerV2.size)
+        store.limit = store.position
+        try store.source.file.sync()
+        return at
+    }
+
+    /// Appends one commit with the changes `body` makes: a delta commit, or a fold when the chain would grow
+    /// past its policy (V6). On error the file is cut back to the last complete commit.
+    package func commit(level: Int32 = 6, random: RandomSource = SystemRandom.shared, solidMembers: Int = Limits.membersMax,
+                        _ body: (PagedTransaction) throws -> Void) throws {
+        guard mode == .write else { throw VaultError(.invalidArgument, "the vault was opened read-only") }
+        try file.lock(exclusive: true, timeout: lockTimeout)
+        defer { file.unlock() }
+        try catchUp()
+        let generation = try Vault.nextGeneration(after: tail.trailer.generation, path)
+        let end = tail.offset + UInt64(TrailerV2.size)
+        if try file.size() != UInt64(header.length) + end { try file.truncate(to: UInt64(header.length) + end) }
+        let writer = CommitWriter(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys,
+                                  random: random, level: level, solidMembers: solidMembers, at: end)
+        let tx = PagedTransaction(vault: self, writer: writer, random: random)
+        do {
+            try body(tx)
+            let changes = try tx.finish()
+            guard !changes.isEmpty else {
+                try file.truncate(to: UInt64(header.length) + end)
+                return
+            }
+            store.position = writer.position
+            store.limit = writer.position
+            store.random = random
+            store.level = level
+            let delta = DeltaCodec.encode(changes)
+            let chain = Int(tail.trailer.chain) + 1
+            let itemCount = UInt64(count + tx.liveChange)
+            if chain >= PagedLimits.deltaChainMax || overlayBytes + delta.count > PagedLimits.foldAfterBytes || changes.count > PagedLimits.foldAfterChanges
+                || delta.count > PagedLimits.deltaMax {
+                for (tree, c) in changes { overlay[tree, default: [:]][c.key] = c }
+                var newRoot = root
+                newRoot.clock = tx.clock
+                for tree in [TreeID.items, .attributes, .history] {
+                    let pending = (overlay[tree] ?? [:]).values.sorted { $0.key.lexicographicallyPrecedes($1.key) }
+                    // The counts follow what each change replaces; a remove that cancels a put of the same
+                    // chain never reached the tree and is dropped.
+                    var failure: Error?
+                    let top = try TreeWriter(store: store, tree: tree).apply(pending, to: root.top(tree), skipMissingRemoves: true) { old, c in
+                        guard failure == nil, tree != .attributes else { return }
+                        do {
+                            if tree == .items {
+                                if let old { if try ItemEntries.decode(old, schema: root.schema).item != nil { newRoot.liveItems -= 1 } else { newRoot.tombstones -= 1 } }
+                                if case .put(let e) = c {
+                                    if e.record != nil { newRoot.liveItems += 1 } else { newRoot.tombstones += 1 }
+                                }
+                            } else {
+                                if old != nil { newRoot.historyEntries -= 1 }
+                                if case .put = c { newRoot.historyEntries += 1 }
+                            }
+                        } catch { failure = error }
+                    }
+                    if let failure { throw failure }
+                    newRoot.setTop(tree, top)
+                }
+                guard newRoot.liveItems == itemCount else {
+                    throw VaultError(.damagedIndex, "folding gives \(newRoot.liveItems) live items where \(itemCount) were expected")
+                }
+                let t = try PagedVault.writeFold(root: newRoot, store: store, commitStart: end, generation: generation,
+                                                 previous: tail.offset, itemCount: itemCount)
+                root = newRoot
+                overlay = [:]
+                overlayBytes = 0
+                tail = t
+            } else {
+                let (offset, length) = try store.append(delta, key: .delta(keys, vaultID: header.vaultID, generation: generation))
+                let p = tail.trailer
+                let t = TrailerV2(generation: generation, commitStart: end, previous: tail.offset, rootOffset: p.rootOffset,
+                                  rootLength: p.rootLength, rootID: p.rootID, deltaOffset: offset, deltaLength: length,
+                                  itemCount: itemCount, wroteRoot: false, chain: UInt16(chain))
+                let at = try PagedVault.writeTrailer(t, store: store)
+                for (tree, c) in changes { overlay[tree, default: [:]][c.key] = c }
+                overlayBytes += delta.count
+                tail = (t, at)
+            }
+        } catch {
+            try? file.truncate(to: UInt64(header.length) + end)
+            store.position = end
+            store.limit = end
+            throw error
+        }
+    }
+
+    /// Reloads the tail, root and deltas if another writer committed since they were read.
+    func catchUp() throws {
+        let size = try file.size()
+        let known = try? file.read(TrailerV2.size, at: UInt64(header.length) + tail.offset)
+        if size == UInt64(header.length) + tail.offset + UInt64(TrailerV2.size),
+           known == tail.trailer.encode(vaultID: header.vaultID, key: keys.trailer) { return }
+        let (r, o, b, t) = try PagedVault.load(source, bodySize: size - UInt64(header.length))
+        (root, overlay, overlayBytes, tail) = (r, o, b, t)
+        store.limit = t.1
+    }
+}
+
+/// The changes of one commit to a ``PagedVault``.
+package final class PagedTransaction {
+    let vault: PagedVault
+    let writer: CommitWriter
+    let random: RandomSource
+    /// Changes so far, by item id: the entry the item had before the commit (nil: none) and the item now
+    /// (nil: deleted).
+    private var changed: [ItemID: (before: ItemState?, after: Item?)] = [:]
+    private var valued = Set<ItemID>()
+    private(set) var clock: UInt64
+    var liveChange = 0
+
+    init(vault: PagedVault, writer: CommitWriter, random: RandomSource) {
+        self.vault = vault
+        self.writer = writer
+        self.random = random
+        var tv = timespec()
+        clock_gettime(CLOCK_REALTIME, &tv)
+        let now = UInt64(max(0, tv.tv_sec)) * 1000 + UInt64(max(0, tv.tv_nsec)) / 1_000_000
+        clock = max(now << 16, vault.root.clock + 1) - 1
+    }
+
+    private func nextVersion() -> Version {
+        clock += 1
+        return Version(hlc: clock, writer: vault.writerID)
+    }
+
+    /// Adds a new item and returns it.
+    @discardableResult
+    package func add(class itemClass: ItemClass = .genericPassword, attributes: Attributes, value: [UInt8]) throws -> ItemID {
+        try Transaction.check(itemClass, attributes)
+        let id = ItemID(random.bytes(16))
+        let item = Item(id: id, itemClass: itemClass, attributes: attributes, size: 0,
+                        location: RecordLocation(recordID: ID128(hi: 0, lo: 0), offset: 0, length: 0, member: 0, dataOffset: 0))
+        try writer.add(item, value: .bytes(value))
+        changed[id] = (nil, item)
+        valued.insert(id)
+        liveChange += 1
+        return id
+    }
+
+    /// The current state of `item` (as this transaction left it, or as the vault holds it).
+    private func current(_ item: Item) throws -> (before: ItemState?, now: Item) {
+        if let c = changed[item.id] {
+            guard let now = c.after else { throw VaultError(.itemNotFound, "item \(item.id) was deleted in this transaction") }
+            return (c.before, now)
+        }
+        let key = ItemKey.make(class: item.itemClass.rawValue, attributes: item.attributes, schema: vault.root.schema.classes[item.itemClass.rawValue], id: item.id).key
+        guard let e = try vault.entry(.items, key), let s = Optional(try ItemEntries.decode(e, schema: vault.root.schema)), let now = s.item else {
+            throw VaultError(.itemNotFound, "item \(item.id)")
+        }
+        return (s, now)
+    }
+
+    /// Changes `item`'s attributes, its value, or both.
+    package func update(_ item: Item, attributes: Attributes? = nil, value: [UInt8]? = nil) throws {
+        let (before, now) = try current(item)
+        var next = now
+        if let attributes { next.attributes = attributes }
+        try Transaction.check(next.itemClass, next.attributes)
+        if let value {
+            try writer.add(next, value: .bytes(value))
+            valued.insert(item.id)
+        }
+        changed[item.id] = (before, next)
+    }
+
+    package func delete(_ item: Item) throws {
+        let (before, _) = try current(item)
+        if before == nil {
+            changed[item.id] = nil
+            valued.remove(item.id)
+        } else {
+            changed[item.id] = (before, nil)
+        }
+        liveChange -= 1
+    }
+
+    /// Flushes the records and turns the changes into tree changes, sorted by (tree, key).
+    func finish() throws -> [(tree: TreeID, change: TreeWriter.Change)] {
+        try writer.flush()
+        var latest: [ItemID: (sequence: Int, item: Item)] = [:]
+        for w in writer.written where latest[w.item.id].map({ $0.sequence < w.sequence }) ?? true { latest[w.item.id] = w }
+        let schema = vault.root.schema
+        var out: [TreeID: [[UInt8]: TreeWriter.Change]] = [:]
+        func put(_ tree: TreeID, _ e: LeafEntry) { out[tree, default: [:]][e.key] = .put(e) }
+        func remove(_ tree: TreeID, _ k: [UInt8]) {
+            if out[tree]?[k] == nil { out[tree, default: [:]][k] = .remove(k) }
+        }
+        for id in changed.keys.sorted() {
+            guard let c = changed[id] else { continue }
+            let version = nextVersion()
+            var after = c.after
+            if var a = after, valued.contains(id), let w = latest[id] {
+                a.size = w.item.size
+                a.location = w.item.location
+                after = a
+            }
+            if let old = c.before, let oldItem = old.item {
+                for k in ItemEntries.attributeKeys(oldItem, itemKey: old.key, schema: schema) { remove(.attributes, k) }
+                if vault.root.retention.keep > 0 {
+                    put(.history, ItemEntries.history(oldItem, version: old.version, why: after == nil ? 3 : 1))
+                }
+            }
+            if let a = after {
+                let e = ItemEntries.entry(a, version: version, schema: schema)
+                if let old = c.before, old.key != e.key { remove(.items, old.key) }
+                put(.items, e)
+                for k in ItemEntries.attributeKeys(a, itemKey: e.key, schema: schema) {
+                    out[.attributes, default: [:]][k] = .put(LeafEntry(key: k))
+                }
+            } else if let old = c.before {
+                put(.items, ItemEntries.tombstone(key: old.key, version: version))
+            }
+        }
+        var sorted: [(TreeID, TreeWriter.Change)] = []
+        for tree in [TreeID.items, .attributes, .history] {
+            for c in (out[tree] ?? [:]).values.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) { sorted.append((tree, c)) }
+        }
+        return sorted
+    }
+}
+
+extension PagedLimits {
+    /// Writers fold once the pending deltas would pass this many plaintext bytes (V6).
+    static let foldAfterBytes = 65_536
+    /// Writers fold a commit that changes more keys than this (V6).
+    static let foldAfterChanges = 256
+}
+
+extension UInt64 {
+    init(bigEndianBytes b: [UInt8]) { self = b.prefix(8).reduce(0) { $0 << 8 | UInt64($1) } }
+}

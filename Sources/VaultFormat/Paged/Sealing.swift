@@ -1,0 +1,120 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension StreamKey {
+    /// A page's blocks (SPEC.md Part 4, V3.2): `"kcar-pg-v2" || vault_id || page_id`.
+    static func page(_ keys: Subkeys, vaultID: [UInt8], pageID: ID128) -> StreamKey {
+        var w = ByteWriter()
+        w.append("kcar-pg-v2")
+        w.append(contentsOf: vaultID)
+        w.append(contentsOf: pageID.bytes)
+        return StreamKey(key: keys.index, adPrefix: w.bytes)
+    }
+
+    /// A delta segment's blocks (V6): `"kcar-dlt-v2" || vault_id || u64 generation`.
+    static func delta(_ keys: Subkeys, vaultID: [UInt8], generation: UInt64) -> StreamKey {
+        var w = ByteWriter()
+        w.append("kcar-dlt-v2")
+        w.append(contentsOf: vaultID)
+        w.appendLE(generation)
+        return StreamKey(key: keys.index, adPrefix: w.bytes)
+    }
+}
+
+/// Sealing and opening the index structures of version 2: pages, roots and delta segments.
+enum PagedSealing {
+    /// The most plaintext a structure of `stored` sealed bytes may open to (`PAGE_EXPANSION_MAX`).
+    static func expansionBound(_ stored: UInt64) -> UInt64 {
+        let (m, o) = stored.multipliedReportingOverflow(by: UInt64(PagedLimits.pageExpansionMax))
+        return o ? .max : m &+ 4096
+    }
+
+    /// Seals `plain` into blocks, compressed where that helps, unless compressing would break the expansion
+    /// bound: then every chunk is stored as it is (fresh nonces: a sealed attempt is never reused).
+    static func seal(_ plain: [UInt8], key: StreamKey, random: RandomSource, level: Int32) -> [UInt8] {
+        var sealed = Blocks.jobs(for: plain, key: key, random: random).flatMap { Blocks.seal($0, level: level) }
+        if UInt64(plain.count) > expansionBound(UInt64(sealed.count)) {
+            sealed = Blocks.jobs(for: plain, key: key, random: random).flatMap { Blocks.seal($0, level: 0) }
+        }
+        return sealed
+    }
+
+    /// Opens the blocks at body extent [offset, offset + length): at most `max` plaintext bytes and the
+    /// expansion bound, each checked before the chunk that would pass it is inflated.
+    static func open(_ source: RecordSource, key: StreamKey, offset: UInt64, length: UInt64, max: Int,
+                     fail: @escaping (String) -> VaultError) throws -> [UInt8] {
+        let bound = min(UInt64(max), expansionBound(length))
+        var reader = BlockReader(file: source.file, key: key, start: source.headerLength + offset,
+                                 end: source.headerLength + offset + length, fail: fail)
+        var out: [UInt8] = []
+        while let c = try reader.next(room: Int(min(UInt64(Limits.chunkSize), bound - UInt64(out.count)))) {
+            out.append(contentsOf: c)
+        }
+        return out
+    }
+}
+
+/// Pages in a vault file's body. Reading checks extents against `limit` (the end of what the commit being
+/// read may name) and keeps decoded pages in a small cache; writing seals and appends at `position`.
+final class FilePageStore: PageStore {
+    let source: RecordSource
+    /// Pages must end at or before this body offset.
+    var limit: UInt64
+    /// Where the next page is written (body offset), when writing.
+    var position: UInt64
+    var random: RandomSource = SystemRandom.shared
+    var level: Int32 = 6
+    private var cache: [PageRef: Page] = [:]
+    static let cacheMax = 4096
+    /// Pages opened from the file (not from the cache), for the benchmarks and tests.
+    private(set) var opened = 0
+
+    init(source: RecordSource, limit: UInt64) {
+        self.source = source
+        self.limit = limit
+        position = limit
+    }
+
+    func read(_ ref: PageRef) throws -> Page {
+        var key = ref
+        key.count = 0
+        if let p = cache[key] { return p }
+        let fail = { (m: String) in VaultError(.damagedIndex, "page \(Hex.encode(ref.id.bytes)): \(m)") }
+        guard let end = ref.offset.adding(ref.length), end <= limit, ref.length > 0 else {
+            throw fail("its extent lies outside the body before its commit")
+        }
+        let plain = try PagedSealing.open(source, key: .page(source.keys, vaultID: source.vaultID, pageID: ref.id),
+                                          offset: ref.offset, length: ref.length, max: PagedLimits.pageMax, fail: fail)
+        opened += 1
+        let page = try PageCodec.decode(plain)
+        if cache.count >= FilePageStore.cacheMax { cache.removeAll(keepingCapacity: true) }
+        cache[key] = page
+        return page
+    }
+
+    func write(_ page: Page) throws -> PageRef {
+        let plain = PageCodec.encode(page)
+        guard plain.count <= PagedLimits.pageMax else { throw VaultError(.invalidArgument, "a page of \(plain.count) bytes (PAGE_MAX)") }
+        let id = ID128(random.bytes(16))
+        let sealed = PagedSealing.seal(plain, key: .page(source.keys, vaultID: source.vaultID, pageID: id), random: random, level: level)
+        try source.file.write(sealed, at: source.headerLength + position)
+        let ref = PageRef(id: id, offset: position, length: UInt64(sealed.count), count: page.count)
+        position += UInt64(sealed.count)
+        limit = max(limit, position)
+        var key = ref
+        key.count = 0
+        cache[key] = page
+        return ref
+    }
+
+    /// Seals and appends a structure that is not a tree page (root, delta segment) at `position`.
+    func append(_ plain: [UInt8], key: StreamKey) throws -> (offset: UInt64, length: UInt64) {
+        let sealed = PagedSealing.seal(plain, key: key, random: random, level: level)
+        let offset = position
+        try source.file.write(sealed, at: source.headerLength + position)
+        position += UInt64(sealed.count)
+        limit = max(limit, position)
+        return (offset, UInt64(sealed.count))
+    }
+}

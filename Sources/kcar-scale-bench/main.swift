@@ -1,0 +1,161 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FixtureRecipes
+import VaultFormat
+
+// The scale benchmark of issue 10 (scripts/bench/scale-bench.sh, `make bench-scale`): the same N generic
+// passwords (64-byte values, a user attribute `@team` of which 10 items share each value) in a version 1 vault
+// and in a version 2 (paged, SPEC.md Part 4 draft) vault, measured in process; `get` is the whole-process
+// probe hyperfine times.
+//
+//   kcar-scale-bench build N DIR      writes DIR/v1.kcv, DIR/v2.kcv, DIR/key (and DIR/rows.csv for SQLite)
+//   kcar-scale-bench measure N DIR    prints `name value unit` lines
+//   kcar-scale-bench get DIR SERVICE ACCOUNT   opens v2, prints the value's length (one lookup)
+
+let args = CommandLine.arguments
+func die(_ m: String) -> Never {
+    let s = "kcar-scale-bench: \(m)\n"
+    _ = s.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
+    exit(2)
+}
+func service(_ i: Int) -> String { "svc\(i % 1000).example.com" }
+func account(_ i: Int) -> String { "user\(i)" }
+func team(_ i: Int) -> String { "t\(i / 10)" }
+let schema = PagedSchema(classes: ["genp": ClassSchema(keyAttributes: [("sync", .bool(false)), ("svce", .string("")), ("acct", .string(""))])],
+                         indexed: ["@*"])
+func attributes(_ i: Int) -> Attributes {
+    var a = Attributes()
+    a["svce"] = .string(service(i))
+    a["acct"] = .string(account(i))
+    a["@team"] = .string(team(i))
+    a["mdat"] = .date(nanoseconds: 1_764_000_000_000_000_000 + Int64(i))
+    return a
+}
+func value(_ i: Int) -> [UInt8] { (0..<64).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) } }
+func fileSize(_ p: String) -> UInt64 {
+    var st = stat()
+    return stat(p, &st) == 0 ? UInt64(st.st_size) : 0
+}
+func peakRSSMiB() -> Double {
+    var u = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &u)
+    return Double(u.ru_maxrss) / 1024
+}
+func report(_ name: String, _ v: Double, _ unit: String) { print("\(name) \(v) \(unit)") }
+
+guard args.count >= 3 else { die("usage: build N DIR | measure N DIR | get DIR SERVICE ACCOUNT") }
+do {
+    switch args[1] {
+    case "build":
+        guard args.count == 4, let n = Int(args[2]) else { die("build N DIR") }
+        let dir = args[3]
+        let keyBytes = SystemRandom.shared.bytes(32)
+        let key = SecureBytes(copying: keyBytes)
+        let fd = open(dir + "/key", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        _ = keyBytes.withUnsafeBytes { write(fd, $0.baseAddress, 32) }
+        close(fd)
+        let t1 = try timed {
+            try Vault.create(path: dir + "/v1.kcv", group: "bench", slots: [.keyFile(key)], options: WriteOptions(solidMembers: 256), overwrite: true) { tx in
+                for i in 0..<n { try tx.add(attributes: attributes(i), value: .bytes(value(i))) }
+            }
+        }
+        report("build.v1", t1, "ms")
+        let t2 = try timed {
+            try PagedVault.create(path: dir + "/v2.kcv", group: "bench", slots: [.keyFile(key)], schema: schema, overwrite: true)
+            let v = try PagedVault.open(path: dir + "/v2.kcv", secret: .keyFile(key), mode: .write)
+            var i = 0
+            while i < n {
+                let end = min(n, i + 100_000)
+                try v.commit(solidMembers: 256) { tx in
+                    for j in i..<end { try tx.add(attributes: attributes(j), value: value(j)) }
+                }
+                i = end
+            }
+        }
+        report("build.v2", t2, "ms")
+        report("build.peak_rss", peakRSSMiB(), "MiB")
+        var csv = ""
+        for i in 0..<n { csv += "\(service(i)),\(account(i)),\(team(i)),\(Hex.encode(value(i)))\n" }
+        let f = open(dir + "/rows.csv", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        _ = csv.utf8CString.withUnsafeBufferPointer { write(f, $0.baseAddress, $0.count - 1) }
+        close(f)
+    case "measure":
+        guard args.count == 4, let n = Int(args[2]) else { die("measure N DIR") }
+        let dir = args[3]
+        var kb = [UInt8](repeating: 0, count: 32)
+        let fd = open(dir + "/key", O_RDONLY)
+        _ = read(fd, &kb, 32)
+        close(fd)
+        let secret = UnlockSecret.keyFile(SecureBytes(copying: kb))
+        var rng = SplitMix64(state: 1)
+        func keyValues(_ i: Int) -> [AttributeValue] { [.bool(false), .string(service(i)), .string(account(i))] }
+        // v1: open (whole index) + one read.
+        let v1 = repeatTimed(5) {
+            let v = try! Vault.open(path: dir + "/v1.kcv", secret: secret)
+            let i = rng.below(n)
+            let item = v.unorderedItems.first { $0.account == account(i) && $0.service == service(i) }!
+            precondition(try! v.read(item) == value(i))
+        }
+        report("v1.open_get", v1.median, "ms")
+        let v2 = repeatTimed(21) {
+            let v = try! PagedVault.open(path: dir + "/v2.kcv", secret: secret)
+            let i = rng.below(n)
+            let item = try! v.items(class: .genericPassword, keyValues: keyValues(i)).first!
+            precondition(try! v.read(item) == value(i))
+        }
+        report("v2.open_get", v2.median, "ms")
+        let open = try PagedVault.open(path: dir + "/v2.kcv", secret: secret, mode: .write)
+        let repeated = repeatTimed(2001) {
+            let i = rng.below(n)
+            let item = try! open.items(class: .genericPassword, keyValues: keyValues(i)).first!
+            precondition(item.size == 64)
+        }
+        report("v2.repeated_get", repeated.median * 1000, "us")
+        let find = repeatTimed(21) {
+            let v = try! PagedVault.open(path: dir + "/v2.kcv", secret: secret)
+            let found = try! v.items(attribute: "@team", equals: .string(team(rng.below(n))))
+            precondition(found.count == min(10, n))
+        }
+        report("v2.open_find_attr10", find.median, "ms")
+        var k = 0
+        let add = repeatTimed(41) {
+            k += 1
+            try! open.commit { tx in try tx.add(attributes: attributes(n + k), value: value(n + k)) }
+        }
+        report("v2.durable_add", add.median, "ms")
+        report("v2.durable_add_max", add.max, "ms")
+        let getAfter = repeatTimed(21) {
+            let v = try! PagedVault.open(path: dir + "/v2.kcv", secret: secret)
+            let i = rng.below(n)
+            precondition(try! v.items(class: .genericPassword, keyValues: keyValues(i)).count == 1)
+        }
+        report("v2.open_get_after_adds", getAfter.median, "ms")
+        var listed = 0
+        let list = try timed {
+            let v = try PagedVault.open(path: dir + "/v2.kcv", secret: secret)
+            try v.forEachItem { _ in listed += 1; return true }
+        }
+        report("v2.list_items_per_s", Double(listed) / list * 1000, "items/s")
+        let verify = try timed { _ = try PagedVault.open(path: dir + "/v2.kcv", secret: secret).verifyIndex() }
+        report("v2.verify_index", verify, "ms")
+        report("v1.index_bytes_per_item", Double(try Vault.open(path: dir + "/v1.kcv", secret: secret).indexBytes) / Double(n), "B")
+        report("v2.index_bytes_per_item", Double(try PagedVault.open(path: dir + "/v2.kcv", secret: secret).indexBytes()) / Double(n + k), "B")
+        report("v1.file_bytes_per_item", Double(fileSize(dir + "/v1.kcv")) / Double(n), "B")
+        report("v2.file_bytes_per_item", Double(fileSize(dir + "/v2.kcv")) / Double(n + k), "B")
+        report("measure.peak_rss", peakRSSMiB(), "MiB")
+    case "get":
+        guard args.count == 5 else { die("get DIR SERVICE ACCOUNT") }
+        var kb = [UInt8](repeating: 0, count: 32)
+        let fd = open(args[2] + "/key", O_RDONLY)
+        _ = read(fd, &kb, 32)
+        close(fd)
+        let v = try PagedVault.open(path: args[2] + "/v2.kcv", secret: .keyFile(SecureBytes(copying: kb)))
+        guard let item = try v.items(class: .genericPassword, keyValues: [.bool(false), .string(args[3]), .string(args[4])]).first else { die("not found") }
+        print(try v.read(item).count)
+    default:
+        die("unknown mode \(args[1])")
+    }
+} catch {
+    die("\(error)")
+}
