@@ -37,9 +37,12 @@ module() {
 	local lib="$MOD/lib$name.a"
 	if [ -f "$lib" ] && [ -z "$(find "$ROOT/Sources/$name" "$@" -newer "$lib" -print -quit 2>/dev/null)" ]; then return; fi
 	echo "building module $name"
+	# Every source below the module's folder, as SwiftPM takes them (KcarKeychain has Compatibility/).
+	local sources
+	mapfile -t sources < <(find "$ROOT/Sources/$name" -name '*.swift' | sort)
 	"${NICE[@]}" "${SWIFTC[@]}" -swift-version 6 -enable-testing -module-name "$name" -emit-library -static \
 		-emit-module -emit-module-path "$MOD/$name.swiftmodule" -o "$lib" -I "$MOD" "${CFLAGS[@]}" \
-		"$ROOT"/Sources/"$name"/*.swift 2>&1 | quiet
+		"${sources[@]}" 2>&1 | quiet
 	[ -f "$lib" ]
 }
 module VaultFormat
