@@ -40,9 +40,14 @@ module() {
 	# Every source below the module's folder, as SwiftPM takes them (KcarKeychain has Compatibility/).
 	local sources
 	mapfile -t sources < <(find "$ROOT/Sources/$name" -name '*.swift' | sort)
-	"${NICE[@]}" "${SWIFTC[@]}" -swift-version 6 -enable-testing -module-name "$name" -emit-library -static \
+	# A failed build (a source edited while it ran) can leave an archive newer than its sources, which the
+	# check above would then take for current: remove it.
+	if ! "${NICE[@]}" "${SWIFTC[@]}" -swift-version 6 -enable-testing -module-name "$name" -emit-library -static \
 		-emit-module -emit-module-path "$MOD/$name.swiftmodule" -o "$lib" -I "$MOD" "${CFLAGS[@]}" \
-		"${sources[@]}" 2>&1 | quiet
+		"${sources[@]}" 2>&1 | quiet; then
+		rm -f "$lib"
+		return 1
+	fi
 	[ -f "$lib" ]
 }
 module VaultFormat
