@@ -103,6 +103,11 @@ hostile: deps
 fixtures:
 	swift run kcar-fixtures .
 
+# Fixtures/certs from Debian's ca-certificates, their expected fields taken with OpenSSL (SPEC.md §K3.1).
+.PHONY: cert-fixtures
+cert-fixtures:
+	scripts/certs/make_fixtures.sh
+
 # The peers (pigz, age, 7z), hyperfine and GNU time come from Debian's packages; installed when root.
 BENCH_PACKAGES := pigz age p7zip-full hyperfine time
 bench: deps

@@ -102,12 +102,13 @@ public final class GroupTransaction {
         return found.map { KeychainItem(group: group, $0) }
     }
 
-    /// Adds an item; sets `cdat`, `mdat` (now) and `pdmn` (`ak`) unless given.
+    /// Adds an item; sets `cdat`, `mdat` (now) and `pdmn` (`ak`) unless given, and the attributes a
+    /// certificate's or key's value gives (SPEC.md §K3.1) unless given.
     @discardableResult
     public func add(class itemClass: ItemClass = .genericPassword, attributes: Attributes, value: [UInt8]) throws -> KeychainItem {
         try live()
-        var a = attributes
-        try Schema.validate(a, class: itemClass.rawValue)
+        try Schema.validate(attributes, class: itemClass.rawValue)
+        var a = DerivedAttributes.filling(attributes, class: itemClass.rawValue, value: value)
         let now = AttributeValue.date(nanoseconds: currentNanoseconds())
         if a["cdat"] == nil { a["cdat"] = now }
         if a["mdat"] == nil { a["mdat"] = now }

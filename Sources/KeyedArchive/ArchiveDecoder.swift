@@ -140,10 +140,13 @@ private final class DecodingState {
         }
         if let entry = registry.entry(for: T.self) {
             guard case .object(let object) = value else { throw mismatch("object \(entry.name)") }
-            guard entry.names.contains(object.className) else {
-                throw ArchiveError(.classNotAllowed, "\(object.className) where \(entry.name) was expected")
+            let fields = ArchiveDecoderImpl(state: self, value: .dictionary(object.fields), path: path)
+            if entry.names.contains(object.className) { return try T(from: fields) }
+            // A subclass registered below T, made by its own initializer (the registry checked it is a T).
+            if let subclass = entry.subclasses[object.className], let made = try subclass.make(fields) as? T {
+                return made
             }
-            return try T(from: ArchiveDecoderImpl(state: self, value: .dictionary(object.fields), path: path))
+            throw ArchiveError(.classNotAllowed, "\(object.className) where \(entry.name) was expected")
         }
         if case .object(let object) = value {
             throw ArchiveError(.classNotAllowed, "\(object.className) is not registered for \(T.self)")

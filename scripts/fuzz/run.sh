@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of Fuzz/ (outside SwiftPM: swiftc -sanitize=fuzzer,address) and runs them.
 #
-#   scripts/fuzz/run.sh [TARGET|all|build] [SECONDS]     TARGET: header index record archive plist cli page
+#   scripts/fuzz/run.sh [TARGET|all|build] [SECONDS]     TARGET: header index record archive plist cli page der
 #
 # Environment: FUZZ_RUNS=N (stop after N executions instead of SECONDS), FUZZ_JOBS=N (N fuzzing processes
 # in parallel; default 1), FUZZ_RSS_MB (2048), FUZZ_MALLOC_MB (= FUZZ_RSS_MB), FUZZ_TIMEOUT (seconds per
@@ -11,15 +11,15 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${FUZZ_OUT:-$ROOT/.build-fuzz}
-ALL_TARGETS=(header index record archive plist cli page)
+ALL_TARGETS=(header index record archive plist cli page der)
 what=${1:-all}
 seconds=${2:-60}
 NICE=(nice -n 19)
 
 case "$what" in
 all | build) targets=("${ALL_TARGETS[@]}") ;;
-header | index | record | archive | plist | cli | page) targets=("$what") ;;
-*) echo "usage: $0 [header|index|record|archive|plist|cli|all|build] [SECONDS]" >&2; exit 2 ;;
+header | index | record | archive | plist | cli | page | der) targets=("$what") ;;
+*) echo "usage: $0 [header|index|record|archive|plist|cli|page|der|all|build] [SECONDS]" >&2; exit 2 ;;
 esac
 
 # The modules, instrumented and with -enable-testing, so that the targets reach internal API with
@@ -37,9 +37,17 @@ module() {
 	local lib="$MOD/lib$name.a"
 	if [ -f "$lib" ] && [ -z "$(find "$ROOT/Sources/$name" "$@" -newer "$lib" -print -quit 2>/dev/null)" ]; then return; fi
 	echo "building module $name"
-	"${NICE[@]}" "${SWIFTC[@]}" -swift-version 6 -enable-testing -module-name "$name" -emit-library -static \
+	# Every source below the module's folder, as SwiftPM takes them (KcarKeychain has Compatibility/).
+	local sources
+	mapfile -t sources < <(find "$ROOT/Sources/$name" -name '*.swift' | sort)
+	# A failed build (a source edited while it ran) can leave an archive newer than its sources, which the
+	# check above would then take for current: remove it.
+	if ! "${NICE[@]}" "${SWIFTC[@]}" -swift-version 6 -enable-testing -module-name "$name" -emit-library -static \
 		-emit-module -emit-module-path "$MOD/$name.swiftmodule" -o "$lib" -I "$MOD" "${CFLAGS[@]}" \
-		$(find "$ROOT/Sources/$name" -name '*.swift' | sort) 2>&1 | quiet
+		"${sources[@]}" 2>&1 | quiet; then
+		rm -f "$lib"
+		return 1
+	fi
 	[ -f "$lib" ]
 }
 module VaultFormat
@@ -68,7 +76,7 @@ for t in "${targets[@]}"; do build_target "$t"; done
 
 # Largest input per target: a header is at most 64 KiB; records hold several compressed 1 MiB chunks.
 max_len() {
-	case $1 in header) echo 70000 ;; record) echo 131072 ;; cli) echo 4096 ;; *) echo 65536 ;; esac
+	case $1 in header) echo 70000 ;; record) echo 131072 ;; cli) echo 4096 ;; der) echo 8192 ;; *) echo 65536 ;; esac
 }
 
 # Seeds: fixture files copied as they are, and inputs the target writes itself (KCAR_FUZZ_SEEDS).
@@ -80,6 +88,7 @@ seed() {
 	case $t in
 	header) cp "$ROOT"/Fixtures/vault/*.kcv "$ROOT"/Fixtures/vault/malformed/*.kcv "$dir"/ ;;
 	archive) cp "$ROOT"/Fixtures/archive/*.kca "$ROOT"/Fixtures/archive/malformed/*.kca "$dir"/ ;;
+	der) cp "$ROOT"/Fixtures/certs/*.der "$ROOT"/Fixtures/certs/malformed/*.der "$dir"/ ;;
 	plist)
 		cp "$ROOT"/Fixtures/nskeyed/*.bplist "$ROOT"/Fixtures/nskeyed/*.plist "$ROOT"/Fixtures/nskeyed/*.bin "$dir"/
 		if [ -d "$shared" ]; then cp "$shared"/* "$dir"/; fi
