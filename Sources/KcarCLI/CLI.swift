@@ -188,8 +188,7 @@ func vaultArguments(_ args: Arguments, _ names: [String], optional: Int = 0) thr
 /// keychain's vault (`--group`) is also checked against rollback (SPEC.md §K6).
 func openVault(_ path: String, _ args: Arguments, mode: OpenMode = .read) throws -> Vault {
     if mode == .write { try refuseStandardInput(path) }
-    let secret = try Secrets.unlock(args)
-    let vault = try Vault.open(path: path, secret: secret, mode: mode)
+    let (vault, _) = try Secrets.unlockVault(path, args, mode: mode)
     try ItemCommands.checkRollback(vault, args)
     if vault.incompleteBytes > 0, mode == .read {
         warn("\(path): \(vault.incompleteBytes) bytes of an incomplete commit follow generation \(vault.generation); " +

@@ -14,13 +14,14 @@ enum Extract {
         if args.flag("json") {
             JSON.printArray(items, json)
         } else {
-            Output.out.line(pad("SIZE", 12) + "  " + "MODIFIED".padding(30) + "NAME")
+            // The name is the last column, never cut: it is what extract takes. A name's %XX encoding covers
+            // C0 controls only: C1 and bidirectional controls are escaped by the table.
+            var table = Table([.init(title: "SIZE", rightAligned: true), .init(title: "MODIFIED (UTC)"), .init(title: "NAME")])
             for item in items {
-                let modified = item.modified.map { iso8601(nanoseconds: $0) } ?? "-"
-                let cls = item.itemClass == .genericPassword ? "" : "  [\(terminalSafe(item.itemClass.rawValue))]"
-                // A name's %XX encoding covers C0 controls only: C1 and bidirectional controls are escaped here.
-                Output.out.line(pad(String(item.size), 12) + "  " + modified.padding(30) + terminalSafe(ItemPath.name(item)) + cls)
+                let cls = item.itemClass == .genericPassword ? "" : "  [\(item.itemClass.rawValue)]"
+                table.add([String(item.size), item.modified.map { tableDate(nanoseconds: $0) } ?? "-", ItemPath.name(item) + cls])
             }
+            table.print()
         }
         return .success
     }
@@ -60,7 +61,7 @@ enum Extract {
         let deviceOnly = selected.filter { Schema.isDeviceOnly($0.attributes) }.count
         if deviceOnly > 0, !args.flag("include-device-only") {
             selected.removeAll { Schema.isDeviceOnly($0.attributes) }
-            warn("left out \(deviceOnly) ThisDeviceOnly item\(deviceOnly == 1 ? "" : "s") (--include-device-only exports them)")
+            warn("left out \(count(deviceOnly, "ThisDeviceOnly item")) (--include-device-only exports them)")
             if selected.isEmpty { return .skipped }
         }
         if let file = args.value("items") {

@@ -20,6 +20,8 @@ extension Help {
 
     /// The secret options of a vault command and the keychain options that name a group's vault instead of VAULT.
     static let vaultOptions: [Option] = secretOptions + [
+        O(name: "identity", kind: .repeated, short: "i", argument: "FILE",
+          meaning: "a kcar key file or an age identity file (AGE-SECRET-KEY-1...); repeatable, each key tried in turn", completes: .file),
         O(name: "group", kind: .value, argument: "G", meaning: "access group G's vault in the keychain instead of VAULT, opened with its key file"),
         keychainDir, groupList, lockTimeout,
     ]
@@ -61,13 +63,16 @@ extension Help {
     static let slotOptions: [Option] = [
         O(name: "add-passphrase", kind: .flag, meaning: "add a passphrase slot"),
         O(name: "add-key-file", kind: .repeated, argument: "FILE", meaning: "add a key-file slot; repeatable", completes: .file),
-        O(name: "add-recipient", kind: .repeated, argument: "PUBKEY", meaning: "add an X25519 slot (64 hex digits or a .pub file); repeatable",
-          completes: .file),
+        O(name: "add-recipient", kind: .repeated, argument: "PUBKEY",
+          meaning: "add an X25519 slot (age1..., 64 hex digits or a .pub file); repeatable", completes: .file),
+        O(name: "add-recipients-file", kind: .repeated, argument: "FILE",
+          meaning: "add an X25519 slot for each recipient of FILE (one per line, # comments, as age -R)", completes: .file),
         O(name: "new-passphrase-file", kind: .value, argument: "FILE", meaning: "the new passphrase (else asked twice)", completes: .file),
         O(name: "new-passphrase-fd", kind: .value, argument: "N", meaning: "the new passphrase from file descriptor N"),
     ] + kdfOptions
 
     static let json = O(name: "json", kind: .flag, meaning: "print JSON instead of a table")
+    static let dryRun = O(name: "dry-run", kind: .flag, meaning: "print the matching items and their number; change nothing")
     static let force = O(name: "force", kind: .flag, meaning: "replace an existing output")
     static let deviceOnly = O(name: "include-device-only", kind: .flag, meaning: "also export ThisDeviceOnly items (left out by default, exit 9)")
     static let accessible = O(name: "accessible", kind: .value, argument: "LEVEL",
@@ -86,7 +91,7 @@ extension Help {
 
     static let pack = Page(
         synopsis: ["pack VAULT DIR [options]", "pack VAULT --items FILE.json [--group G] [slot options]",
-                   "pack VAULT --keychain DIR --group G [slot options]"],
+                   "pack VAULT --group G [--keychain DIR] [slot options]"],
         summary: "Make a vault from a folder, an item file or a keychain's access group.",
         description: [
             "Every first-level folder of DIR is a service; every regular file below it is a generic-password item whose account is "
@@ -94,14 +99,16 @@ extension Help {
             + "devices, FIFOs, non-UTF-8 names and files directly in DIR are reported and skipped (exit 9); so is an input swapped "
             + "for a link, a FIFO or another file after the listing (nothing is followed or waited on). VAULT - writes the vault to "
             + "standard output, which must not be a terminal (unless --force). --items - reads the item file from standard input.",
-            "With --items or --keychain: a vault of the items of an item file (extract --items), or of a keychain's access group G "
-            + "(attributes kept). ThisDeviceOnly items are left out (exit 9) unless --include-device-only.",
+            "With --items, or --group G and no DIR: a vault of the items of an item file (extract --items), or of the keychain's "
+            + "access group G (attributes kept; the keychain of --keychain DIR, else $KCAR_KEYCHAIN or the default). ThisDeviceOnly items are left out (exit 9) unless --include-device-only.",
             "The vault gets a slot for each secret given: --key-file, --recipient, and a passphrase (--passphrase-file, "
             + "--passphrase-fd, KCAR_PASSPHRASE; asked twice on the terminal if no other secret is given).",
         ],
         options: secretOptions + [
-            O(name: "recipient", kind: .repeated, argument: "PUBKEY", meaning: "add an X25519 slot (64 hex digits or a .pub file); repeatable",
-              completes: .file),
+            O(name: "recipient", kind: .repeated, short: "r", argument: "PUBKEY",
+              meaning: "add an X25519 slot (age1..., 64 hex digits or a .pub file); repeatable", completes: .file),
+            O(name: "recipients-file", kind: .repeated, short: "R", argument: "FILE",
+              meaning: "add an X25519 slot for each recipient of FILE (one per line, # comments, as age -R)", completes: .file),
             O(name: "group", kind: .value, argument: "G", meaning: "the vault's access group (default \"default\"); with --keychain the group packed"),
             keychainDir, groupList, lockTimeout,
             O(name: "level", kind: .value, argument: "N", meaning: "compression level 0 (store) to 12 (default 6; 1 fastest, 7 about gzip -6's size)"),
@@ -206,7 +213,7 @@ extension Help {
         summary: "Change the passphrase; add or remove key slots.",
         description: [
             "Without options: replaces the passphrase slot that opened the vault with a new passphrase. No item is re-encrypted; the "
-            + "header is rewritten atomically.",
+            + "header is rewritten atomically. Every secret given is tried in turn (--identity, --key-file, then a passphrase).",
             "Removing a slot (or changing a passphrase) is NOT revocation: the vault key is unchanged, so an old copy of the header or "
             + "file still opens the vault with the removed secret, even spliced onto the current file; the command says so. --revoke "
             + "does revoke: the change is made under a new vault key (as rekey). A slot kept under --revoke needs its secret (the one "
@@ -228,15 +235,22 @@ extension Help {
         synopsis: ["rekey VAULT [options] [secret options]"],
         summary: "Make a new vault key and re-seal every record.",
         description: [
-            "Makes a new vault key and re-seals every record and the index. The new header has a slot for the secret that opened the "
-            + "vault, plus those added here; other old slots are dropped (named on standard error). Use it when a slot's secret or an "
-            + "old copy of the header may have leaked. Unknown non-critical header fields are kept.",
+            "Makes a new vault key and re-seals every record and the index. Use it when a slot's secret or an old copy of the header "
+            + "may have leaked. Unknown non-critical header fields are kept.",
+            "Every old slot whose secret is given is kept, wrapped for the new key: the secret that opened the vault, every other "
+            + "--identity, --key-file and passphrase given (each is tried), the group's key file, and --add-key-file keys. A slot "
+            + "whose secret is not given (another passphrase, an X25519 slot without its identity) cannot be wrapped again: rekey "
+            + "names it and refuses (exit 2, nothing written) unless --drop-slots says to drop it. Slots added with --add-* are "
+            + "added; one that repeats a kept key file or recipient is not added twice.",
             groupNote,
         ],
-        options: vaultOptions + slotOptions,
+        options: vaultOptions + slotOptions + [
+            O(name: "drop-slots", kind: .flag, meaning: "drop the slots whose secrets are not given (named on standard error)"),
+        ],
         examples: [
-            Example(command: "rekey secrets.kcv --key-file me.key", meaning: "a new vault key; only me.key opens it"),
-            Example(command: "rekey secrets.kcv --key-file me.key --add-passphrase", meaning: "and a new passphrase slot"),
+            Example(command: "rekey secrets.kcv --key-file me.key --passphrase-file pw.txt", meaning: "a new vault key; both slots kept"),
+            Example(command: "rekey secrets.kcv -i alice.txt -i bob.txt --key-file me.key", meaning: "keep two X25519 slots and a key file"),
+            Example(command: "rekey secrets.kcv --key-file me.key --drop-slots", meaning: "only me.key opens it; the other slots are dropped"),
         ])
 
     static let compact = Page(
@@ -368,6 +382,8 @@ extension Help {
             + "file (an empty one is refused) or asked twice on a terminal. With --set-label, --set-attr, --unset-attr or "
             + "--set-accessible, the value changes only with --value-file FILE (- for standard input): update --set-label L "
             + "< /dev/null, or in a script whose standard input is inherited, never waits for nor changes a value.",
+            "Says how many items it changed. --dry-run prints the items it would change (as find does) and their number, "
+            + "reads no value and changes nothing.",
             itemNote,
         ],
         options: queryOptions + [
@@ -376,8 +392,10 @@ extension Help {
             O(name: "unset-attr", kind: .repeated, argument: "NAME", meaning: "remove an attribute; repeatable"),
             O(name: "set-accessible", kind: .value, argument: "LEVEL", meaning: "the new accessibility", completes: .words(levels)),
             O(name: "value-file", kind: .value, argument: "FILE", meaning: "the new value from FILE (- standard input)", completes: .file),
+            dryRun,
         ],
         examples: [
+            Example(command: "update --service api --set-label 'API key' --dry-run", meaning: "the items it would change; nothing changes"),
             Example(command: "update --service github.com --account ci < new.txt", meaning: "a new value, from standard input"),
             Example(command: "update --service github.com --account ci --set-label CI --value-file -", meaning: "a new label and value"),
             Example(command: "update --service api --set-label 'API key' --set-attr team=dev", meaning: "new attributes"),
@@ -386,9 +404,11 @@ extension Help {
     static let delete = Page(
         synopsis: ["delete SELECTORS", "delete --all [--class C]"],
         summary: "Delete every matching item.",
-        description: ["Without a selector nothing is deleted unless --all says so.", itemNote],
-        options: queryOptions + [O(name: "all", kind: .flag, meaning: "allow an empty selection (every item)")],
+        description: ["Without a selector nothing is deleted unless --all says so. Says how many items it deleted; --dry-run "
+                      + "prints the items it would delete (as find does) and their number, and deletes nothing.", itemNote],
+        options: queryOptions + [O(name: "all", kind: .flag, meaning: "allow an empty selection (every item)"), dryRun],
         examples: [
+            Example(command: "delete --service api --dry-run", meaning: "what would be deleted; nothing is"),
             Example(command: "delete --service github.com --account ci", meaning: "one item"),
             Example(command: "delete --group scratch --all", meaning: "every item of a group"),
         ])

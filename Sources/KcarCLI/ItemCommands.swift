@@ -348,20 +348,37 @@ enum ItemCommands {
         _ = try args.positionals([])
         let r = try searchClasses(try store(args), args, limit: try args.int("limit", in: 1...Int(Int32.max)))
         let found = r.items
-        if args.flag("json") {
-            JSON.printArray(found) { ItemJSON.object(group: $0.group, id: $0.id, class: $0.itemClass, attributes: $0.attributes, size: $0.size) }
-        } else {
-            Output.out.line("GROUP".padding(24) + "CLASS".padding(6) + "SERVICE".padding(24) + "ACCOUNT".padding(24) + Extract.pad("SIZE", 10) + "  MODIFIED")
-            for i in found {
-                let service = i.attributes.string("svce") ?? i.attributes.string("srvr") ?? i.attributes.string("labl") ?? "-"
-                let modified: String
-                if case .date(let ns)? = i.attributes["mdat"] { modified = iso8601(nanoseconds: ns) } else { modified = "-" }
-                Output.out.line(terminalSafe(i.group.padding(24) + i.itemClass.rawValue.padding(6) + service.padding(24) + (i.attributes.string("acct") ?? "-").padding(24)
-                                + Extract.pad(String(i.size), 10) + "  " + modified))
-            }
-        }
+        printItems(found, json: args.flag("json"))
         let skipped = reportSkipped(r.skipped)
         return skipped != .success ? skipped : found.isEmpty ? .notFound : .success
+    }
+
+    /// Items as find prints them: JSON, or a table whose group, service and account are cut at 40 characters.
+    static func printItems(_ found: [KeychainItem], json: Bool) {
+        if json {
+            JSON.printArray(found) { ItemJSON.object(group: $0.group, id: $0.id, class: $0.itemClass, attributes: $0.attributes, size: $0.size) }
+            return
+        }
+        var table = Table([.init(title: "GROUP", cap: 40), .init(title: "CLASS"), .init(title: "SERVICE", cap: 40),
+                           .init(title: "ACCOUNT", cap: 40), .init(title: "SIZE", rightAligned: true), .init(title: "MODIFIED (UTC)")])
+        for i in found {
+            let service = i.attributes.string("svce") ?? i.attributes.string("srvr") ?? i.attributes.string("labl") ?? "-"
+            var modified = "-"
+            if case .date(let ns)? = i.attributes["mdat"] { modified = tableDate(nanoseconds: ns) }
+            table.add([i.group, i.itemClass.rawValue, service, i.attributes.string("acct") ?? "-", String(i.size), modified])
+        }
+        table.print()
+    }
+
+    /// `update --dry-run` and `delete --dry-run`: the items the query matches, printed as find prints them,
+    /// and how many would change; nothing is written. A group the real command could not use is named
+    /// (the real command would fail on it).
+    static func dryRun(_ args: Arguments, _ q: ItemQuery, _ verb: String) throws -> ExitCode {
+        let r = try store(args).search(q)
+        guard !r.items.isEmpty || !r.skipped.isEmpty else { throw KeychainError(.itemNotFound, "no item matches") }
+        printItems(r.items, json: false)
+        warn("would \(verb) \(count(r.items.count, "item")) (--dry-run: nothing changed)")
+        return reportSkipped(r.skipped)
     }
 
     static func update(_ argv: [String]) throws -> ExitCode {
@@ -380,6 +397,8 @@ enum ItemCommands {
         if let a = args.value("set-accessible") {
             changes["pdmn"] = try accessibility(try Arguments(["--accessible", a], specs: [.init(name: "accessible", kind: .value)]))
         }
+        // A dry run reads no value: it shows which items the change would reach.
+        if args.flag("dry-run") { return try dryRun(args, q, "update") }
         var value = try readValue(args, required: false)
         if value == nil, changes.isEmpty { value = try updateValueFromStandardInput(args) }
         defer { if value != nil { wipe(&value!) } }
@@ -388,7 +407,7 @@ enum ItemCommands {
                                  + "or pipe the new value in")
         }
         let n = try store(args).update(q, set: changes, value: value)
-        warn("updated \(n) item\(n == 1 ? "" : "s")")
+        warn("updated \(count(n, "item"))")
         return .success
     }
 
@@ -416,8 +435,9 @@ enum ItemCommands {
         guard q.attributes.count > 0 || args.flag("all") else {
             throw CLIError.usage("no selection: this would delete every \(q.itemClass) item; add --all to mean it")
         }
+        if args.flag("dry-run") { return try dryRun(args, q, "delete") }
         let n = try store(args).delete(q)
-        warn("deleted \(n) item\(n == 1 ? "" : "s")")
+        warn("deleted \(count(n, "item"))")
         return .success
     }
 
@@ -434,7 +454,9 @@ enum ItemCommands {
             Output.out.line(JSON.array(counts.map { JSON.object([("group", JSON.string($0.group)), ("items", String($0.count)),
                                                                  ("vault", JSON.string(s.directory.vaultPath($0.group)))]) }))
         } else {
-            for c in counts { Output.out.line(Extract.pad(String(c.count), 8) + "  " + terminalSafe(c.group)) }
+            var table = Table([.init(title: "ITEMS", rightAligned: true), .init(title: "GROUP")])
+            for c in counts { table.add([String(c.count), c.group]) }
+            table.print()
         }
         return reportSkipped(skipped)
     }
@@ -456,7 +478,7 @@ enum ItemCommands {
             try s.transaction(group: args.value("group")) { tx in
                 for e in entries { try tx.add(class: e.itemClass, attributes: e.attributes, value: e.value) }
             }
-            warn("imported \(entries.count) item\(entries.count == 1 ? "" : "s")")
+            warn("imported \(count(entries.count, "item"))")
         default:
             throw CLIError.usage("give --nskeyed FILE or --items FILE.json")
         }
