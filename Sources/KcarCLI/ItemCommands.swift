@@ -206,7 +206,7 @@ enum ItemCommands {
         if file == nil, !required { return nil }
         guard let file, file != "-" else {
             if isatty(0) == 1 {
-                return try Secrets.prompt("Value: ", confirm: true).withUnsafeBytes { Array($0) }
+                return try Secrets.prompt("Value: ", confirm: true, what: "values").withUnsafeBytes { Array($0) }
             }
             return try readAll(fd: 0, what: "standard input")
         }
@@ -476,7 +476,15 @@ enum ItemCommands {
         case (nil, let file?):
             let entries = try ItemFile.read(file)
             try s.transaction(group: args.value("group")) { tx in
-                for e in entries { try tx.add(class: e.itemClass, attributes: e.attributes, value: e.value) }
+                for (n, e) in entries.enumerated() {
+                    do {
+                        try tx.add(class: e.itemClass, attributes: e.attributes, value: e.value)
+                    } catch let error as KeychainError where error.status == .duplicateItem {
+                        // Which of the file's items: its place in the file and the attributes that name it.
+                        throw KeychainError(.duplicateItem, "item \(n + 1) of \(file) (\(describe(e.itemClass, e.attributes))): "
+                                            + "\(error.message); nothing was imported")
+                    }
+                }
             }
             warn("imported \(count(entries.count, "item"))")
         default:
@@ -484,6 +492,14 @@ enum ItemCommands {
         }
         return .success
     }
+}
+
+/// An item for a message: its class and the attributes that usually name it (`genp, service api, account bob`).
+func describe(_ c: ItemClass, _ a: Attributes) -> String {
+    let named = [("svce", "service"), ("srvr", "server"), ("acct", "account"), ("labl", "label")].compactMap { key, word in
+        a.string(key).map { "\(word) \(String($0.prefix(64)))" }
+    }
+    return ([c.rawValue] + named).joined(separator: ", ")
 }
 
 /// An item as `kcar list --json` and `kcar find --json` print it.

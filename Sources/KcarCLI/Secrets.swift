@@ -36,6 +36,7 @@ enum Secrets {
     static func unlockVault(_ path: String, _ args: Arguments, mode: OpenMode = .read, given: [UnlockSecret]? = nil,
                      ask: Bool = true) throws -> (Vault, UnlockSecret) {
         try requireVaultFile(path)
+        Subject.set(path)
         var candidates = try given ?? givenSecrets(args)
         if candidates.isEmpty {
             guard ask else { throw CLIError(.noSecret, "no secret given for \(path)") }
@@ -207,8 +208,9 @@ enum Secrets {
         return buf.finish(count: count)
     }
 
-    /// Asks on /dev/tty with echo off; twice when `confirm`.
-    static func prompt(_ text: String, confirm: Bool) throws -> SecureBytes {
+    /// Asks on /dev/tty with echo off; twice when `confirm`, and the two answers must be the same `what`
+    /// (passphrases, values).
+    static func prompt(_ text: String, confirm: Bool, what: String = "passphrases") throws -> SecureBytes {
         let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
         guard tty >= 0 else {
             throw CLIError(.noSecret, "no secret given and no terminal to ask on: use --key-file, --passphrase-file, --passphrase-fd or KCAR_PASSPHRASE")
@@ -217,9 +219,9 @@ enum Secrets {
         let first = try readHidden(tty, text)
         if confirm {
             let second = try readHidden(tty, "Repeat: ")
-            guard first.constantTimeEquals(second) else { throw CLIError(.usage, "the passphrases do not match") }
+            guard first.constantTimeEquals(second) else { throw CLIError(.usage, "the \(what) do not match") }
         }
-        guard first.count > 0 else { throw CLIError(.usage, "empty passphrase") }
+        guard first.count > 0 else { throw CLIError(.usage, "empty \(what.dropLast())") }
         return first
     }
 

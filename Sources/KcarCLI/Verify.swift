@@ -48,6 +48,7 @@ enum Verify {
     static func structural(_ path: String, json: Bool) throws -> ExitCode {
         var problems: [VaultError] = []
         do {
+            Subject.set(path)
             let (header, size) = try Vault.inspect(path: path)
             if size < UInt64(header.length + 96) {
                 problems.append(VaultError(.truncated, "no commit follows the header"))
@@ -87,6 +88,7 @@ enum Verify {
     static func info(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("info"))
         let path = try StandardStreams.vaultInput(try vaultArguments(args, ["VAULT"])[0])
+        Subject.set(path)
         let (header, size) = try Vault.inspect(path: path)
         var pairs: [(String, String)] = [
             ("path", JSON.string(StandardStreams.shown(path))), ("version", String(Header.version)), ("group", JSON.string(header.group)),
