@@ -31,23 +31,22 @@ enum Extract {
                         extra: [("name", JSON.string(ItemPath.name(item)))])
     }
 
-    /// What a terminal is shown of a value without --force: at most this many bytes, of text.
-    static let terminalValueMax = 1 << 20
-
-    /// `--stdout`: the value, streamed to a pipe or file. A terminal gets it only if it is text (UTF-8 without
-    /// control characters but tab and newlines) of at most 1 MiB, unless --force: binary would garble it.
+    /// `--stdout`: the value, streamed to a pipe or file. A terminal gets it as `get` gives it
+    /// (``StandardStreams/writeValue(_:name:force:)``): text of at most 1 MiB unless --force, and a newline.
     static func printValue(_ vault: Vault, _ item: Item, force: Bool) throws {
         guard !force, Output.out.isTerminal else {
-            try vault.read(item) { try Output.out.writeBytes($0) }
+            var last: UInt8?
+            try vault.read(item) { bytes in
+                try Output.out.writeBytes(bytes)
+                if let b = bytes.last { last = b }
+            }
+            if Output.out.isTerminal, last != 10 { Output.out.write("\n") }
             return
         }
-        let refusal = CLIError.usage("refusing to write \(ItemPath.name(item)) to a terminal: it is not text of at most 1 MiB; "
-                                     + "redirect standard output (or --force)")
-        guard item.size <= UInt64(terminalValueMax) else { throw refusal }
+        guard item.size <= UInt64(StandardStreams.terminalValueMax) else { throw StandardStreams.refusal(ItemPath.name(item)) }
         var value = try vault.read(item)
         defer { wipe(&value) }
-        guard StandardStreams.isPrintableText(value) else { throw refusal }
-        try value.withUnsafeBytes { try Output.out.writeBytes($0) }
+        try StandardStreams.writeValue(value, name: ItemPath.name(item), force: force)
     }
 
     static func run(_ argv: [String]) throws -> ExitCode {

@@ -145,8 +145,8 @@ extension Help {
             + "authenticated; files are 0600.",
             "--items writes the items, with every attribute and the values in base64, to one JSON file (SPEC.md §K7; mode 0600; - for "
             + "standard output) instead of files, streamed in file order; at most 100,000 items.",
-            "--stdout streams the value to a pipe or file; a terminal is shown only text (UTF-8 without control characters "
-            + "but tab and newlines) of at most 1 MiB, unless --force.",
+            "--stdout streams the value to a pipe or file byte for byte; a terminal is shown only text (UTF-8 without control "
+            + "characters but tab and newlines) of at most 1 MiB, unless --force, followed by a newline (as get).",
             stdinNote, groupNote,
         ],
         options: vaultOptions + [
@@ -333,7 +333,11 @@ extension Help {
         ])
 
     static let valueNote = "The value is read from --value-file FILE (- for standard input), else from standard input (asked for "
-        + "twice, without echo, on a terminal); never from an argument."
+        + "twice, without echo, on a terminal); never from an argument. Newlines: a value from standard input is a line, so one "
+        + "trailing newline (LF or CRLF) is dropped (echo tok | kcar add stores tok) unless --keep-newline; --value-file FILE is "
+        + "stored byte for byte. get prints the bytes exactly to a pipe or file, and adds a newline only on a terminal."
+
+    static let keepNewline = O(name: "keep-newline", kind: .flag, meaning: "keep the trailing newline of a value from standard input")
 
     static let add = Page(
         synopsis: ["add SELECTORS [--group G] [--accessible LEVEL] [--synchronizable] [--value-file FILE]"],
@@ -342,8 +346,9 @@ extension Help {
                       "Uniqueness is Apple's: genp service+account, inet server+protocol+port+path+account+..., and synchronizable; "
                       + "a duplicate is exit 11."],
         options: keychainOptions + selectorOptions + [
-            O(name: "value-file", kind: .value, argument: "FILE", meaning: "read the value from FILE (- standard input)", completes: .file),
-            accessible, synchronizable,
+            O(name: "value-file", kind: .value, argument: "FILE", meaning: "read the value from FILE, byte for byte (- standard input)",
+              completes: .file),
+            keepNewline, accessible, synchronizable,
         ],
         examples: [
             Example(command: "add --service github.com --account ci < token.txt", meaning: "a generic password from a file"),
@@ -355,8 +360,11 @@ extension Help {
     static let get = Page(
         synopsis: ["get SELECTORS"],
         summary: "Print the value of the one matching item.",
-        description: ["Searches every class unless --class is given (a class whose attributes the selectors cannot name is left out). More than one match is exit 2; none exit 6.", itemNote],
-        options: queryOptions,
+        description: ["Searches every class unless --class is given (a class whose attributes the selectors cannot name is left out). More than one match is exit 2; none exit 6.",
+                      "The value goes to a pipe or file byte for byte, nothing added ($(kcar get ...) and kcar get ... > file are "
+                      + "exact). On a terminal a newline follows it, and only text (UTF-8 without control characters but tab and "
+                      + "newlines) of at most 1 MiB is shown unless --force.", itemNote],
+        options: queryOptions + [O(name: "force", kind: .flag, meaning: "show a binary or large value on a terminal")],
         examples: [
             Example(command: "get --service github.com --account ci", meaning: "the token on standard output"),
             Example(command: "get --server db.internal --account app", meaning: "an internet password (no --class needed)"),
@@ -391,8 +399,9 @@ extension Help {
             O(name: "set-attr", kind: .repeated, argument: "NAME[:TYPE]=VALUE", meaning: "set an attribute; repeatable"),
             O(name: "unset-attr", kind: .repeated, argument: "NAME", meaning: "remove an attribute; repeatable"),
             O(name: "set-accessible", kind: .value, argument: "LEVEL", meaning: "the new accessibility", completes: .words(levels)),
-            O(name: "value-file", kind: .value, argument: "FILE", meaning: "the new value from FILE (- standard input)", completes: .file),
-            dryRun,
+            O(name: "value-file", kind: .value, argument: "FILE", meaning: "the new value from FILE, byte for byte (- standard input)",
+              completes: .file),
+            keepNewline, dryRun,
         ],
         examples: [
             Example(command: "update --service api --set-label 'API key' --dry-run", meaning: "the items it would change; nothing changes"),

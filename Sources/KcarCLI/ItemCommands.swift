@@ -200,7 +200,10 @@ enum ItemCommands {
     }
 
     /// The value for add/update: `--value-file FILE` (`-` for standard input), else standard input, or a
-    /// no-echo prompt when standard input is a terminal.
+    /// no-echo prompt when standard input is a terminal. The newline rule (issue 13, item 7): a value from
+    /// standard input is a line of text, as `echo tok | kcar add` and `kcar add < token.txt` mean it, so one
+    /// trailing newline (LF or CRLF) is dropped, as from a passphrase file and as `pass insert` does;
+    /// `--keep-newline` keeps it. `--value-file FILE` is stored byte for byte (binary values come from files).
     static func readValue(_ args: Arguments, required: Bool) throws -> [UInt8]? {
         let file = args.value("value-file")
         if file == nil, !required { return nil }
@@ -208,12 +211,30 @@ enum ItemCommands {
             if isatty(0) == 1 {
                 return try Secrets.prompt("Value: ", confirm: true, what: "values").withUnsafeBytes { Array($0) }
             }
-            return try readAll(fd: 0, what: "standard input")
+            return try readStandardInput(args)
         }
         // Never blocks: a named FIFO, device or folder is refused (exit 15), an anonymous pipe (`<(cmd)`) read.
         let fd = try Secrets.openInput(file, what: "value file", allowPipe: true)
         defer { close(fd) }
         return try readAll(fd: fd, what: file)
+    }
+
+    /// Standard input as a value: one trailing newline dropped unless --keep-newline.
+    static func readStandardInput(_ args: Arguments) throws -> [UInt8] {
+        var value = try readAll(fd: 0, what: "standard input")
+        if !args.flag("keep-newline") { dropNewline(&value) }
+        return value
+    }
+
+    /// Drops one trailing LF or CRLF.
+    static func dropNewline(_ value: inout [UInt8]) {
+        guard value.last == 10 else { return }
+        value[value.count - 1] = 0
+        value.removeLast()
+        if value.last == 13 {
+            value[value.count - 1] = 0
+            value.removeLast()
+        }
     }
 
     static let valueMax = 256 << 20
@@ -339,7 +360,7 @@ enum ItemCommands {
         }
         var value = try s.value(of: item)
         defer { wipe(&value) }
-        try value.withUnsafeBytes { try Output.out.writeBytes($0) }
+        try StandardStreams.writeValue(value, name: describe(item.itemClass, item.attributes), force: args.flag("force"))
         return reportSkipped(r.skipped)
     }
 
@@ -421,7 +442,7 @@ enum ItemCommands {
         guard fstat(0, &st) == 0 else { return nil }
         let type = st.st_mode & S_IFMT
         guard type == S_IFIFO || type == S_IFREG || type == S_IFSOCK else { return nil }
-        let value = try readAll(fd: 0, what: "standard input")
+        let value = try readStandardInput(args)
         guard !value.isEmpty else {
             throw CLIError.usage("nothing to change: standard input is empty (--value-file /dev/null sets an empty value)")
         }

@@ -57,37 +57,11 @@ extension KeychainCLITests {
         try kcar(["get", "--service", "api"], expect: 6)
     }
 
-    /// The confirmation of a value typed on a terminal speaks of values: kcar runs on a pseudo-terminal that
-    /// Python's pty module drives, answering each prompt once it is shown (kcar flushes earlier input).
+    /// The confirmation of a value typed on a terminal speaks of values.
     func testAMismatchedValueIsCalledAValue() throws {
-        let driver = """
-            import os, pty, sys
-            pid, fd = pty.fork()
-            if pid == 0:
-                os.execv(sys.argv[1], sys.argv[1:])
-            out = b""
-            def until(word):
-                global out
-                while word not in out:
-                    chunk = os.read(fd, 1024)
-                    if not chunk: return
-                    out += chunk
-            until(b"Value: "); os.write(fd, b"one\\n")
-            until(b"Repeat: "); os.write(fd, b"two\\n")
-            try:
-                until(b"\\0")
-            except OSError:
-                pass
-            _, status = os.waitpid(pid, 0)
-            sys.stdout.write(out.decode(errors="replace"))
-            sys.exit(os.waitstatus_to_exitcode(status))
-            """
-        try driver.write(toFile: dir + "/drive-terminal.py", atomically: true, encoding: .utf8)
-        let env = ["KCAR_KEYCHAIN": kc, "KCAR_ACCESS_GROUPS": "", "XDG_STATE_HOME": dir + "/state"]
-        let r = try runProcess("/usr/bin/env", ["python3", dir + "/drive-terminal.py", CLITests.binary, "add", "--group", "g", "--service", "s"],
-                               env: env, cwd: dir)
-        XCTAssertEqual(r.code, 2, r.out + r.err)
-        XCTAssertTrue(r.out.contains("the values do not match"), r.out + r.err)
+        let r = try onTerminal(["add", "--group", "g", "--service", "s"], answers: [("Value: ", "one"), ("Repeat: ", "two")])
+        XCTAssertEqual(r.code, 2, r.out)
+        XCTAssertTrue(r.out.contains("the values do not match"), r.out)
         XCTAssertFalse(r.out.contains("passphrases"), r.out)
     }
 }
