@@ -92,6 +92,7 @@ enum Extract {
             return .success
         }
         let dir = args.value("directory") ?? "."
+        let listing = verboseListing(args, dataOnStdout: false)
         let writer = try SafeWriter(root: dir, force: args.flag("force"))
         var plan: [(Item, [String])] = []
         var skipped = 0
@@ -129,6 +130,7 @@ enum Extract {
         }, end: { item in
             try current!.commit(modified: item.modified)
             current = nil
+            listing?.line(terminalSafe(names[item.id]!.joined(separator: "/")))
         })
         return skipped == 0 && (deviceOnly == 0 || args.flag("include-device-only")) ? .success : .skipped
     }

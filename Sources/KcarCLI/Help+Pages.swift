@@ -72,6 +72,8 @@ extension Help {
     ] + kdfOptions
 
     static let json = O(name: "json", kind: .flag, meaning: "print JSON instead of a table")
+    static let verbose = O(name: "verbose", kind: .flag, short: "v",
+                           meaning: "name each item as it is written, on standard output (standard error with VAULT -)")
     static let dryRun = O(name: "dry-run", kind: .flag, meaning: "print the matching items and their number; change nothing")
     static let force = O(name: "force", kind: .flag, meaning: "replace an existing output")
     static let deviceOnly = O(name: "include-device-only", kind: .flag, meaning: "also export ThisDeviceOnly items (left out by default, exit 9)")
@@ -115,7 +117,7 @@ extension Help {
             O(name: "exclude", kind: .repeated, argument: "PATTERN", meaning: "skip names matching a shell pattern (with /: the path below DIR)"),
             O(name: "items", kind: .value, argument: "FILE.json", meaning: "pack the items of an item file instead of a folder", completes: .file),
             deviceOnly.meaning("also pack ThisDeviceOnly items"),
-            O(name: "quiet", kind: .flag, short: "q", meaning: "print nothing on success"),
+            O(name: "quiet", kind: .flag, short: "q", meaning: "print nothing on success"), verbose,
             force.meaning("overwrite an existing VAULT; with VAULT -, write to a terminal"),
         ] + kdfOptions,
         examples: [
@@ -151,6 +153,7 @@ extension Help {
         ],
         options: vaultOptions + [
             O(name: "directory", kind: .value, short: "C", argument: "DIR", meaning: "output folder (default .)", completes: .directory),
+            verbose.meaning("name each file as it is written below DIR, on standard output"),
             force.meaning("replace existing files; with --stdout, show any value on a terminal"),
             O(name: "stdout", kind: .flag, meaning: "write one item's value to standard output"),
             O(name: "items", kind: .value, argument: "FILE.json", meaning: "write the items and their attributes to one JSON file (- standard output)",

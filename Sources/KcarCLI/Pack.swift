@@ -52,6 +52,7 @@ enum Pack {
         let progress = Progress(label: "pack", total: total)
         let toStdout = vaultPath == "-"
         if toStdout { try StandardStreams.refuseTerminal("a vault", force: args.flag("force")) }
+        let listing = verboseListing(args, dataOnStdout: toStdout)
         let target = toStdout ? temporaryPath() : vaultPath
         let opener = try Opener(root: dir, folders: folders)
         var changed = 0
@@ -65,6 +66,8 @@ enum Pack {
                     if let problem = try add(e, to: tx, opener: opener, progress: progress) {
                         warn("skipped \(problem)")
                         changed += 1
+                    } else {
+                        listing?.line(terminalSafe(ItemPath.components(service: e.service, account: e.account).joined(separator: "/")))
                     }
                 }
             }
@@ -308,6 +311,13 @@ enum Pack {
             try buf.withUnsafeBytes { try Output.out.writeBytes(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
         }
     }
+}
+
+/// Where `-v` names each item as it is packed or extracted, as tar does: standard output, or standard
+/// error when the vault or the values go to standard output; nil without `-v`.
+func verboseListing(_ args: Arguments, dataOnStdout: Bool) -> Output? {
+    guard args.flag("verbose") else { return nil }
+    return dataOnStdout ? Output.err : Output.out
 }
 
 func randomBytes(_ n: Int) -> [UInt8] {
