@@ -53,10 +53,10 @@ enum Secrets {
         return (try Vault.open(path: path, secret: last, mode: mode), last)
     }
 
-    /// Fails with exit 8, naming the vault, if there is nothing at `path` to open.
+    /// Fails with an I/O error (exit 8), naming the vault, if there is nothing at `path` to open.
     static func requireVaultFile(_ path: String) throws {
         var st = stat()
-        guard stat(path, &st) == 0 else { throw CLIError(.io, "cannot open vault \(path): \(String(cString: strerror(errno)))") }
+        guard stat(path, &st) == 0 else { throw VaultError(.io, "cannot open vault \(path): \(String(cString: strerror(errno)))") }
     }
 
     /// Every secret given, in the order they are tried: the group's key (with --group and no other secret),

@@ -12,7 +12,12 @@ enum Verify {
         // Only an explicit --no-key checks the structure alone: a `verify v.kcv || alert` that found no secret
         // must not pass a vault whose records it never authenticated.
         if args.flag("no-key") { return try structural(path, json: json) }
-        try Secrets.requireVaultFile(path)
+        do {
+            try Secrets.requireVaultFile(path)
+        } catch let e as VaultError {
+            emit(json: json, path: path, keyed: true, problems: [e], extra: [])
+            return ExitCode.of(e.code)
+        }
         let given = try Secrets.givenSecrets(args)
         guard isatty(0) == 1 || !given.isEmpty else {
             throw CLIError(.noSecret, "no secret given and no terminal to ask on: give --key-file, --identity, --passphrase-file, " +
