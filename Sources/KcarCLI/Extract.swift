@@ -14,14 +14,18 @@ enum Extract {
         if args.flag("json") {
             JSON.printArray(items, json)
         } else {
-            // The name is the last column, never cut: it is what extract takes. A name's %XX encoding covers
-            // C0 controls only: C1 and bidirectional controls are escaped by the table.
-            var table = Table([.init(title: "SIZE", rightAligned: true), .init(title: "MODIFIED (UTC)"), .init(title: "NAME")])
+            // Streamed, one line per item (a vault may hold 800,000): the widths are fixed first, SIZE's from the
+            // largest size, MODIFIED's that of a date. The name is the last column, never cut: it is what
+            // extract takes. A name's %XX encoding covers C0 controls only: C1 and bidirectional controls are
+            // escaped here.
+            let columns: [Table.Column] = [.init(title: "SIZE", rightAligned: true), .init(title: "MODIFIED (UTC)"), .init(title: "NAME")]
+            let widths = [max(4, String(items.lazy.map(\.size).max() ?? 0).count), 20, 0]
+            Output.out.line(Table.line(columns.map(\.title), widths, columns))
             for item in items {
-                let cls = item.itemClass == .genericPassword ? "" : "  [\(item.itemClass.rawValue)]"
-                table.add([String(item.size), item.modified.map { tableDate(nanoseconds: $0) } ?? "-", ItemPath.name(item) + cls])
+                let cls = item.itemClass == .genericPassword ? "" : "  [\(terminalSafe(item.itemClass.rawValue))]"
+                Output.out.line(Table.line([String(item.size), item.modified.map { tableDate(nanoseconds: $0) } ?? "-",
+                                            terminalSafe(ItemPath.name(item)) + cls], widths, columns))
             }
-            table.print()
         }
         return .success
     }

@@ -266,17 +266,20 @@ struct Table {
         let widths = columns.enumerated().map { i, col in
             capped.reduce(col.title.unicodeScalars.count) { max($0, $1[i].unicodeScalars.count) }
         }
-        func line(_ cells: [String]) -> String {
-            var out = ""
-            for (i, cell) in cells.enumerated() {
-                let pad = String(repeating: " ", count: widths[i] - cell.unicodeScalars.count)
-                let last = i == cells.count - 1
-                out += columns[i].rightAligned ? pad + cell : cell + (last ? "" : pad)
-                if !last { out += "  " }
-            }
-            return out
+        return [Table.line(columns.map(\.title), widths, columns)] + capped.map { Table.line($0, widths, columns) }
+    }
+
+    /// One line of cells in columns of these widths (a longer cell is not cut here; it pushes the rest).
+    /// A printer that streams many rows (list) fixes the widths first and prints each line as it goes.
+    static func line(_ cells: [String], _ widths: [Int], _ columns: [Column]) -> String {
+        var out = ""
+        for (i, cell) in cells.enumerated() {
+            let pad = String(repeating: " ", count: max(0, widths[i] - cell.unicodeScalars.count))
+            let last = i == cells.count - 1
+            out += columns[i].rightAligned ? pad + cell : cell + (last ? "" : pad)
+            if !last { out += "  " }
         }
-        return [line(columns.map(\.title))] + capped.map(line)
+        return out
     }
 
     func print(to out: Output = .out) {
