@@ -31,7 +31,7 @@ let package = Package(
         // Crafts hostile inputs and checks that each kcar command refuses them within named limits (issue 9).
         .executableTarget(name: "kcar-hostile", dependencies: ["VaultFormat", "KeyedArchive", "FixtureRecipes"]),
         .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat", "FixtureRecipes"]),
-        .testTarget(name: "KcarCLITests", dependencies: ["VaultFormat", "FixtureRecipes"]),
+        .testTarget(name: "KcarCLITests", dependencies: ["KcarCLI", "VaultFormat", "FixtureRecipes"]),
         .testTarget(name: "KeyedArchiveTests", dependencies: ["KeyedArchive", "FixtureRecipes"]),
         .testTarget(name: "KeychainTests", dependencies: ["KcarKeychain", "VaultFormat", "KeyedArchive", "FixtureRecipes"]),
     ],

@@ -63,6 +63,7 @@ enum ArchiveCommand {
     /// The value of a kcar archive or an NSKeyedArchiver archive (binary or XML plist), told apart by their
     /// first bytes; and whether it was the latter.
     static func loadDetecting(_ path: String) throws -> (ArchiveValue, Bool) {
+        Subject.set(path)
         let bytes = try readLimited(path, max: ArchiveLimits.default.maxBytes)
         if NSKeyedArchive.isKeyedArchive(bytes) { return (try NSKeyedArchive.importValue(from: bytes), true) }
         return (try ArchiveSerialization.value(from: bytes), false)

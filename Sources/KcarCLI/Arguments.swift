@@ -1,5 +1,6 @@
-/// A small, strict command-line parser: long options (`--name VALUE`, `--name=VALUE`), a few short aliases,
-/// repeatable options, positionals, and `--` to end options. Unknown options are errors.
+/// A small, strict command-line parser: long options (`--name VALUE`, `--name=VALUE`), a few short aliases
+/// (`-C DIR`, or `-CDIR` with the value attached as getopt reads it), repeatable options, positionals, and
+/// `--` to end options. Unknown options are errors.
 struct Arguments {
     enum Kind { case flag, value, repeated }
     struct Spec {
@@ -42,8 +43,14 @@ struct Arguments {
                 }
             } else {
                 // Only the option letter is echoed: `-pSECRET` (a password option elsewhere) must not reach a log.
-                guard a.count == 2, let s = byShort[a.last!] else { throw CLIError.usage("unknown option \(a.prefix(2))") }
+                let letter = a[a.index(after: a.startIndex)]
+                guard let s = byShort[letter] else { throw CLIError.usage("unknown option \(a.prefix(2))") }
                 name = s.name
+                // `-Cdir` is `-C dir`, as tar and getopt read an option's value attached to its letter.
+                if a.count > 2 {
+                    guard s.kind != .flag else { throw CLIError.usage("-\(letter) takes no value (and flags are not combined): \(a.prefix(2))") }
+                    inline = String(a.dropFirst(2))
+                }
             }
             guard let spec = byName[name] else { throw CLIError.usage("unknown option --\(name)") }
             switch spec.kind {
@@ -78,6 +85,11 @@ struct Arguments {
     /// Exactly `count` positionals (or between min and max), named for the usage message.
     func positionals(_ names: [String], optional: Int = 0) throws -> [String] {
         guard positionals.count >= names.count - optional, positionals.count <= names.count else {
+            if positionals.count > names.count {
+                let extra = positionals[names.count]
+                throw CLIError.usage(names.isEmpty ? "unexpected argument '\(extra)': this command takes options only"
+                                     : "unexpected argument '\(extra)' after \(names.joined(separator: " "))")
+            }
             throw CLIError.usage("expected \(names.joined(separator: " "))")
         }
         return positionals

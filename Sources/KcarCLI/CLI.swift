@@ -161,13 +161,13 @@ public enum CLI {
             if e.code == .usage, name != "help" { Output.err.line("`kcar \(name) --help` shows the options") }
             return e.code.rawValue
         } catch let e as VaultError {
-            warn(e.description)
+            warn(Subject.naming(e.description))
             return ExitCode.of(e.code).rawValue
         } catch let e as KeychainError {
             warn(e.description)
             return ExitCode.of(e).rawValue
         } catch let e as ArchiveError {
-            warn(e.description)
+            warn(Subject.naming(e.description))
             return ExitCode.damaged.rawValue
         } catch {
             warn("\(error)")
@@ -180,6 +180,9 @@ public enum CLI {
 /// or VAULT from the command line.
 func vaultArguments(_ args: Arguments, _ names: [String], optional: Int = 0) throws -> [String] {
     guard let group = args.value("group") else { return try args.positionals(names, optional: optional) }
+    guard args.positionals.count < names.count else {
+        throw CLIError.usage("--group \(group) names the vault (the group's vault in the keychain): give VAULT \(args.positionals[0]) or --group, not both")
+    }
     let rest = try args.positionals(Array(names.dropFirst()), optional: optional)
     return [try ItemCommands.groupVaultPath(args, group)] + rest
 }
@@ -188,8 +191,7 @@ func vaultArguments(_ args: Arguments, _ names: [String], optional: Int = 0) thr
 /// keychain's vault (`--group`) is also checked against rollback (SPEC.md §K6).
 func openVault(_ path: String, _ args: Arguments, mode: OpenMode = .read) throws -> Vault {
     if mode == .write { try refuseStandardInput(path) }
-    let secret = try Secrets.unlock(args)
-    let vault = try Vault.open(path: path, secret: secret, mode: mode)
+    let (vault, _) = try Secrets.unlockVault(path, args, mode: mode)
     try ItemCommands.checkRollback(vault, args)
     if vault.incompleteBytes > 0, mode == .read {
         warn("\(path): \(vault.incompleteBytes) bytes of an incomplete commit follow generation \(vault.generation); " +
@@ -202,4 +204,22 @@ func openVault(_ path: String, _ args: Arguments, mode: OpenMode = .read) throws
 func refuseStandardInput(_ path: String) throws {
     guard path == "-" else { return }
     throw CLIError.usage("VAULT - (standard input) is for list, extract, verify and info; this command changes a vault file in place")
+}
+
+/// The file a command is reading (a vault, an archive, an item file), so that an error from inside it names
+/// it (issue 13, item 6): `kcar: v.kcv: not a vault`, not `kcar: not a vault`. Set by the functions that open
+/// such a file; `-` is named `-` (standard input).
+enum Subject {
+    nonisolated(unsafe) private static var path: String?
+
+    static func set(_ p: String) {
+        let shown = StandardStreams.shown(p)
+        path = shown == "-" ? "standard input" : shown
+    }
+
+    /// `message`, preceded by the file the command was reading unless it already names it.
+    static func naming(_ message: String) -> String {
+        guard let path, !message.hasPrefix(path + ":"), !message.contains(" " + path) else { return message }
+        return path + ": " + message
+    }
 }

@@ -14,12 +14,17 @@ enum Extract {
         if args.flag("json") {
             JSON.printArray(items, json)
         } else {
-            Output.out.line(pad("SIZE", 12) + "  " + "MODIFIED".padding(30) + "NAME")
+            // Streamed, one line per item (a vault may hold 800,000): the widths are fixed first, SIZE's from the
+            // largest size, MODIFIED's that of a date. The name is the last column, never cut: it is what
+            // extract takes. A name's %XX encoding covers C0 controls only: C1 and bidirectional controls are
+            // escaped here.
+            let columns: [Table.Column] = [.init(title: "SIZE", rightAligned: true), .init(title: "MODIFIED (UTC)"), .init(title: "NAME")]
+            let widths = [max(4, String(items.lazy.map(\.size).max() ?? 0).count), 20, 0]
+            Output.out.line(Table.line(columns.map(\.title), widths, columns))
             for item in items {
-                let modified = item.modified.map { iso8601(nanoseconds: $0) } ?? "-"
                 let cls = item.itemClass == .genericPassword ? "" : "  [\(terminalSafe(item.itemClass.rawValue))]"
-                // A name's %XX encoding covers C0 controls only: C1 and bidirectional controls are escaped here.
-                Output.out.line(pad(String(item.size), 12) + "  " + modified.padding(30) + terminalSafe(ItemPath.name(item)) + cls)
+                Output.out.line(Table.line([String(item.size), item.modified.map { tableDate(nanoseconds: $0) } ?? "-",
+                                            terminalSafe(ItemPath.name(item)) + cls], widths, columns))
             }
         }
         return .success
@@ -30,23 +35,22 @@ enum Extract {
                         extra: [("name", JSON.string(ItemPath.name(item)))])
     }
 
-    /// What a terminal is shown of a value without --force: at most this many bytes, of text.
-    static let terminalValueMax = 1 << 20
-
-    /// `--stdout`: the value, streamed to a pipe or file. A terminal gets it only if it is text (UTF-8 without
-    /// control characters but tab and newlines) of at most 1 MiB, unless --force: binary would garble it.
+    /// `--stdout`: the value, streamed to a pipe or file. A terminal gets it as `get` gives it
+    /// (``StandardStreams/writeValue(_:name:force:)``): text of at most 1 MiB unless --force, and a newline.
     static func printValue(_ vault: Vault, _ item: Item, force: Bool) throws {
         guard !force, Output.out.isTerminal else {
-            try vault.read(item) { try Output.out.writeBytes($0) }
+            var last: UInt8?
+            try vault.read(item) { bytes in
+                try Output.out.writeBytes(bytes)
+                if let b = bytes.last { last = b }
+            }
+            if Output.out.isTerminal, last != 10 { Output.out.write("\n") }
             return
         }
-        let refusal = CLIError.usage("refusing to write \(ItemPath.name(item)) to a terminal: it is not text of at most 1 MiB; "
-                                     + "redirect standard output (or --force)")
-        guard item.size <= UInt64(terminalValueMax) else { throw refusal }
+        guard item.size <= UInt64(StandardStreams.terminalValueMax) else { throw StandardStreams.refusal(ItemPath.name(item)) }
         var value = try vault.read(item)
         defer { wipe(&value) }
-        guard StandardStreams.isPrintableText(value) else { throw refusal }
-        try value.withUnsafeBytes { try Output.out.writeBytes($0) }
+        try StandardStreams.writeValue(value, name: ItemPath.name(item), force: force)
     }
 
     static func run(_ argv: [String]) throws -> ExitCode {
@@ -60,7 +64,7 @@ enum Extract {
         let deviceOnly = selected.filter { Schema.isDeviceOnly($0.attributes) }.count
         if deviceOnly > 0, !args.flag("include-device-only") {
             selected.removeAll { Schema.isDeviceOnly($0.attributes) }
-            warn("left out \(deviceOnly) ThisDeviceOnly item\(deviceOnly == 1 ? "" : "s") (--include-device-only exports them)")
+            warn("left out \(count(deviceOnly, "ThisDeviceOnly item")) (--include-device-only exports them)")
             if selected.isEmpty { return .skipped }
         }
         if let file = args.value("items") {
@@ -92,6 +96,7 @@ enum Extract {
             return .success
         }
         let dir = args.value("directory") ?? "."
+        let listing = verboseListing(args, dataOnStdout: false)
         let writer = try SafeWriter(root: dir, force: args.flag("force"))
         var plan: [(Item, [String])] = []
         var skipped = 0
@@ -129,6 +134,7 @@ enum Extract {
         }, end: { item in
             try current!.commit(modified: item.modified)
             current = nil
+            listing?.line(terminalSafe(names[item.id]!.joined(separator: "/")))
         })
         return skipped == 0 && (deviceOnly == 0 || args.flag("include-device-only")) ? .success : .skipped
     }

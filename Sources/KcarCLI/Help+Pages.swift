@@ -20,6 +20,8 @@ extension Help {
 
     /// The secret options of a vault command and the keychain options that name a group's vault instead of VAULT.
     static let vaultOptions: [Option] = secretOptions + [
+        O(name: "identity", kind: .repeated, short: "i", argument: "FILE",
+          meaning: "a kcar key file or an age identity file (AGE-SECRET-KEY-1...); repeatable, each key tried in turn", completes: .file),
         O(name: "group", kind: .value, argument: "G", meaning: "access group G's vault in the keychain instead of VAULT, opened with its key file"),
         keychainDir, groupList, lockTimeout,
     ]
@@ -61,13 +63,18 @@ extension Help {
     static let slotOptions: [Option] = [
         O(name: "add-passphrase", kind: .flag, meaning: "add a passphrase slot"),
         O(name: "add-key-file", kind: .repeated, argument: "FILE", meaning: "add a key-file slot; repeatable", completes: .file),
-        O(name: "add-recipient", kind: .repeated, argument: "PUBKEY", meaning: "add an X25519 slot (64 hex digits or a .pub file); repeatable",
-          completes: .file),
+        O(name: "add-recipient", kind: .repeated, argument: "PUBKEY",
+          meaning: "add an X25519 slot (age1..., 64 hex digits or a .pub file); repeatable", completes: .file),
+        O(name: "add-recipients-file", kind: .repeated, argument: "FILE",
+          meaning: "add an X25519 slot for each recipient of FILE (one per line, # comments, as age -R)", completes: .file),
         O(name: "new-passphrase-file", kind: .value, argument: "FILE", meaning: "the new passphrase (else asked twice)", completes: .file),
         O(name: "new-passphrase-fd", kind: .value, argument: "N", meaning: "the new passphrase from file descriptor N"),
     ] + kdfOptions
 
     static let json = O(name: "json", kind: .flag, meaning: "print JSON instead of a table")
+    static let verbose = O(name: "verbose", kind: .flag, short: "v",
+                           meaning: "name each item as it is written, on standard output (standard error with VAULT -)")
+    static let dryRun = O(name: "dry-run", kind: .flag, meaning: "print the matching items and their number; change nothing")
     static let force = O(name: "force", kind: .flag, meaning: "replace an existing output")
     static let deviceOnly = O(name: "include-device-only", kind: .flag, meaning: "also export ThisDeviceOnly items (left out by default, exit 9)")
     static let accessible = O(name: "accessible", kind: .value, argument: "LEVEL",
@@ -86,7 +93,7 @@ extension Help {
 
     static let pack = Page(
         synopsis: ["pack VAULT DIR [options]", "pack VAULT --items FILE.json [--group G] [slot options]",
-                   "pack VAULT --keychain DIR --group G [slot options]"],
+                   "pack VAULT --group G [--keychain DIR] [slot options]"],
         summary: "Make a vault from a folder, an item file or a keychain's access group.",
         description: [
             "Every first-level folder of DIR is a service; every regular file below it is a generic-password item whose account is "
@@ -94,21 +101,23 @@ extension Help {
             + "devices, FIFOs, non-UTF-8 names and files directly in DIR are reported and skipped (exit 9); so is an input swapped "
             + "for a link, a FIFO or another file after the listing (nothing is followed or waited on). VAULT - writes the vault to "
             + "standard output, which must not be a terminal (unless --force). --items - reads the item file from standard input.",
-            "With --items or --keychain: a vault of the items of an item file (extract --items), or of a keychain's access group G "
-            + "(attributes kept). ThisDeviceOnly items are left out (exit 9) unless --include-device-only.",
+            "With --items, or --group G and no DIR: a vault of the items of an item file (extract --items), or of the keychain's "
+            + "access group G (attributes kept; the keychain of --keychain DIR, else $KCAR_KEYCHAIN or the default). ThisDeviceOnly items are left out (exit 9) unless --include-device-only.",
             "The vault gets a slot for each secret given: --key-file, --recipient, and a passphrase (--passphrase-file, "
             + "--passphrase-fd, KCAR_PASSPHRASE; asked twice on the terminal if no other secret is given).",
         ],
         options: secretOptions + [
-            O(name: "recipient", kind: .repeated, argument: "PUBKEY", meaning: "add an X25519 slot (64 hex digits or a .pub file); repeatable",
-              completes: .file),
+            O(name: "recipient", kind: .repeated, short: "r", argument: "PUBKEY",
+              meaning: "add an X25519 slot (age1..., 64 hex digits or a .pub file); repeatable", completes: .file),
+            O(name: "recipients-file", kind: .repeated, short: "R", argument: "FILE",
+              meaning: "add an X25519 slot for each recipient of FILE (one per line, # comments, as age -R)", completes: .file),
             O(name: "group", kind: .value, argument: "G", meaning: "the vault's access group (default \"default\"); with --keychain the group packed"),
             keychainDir, groupList, lockTimeout,
             O(name: "level", kind: .value, argument: "N", meaning: "compression level 0 (store) to 12 (default 6; 1 fastest, 7 about gzip -6's size)"),
             O(name: "exclude", kind: .repeated, argument: "PATTERN", meaning: "skip names matching a shell pattern (with /: the path below DIR)"),
             O(name: "items", kind: .value, argument: "FILE.json", meaning: "pack the items of an item file instead of a folder", completes: .file),
             deviceOnly.meaning("also pack ThisDeviceOnly items"),
-            O(name: "quiet", kind: .flag, short: "q", meaning: "print nothing on success"),
+            O(name: "quiet", kind: .flag, short: "q", meaning: "print nothing on success"), verbose,
             force.meaning("overwrite an existing VAULT; with VAULT -, write to a terminal"),
         ] + kdfOptions,
         examples: [
@@ -138,12 +147,13 @@ extension Help {
             + "authenticated; files are 0600.",
             "--items writes the items, with every attribute and the values in base64, to one JSON file (SPEC.md §K7; mode 0600; - for "
             + "standard output) instead of files, streamed in file order; at most 100,000 items.",
-            "--stdout streams the value to a pipe or file; a terminal is shown only text (UTF-8 without control characters "
-            + "but tab and newlines) of at most 1 MiB, unless --force.",
+            "--stdout streams the value to a pipe or file byte for byte; a terminal is shown only text (UTF-8 without control "
+            + "characters but tab and newlines) of at most 1 MiB, unless --force, followed by a newline (as get).",
             stdinNote, groupNote,
         ],
         options: vaultOptions + [
             O(name: "directory", kind: .value, short: "C", argument: "DIR", meaning: "output folder (default .)", completes: .directory),
+            verbose.meaning("name each file as it is written below DIR, on standard output"),
             force.meaning("replace existing files; with --stdout, show any value on a terminal"),
             O(name: "stdout", kind: .flag, meaning: "write one item's value to standard output"),
             O(name: "items", kind: .value, argument: "FILE.json", meaning: "write the items and their attributes to one JSON file (- standard output)",
@@ -206,7 +216,7 @@ extension Help {
         summary: "Change the passphrase; add or remove key slots.",
         description: [
             "Without options: replaces the passphrase slot that opened the vault with a new passphrase. No item is re-encrypted; the "
-            + "header is rewritten atomically.",
+            + "header is rewritten atomically. Every secret given is tried in turn (--identity, --key-file, then a passphrase).",
             "Removing a slot (or changing a passphrase) is NOT revocation: the vault key is unchanged, so an old copy of the header or "
             + "file still opens the vault with the removed secret, even spliced onto the current file; the command says so. --revoke "
             + "does revoke: the change is made under a new vault key (as rekey). A slot kept under --revoke needs its secret (the one "
@@ -228,15 +238,22 @@ extension Help {
         synopsis: ["rekey VAULT [options] [secret options]"],
         summary: "Make a new vault key and re-seal every record.",
         description: [
-            "Makes a new vault key and re-seals every record and the index. The new header has a slot for the secret that opened the "
-            + "vault, plus those added here; other old slots are dropped (named on standard error). Use it when a slot's secret or an "
-            + "old copy of the header may have leaked. Unknown non-critical header fields are kept.",
+            "Makes a new vault key and re-seals every record and the index. Use it when a slot's secret or an old copy of the header "
+            + "may have leaked. Unknown non-critical header fields are kept.",
+            "Every old slot whose secret is given is kept, wrapped for the new key: the secret that opened the vault, every other "
+            + "--identity, --key-file and passphrase given (each is tried), the group's key file, and --add-key-file keys. A slot "
+            + "whose secret is not given (another passphrase, an X25519 slot without its identity) cannot be wrapped again: rekey "
+            + "names it and refuses (exit 2, nothing written) unless --drop-slots says to drop it. Slots added with --add-* are "
+            + "added; one that repeats a kept key file or recipient is not added twice.",
             groupNote,
         ],
-        options: vaultOptions + slotOptions,
+        options: vaultOptions + slotOptions + [
+            O(name: "drop-slots", kind: .flag, meaning: "drop the slots whose secrets are not given (named on standard error)"),
+        ],
         examples: [
-            Example(command: "rekey secrets.kcv --key-file me.key", meaning: "a new vault key; only me.key opens it"),
-            Example(command: "rekey secrets.kcv --key-file me.key --add-passphrase", meaning: "and a new passphrase slot"),
+            Example(command: "rekey secrets.kcv --key-file me.key --passphrase-file pw.txt", meaning: "a new vault key; both slots kept"),
+            Example(command: "rekey secrets.kcv -i alice.txt -i bob.txt --key-file me.key", meaning: "keep two X25519 slots and a key file"),
+            Example(command: "rekey secrets.kcv --key-file me.key --drop-slots", meaning: "only me.key opens it; the other slots are dropped"),
         ])
 
     static let compact = Page(
@@ -319,7 +336,11 @@ extension Help {
         ])
 
     static let valueNote = "The value is read from --value-file FILE (- for standard input), else from standard input (asked for "
-        + "twice, without echo, on a terminal); never from an argument."
+        + "twice, without echo, on a terminal); never from an argument. Newlines: a value from standard input is a line, so one "
+        + "trailing newline (LF or CRLF) is dropped (echo tok | kcar add stores tok) unless --keep-newline; --value-file FILE is "
+        + "stored byte for byte. get prints the bytes exactly to a pipe or file, and adds a newline only on a terminal."
+
+    static let keepNewline = O(name: "keep-newline", kind: .flag, meaning: "keep the trailing newline of a value from standard input")
 
     static let add = Page(
         synopsis: ["add SELECTORS [--group G] [--accessible LEVEL] [--synchronizable] [--value-file FILE]"],
@@ -328,8 +349,9 @@ extension Help {
                       "Uniqueness is Apple's: genp service+account, inet server+protocol+port+path+account+..., and synchronizable; "
                       + "a duplicate is exit 11."],
         options: keychainOptions + selectorOptions + [
-            O(name: "value-file", kind: .value, argument: "FILE", meaning: "read the value from FILE (- standard input)", completes: .file),
-            accessible, synchronizable,
+            O(name: "value-file", kind: .value, argument: "FILE", meaning: "read the value from FILE, byte for byte (- standard input)",
+              completes: .file),
+            keepNewline, accessible, synchronizable,
         ],
         examples: [
             Example(command: "add --service github.com --account ci < token.txt", meaning: "a generic password from a file"),
@@ -341,8 +363,11 @@ extension Help {
     static let get = Page(
         synopsis: ["get SELECTORS"],
         summary: "Print the value of the one matching item.",
-        description: ["Searches every class unless --class is given (a class whose attributes the selectors cannot name is left out). More than one match is exit 2; none exit 6.", itemNote],
-        options: queryOptions,
+        description: ["Searches every class unless --class is given (a class whose attributes the selectors cannot name is left out). More than one match is exit 2; none exit 6.",
+                      "The value goes to a pipe or file byte for byte, nothing added ($(kcar get ...) and kcar get ... > file are "
+                      + "exact). On a terminal a newline follows it, and only text (UTF-8 without control characters but tab and "
+                      + "newlines) of at most 1 MiB is shown unless --force.", itemNote],
+        options: queryOptions + [O(name: "force", kind: .flag, meaning: "show a binary or large value on a terminal")],
         examples: [
             Example(command: "get --service github.com --account ci", meaning: "the token on standard output"),
             Example(command: "get --server db.internal --account app", meaning: "an internet password (no --class needed)"),
@@ -368,6 +393,8 @@ extension Help {
             + "file (an empty one is refused) or asked twice on a terminal. With --set-label, --set-attr, --unset-attr or "
             + "--set-accessible, the value changes only with --value-file FILE (- for standard input): update --set-label L "
             + "< /dev/null, or in a script whose standard input is inherited, never waits for nor changes a value.",
+            "Says how many items it changed. --dry-run prints the items it would change (as find does) and their number, "
+            + "reads no value and changes nothing.",
             itemNote,
         ],
         options: queryOptions + [
@@ -375,9 +402,12 @@ extension Help {
             O(name: "set-attr", kind: .repeated, argument: "NAME[:TYPE]=VALUE", meaning: "set an attribute; repeatable"),
             O(name: "unset-attr", kind: .repeated, argument: "NAME", meaning: "remove an attribute; repeatable"),
             O(name: "set-accessible", kind: .value, argument: "LEVEL", meaning: "the new accessibility", completes: .words(levels)),
-            O(name: "value-file", kind: .value, argument: "FILE", meaning: "the new value from FILE (- standard input)", completes: .file),
+            O(name: "value-file", kind: .value, argument: "FILE", meaning: "the new value from FILE, byte for byte (- standard input)",
+              completes: .file),
+            keepNewline, dryRun,
         ],
         examples: [
+            Example(command: "update --service api --set-label 'API key' --dry-run", meaning: "the items it would change; nothing changes"),
             Example(command: "update --service github.com --account ci < new.txt", meaning: "a new value, from standard input"),
             Example(command: "update --service github.com --account ci --set-label CI --value-file -", meaning: "a new label and value"),
             Example(command: "update --service api --set-label 'API key' --set-attr team=dev", meaning: "new attributes"),
@@ -386,9 +416,11 @@ extension Help {
     static let delete = Page(
         synopsis: ["delete SELECTORS", "delete --all [--class C]"],
         summary: "Delete every matching item.",
-        description: ["Without a selector nothing is deleted unless --all says so.", itemNote],
-        options: queryOptions + [O(name: "all", kind: .flag, meaning: "allow an empty selection (every item)")],
+        description: ["Without a selector nothing is deleted unless --all says so. Says how many items it deleted; --dry-run "
+                      + "prints the items it would delete (as find does) and their number, and deletes nothing.", itemNote],
+        options: queryOptions + [O(name: "all", kind: .flag, meaning: "allow an empty selection (every item)"), dryRun],
         examples: [
+            Example(command: "delete --service api --dry-run", meaning: "what would be deleted; nothing is"),
             Example(command: "delete --service github.com --account ci", meaning: "one item"),
             Example(command: "delete --group scratch --all", meaning: "every item of a group"),
         ])

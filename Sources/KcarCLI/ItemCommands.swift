@@ -200,20 +200,41 @@ enum ItemCommands {
     }
 
     /// The value for add/update: `--value-file FILE` (`-` for standard input), else standard input, or a
-    /// no-echo prompt when standard input is a terminal.
+    /// no-echo prompt when standard input is a terminal. The newline rule (issue 13, item 7): a value from
+    /// standard input is a line of text, as `echo tok | kcar add` and `kcar add < token.txt` mean it, so one
+    /// trailing newline (LF or CRLF) is dropped, as from a passphrase file and as `pass insert` does;
+    /// `--keep-newline` keeps it. `--value-file FILE` is stored byte for byte (binary values come from files).
     static func readValue(_ args: Arguments, required: Bool) throws -> [UInt8]? {
         let file = args.value("value-file")
         if file == nil, !required { return nil }
         guard let file, file != "-" else {
             if isatty(0) == 1 {
-                return try Secrets.prompt("Value: ", confirm: true).withUnsafeBytes { Array($0) }
+                return try Secrets.prompt("Value: ", confirm: true, what: "values").withUnsafeBytes { Array($0) }
             }
-            return try readAll(fd: 0, what: "standard input")
+            return try readStandardInput(args)
         }
         // Never blocks: a named FIFO, device or folder is refused (exit 15), an anonymous pipe (`<(cmd)`) read.
         let fd = try Secrets.openInput(file, what: "value file", allowPipe: true)
         defer { close(fd) }
         return try readAll(fd: fd, what: file)
+    }
+
+    /// Standard input as a value: one trailing newline dropped unless --keep-newline.
+    static func readStandardInput(_ args: Arguments) throws -> [UInt8] {
+        var value = try readAll(fd: 0, what: "standard input")
+        if !args.flag("keep-newline") { dropNewline(&value) }
+        return value
+    }
+
+    /// Drops one trailing LF or CRLF.
+    static func dropNewline(_ value: inout [UInt8]) {
+        guard value.last == 10 else { return }
+        value[value.count - 1] = 0
+        value.removeLast()
+        if value.last == 13 {
+            value[value.count - 1] = 0
+            value.removeLast()
+        }
     }
 
     static let valueMax = 256 << 20
@@ -339,7 +360,7 @@ enum ItemCommands {
         }
         var value = try s.value(of: item)
         defer { wipe(&value) }
-        try value.withUnsafeBytes { try Output.out.writeBytes($0) }
+        try StandardStreams.writeValue(value, name: describe(item.itemClass, item.attributes), force: args.flag("force"))
         return reportSkipped(r.skipped)
     }
 
@@ -348,20 +369,37 @@ enum ItemCommands {
         _ = try args.positionals([])
         let r = try searchClasses(try store(args), args, limit: try args.int("limit", in: 1...Int(Int32.max)))
         let found = r.items
-        if args.flag("json") {
-            JSON.printArray(found) { ItemJSON.object(group: $0.group, id: $0.id, class: $0.itemClass, attributes: $0.attributes, size: $0.size) }
-        } else {
-            Output.out.line("GROUP".padding(24) + "CLASS".padding(6) + "SERVICE".padding(24) + "ACCOUNT".padding(24) + Extract.pad("SIZE", 10) + "  MODIFIED")
-            for i in found {
-                let service = i.attributes.string("svce") ?? i.attributes.string("srvr") ?? i.attributes.string("labl") ?? "-"
-                let modified: String
-                if case .date(let ns)? = i.attributes["mdat"] { modified = iso8601(nanoseconds: ns) } else { modified = "-" }
-                Output.out.line(terminalSafe(i.group.padding(24) + i.itemClass.rawValue.padding(6) + service.padding(24) + (i.attributes.string("acct") ?? "-").padding(24)
-                                + Extract.pad(String(i.size), 10) + "  " + modified))
-            }
-        }
+        printItems(found, json: args.flag("json"))
         let skipped = reportSkipped(r.skipped)
         return skipped != .success ? skipped : found.isEmpty ? .notFound : .success
+    }
+
+    /// Items as find prints them: JSON, or a table whose group, service and account are cut at 40 characters.
+    static func printItems(_ found: [KeychainItem], json: Bool) {
+        if json {
+            JSON.printArray(found) { ItemJSON.object(group: $0.group, id: $0.id, class: $0.itemClass, attributes: $0.attributes, size: $0.size) }
+            return
+        }
+        var table = Table([.init(title: "GROUP", cap: 40), .init(title: "CLASS"), .init(title: "SERVICE", cap: 40),
+                           .init(title: "ACCOUNT", cap: 40), .init(title: "SIZE", rightAligned: true), .init(title: "MODIFIED (UTC)")])
+        for i in found {
+            let service = i.attributes.string("svce") ?? i.attributes.string("srvr") ?? i.attributes.string("labl") ?? "-"
+            var modified = "-"
+            if case .date(let ns)? = i.attributes["mdat"] { modified = tableDate(nanoseconds: ns) }
+            table.add([i.group, i.itemClass.rawValue, service, i.attributes.string("acct") ?? "-", String(i.size), modified])
+        }
+        table.print()
+    }
+
+    /// `update --dry-run` and `delete --dry-run`: the items the query matches, printed as find prints them,
+    /// and how many would change; nothing is written. A group the real command could not use is named
+    /// (the real command would fail on it).
+    static func dryRun(_ args: Arguments, _ q: ItemQuery, _ verb: String) throws -> ExitCode {
+        let r = try store(args).search(q)
+        guard !r.items.isEmpty || !r.skipped.isEmpty else { throw KeychainError(.itemNotFound, "no item matches") }
+        printItems(r.items, json: false)
+        warn("would \(verb) \(count(r.items.count, "item")) (--dry-run: nothing changed)")
+        return reportSkipped(r.skipped)
     }
 
     static func update(_ argv: [String]) throws -> ExitCode {
@@ -380,6 +418,8 @@ enum ItemCommands {
         if let a = args.value("set-accessible") {
             changes["pdmn"] = try accessibility(try Arguments(["--accessible", a], specs: [.init(name: "accessible", kind: .value)]))
         }
+        // A dry run reads no value: it shows which items the change would reach.
+        if args.flag("dry-run") { return try dryRun(args, q, "update") }
         var value = try readValue(args, required: false)
         if value == nil, changes.isEmpty { value = try updateValueFromStandardInput(args) }
         defer { if value != nil { wipe(&value!) } }
@@ -388,7 +428,7 @@ enum ItemCommands {
                                  + "or pipe the new value in")
         }
         let n = try store(args).update(q, set: changes, value: value)
-        warn("updated \(n) item\(n == 1 ? "" : "s")")
+        warn("updated \(count(n, "item"))")
         return .success
     }
 
@@ -402,7 +442,7 @@ enum ItemCommands {
         guard fstat(0, &st) == 0 else { return nil }
         let type = st.st_mode & S_IFMT
         guard type == S_IFIFO || type == S_IFREG || type == S_IFSOCK else { return nil }
-        let value = try readAll(fd: 0, what: "standard input")
+        let value = try readStandardInput(args)
         guard !value.isEmpty else {
             throw CLIError.usage("nothing to change: standard input is empty (--value-file /dev/null sets an empty value)")
         }
@@ -416,8 +456,9 @@ enum ItemCommands {
         guard q.attributes.count > 0 || args.flag("all") else {
             throw CLIError.usage("no selection: this would delete every \(q.itemClass) item; add --all to mean it")
         }
+        if args.flag("dry-run") { return try dryRun(args, q, "delete") }
         let n = try store(args).delete(q)
-        warn("deleted \(n) item\(n == 1 ? "" : "s")")
+        warn("deleted \(count(n, "item"))")
         return .success
     }
 
@@ -434,7 +475,9 @@ enum ItemCommands {
             Output.out.line(JSON.array(counts.map { JSON.object([("group", JSON.string($0.group)), ("items", String($0.count)),
                                                                  ("vault", JSON.string(s.directory.vaultPath($0.group)))]) }))
         } else {
-            for c in counts { Output.out.line(Extract.pad(String(c.count), 8) + "  " + terminalSafe(c.group)) }
+            var table = Table([.init(title: "ITEMS", rightAligned: true), .init(title: "GROUP")])
+            for c in counts { table.add([String(c.count), c.group]) }
+            table.print()
         }
         return reportSkipped(skipped)
     }
@@ -454,14 +497,30 @@ enum ItemCommands {
         case (nil, let file?):
             let entries = try ItemFile.read(file)
             try s.transaction(group: args.value("group")) { tx in
-                for e in entries { try tx.add(class: e.itemClass, attributes: e.attributes, value: e.value) }
+                for (n, e) in entries.enumerated() {
+                    do {
+                        try tx.add(class: e.itemClass, attributes: e.attributes, value: e.value)
+                    } catch let error as KeychainError where error.status == .duplicateItem {
+                        // Which of the file's items: its place in the file and the attributes that name it.
+                        throw KeychainError(.duplicateItem, "item \(n + 1) of \(file) (\(describe(e.itemClass, e.attributes))): "
+                                            + "\(error.message); nothing was imported")
+                    }
+                }
             }
-            warn("imported \(entries.count) item\(entries.count == 1 ? "" : "s")")
+            warn("imported \(count(entries.count, "item"))")
         default:
             throw CLIError.usage("give --nskeyed FILE or --items FILE.json")
         }
         return .success
     }
+}
+
+/// An item for a message: its class and the attributes that usually name it (`genp, service api, account bob`).
+func describe(_ c: ItemClass, _ a: Attributes) -> String {
+    let named = [("svce", "service"), ("srvr", "server"), ("acct", "account"), ("labl", "label")].compactMap { key, word in
+        a.string(key).map { "\(word) \(String($0.prefix(64)))" }
+    }
+    return ([c.rawValue] + named).joined(separator: ", ")
 }
 
 /// An item as `kcar list --json` and `kcar find --json` print it.

@@ -52,9 +52,11 @@ enum ItemPath {
     /// The path components of an item, or nil for items that have no service and account strings.
     static func components(_ item: Item) -> [String]? {
         guard let s = item.service, let a = item.account else { return nil }
-        return [component(s, slash: true)] + a.split(separator: "/", omittingEmptySubsequences: false).map {
-            component(String($0), slash: false)
-        }
+        return components(service: s, account: a)
+    }
+
+    static func components(service s: String, account a: String) -> [String] {
+        [component(s, slash: true)] + a.split(separator: "/", omittingEmptySubsequences: false).map { component(String($0), slash: false) }
     }
 
     /// The name `list` prints: the components joined with `/`, or `%id/<hex>` for items without

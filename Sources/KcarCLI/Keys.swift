@@ -141,6 +141,7 @@ enum Keys {
         var slots: [SlotSecret] = []
         for k in args.all("add-key-file") { slots.append(.keyFile(try Secrets.readKeyFile(k))) }
         for r in args.all("add-recipient") { slots.append(.recipient(try Secrets.parseRecipient(r))) }
+        for f in args.all("add-recipients-file") { slots += try Secrets.readRecipientsFile(f).map { .recipient($0) } }
         if passphraseWanted || args.flag("add-passphrase") { slots.append(.passphrase(try newPassphrase(args), try Secrets.kdf(args))) }
         return slots
     }
@@ -160,8 +161,8 @@ enum Keys {
         let args = try Arguments(argv, specs: CLI.specs("passwd"))
         let path = try vaultArguments(args, ["VAULT"])[0]
         try refuseStandardInput(path)
-        let secret = try Secrets.unlock(args)
-        let vault = try Vault.open(path: path, secret: secret, mode: .write)
+        let given = try Secrets.givenSecrets(args)
+        let (vault, secret) = try Secrets.unlockVault(path, args, mode: .write, given: given)
         try ItemCommands.checkRollback(vault, args)
         var remove = Set<Int>()
         for r in args.all("remove-slot") {
@@ -174,6 +175,7 @@ enum Keys {
             remove.insert(n)
         }
         let explicit = !remove.isEmpty || args.flag("add-passphrase") || !args.all("add-key-file").isEmpty || !args.all("add-recipient").isEmpty
+            || !args.all("add-recipients-file").isEmpty
         if !explicit {
             // Change the passphrase that opened the vault.
             guard case .passphrase = vault.header.slots[vault.unlockedSlot] else {
@@ -183,10 +185,10 @@ enum Keys {
         }
         let add = try addedSlots(args, passphraseWanted: !explicit)
         guard remove.count < vault.header.slots.count || !add.isEmpty else { throw CLIError.usage("refusing to remove every key slot") }
-        if args.flag("revoke") { return try revoke(vault, path, secret, args, remove: remove, add: add) }
+        if args.flag("revoke") { return try revoke(vault, path, secret, given, args, remove: remove, add: add) }
         let removedNames = remove.sorted().map { "\($0) (\(vault.header.slots[$0].kindName))" }
         try vault.changeSlots(remove: remove.sorted(), add: add)
-        warn("\(path): \(vault.header.slots.count) key slots (\(vault.header.slots.map(\.kindName).joined(separator: ", ")))")
+        warn("\(path): \(count(vault.header.slots.count, "key slot")) (\(vault.header.slots.map(\.kindName).joined(separator: ", ")))")
         if !removedNames.isEmpty {
             warn("\(path): removed slot \(removedNames.joined(separator: ", ")) from this file only: the vault key is unchanged, so a "
                  + "copy of the old header or file (a backup, or one kept by whoever held the removed secret) still opens "
@@ -195,41 +197,77 @@ enum Keys {
         return .success
     }
 
-    /// `passwd --revoke`: the slot change, under a new vault key (SPEC.md §9, rekey), so that an old header
-    /// spliced onto the new file opens nothing. A slot kept needs its secret to be wrapped again: the one that
-    /// opened the vault, the group's key file, or a key file given with --add-key-file that opens it; any other
-    /// kept slot is refused before anything is written (remove it, and add it again with --add-*).
-    static func revoke(_ vault: Vault, _ path: String, _ secret: UnlockSecret, _ args: Arguments, remove: Set<Int>,
-                       add: [SlotSecret]) throws -> ExitCode {
+    /// The slots a new vault key is wrapped for when `vault` is re-keyed: every slot not in `remove` that one
+    /// of the secrets kcar holds opens (the one that opened it, every other secret given, the group's key
+    /// file, the key files and identities being added), wrapped again for that secret, followed by `add`
+    /// without the ones it repeats; and the slots kept that no secret held opens (`lost`), which cannot be
+    /// wrapped again (a passphrase or X25519 slot stores no secret; its secret must be given).
+    struct Carried {
         var slots: [SlotSecret] = []
-        var known: [UnlockSecret] = []
-        var carried = Set<Int>()
-        if !remove.contains(vault.unlockedSlot) {
-            slots += reopening(vault.header.slots[vault.unlockedSlot], secret)
-            carried.insert(vault.unlockedSlot)
-        }
+        var lost: [Int] = []
+    }
+
+    static func carry(_ vault: Vault, opened: UnlockSecret, given: [UnlockSecret], _ args: Arguments, remove: Set<Int>,
+                      add: [SlotSecret]) throws -> Carried {
+        var known = [opened] + given
         let groupKey = try args.value("group").map { try ItemCommands.groupKey(args, $0) }
-        if let key = groupKey {
-            known.append(.keyFile(key))
-            slots.append(.keyFile(key))
-        }
+        if let groupKey { known.append(.keyFile(groupKey)) }
         for case .keyFile(let k) in add { known.append(.keyFile(k)) }
-        for (i, s) in vault.header.slots.enumerated() where !remove.contains(i) && !carried.contains(i) {
-            guard case .keyFile = s, known.contains(where: { s.opens(with: $0, vaultID: vault.header.vaultID) }) else {
-                throw CLIError.usage("slot \(i) (\(s.kindName)) cannot be kept under a new vault key without its secret: "
-                                     + "--remove-slot \(i), and give it again with --add-\(addOption(s)) if it should stay")
+        var out = Carried()
+        var keptGroupKey = false
+        for (i, slot) in vault.header.slots.enumerated() where !remove.contains(i) {
+            // The slot that opened the vault is known to open with `opened` (no second Argon2id run).
+            let secret = i == vault.unlockedSlot ? opened : known.first { s in
+                switch (slot, s) {
+                case (.passphrase, .passphrase), (.keyFile, .keyFile), (.recipient, .keyFile):
+                    return slot.opens(with: s, vaultID: vault.header.vaultID)
+                default: return false
+                }
             }
-            carried.insert(i)
+            guard let secret, let again = reopening(slot, secret).first else {
+                out.lost.append(i)
+                continue
+            }
+            if case .keyFile(let k) = again, let g = groupKey, k.constantTimeEquals(g) { keptGroupKey = true }
+            out.slots.append(again)
         }
-        // The group's key file is in `slots` already; a --add-key-file of the same key would be a second slot.
-        slots += add.filter { a in
-            guard case .keyFile(let k) = a, let g = groupKey else { return true }
-            return !k.constantTimeEquals(g)
+        // A keychain's group keeps a slot for its key file, whatever secret opened it (SPEC.md §K1).
+        if let g = groupKey, !keptGroupKey { out.slots.append(.keyFile(g)) }
+        // An added key file or recipient that a kept slot already holds would be a second slot for it.
+        out.slots += add.filter { a in !out.slots.contains { same($0, a) } }
+        return out
+    }
+
+    /// Whether two new slots are for the same key file or recipient (passphrases are never merged).
+    static func same(_ a: SlotSecret, _ b: SlotSecret) -> Bool {
+        switch (a, b) {
+        case (.keyFile(let x), .keyFile(let y)): return x.constantTimeEquals(y)
+        case (.recipient(let x), .recipient(let y)): return x == y
+        default: return false
         }
-        try vault.rekey(slots: slots)
-        warn("\(path): revoked slot \(remove.sorted().map(String.init).joined(separator: ", ")): new vault key, \(vault.count) items "
+    }
+
+    /// `slot i (kind)`, as messages name slots.
+    static func slotNames(_ vault: Vault, _ indices: [Int]) -> String {
+        indices.map { "slot \($0) (\(vault.header.slots[$0].kindName))" }.joined(separator: ", ")
+    }
+
+    /// `passwd --revoke`: the slot change, under a new vault key (SPEC.md §9, rekey), so that an old header
+    /// spliced onto the new file opens nothing. A slot kept needs its secret to be wrapped again (see
+    /// ``carry(_:opened:given:_:remove:add:)``); any other kept slot is refused before anything is written
+    /// (remove it, and add it again with --add-*).
+    static func revoke(_ vault: Vault, _ path: String, _ secret: UnlockSecret, _ given: [UnlockSecret], _ args: Arguments,
+                       remove: Set<Int>, add: [SlotSecret]) throws -> ExitCode {
+        let plan = try carry(vault, opened: secret, given: given, args, remove: remove, add: add)
+        if let i = plan.lost.first {
+            let s = vault.header.slots[i]
+            throw CLIError.usage("slot \(i) (\(s.kindName)) cannot be kept under a new vault key without its secret: "
+                                 + "--remove-slot \(i), and give it again with --add-\(addOption(s)) if it should stay")
+        }
+        try vault.rekey(slots: plan.slots)
+        warn("\(path): revoked slot \(remove.sorted().map(String.init).joined(separator: ", ")): new vault key, \(count(vault.count, "item")) "
              + "re-sealed; no copy of the old header or file opens the vault as it is now (copies still open what they hold); "
-             + "\(vault.header.slots.count) key slots (\(vault.header.slots.map(\.kindName).joined(separator: ", ")))")
+             + "\(count(vault.header.slots.count, "key slot")) (\(vault.header.slots.map(\.kindName).joined(separator: ", ")))")
         return .success
     }
 
@@ -252,25 +290,31 @@ enum Keys {
         }
     }
 
+    /// `rekey`: a new vault key, wrapped for every slot kcar can wrap it for (issue 13, item 8): each slot
+    /// whose secret is given (`--key-file`, `--identity`, a passphrase, the group's key, `--add-key-file`)
+    /// is kept, re-wrapped. A slot whose secret is not given is never dropped silently: rekey refuses and
+    /// names it, unless --drop-slots says to drop it (named again on standard error).
     static func rekey(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("rekey"))
         let path = try vaultArguments(args, ["VAULT"])[0]
         try refuseStandardInput(path)
-        let secret = try Secrets.unlock(args)
-        let vault = try Vault.open(path: path, secret: secret, mode: .write)
+        let given = try Secrets.givenSecrets(args)
+        let (vault, secret) = try Secrets.unlockVault(path, args, mode: .write, given: given)
         // Checked again on the vault opened: one swapped in after the group's checks must not be re-sealed.
         try ItemCommands.checkRollback(vault, args)
-        var slots = reopening(vault.header.slots[vault.unlockedSlot], secret)
-        slots += try addedSlots(args, passphraseWanted: false)
-        // A keychain's group keeps a slot for its key file, whatever secret opened it (SPEC.md §K1).
-        if let group = args.value("group"), !slots.contains(where: { if case .keyFile = $0 { return true } else { return false } }) {
-            slots.append(.keyFile(try ItemCommands.groupKey(args, group)))
+        let plan = try carry(vault, opened: secret, given: given, args, remove: [], add: try addedSlots(args, passphraseWanted: false))
+        if !plan.lost.isEmpty {
+            let names = slotNames(vault, plan.lost)
+            guard args.flag("drop-slots") else {
+                throw CLIError.usage("rekey would drop \(names): their secrets are not given, so the new vault key cannot be "
+                                     + "wrapped for them. Give each secret (--identity, --key-file, --passphrase-file; one "
+                                     + "passphrase per run), add replacements with --add-*, or pass --drop-slots to drop them")
+            }
+            warn("\(path): dropping \(names) (--drop-slots): their secrets no longer open the vault")
         }
-        for (i, s) in vault.header.slots.enumerated() where i != vault.unlockedSlot {
-            warn("rekey drops slot \(i) (\(s.kindName)); add it again with --add-\(addOption(s))")
-        }
-        try vault.rekey(slots: slots)
-        warn("\(path): new vault key; \(vault.count) items re-sealed; \(slots.count) key slots")
+        try vault.rekey(slots: plan.slots)
+        warn("\(path): new vault key; \(count(vault.count, "item")) re-sealed; \(count(vault.header.slots.count, "key slot")) "
+             + "(\(vault.header.slots.map(\.kindName).joined(separator: ", ")))")
         return .success
     }
 

@@ -232,3 +232,66 @@ func parseISO8601(_ text: String) -> Int64? {
     let (total, o2) = ns.addingReportingOverflow(frac)
     return o2 ? nil : total
 }
+
+/// A table for people (scripts take `--json`): a header line, then one line per row, each column as wide as
+/// its widest cell. A column may have a cap: a longer cell is cut and ends with `…`, so one long name does
+/// not push every other column out of line. Cells are made terminal-safe before they are measured. Widths
+/// count Unicode scalars, so a wide (CJK) character counts as one column.
+struct Table {
+    struct Column {
+        let title: String
+        var cap: Int? = nil
+        var rightAligned = false
+    }
+
+    let columns: [Column]
+    private(set) var rows: [[String]] = []
+
+    init(_ columns: [Column]) { self.columns = columns }
+
+    mutating func add(_ cells: [String]) { rows.append(cells.map(terminalSafe)) }
+
+    /// `text` cut to `width` scalars, its last one `…` if it was longer.
+    static func cut(_ text: String, _ width: Int) -> String {
+        let scalars = text.unicodeScalars
+        guard scalars.count > width, width >= 1 else { return text }
+        var out = String.UnicodeScalarView(scalars.prefix(width - 1))
+        out.append("…")
+        return String(out)
+    }
+
+    /// The lines of the table, the header first; the last column is not padded.
+    func lines() -> [String] {
+        let capped = rows.map { row in row.enumerated().map { i, c in columns[i].cap.map { Table.cut(c, $0) } ?? c } }
+        let widths = columns.enumerated().map { i, col in
+            capped.reduce(col.title.unicodeScalars.count) { max($0, $1[i].unicodeScalars.count) }
+        }
+        return [Table.line(columns.map(\.title), widths, columns)] + capped.map { Table.line($0, widths, columns) }
+    }
+
+    /// One line of cells in columns of these widths (a longer cell is not cut here; it pushes the rest).
+    /// A printer that streams many rows (list) fixes the widths first and prints each line as it goes.
+    static func line(_ cells: [String], _ widths: [Int], _ columns: [Column]) -> String {
+        var out = ""
+        for (i, cell) in cells.enumerated() {
+            let pad = String(repeating: " ", count: max(0, widths[i] - cell.unicodeScalars.count))
+            let last = i == cells.count - 1
+            out += columns[i].rightAligned ? pad + cell : cell + (last ? "" : pad)
+            if !last { out += "  " }
+        }
+        return out
+    }
+
+    func print(to out: Output = .out) {
+        for l in lines() { out.line(l) }
+    }
+}
+
+/// A date for a table: ISO 8601 in UTC to the second (`2026-12-02T05:45:57Z`); JSON keeps the nanoseconds.
+func tableDate(nanoseconds ns: Int64) -> String {
+    let (secs, frac) = ns.quotientAndRemainder(dividingBy: 1_000_000_000)
+    return iso8601(seconds: frac < 0 ? secs - 1 : secs, nanoseconds: 0)
+}
+
+/// "1 item", "2 items".
+func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }

@@ -34,7 +34,9 @@ enum Pack {
 
     static func run(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("pack"))
-        let fromItems = args.value("items") != nil || args.value("keychain") != nil
+        // `pack VAULT --group G` with no DIR packs the keychain's group G: the keychain is --keychain DIR, else
+        // KCAR_KEYCHAIN or the default one, as for every other keychain command.
+        let fromItems = args.value("items") != nil || args.value("keychain") != nil || (args.value("group") != nil && args.positionals.count == 1)
         let p = try args.positionals(fromItems ? ["VAULT"] : ["VAULT", "DIR"])
         let vaultPath = p[0]
         let level = Int32(try args.int("level", in: 0...12) ?? 6)
@@ -50,6 +52,7 @@ enum Pack {
         let progress = Progress(label: "pack", total: total)
         let toStdout = vaultPath == "-"
         if toStdout { try StandardStreams.refuseTerminal("a vault", force: args.flag("force")) }
+        let listing = verboseListing(args, dataOnStdout: toStdout)
         let target = toStdout ? temporaryPath() : vaultPath
         let opener = try Opener(root: dir, folders: folders)
         var changed = 0
@@ -63,6 +66,8 @@ enum Pack {
                     if let problem = try add(e, to: tx, opener: opener, progress: progress) {
                         warn("skipped \(problem)")
                         changed += 1
+                    } else {
+                        listing?.line(terminalSafe(ItemPath.components(service: e.service, account: e.account).joined(separator: "/")))
                     }
                 }
             }
@@ -74,7 +79,7 @@ enum Pack {
             throw error
         }
         if !args.flag("quiet"), !toStdout {
-            warn("packed \(entries.count - changed) items into \(vaultPath)")
+            warn("packed \(count(entries.count - changed, "item")) into \(vaultPath)")
         }
         return problems.isEmpty && changed == 0 ? .success : .skipped
     }
@@ -88,7 +93,7 @@ enum Pack {
             guard args.value("keychain") == nil else { throw CLIError.usage("give --items FILE or --keychain DIR --group G, not both") }
             entries = try ItemFile.read(file)
         } else {
-            guard let g = args.value("group") else { throw CLIError.usage("--keychain needs --group G: the group to pack") }
+            guard let g = args.value("group") else { throw CLIError.usage("packing a keychain needs --group G: the group to pack") }
             group = g
             let s = try ItemCommands.store(args)
             let items = try s.find(ItemQuery(class: .genericPassword, group: g, synchronizableAny: true))
@@ -99,13 +104,13 @@ enum Pack {
         let deviceOnly = args.value("items") == nil ? entries.filter { Schema.isDeviceOnly($0.attributes) }.count : 0
         if deviceOnly > 0, !args.flag("include-device-only") {
             entries.removeAll { Schema.isDeviceOnly($0.attributes) }
-            warn("left out \(deviceOnly) ThisDeviceOnly item\(deviceOnly == 1 ? "" : "s") (--include-device-only packs them)")
+            warn("left out \(count(deviceOnly, "ThisDeviceOnly item")) (--include-device-only packs them)")
         }
         let slots = try Secrets.newSlots(args)
         try Vault.create(path: vaultPath, group: group, slots: slots, options: WriteOptions(level: level), overwrite: args.flag("force")) { tx in
             for e in entries { try tx.add(class: e.itemClass, attributes: e.attributes, value: .bytes(e.value)) }
         }
-        if !args.flag("quiet") { warn("packed \(entries.count) items into \(vaultPath)") }
+        if !args.flag("quiet") { warn("packed \(count(entries.count, "item")) into \(vaultPath)") }
         return deviceOnly > 0 && !args.flag("include-device-only") ? .skipped : .success
     }
 
@@ -306,6 +311,13 @@ enum Pack {
             try buf.withUnsafeBytes { try Output.out.writeBytes(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
         }
     }
+}
+
+/// Where `-v` names each item as it is packed or extracted, as tar does: standard output, or standard
+/// error when the vault or the values go to standard output; nil without `-v`.
+func verboseListing(_ args: Arguments, dataOnStdout: Bool) -> Output? {
+    guard args.flag("verbose") else { return nil }
+    return dataOnStdout ? Output.err : Output.out
 }
 
 func randomBytes(_ n: Int) -> [UInt8] {

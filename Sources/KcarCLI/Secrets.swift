@@ -27,22 +27,55 @@ enum Secrets {
         _ = glibcMallopt(-1 /* M_TRIM_THRESHOLD */, 128 << 20)
     }
 
-    /// The secret that opens a vault: the one given, or else a passphrase asked on the terminal.
-    static func unlock(_ args: Arguments) throws -> UnlockSecret {
-        if let given = try givenSecret(args) { return given }
-        return .passphrase(try prompt("Passphrase: ", confirm: false))
+    /// Opens the vault at `path` with every secret given, tried in turn (issue 13, item 8: `--key-file` and a
+    /// passphrase together, or several `--identity` files, as age tries its identities), else with a passphrase
+    /// asked on the terminal (unless `ask` is false: then exit 10). A missing vault is reported before any
+    /// secret is read, so a wrong vault path is not reported as a missing key file. Returns the vault and the
+    /// secret that opened it.
+    /// `given`: the secrets, when the caller read them already (a descriptor is read only once).
+    static func unlockVault(_ path: String, _ args: Arguments, mode: OpenMode = .read, given: [UnlockSecret]? = nil,
+                     ask: Bool = true) throws -> (Vault, UnlockSecret) {
+        try requireVaultFile(path)
+        Subject.set(path)
+        var candidates = try given ?? givenSecrets(args)
+        if candidates.isEmpty {
+            guard ask else { throw CLIError(.noSecret, "no secret given for \(path)") }
+            candidates = [.passphrase(try prompt("Passphrase: ", confirm: false))]
+        }
+        for secret in candidates.dropLast() {
+            do {
+                return (try Vault.open(path: path, secret: secret, mode: mode), secret)
+            } catch let e as VaultError where e.code == .wrongKey {
+                continue
+            }
+        }
+        guard let last = candidates.last else { throw CLIError(.noSecret, "no secret given for \(path)") }
+        return (try Vault.open(path: path, secret: last, mode: mode), last)
     }
 
-    /// The secret given by option, variable or the group's key file; nil when none is (nothing is asked).
-    static func givenSecret(_ args: Arguments) throws -> UnlockSecret? {
-        if let group = args.value("group"), args.value("key-file") == nil, args.value("passphrase-file") == nil,
-           args.value("passphrase-fd") == nil {
-            return .keyFile(try ItemCommands.groupKey(args, group))
-        }
-        if let path = args.value("key-file") { return .keyFile(try readKeyFile(path)) }
-        if let p = try givenPassphrase(args) { return .passphrase(p) }
-        return nil
+    /// Fails with an I/O error (exit 8), naming the vault, if there is nothing at `path` to open.
+    static func requireVaultFile(_ path: String) throws {
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw VaultError(.io, "cannot open vault \(path): \(String(cString: strerror(errno)))") }
     }
+
+    /// Every secret given, in the order they are tried: the group's key (with --group and no other secret),
+    /// each --identity (all the keys of each file), --key-file, then a passphrase (--passphrase-file,
+    /// --passphrase-fd or KCAR_PASSPHRASE). Empty when none is (nothing is asked).
+    static func givenSecrets(_ args: Arguments) throws -> [UnlockSecret] {
+        if let group = args.value("group"), args.value("key-file") == nil, args.value("passphrase-file") == nil,
+           args.value("passphrase-fd") == nil, args.all("identity").isEmpty {
+            return [.keyFile(try ItemCommands.groupKey(args, group))]
+        }
+        var out: [UnlockSecret] = []
+        for path in args.all("identity") { out += try readIdentities(path).map { .keyFile($0) } }
+        if let path = args.value("key-file") { out.append(.keyFile(try readKeyFile(path))) }
+        if let p = try givenPassphrase(args) { out.append(.passphrase(p)) }
+        return out
+    }
+
+    /// The first secret given (see ``givenSecrets(_:)``), nil when none is.
+    static func givenSecret(_ args: Arguments) throws -> UnlockSecret? { try givenSecrets(args).first }
 
     /// Slots for a new vault (pack): key file, recipients, and a passphrase when one is given or when
     /// nothing else is (then asked for twice on the terminal).
@@ -50,6 +83,7 @@ enum Secrets {
         var slots: [SlotSecret] = []
         if let path = args.value("key-file") { slots.append(.keyFile(try readKeyFile(path))) }
         for r in args.all("recipient") { slots.append(.recipient(try parseRecipient(r))) }
+        for f in args.all("recipients-file") { slots += try readRecipientsFile(f).map { .recipient($0) } }
         if let p = try givenPassphrase(args) {
             slots.append(.passphrase(p, try kdf(args)))
         } else if slots.isEmpty {
@@ -174,8 +208,9 @@ enum Secrets {
         return buf.finish(count: count)
     }
 
-    /// Asks on /dev/tty with echo off; twice when `confirm`.
-    static func prompt(_ text: String, confirm: Bool) throws -> SecureBytes {
+    /// Asks on /dev/tty with echo off; twice when `confirm`, and the two answers must be the same `what`
+    /// (passphrases, values).
+    static func prompt(_ text: String, confirm: Bool, what: String = "passphrases") throws -> SecureBytes {
         let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
         guard tty >= 0 else {
             throw CLIError(.noSecret, "no secret given and no terminal to ask on: use --key-file, --passphrase-file, --passphrase-fd or KCAR_PASSPHRASE")
@@ -184,9 +219,9 @@ enum Secrets {
         let first = try readHidden(tty, text)
         if confirm {
             let second = try readHidden(tty, "Repeat: ")
-            guard first.constantTimeEquals(second) else { throw CLIError(.usage, "the passphrases do not match") }
+            guard first.constantTimeEquals(second) else { throw CLIError(.usage, "the \(what) do not match") }
         }
-        guard first.count > 0 else { throw CLIError(.usage, "empty passphrase") }
+        guard first.count > 0 else { throw CLIError(.usage, "empty \(what.dropLast())") }
         return first
     }
 
@@ -218,18 +253,73 @@ enum Secrets {
         return buf.finish(count: count)
     }
 
-    /// A recipient: 64 hex digits, or a file holding them (as `kcar keygen --x25519` writes FILE.pub).
+    /// A recipient: an age X25519 recipient (`age1...`), 64 hex digits, or a file holding one (as `kcar keygen
+    /// --x25519` writes FILE.pub, or `age-keygen -y` prints).
     static func parseRecipient(_ text: String) throws -> [UInt8] {
-        var candidate = text
+        if let pk = recipient(text) { return pk }
         var st = stat()
-        if text.count != 64, stat(text, &st) == 0 {
-            // A file is read only if it is a regular file (a FIFO there is refused, exit 15, never waited on).
-            candidate = try readSmallText(text).trimmingWhitespace
-        }
-        guard let pk = Hex.decode(candidate), pk.count == 32 else {
-            throw CLIError.usage("--recipient takes an X25519 public key (64 hex digits) or a file holding one")
-        }
+        // A file is read only if it is a regular file (a FIFO there is refused, exit 15, never waited on).
+        if stat(text, &st) == 0, let pk = recipient(try readSmallText(text).trimmingWhitespace) { return pk }
+        throw CLIError.usage("--recipient takes an X25519 public key (age1... or 64 hex digits) or a file holding one")
+    }
+
+    /// The public key of one recipient spelled `age1...` or as 64 hex digits; nil for anything else.
+    static func recipient(_ text: String) -> [UInt8]? {
+        if let pk = AgeKey.recipient(text) { return pk }
+        guard text.utf8.count == 64, let pk = Hex.decode(text), pk.count == 32 else { return nil }
         return pk
+    }
+
+    /// A recipients file as age reads one (`-R`): one recipient per line (`age1...` or 64 hex digits), blank
+    /// lines and lines starting with `#` ignored; a line that is neither is an error naming it (age's plugin
+    /// and SSH recipients are not kcar slots). At least one recipient.
+    static func readRecipientsFile(_ path: String) throws -> [[UInt8]] {
+        let text = path == "-" ? String(decoding: try StandardStreams.readAll(max: 1 << 20, what: "the recipients file"), as: UTF8.self)
+            : try readSmallText(path)
+        var out: [[UInt8]] = []
+        for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = String(raw).trimmingWhitespace
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            guard let pk = recipient(line) else {
+                throw CLIError.usage("recipients file \(path), line \(n + 1): not an X25519 recipient (age1... or 64 hex digits); "
+                                     + "age's SSH and plugin recipients are not supported")
+            }
+            out.append(pk)
+        }
+        guard !out.isEmpty else { throw CLIError.usage("recipients file \(path) holds no recipient") }
+        return out
+    }
+
+    /// The secret keys of an identity file (`--identity`, `-i`): a 32-byte kcar key file (a key file or an
+    /// X25519 secret key from `kcar keygen`), or an age identity file (`age-keygen`'s output): one
+    /// `AGE-SECRET-KEY-1...` per line, blank lines and `#` comments ignored. Each key is tried on the vault's
+    /// key-file and X25519 slots.
+    static func readIdentities(_ path: String) throws -> [SecureBytes] {
+        let file = try readFileSecret(path, what: "identity file", allowPipe: true)
+        // A 32-byte file cannot be an age identity (one line is 74 characters): it is a kcar key.
+        if file.count == 32 { return [file] }
+        var keys: [SecureBytes] = []
+        var failure: String?
+        file.withUnsafeBytes { b in
+            var lineNumber = 0
+            for raw in b.split(separator: 10, omittingEmptySubsequences: false) {
+                lineNumber += 1
+                var line = Array(raw)
+                defer { wipe(&line) }
+                while let last = line.last, last == 13 || last == 32 || last == 9 { line.removeLast() }
+                while let first = line.first, first == 32 || first == 9 { line.removeFirst() }
+                if line.isEmpty || line.first == UInt8(ascii: "#") { continue }
+                guard let key = AgeKey.identity(line) else {
+                    failure = failure ?? "identity file \(path), line \(lineNumber): not an age X25519 identity (AGE-SECRET-KEY-1...) "
+                        + "nor a 32-byte kcar key; age's SSH and plugin identities are not supported"
+                    continue
+                }
+                keys.append(key)
+            }
+        }
+        if let failure { throw CLIError.usage(failure) }
+        guard !keys.isEmpty else { throw CLIError.usage("identity file \(path) holds no identity") }
+        return keys
     }
 }
 

@@ -77,6 +77,28 @@ enum StandardStreams {
         throw CLIError.usage("refusing to write \(what) to a terminal; redirect standard output (or --force)")
     }
 
+    /// What a terminal is shown of a value without --force: at most this many bytes, of text.
+    static let terminalValueMax = 1 << 20
+
+    /// Writes a value (get, extract --stdout). To a pipe or a file: its bytes exactly, nothing added. To a
+    /// terminal: only text (``isPrintableText(_:)``) of at most 1 MiB unless `force` (binary would garble the
+    /// terminal, as age refuses it), followed by a newline when it does not end with one, so the shell's
+    /// prompt does not stick to the secret (issue 13, item 7).
+    static func writeValue(_ value: [UInt8], name: String, force: Bool) throws {
+        guard Output.out.isTerminal else {
+            try value.withUnsafeBytes { try Output.out.writeBytes($0) }
+            return
+        }
+        guard force || (value.count <= terminalValueMax && isPrintableText(value)) else { throw refusal(name) }
+        try value.withUnsafeBytes { try Output.out.writeBytes($0) }
+        if value.last != 10 { Output.out.write("\n") }
+    }
+
+    /// Why a value is not shown on a terminal.
+    static func refusal(_ name: String) -> CLIError {
+        CLIError.usage("refusing to write \(name) to a terminal: it is not text of at most 1 MiB; redirect standard output (or --force)")
+    }
+
     /// Whether `bytes` is text a terminal may be shown: UTF-8 with no control character but tab and newlines.
     static func isPrintableText(_ bytes: [UInt8]) -> Bool {
         guard let s = String(validating: bytes, as: UTF8.self) else { return false }

@@ -12,15 +12,20 @@ enum Verify {
         // Only an explicit --no-key checks the structure alone: a `verify v.kcv || alert` that found no secret
         // must not pass a vault whose records it never authenticated.
         if args.flag("no-key") { return try structural(path, json: json) }
-        var secret = try Secrets.givenSecret(args)
-        if secret == nil, isatty(0) == 1 { secret = try Secrets.unlock(args) }
-        guard let secret else {
-            throw CLIError(.noSecret, "no secret given and no terminal to ask on: give --key-file, --passphrase-file, " +
+        do {
+            try Secrets.requireVaultFile(path)
+        } catch let e as VaultError {
+            emit(json: json, path: path, keyed: true, problems: [e], extra: [])
+            return ExitCode.of(e.code)
+        }
+        let given = try Secrets.givenSecrets(args)
+        guard isatty(0) == 1 || !given.isEmpty else {
+            throw CLIError(.noSecret, "no secret given and no terminal to ask on: give --key-file, --identity, --passphrase-file, " +
                            "--passphrase-fd or KCAR_PASSPHRASE to check the records, or --no-key to check only the structure")
         }
         let report: VerifyReport
         do {
-            let vault = try Vault.open(path: path, secret: secret)
+            let (vault, _) = try Secrets.unlockVault(path, args, given: given)
             try ItemCommands.checkRollback(vault, args)
             report = vault.verify()
         } catch let e as VaultError {
@@ -35,7 +40,7 @@ enum Verify {
         ]
         emit(json: json, path: path, keyed: true, problems: report.problems, extra: extra)
         if !json, report.isIntact {
-            Output.out.line(terminalSafe(StandardStreams.shown(path)) + ": intact: \(report.items) items in \(report.records) records, \(report.commits) commits checked, \(report.valueBytes) value bytes authenticated")
+            Output.out.line(terminalSafe(StandardStreams.shown(path)) + ": intact: \(count(report.items, "item")) in \(count(report.records, "record")), \(count(report.commits, "commit")) checked, \(report.valueBytes) value bytes authenticated")
             if report.segmentsAuthenticatedOnly > 0 {
                 Output.out.line("  \(report.segmentsAuthenticatedOnly) superseded index segments were authenticated but not parsed (past SUPERSEDED_INDEX_MAX; `kcar compact` drops them)")
             }
@@ -48,6 +53,7 @@ enum Verify {
     static func structural(_ path: String, json: Bool) throws -> ExitCode {
         var problems: [VaultError] = []
         do {
+            Subject.set(path)
             let (header, size) = try Vault.inspect(path: path)
             if size < UInt64(header.length + 96) {
                 problems.append(VaultError(.truncated, "no commit follows the header"))
@@ -87,6 +93,7 @@ enum Verify {
     static func info(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("info"))
         let path = try StandardStreams.vaultInput(try vaultArguments(args, ["VAULT"])[0])
+        Subject.set(path)
         let (header, size) = try Vault.inspect(path: path)
         var pairs: [(String, String)] = [
             ("path", JSON.string(StandardStreams.shown(path))), ("version", String(Header.version)), ("group", JSON.string(header.group)),
@@ -107,8 +114,9 @@ enum Verify {
             slots.append(JSON.object(obj))
         }
         pairs.append(("slots", "[" + slots.joined(separator: ", ") + "]"))
-        if let secret = try Secrets.givenSecret(args) {
-            let v = try Vault.open(path: path, secret: secret)
+        let given = try Secrets.givenSecrets(args)
+        if !given.isEmpty {
+            let (v, _) = try Secrets.unlockVault(path, args, given: given)
             lines += ["items:      \(v.count)", "generation: \(v.generation)", "body:       \(v.bodyLength) bytes",
                       "dead space: \(v.deadBytes) bytes", "incomplete: \(v.incompleteBytes) bytes",
                       "opened by:  slot \(v.unlockedSlot)"]

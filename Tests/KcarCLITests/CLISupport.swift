@@ -53,3 +53,59 @@ func regularFilesByBytes(_ root: String) -> [[UInt8]: [UInt8]] {
     }
     return out
 }
+
+/// Runs `command` on a pseudo-terminal (its standard input, output and error, and /dev/tty), driven by
+/// Python's pty module: each answer is typed once its prompt has been shown and kcar has turned echo off
+/// (kcar flushes input typed before that, so answering on the prompt alone races). The whole run is limited
+/// to 60 s (the child is killed, exit 124), so a test never hangs. Returns the exit status and everything the
+/// terminal showed (output and error together, with the terminal's CRLF line ends).
+func runOnTerminal(_ command: [String], answers: [(prompt: String, reply: String)] = [], env: [String: String],
+                   cwd: String) throws -> ProcessResult {
+    let driver = """
+        import os, pty, signal, sys, termios, time
+        n = int(sys.argv[1])
+        answers = [(sys.argv[2 + 2 * i].encode(), sys.argv[3 + 2 * i].encode()) for i in range(n)]
+        command = sys.argv[2 + 2 * n:]
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execv(command[0], command)
+        def give_up(*_):
+            os.kill(pid, signal.SIGKILL)
+            sys.stdout.write("drive-terminal: timed out\\n")
+            sys.exit(124)
+        signal.signal(signal.SIGALRM, give_up)
+        signal.alarm(60)
+        out = b""
+        def read_until(word):
+            global out
+            while word is None or word not in out:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    return
+                if not chunk:
+                    return
+                out += chunk
+        for prompt, reply in answers:
+            read_until(prompt)
+            while termios.tcgetattr(fd)[3] & termios.ECHO:
+                time.sleep(0.01)
+            os.write(fd, reply + b"\\n")
+        read_until(None)
+        _, status = os.waitpid(pid, 0)
+        sys.stdout.write(out.decode(errors="replace"))
+        sys.exit(os.waitstatus_to_exitcode(status))
+        """
+    let path = cwd + "/drive-terminal.py"
+    try driver.write(toFile: path, atomically: true, encoding: .utf8)
+    let pairs = answers.flatMap { [$0.prompt, $0.reply] }
+    return try runProcess("/usr/bin/env", ["python3", path, String(answers.count)] + pairs + [CLITests.binary] + command, env: env, cwd: cwd)
+}
+
+extension KeychainCLITests {
+    /// `kcar args` on a terminal, with this test's keychain.
+    func onTerminal(_ args: [String], answers: [(prompt: String, reply: String)] = []) throws -> ProcessResult {
+        try runOnTerminal(args, answers: answers, env: ["KCAR_KEYCHAIN": kc, "KCAR_ACCESS_GROUPS": "", "XDG_STATE_HOME": dir + "/state"],
+                          cwd: dir)
+    }
+}

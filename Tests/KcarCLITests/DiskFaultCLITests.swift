@@ -91,7 +91,8 @@ final class DiskFaultCLITests: XCTestCase {
             ("passwd --add-key-file", ["passwd", "mnt/v.kcv", "--key-file", keyFile, "--add-key-file", "k2"]),
             ("passwd (new passphrase)", ["passwd", "mnt/v.kcv", "--passphrase-file", "p1", "--new-passphrase-file", "p2"] + kdf),
             ("passwd --remove-slot", ["passwd", "mnt/v.kcv", "--key-file", keyFile, "--remove-slot", "1"]),
-            ("rekey", ["rekey", "mnt/v.kcv", "--key-file", keyFile]),
+            // Both secrets, so that rekey keeps both slots (issue 13, item 8) and reaches the full disk.
+            ("rekey", ["rekey", "mnt/v.kcv", "--key-file", keyFile, "--passphrase-file", "p1"]),
         ] {
             let r = try kcar(args, expect: 8)
             XCTAssertTrue(r.err.contains("No space left on device"), "\(what): \(r.err)")
@@ -103,8 +104,9 @@ final class DiskFaultCLITests: XCTestCase {
 
         try FileManager.default.removeItem(atPath: m.path + "/filler")
         try kcar(["compact", "mnt/v.kcv", "--key-file", keyFile], expect: 0)
-        try kcar(["rekey", "mnt/v.kcv", "--key-file", keyFile], expect: 0)
+        try kcar(["rekey", "mnt/v.kcv", "--key-file", keyFile, "--passphrase-file", "p1"], expect: 0)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: m.path), ["v.kcv"])
+        try kcar(["list", "mnt/v.kcv", "--passphrase-file", "p1"], expect: 0)
     }
 
     func testReadOnlyFileSystem() throws {

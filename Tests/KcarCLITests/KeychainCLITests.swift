@@ -62,7 +62,7 @@ final class KeychainCLITests: XCTestCase {
         try kcar(["update", "--service", "api", "--set-attr", "kSecAttrServer=x"], expect: 2)
         try kcar(["update", "--service", "none", "--set-label", "x"], expect: 6)
         try kcar(["update", "--service", "api"], expect: 2)  // nothing to change
-        XCTAssertEqual(try kcar(["groups"]).out, "       2  app\n")
+        XCTAssertEqual(try kcar(["groups"]).out, "ITEMS  GROUP\n    2  app\n")
         try kcar(["delete"], expect: 2)  // no selection without --all
         try kcar(["delete", "--service", "api"])
         try kcar(["delete", "--service", "api"], expect: 6)
@@ -89,7 +89,7 @@ final class KeychainCLITests: XCTestCase {
         // With a list: add goes to the first group; others are out of reach.
         let onlyB = ["KCAR_ACCESS_GROUPS": "b"]
         try kcar(["add", "--service", "s3"], stdin: "three", env: onlyB)
-        XCTAssertEqual(try kcar(["groups"], env: onlyB).out, "       2  b\n")
+        XCTAssertEqual(try kcar(["groups"], env: onlyB).out, "ITEMS  GROUP\n    2  b\n")
         try kcar(["get", "--group", "a", "--service", "s1"], env: onlyB, expect: 12)
         try kcar(["list", "--group", "a"], env: onlyB, expect: 12)
         try kcar(["get", "--groups", "a,b", "--group", "a", "--service", "s1"], env: onlyB)
@@ -120,7 +120,7 @@ final class KeychainCLITests: XCTestCase {
         chmod(kc + "/closed.key", 0o600)
         let nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
         let groups = try kcar(["groups"], prefix: nobody)
-        XCTAssertEqual(groups.out, "       1  open\n")
+        XCTAssertEqual(groups.out, "ITEMS  GROUP\n    1  open\n")
         XCTAssertEqual(try kcar(["get", "--service", "s"], prefix: nobody).out, "readable")
         // A member adds a group of its own, and compacts one: the files keep the group's modes.
         try kcar(["add", "--group", "theirs", "--service", "t"], stdin: "t", prefix: nobody)

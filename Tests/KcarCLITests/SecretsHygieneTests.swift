@@ -197,7 +197,8 @@ final class SecretsHygieneTests: XCTestCase {
         try FileManager.default.removeItem(atPath: dir + "/src/svc/big")
         try kcar(["pack", "mnt/v.kcv", "src", "--key-file", "secret.key", "--passphrase-file", "pass.txt"] + kdf, expect: 0)
         m.fill("filler")
-        try kcar(["rekey", "mnt/v.kcv", "--passphrase-file", "pass.txt"], expect: 8)
+        // Both secrets: rekey keeps both slots (issue 13, item 8), so it reaches the full disk.
+        try kcar(["rekey", "mnt/v.kcv", "--passphrase-file", "pass.txt", "--key-file", "secret.key"], expect: 8)
         try kcar(["passwd", "mnt/v.kcv", "--passphrase-file", "pass.txt", "--new-passphrase-file", "other-pass.txt"] + kdf, expect: 8)
         try kcar(["compact", "mnt/v.kcv", "--key-file", "secret.key"], expect: 8)
     }
