@@ -76,9 +76,9 @@ test: deps
 	/usr/bin/python3 scripts/interop/check_fixtures.py --quiet
 	/usr/bin/python3 scripts/interop/check_archives.py --quiet
 	$(MAKE) hostile
+	$(MAKE) ported
 	swift build --build-tests
 	swift test --skip-build --disable-swift-testing
-	$(MAKE) ported
 
 # The app ported from iOS (Examples/PortedApp, a package of its own that depends on kcar by path): the seeds,
 # Apple's samples and KeychainAccess's, Valet's and keychain-swift's calls with only their imports changed,
