@@ -99,12 +99,14 @@ public struct Keychain: Sendable {
     /// Stores `bytes` under `key`, replacing what is there (one transaction); `attributes` are user
     /// attributes kept in the index, searchable without decrypting (``keys(where:)``). A value already
     /// stored keeps its other user attributes, unless `replacingAttributes` is true: then its user
-    /// attributes become exactly `attributes` (`[:]` removes them all).
+    /// attributes become exactly `attributes` (`[:]` removes them all). Without an access group, the item
+    /// ``getData(_:)`` would read is the one replaced, in whichever group of the list holds it (as
+    /// `SecItemUpdate` without `kSecAttrAccessGroup` does on iOS); a new key goes to the default group.
     public func setData(_ bytes: Data, forKey key: String, attributes: [String: AttributeValue] = [:],
                         replacingAttributes: Bool = false) throws {
         let s = try store()
         let q = query(key)
-        let group = try resolveGroup(s)
+        let group = accessGroup == nil ? try s.find(q).first?.group ?? resolveGroup(s) : try resolveGroup(s)
         try s.transaction(group: group) { tx in
             var set: [String: AttributeValue?] = ["pdmn": .string(accessibility.rawValue)]
             if let label { set["labl"] = .string(label) }

@@ -48,6 +48,21 @@ final class TypedAPITests: KeychainTestCase {
         XCTAssertEqual(k.allKeys(), [])
     }
 
+    /// A key stored in another group of the list is replaced where it is, not added again to the default
+    /// group: `get` and `set` name the same item.
+    func testSetReplacesTheItemGetReadsInWhicheverGroup() throws {
+        let other = Keychain(service: "svc", accessGroup: "app.private", store: try store())
+        try other.setString("old", forKey: "k")
+        let k = Keychain(service: "svc", store: try store())  // default group: app.shared, the first of the list
+        XCTAssertEqual(try k.getString("k"), "old")
+        try k.setString("new", forKey: "k")
+        XCTAssertEqual(try k.getString("k"), "new")
+        XCTAssertEqual(try other.getString("k"), "new")
+        XCTAssertEqual(try Keychain(service: "svc", accessGroup: "app.shared", store: try store()).getString("k"), nil)
+        try k.setString("fresh", forKey: "n")
+        XCTAssertEqual(try Keychain(service: "svc", accessGroup: "app.shared", store: try store()).getString("n"), "fresh")
+    }
+
     func testAccessibilityAndUserAttributes() throws {
         let s = try store()
         let k = Keychain(service: "svc", store: s).accessibility(.afterFirstUnlockThisDeviceOnly)
