@@ -109,29 +109,43 @@ public final class Transaction {
 }
 
 extension Vault {
+    /// Checks what every new vault needs (a group name, 1 to `SLOTS_MAX` slots, no file at `path` unless
+    /// `overwrite`) and opens the temporary file it is written to.
+    static func startCreating(path: String, group: String, slots: [SlotSecret], overwrite: Bool) throws -> AtomicReplace {
+        try Header.checkGroup(group)
+        guard !slots.isEmpty, slots.count <= Limits.slotsMax else {
+            throw VaultError(.invalidArgument, "a vault needs 1 to \(Limits.slotsMax) key slots")
+        }
+        if !overwrite, fileExists(path) { throw VaultError(.exists, path) }
+        return try AtomicReplace(path: path)
+    }
+
+    /// Draws a new vault id and vault key, wraps the key for `slots` and writes the header at the start of
+    /// `tmp`; returns the id, the subkeys and the header's bytes.
+    static func writeNewHeader(_ tmp: AtomicReplace, group: String, slots: [SlotSecret], formatVersion: UInt16,
+                               random: RandomSource) throws -> (vaultID: [UInt8], keys: Subkeys, headerBytes: [UInt8]) {
+        let vaultID = random.bytes(16)
+        let vk = random.secureBytes(32)
+        let keySlots = try slots.map { try KeySlot.make(for: $0, vaultKey: vk, vaultID: vaultID, random: random) }
+        try Header.checkKDFBudget(keySlots, .invalidArgument)
+        let header = Header(vaultID: vaultID, group: group, slots: keySlots, formatVersion: formatVersion)
+        let keys = Subkeys(vaultKey: vk)
+        let headerBytes = header.encode(macKey: keys.header)
+        guard headerBytes.count <= Limits.headerMax else { throw VaultError(.invalidArgument, "header too large") }
+        try tmp.file.write(headerBytes, at: 0)
+        return (vaultID, keys, headerBytes)
+    }
+
     /// Creates a new vault at `path` holding what `body` adds, as one checkpoint commit. The file is written
     /// under a temporary name and renamed into place only when complete; an error leaves nothing behind.
     /// Throws ``VaultError/Code/exists`` if `path` exists and `overwrite` is false.
     public static func create(path: String, group: String, slots: [SlotSecret], options: WriteOptions = .init(),
                               overwrite: Bool = false, random: RandomSource = SystemRandom.shared,
                               _ body: (Transaction) throws -> Void) throws {
-        try Header.checkGroup(group)
-        guard !slots.isEmpty, slots.count <= Limits.slotsMax else {
-            throw VaultError(.invalidArgument, "a vault needs 1 to \(Limits.slotsMax) key slots")
-        }
         try options.check()
-        if !overwrite, fileExists(path) { throw VaultError(.exists, path) }
-        let tmp = try AtomicReplace(path: path)
+        let tmp = try startCreating(path: path, group: group, slots: slots, overwrite: overwrite)
         do {
-            let vaultID = random.bytes(16)
-            let vk = random.secureBytes(32)
-            let keySlots = try slots.map { try KeySlot.make(for: $0, vaultKey: vk, vaultID: vaultID, random: random) }
-            try Header.checkKDFBudget(keySlots, .invalidArgument)
-            let header = Header(vaultID: vaultID, group: group, slots: keySlots)
-            let keys = Subkeys(vaultKey: vk)
-            let headerBytes = header.encode(macKey: keys.header)
-            guard headerBytes.count <= Limits.headerMax else { throw VaultError(.invalidArgument, "header too large") }
-            try tmp.file.write(headerBytes, at: 0)
+            let (vaultID, keys, headerBytes) = try writeNewHeader(tmp, group: group, slots: slots, formatVersion: 1, random: random)
             let writer = CommitWriter(file: tmp.file, headerLength: UInt64(headerBytes.count), vaultID: vaultID, keys: keys,
                                       random: random, level: options.level, solidMembers: options.solidMembers, at: 0)
             let tx = Transaction(writer: writer, random: random, state: [:])

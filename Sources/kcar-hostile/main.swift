@@ -82,7 +82,7 @@ for (n, c) in cases.enumerated() {
     var r = RunResult()
     var inputBytes = 0
     do {
-        try makeInChild(c, dir)
+        try makeInChild(c, dir, kcar: kcar)
         inputBytes = largestFile(dir)
         if inputBytes > Limits.inputBytes { problems.append("input of \(inputBytes) bytes is over \(Limits.inputBytes)") }
         r = try runKcar(kcar, c, dir: dir)
@@ -144,9 +144,9 @@ extension Substring {
 /// stays small: Linux carries the peak RSS of the process that spawns a child into the child's `ru_maxrss`
 /// (posix_spawn runs the child in the parent's memory until exec), so a harness that had built a 20 MB input
 /// itself would report that memory against every later kcar it runs.
-func makeInChild(_ c: HostileCase, _ dir: String) throws {
+func makeInChild(_ c: HostileCase, _ dir: String, kcar: String) throws {
     var pid: pid_t = 0
-    let args = ["/proc/self/exe", "--make-case", c.name, dir]
+    let args = ["/proc/self/exe", "--kcar", kcar, "--make-case", c.name, dir]  // the child checks the same kcar
     var cargs: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
     defer { for p in cargs { free(p) } }
     guard posix_spawn(&pid, "/proc/self/exe", nil, nil, &cargs, environ) == 0 else { throw HarnessError.io("spawn --make-case") }

@@ -123,6 +123,18 @@ final class PagedVaultTests: XCTestCase {
         XCTAssertEqual(try r.items(attribute: "@team", equals: .string("t1")), [])
     }
 
+    /// A file renamed over the vault after it was opened takes no commit meant for the old one.
+    func testACommitToAReplacedFileFails() throws {
+        let path = try make()
+        let v = try PagedVault.open(path: path, secret: secret, mode: .write)
+        let other = try make("other.kcv")
+        XCTAssertEqual(rename(other, path), 0)
+        XCTAssertThrowsError(try v.commit { tx in try tx.add(attributes: attributes("a", "b", team: 1), value: [1]) }) {
+            XCTAssertEqual(($0 as? VaultError)?.code, .io)
+        }
+        XCTAssertEqual(try PagedVault.open(path: path, secret: secret).count, 0)
+    }
+
     func testVersion1ReadersRefuseVersion2() throws {
         let path = try make()
         XCTAssertThrowsError(try Vault.open(path: path, secret: secret)) { XCTAssertEqual(($0 as? VaultError)?.code, .unsupportedVersion) }

@@ -57,19 +57,9 @@ package final class PagedVault {
     /// linked into place.
     package static func create(path: String, group: String, slots: [SlotSecret], schema: PagedSchema, retention: Retention = .init(),
                                overwrite: Bool = false, random: RandomSource = SystemRandom.shared) throws {
-        try Header.checkGroup(group)
-        guard !slots.isEmpty, slots.count <= Limits.slotsMax else { throw VaultError(.invalidArgument, "a vault needs 1 to \(Limits.slotsMax) key slots") }
-        if !overwrite, fileExists(path) { throw VaultError(.exists, path) }
-        let tmp = try AtomicReplace(path: path)
+        let tmp = try Vault.startCreating(path: path, group: group, slots: slots, overwrite: overwrite)
         do {
-            let vaultID = random.bytes(16)
-            let vk = random.secureBytes(32)
-            let keySlots = try slots.map { try KeySlot.make(for: $0, vaultKey: vk, vaultID: vaultID, random: random) }
-            try Header.checkKDFBudget(keySlots, .invalidArgument)
-            let header = Header(vaultID: vaultID, group: group, slots: keySlots, formatVersion: 2)
-            let keys = Subkeys(vaultKey: vk)
-            let headerBytes = header.encode(macKey: keys.header)
-            try tmp.file.write(headerBytes, at: 0)
+            let (vaultID, keys, headerBytes) = try Vault.writeNewHeader(tmp, group: group, slots: slots, formatVersion: 2, random: random)
             let store = FilePageStore(source: RecordSource(file: tmp.file, headerLength: UInt64(headerBytes.count), vaultID: vaultID, keys: keys), limit: 0)
             store.random = random
             let root = IndexRoot(schema: schema, retention: retention)
@@ -326,6 +316,11 @@ package final class PagedVault {
         guard mode == .write else { throw VaultError(.invalidArgument, "the vault was opened read-only") }
         try file.lock(exclusive: true, timeout: lockTimeout)
         defer { file.unlock() }
+        // A rewrite (or anyone) may have renamed another file over the path: a commit to the file held
+        // would be lost (v1's `ensureStillAtPath`, SPEC.md §10).
+        guard try file.isStill(path) else {
+            throw VaultError(.io, "\(path) was replaced since it was opened; nothing was changed, open it again")
+        }
         try catchUp()
         let generation = try Vault.nextGeneration(after: tail.trailer.generation, path)
         let end = tail.offset + UInt64(TrailerV2.size)
