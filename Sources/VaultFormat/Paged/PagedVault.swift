@@ -327,7 +327,7 @@ package final class PagedVault {
         if try file.size() != UInt64(header.length) + end { try file.truncate(to: UInt64(header.length) + end) }
         let writer = CommitWriter(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys,
                                   random: random, level: level, solidMembers: solidMembers, at: end)
-        let tx = PagedTransaction(vault: self, writer: writer, random: random)
+        let tx = try PagedTransaction(vault: self, writer: writer, random: random)
         do {
             try body(tx)
             let changes = try tx.finish()
@@ -421,13 +421,17 @@ package final class PagedTransaction {
     private(set) var clock: UInt64
     var liveChange = 0
 
-    init(vault: PagedVault, writer: CommitWriter, random: RandomSource) {
+    init(vault: PagedVault, writer: CommitWriter, random: RandomSource) throws {
         self.vault = vault
         self.writer = writer
         self.random = random
         var tv = timespec()
         clock_gettime(CLOCK_REALTIME, &tv)
         let now = UInt64(max(0, tv.tv_sec)) * 1000 + UInt64(max(0, tv.tv_nsec)) / 1_000_000
+        // A root's clock is read from the file: one near 2^64 leaves no versions to give (never a trap).
+        guard vault.root.clock < UInt64.max - (1 << 32) else {
+            throw VaultError(.invalidArgument, "the vault's clock is at \(vault.root.clock): no versions are left to give")
+        }
         clock = max(now << 16, vault.root.clock + 1) - 1
     }
 
