@@ -144,6 +144,23 @@ do {
         report("v1.file_bytes_per_item", Double(fileSize(dir + "/v1.kcv")) / Double(n), "B")
         report("v2.file_bytes_per_item", Double(fileSize(dir + "/v2.kcv")) / Double(n + k), "B")
         report("measure.peak_rss", peakRSSMiB(), "MiB")
+    case "get-loop":
+        // For profiling: N random primary-key lookups on one open v2 vault.
+        guard args.count == 5, let n = Int(args[3]), let loops = Int(args[4]) else { die("get-loop DIR N LOOPS") }
+        var kb = [UInt8](repeating: 0, count: 32)
+        let fd = open(args[2] + "/key", O_RDONLY)
+        _ = read(fd, &kb, 32)
+        close(fd)
+        let v = try PagedVault.open(path: args[2] + "/v2.kcv", secret: .keyFile(SecureBytes(copying: kb)))
+        var rng = SplitMix64(state: 3)
+        let t = try timed {
+            for _ in 0..<loops {
+                let i = rng.below(n)
+                guard try v.items(class: .genericPassword, keyValues: [.bool(false), .string(service(i)), .string(account(i))]).count == 1 else { die("lost \(i)") }
+            }
+        }
+        report("v2.get_loop_mean", t / Double(loops) * 1000, "us")
+        report("v2.pages_opened", Double(v.pagesOpened), "pages")
     case "get":
         guard args.count == 5 else { die("get DIR SERVICE ACCOUNT") }
         var kb = [UInt8](repeating: 0, count: 32)

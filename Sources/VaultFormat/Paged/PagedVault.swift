@@ -14,7 +14,18 @@ package final class PagedVault {
     var store: FilePageStore
     var root: IndexRoot
     /// The changes of the delta segments since the last fold, by tree and key (later ones replace earlier).
-    var overlay: [TreeID: [[UInt8]: TreeWriter.Change]] = [:]
+    var overlay: [TreeID: [[UInt8]: TreeWriter.Change]] = [:] {
+        didSet { sortedOverlay = [:] }
+    }
+    /// `overlay` in key order, per tree, made on first need after each change: scans merge it in order.
+    private var sortedOverlay: [TreeID: [(key: [UInt8], value: TreeWriter.Change)]] = [:]
+
+    func sortedChanges(_ tree: TreeID) -> [(key: [UInt8], value: TreeWriter.Change)] {
+        if let s = sortedOverlay[tree] { return s }
+        let s = (overlay[tree] ?? [:]).map { (key: $0.key, value: $0.value) }.sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        sortedOverlay[tree] = s
+        return s
+    }
     /// Plaintext bytes of those segments.
     var overlayBytes = 0
     var tail: (trailer: TrailerV2, offset: UInt64)
@@ -150,9 +161,14 @@ package final class PagedVault {
 
     /// Entries of `tree` with keys ≥ `lower`, in order, the deltas merged in, until `body` returns false.
     func scan(_ tree: TreeID, from lower: [UInt8] = [], _ body: (LeafEntry) throws -> Bool) throws {
-        let pending = (overlay[tree] ?? [:]).filter { !$0.key.lexicographicallyPrecedes(lower) }
-            .sorted { $0.key.lexicographicallyPrecedes($1.key) }
-        var i = 0
+        let pending = sortedChanges(tree)
+        // The first change at or after `lower`.
+        var lo = 0, hi = pending.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if pending[mid].key.lexicographicallyPrecedes(lower) { lo = mid + 1 } else { hi = mid }
+        }
+        var i = lo
         var going = true
         // Overlay entries before `key` are handed over first; a tree entry the overlay names is replaced.
         func drain(before key: [UInt8]?) throws {
