@@ -65,8 +65,12 @@ final class FilePageStore: PageStore {
     var position: UInt64
     var random: RandomSource = SystemRandom.shared
     var level: Int32 = 6
+    /// Decoded pages: branches apart from leaves, so that a run of lookups over a large tree, which misses
+    /// on leaves, keeps the paths above them (a tree has about one branch per hundred leaves).
     private var cache: [PageRef: Page] = [:]
+    private var branches: [PageRef: Page] = [:]
     static let cacheMax = 4096
+    static let branchCacheMax = 16_384
     /// Pages opened from the file (not from the cache), for the benchmarks and tests.
     private(set) var opened = 0
 
@@ -79,7 +83,7 @@ final class FilePageStore: PageStore {
     func read(_ ref: PageRef) throws -> Page {
         var key = ref
         key.count = 0
-        if let p = cache[key] { return p }
+        if let p = branches[key] ?? cache[key] { return p }
         let fail = { (m: String) in VaultError(.damagedIndex, "page \(Hex.encode(ref.id.bytes)): \(m)") }
         guard let end = ref.offset.adding(ref.length), end <= limit, ref.length > 0 else {
             throw fail("its extent lies outside the body before its commit")
@@ -88,9 +92,18 @@ final class FilePageStore: PageStore {
                                           offset: ref.offset, length: ref.length, max: PagedLimits.pageMax, fail: fail)
         opened += 1
         let page = try PageCodec.decode(plain)
-        if cache.count >= FilePageStore.cacheMax { cache.removeAll(keepingCapacity: true) }
-        cache[key] = page
+        keep(page, key)
         return page
+    }
+
+    private func keep(_ page: Page, _ key: PageRef) {
+        if case .branch = page.content {
+            if branches.count >= FilePageStore.branchCacheMax { branches.removeAll(keepingCapacity: true) }
+            branches[key] = page
+        } else {
+            if cache.count >= FilePageStore.cacheMax { cache.removeAll(keepingCapacity: true) }
+            cache[key] = page
+        }
     }
 
     func write(_ page: Page) throws -> PageRef {
@@ -104,7 +117,7 @@ final class FilePageStore: PageStore {
         limit = max(limit, position)
         var key = ref
         key.count = 0
-        cache[key] = page
+        keep(page, key)
         return ref
     }
 
