@@ -55,9 +55,10 @@ enum Verify {
         do {
             Subject.set(path)
             let (header, size) = try Vault.inspect(path: path)
-            if size < UInt64(header.length + 96) {
+            let trailer = header.formatVersion == 1 ? (96, "KCARTRL1") : (128, "KCARTRL2")
+            if size < UInt64(header.length + trailer.0) {
                 problems.append(VaultError(.truncated, "no commit follows the header"))
-            } else if try !endsWithTrailerMagic(path, size: size) {
+            } else if try !endsWithTrailerMagic(path, size: size, trailer: trailer) {
                 problems.append(VaultError(.incompleteCommit, "the file does not end with a trailer (an interrupted write, or damage)"))
             }
         } catch let e as VaultError {
@@ -70,14 +71,14 @@ enum Verify {
         return problems.first.map { ExitCode.of($0.code) } ?? .success
     }
 
-    static func endsWithTrailerMagic(_ path: String, size: UInt64) throws -> Bool {
+    static func endsWithTrailerMagic(_ path: String, size: UInt64, trailer: (size: Int, magic: String)) throws -> Bool {
         // Non-blocking: the file was checked to be a regular file, but could be swapped for a FIFO since.
         let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw VaultError(.io, "cannot open \(path)") }
         defer { close(fd) }
         var b = [UInt8](repeating: 0, count: 8)
-        guard pread(fd, &b, 8, off_t(size - 96)) == 8 else { throw VaultError(.io, "cannot read \(path)") }
-        return b == Array("KCARTRL1".utf8)
+        guard pread(fd, &b, 8, off_t(size - UInt64(trailer.size))) == 8 else { throw VaultError(.io, "cannot read \(path)") }
+        return b == Array(trailer.magic.utf8)
     }
 
     static func emit(json: Bool, path: String, keyed: Bool, problems: [VaultError], extra: [(String, String)]) {
@@ -96,11 +97,11 @@ enum Verify {
         Subject.set(path)
         let (header, size) = try Vault.inspect(path: path)
         var pairs: [(String, String)] = [
-            ("path", JSON.string(StandardStreams.shown(path))), ("version", String(Header.version)), ("group", JSON.string(header.group)),
+            ("path", JSON.string(StandardStreams.shown(path))), ("version", String(header.formatVersion)), ("group", JSON.string(header.group)),
             ("vaultID", JSON.string(Hex.encode(header.vaultID))), ("fileSize", String(size)),
             ("headerSize", String(header.length)),
         ]
-        var lines = ["vault:      \(StandardStreams.shown(path))", "version:    \(Header.version)", "group:      \(header.group)",
+        var lines = ["vault:      \(StandardStreams.shown(path))", "version:    \(header.formatVersion)", "group:      \(header.group)",
                      "vault id:   \(Hex.encode(header.vaultID))", "file size:  \(size) bytes (header \(header.length))"]
         var slots: [String] = []
         for (i, s) in header.slots.enumerated() {

@@ -208,6 +208,7 @@ public struct Header: Sendable {
 
     /// This header with other key slots, every other field as it was.
     func with(slots: [KeySlot]) -> Header { Header(vaultID: vaultID, group: group, slots: slots, unknown: unknown, formatVersion: formatVersion) }
+    func with(formatVersion v: UInt16) -> Header { Header(vaultID: vaultID, group: group, slots: slots, unknown: unknown, formatVersion: v) }
 
     /// Throws `code` if the passphrase slots together cost more Argon2id work than ``Limits/kdfTotalMax``.
     static func checkKDFBudget(_ slots: [KeySlot], _ code: VaultError.Code) throws {

@@ -79,36 +79,7 @@ extension Vault {
             try tmp.file.write(bytes, at: 0)
             let writer = CommitWriter(file: tmp.file, headerLength: UInt64(bytes.count), vaultID: header.vaultID,
                                       keys: newKeys, random: random, level: options.level, solidMembers: options.solidMembers, at: 0)
-            let records = Dictionary(grouping: state.values, by: { $0.location.recordID })
-                .values.sorted { $0[0].location.offset < $1[0].location.offset }
-            for members in records {
-                let l = members[0].location
-                let fail = { (m: String) in VaultError(.damagedRecord, "\(members[0].displayName): \(m)") }
-                let oldKey = StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID)
-                if try memberCount(members[0]) == members.count {
-                    let newStreamKey = StreamKey.record(newKeys, vaultID: header.vaultID, recordID: l.recordID)
-                    var reader = recordReader(l, fail: fail)
-                    try writer.appendSealed(members) { emit in
-                        while let b = try reader.nextRaw() {
-                            if newKey == nil {
-                                // Authenticate before copying, so compaction never carries damage forward.
-                                _ = try Blocks.open(nonce: Array(b.frame[4..<28]), sealed: b.sealed, key: oldKey,
-                                                    index: b.index, last: b.last, fail: fail)
-                                try emit(b.frame + b.sealed)
-                            } else {
-                                try emit(try Blocks.reseal(frame: b.frame, sealed: b.sealed, from: oldKey, to: newStreamKey,
-                                                           index: b.index, last: b.last,
-                                                           nonce: random.bytes(Sodium.aeadNonceBytes), fail: fail))
-                            }
-                        }
-                    }
-                } else {
-                    // Decode the record once and re-add its live members.
-                    var value: [UInt8] = []
-                    try readValues(of: members, begin: { _, _ in value = [] }, bytes: { value.append(contentsOf: $0) },
-                                   end: { item in try writer.add(item, bytes: value) })
-                }
-            }
+            try copyLiveRecords(to: writer, newKeys: newKeys, reseal: newKey != nil, random: random)
             try writer.flush()
             newState = Dictionary(uniqueKeysWithValues: writer.written.map { ($0.item.id, $0.item) })
             let ops = newState.keys.sorted().map { IndexOperation.put(newState[$0]!) }
@@ -129,6 +100,42 @@ extension Vault {
         state = newState
         tail = newTail
         incompleteBytes = 0
+    }
+
+    /// Copies the records of the live items to `writer` (SPEC.md §9): a record whose members are all live byte
+    /// for byte (authenticated first, or re-sealed under `newKeys` when `reseal`), one that also holds deleted
+    /// or replaced values rebuilt from its live members. `writer.written` then lists the items as copied.
+    func copyLiveRecords(to writer: CommitWriter, newKeys: Subkeys, reseal: Bool, random: RandomSource) throws {
+        let records = Dictionary(grouping: state.values, by: { $0.location.recordID })
+            .values.sorted { $0[0].location.offset < $1[0].location.offset }
+        for members in records {
+            let l = members[0].location
+            let fail = { (m: String) in VaultError(.damagedRecord, "\(members[0].displayName): \(m)") }
+            let oldKey = StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID)
+            if try memberCount(members[0]) == members.count {
+                let newStreamKey = StreamKey.record(newKeys, vaultID: header.vaultID, recordID: l.recordID)
+                var reader = recordReader(l, fail: fail)
+                try writer.appendSealed(members) { emit in
+                    while let b = try reader.nextRaw() {
+                        if !reseal {
+                            // Authenticate before copying, so compaction never carries damage forward.
+                            _ = try Blocks.open(nonce: Array(b.frame[4..<28]), sealed: b.sealed, key: oldKey,
+                                                index: b.index, last: b.last, fail: fail)
+                            try emit(b.frame + b.sealed)
+                        } else {
+                            try emit(try Blocks.reseal(frame: b.frame, sealed: b.sealed, from: oldKey, to: newStreamKey,
+                                                       index: b.index, last: b.last,
+                                                       nonce: random.bytes(Sodium.aeadNonceBytes), fail: fail))
+                        }
+                    }
+                }
+            } else {
+                // Decode the record once and re-add its live members.
+                var value: [UInt8] = []
+                try readValues(of: members, begin: { _, _ in value = [] }, bytes: { value.append(contentsOf: $0) },
+                               end: { item in try writer.add(item, bytes: value) })
+            }
+        }
     }
 
     /// The number of members in the record that holds `item` (reads its first block).

@@ -311,10 +311,13 @@ public final class Vault {
     }
 
     /// Reads only the plaintext header (no key needed): what `info` and `verify` can say without a key.
+    /// Reads headers of every format version this kcar knows (version 1 and the version 2 draft, whose
+    /// header is the same, SPEC.md Part 4, V1).
     public static func inspect(path: String) throws -> (header: Header, fileSize: UInt64) {
         let file = try File.openRead(path)
         let size = try file.size()
-        return (try readHeader(file, size: size).0, size)
+        let prefix = try file.read(Int(min(size, 4096)), at: 0)
+        return (try Header.parse(prefix: prefix, fileSize: size, versions: 1...2) { try file.read($0, at: 0) }.0, size)
     }
 
     func fileOffset(_ body: UInt64) -> UInt64 { UInt64(header.length) + body }

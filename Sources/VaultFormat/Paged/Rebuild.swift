@@ -1,0 +1,107 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Whole-index builds of version 2 files (SPEC.md Part 4, V1 upgrade, V8 compaction): every tree written
+/// bottom-up by ``TreeBuilder`` from the full state, then the root and a fold trailer.
+enum PagedRebuild {
+    /// The hlc for "now" (V5): milliseconds since 1970 in the upper 48 bits.
+    static func clockNow() -> UInt64 {
+        var tv = timespec()
+        clock_gettime(CLOCK_REALTIME, &tv)
+        return (UInt64(max(0, tv.tv_sec)) * 1000 + UInt64(max(0, tv.tv_nsec)) / 1_000_000) << 16
+    }
+
+    /// Sorts entries by key, comparing bytes in place (a million entries: no copies of the entries while
+    /// sorting, only of their positions).
+    static func sortedByKey(_ entries: [LeafEntry]) -> [LeafEntry] {
+        var order = Array(entries.indices)
+        entries.withUnsafeBufferPointer { e in
+            order.sort { a, b in
+                e[a].key.withUnsafeBufferPointer { x in
+                    e[b].key.withUnsafeBufferPointer { y in
+                        let n = min(x.count, y.count)
+                        let c = n == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, n)
+                        return c != 0 ? c < 0 : x.count < y.count
+                    }
+                }
+            }
+        }
+        return order.map { entries[$0] }
+    }
+
+    /// Writes the three trees holding `items` (items-tree entries: live items and tombstones, in any order),
+    /// `attributeKeys` and `history` (any order), then the root and a fold trailer that makes them one commit
+    /// starting at body offset `commitStart`. Returns the trailer and its offset.
+    static func writeFold(store: FilePageStore, items: [LeafEntry], attributeKeys: [[UInt8]], history: [LeafEntry],
+                          base: IndexRoot, clock: UInt64, commitStart: UInt64, generation: UInt64, previous: UInt64?) throws
+        -> (root: IndexRoot, tail: (TrailerV2, UInt64)) {
+        var root = base
+        root.clock = clock
+        let itemsBuilder = TreeBuilder(store: store, tree: .items)
+        var live: UInt64 = 0
+        for e in sortedByKey(items) {
+            if e.record != nil { live += 1 }
+            try itemsBuilder.append(e)
+        }
+        root.items = try itemsBuilder.finish()
+        root.liveItems = live
+        root.tombstones = itemsBuilder.count - live
+        let attributesBuilder = TreeBuilder(store: store, tree: .attributes)
+        for k in sortedByKey(attributeKeys.map { LeafEntry(key: $0) }) { try attributesBuilder.append(k) }
+        root.attributes = try attributesBuilder.finish()
+        let historyBuilder = TreeBuilder(store: store, tree: .history)
+        for e in sortedByKey(history) { try historyBuilder.append(e) }
+        root.history = try historyBuilder.finish()
+        root.historyEntries = historyBuilder.count
+        let tail = try PagedVault.writeFold(root: root, store: store, commitStart: commitStart, generation: generation,
+                                            previous: previous, itemCount: live)
+        return (root, tail)
+    }
+}
+
+extension Vault {
+    /// Rewrites this version 1 vault as a version 2 file (SPEC.md Part 4, V1): the same vault id, vault key
+    /// and slots; the live records copied as compaction copies them; every live item given the version
+    /// `(now, writerID)`; no tombstones, no history. One atomic rename: a crash leaves the version 1 file or
+    /// the version 2 file. Afterwards this instance no longer describes the file (its commits are refused as
+    /// to a replaced file): open it with ``PagedVault/open(path:secret:mode:writerID:lockTimeout:)``.
+    package func upgradeToVersion2(schema: PagedSchema, retention: Retention = .init(), writerID: UInt64,
+                                   random: RandomSource = SystemRandom.shared, options: WriteOptions = .init()) throws {
+        guard header.formatVersion == 1 else { throw VaultError(.invalidArgument, "\(path) is not a version 1 vault") }
+        try options.check()
+        try exclusively {
+            let generation = try Vault.nextGeneration(after: tail.trailer.generation, path)
+            let newHeader = header.with(formatVersion: 2)
+            let bytes = newHeader.encode(macKey: keys.header)
+            let tmp = try AtomicReplace(path: path, random: random)
+            do {
+                try tmp.file.write(bytes, at: 0)
+                let writer = CommitWriter(file: tmp.file, headerLength: UInt64(bytes.count), vaultID: header.vaultID,
+                                          keys: keys, random: random, level: options.level, solidMembers: options.solidMembers, at: 0)
+                try copyLiveRecords(to: writer, newKeys: keys, reseal: false, random: random)
+                try writer.flush()
+                let store = FilePageStore(source: RecordSource(file: tmp.file, headerLength: UInt64(bytes.count), vaultID: header.vaultID, keys: keys),
+                                          limit: writer.position)
+                store.random = random
+                store.level = options.level
+                let version = Version(hlc: PagedRebuild.clockNow(), writer: writerID)
+                var entries: [LeafEntry] = []
+                var attributeKeys: [[UInt8]] = []
+                entries.reserveCapacity(writer.written.count)
+                for w in writer.written {
+                    let e = ItemEntries.entry(w.item, version: version, schema: schema)
+                    attributeKeys += ItemEntries.attributeKeys(w.item, itemKey: e.key, schema: schema)
+                    entries.append(e)
+                }
+                _ = try PagedRebuild.writeFold(store: store, items: entries, attributeKeys: attributeKeys, history: [],
+                                               base: IndexRoot(schema: schema, retention: retention), clock: version.hlc,
+                                               commitStart: 0, generation: generation, previous: nil)
+                try tmp.commit(overwrite: true) { try ensureStillAtPath("an upgrade") }
+            } catch {
+                tmp.abandon()
+                throw error
+            }
+        }
+    }
+}
