@@ -41,7 +41,8 @@ final class CommitWriter {
     /// not written in the order values are added (small values wait for their solid record), so the latest
     /// value of an item is the one with the highest number, not the last written.
     private(set) var written: [(sequence: Int, item: Item)] = []
-    private var sequence = 0
+    /// The number of the last `add` (or item of `appendSealed`): `written` carries it.
+    private(set) var sequence = 0
     static let batchBytes = 4 << 20
 
     init(file: File, headerLength: UInt64, vaultID: [UInt8], keys: Subkeys, random: RandomSource, level: Int32,
@@ -90,6 +91,9 @@ final class CommitWriter {
             try closeSolid()
         }
     }
+
+    /// Closes the solid record being filled, so that the next value starts a new one.
+    func endSolidRecord() throws { try closeSolid() }
 
     private func closeSolid() throws {
         guard !solid.isEmpty else { return }

@@ -10,6 +10,12 @@ extension Vault {
     /// (which replace all the old ones: an old slot or header copy no longer opens anything written from
     /// now on). Item ids, record ids and values are kept. Needs `.write`.
     public func rekey(slots: [SlotSecret], random: RandomSource = SystemRandom.shared, options: WriteOptions = .init()) throws {
+        let (newHeader, bytes, vk) = try Vault.rekeyedHeader(header, slots: slots, random: random)
+        try rewrite(header: newHeader, headerBytes: bytes, newKey: vk, random: random, options: options)
+    }
+
+    /// `header` under a new random vault key wrapped for `slots` (both format versions), encoded.
+    static func rekeyedHeader(_ header: Header, slots: [SlotSecret], random: RandomSource) throws -> (Header, [UInt8], SecureBytes) {
         guard !slots.isEmpty, slots.count <= Limits.slotsMax else {
             throw VaultError(.invalidArgument, "a vault needs 1 to \(Limits.slotsMax) key slots")
         }
@@ -17,8 +23,7 @@ extension Vault {
         let keySlots = try slots.map { try KeySlot.make(for: $0, vaultKey: vk, vaultID: header.vaultID, random: random) }
         try Header.checkKDFBudget(keySlots, .invalidArgument)
         let newHeader = header.with(slots: keySlots)
-        let bytes = newHeader.encode(macKey: Subkeys(vaultKey: vk).header)
-        try rewrite(header: newHeader, headerBytes: bytes, newKey: vk, random: random, options: options)
+        return (newHeader, newHeader.encode(macKey: Subkeys(vaultKey: vk).header), vk)
     }
 
     /// Changes the key slots: removes the slots of ``header`` (as this instance sees it now) at the indexes in

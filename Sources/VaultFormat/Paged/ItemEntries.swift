@@ -80,15 +80,20 @@ enum ItemEntries {
             }
         }
         pairs = []
+        let item = try valueAtEnd(&r, id: id, class: cls, attributes: attributes, record: rec)
+        return ItemState(key: e.key, id: id, version: version, item: item)
+    }
+
+    /// The end of a live or history body: value size, member index and data offset, in the record `rec`.
+    static func valueAtEnd(_ r: inout ByteReader, id: ItemID, class cls: String, attributes: Attributes, record rec: RecordRef) throws -> Item {
         let size = try r.readVarint()
         guard size <= Limits.valueMax else { throw r.fail("value size \(size)") }
         let member = try r.readCount(max: Limits.membersMax - 1, "member index")
         let dataOffset = try r.readVarint()
         guard dataOffset.adding(size) != nil else { throw r.fail("value extent overflows") }
         guard r.isAtEnd else { throw r.fail("\(r.remaining) bytes after its body") }
-        let item = Item(id: id, itemClass: ItemClass(rawValue: cls), attributes: attributes, size: size,
-                        location: RecordLocation(recordID: rec.id, offset: rec.offset, length: rec.length, member: member, dataOffset: dataOffset))
-        return ItemState(key: e.key, id: id, version: version, item: item)
+        return Item(id: id, itemClass: ItemClass(rawValue: cls), attributes: attributes, size: size,
+                    location: RecordLocation(recordID: rec.id, offset: rec.offset, length: rec.length, member: member, dataOffset: dataOffset))
     }
 
     /// The attributes-tree keys of a live item (indexed attributes only).

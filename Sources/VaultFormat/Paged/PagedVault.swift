@@ -8,9 +8,9 @@ import Glibc
 /// still reads and writes version 1, and nothing in kcar writes version 2 files yet.
 package final class PagedVault {
     package let path: String
-    package private(set) var header: Header
+    package internal(set) var header: Header
     var file: File
-    let keys: Subkeys
+    var keys: Subkeys
     var store: FilePageStore
     var root: IndexRoot
     /// The changes of the delta segments since the last fold, by tree and key (later ones replace earlier).
@@ -329,15 +329,24 @@ package final class PagedVault {
     /// past its policy (V6). On error the file is cut back to the last complete commit.
     package func commit(level: Int32 = 6, random: RandomSource = SystemRandom.shared, solidMembers: Int = Limits.membersMax,
                         _ body: (PagedTransaction) throws -> Void) throws {
+        try exclusively { try commitLocked(level: level, random: random, solidMembers: solidMembers, body) }
+    }
+
+    /// Runs `body` under the exclusive lock, caught up with the last commit, if the file is still at the path:
+    /// a rewrite (or anyone) may have renamed another file over it, and a commit to the file held would be
+    /// lost (v1's `ensureStillAtPath`, SPEC.md §10).
+    func exclusively<T>(_ body: () throws -> T) throws -> T {
         guard mode == .write else { throw VaultError(.invalidArgument, "the vault was opened read-only") }
         try file.lock(exclusive: true, timeout: lockTimeout)
         defer { file.unlock() }
-        // A rewrite (or anyone) may have renamed another file over the path: a commit to the file held
-        // would be lost (v1's `ensureStillAtPath`, SPEC.md §10).
         guard try file.isStill(path) else {
             throw VaultError(.io, "\(path) was replaced since it was opened; nothing was changed, open it again")
         }
         try catchUp()
+        return try body()
+    }
+
+    private func commitLocked(level: Int32, random: RandomSource, solidMembers: Int, _ body: (PagedTransaction) throws -> Void) throws {
         let generation = try Vault.nextGeneration(after: tail.trailer.generation, path)
         let end = tail.offset + UInt64(TrailerV2.size)
         if try file.size() != UInt64(header.length) + end { try file.truncate(to: UInt64(header.length) + end) }

@@ -4,9 +4,9 @@ import Glibc
 
 /// Whole-index builds of version 2 files (SPEC.md Part 4, V1 upgrade, V8 compaction): every tree written
 /// bottom-up by ``TreeBuilder`` from the full state, then the root and a fold trailer.
-enum PagedRebuild {
+package enum PagedRebuild {
     /// The hlc for "now" (V5): milliseconds since 1970 in the upper 48 bits.
-    static func clockNow() -> UInt64 {
+    package static func clockNow() -> UInt64 {
         var tv = timespec()
         clock_gettime(CLOCK_REALTIME, &tv)
         return (UInt64(max(0, tv.tv_sec)) * 1000 + UInt64(max(0, tv.tv_nsec)) / 1_000_000) << 16

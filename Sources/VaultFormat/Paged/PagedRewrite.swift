@@ -1,0 +1,190 @@
+extension ItemEntries {
+    /// A history entry, decoded (V3.4): the version it was, why it was kept, and the item as it was then
+    /// (its value where the entry's record says).
+    static func decodeHistory(_ e: LeafEntry) throws -> (version: Version, why: UInt8, item: Item) {
+        var r = ByteReader(e.rest, failure: .damagedIndex, what: "history entry")
+        guard e.key.count == 32 else { throw r.fail("a key of \(e.key.count) bytes") }
+        let id = ItemID(e.key[0..<16])
+        let version = Version(hlc: UInt64(bigEndianBytes: Array(e.key[16..<24])), writer: UInt64(bigEndianBytes: Array(e.key[24..<32])))
+        guard let rec = e.record, e.writer == nil else { throw r.fail("no record, or a writer in its body") }
+        let why = try r.readU8()
+        guard (1...3).contains(why) else { throw r.fail("why \(why)") }
+        let cls = try r.readString(max: Limits.attrNameMax, "class")
+        var names = NameCache()
+        let pairs = try IndexCodec.decodeAttributes(&r, count: try r.readCount(max: Limits.attrsMax, "attribute count"), names: &names)
+        let item = try valueAtEnd(&r, id: id, class: cls, attributes: Attributes(sortedPairs: pairs), record: rec)
+        return (version, why, item)
+    }
+}
+
+extension PagedVault {
+    /// Rewrites the vault without dead space (SPEC.md Part 4, V8): one fold commit whose trees are built
+    /// bottom-up from the live entries; the records of live items and kept history copied byte for byte when
+    /// all their members are kept, rebuilt from the kept members otherwise (so a dropped value leaves the
+    /// file); history and tombstones past the retention rule dropped. `now` (an hlc) is when retention is
+    /// judged. Atomic: a crash leaves the old or the new file. Needs `.write`.
+    package func compact(random: RandomSource = SystemRandom.shared, level: Int32 = 6, solidMembers: Int = Limits.membersMax,
+                         now: UInt64 = PagedRebuild.clockNow()) throws {
+        try rewrite(header: header, headerBytes: nil, newKey: nil, random: random, level: level, solidMembers: solidMembers, now: now)
+    }
+
+    /// Compacts under a new random vault key wrapped for `slots` (which replace all the old ones), re-sealing
+    /// every kept record and page. Item ids, record ids, versions and history are kept.
+    package func rekey(slots: [SlotSecret], random: RandomSource = SystemRandom.shared, level: Int32 = 6,
+                       solidMembers: Int = Limits.membersMax, now: UInt64 = PagedRebuild.clockNow()) throws {
+        let (newHeader, bytes, vk) = try Vault.rekeyedHeader(header, slots: slots, random: random)
+        try rewrite(header: newHeader, headerBytes: bytes, newKey: vk, random: random, level: level, solidMembers: solidMembers, now: now)
+    }
+
+    /// What a rewrite keeps (V8): live items, tombstones younger than `tombstone days`, and for each item its
+    /// `keep` most recent history entries younger than `days`.
+    func keptState(now: UInt64) throws -> (live: [ItemState], tombstones: [LeafEntry], history: [(version: Version, why: UInt8, item: Item)]) {
+        let day: UInt64 = 86_400_000 << 16
+        let r = root.retention
+        func cutoff(_ days: Int) -> UInt64 {
+            let (span, o) = UInt64(days).multipliedReportingOverflow(by: day)
+            return o || span > now ? 0 : now - span
+        }
+        var live: [ItemState] = [], tombstones: [LeafEntry] = []
+        var names = NameCache()
+        try scan(.items) { e in
+            let s = try ItemEntries.decode(e, schema: root.schema, names: &names)
+            if s.item != nil { live.append(s) } else if s.version.hlc >= cutoff(r.tombstoneDays) { tombstones.append(e) }
+            return true
+        }
+        // History keys sort by item id, then version: each item's entries come together, oldest first.
+        var history: [(version: Version, why: UInt8, item: Item)] = []
+        var run: [(version: Version, why: UInt8, item: Item)] = []
+        func closeRun() {
+            history += run.filter { $0.version.hlc >= cutoff(r.days) }.suffix(r.keep)
+            run = []
+        }
+        try scan(.history) { e in
+            let h = try ItemEntries.decodeHistory(e)
+            if let last = run.last, last.item.id != h.item.id { closeRun() }
+            run.append(h)
+            return true
+        }
+        closeRun()
+        return (live, tombstones, history)
+    }
+
+    private func rewrite(header newHeader: Header, headerBytes: [UInt8]?, newKey: SecureBytes?, random: RandomSource, level: Int32,
+                         solidMembers: Int, now: UInt64) throws {
+        try exclusively { try rewriteLocked(header: newHeader, headerBytes: headerBytes, newKey: newKey, random: random, level: level,
+                                            solidMembers: solidMembers, now: now) }
+    }
+
+    private func rewriteLocked(header newHeader: Header, headerBytes: [UInt8]?, newKey: SecureBytes?, random: RandomSource, level: Int32,
+                               solidMembers: Int, now: UInt64) throws {
+        let generation = try Vault.nextGeneration(after: tail.trailer.generation, path)
+        let newKeys = newKey.map { Subkeys(vaultKey: $0) } ?? keys
+        let bytes = headerBytes ?? newHeader.encode(macKey: keys.header)
+        let kept = try keptState(now: now)
+        // Every value kept, by where it lies: live items first, then history.
+        let values: [Item] = kept.live.map { $0.item! } + kept.history.map(\.item)
+        var sequenceOf = [Int](repeating: 0, count: values.count)
+        let tmp = try AtomicReplace(path: path, random: random)
+        let newSource = RecordSource(file: tmp.file, headerLength: UInt64(bytes.count), vaultID: header.vaultID, keys: newKeys)
+        let newStore = FilePageStore(source: newSource, limit: 0)
+        let built: (root: IndexRoot, tail: (TrailerV2, UInt64))
+        do {
+            try tmp.file.write(bytes, at: 0)
+            let writer = CommitWriter(file: tmp.file, headerLength: UInt64(bytes.count), vaultID: header.vaultID, keys: newKeys,
+                                      random: random, level: level, solidMembers: solidMembers, at: 0)
+            try copyRecords(values, to: writer, newKeys: newKeys, reseal: newKey != nil, random: random) { sequenceOf[$0] = $1 }
+            try writer.flush()
+            var moved: [Int: Item] = [:]
+            for w in writer.written { moved[w.sequence] = w.item }
+            func place(_ i: Int) throws -> Item {
+                guard let item = moved[sequenceOf[i]] else { throw VaultError(.io, "a copied value went missing") }
+                return item
+            }
+            var entries = kept.tombstones
+            var attributeKeys: [[UInt8]] = []
+            for (i, s) in kept.live.enumerated() {
+                let item = try place(i)
+                let e = ItemEntries.entry(item, version: s.version, schema: root.schema)
+                attributeKeys += ItemEntries.attributeKeys(item, itemKey: e.key, schema: root.schema)
+                entries.append(e)
+            }
+            var history: [LeafEntry] = []
+            for (j, h) in kept.history.enumerated() {
+                history.append(ItemEntries.history(try place(kept.live.count + j), version: h.version, why: h.why))
+            }
+            newStore.position = writer.position
+            newStore.limit = writer.position
+            newStore.random = random
+            newStore.level = level
+            built = try PagedRebuild.writeFold(store: newStore, items: entries, attributeKeys: attributeKeys, history: history,
+                                               base: root, clock: root.clock, commitStart: 0, generation: generation, previous: nil)
+            try tmp.commit(overwrite: true) {
+                guard try file.isStill(path) else { throw VaultError(.io, "\(path) was replaced during the rewrite; nothing was changed") }
+            }
+        } catch {
+            tmp.abandon()
+            throw error
+        }
+        file = tmp.file
+        header = newHeader
+        keys = newKeys
+        store = FilePageStore(source: newSource, limit: built.tail.1)
+        root = built.root
+        overlay = [:]
+        overlayBytes = 0
+        tail = built.tail
+    }
+
+    /// Copies the records holding `values` to `writer`: a record all of whose members are kept byte for byte
+    /// (authenticated first, or re-sealed under `newKeys`), any other rebuilt from its kept members. Tells
+    /// `placed` the position in `values` of each value and the writer's sequence number that now holds it.
+    private func copyRecords(_ values: [Item], to writer: CommitWriter, newKeys: Subkeys, reseal: Bool, random: RandomSource,
+                             placed: (Int, Int) throws -> Void) throws {
+        let records = Dictionary(grouping: values.indices, by: { values[$0].location.recordID })
+            .values.sorted { values[$0[0]].location.offset < values[$1[0]].location.offset }
+        var solidIDs = Set<ItemID>()
+        for group in records {
+            let members = group.sorted { values[$0].location.member < values[$1].location.member }
+            let first = values[members[0]]
+            let l = first.location
+            let fail = { (m: String) in VaultError(.damagedRecord, "\(first.displayName): \(m)") }
+            var reader = source.recordReader(l, fail: fail)
+            let (table, _) = try reader.memberTable()
+            try table.check(members.map { values[$0] })
+            if Set(members.map { values[$0].location.member }).count == table.members.count {
+                let oldKey = StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID)
+                let newStreamKey = StreamKey.record(newKeys, vaultID: header.vaultID, recordID: l.recordID)
+                var raw = source.recordReader(l, fail: fail)
+                let base = writer.sequence
+                try writer.appendSealed(members.map { values[$0] }) { emit in
+                    while let b = try raw.nextRaw() {
+                        if !reseal {
+                            // Authenticate before copying, so compaction never carries damage forward.
+                            _ = try Blocks.open(nonce: Array(b.frame[4..<28]), sealed: b.sealed, key: oldKey, index: b.index, last: b.last, fail: fail)
+                            try emit(b.frame + b.sealed)
+                        } else {
+                            try emit(try Blocks.reseal(frame: b.frame, sealed: b.sealed, from: oldKey, to: newStreamKey, index: b.index,
+                                                       last: b.last, nonce: random.bytes(Sodium.aeadNonceBytes), fail: fail))
+                        }
+                    }
+                }
+                for (k, i) in members.enumerated() { try placed(i, base + k + 1) }
+            } else {
+                for i in members {
+                    let item = values[i]
+                    // Two versions of one item never share a record (its member ids are distinct).
+                    if solidIDs.contains(item.id) {
+                        try writer.endSolidRecord()
+                        solidIDs = []
+                    }
+                    solidIDs.insert(item.id)
+                    var value: [UInt8] = []
+                    try source.read(item) { value.append(contentsOf: $0) }
+                    try writer.add(item, bytes: value)
+                    wipe(&value)
+                    try placed(i, writer.sequence)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+import FixtureRecipes
+import Foundation
+@testable import VaultFormat
+import XCTest
+
+/// Compaction and rekey of version 2 vaults (SPEC.md Part 4, V8): everything retention keeps survives with
+/// its version (live items, values, history, tombstones), what it no longer keeps leaves the file, and a
+/// failed rewrite leaves the file as it was.
+final class PagedCompactionTests: XCTestCase {
+    var dir = ""
+    let secret = UnlockSecret.keyFile(SecureBytes(copying: Recipes.keyFile))
+    let schema = PagedSchema(classes: ["genp": ClassSchema(keyAttributes: [("sync", .bool(false)), ("svce", .string("")), ("acct", .string(""))])],
+                             indexed: ["@*"])
+    static let day: UInt64 = 86_400_000 << 16
+
+    override func setUp() {
+        dir = NSTemporaryDirectory() + "kcar-compact-\(UUID().uuidString)"
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
+
+    struct Live: Hashable {
+        let id: ItemID
+        let attributes: Attributes
+        let value: [UInt8]
+        let version: Version
+    }
+
+    /// What a reader sees: live items with values and versions, each item's history, and the tombstones.
+    func state(_ v: PagedVault, ids: [ItemID]) throws -> (live: Set<Live>, history: [ItemID: [Version]], values: [[UInt8]]) {
+        var live = Set<Live>()
+        try v.forEachItem { item in
+            live.insert(Live(id: item.id, attributes: item.attributes, value: try v.read(item), version: try XCTUnwrap(v.version(of: item))))
+            return true
+        }
+        var history: [ItemID: [Version]] = [:]
+        for id in ids { history[id] = try v.history(of: id).map(\.version) }
+        return (live, history, [])
+    }
+
+    /// Seeded adds, updates (values and keys) and deletes over 30 commits, some of them folds.
+    func build(_ path: String, retention: Retention = .init()) throws -> (PagedVault, [ItemID]) {
+        try PagedVault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema, retention: retention)
+        let v = try PagedVault.open(path: path, secret: secret, mode: .write)
+        var rng = SplitMix64(state: 99)
+        var ids: [ItemID] = []
+        for round in 0..<30 {
+            try v.commit(solidMembers: 8) { tx in
+                for k in 0..<(round == 0 ? 300 : 1 + rng.below(12)) {
+                    var a = Attributes()
+                    a["svce"] = .string("svc\(rng.below(40))")
+                    a["acct"] = .string("user\(round)-\(k)")
+                    a["@team"] = .string("t\(rng.below(9))")
+                    let value = (0..<rng.below(300)).map { _ in UInt8(truncatingIfNeeded: rng.below(256)) }
+                    ids.append(try tx.add(attributes: a, value: value))
+                }
+            }
+            guard round > 0 else { continue }
+            var all: [Item] = []
+            try v.forEachItem { all.append($0); return true }
+            try v.commit { tx in
+                for _ in 0..<rng.below(10) {
+                    let item = all.remove(at: rng.below(all.count))
+                    switch rng.below(3) {
+                    case 0: try tx.delete(item)
+                    case 1: try tx.update(item, value: Array("round \(round)".utf8))
+                    default:
+                        var a = item.attributes
+                        a["acct"] = .string("moved\(round)")
+                        try tx.update(item, attributes: a)
+                    }
+                }
+            }
+        }
+        return (v, ids)
+    }
+
+    func fileSize(_ path: String) throws -> UInt64 { (try FileManager.default.attributesOfItem(atPath: path)[.size] as? UInt64) ?? 0 }
+
+    func testCompactionKeepsWhatRetentionKeepsAndDropsTheRest() throws {
+        let path = dir + "/v.kcv"
+        let (v, ids) = try build(path)
+        let before = try state(v, ids: ids)
+        let sizeBefore = try fileSize(path)
+        XCTAssertGreaterThan(before.history.values.map(\.count).reduce(0, +), 50)
+        // Now: everything is younger than 90 days, so all of it stays.
+        try v.compact(now: PagedRebuild.clockNow())
+        XCTAssertEqual(try state(v, ids: ids).live, before.live)
+        XCTAssertEqual(try state(v, ids: ids).history, before.history)
+        XCTAssertEqual(try v.verifyIndex(), before.live.count)
+        let reopened = try PagedVault.open(path: path, secret: secret, mode: .write)
+        XCTAssertEqual(try state(reopened, ids: ids).live, before.live)
+        XCTAssertEqual(try state(reopened, ids: ids).history, before.history)
+        XCTAssertLessThan(try fileSize(path), sizeBefore, "dead pages and delta segments left the file")
+        // A primary-key and an attribute lookup on the rebuilt trees.
+        let some = try XCTUnwrap(before.live.first)
+        XCTAssertEqual(try reopened.items(class: .genericPassword, keyValues: [.bool(false), some.attributes["svce"]!, some.attributes["acct"]!]).map(\.id), [some.id])
+        XCTAssertTrue(try reopened.items(attribute: "@team", equals: some.attributes["@team"]!).contains { $0.id == some.id })
+        // A commit after compaction, then folds, still agree.
+        try reopened.commit { tx in _ = try tx.add(attributes: Attributes(["svce": .string("new"), "acct": .string("one")]), value: [1]) }
+        XCTAssertEqual(try reopened.verifyIndex(), before.live.count + 1)
+
+        // A hundred days on: history and tombstones are past retention, and their values leave the file.
+        let sizeKept = try fileSize(path)
+        try reopened.compact(now: PagedRebuild.clockNow() + 100 * Self.day)
+        let after = try state(reopened, ids: ids)
+        XCTAssertEqual(after.live.count, before.live.count + 1)
+        XCTAssertTrue(after.history.values.allSatisfy(\.isEmpty))
+        XCTAssertLessThan(try fileSize(path), sizeKept)
+        XCTAssertEqual(try reopened.verifyIndex(), before.live.count + 1)
+    }
+
+    func testHistoryIsTrimmedToKeep() throws {
+        let path = dir + "/keep.kcv"
+        let (v, ids) = try build(path, retention: Retention(keep: 1, days: 90, tombstoneDays: 90))
+        let before = try state(v, ids: ids)
+        XCTAssertTrue(before.history.values.contains { $0.count > 1 }, "the seeded rounds change some item twice")
+        try v.compact()
+        let after = try state(v, ids: ids)
+        XCTAssertEqual(after.live, before.live)
+        for id in ids { XCTAssertEqual(after.history[id], before.history[id].map { Array($0.suffix(1)) }) }
+    }
+
+    func testRekeyKeepsEverythingUnderTheNewKeyOnly() throws {
+        let path = dir + "/rekey.kcv"
+        let (v, ids) = try build(path)
+        let before = try state(v, ids: ids)
+        let newKey = SecureBytes(copying: [UInt8](repeating: 0x5A, count: 32))
+        try v.rekey(slots: [.keyFile(newKey)])
+        XCTAssertThrowsError(try PagedVault.open(path: path, secret: secret)) { XCTAssertEqual(($0 as? VaultError)?.code, .wrongKey) }
+        let r = try PagedVault.open(path: path, secret: .keyFile(newKey))
+        XCTAssertEqual(try state(r, ids: ids).live, before.live)
+        XCTAssertEqual(try state(r, ids: ids).history, before.history)
+        XCTAssertEqual(try r.verifyIndex(), before.live.count)
+    }
+
+    /// A record that fails to authenticate stops compaction: the file is unchanged, no temporary is left.
+    func testAFailedCompactionLeavesTheFile() throws {
+        let path = dir + "/bad.kcv"
+        let (v, _) = try build(path)
+        var item: Item?
+        try v.forEachItem { item = $0; return false }
+        let l = item!.location
+        var bytes = try Recipes.read(path)
+        bytes[v.header.length + Int(l.offset) + Int(l.length) - 20] ^= 0x40
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let damaged = try PagedVault.open(path: path, secret: secret, mode: .write)
+        XCTAssertThrowsError(try damaged.compact()) { XCTAssertEqual(($0 as? VaultError)?.code, .damagedRecord) }
+        XCTAssertEqual(try Recipes.read(path), bytes)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["bad.kcv"])
+    }
+}
