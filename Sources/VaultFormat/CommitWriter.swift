@@ -92,6 +92,12 @@ final class CommitWriter {
         }
     }
 
+    /// Hands over `written` and forgets it.
+    func takeWritten() -> [(sequence: Int, item: Item)] {
+        defer { written = [] }
+        return written
+    }
+
     /// Closes the solid record being filled, so that the next value starts a new one.
     func endSolidRecord() throws { try closeSolid() }
 

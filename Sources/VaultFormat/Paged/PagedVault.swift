@@ -355,8 +355,9 @@ package final class PagedVault {
         let tx = try PagedTransaction(vault: self, writer: writer, random: random)
         do {
             try body(tx)
-            let changes = try tx.finish()
-            guard !changes.isEmpty else {
+            var perTree = try tx.finish()
+            let changeCount = perTree.reduce(0) { $0 + $1.changes.count }
+            guard changeCount > 0 else {
                 try file.truncate(to: UInt64(header.length) + end)
                 return
             }
@@ -364,34 +365,35 @@ package final class PagedVault {
             store.limit = writer.position
             store.random = random
             store.level = level
-            let delta = DeltaCodec.encode(changes)
             let chain = Int(tail.trailer.chain) + 1
             let itemCount = UInt64(count + tx.liveChange)
-            if chain >= PagedLimits.deltaChainMax || overlayBytes + delta.count > PagedLimits.foldAfterBytes || changes.count > PagedLimits.foldAfterChanges
+            // A commit of many changes folds without being encoded as a delta first.
+            let changes = changeCount > PagedLimits.foldAfterChanges ? [] : perTree.flatMap { t in t.changes.map { (tree: t.tree, change: $0) } }
+            let delta = changes.isEmpty ? [] : DeltaCodec.encode(changes)
+            if chain >= PagedLimits.deltaChainMax || overlayBytes + delta.count > PagedLimits.foldAfterBytes || changeCount > PagedLimits.foldAfterChanges
                 || delta.count > PagedLimits.deltaMax {
-                for (tree, c) in changes { overlay[tree, default: [:]][c.key] = c }
                 var newRoot = root
                 newRoot.clock = tx.clock
-                for tree in [TreeID.items, .attributes, .history] {
-                    let pending = (overlay[tree] ?? [:]).values.sorted { $0.key.lexicographicallyPrecedes($1.key) }
-                    // The counts follow what each change replaces; a remove that cancels a put of the same
-                    // chain never reached the tree and is dropped.
-                    var failure: Error?
+                for t in perTree.indices {
+                    let tree = perTree[t].tree
+                    let earlier = sortedChanges(tree)
+                    let pending = earlier.isEmpty ? perTree[t].changes : PagedVault.merge(earlier.map(\.value), perTree[t].changes)
+                    perTree[t].changes = []
+                    // The counts follow what each change replaces (an items-tree entry is live exactly when it
+                    // names a record; wrapping, since a forged root's counts are only compared afterwards); a
+                    // remove that cancels a put of the same chain never reached the tree and is dropped.
                     let top = try TreeWriter(store: store, tree: tree).apply(pending, to: root.top(tree), skipMissingRemoves: true) { old, c in
-                        guard failure == nil, tree != .attributes else { return }
-                        do {
-                            if tree == .items {
-                                if let old { if try ItemEntries.decode(old, schema: root.schema).item != nil { newRoot.liveItems -= 1 } else { newRoot.tombstones -= 1 } }
-                                if case .put(let e) = c {
-                                    if e.record != nil { newRoot.liveItems += 1 } else { newRoot.tombstones += 1 }
-                                }
-                            } else {
-                                if old != nil { newRoot.historyEntries -= 1 }
-                                if case .put = c { newRoot.historyEntries += 1 }
-                            }
-                        } catch { failure = error }
+                        switch tree {
+                        case .items:
+                            if let old { if old.record != nil { newRoot.liveItems &-= 1 } else { newRoot.tombstones &-= 1 } }
+                            if case .put(let e) = c { if e.record != nil { newRoot.liveItems &+= 1 } else { newRoot.tombstones &+= 1 } }
+                        case .history:
+                            if old != nil { newRoot.historyEntries &-= 1 }
+                            if case .put = c { newRoot.historyEntries &+= 1 }
+                        case .attributes:
+                            break
+                        }
                     }
-                    if let failure { throw failure }
                     newRoot.setTop(tree, top)
                 }
                 guard newRoot.liveItems == itemCount else {
@@ -422,6 +424,23 @@ package final class PagedVault {
         }
     }
 
+    /// Merges two change lists, each in ascending key order, into one; on equal keys the newer (`later`) wins.
+    static func merge<S: Sequence<TreeWriter.Change>>(_ earlier: [TreeWriter.Change], _ later: S) -> [TreeWriter.Change] {
+        var out: [TreeWriter.Change] = []
+        out.reserveCapacity(earlier.count)
+        var i = 0
+        for c in later {
+            while i < earlier.count, earlier[i].key.lexicographicallyPrecedes(c.key) {
+                out.append(earlier[i])
+                i += 1
+            }
+            if i < earlier.count, earlier[i].key == c.key { i += 1 }
+            out.append(c)
+        }
+        out.append(contentsOf: earlier[i...])
+        return out
+    }
+
     /// Reloads the tail, root and deltas if another writer committed since they were read.
     func catchUp() throws {
         let size = try file.size()
@@ -439,10 +458,12 @@ package final class PagedTransaction {
     let vault: PagedVault
     let writer: CommitWriter
     let random: RandomSource
-    /// Changes so far, by item id: the entry the item had before the commit (nil: none) and the item now
-    /// (nil: deleted).
-    private var changed: [ItemID: (before: ItemState?, after: Item?)] = [:]
-    private var valued = Set<ItemID>()
+    /// Changes so far, by item id: the item now (nil: deleted), and apart (adds have none, and a large
+    /// import should not carry an empty slot per item) the entry it had before the commit.
+    private var changed: [ItemID: Item?] = [:]
+    private var before: [ItemID: ItemState] = [:]
+    /// The items given a value in this commit, each with the writer's number of its latest value.
+    private var valued: [ItemID: Int] = [:]
     private(set) var clock: UInt64
     var liveChange = 0
 
@@ -473,8 +494,8 @@ package final class PagedTransaction {
         let item = Item(id: id, itemClass: itemClass, attributes: attributes, size: 0,
                         location: RecordLocation(recordID: ID128(hi: 0, lo: 0), offset: 0, length: 0, member: 0, dataOffset: 0))
         try writer.add(item, value: .bytes(value))
-        changed[id] = (nil, item)
-        valued.insert(id)
+        changed[id] = item
+        valued[id] = writer.sequence
         liveChange += 1
         return id
     }
@@ -482,8 +503,8 @@ package final class PagedTransaction {
     /// The current state of `item` (as this transaction left it, or as the vault holds it).
     private func current(_ item: Item) throws -> (before: ItemState?, now: Item) {
         if let c = changed[item.id] {
-            guard let now = c.after else { throw VaultError(.itemNotFound, "item \(item.id) was deleted in this transaction") }
-            return (c.before, now)
+            guard let now = c else { throw VaultError(.itemNotFound, "item \(item.id) was deleted in this transaction") }
+            return (before[item.id], now)
         }
         let key = ItemKey.make(class: item.itemClass.rawValue, attributes: item.attributes, schema: vault.root.schema.classes[item.itemClass.rawValue], id: item.id).key
         guard let e = try vault.entry(.items, key), let s = Optional(try ItemEntries.decode(e, schema: vault.root.schema)), let now = s.item else {
@@ -494,70 +515,74 @@ package final class PagedTransaction {
 
     /// Changes `item`'s attributes, its value, or both.
     package func update(_ item: Item, attributes: Attributes? = nil, value: [UInt8]? = nil) throws {
-        let (before, now) = try current(item)
+        let (was, now) = try current(item)
         var next = now
         if let attributes { next.attributes = attributes }
         try Transaction.check(next.itemClass, next.attributes)
         if let value {
             try writer.add(next, value: .bytes(value))
-            valued.insert(item.id)
+            valued[item.id] = writer.sequence
         }
-        changed[item.id] = (before, next)
+        before[item.id] = was
+        changed[item.id] = next
     }
 
     package func delete(_ item: Item) throws {
-        let (before, _) = try current(item)
-        if before == nil {
-            changed[item.id] = nil
-            valued.remove(item.id)
+        let (was, _) = try current(item)
+        if let was {
+            before[item.id] = was
+            changed.updateValue(nil, forKey: item.id)
         } else {
-            changed[item.id] = (before, nil)
+            changed[item.id] = nil
+            valued[item.id] = nil
         }
         liveChange -= 1
     }
 
-    /// Flushes the records and turns the changes into tree changes, sorted by (tree, key).
-    func finish() throws -> [(tree: TreeID, change: TreeWriter.Change)] {
+    /// Flushes the records and turns the changes into tree changes, per tree in ascending key order. Keys of
+    /// different items never collide (item keys end in the item id), so each tree's changes are gathered in an
+    /// array and sorted once, however many items the commit changes. The transaction's items are let go as
+    /// their entries are made: a large commit holds its items or its entries, not both.
+    func finish() throws -> [(tree: TreeID, changes: [TreeWriter.Change])] {
         try writer.flush()
-        var latest: [ItemID: (sequence: Int, item: Item)] = [:]
-        for w in writer.written where latest[w.item.id].map({ $0.sequence < w.sequence }) ?? true { latest[w.item.id] = w }
-        let schema = vault.root.schema
-        var out: [TreeID: [[UInt8]: TreeWriter.Change]] = [:]
-        func put(_ tree: TreeID, _ e: LeafEntry) { out[tree, default: [:]][e.key] = .put(e) }
-        func remove(_ tree: TreeID, _ k: [UInt8]) {
-            if out[tree]?[k] == nil { out[tree, default: [:]][k] = .remove(k) }
+        // Where each value went: the latest value of each item (records are not written in the order values
+        // were given).
+        for w in writer.takeWritten() where valued[w.item.id] == w.sequence {
+            guard case .some(.some(var a)) = changed[w.item.id] else { continue }
+            a.size = w.item.size
+            a.location = w.item.location
+            changed[w.item.id] = a
         }
+        valued = [:]
+        let schema = vault.root.schema
+        var items: [TreeWriter.Change] = [], attributes: [TreeWriter.Change] = [], history: [TreeWriter.Change] = []
+        items.reserveCapacity(changed.count)
         for id in changed.keys.sorted() {
-            guard let c = changed[id] else { continue }
+            guard let after = changed.removeValue(forKey: id) else { continue }
+            let was = before.removeValue(forKey: id)
             let version = nextVersion()
-            var after = c.after
-            if var a = after, valued.contains(id), let w = latest[id] {
-                a.size = w.item.size
-                a.location = w.item.location
-                after = a
-            }
-            if let old = c.before, let oldItem = old.item {
-                for k in ItemEntries.attributeKeys(oldItem, itemKey: old.key, schema: schema) { remove(.attributes, k) }
+            var oldAttributeKeys: [[UInt8]] = []
+            if let old = was, let oldItem = old.item {
+                oldAttributeKeys = ItemEntries.attributeKeys(oldItem, itemKey: old.key, schema: schema)
                 if vault.root.retention.keep > 0 {
-                    put(.history, ItemEntries.history(oldItem, version: old.version, why: after == nil ? 3 : 1))
+                    history.append(.put(ItemEntries.history(oldItem, version: old.version, why: after == nil ? 3 : 1)))
                 }
             }
+            var newAttributeKeys: [[UInt8]] = []
             if let a = after {
                 let e = ItemEntries.entry(a, version: version, schema: schema)
-                if let old = c.before, old.key != e.key { remove(.items, old.key) }
-                put(.items, e)
-                for k in ItemEntries.attributeKeys(a, itemKey: e.key, schema: schema) {
-                    out[.attributes, default: [:]][k] = .put(LeafEntry(key: k))
-                }
-            } else if let old = c.before {
-                put(.items, ItemEntries.tombstone(key: old.key, version: version))
+                if let old = was, old.key != e.key { items.append(.remove(old.key)) }
+                items.append(.put(e))
+                newAttributeKeys = ItemEntries.attributeKeys(a, itemKey: e.key, schema: schema)
+            } else if let old = was {
+                items.append(.put(ItemEntries.tombstone(key: old.key, version: version)))
             }
+            // An attribute entry that stays is neither removed nor put again.
+            for k in oldAttributeKeys where !newAttributeKeys.contains(k) { attributes.append(.remove(k)) }
+            for k in newAttributeKeys where !oldAttributeKeys.contains(k) { attributes.append(.put(LeafEntry(key: k))) }
         }
-        var sorted: [(TreeID, TreeWriter.Change)] = []
-        for tree in [TreeID.items, .attributes, .history] {
-            for c in (out[tree] ?? [:]).values.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) { sorted.append((tree, c)) }
-        }
-        return sorted
+        return [(.items, PagedRebuild.sortedByKey(items, key: \.key)), (.attributes, PagedRebuild.sortedByKey(attributes, key: \.key)),
+                (.history, PagedRebuild.sortedByKey(history, key: \.key))]
     }
 }
 

@@ -12,14 +12,15 @@ package enum PagedRebuild {
         return (UInt64(max(0, tv.tv_sec)) * 1000 + UInt64(max(0, tv.tv_nsec)) / 1_000_000) << 16
     }
 
-    /// Sorts entries by key, comparing bytes in place (a million entries: no copies of the entries while
-    /// sorting, only of their positions).
-    static func sortedByKey(_ entries: [LeafEntry]) -> [LeafEntry] {
-        var order = Array(entries.indices)
-        entries.withUnsafeBufferPointer { e in
+    /// Sorts by a byte-string key, comparing bytes in place (a million entries: no copies of the elements
+    /// while sorting, only of their positions).
+    static func sortedByKey<T>(_ elements: [T], key: (T) -> [UInt8]) -> [T] {
+        let keys = elements.map(key)
+        var order = Array(elements.indices)
+        keys.withUnsafeBufferPointer { k in
             order.sort { a, b in
-                e[a].key.withUnsafeBufferPointer { x in
-                    e[b].key.withUnsafeBufferPointer { y in
+                k[a].withUnsafeBufferPointer { x in
+                    k[b].withUnsafeBufferPointer { y in
                         let n = min(x.count, y.count)
                         let c = n == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, n)
                         return c != 0 ? c < 0 : x.count < y.count
@@ -27,8 +28,10 @@ package enum PagedRebuild {
                 }
             }
         }
-        return order.map { entries[$0] }
+        return order.map { elements[$0] }
     }
+
+    static func sortedByKey(_ entries: [LeafEntry]) -> [LeafEntry] { sortedByKey(entries, key: \.key) }
 
     /// Writes the three trees holding `items` (items-tree entries: live items and tombstones, in any order),
     /// `attributeKeys` and `history` (any order), then the root and a fold trailer that makes them one commit
