@@ -178,6 +178,15 @@ package struct TreeWriter {
             let page = try reader.open(top, parentLevel: nil, first: nil, upper: nil)
             level = try rewrite(page, changes[...], reader: reader, upper: nil, skip: skipMissingRemoves, observe: observe)
             height = page.level
+        } else if changes.allSatisfy({ if case .put = $0 { return true } else { return false } }) {
+            // A new tree: built bottom-up as the puts stream by, one page per level in memory.
+            let builder = TreeBuilder(store: store, tree: tree)
+            builder.pageTarget = pageTarget
+            for case .put(let e) in changes {
+                observe(nil, .put(e))
+                try builder.append(e)
+            }
+            return try builder.finish()
         } else {
             level = try rewriteLeaf([], changes[...], skip: skipMissingRemoves, observe: observe)
             height = 0

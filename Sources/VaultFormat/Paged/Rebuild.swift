@@ -12,19 +12,25 @@ package enum PagedRebuild {
         return (UInt64(max(0, tv.tv_sec)) * 1000 + UInt64(max(0, tv.tv_nsec)) / 1_000_000) << 16
     }
 
-    /// Sorts by a byte-string key, comparing bytes in place (a million entries: no copies of the elements
-    /// while sorting, only of their positions).
+    /// Sorts by a byte-string key. The keys are copied once into one buffer and compared there with
+    /// `memcmp`, so that sorting a million entries moves positions, not entries, and counts no references.
     static func sortedByKey<T>(_ elements: [T], key: (T) -> [UInt8]) -> [T] {
-        let keys = elements.map(key)
+        var flat: [UInt8] = []
+        var starts: [Int] = []
+        starts.reserveCapacity(elements.count + 1)
+        for e in elements {
+            starts.append(flat.count)
+            flat.append(contentsOf: key(e))
+        }
+        starts.append(flat.count)
         var order = Array(elements.indices)
-        keys.withUnsafeBufferPointer { k in
-            order.sort { a, b in
-                k[a].withUnsafeBufferPointer { x in
-                    k[b].withUnsafeBufferPointer { y in
-                        let n = min(x.count, y.count)
-                        let c = n == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, n)
-                        return c != 0 ? c < 0 : x.count < y.count
-                    }
+        flat.withUnsafeBufferPointer { f in
+            starts.withUnsafeBufferPointer { s in
+                guard let base = f.baseAddress else { return }
+                order.sort { a, b in
+                    let la = s[a + 1] - s[a], lb = s[b + 1] - s[b]
+                    let c = memcmp(base + s[a], base + s[b], min(la, lb))
+                    return c != 0 ? c < 0 : la < lb
                 }
             }
         }
