@@ -113,8 +113,12 @@ extension Vault {
         return report
     }
 
+    private func verifyRecord(_ members: [Item]) throws { try records.verifyRecord(members) }
+}
+
+extension RecordSource {
     /// Reads a record in full, streaming, and checks its member table against `members`.
-    private func verifyRecord(_ members: [Item]) throws {
+    func verifyRecord(_ members: [Item]) throws {
         let first = members[0]
         let names = members.count == 1 ? first.displayName : "\(first.displayName) (and \(members.count - 1) more in its record)"
         let fail = { (m: String) in VaultError(.damagedRecord, "\(names): \(m)") }

@@ -135,19 +135,74 @@ final class PagedCompactionTests: XCTestCase {
         XCTAssertEqual(try r.verifyIndex(), before.live.count)
     }
 
-    /// A record that fails to authenticate stops compaction: the file is unchanged, no temporary is left.
-    func testAFailedCompactionLeavesTheFile() throws {
-        let path = dir + "/bad.kcv"
-        let (v, _) = try build(path)
+    /// Flips a byte in the last chunk of the first item's record; returns the file's bytes and where.
+    func flipRecordByte(_ v: PagedVault, _ path: String) throws -> ([UInt8], Int) {
         var item: Item?
         try v.forEachItem { item = $0; return false }
         let l = item!.location
         var bytes = try Recipes.read(path)
-        bytes[v.header.length + Int(l.offset) + Int(l.length) - 20] ^= 0x40
+        let at = v.header.length + Int(l.offset) + Int(l.length) - 20
+        bytes[at] ^= 0x40
         try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return (bytes, at)
+    }
+
+    /// A record that fails to authenticate stops compaction: the file is unchanged, no temporary is left.
+    func testAFailedCompactionLeavesTheFile() throws {
+        let path = dir + "/bad.kcv"
+        let (v, _) = try build(path)
+        let (bytes, _) = try flipRecordByte(v, path)
         let damaged = try PagedVault.open(path: path, secret: secret, mode: .write)
         XCTAssertThrowsError(try damaged.compact()) { XCTAssertEqual(($0 as? VaultError)?.code, .damagedRecord) }
         XCTAssertEqual(try Recipes.read(path), bytes)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["bad.kcv"])
+    }
+
+    // MARK: Verification: trailers, delta chain, trees and every record
+    func testVerifyAccountsForEveryByteAndFindsDamage() throws {
+        let path = dir + "/verify.kcv"
+        let (v, _) = try build(path)
+        var r = v.verify()
+        XCTAssertEqual(r.problems, [])
+        XCTAssertEqual(r.items, v.count)
+        XCTAssertGreaterThan(r.records, 10)
+        XCTAssertGreaterThan(r.commits, 50)
+        XCTAssertGreaterThan(r.deadBytes, 0, "replaced pages, old roots, trailers and delta segments")
+        // After compaction every byte of the file is a kept record, a page of the trees, the root or the trailer.
+        try v.compact()
+        r = v.verify()
+        XCTAssertEqual(r.problems, [])
+        XCTAssertEqual(r.commits, 1)
+        XCTAssertEqual(r.deadBytes, 0)
+        // A flipped byte in a record is found, naming the item.
+        var (bytes, at) = try flipRecordByte(v, path)
+        r = try PagedVault.open(path: path, secret: secret).verify()
+        XCTAssertEqual(r.problems.map(\.code), [.damagedRecord])
+        // Bytes after the last commit are reported as an incomplete commit.
+        bytes[at] ^= 0x40
+        try Data(bytes + [1, 2, 3]).write(to: URL(fileURLWithPath: path))
+        r = try PagedVault.open(path: path, secret: secret).verify()
+        XCTAssertEqual(r.problems.map(\.code), [.incompleteCommit])
+        XCTAssertEqual(r.incompleteBytes, 3)
+    }
+
+    /// A trailer of the middle of the chain that no longer verifies is reported.
+    func testABrokenTrailerChainIsReported() throws {
+        let path = dir + "/chain.kcv"
+        let (v, _) = try build(path)
+        // The trailer before the last fold: open does not read it, verify does.
+        var bytes = try Recipes.read(path)
+        var t = v.tail.trailer
+        func trailer(at offset: UInt64) throws -> TrailerV2 {
+            let at = v.header.length + Int(offset)
+            return try XCTUnwrap(TrailerV2.decode(Array(bytes[at..<at + TrailerV2.size]), at: offset, vaultID: v.header.vaultID, key: v.keys.trailer))
+        }
+        while !t.wroteRoot { t = try trailer(at: t.previous) }
+        let previous = t.previous
+        XCTAssertNotEqual(previous, TrailerV2.none)
+        bytes[v.header.length + Int(previous) + 100] ^= 1
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let r = try PagedVault.open(path: path, secret: secret).verify()
+        XCTAssertTrue(r.problems.contains { $0.code == .damagedIndex && $0.context.contains("trailer before generation") }, "\(r.problems)")
     }
 }

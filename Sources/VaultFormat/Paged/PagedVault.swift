@@ -280,17 +280,38 @@ package final class PagedVault {
 
     /// Checks every page of every tree (V3.3) with its counts, every entry's encoding and every live item's
     /// record extent. Returns the live items.
-    package func verifyIndex() throws -> Int {
+    package func verifyIndex(page onPage: (PageRef) -> Void = { _ in }) throws -> Int {
         var live = 0, tombs = 0
-        let itemsCount = try reader(.items).verify { e in
-            if try ItemEntries.decode(e, schema: root.schema).item != nil { live += 1 } else { tombs += 1 }
+        // The attributes tree must hold exactly the entries its items make: compared as a count and a sum of
+        // hashes (seeded per process, so not forgeable), in bounded memory.
+        var expected = (count: 0, sum: 0 as UInt64), found = (count: 0, sum: 0 as UInt64)
+        func hash(_ k: [UInt8]) -> UInt64 {
+            var h = Hasher()
+            k.withUnsafeBytes { h.combine(bytes: $0) }
+            return UInt64(bitPattern: Int64(h.finalize()))
         }
+        let itemsCount = try reader(.items).verify({ e in
+            let s = try ItemEntries.decode(e, schema: root.schema)
+            guard let item = s.item else { tombs += 1; return }
+            live += 1
+            for k in ItemEntries.attributeKeys(item, itemKey: e.key, schema: root.schema) {
+                expected.count += 1
+                expected.sum &+= hash(k)
+            }
+        }, page: onPage)
         guard itemsCount == root.liveItems + root.tombstones, UInt64(live) == root.liveItems else {
             throw VaultError(.damagedIndex, "the items tree holds \(live) live items, the root says \(root.liveItems)")
         }
-        var attributes: UInt64 = 0
-        _ = try reader(.attributes).verify { _ in attributes += 1 }
-        guard try reader(.history).verify() == root.historyEntries else { throw VaultError(.damagedIndex, "history count") }
+        _ = try reader(.attributes).verify({ e in
+            found.count += 1
+            found.sum &+= hash(e.key)
+        }, page: onPage)
+        guard found == expected else {
+            throw VaultError(.damagedIndex, "the attributes tree holds \(found.count) entries that do not match the \(expected.count) its items make")
+        }
+        guard try reader(.history).verify({ _ = try ItemEntries.decodeHistory($0) }, page: onPage) == root.historyEntries else {
+            throw VaultError(.damagedIndex, "the history tree's entries do not match the root's count")
+        }
         var n = 0
         try forEachItem { _ in
             n += 1
