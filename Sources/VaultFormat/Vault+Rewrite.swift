@@ -37,6 +37,21 @@ extension Vault {
     }
 
     private func changeSlotsLocked(removing: [KeySlot], add: [SlotSecret], random: RandomSource) throws {
+        let (newHeader, bytes, newFile) = try Vault.copyWithSlots(path: path, file: file, header: header, vaultKey: vaultKey, headerKey: keys.header,
+                                                                  bodyEnd: tail.end, removing: removing, add: add, random: random) {
+            try ensureStillAtPath("a rewrite")
+        }
+        file = newFile
+        header = newHeader
+        headerBytes = bytes
+        incompleteBytes = 0
+    }
+
+    /// Writes a copy of the file whose header has `header`'s slots less `removing`, plus slots for `add`, and
+    /// the body up to `bodyEnd` byte for byte (either format version: the body does not depend on the header's
+    /// bytes), renamed over `path` after `check`. Returns the new header, its bytes and the new file.
+    static func copyWithSlots(path: String, file: File, header: Header, vaultKey: SecureBytes, headerKey: SecureBytes, bodyEnd: UInt64,
+                              removing: [KeySlot], add: [SlotSecret], random: RandomSource, check: () throws -> Void) throws -> (Header, [UInt8], File) {
         let slots = header.slots.filter { !removing.contains($0) } + (try add.map {
             try KeySlot.make(for: $0, vaultKey: vaultKey, vaultID: header.vaultID, random: random)
         })
@@ -45,26 +60,23 @@ extension Vault {
         }
         try Header.checkKDFBudget(slots, .invalidArgument)
         let newHeader = header.with(slots: slots)
-        let bytes = newHeader.encode(macKey: keys.header)
+        let bytes = newHeader.encode(macKey: headerKey)
         let tmp = try AtomicReplace(path: path, random: random)
         do {
             try tmp.file.write(bytes, at: 0)
             var copied: UInt64 = 0
             let step: UInt64 = 4 << 20
-            while copied < tail.end {
-                let n = min(step, tail.end - copied)
-                try tmp.file.write(try file.read(Int(n), at: fileOffset(copied)), at: UInt64(bytes.count) + copied)
+            while copied < bodyEnd {
+                let n = min(step, bodyEnd - copied)
+                try tmp.file.write(try file.read(Int(n), at: UInt64(header.length) + copied), at: UInt64(bytes.count) + copied)
                 copied += n
             }
-            try tmp.commit(overwrite: true) { try ensureStillAtPath("a rewrite") }
+            try tmp.commit(overwrite: true, check: check)
         } catch {
             tmp.abandon()
             throw error
         }
-        file = tmp.file
-        header = newHeader
-        headerBytes = bytes
-        incompleteBytes = 0
+        return (newHeader, bytes, tmp.file)
     }
 
     private func rewrite(header newHeader: Header, headerBytes bytes: [UInt8], newKey: SecureBytes?, random: RandomSource,

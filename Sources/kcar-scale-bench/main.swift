@@ -139,6 +139,10 @@ do {
         report("v2.verify_index", verify, "ms")
         report("v1.index_bytes_per_item", Double(try Vault.open(path: dir + "/v1.kcv", secret: secret).indexBytes) / Double(n), "B")
         report("v2.index_bytes_per_item", Double(try PagedVault.open(path: dir + "/v2.kcv", secret: secret).indexBytes()) / Double(n + k), "B")
+        for t in try PagedVault.open(path: dir + "/v2.kcv", secret: secret).treeBytes() where t.pages > 0 {
+            report("v2.\(t.tree)_tree_bytes_per_item", Double(t.bytes) / Double(n + k), "B")
+            report("v2.\(t.tree)_tree_pages", Double(t.pages), "")
+        }
         report("v1.file_bytes_per_item", Double(fileSize(dir + "/v1.kcv")) / Double(n), "B")
         report("v2.file_bytes_per_item", Double(fileSize(dir + "/v2.kcv")) / Double(n + k), "B")
         report("measure.peak_rss", peakRSSMiB(), "MiB")

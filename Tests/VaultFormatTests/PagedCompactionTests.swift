@@ -135,6 +135,24 @@ final class PagedCompactionTests: XCTestCase {
         XCTAssertEqual(try r.verifyIndex(), before.live.count)
     }
 
+    /// `passwd` on a version 2 vault: slots change, the body and the format version do not.
+    func testChangingSlotsKeepsTheBody() throws {
+        let path = dir + "/slots.kcv"
+        let (v, ids) = try build(path)
+        let before = try state(v, ids: ids)
+        let bodyBefore = Array(try Recipes.read(path).dropFirst(v.header.length))
+        let other = SecureBytes(copying: [UInt8](repeating: 0x33, count: 32))
+        try v.changeSlots(remove: [0], add: [.keyFile(other)])
+        XCTAssertThrowsError(try PagedVault.open(path: path, secret: secret)) { XCTAssertEqual(($0 as? VaultError)?.code, .wrongKey) }
+        let r = try PagedVault.open(path: path, secret: .keyFile(other), mode: .write)
+        XCTAssertEqual(r.header.formatVersion, 2)
+        XCTAssertEqual(Array(try Recipes.read(path).dropFirst(r.header.length)), bodyBefore)
+        XCTAssertEqual(try state(r, ids: ids).live, before.live)
+        // The instance that changed them goes on committing to the new file.
+        try v.commit { tx in _ = try tx.add(attributes: Attributes(["svce": .string("after"), "acct": .string("passwd")]), value: [2]) }
+        XCTAssertEqual(try PagedVault.open(path: path, secret: .keyFile(other)).verify().problems, [])
+    }
+
     /// Flips a byte in the last chunk of the first item's record; returns the file's bytes and where.
     func flipRecordByte(_ v: PagedVault, _ path: String) throws -> ([UInt8], Int) {
         var item: Item?

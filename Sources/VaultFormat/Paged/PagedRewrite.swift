@@ -36,6 +36,24 @@ extension PagedVault {
         try rewrite(header: newHeader, headerBytes: bytes, newKey: vk, random: random, level: level, solidMembers: solidMembers, now: now)
     }
 
+    /// Changes the key slots (as ``Vault/changeSlots(remove:add:random:)``): removes the slots of ``header`` at
+    /// the indexes in `remove` and adds slots for `add`; the vault key and the body are unchanged, and the
+    /// file keeps its format version. Atomic.
+    package func changeSlots(remove: [Int], add: [SlotSecret], random: RandomSource = SystemRandom.shared) throws {
+        guard remove.allSatisfy({ header.slots.indices.contains($0) }) else { throw VaultError(.invalidArgument, "no such slot") }
+        let removed = remove.map { header.slots[$0] }
+        try exclusively {
+            let end = tail.offset + UInt64(TrailerV2.size)
+            let (newHeader, _, newFile) = try Vault.copyWithSlots(path: path, file: file, header: header, vaultKey: vaultKey, headerKey: keys.header,
+                                                                  bodyEnd: end, removing: removed, add: add, random: random) {
+                guard try file.isStill(path) else { throw VaultError(.io, "\(path) was replaced during the rewrite; nothing was changed") }
+            }
+            file = newFile
+            header = newHeader
+            store = FilePageStore(source: source, limit: end)
+        }
+    }
+
     /// What a rewrite keeps (V8): live items, tombstones younger than `tombstone days`, and for each item its
     /// `keep` most recent history entries younger than `days`.
     func keptState(now: UInt64) throws -> (live: [ItemState], tombstones: [LeafEntry], history: [(version: Version, why: UInt8, item: Item)]) {
@@ -128,6 +146,7 @@ extension PagedVault {
         file = tmp.file
         header = newHeader
         keys = newKeys
+        if let newKey { vaultKey = newKey }
         store = FilePageStore(source: newSource, limit: built.tail.1)
         root = built.root
         overlay = [:]

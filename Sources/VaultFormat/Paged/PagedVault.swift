@@ -11,6 +11,7 @@ package final class PagedVault {
     package internal(set) var header: Header
     var file: File
     var keys: Subkeys
+    var vaultKey: SecureBytes
     var store: FilePageStore
     var root: IndexRoot
     /// The changes of the delta segments since the last fold, by tree and key (later ones replace earlier).
@@ -33,12 +34,13 @@ package final class PagedVault {
     let mode: OpenMode
     var lockTimeout: Double = 10
 
-    init(path: String, header: Header, file: File, keys: Subkeys, store: FilePageStore, root: IndexRoot,
+    init(path: String, header: Header, file: File, vaultKey: SecureBytes, store: FilePageStore, root: IndexRoot,
          tail: (TrailerV2, UInt64), writerID: UInt64, mode: OpenMode) {
         self.path = path
+        self.vaultKey = vaultKey
         self.header = header
         self.file = file
-        self.keys = keys
+        keys = Subkeys(vaultKey: vaultKey)
         self.store = store
         self.root = root
         self.tail = tail
@@ -102,7 +104,7 @@ package final class PagedVault {
         let source = RecordSource(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys)
         let (root, overlay, bytes, tail) = try load(source, bodySize: size - UInt64(header.length))
         let store = FilePageStore(source: source, limit: tail.1)
-        let v = PagedVault(path: path, header: header, file: file, keys: keys, store: store, root: root, tail: tail,
+        let v = PagedVault(path: path, header: header, file: file, vaultKey: vk, store: store, root: root, tail: tail,
                            writerID: writerID ?? UInt64(bigEndianBytes: SystemRandom.shared.bytes(8)), mode: mode)
         v.overlay = overlay
         v.overlayBytes = bytes
@@ -270,6 +272,15 @@ package final class PagedVault {
             t = p
         }
         return bytes
+    }
+
+    /// Bytes on disk of each tree's pages (the benchmarks' breakdown of ``indexBytes()``).
+    package func treeBytes() throws -> [(tree: String, bytes: UInt64, pages: Int)] {
+        try [TreeID.items, .attributes, .history].map { tree in
+            var bytes: UInt64 = 0, pages = 0
+            _ = try reader(tree).verify({ _ in }, page: { bytes += $0.length; pages += 1 })
+            return ("\(tree)", bytes, pages)
+        }
     }
 
     package func read(_ item: Item) throws -> [UInt8] {
