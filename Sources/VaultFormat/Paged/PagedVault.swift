@@ -16,7 +16,24 @@ package final class PagedVault {
     var root: IndexRoot
     /// The changes of the delta segments since the last fold, by tree and key (later ones replace earlier).
     var overlay: [TreeID: [[UInt8]: TreeWriter.Change]] = [:] {
-        didSet { sortedOverlay = [:] }
+        didSet {
+            sortedOverlay = [:]
+            overlayClock = nil
+        }
+    }
+    private var overlayClock: UInt64?
+
+    /// The greatest hlc in the vault (V5): the root's clock, or a later one that a pending delta segment's
+    /// items-tree entries carry (a delta commit writes no root). A writer's versions start above it.
+    var clock: UInt64 {
+        if let c = overlayClock { return max(root.clock, c) }
+        var c: UInt64 = 0
+        for case .put(let e) in (overlay[.items] ?? [:]).values {
+            var r = ByteReader(e.rest, failure: .damagedIndex, what: "item entry")
+            if (try? r.readU8()) != nil, let hlc = try? r.readVarint() { c = max(c, hlc) }
+        }
+        overlayClock = c
+        return max(root.clock, c)
     }
     /// `overlay` in key order, per tree, made on first need after each change: scans merge it in order.
     private var sortedOverlay: [TreeID: [(key: [UInt8], value: TreeWriter.Change)]] = [:]
@@ -379,15 +396,27 @@ package final class PagedVault {
     }
 
     private func commitLocked(level: Int32, random: RandomSource, solidMembers: Int, _ body: (PagedTransaction) throws -> Void) throws {
+        try appendCommit(level: level, random: random, solidMembers: solidMembers) { writer in
+            let tx = try PagedTransaction(vault: self, writer: writer, random: random)
+            try body(tx)
+            return (try tx.finish(), tx.clock, tx.liveChange)
+        }
+    }
+
+    /// The tree changes of one commit, per tree in ascending key order; the clock of its last version; the
+    /// change in live items.
+    typealias CommitChanges = (perTree: [(tree: TreeID, changes: [TreeWriter.Change])], clock: UInt64, liveChange: Int)
+
+    /// Appends one commit (under the lock): `make` writes its records through the writer it is given and
+    /// returns its tree changes, which become a delta segment or a fold.
+    func appendCommit(level: Int32, random: RandomSource, solidMembers: Int, _ make: (CommitWriter) throws -> CommitChanges) throws {
         let generation = try Vault.nextGeneration(after: tail.trailer.generation, path)
         let end = tail.offset + UInt64(TrailerV2.size)
         if try file.size() != UInt64(header.length) + end { try file.truncate(to: UInt64(header.length) + end) }
         let writer = CommitWriter(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys,
                                   random: random, level: level, solidMembers: solidMembers, at: end)
-        let tx = try PagedTransaction(vault: self, writer: writer, random: random)
         do {
-            try body(tx)
-            var perTree = try tx.finish()
+            var (perTree, clock, liveChange) = try make(writer)
             let changeCount = perTree.reduce(0) { $0 + $1.changes.count }
             guard changeCount > 0 else {
                 try file.truncate(to: UInt64(header.length) + end)
@@ -398,14 +427,14 @@ package final class PagedVault {
             store.random = random
             store.level = level
             let chain = Int(tail.trailer.chain) + 1
-            let itemCount = UInt64(count + tx.liveChange)
+            let itemCount = UInt64(count + liveChange)
             // A commit of many changes folds without being encoded as a delta first.
             let changes = changeCount > PagedLimits.foldAfterChanges ? [] : perTree.flatMap { t in t.changes.map { (tree: t.tree, change: $0) } }
             let delta = changes.isEmpty ? [] : DeltaCodec.encode(changes)
             if chain >= PagedLimits.deltaChainMax || overlayBytes + delta.count > PagedLimits.foldAfterBytes || changeCount > PagedLimits.foldAfterChanges
                 || delta.count > PagedLimits.deltaMax {
                 var newRoot = root
-                newRoot.clock = tx.clock
+                newRoot.clock = clock
                 for t in perTree.indices {
                     let tree = perTree[t].tree
                     let earlier = sortedChanges(tree)
@@ -507,10 +536,10 @@ package final class PagedTransaction {
         clock_gettime(CLOCK_REALTIME, &tv)
         let now = UInt64(max(0, tv.tv_sec)) * 1000 + UInt64(max(0, tv.tv_nsec)) / 1_000_000
         // A root's clock is read from the file: one near 2^64 leaves no versions to give (never a trap).
-        guard vault.root.clock < UInt64.max - (1 << 32) else {
-            throw VaultError(.invalidArgument, "the vault's clock is at \(vault.root.clock): no versions are left to give")
+        guard vault.clock < UInt64.max - (1 << 32) else {
+            throw VaultError(.invalidArgument, "the vault's clock is at \(vault.clock): no versions are left to give")
         }
-        clock = max(now << 16, vault.root.clock + 1) - 1
+        clock = max(now << 16, vault.clock + 1) - 1
     }
 
     private func nextVersion() -> Version {
