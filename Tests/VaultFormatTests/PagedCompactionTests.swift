@@ -6,19 +6,9 @@ import XCTest
 /// Compaction and rekey of version 2 vaults (SPEC.md Part 4, V8): everything retention keeps survives with
 /// its version (live items, values, history, tombstones), what it no longer keeps leaves the file, and a
 /// failed rewrite leaves the file as it was.
-final class PagedCompactionTests: XCTestCase {
-    var dir = ""
-    let secret = UnlockSecret.keyFile(SecureBytes(copying: Recipes.keyFile))
-    let schema = PagedSchema(classes: ["genp": ClassSchema(keyAttributes: [("sync", .bool(false)), ("svce", .string("")), ("acct", .string(""))])],
-                             indexed: ["@*"])
+final class PagedCompactionTests: PagedTestCase {
     static let day: UInt64 = 86_400_000 << 16
 
-    override func setUp() {
-        dir = NSTemporaryDirectory() + "kcar-compact-\(UUID().uuidString)"
-        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    }
-
-    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
 
     struct Live: Hashable {
         let id: ItemID

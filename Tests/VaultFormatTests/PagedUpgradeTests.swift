@@ -6,18 +6,7 @@ import XCTest
 /// Version 1 vaults rewritten as version 2 (SPEC.md Part 4, V1): every golden vault of Fixtures/vault keeps
 /// its items, values, slots and vault id; the file becomes unreadable to a version 1 reader; and a failed
 /// upgrade leaves the version 1 file as it was.
-final class PagedUpgradeTests: XCTestCase {
-    var dir = ""
-    let schema = PagedSchema(classes: ["genp": ClassSchema(keyAttributes: [("sync", .bool(false)), ("svce", .string("")), ("acct", .string(""))])],
-                             indexed: ["@*"])
-
-    override func setUp() {
-        dir = NSTemporaryDirectory() + "kcar-upgrade-\(UUID().uuidString)"
-        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    }
-
-    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
-
+final class PagedUpgradeTests: PagedTestCase {
     func copyFixture(_ name: String) throws -> String {
         let path = dir + "/" + name
         try FileManager.default.copyItem(atPath: FixtureTests.fixture(name), toPath: path)

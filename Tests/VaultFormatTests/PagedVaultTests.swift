@@ -5,19 +5,7 @@ import XCTest
 
 /// Version 2 vaults (SPEC.md Part 4, draft) end to end: seeded random commits against a model, reopened
 /// from disk, with lookups by primary key and by indexed attribute, history, tombstones and damage.
-final class PagedVaultTests: XCTestCase {
-    var dir = ""
-    let secret = UnlockSecret.keyFile(SecureBytes(copying: Recipes.keyFile))
-    let schema = PagedSchema(classes: ["genp": ClassSchema(keyAttributes: [("sync", .bool(false)), ("svce", .string("")), ("acct", .string(""))])],
-                             indexed: ["@*"])
-
-    override func setUp() {
-        dir = NSTemporaryDirectory() + "kcar-paged-\(UUID().uuidString)"
-        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    }
-
-    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
-
+final class PagedVaultTests: PagedTestCase {
     func make(_ name: String = "v2.kcv") throws -> String {
         let path = dir + "/" + name
         try PagedVault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema)
