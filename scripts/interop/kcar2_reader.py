@@ -64,6 +64,7 @@ KEY_ATTRS_MAX = 16
 SCHEMA_CLASSES_MAX = 64
 INDEXED_MAX = 64
 HISTORY_KEEP_MAX = 1000
+RETENTION_DAYS_MAX = 1 << 20  # V4 (days and tombstone days of the root's retention)
 
 TRAILER2_MAGIC = b"KCARTRL2"
 TRAILER2_SIZE = 128
@@ -524,6 +525,8 @@ def parse_root(plain):
             r.trees[tr] = None
         elif flag == 1:
             r.trees[tr] = parse_ref(c)
+            if r.trees[tr].count == 0:
+                raise Bad("%s tree of no entries named (an empty tree is written 0)" % TREE_NAMES[tr])
         else:
             raise Bad("%s tree flag %d" % (TREE_NAMES[tr], flag))
     r.live = c.varint()
@@ -573,6 +576,8 @@ def parse_root(plain):
         raise Bad("keep %d over HISTORY_KEEP_MAX" % r.keep)
     r.days = c.varint()
     r.tombstone_days = c.varint()
+    if r.days > RETENTION_DAYS_MAX or r.tombstone_days > RETENTION_DAYS_MAX:
+        raise Bad("retention of %d / %d days (at most %d)" % (r.days, r.tombstone_days, RETENTION_DAYS_MAX))
     if c.remaining():
         raise Bad("%d bytes after the root" % c.remaining())
     for tr, cnt in ((TREE_ITEMS, r.live + r.tombstones), (TREE_ATTRS, None), (TREE_HISTORY, r.history)):
@@ -758,8 +763,7 @@ class TreeWalk:
     def run(self, ref):
         top = self.rd.read_page(ref, self.tree, "top")
         self.height = top.level + 1
-        if top.kind == KIND_BRANCH and len(top.children) == 1:
-            raise VaultError(DAMAGED_INDEX, "%s: a top branch with a single child" % top.name)
+        # A top branch with a single child is a writer's rule (V3.2), not checked: it costs one page.
         self.visit(top, None, None)
 
     def visit(self, page, lo, hi):
@@ -1005,6 +1009,7 @@ def full_state(v):
     """Every tree read whole (V3.3 rules on every page), then the deltas applied in order (V6)."""
     state = {}
     v.heights = {}
+    v.tree_clock = {}
     v.pages_scanned = 0
     for tr in (TREE_ITEMS, TREE_ATTRS, TREE_HISTORY):
         ref = v.root.trees[tr]
@@ -1014,6 +1019,8 @@ def full_state(v):
             w.run(ref)
             entries = dict(w.entries)
             v.heights[tr] = w.height
+            if tr != TREE_ATTRS:
+                v.tree_clock[tr] = max(e.hlc for e in entries.values())
             v.pages_scanned += w.pages
         else:
             v.heights[tr] = 0
@@ -1155,9 +1162,28 @@ def verify_trailers(v):
         t = p
 
 
+def check_versions(v):
+    """After full_state. V5: the root's clock is the greatest hlc its trees hold; every version a later (delta) commit makes is
+    greater than every version before it, so above the root's clock and above every earlier delta's."""
+    for tr, top in v.tree_clock.items():
+        if top > v.root.clock:
+            raise VaultError(DAMAGED_INDEX, "the %s tree holds hlc %d, above the root's clock %d" % (
+                TREE_NAMES[tr], top, v.root.clock))
+    floor = v.root.clock
+    for d, ops, rt, wt in v.deltas:
+        what = "delta segment of generation %d" % d.generation
+        hlcs = [parse_body(v.root, tr, key, body, rt, wt, what).hlc for tr, key, op, body in ops
+                if op == 1 and tr == TREE_ITEMS]
+        if hlcs and min(hlcs) <= floor:
+            raise VaultError(DAMAGED_INDEX, "%s makes hlc %d, not above %d (the root's clock or an earlier "
+                             "delta's versions)" % (what, min(hlcs), floor))
+        floor = max([floor] + hlcs)
+
+
 def verify(v):
     state = full_state(v)
     check_consistency(v, state)
+    check_versions(v)
     verify_trailers(v)
     users = [it for it in state[TREE_ITEMS].values() if not it.tombstone] + list(state[TREE_HISTORY].values())
     read_values(v, users, keep_bytes=0)
