@@ -28,6 +28,42 @@ extension RecipesV2 {
         return (ref, p.level, children)
     }
 
+    /// Rewrites the last entry of the items tree's last leaf (it stays the last key of the tree), then the
+    /// leaf and the top branch above it, and folds onto them.
+    static func editLastItem(_ v: CraftedPagedVault, _ edit: (inout LeafEntry) -> Void) throws {
+        var (_, level, children) = try topBranch(v)
+        guard level == 1, case .leaf(var entries) = try v.page(children[children.count - 1].child).content, entries.count > 1 else {
+            throw VaultError(.invalidArgument, "recipe: the items tree is not a branch over leaves")
+        }
+        edit(&entries[entries.count - 1])
+        children[children.count - 1].child = try v.write(Page(tree: .items, level: 0, content: .leaf(entries)))
+        let top = try v.write(Page(tree: .items, level: level, content: .branch(children)))
+        try v.fold { r in r.items = top }
+    }
+
+    /// A delta segment's plaintext of exactly `size` bytes: attributes-tree puts (the op byte alone) of keys of
+    /// about 4,000 bytes, each 300 bytes of seeded noise then 3,700 `a`s, which deflate about 12:1 (within the
+    /// expansion bound, so that a reader stops at the size rule, not at that bound).
+    static func bulkDelta(size: Int, tag: UInt8) -> [UInt8] {
+        var rng = SplitMix64(state: UInt64(tag) << 32 | 0x5EED)
+        var entries: [LeafEntry] = []
+        var estimate = 0
+        while estimate <= size {
+            let n = entries.count
+            var key: [UInt8] = [2, tag, UInt8(n >> 8), UInt8(n & 0xFF)]
+            key += (0..<300).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+            key += [UInt8](repeating: 0x61, count: 3_700)
+            entries.append(LeafEntry(key: key, rest: [1]))
+            estimate += key.count + 2
+        }
+        var plain = CraftedPagedVault.deltaPlaintext(entries)
+        while plain.count != size {
+            entries[entries.count - 1].key.removeLast(plain.count - size)
+            plain = CraftedPagedVault.deltaPlaintext(entries)
+        }
+        return plain
+    }
+
     package static var malformed: [Malformed] {
         [
             Malformed("forged-page-id", .verify, .damagedIndex, "a fold whose root names the items tree's top page under another page id (the page does not authenticate)") {
@@ -100,26 +136,33 @@ extension RecipesV2 {
                     for _ in 0..<13 { try v.delta(plain) }
                 }
             },
-            Malformed("delta-too-large", .open, .damagedIndex, "a delta segment of 1,048,577 plaintext bytes (DELTA_MAX + 1), deflated") {
-                try crafted("one-item", 52) { v in
-                    // Attributes-tree puts (empty bodies) of 4,000-byte keys: 262 of them pass DELTA_MAX.
-                    var entries: [LeafEntry] = []
-                    var plain: [UInt8] = []
-                    var n = 0
-                    while true {
-                        var key: [UInt8] = [2, UInt8(n >> 8), UInt8(n & 0xFF)]
-                        key += Recipes.noise(300, seed: UInt8(n & 0xFF))
-                        key += [UInt8](repeating: 0x61, count: 3_700)
-                        entries.append(LeafEntry(key: key, rest: [1]))
-                        plain = CraftedPagedVault.deltaPlaintext(entries)
-                        n += 1
-                        if plain.count > PagedLimits.deltaMax { break }
+            Malformed("delta-too-large", .open, .damagedIndex, "a delta segment of 1,048,577 plaintext bytes (DELTA_MAX + 1), deflated about 12:1 (within the expansion bound)") {
+                try crafted("one-item", 52) { v in try v.delta(bulkDelta(size: PagedLimits.deltaMax + 1, tag: 0), compress: true) }
+            },
+            Malformed("delta-total-over", .open, .damagedIndex, "after the golden's delta segment (113 bytes), 4 more of DELTA_MAX plaintext bytes each: the last passes DELTA_TOTAL_MAX (4 MiB) by 113 bytes") {
+                try crafted("one-item", 53) { v in
+                    for tag in 1...4 { try v.delta(bulkDelta(size: PagedLimits.deltaMax, tag: UInt8(tag)), compress: true) }
+                }
+            },
+            Malformed("page-extent-outside", .verify, .damagedIndex, "the items tree's top reference points past the end of the file") {
+                try crafted("keychain", 54) { v in try v.fold { r in r.items!.offset = 1 << 40 } }
+            },
+            Malformed("key-escape-bad", .verify, .damagedIndex, "the last item key of the items tree has 0x00 0x02 after its class (V3.1: 0x00 is followed by 0xFF or 0x01)") {
+                try crafted("keychain", 55) { v in
+                    try editLastItem(v) { e in
+                        let end = e.key.firstIndex(of: 0)!
+                        e.key[end + 1] = 2
                     }
-                    // Trim the last key so that the segment is exactly DELTA_MAX + 1 bytes.
-                    let over = plain.count - PagedLimits.deltaMax - 1
-                    entries[entries.count - 1].key.removeLast(over)
-                    plain = CraftedPagedVault.deltaPlaintext(entries)
-                    try v.delta(plain, compress: true)
+                }
+            },
+            Malformed("absent-past-keys", .verify, .damagedIndex, "the last item of the items tree (class keys, which the schema does not name: no key attributes) has absent bit 0 set") {
+                try crafted("keychain", 56) { v in
+                    try editLastItem(v) { e in
+                        // rest: flags u8, hlc varint, absent varint, ...
+                        var i = 1
+                        while e.rest[i] & 0x80 != 0 { i += 1 }
+                        e.rest[i + 1] = 1
+                    }
                 }
             },
             Malformed("body-cut", .open, .truncated, "the body cut to 100 bytes: no commit is complete") {
