@@ -4,7 +4,7 @@
 Usage: kcar2_reader.py VAULT (--key-file F | --passphrase-file F) [MODE]
 
 MODE is one of
-  --list                  every live item (default)
+  --list                  every live item (default): id, class, size, key attributes (-name: absent), attributes
   --dump-json             vault, schema, counts, live items, tombstones and history entries as JSON
   --verify                every rule of Part 4 (V3.3 on every page of every tree, V4 counts, V6 deltas, V7
                           trailers back to the first commit) and every record a live item or history entry names
@@ -1413,11 +1413,27 @@ def run(args):
         json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
         sys.stdout.write("\n")
         return 0
+    # One line an item, in items-tree order: id, class, value size, attributes (key attributes first, in
+    # schema order; an absent one shown as -name), then the rest.
     for it in items:
-        a = dict((n, x) for n, t, x in it.attrs)
-        name = "/".join(str(a[k]) for k in ("svce", "acct") if k in a)
-        print("%s  %s  %10d  %s" % (it.item_id.hex(), it.cls, it.size, name))
+        keys = [n for n, _, _ in v.root.schema.get(it.cls, [])]
+        attrs = {n: (t, x) for n, t, x in it.attrs}
+        shown = []
+        for i, n in enumerate(keys):
+            shown.append("-" + n if it.absent >> i & 1 else "%s=%s" % (n, attr_text(*attrs[n])))
+        shown += ["%s=%s" % (n, attr_text(t, x)) for n, t, x in it.attrs if n not in keys]
+        print("%s  %s  %8d  %s" % (it.item_id.hex(), it.cls, it.size, " ".join(shown)))
     return 0
+
+
+def attr_text(t, x):
+    if t == 1:
+        return json.dumps(x, ensure_ascii=False)
+    if t == 5:
+        return "x:" + x.hex()
+    if t == 3:
+        return "true" if x else "false"
+    return "%s%d" % ("d:" if t == 4 else "", x)
 
 
 def main(argv=None):
