@@ -105,6 +105,8 @@ package enum RecipesV2 {
                    build: buildManyItems),
             Golden(name: "history", summary: "updates, deletes (tombstones), a key change and two writers; history in the trees and 3 delta segments pending",
                    build: buildHistory),
+            Golden(name: "compacted", summary: "history.kcv compacted (PagedVault.compact, 100 s after its first commit): one fold built bottom-up, with the same items, tombstones and history (all younger than the retention's 90 days)",
+                   build: buildCompacted),
             Golden(name: "keychain", summary: "keychain-like schema (genp, inet with sync/port key attributes), @* and labl indexed: 300 items (a fold) with absent key attributes and a class without schema, then an attribute update and a delete (by writer B) pending",
                    build: buildKeychain),
         ]
@@ -161,6 +163,13 @@ package enum RecipesV2 {
         }
         try v.commit(writer: writerB) { tx in try v.update(tx, try v.item(key(6)), value: Array("six, by writer B".utf8)) }
         return v.expected
+    }
+
+    static func buildCompacted(_ path: String) throws -> Expected {
+        let expected = try buildHistory(path)
+        let v = try PagedVault.open(path: path, secret: Recipes.keySecret, mode: .write, writerID: writerA)
+        try v.compact(random: DeterministicRandom(seed: Recipes.seed(24)), now: (epochMS + 100_000) << 16)
+        return expected
     }
 
     static func buildKeychain(_ path: String) throws -> Expected {

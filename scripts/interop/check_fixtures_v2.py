@@ -76,7 +76,7 @@ def check_golden(name, want):
         record(False, label, "missing")
         return
     rc, out, err = run(READER2, path, KEYFILE + ["--verify"])
-    record(rc == 0, label + " verify", short(out if rc == 0 else err))
+    record(rc == 0, label + " verify", short(out + err if rc == 0 else err))
     rc, out, err = run(READER2, path, KEYFILE + ["--dump-json"])
     if rc != 0:
         record(False, label + " dump", short(err))
