@@ -6,7 +6,7 @@ import VaultFormat
 /// DRAFT malformed vaults of format version 2 (`Fixtures/vault-v2/malformed/`): each is a golden v2 vault
 /// with one crafted commit appended or one part changed, every MAC valid where the scenario is about
 /// something else. Stages as for version 1: `open` (``PagedVault/open`` fails with the error) and `verify`
-/// (it opens; checking the index, ``PagedVault/verifyIndex``, or the whole file fails with the error).
+/// (it opens, and ``PagedVault/verify`` reports the error first).
 extension RecipesV2 {
     /// A golden rebuilt in a scratch file, crafted on by `f`, and its bytes.
     static func crafted(_ golden: String, _ seed: UInt8, _ f: (CraftedPagedVault) throws -> Void) throws -> [UInt8] {
@@ -163,6 +163,23 @@ extension RecipesV2 {
                         while e.rest[i] & 0x80 != 0 { i += 1 }
                         e.rest[i + 1] = 1
                     }
+                }
+            },
+            Malformed("delta-remove-missing", .verify, .damagedIndex, "a delta segment removes an items-tree key that neither the trees nor an earlier segment hold (V6)") {
+                try crafted("one-item", 57) { v in
+                    var key: [UInt8] = [1]
+                    key += Array("genp".utf8) + [0, 1]
+                    key += [1] + Array("nobody".utf8) + [0, 1, 1] + Array("none".utf8) + [0, 1]
+                    key += [UInt8](repeating: 0x77, count: 16)
+                    try v.delta(CraftedPagedVault.deltaPlaintext([LeafEntry(key: key, rest: [2])]))
+                }
+            },
+            Malformed("hidden-trailer", .verify, .damagedIndex, "a last commit that claims to be the first (commit start 0, previous none): its records region holds the valid trailers of the commits before it") {
+                try crafted("one-item", 58) { v in
+                    try v.fold({ _ in }, trailer: { t in
+                        t.commitStart = 0
+                        t.previous = UInt64.max
+                    })
                 }
             },
             Malformed("body-cut", .open, .truncated, "the body cut to 100 bytes: no commit is complete") {
