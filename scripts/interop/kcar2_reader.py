@@ -1143,9 +1143,7 @@ def verify_trailers(v):
     failed = [0]
     t = v.last
     while True:
-        region_end = t.root_offset if t.fold else t.delta_offset
-        if t.fold:
-            region_end = min(region_end, t.root_offset)
+        region_end = t.pos  # V7: the whole commit before its trailer
         if region_end >= t.commit_start + TRAILER2_SIZE:
             hidden = last_valid_trailer2(vf, h, t.commit_start, region_end, failed)
             if hidden is not None:
