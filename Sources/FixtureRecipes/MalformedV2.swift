@@ -14,7 +14,7 @@ extension RecipesV2 {
         let path = "/tmp/kcar-fixture-v2-\(getpid())-malformed-\(golden).kcv"
         defer { unlink(path) }
         _ = try g.build(path)
-        try f(try CraftedPagedVault(path: path, secret: Recipes.keySecret, random: DeterministicRandom(seed: Recipes.seed(seed))))
+        try f(try CraftedPagedVault(path: path, secret: Recipes.keySecret, random: DeterministicRandom(seed: RecipesV2.seed(seed))))
         return try Recipes.read(path)
     }
 

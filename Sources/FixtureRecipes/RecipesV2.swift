@@ -10,6 +10,10 @@ package enum RecipesV2 {
     /// 2026-01-01T00:00:00Z in milliseconds: commit n of a recipe runs its clock at this + n seconds.
     package static let epochMS: UInt64 = 1_767_225_600_000
 
+    /// The seed of recipe `n`'s random stream: `F2 n 02 03 .. 1F`. Apart from every seed of version 1's recipes
+    /// (`Recipes.seed`, whose second byte follows its first), so no v2 fixture repeats a v1 fixture's vault id or key.
+    package static func seed(_ n: UInt8) -> [UInt8] { [0xF2, n] + (2..<32).map { UInt8($0) } }
+
     /// The keychain-like schema (SPEC.md Part 3 §K4 primary keys, shortened for inet) with `@*` and `labl`
     /// indexed.
     package static let keychainSchema = PagedSchema(
@@ -43,7 +47,7 @@ package enum RecipesV2 {
         init(path: String, seed: UInt8, group: String, schema: PagedSchema) throws {
             self.path = path
             self.schema = schema
-            random = DeterministicRandom(seed: Recipes.seed(seed))
+            random = DeterministicRandom(seed: RecipesV2.seed(seed))
             try PagedVault.create(path: path, group: group, slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema,
                                   overwrite: true, random: random)
             vault = try PagedVault.open(path: path, secret: Recipes.keySecret, mode: .write, writerID: writerA)
@@ -168,7 +172,7 @@ package enum RecipesV2 {
     static func buildCompacted(_ path: String) throws -> Expected {
         let expected = try buildHistory(path)
         let v = try PagedVault.open(path: path, secret: Recipes.keySecret, mode: .write, writerID: writerA)
-        try v.compact(random: DeterministicRandom(seed: Recipes.seed(24)), now: (epochMS + 100_000) << 16)
+        try v.compact(random: DeterministicRandom(seed: RecipesV2.seed(24)), now: (epochMS + 100_000) << 16)
         return expected
     }
 
