@@ -1,6 +1,6 @@
 # kcar: make demo (set up, build, pack/list/verify/extract a sample, use a keychain), make test, make bench
 # (bench-keychain), make fixtures, make fuzz (libFuzzer targets, Fuzz/README.md).
-# make install (PREFIX, DESTDIR), make uninstall.
+# make install (PREFIX, DESTDIR), make uninstall. make interop: the Python SPEC readers over the fixtures.
 # deps installs the Debian packages the build, the tests and the SPEC interop check need (man-db, groff-base,
 # zsh and fish: the tests render the man page and load the completions).
 SHELL := /bin/bash
@@ -69,12 +69,17 @@ demo: build
 	echo "+ kcar get --service github.com --account ci"; $(KCAR) get --service github.com --account ci; echo; \
 	echo "+ kcar groups"; $(KCAR) groups
 
-# The Python readers in scripts/interop were written from SPEC.md alone (Part 1, Part 2): they must read
-# every fixture too.
+# The Python readers in scripts/interop were written from SPEC.md alone (Part 1, Part 2, and the DRAFT Part 4:
+# kcar2_reader.py over Fixtures/vault-v2): they must read every fixture too. `make interop` runs only them.
+.PHONY: interop
+interop: deps
+	/usr/bin/python3 scripts/interop/check_fixtures.py --quiet
+	/usr/bin/python3 scripts/interop/check_fixtures_v2.py --quiet
+	/usr/bin/python3 scripts/interop/check_archives.py --quiet
+
 # Only XCTest runs (no Swift Testing suites), so the last line CI reads is XCTest's count.
 test: deps
-	/usr/bin/python3 scripts/interop/check_fixtures.py --quiet
-	/usr/bin/python3 scripts/interop/check_archives.py --quiet
+	$(MAKE) interop
 	$(MAKE) hostile
 	$(MAKE) ported
 	swift build --build-tests

@@ -41,14 +41,30 @@ for g in Recipes.goldens {
     write("\(root)/Fixtures/vault/\(g.name).kcv", b)
     print("vault/\(g.name).kcv  \(b.count) bytes")
 }
-var manifest = "# name  stage  expected-error  what\n"
-for m in Recipes.malformed {
-    let b = try m.build()
-    write("\(root)/Fixtures/vault/malformed/\(m.name).kcv", b)
-    manifest += "\(m.name)\t\(m.stage.rawValue)\t\(m.expect.rawValue)\t\(m.summary)\n"
+/// Writes each malformed vault into `dir` and their MANIFEST.tsv.
+func writeMalformed(_ dir: String, _ list: [Malformed]) throws {
+    var manifest = "# name  stage  expected-error  what\n"
+    for m in list {
+        write("\(root)/\(dir)/\(m.name).kcv", try m.build())
+        manifest += "\(m.name)\t\(m.stage.rawValue)\t\(m.expect.rawValue)\t\(m.summary)\n"
+    }
+    write("\(root)/\(dir)/MANIFEST.tsv", Array(manifest.utf8))
+    print("\(dir): \(list.count) files")
 }
-write("\(root)/Fixtures/vault/malformed/MANIFEST.tsv", Array(manifest.utf8))
-print("vault/malformed: \(Recipes.malformed.count) files")
+try writeMalformed("Fixtures/vault/malformed", Recipes.malformed)
+
+// DRAFT golden and malformed vaults of format version 2 (SPEC.md Part 4): their bytes may change until Part 4
+// is released.
+mkdirs("\(root)/Fixtures/vault-v2/malformed")
+var expectedV2: [(String, RecipesV2.Expected)] = []
+for g in RecipesV2.goldens {
+    let (b, e) = try RecipesV2.build(g)
+    write("\(root)/Fixtures/vault-v2/\(g.name).kcv", b)
+    expectedV2.append((g.name, e))
+    print("vault-v2/\(g.name).kcv  \(b.count) bytes")
+}
+write("\(root)/Fixtures/vault-v2/EXPECTED.json", Array(RecipesV2.expectedJSON(expectedV2).utf8))
+try writeMalformed("Fixtures/vault-v2/malformed", RecipesV2.malformed)
 
 // The SPEC.md test vector: the hex of one-item.kcv, 32 bytes a line.
 let specPath = "\(root)/SPEC.md"

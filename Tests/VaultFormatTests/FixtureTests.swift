@@ -92,3 +92,77 @@ final class ZlibReaderTests: XCTestCase {
         }
     }
 }
+
+/// The DRAFT golden and malformed vaults of format version 2 (Fixtures/vault-v2/, SPEC.md Part 4): reproduced
+/// byte for byte, read back with ``PagedVault`` as their recipes meant them, and rejected as MANIFEST.tsv says.
+final class FixtureV2Tests: XCTestCase {
+    static func fixture(_ name: String) -> String { FixtureTests.root.appendingPathComponent("Fixtures/vault-v2/\(name)").path }
+
+    func testGoldenVaultsAreReproducedByteForByte() throws {
+        var all: [(String, RecipesV2.Expected)] = []
+        for g in RecipesV2.goldens {
+            let (bytes, expected) = try RecipesV2.build(g)
+            XCTAssertEqual(bytes, try Recipes.read(Self.fixture("\(g.name).kcv")), "vault-v2/\(g.name).kcv differs from what the code writes")
+            all.append((g.name, expected))
+        }
+        XCTAssertEqual(String(decoding: try Recipes.read(Self.fixture("EXPECTED.json")), as: UTF8.self), RecipesV2.expectedJSON(all))
+    }
+
+    func testGoldenVaultsReadBack() throws {
+        for g in RecipesV2.goldens {
+            let path = NSTemporaryDirectory() + "kcar-v2-readback-\(UUID().uuidString)"
+            let expected = try g.build(path)
+            try? FileManager.default.removeItem(atPath: path)
+            let vault = try PagedVault.open(path: Self.fixture("\(g.name).kcv"), secret: Recipes.keySecret)
+            XCTAssertEqual(vault.incompleteBytes, 0, g.name)
+            let report = vault.verify()
+            XCTAssertTrue(report.problems.isEmpty, "\(g.name): \(report.problems)")
+            XCTAssertEqual(report.items, expected.items.count, g.name)
+            var seen = 0
+            try vault.forEachItem { item in
+                seen += 1
+                guard let want = expected.items[item.id] else {
+                    XCTFail("\(g.name): unexpected item \(item.id)")
+                    return true
+                }
+                XCTAssertEqual(item.itemClass, want.itemClass, g.name)
+                XCTAssertEqual(item.attributes, want.attributes, g.name)
+                XCTAssertEqual(try vault.read(item), want.value, g.name)
+                // Found again by primary key, by descending the items tree.
+                let keys = vault.schema.classes[item.itemClass.rawValue]?.keyAttributes.map { item.attributes[$0.name] ?? $0.defaultValue } ?? []
+                XCTAssertTrue(try vault.items(class: item.itemClass, keyValues: keys).contains { $0.id == item.id }, g.name)
+                return true
+            }
+            XCTAssertEqual(seen, expected.items.count, g.name)
+        }
+    }
+
+    /// A version 1 reader stops at the header of every version 2 file: *unsupported version*.
+    func testVersion1ReaderRefusesVersion2() {
+        for g in RecipesV2.goldens {
+            XCTAssertThrowsError(try Vault.open(path: Self.fixture("\(g.name).kcv"), secret: Recipes.keySecret)) {
+                XCTAssertEqual(($0 as? VaultError)?.code, .unsupportedVersion, g.name)
+            }
+        }
+    }
+
+    func testMalformedVaultsFailAsTheManifestSays() throws {
+        let manifest = String(decoding: try Recipes.read(Self.fixture("malformed/MANIFEST.tsv")), as: UTF8.self)
+        let lines = manifest.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        XCTAssertEqual(lines.count, RecipesV2.malformed.count)
+        for m in RecipesV2.malformed {
+            let path = Self.fixture("malformed/\(m.name).kcv")
+            XCTAssertEqual(try m.build(), try Recipes.read(path), "\(m.name).kcv differs from its recipe")
+            XCTAssertTrue(lines.contains { $0.hasPrefix("\(m.name)\t\(m.stage.rawValue)\t\(m.expect.rawValue)\t") }, m.name)
+            do {
+                let vault = try PagedVault.open(path: path, secret: Recipes.keySecret)
+                XCTAssertEqual(m.stage, .verify, "\(m.name): opened, but should fail at open with \(m.expect)")
+                let report = vault.verify()
+                XCTAssertEqual(report.problems.first?.code, m.expect, "\(m.name): \(report.problems)")
+            } catch let e as VaultError {
+                XCTAssertEqual(m.stage, .open, "\(m.name): \(e)")
+                XCTAssertEqual(e.code, m.expect, "\(m.name): \(e)")
+            }
+        }
+    }
+}

@@ -186,10 +186,11 @@ def check_spec_vector():
     record(vec == fix, "SPEC.md §12 vector == one-item.kcv", "" if vec == fix else "bytes differ")
 
 
-def check_malformed():
-    manifest = os.path.join(MALFORMED, "MANIFEST.tsv")
+def manifest_rows(folder):
+    """(name.kcv, stage, expected error, label, path) of each file MANIFEST.tsv lists and that exists; records a
+    failure for a bad line, a missing file, and a file it does not list."""
     listed = set()
-    for line in open(manifest, encoding="utf-8"):
+    for line in open(os.path.join(folder, "MANIFEST.tsv"), encoding="utf-8"):
         line = line.rstrip("\n")
         if not line.strip() or line.startswith("#"):
             continue
@@ -201,11 +202,19 @@ def check_malformed():
         if not name.endswith(".kcv"):
             name += ".kcv"  # MANIFEST.tsv names the files without their extension
         listed.add(name)
-        path = os.path.join(MALFORMED, name)
+        path = os.path.join(folder, name)
         label = "malformed %s (%s: %s)" % (name, stage, expected)
         if not os.path.exists(path):
             record(False, label, "file missing")
             continue
+        yield name, stage, expected, label, path
+    for f in sorted(os.listdir(folder)):
+        if f.endswith(".kcv") and f not in listed:
+            record(False, "malformed %s" % f, "not listed in MANIFEST.tsv")
+
+
+def check_malformed():
+    for name, stage, expected, label, path in manifest_rows(MALFORMED):
         rc, out, err = run(path, KEYFILE, "--list")
         if stage == "open":
             got = error_name(err)
@@ -221,9 +230,6 @@ def check_malformed():
             record(ok, label, short(err))
         else:
             record(False, label, "unknown stage %r" % stage)
-    for f in sorted(os.listdir(MALFORMED)):
-        if f.endswith(".kcv") and f not in listed:
-            record(False, "malformed %s" % f, "not listed in MANIFEST.tsv")
 
 
 def main():

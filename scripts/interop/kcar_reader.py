@@ -277,7 +277,9 @@ class Header:
     pass
 
 
-def read_header(vf):
+def read_header(vf, versions=(1,)):
+    """§4. versions: the format versions the caller reads (this v1 reader: 1 only; kcar2_reader.py: 1 and 2,
+    whose header is the same, SPEC.md V1)."""
     # Step 1.
     if vf.size < 16:
         raise VaultError(NOT_A_VAULT, "file is %d bytes, shorter than 16" % vf.size)
@@ -287,7 +289,7 @@ def read_header(vf):
     if fixed[0:8] != MAGIC:
         raise VaultError(NOT_A_VAULT, "magic differs")
     version, reserved, L = struct.unpack("<HHI", fixed[8:16])
-    if version != 1:
+    if version not in versions:
         raise VaultError(UNSUPPORTED_VERSION, "version %d" % version)
     if reserved != 0:
         raise VaultError(DAMAGED_HEADER, "reserved bytes 0x%04x not zero" % reserved)
@@ -303,6 +305,7 @@ def read_header(vf):
         raise VaultError(DAMAGED_HEADER, "header checksum differs")
     # Step 3.
     h = Header()
+    h.version = version
     h.length = L
     h.raw = hdr
     h.vault_id = None
@@ -598,25 +601,29 @@ def read_trailer_at(vf, h, body_len, pos):
     return t
 
 
-def last_valid_trailer(vf, h, lo_limit, end, failed):
-    """The valid trailer at the highest body offset p with lo_limit <= p and p + 96 <= end (newest first,
-    a MAC only for candidates), or None; failed[0] counts MAC failures up to TRAILER_PROBES_MAX."""
-    start_limit = end - TRAILER_SIZE + 1  # candidate positions are < start_limit
+def last_valid_trailer(vf, h, lo_limit, end, failed, magic=TRAILER_MAGIC, size=TRAILER_SIZE,
+                       candidate=None, mac_ok=None):
+    """The valid trailer at the highest body offset p with lo_limit <= p and p + size <= end (newest first,
+    a MAC only for candidates), or None; failed[0] counts MAC failures up to TRAILER_PROBES_MAX. The version 2
+    reader passes its trailer's magic, size, field rules and MAC (SPEC.md V7 keeps §8's search)."""
+    candidate = candidate or trailer_candidate
+    mac_ok = mac_ok or trailer_mac_ok
+    start_limit = end - size + 1  # candidate positions are < start_limit
     window_size = 1 << 20
     while start_limit > lo_limit:
         lo = max(lo_limit, start_limit - window_size)
-        window = vf.pread(h.length + lo, start_limit - lo + TRAILER_SIZE - 1)
+        window = vf.pread(h.length + lo, start_limit - lo + size - 1)
         found = []
-        j = window.find(TRAILER_MAGIC)
+        j = window.find(magic)
         while 0 <= j < start_limit - lo:
             found.append(lo + j)
-            j = window.find(TRAILER_MAGIC, j + 1)
+            j = window.find(magic, j + 1)
         for pos in reversed(found):
-            raw = window[pos - lo:pos - lo + TRAILER_SIZE]
-            t = trailer_candidate(raw, pos) if len(raw) == TRAILER_SIZE else None
+            raw = window[pos - lo:pos - lo + size]
+            t = candidate(raw, pos) if len(raw) == size else None
             if t is None:
                 continue
-            if trailer_mac_ok(h, raw):
+            if mac_ok(h, raw):
                 return t
             failed[0] += 1
             if failed[0] >= TRAILER_PROBES_MAX:
@@ -1000,7 +1007,13 @@ def run(args):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="Strict reader of kcar vault format v1 (from SPEC.md).")
+    ap, _ = arg_parser("Strict reader of kcar vault format v1 (from SPEC.md).")
+    return report(run, ap.parse_args(argv))
+
+
+def arg_parser(description):
+    """VAULT, one secret, and the group of modes (--list, --dump-json, --verify) a reader may add to."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("vault")
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--key-file")
@@ -1009,7 +1022,11 @@ def main(argv=None):
     m.add_argument("--list", action="store_true")
     m.add_argument("--dump-json", action="store_true")
     m.add_argument("--verify", action="store_true")
-    args = ap.parse_args(argv)
+    return ap, m
+
+
+def report(run, args):
+    """Runs `run(args)`: a format verdict is `error: <§11 name>: detail` and exit 1; a bug in the reader exit 2."""
     try:
         return run(args)
     except VaultError as e:

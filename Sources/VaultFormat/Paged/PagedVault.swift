@@ -376,9 +376,10 @@ package final class PagedVault {
 
     /// Appends one commit with the changes `body` makes: a delta commit, or a fold when the chain would grow
     /// past its policy (V6). On error the file is cut back to the last complete commit.
+    /// `now` gives the milliseconds the versions' clock starts from (V5); fixtures pass a fixed clock.
     package func commit(level: Int32 = 6, random: RandomSource = SystemRandom.shared, solidMembers: Int = Limits.membersMax,
-                        _ body: (PagedTransaction) throws -> Void) throws {
-        try exclusively { try commitLocked(level: level, random: random, solidMembers: solidMembers, body) }
+                        now: () -> UInt64 = PagedTransaction.realTimeMilliseconds, _ body: (PagedTransaction) throws -> Void) throws {
+        try exclusively { try commitLocked(level: level, random: random, solidMembers: solidMembers, now: now(), body) }
     }
 
     /// Runs `body` under the exclusive lock, caught up with the last commit, if the file is still at the path:
@@ -395,9 +396,9 @@ package final class PagedVault {
         return try body()
     }
 
-    private func commitLocked(level: Int32, random: RandomSource, solidMembers: Int, _ body: (PagedTransaction) throws -> Void) throws {
+    private func commitLocked(level: Int32, random: RandomSource, solidMembers: Int, now: UInt64, _ body: (PagedTransaction) throws -> Void) throws {
         try appendCommit(level: level, random: random, solidMembers: solidMembers) { writer in
-            let tx = try PagedTransaction(vault: self, writer: writer, random: random)
+            let tx = try PagedTransaction(vault: self, writer: writer, random: random, now: now)
             try body(tx)
             return (try tx.finish(), tx.clock, tx.liveChange)
         }
@@ -528,13 +529,16 @@ package final class PagedTransaction {
     private(set) var clock: UInt64
     var liveChange = 0
 
-    init(vault: PagedVault, writer: CommitWriter, random: RandomSource) throws {
+    package static func realTimeMilliseconds() -> UInt64 {
+        var tv = timespec()
+        clock_gettime(CLOCK_REALTIME, &tv)
+        return UInt64(max(0, tv.tv_sec)) * 1000 + UInt64(max(0, tv.tv_nsec)) / 1_000_000
+    }
+
+    init(vault: PagedVault, writer: CommitWriter, random: RandomSource, now: UInt64) throws {
         self.vault = vault
         self.writer = writer
         self.random = random
-        var tv = timespec()
-        clock_gettime(CLOCK_REALTIME, &tv)
-        let now = UInt64(max(0, tv.tv_sec)) * 1000 + UInt64(max(0, tv.tv_nsec)) / 1_000_000
         // A root's clock is read from the file: one near 2^64 leaves no versions to give (never a trap).
         guard vault.clock < UInt64.max - (1 << 32) else {
             throw VaultError(.invalidArgument, "the vault's clock is at \(vault.clock): no versions are left to give")
