@@ -12,6 +12,8 @@ import VaultFormat
 //   kcar-scale-bench build N DIR      writes DIR/v1.kcv, DIR/v2.kcv, DIR/key (and DIR/rows.csv for SQLite)
 //   kcar-scale-bench measure N DIR    prints `name value unit` lines
 //   kcar-scale-bench get DIR SERVICE ACCOUNT   opens v2, prints the value's length (one lookup)
+//   kcar-scale-bench merge N DIR      merges two copies with 100 updates on each side
+//   kcar-scale-bench commits N DIR COUNT   COUNT single-item commits, then open + get
 
 let args = CommandLine.arguments
 func die(_ m: String) -> Never {
@@ -43,6 +45,19 @@ func peakRSSMiB() -> Double {
     return Double(u.ru_maxrss) / 1024
 }
 func report(_ name: String, _ v: Double, _ unit: String) { print("\(name) \(v) \(unit)") }
+func secretIn(_ dir: String) -> UnlockSecret {
+    var kb = [UInt8](repeating: 0, count: 32)
+    let fd = open(dir + "/key", O_RDONLY)
+    _ = read(fd, &kb, 32)
+    close(fd)
+    return .keyFile(SecureBytes(copying: kb))
+}
+func copyFile(_ from: String, _ to: String) throws {
+    let bytes = try Recipes.read(from)
+    let fd = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    close(fd)
+}
 
 guard args.count >= 3 else { die("usage: build N DIR | measure N DIR | get DIR SERVICE ACCOUNT") }
 do {
@@ -81,11 +96,7 @@ do {
     case "measure":
         guard args.count == 4, let n = Int(args[2]) else { die("measure N DIR") }
         let dir = args[3]
-        var kb = [UInt8](repeating: 0, count: 32)
-        let fd = open(dir + "/key", O_RDONLY)
-        _ = read(fd, &kb, 32)
-        close(fd)
-        let secret = UnlockSecret.keyFile(SecureBytes(copying: kb))
+        let secret = secretIn(dir)
         var rng = SplitMix64(state: 1)
         func keyValues(_ i: Int) -> [AttributeValue] { [.bool(false), .string(service(i)), .string(account(i))] }
         // v1: open (whole index) + one read.
@@ -149,11 +160,7 @@ do {
     case "get-loop":
         // For profiling: N random primary-key lookups on one open v2 vault.
         guard args.count == 5, let n = Int(args[3]), let loops = Int(args[4]) else { die("get-loop DIR N LOOPS") }
-        var kb = [UInt8](repeating: 0, count: 32)
-        let fd = open(args[2] + "/key", O_RDONLY)
-        _ = read(fd, &kb, 32)
-        close(fd)
-        let v = try PagedVault.open(path: args[2] + "/v2.kcv", secret: .keyFile(SecureBytes(copying: kb)))
+        let v = try PagedVault.open(path: args[2] + "/v2.kcv", secret: secretIn(args[2]))
         var rng = SplitMix64(state: 3)
         let t = try timed {
             for _ in 0..<loops {
@@ -165,13 +172,59 @@ do {
         report("v2.pages_opened", Double(v.pagesOpened), "pages")
     case "get":
         guard args.count == 5 else { die("get DIR SERVICE ACCOUNT") }
-        var kb = [UInt8](repeating: 0, count: 32)
-        let fd = open(args[2] + "/key", O_RDONLY)
-        _ = read(fd, &kb, 32)
-        close(fd)
-        let v = try PagedVault.open(path: args[2] + "/v2.kcv", secret: .keyFile(SecureBytes(copying: kb)))
+        let v = try PagedVault.open(path: args[2] + "/v2.kcv", secret: secretIn(args[2]))
         guard let item = try v.items(class: .genericPassword, keyValues: [.bool(false), .string(args[3]), .string(args[4])]).first else { die("not found") }
         print(try v.read(item).count)
+    case "merge":
+        // Two copies of the N-item vault, 100 updates on each side (10 of them to the same items), merged
+        // (SPEC.md Part 4, V9) in process: with BASE, and without (`merge --into`).
+        guard args.count == 4, let n = Int(args[2]), n >= 200 else { die("merge N DIR (N >= 200)") }
+        let dir = args[3], secret = secretIn(dir)
+        func keyValues(_ i: Int) -> [AttributeValue] { [.bool(false), .string(service(i)), .string(account(i))] }
+        var withBase: [Double] = [], withoutBase: [Double] = []
+        for run in 0..<10 {
+            for name in ["base", "ours", "theirs"] { try copyFile(dir + "/v2.kcv", dir + "/\(name).kcv") }
+            for (name, range, writer) in [("ours", 0..<100, UInt64(2)), ("theirs", 90..<190, 3)] {
+                let v = try PagedVault.open(path: dir + "/\(name).kcv", secret: secret, mode: .write, writerID: writer)
+                try v.commit { tx in
+                    for i in range { try tx.update(try v.items(class: .genericPassword, keyValues: keyValues(i)).first!, value: value(i + 1)) }
+                }
+            }
+            let base = run % 2 == 0
+            let t = try timed {
+                let ours = try PagedVault.open(path: dir + "/ours.kcv", secret: secret, mode: .write, writerID: 4)
+                let r = try ours.merge(base: base ? try PagedVault.open(path: dir + "/base.kcv", secret: secret) : nil,
+                                       theirs: try PagedVault.open(path: dir + "/theirs.kcv", secret: secret))
+                precondition(r.taken == 100 && (!base || r.conflicts == 10), "\(r)")
+            }
+            if base { withBase.append(t) } else { withoutBase.append(t) }
+        }
+        report("v2.merge_100_each_side", withBase.sorted()[withBase.count / 2], "ms")
+        report("v2.merge_into_no_base", withoutBase.sorted()[withoutBase.count / 2], "ms")
+    case "commits":
+        // COUNT single-item commits into a copy of the N-item vault (no compaction): the durable add, then
+        // open + get, and the bytes the file grew by.
+        guard args.count == 5, let n = Int(args[2]), let count = Int(args[4]) else { die("commits N DIR COUNT") }
+        let dir = args[3], secret = secretIn(dir)
+        let path = dir + "/commits.kcv"
+        try copyFile(dir + "/v2.kcv", path)
+        let before = fileSize(path)
+        let v = try PagedVault.open(path: path, secret: secret, mode: .write)
+        var k = 0
+        let adds = repeatTimed(count) {
+            k += 1
+            try! v.commit { tx in try tx.add(attributes: attributes(n + k), value: value(n + k)) }
+        }
+        report("v2.commits_durable_add", adds.median, "ms")
+        var rng = SplitMix64(state: 5)
+        let get = repeatTimed(21) {
+            let r = try! PagedVault.open(path: path, secret: secret)
+            let i = rng.below(n + count)
+            precondition(try! r.items(class: .genericPassword, keyValues: [.bool(false), .string(service(i)), .string(account(i))]).count == 1)
+        }
+        report("v2.open_get_after_commits", get.median, "ms")
+        report("v2.bytes_per_commit", Double(fileSize(path) - before) / Double(count), "B")
+        report("v2.dead_bytes_share", Double(try PagedVault.open(path: path, secret: secret).verify().deadBytes) / Double(fileSize(path)), "")
     default:
         die("unknown mode \(args[1])")
     }

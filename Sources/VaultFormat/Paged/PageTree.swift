@@ -159,13 +159,15 @@ package struct TreeWriter {
     /// Applies `changes` (strictly ascending by key) to the tree whose top is `top`; returns the new top
     /// (nil: the tree is empty). Removing a key the tree lacks is *invalid argument*.
     package func apply(_ changes: [Change], to top: PageRef?) throws -> PageRef? {
-        try apply(changes, to: top, skipMissingRemoves: false) { _, _ in }
+        try apply(changes, to: top, onMissingRemove: { _ in
+            throw VaultError(.invalidArgument, "removing a key the \(tree) tree does not hold")
+        }) { _, _ in }
     }
 
     /// As ``apply(_:to:)``, telling `observe` of each change with the entry it replaces or removes (nil: none);
-    /// with `skipMissingRemoves`, a remove of a key the tree lacks is dropped (a fold whose delta chain put
-    /// and removed a key the tree never held).
-    func apply(_ changes: [Change], to top: PageRef?, skipMissingRemoves: Bool,
+    /// a remove of a key the tree lacks goes to `onMissingRemove`, which throws or lets it be dropped (a fold
+    /// whose delta chain put and removed a key the tree never held).
+    func apply(_ changes: [Change], to top: PageRef?, onMissingRemove: ([UInt8]) throws -> Void,
                observe: (LeafEntry?, Change) -> Void) throws -> PageRef? {
         for i in changes.indices.dropFirst() where !changes[i - 1].key.lexicographicallyPrecedes(changes[i].key) {
             throw VaultError(.invalidArgument, "tree changes not in strictly ascending order of key")
@@ -176,7 +178,7 @@ package struct TreeWriter {
         var height: Int
         if let top {
             let page = try reader.open(top, parentLevel: nil, first: nil, upper: nil)
-            level = try rewrite(page, changes[...], reader: reader, upper: nil, skip: skipMissingRemoves, observe: observe)
+            level = try rewrite(page, changes[...], reader: reader, upper: nil, skip: onMissingRemove, observe: observe)
             height = page.level
         } else if changes.allSatisfy({ if case .put = $0 { return true } else { return false } }) {
             // A new tree: built bottom-up as the puts stream by, one page per level in memory.
@@ -188,7 +190,7 @@ package struct TreeWriter {
             }
             return try builder.finish()
         } else {
-            level = try rewriteLeaf([], changes[...], skip: skipMissingRemoves, observe: observe)
+            level = try rewriteLeaf([], changes[...], skip: onMissingRemove, observe: observe)
             height = 0
         }
         // Grow: branches above until one page holds the level.
@@ -209,7 +211,7 @@ package struct TreeWriter {
 
     /// Writes the pages that replace `page` once `changes` (all within its range or, for the first page of a
     /// level, below it) are applied: none if it ends up empty, several if it grows past the target.
-    private func rewrite(_ page: Page, _ changes: ArraySlice<Change>, reader: TreeReader, upper: [UInt8]?, skip: Bool,
+    private func rewrite(_ page: Page, _ changes: ArraySlice<Change>, reader: TreeReader, upper: [UInt8]?, skip: ([UInt8]) throws -> Void,
                          observe: (LeafEntry?, Change) -> Void) throws -> [(key: [UInt8], child: PageRef)] {
         switch page.content {
         case .leaf(let entries):
@@ -236,7 +238,7 @@ package struct TreeWriter {
         }
     }
 
-    private func rewriteLeaf(_ entries: [LeafEntry], _ changes: ArraySlice<Change>, skip: Bool,
+    private func rewriteLeaf(_ entries: [LeafEntry], _ changes: ArraySlice<Change>, skip: ([UInt8]) throws -> Void,
                              observe: (LeafEntry?, Change) -> Void) throws -> [(key: [UInt8], child: PageRef)] {
         var merged: [LeafEntry] = []
         merged.reserveCapacity(entries.count + changes.count)
@@ -249,7 +251,10 @@ package struct TreeWriter {
             }
             let exists = i < entries.count && entries[i].key == key
             if exists { i += 1 }
-            if case .remove = change, !exists, skip { continue }
+            if case .remove = change, !exists {
+                try skip(key)
+                continue
+            }
             observe(exists ? entries[i - 1] : nil, change)
             switch change {
             case .put(let e):
@@ -258,7 +263,7 @@ package struct TreeWriter {
                 }
                 merged.append(e)
             case .remove:
-                guard exists else { throw VaultError(.invalidArgument, "removing a key the \(tree) tree does not hold") }
+                break  // `exists`: a missing one went to `skip`
             }
         }
         merged.append(contentsOf: entries[i...])

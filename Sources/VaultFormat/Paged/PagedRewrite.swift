@@ -135,7 +135,7 @@ extension PagedVault {
             newStore.random = random
             newStore.level = level
             built = try PagedRebuild.writeFold(store: newStore, items: entries, attributeKeys: attributeKeys, history: history,
-                                               base: root, clock: root.clock, commitStart: 0, generation: generation, previous: nil)
+                                               base: root, clock: clock, commitStart: 0, generation: generation, previous: nil)
             try tmp.commit(overwrite: true) {
                 guard try file.isStill(path) else { throw VaultError(.io, "\(path) was replaced during the rewrite; nothing was changed") }
             }
@@ -149,7 +149,7 @@ extension PagedVault {
         if let newKey { vaultKey = newKey }
         store = FilePageStore(source: newSource, limit: built.tail.1)
         root = built.root
-        overlay = [:]
+        replay([])
         overlayBytes = 0
         tail = built.tail
     }

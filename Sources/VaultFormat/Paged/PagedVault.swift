@@ -22,6 +22,27 @@ package final class PagedVault {
         }
     }
     private var overlayClock: UInt64?
+    /// Keys whose remove in the chain follows a put in the chain: the tree may never have held them, and a
+    /// fold drops such a remove; any other remove of a key the tree lacks is a damaged index (V6).
+    var cancelled: [TreeID: Set<[UInt8]>] = [:]
+
+    /// Makes the overlay the changes of a chain, oldest first.
+    func replay(_ chain: [(tree: TreeID, change: TreeWriter.Change)]) {
+        overlay = [:]
+        cancelled = [:]
+        for c in chain { addToOverlay(c.tree, c.change) }
+    }
+
+    /// Records `change` in the overlay (as the next of the chain).
+    func addToOverlay(_ tree: TreeID, _ change: TreeWriter.Change) {
+        switch change {
+        case .remove(let k):
+            if case .put = overlay[tree]?[k] { cancelled[tree, default: []].insert(k) }
+        case .put(let e):
+            cancelled[tree]?.remove(e.key)
+        }
+        overlay[tree, default: [:]][change.key] = change
+    }
 
     /// The greatest hlc in the vault (V5): the root's clock, or a later one that a pending delta segment's
     /// items-tree entries carry (a delta commit writes no root). A writer's versions start above it.
@@ -119,11 +140,11 @@ package final class PagedVault {
         let keys = Subkeys(vaultKey: vk)
         guard Header.verifyMAC(headerBytes, key: keys.header) else { throw VaultError(.tamperedHeader, "\(path): the header MAC does not verify") }
         let source = RecordSource(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys)
-        let (root, overlay, bytes, tail) = try load(source, bodySize: size - UInt64(header.length))
+        let (root, chain, bytes, tail) = try load(source, bodySize: size - UInt64(header.length))
         let store = FilePageStore(source: source, limit: tail.1)
         let v = PagedVault(path: path, header: header, file: file, vaultKey: vk, store: store, root: root, tail: tail,
                            writerID: writerID ?? UInt64(bigEndianBytes: SystemRandom.shared.bytes(8)), mode: mode)
-        v.overlay = overlay
+        v.replay(chain)
         v.overlayBytes = bytes
         v.lockTimeout = lockTimeout
         return v
@@ -131,7 +152,7 @@ package final class PagedVault {
 
     /// Finds the last commit, reads its root and applies its delta chain (V6, V7).
     static func load(_ source: RecordSource, bodySize: UInt64) throws
-        -> (IndexRoot, [TreeID: [[UInt8]: TreeWriter.Change]], Int, (TrailerV2, UInt64)) {
+        -> (IndexRoot, [(tree: TreeID, change: TreeWriter.Change)], Int, (TrailerV2, UInt64)) {
         let reader = TailReader(file: source.file, headerLength: source.headerLength, bodySize: bodySize, vaultID: source.vaultID, keys: source.keys)
         var probes = TailReader.Probes()
         guard let (last, lastOffset) = try reader.validTrailer(TrailerV2.self, from: 0, end: bodySize, probes: &probes) else {
@@ -152,7 +173,7 @@ package final class PagedVault {
         let fail = { (m: String) in VaultError(.damagedIndex, "index root of generation \(last.generation): \(m)") }
         let root = try IndexRoot.decode(try PagedSealing.open(source, key: .page(source.keys, vaultID: source.vaultID, pageID: last.rootID),
                                                               offset: last.rootOffset, length: last.rootLength, max: PagedLimits.rootMax, fail: fail))
-        var overlay: [TreeID: [[UInt8]: TreeWriter.Change]] = [:]
+        var changes: [(tree: TreeID, change: TreeWriter.Change)] = []
         var bytes = 0
         for (t, _) in chain.reversed() where !t.wroteRoot {
             let dfail = { (m: String) in VaultError(.damagedIndex, "delta segment of generation \(t.generation): \(m)") }
@@ -160,9 +181,9 @@ package final class PagedVault {
                                               offset: t.deltaOffset, length: t.deltaLength,
                                               max: min(PagedLimits.deltaMax, PagedLimits.deltaTotalMax - bytes), fail: dfail)
             bytes += plain.count
-            for (tree, change) in try DeltaCodec.decode(plain) { overlay[tree, default: [:]][change.key] = change }
+            changes += try DeltaCodec.decode(plain)
         }
-        return (root, overlay, bytes, (last, lastOffset))
+        return (root, changes, bytes, (last, lastOffset))
     }
 
     // MARK: Reading
@@ -444,7 +465,16 @@ package final class PagedVault {
                     // The counts follow what each change replaces (an items-tree entry is live exactly when it
                     // names a record; wrapping, since a forged root's counts are only compared afterwards); a
                     // remove that cancels a put of the same chain never reached the tree and is dropped.
-                    let top = try TreeWriter(store: store, tree: tree).apply(pending, to: root.top(tree), skipMissingRemoves: true) { old, c in
+                    let mayBeMissing = { (k: [UInt8]) -> Bool in
+                        if self.cancelled[tree]?.contains(k) == true { return true }
+                        if case .put = self.overlay[tree]?[k] { return true }  // this commit removes what the chain put
+                        return false
+                    }
+                    let top = try TreeWriter(store: store, tree: tree).apply(pending, to: root.top(tree), onMissingRemove: { k in
+                        guard mayBeMissing(k) else {
+                            throw VaultError(.damagedIndex, "a delta segment removes a key of the \(tree) tree that neither the tree nor the chain holds")
+                        }
+                    }) { old, c in
                         switch tree {
                         case .items:
                             if let old { if old.record != nil { newRoot.liveItems &-= 1 } else { newRoot.tombstones &-= 1 } }
@@ -464,7 +494,7 @@ package final class PagedVault {
                 let t = try PagedVault.writeFold(root: newRoot, store: store, commitStart: end, generation: generation,
                                                  previous: tail.offset, itemCount: itemCount)
                 root = newRoot
-                overlay = [:]
+                replay([])
                 overlayBytes = 0
                 tail = t
             } else {
@@ -474,7 +504,7 @@ package final class PagedVault {
                                   rootLength: p.rootLength, rootID: p.rootID, deltaOffset: offset, deltaLength: length,
                                   itemCount: itemCount, wroteRoot: false, chain: UInt16(chain))
                 let at = try PagedVault.writeTrailer(t, store: store)
-                for (tree, c) in changes { overlay[tree, default: [:]][c.key] = c }
+                for (tree, c) in changes { addToOverlay(tree, c) }
                 overlayBytes += delta.count
                 tail = (t, at)
             }
@@ -509,8 +539,9 @@ package final class PagedVault {
         let known = try? file.read(TrailerV2.size, at: UInt64(header.length) + tail.offset)
         if size == UInt64(header.length) + tail.offset + UInt64(TrailerV2.size),
            known == tail.trailer.encode(vaultID: header.vaultID, key: keys.trailer) { return }
-        let (r, o, b, t) = try PagedVault.load(source, bodySize: size - UInt64(header.length))
-        (root, overlay, overlayBytes, tail) = (r, o, b, t)
+        let (r, chain, b, t) = try PagedVault.load(source, bodySize: size - UInt64(header.length))
+        (root, overlayBytes, tail) = (r, b, t)
+        replay(chain)
         store.limit = t.1
     }
 }

@@ -72,11 +72,12 @@ package enum PagedRebuild {
 extension Vault {
     /// Rewrites this version 1 vault as a version 2 file (SPEC.md Part 4, V1): the same vault id, vault key
     /// and slots; the live records copied as compaction copies them; every live item given the version
-    /// `(now, writerID)`; no tombstones, no history. One atomic rename: a crash leaves the version 1 file or
-    /// the version 2 file. Afterwards this instance no longer describes the file (its commits are refused as
-    /// to a replaced file): open it with ``PagedVault/open(path:secret:mode:writerID:lockTimeout:)``.
+    /// `(now, writerID)` (`now` an hlc); no tombstones, no history. One atomic rename: a crash leaves the
+    /// version 1 file or the version 2 file. Afterwards this instance no longer describes the file (its
+    /// commits are refused as to a replaced file): open it with ``PagedVault/open(path:secret:mode:writerID:lockTimeout:)``.
     package func upgradeToVersion2(schema: PagedSchema, retention: Retention = .init(), writerID: UInt64,
-                                   random: RandomSource = SystemRandom.shared, options: WriteOptions = .init()) throws {
+                                   random: RandomSource = SystemRandom.shared, options: WriteOptions = .init(),
+                                   now: UInt64 = PagedRebuild.clockNow()) throws {
         guard header.formatVersion == 1 else { throw VaultError(.invalidArgument, "\(path) is not a version 1 vault") }
         try options.check()
         try exclusively {
@@ -94,7 +95,7 @@ extension Vault {
                                           limit: writer.position)
                 store.random = random
                 store.level = options.level
-                let version = Version(hlc: PagedRebuild.clockNow(), writer: writerID)
+                let version = Version(hlc: now, writer: writerID)
                 var entries: [LeafEntry] = []
                 var attributeKeys: [[UInt8]] = []
                 entries.reserveCapacity(writer.written.count)
