@@ -21,18 +21,52 @@ package enum MergeSide: String, Sendable {
     case base = "BASE"
     case ours = "OURS"
     case theirs = "THEIRS"
+    /// Where OURS and THEIRS are compared with no BASE.
+    case both = "OURS or THEIRS"
 }
 
 extension PagedVault {
-    /// Every item's state (V9): its items-tree entry, live or tombstone, by item id.
-    func itemStates(side: MergeSide) throws -> [ItemID: ItemState] {
-        var out: [ItemID: ItemState] = [:]
-        var names = NameCache()
+    /// The entries of `tree` at which this vault differs from `base` (nil: an empty vault), deltas included:
+    /// the keys the trees differ at (``TreeDiff``, which skips the pages both share) and the keys either
+    /// chain of deltas names, each compared as a reader sees it.
+    func differences(_ tree: TreeID, from base: PagedVault?) throws -> [(key: [UInt8], base: LeafEntry?, side: LeafEntry?)] {
+        guard let base else {
+            var all: [(key: [UInt8], base: LeafEntry?, side: LeafEntry?)] = []
+            try scan(tree) { all.append(($0.key, nil, $0)); return true }
+            return all
+        }
+        var keys = Set<[UInt8]>()
+        try TreeDiff.walk(base.reader(tree), reader(tree)) { keys.insert($0.key) }
+        keys.formUnion((overlay[tree] ?? [:]).keys)
+        keys.formUnion((base.overlay[tree] ?? [:]).keys)
+        var out: [(key: [UInt8], base: LeafEntry?, side: LeafEntry?)] = []
+        for k in keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+            let (b, s) = (try base.entry(tree, k), try entry(tree, k))
+            if b != s { out.append((k, b, s)) }
+        }
+        return out
+    }
+
+    /// The items this vault changed since `base` (V9 step 1): by item id, the state each holds (nil: none).
+    /// An item whose key changed shows at two keys with one id.
+    func changedItems(since base: PagedVault?, side: MergeSide) throws -> [ItemID: (base: ItemState?, side: ItemState?)] {
+        var out: [ItemID: (base: ItemState?, side: ItemState?)] = [:]
         do {
-            try scan(.items) { e in
-                let s = try ItemEntries.decode(e, schema: root.schema, names: &names)
-                guard out.updateValue(s, forKey: s.id) == nil else { throw VaultError(.damagedIndex, "item \(s.id) has two entries") }
-                return true
+            var names = NameCache()
+            for d in try differences(.items, from: base) {
+                let b = try d.base.map { try ItemEntries.decode($0, schema: root.schema, names: &names) }
+                let s = try d.side.map { try ItemEntries.decode($0, schema: root.schema, names: &names) }
+                guard let id = (b ?? s)?.id else { continue }
+                var c = out[id] ?? (nil, nil)
+                if let b {
+                    guard c.base == nil else { throw VaultError(.damagedIndex, "item \(id) has two entries") }
+                    c.base = b
+                }
+                if let s {
+                    guard c.side == nil else { throw VaultError(.damagedIndex, "item \(id) has two entries") }
+                    c.side = s
+                }
+                out[id] = c
             }
         } catch let e as VaultError {
             throw VaultError(e.code, "\(side.rawValue) (\(path)): \(e.context)")
@@ -59,19 +93,42 @@ extension PagedVault {
         }
         var report = MergeReport()
         try exclusively {
-            let b = try base?.itemStates(side: .base) ?? [:]
-            let o = try itemStates(side: .ours)
-            let t = try theirs.itemStates(side: .theirs)
+            // The states of the items either side changed; the other items stay as OURS has them.
+            var b: [ItemID: ItemState] = [:], o: [ItemID: ItemState] = [:], t: [ItemID: ItemState] = [:]
+            var ids = Set<ItemID>()
+            if let base {
+                let oc = try changedItems(since: base, side: .ours)
+                let tc = try theirs.changedItems(since: base, side: .theirs)
+                ids = Set(oc.keys).union(tc.keys)
+                for id in ids {
+                    b[id] = oc[id]?.base ?? tc[id]?.base
+                    o[id] = oc[id].map(\.side) ?? b[id]
+                    t[id] = tc[id].map(\.side) ?? b[id]
+                }
+            } else {
+                // Without BASE every item either side holds is a change; those both hold alike change nothing,
+                // so only where the two differ counts.
+                for (id, c) in try theirs.changedItems(since: self, side: .both) {
+                    ids.insert(id)
+                    o[id] = c.base
+                    t[id] = c.side
+                }
+            }
+            let theirsHistory = try differences(.history, from: theirs).compactMap { d in d.side == nil ? d.base : nil }
             try appendCommit(level: level, random: random, solidMembers: Limits.membersMax) { writer in
-                try mergeChanges(base: b, ours: o, theirs: t, from: theirs, writer: writer, report: &report)
+                try mergeChanges(base: b, ours: o, theirs: t, ids: ids, theirsHistory: theirsHistory, from: theirs,
+                                 writer: writer, report: &report)
             }
         }
         return report
     }
 
     /// The tree changes that bring THEIRS's changes into OURS (V9), with the records they need copied.
-    private func mergeChanges(base b: [ItemID: ItemState], ours o: [ItemID: ItemState], theirs t: [ItemID: ItemState], from theirs: PagedVault,
-                              writer: CommitWriter, report: inout MergeReport) throws -> CommitChanges {
+    /// `ids`: the items either side changed, whose states `b`, `o`, `t` hold (nil: none); `theirsHistory`: the
+    /// history entries THEIRS holds and OURS lacks.
+    private func mergeChanges(base b: [ItemID: ItemState], ours o: [ItemID: ItemState], theirs t: [ItemID: ItemState], ids: Set<ItemID>,
+                              theirsHistory: [LeafEntry], from theirs: PagedVault, writer: CommitWriter,
+                              report: inout MergeReport) throws -> CommitChanges {
         let schema = root.schema
         func same(_ x: ItemState?, _ y: ItemState?) -> Bool { x?.version == y?.version && (x?.item == nil) == (y?.item == nil) }
         /// The newer of two states; an absent one is older than any.
@@ -89,7 +146,7 @@ extension PagedVault {
         var final = o
         var fromTheirs = Set<ItemID>()
         var losers: [ItemState] = []
-        for id in Set(o.keys).union(t.keys).sorted() {
+        for id in ids.sorted() {
             let (bo, oo, tt) = (b[id], o[id], t[id])
             let oursChanged = !same(oo, bo), theirsChanged = !same(tt, bo)
             guard theirsChanged, !same(oo, tt) else { continue }
@@ -121,27 +178,26 @@ extension PagedVault {
             }
         }
         // Records: a winner's or a kept version's record that OURS lacks is copied from THEIRS, byte for byte.
-        var oursRecords: [ID128: RecordRef] = [:]
-        for s in o.values { if let l = s.item?.location { oursRecords[l.recordID] = RecordRef(id: l.recordID, offset: l.offset, length: l.length) } }
-        try scan(.history) { e in
-            if let r = e.record { oursRecords[r.id] = r }
-            return true
-        }
-        var theirsHistory: [LeafEntry] = []
-        try theirs.scan(.history) { e in
-            if try entry(.history, e.key) == nil { theirsHistory.append(e) }
-            return true
+        // Copies share the records written before they parted, at the same place: one that authenticates
+        // there under its record id (random, so it is that record) is not copied.
+        func oursHolds(_ l: RecordLocation) -> Bool {
+            guard let end = l.offset.adding(l.length), end <= tail.offset else { return false }
+            var raw = source.recordReader(l) { VaultError(.damagedRecord, $0) }
+            let key = StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID)
+            guard let blk = try? raw.nextRaw() else { return false }
+            return (try? Blocks.open(nonce: Array(blk.frame[4..<28]), sealed: blk.sealed, key: key, index: blk.index, last: blk.last,
+                                     fail: { VaultError(.damagedRecord, $0) })) != nil
         }
         var moved: [ID128: RecordRef] = [:]
         func place(_ item: Item, from source: PagedVault) throws -> Item {
             var item = item
             let l = item.location
-            if let r = oursRecords[l.recordID] ?? moved[l.recordID] {
+            if let r = moved[l.recordID] {
                 item.location.offset = r.offset
                 item.location.length = r.length
                 return item
             }
-            guard source !== self else { throw VaultError(.damagedIndex, "OURS names record \(Hex.encode(l.recordID.bytes)) it does not hold") }
+            if source === self || oursHolds(l) { return item }
             let fail = { (m: String) in VaultError(.damagedRecord, "THEIRS (\(source.path)), \(item.displayName): \(m)") }
             let key = StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID)
             var raw = source.source.recordReader(l, fail: fail)
