@@ -2,7 +2,8 @@
 // picks what the rest is read as: 0 a page, 1 an index root, 2 a delta segment, 3 a trailer at offset 1 MiB,
 // 4 an item key, 5 a whole tree (pages length-prefixed, the first the top, references naming pages by their
 // position in the input). What decodes must encode to the same bytes (canonical); a tree walk must end,
-// whatever its references say, with the same entries from `verify` and from `scan`.
+// whatever its references say, with the same entries from `verify`, from `scan` and from the merge's walk
+// against an empty tree.
 @testable import VaultFormat
 
 let schema = PagedSchema(classes: ["genp": ClassSchema(keyAttributes: [("sync", .bool(false)), ("svce", .string("")), ("acct", .string(""))])],
@@ -69,6 +70,14 @@ func fuzzOne(_ input: [UInt8]) {
             let scanOK = (try? reader.scan { scanned.append($0); return true }) != nil
             if ok { precondition(scanOK && scanned == verified, "verify and scan disagree on a valid tree") }
             for i in verified.indices.dropFirst() { precondition(verified[i - 1].key.lexicographicallyPrecedes(verified[i].key)) }
+            // The merge's walk (V9): against an empty tree it finds every entry, against the tree itself none;
+            // on a forged tree it ends (with an error, or not).
+            var differences: [LeafEntry] = []
+            let diffOK = (try? TreeDiff.walk(TreeReader(store: store, tree: tree, top: nil), reader) { differences.append($0.b!) }) != nil
+            if ok { precondition(diffOK && differences == verified, "the walk against an empty tree misses entries") }
+            var none = 0
+            _ = try? TreeDiff.walk(reader, reader) { _ in none += 1 }
+            precondition(none == 0, "a tree differs from itself")
         }
     }
 }

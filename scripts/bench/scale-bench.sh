@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 10's scale table: the same N generic passwords in a version 1 vault, a version 2 (paged, SPEC.md
 # Part 4 draft) vault and a SQLite table with a primary key, at N = 1k, 10k, 100k (and 1M with --million).
+# Also merging two copies with 100 updates each (issue 11), and 10,000 single-item commits (at 10k).
 # In-process figures come from kcar-scale-bench; whole-process ones from hyperfine, in the same run:
 # `kcar-scale-bench get` (a process that opens the v2 vault and reads one item: what `kcar get` will cost once
 # the CLI reads version 2) against `sqlite3 DB "SELECT ... WHERE service=? AND account=?"`.
@@ -31,6 +32,10 @@ for n in "${SIZES[@]}"; do
     echo "## $n items"
     /usr/bin/time -f "build.wall %e s, peak RSS %M KB" "$B" build "$n" "$d" 2>&1
     "$B" measure "$n" "$d"
+    # Merge (issue 11, SPEC V9): two copies with 100 updates each, with and without BASE.
+    [[ $n -ge 1000 ]] && "$B" merge "$n" "$d"
+    # 10,000 single-item commits with no compaction, then open + get (issue 10's "get after 10,000 commits").
+    [[ $n -eq 10000 ]] && "$B" commits "$n" "$d" 10000
     sqlite3 "$d/db" "CREATE TABLE items(service TEXT, account TEXT, team TEXT, value TEXT, PRIMARY KEY(service, account)) WITHOUT ROWID;
                      CREATE INDEX team ON items(team);" ".mode csv" ".import $d/rows.csv items"
     i=$((n / 2))

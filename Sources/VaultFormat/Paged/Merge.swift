@@ -138,6 +138,9 @@ extension PagedVault {
             return y.version < x.version
         }
         var clock = max(self.clock, theirs.clock)
+        guard clock < UInt64.max - (1 << 32) else {
+            throw VaultError(.invalidArgument, "the vaults' clock is at \(clock): no versions are left to give")
+        }
         func nextVersion() -> Version {
             clock += 1
             return Version(hlc: clock, writer: writerID)

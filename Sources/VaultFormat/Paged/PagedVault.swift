@@ -449,6 +449,10 @@ package final class PagedVault {
             store.random = random
             store.level = level
             let chain = Int(tail.trailer.chain) + 1
+            // The trailer's count is the file's word; one that deleting would take below zero is damage, not a trap.
+            guard count + liveChange >= 0 else {
+                throw VaultError(.damagedIndex, "the last trailer counts \(count) live items, fewer than this commit deletes")
+            }
             let itemCount = UInt64(count + liveChange)
             // A commit of many changes folds without being encoded as a delta first.
             let changes = changeCount > PagedLimits.foldAfterChanges ? [] : perTree.flatMap { t in t.changes.map { (tree: t.tree, change: $0) } }
