@@ -170,6 +170,14 @@ do {
         }
         report("v2.get_loop_mean", t / Double(loops) * 1000, "us")
         report("v2.pages_opened", Double(v.pagesOpened), "pages")
+    case "list":
+        // For profiling: one full scan of the v2 vault, decoding every item.
+        guard args.count == 3 else { die("list DIR") }
+        var listed = 0
+        let t = try timed {
+            try PagedVault.open(path: args[2] + "/v2.kcv", secret: secretIn(args[2])).forEachItem { _ in listed += 1; return true }
+        }
+        report("v2.list_items_per_s", Double(listed) / t * 1000, "items/s")
     case "get":
         guard args.count == 5 else { die("get DIR SERVICE ACCOUNT") }
         let v = try PagedVault.open(path: args[2] + "/v2.kcv", secret: secretIn(args[2]))
