@@ -213,35 +213,42 @@ enum Extract {
 
     /// The paths of files and folders, checked as they are added: a file's path is taken once, and is no
     /// folder of another; a folder's path (a folder item, or a folder on the way to an item) is no file's.
-    /// Compared as bytes, as the file system compares names (Swift's `String ==` would take NFC and NFD
-    /// spellings, different files, for the same one).
+    /// A tree of names, each node its parent's child by the name's bytes, as the file system compares names
+    /// (Swift's `String ==` would take NFC and NFD spellings, different files, for the same one): a path costs
+    /// its number of components, however deep (a set of every prefix would cost the square of its length).
+    /// After a collision the set is not to be used again.
     struct PathSet {
-        private var files = Set<[UInt8]>()
-        private var folders = Set<[UInt8]>()
+        private struct Edge: Hashable {
+            let parent: Int
+            let name: [UInt8]
+        }
+        private var nodes: [Edge: Int] = [:]
+        /// Per node (0 is the root): a file's path, and whether it is a folder (a folder item, or something below it).
+        private var file = [false]
+        private var folder = [true]
 
-        /// Adds `parts` (a folder's when `folder`); the collision it makes, if any (and then nothing is added).
-        mutating func insert(_ parts: [String], folder: Bool) -> Collision? {
-            let path = Array(parts.joined(separator: "/").utf8)
-            if folder {
-                guard !files.contains(path) else { return Collision(path: parts.joined(separator: "/"), twice: false) }
-            } else {
-                guard !files.contains(path), !folders.contains(path) else {
-                    return Collision(path: parts.joined(separator: "/"), twice: files.contains(path))
+        /// Adds `parts` (a folder's when `isFolder`); the collision it makes, if any.
+        mutating func insert(_ parts: [String], folder isFolder: Bool) -> Collision? {
+            var node = 0
+            for (i, p) in parts.enumerated() {
+                let edge = Edge(parent: node, name: Array(p.utf8))
+                if let next = nodes[edge] {
+                    node = next
+                } else {
+                    node = file.count
+                    nodes[edge] = node
+                    file.append(false)
+                    folder.append(false)
+                }
+                let shown = { parts.prefix(i + 1).joined(separator: "/") }
+                if i < parts.count - 1 || isFolder {
+                    if file[node] { return Collision(path: shown(), twice: false) }
+                    folder[node] = true
+                } else {
+                    if file[node] || folder[node] { return Collision(path: shown(), twice: file[node]) }
+                    file[node] = true
                 }
             }
-            var prefix: [String] = []
-            for p in parts.dropLast() {
-                prefix.append(p)
-                guard !files.contains(Array(prefix.joined(separator: "/").utf8)) else {
-                    return Collision(path: prefix.joined(separator: "/"), twice: false)
-                }
-            }
-            prefix = []
-            for p in folder ? parts : Array(parts.dropLast()) {
-                prefix.append(p)
-                folders.insert(Array(prefix.joined(separator: "/").utf8))
-            }
-            if !folder { files.insert(path) }
             return nil
         }
     }
@@ -300,10 +307,13 @@ final class SafeWriter {
     let root: Int32
     let rootPath: String
     let force: Bool
-    /// Open folders by their path below the root, as bytes (like file names; not as Swift strings, which
-    /// would take NFC and NFD spellings for the same folder).
-    private var folders: [[UInt8]: Int32] = [:]
-    static let foldersMax = 256
+    /// The folders of the last path opened below the root, outermost first, each open and named by its bytes
+    /// (like file names; not as Swift strings, which would take NFC and NFD spellings for the same folder).
+    /// Items come sorted by name, so the next path mostly shares them: only what differs is opened.
+    private var chain: [(name: [UInt8], fd: Int32)] = []
+    /// The folder returned beyond ``chainMax`` levels, closed by the next call.
+    private var beyond: Int32?
+    static let chainMax = 256
 
     /// The root folder was made by this writer, so nothing below it can exist yet.
     let freshRoot: Bool
@@ -321,7 +331,8 @@ final class SafeWriter {
     }
 
     deinit {
-        for fd in folders.values { close(fd) }
+        for e in chain { close(e.fd) }
+        if let beyond { close(beyond) }
         close(root)
     }
 
@@ -339,12 +350,21 @@ final class SafeWriter {
 
     /// The folder `dirs` below the root, opened (kept open for what comes next) and created as ``folder(_:create:)``.
     private func openFolder(_ dirs: [String], create: Bool, display parts: [String]) throws -> Int32? {
+        if let b = beyond {
+            close(b)
+            beyond = nil
+        }
         if dirs.isEmpty { return root }
-        let key = Array(dirs.joined(separator: "/").utf8)
-        if let fd = folders[key] { return fd }
-        var dir = root
+        let names = dirs.map { Array($0.utf8) }
+        var common = 0
+        while common < min(chain.count, names.count), chain[common].name == names[common] { common += 1 }
+        if common == names.count, common <= SafeWriter.chainMax { return chain[common - 1].fd }
+        for e in chain[common...] { close(e.fd) }
+        chain.removeLast(chain.count - common)
+        var dir = common == 0 ? root : chain[common - 1].fd
         var owned = false
-        for p in dirs {
+        for i in common..<dirs.count {
+            let p = dirs[i]
             var next = openat(dir, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             if next < 0, errno == ENOENT {
                 guard create else {
@@ -363,13 +383,15 @@ final class SafeWriter {
                 throw CLIError(.io, "refusing to write \(rootPath)/\(parts.joined(separator: "/")): \(p) is a symbolic link or not a folder")
             }
             dir = next
-            owned = true
+            // Kept in the chain up to chainMax levels (descriptors are few); deeper ones are opened on the way.
+            if i < SafeWriter.chainMax {
+                chain.append((names[i], next))
+                owned = false
+            } else {
+                owned = true
+            }
         }
-        if folders.count >= SafeWriter.foldersMax {
-            for fd in folders.values { close(fd) }
-            folders = [:]
-        }
-        folders[key] = dir
+        if owned { beyond = dir }
         return dir
     }
 

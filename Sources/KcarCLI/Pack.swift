@@ -316,6 +316,8 @@ enum Pack {
         /// Folders below a service, by index: where their folder entry would go, if nothing below them is stored.
         var candidates: [Int: Pending] = [:]
         var unlisted = Set<Int>()
+        /// With `dereference`: the folders listed so far, by device and inode.
+        var reached = Set<[UInt64]>()
         var stack = [Pending(index: 0, path: root, relative: "", service: nil, account: "")]
         while let here = stack.popLast() {
             guard let fd = opener.folder(here.index) else {
@@ -350,10 +352,18 @@ enum Pack {
                 }
                 switch st.st_mode & S_IFMT {
                 case S_IFDIR:
-                    if follow, opener.isAncestor(dev: UInt64(st.st_dev), ino: UInt64(st.st_ino), of: here.index) {
+                    // Through links, a folder is listed at most once more than the tree has it: two links per
+                    // folder, 30 folders deep, would otherwise be 2^30 folders to list (and a link above, a loop).
+                    let identity = [UInt64(st.st_dev), UInt64(st.st_ino)]
+                    if follow, opener.isAncestor(dev: identity[0], ino: identity[1], of: here.index) {
                         problems.append("\(childPath): a symbolic link to a folder above it (a loop)")
                         continue
                     }
+                    if follow, reached.contains(identity) {
+                        problems.append("\(childPath): a symbolic link to a folder already packed through another path (packed once)")
+                        continue
+                    }
+                    if dereference { reached.insert(identity) }
                     let index = opener.add(Folder(parent: here.index, name: rawName, dev: UInt64(st.st_dev), ino: UInt64(st.st_ino), follow: follow))
                     let child = Pending(index: index, path: childPath, relative: rel, service: here.service ?? name,
                                         account: here.service == nil ? "" : here.account + name + "/")

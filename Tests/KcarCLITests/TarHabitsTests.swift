@@ -55,16 +55,7 @@ final class TarHabitsTests: XCTestCase {
 
     /// A vault `v.kcv` of (service, account, attributes beyond those two, value) made with the library, as an
     /// attacker would make one.
-    func vault(_ items: [(String, String, [String: AttributeValue], [UInt8])]) throws {
-        try Vault.create(path: dir + "/v.kcv", group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], overwrite: true) { tx in
-            for (s, a, more, v) in items {
-                var attributes = Attributes(more)
-                attributes[AttributeName.service] = .string(s)
-                attributes[AttributeName.account] = .string(a)
-                try tx.add(attributes: attributes, value: .bytes(v))
-            }
-        }
-    }
+    func vault(_ items: [(String, String, [String: AttributeValue], [UInt8])]) throws { try keyFileVault(dir + "/v.kcv", items) }
 
     func names(_ vault: String = "v.kcv") throws -> [String] {
         let list = try kcar(["list", vault, "--json"])
@@ -136,7 +127,9 @@ final class TarHabitsTests: XCTestCase {
         // A dangling link and a loop (a link to a folder above it) are named and skipped.
         try link("src/svc/gone", to: "nothing-here")
         try link("src/svc/loop", to: "..")
+        try link("src/svc/dir2", to: "dir")  // the same folder again: listed once, however many links lead to it
         let r = try kcar(["pack", "w.kcv", "src", "-h"], expect: 9)
+        XCTAssertTrue(r.err.contains("src/svc/dir2: a symbolic link to a folder already packed through another path"), r.err)
         XCTAssertTrue(r.err.contains("src/svc/gone: a symbolic link to nothing"), r.err)
         XCTAssertTrue(r.err.contains("src/svc/loop: a symbolic link to a folder above it"), r.err)
         XCTAssertEqual(try names("w.kcv"), ["svc/a", "svc/dir/inner/x", "svc/to-a"])
