@@ -39,6 +39,9 @@ enum VaultEdit {
     /// `PATH` below `-C DIR` as components: `.` and empty components dropped (`.` alone is all of DIR);
     /// absolute paths and `..` are refused, as nothing outside DIR can be named in a vault.
     static func components(_ path: String) throws -> [String] {
+        guard path != "-" else {
+            throw CLIError.usage("PATH - (standard input) is not a file to add; add takes files below -C DIR (pack VAULT --items - reads an item file)")
+        }
         guard !path.hasPrefix("/") else { throw CLIError.usage("\(path): a PATH is relative to -C DIR (default .), not absolute") }
         let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init).filter { $0 != "." }
         guard !parts.contains("..") else { throw CLIError.usage("\(path): a PATH below -C DIR cannot contain ..") }

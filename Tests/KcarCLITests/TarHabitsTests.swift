@@ -287,6 +287,7 @@ final class TarHabitsTests: XCTestCase {
             (["add", "v.kcv", "/etc/passwd"], 2, "not absolute"),
             (["add", "v.kcv", "-C", "more", "svc/../../x"], 2, "cannot contain .."),
             (["add", "-", "-C", "more", "svc"], 2, "changes a vault file in place"),
+            (["add", "v.kcv", "-"], 2, "PATH - (standard input) is not a file to add"),
             (["add", "v.kcv"], 2, "give the files or folders"),
             (["add", "v.kcv", "-C", "more", "svc", "--service", "s"], 2, "--service is for the keychain's add"),
             (["add", "nothing.kcv", "-C", "more", "svc"], 8, "nothing.kcv"),
