@@ -33,6 +33,19 @@ package func stateDigest(_ state: [String: [UInt8]]) -> UInt64 {
 import Glibc
 import VaultFormat
 
+/// A vault at `path` opened by the fixtures' key file, of generic passwords (service, account, further
+/// attributes, value): hostile packed vaults as an attacker would make them with the library.
+package func keyFileVault(_ path: String, group: String = "g", _ items: [(String, String, [String: AttributeValue], [UInt8])]) throws {
+    try Vault.create(path: path, group: group, slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], overwrite: true) { tx in
+        for (s, a, more, v) in items {
+            var attributes = Attributes(more)
+            attributes[AttributeName.service] = .string(s)
+            attributes[AttributeName.account] = .string(a)
+            try tx.add(attributes: attributes, value: .bytes(v))
+        }
+    }
+}
+
 /// A small tmpfs mounted for a test (full-disk and read-only-file-system tests). `mount` returns nil when
 /// mounting is not permitted (not root, no CAP_SYS_ADMIN, a restricted container): the test then skips.
 /// `unmount` is safe to call twice and detaches lazily if something still holds a file open.

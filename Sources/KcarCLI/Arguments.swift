@@ -70,6 +70,9 @@ struct Arguments {
         }
     }
 
+    /// The names of the options given (flags and options with values).
+    var given: Set<String> { flags.union(values.keys) }
+
     func flag(_ name: String) -> Bool { flags.contains(name) }
     func value(_ name: String) -> String? { values[name]?.last }
     func all(_ name: String) -> [String] { values[name] ?? [] }

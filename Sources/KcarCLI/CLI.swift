@@ -141,7 +141,9 @@ public enum CLI {
             return e.code.rawValue
         }
         let rest = Array(arguments.dropFirst())
-        if rest.contains("--help") || rest.contains("-h") {
+        // `-h` is help unless the command has it as an option (pack -h is tar's --dereference); alone it is help everywhere.
+        let dashH = rest == ["-h"] || (rest.contains("-h") && !command.page.options.contains { $0.short == "h" })
+        if rest.contains("--help") || dashH {
             Output.out.write(Help.text(command.name, command.page) + "\n")
             return 0
         }

@@ -17,7 +17,8 @@ public struct ExitCode: RawRepresentable, Hashable, Sendable {
     public static let notFound = ExitCode(rawValue: 6)
     public static let exists = ExitCode(rawValue: 7)
     public static let io = ExitCode(rawValue: 8)
-    /// `pack` wrote the vault but skipped inputs it cannot store (symlinks, devices, ...), each reported.
+    /// `pack` or `add` wrote the vault but skipped inputs it cannot store (devices, FIFOs, ...), or `extract` skipped
+    /// items it cannot name or write safely (a link leading out of its folder), each reported.
     public static let skipped = ExitCode(rawValue: 9)
     /// No secret was given and there is no terminal to ask on.
     public static let noSecret = ExitCode(rawValue: 10)

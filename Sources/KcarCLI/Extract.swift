@@ -18,21 +18,43 @@ enum Extract {
             // largest size, MODIFIED's that of a date. The name is the last column, never cut: it is what
             // extract takes. A name's %XX encoding covers C0 controls only: C1 and bidirectional controls are
             // escaped here.
-            let columns: [Table.Column] = [.init(title: "SIZE", rightAligned: true), .init(title: "MODIFIED (UTC)"), .init(title: "NAME")]
-            let widths = [max(4, String(items.lazy.map(\.size).max() ?? 0).count), 20, 0]
+            // `--long` adds a MODE column (`-rw-r--r--`, as tar -tv prints it). A folder is named with a trailing
+            // `/`, a link `name -> target`, as tar lists them.
+            let long = args.flag("long")
+            let columns: [Table.Column] = (long ? [.init(title: "MODE")] : []) + [.init(title: "SIZE", rightAligned: true),
+                                                                                  .init(title: "MODIFIED (UTC)"), .init(title: "NAME")]
+            let widths = (long ? [10] : []) + [max(4, String(items.lazy.map(\.size).max() ?? 0).count), 20, 0]
             Output.out.line(Table.line(columns.map(\.title), widths, columns))
             for item in items {
+                let kind = PackedKind.lenient(item)
                 let cls = item.itemClass == .genericPassword ? "" : "  [\(terminalSafe(item.itemClass.rawValue))]"
-                Output.out.line(Table.line([String(item.size), item.modified.map { tableDate(nanoseconds: $0) } ?? "-",
-                                            terminalSafe(ItemPath.name(item)) + cls], widths, columns))
+                var name = terminalSafe(ItemPath.name(item))
+                if case .link(let target) = kind.kind { name += " -> " + terminalSafe(target) }
+                Output.out.line(Table.line((long ? [kind.modeString] : []) + [String(item.size), item.modified.map { tableDate(nanoseconds: $0) } ?? "-",
+                                            name + cls], widths, columns))
             }
         }
         return .success
     }
 
+    /// An item as `list --json` prints it; an item with a kind or mode stored by pack (SPEC.md §7.1) also has
+    /// `type` (file, folder or link), `mode` (octal, `"0640"`, or null) and a link's `target`.
     static func json(_ item: Item) -> String {
-        ItemJSON.object(id: item.id, class: item.itemClass, attributes: item.attributes, size: item.size,
-                        extra: [("name", JSON.string(ItemPath.name(item)))])
+        var extra = [("name", JSON.string(ItemPath.name(item)))]
+        let a = item.attributes
+        if a[PackedKind.modeAttribute] != nil || a[PackedKind.linkAttribute] != nil || a[PackedKind.folderAttribute] != nil {
+            let kind = PackedKind.lenient(item)
+            switch kind.kind {
+            case .file: extra.append(("type", JSON.string("file")))
+            case .folder: extra.append(("type", JSON.string("folder")))
+            case .link(let target): extra += [("type", JSON.string("link")), ("target", JSON.string(target))]
+            }
+            extra.append(("mode", kind.mode.map { m in
+                let octal = String(m, radix: 8)
+                return JSON.string(String(repeating: "0", count: max(0, 4 - octal.count)) + octal)
+            } ?? "null"))
+        }
+        return ItemJSON.object(id: item.id, class: item.itemClass, attributes: item.attributes, size: item.size, extra: extra)
     }
 
     /// `--stdout`: the value, streamed to a pipe or file. A terminal gets it as `get` gives it
@@ -98,7 +120,8 @@ enum Extract {
         let dir = args.value("directory") ?? "."
         let listing = verboseListing(args, dataOnStdout: false)
         let writer = try SafeWriter(root: dir, force: args.flag("force"))
-        var plan: [(Item, [String])] = []
+        let preserve = args.flag("preserve-permissions")
+        var plan: [(item: Item, parts: [String], kind: PackedKind)] = []
         var skipped = 0
         for item in selected {
             guard let parts = ItemPath.components(item) else {
@@ -106,77 +129,163 @@ enum Extract {
                 skipped += 1
                 continue
             }
+            let name = parts.joined(separator: "/")
             // NAME_MAX: such an item cannot be a file here, like an item without a name (each reported).
             guard parts.allSatisfy({ $0.utf8.count <= 255 }) else {
-                warn("skipped \(parts.joined(separator: "/")): a path component is over 255 bytes, too long for a file name (--stdout reads it)")
+                warn("skipped \(name): a path component is over 255 bytes, too long for a file name (--stdout reads it)")
                 skipped += 1
                 continue
             }
-            try writer.check(parts)
-            plan.append((item, parts))
+            let kind: PackedKind
+            switch PackedKind.of(item.attributes) {
+            case .success(let k): kind = k
+            case .failure(let m):
+                warn("skipped \(name): \(m.reason) (SPEC.md §7.1)")
+                skipped += 1
+                continue
+            }
+            // A link made by extract never leads out of DIR unless asked (--unsafe-links): a vault's `x -> /etc`
+            // or `x -> ../../.ssh` is what a later write through the link, by anyone, would follow.
+            if case .link(let target) = kind.kind, !args.flag("unsafe-links"), !PackedKind.isContained(target, at: parts) {
+                warn("skipped \(name) -> \(target): the link would lead out of \(dir) (an absolute target, or .. past it or after "
+                     + "a name); --unsafe-links creates it")
+                skipped += 1
+                continue
+            }
+            if kind.kind == .folder { try SafeWriter.checkNames(parts) } else { try writer.check(parts) }
+            plan.append((item, parts, kind))
         }
-        try refuseCollisions(plan.map(\.1), root: dir)
+        if let collision = Extract.collision(plan.map { ($0.parts, $0.kind.kind == .folder) }) {
+            throw CLIError(.exists, collision.message(root: dir) + "; extract them one at a time with --stdout")
+        }
+        // Folders first (made 0700 until the end), then the files, then the links: every file is written
+        // before any link exists, so none is ever written through a link the vault made.
+        for p in plan where p.kind.kind == .folder {
+            try writer.makeFolder(p.parts)
+            listing?.line(terminalSafe(ItemPath.name(p.item)))
+        }
+        let files = plan.filter { $0.kind.kind == .file }
         // Sizes come from the index (each up to 2^48, unproven until read): summed without overflow.
-        let progress = Progress(label: "extract", total: plan.reduce(UInt64(0)) { sum, p in
-            let (r, over) = sum.addingReportingOverflow(p.0.size)
+        let progress = Progress(label: "extract", total: files.reduce(UInt64(0)) { sum, p in
+            let (r, over) = sum.addingReportingOverflow(p.item.size)
             return over ? .max : r
         })
         defer { progress.finish() }
-        let names = Dictionary(uniqueKeysWithValues: plan.map { ($0.0.id, $0.1) })
+        let byID = Dictionary(uniqueKeysWithValues: files.map { ($0.item.id, $0) })
         var current: SafeWriter.Pending?
         defer { current?.abandon() }
-        try vault.readValues(of: plan.map(\.0), begin: { item, whole in
-            current = try writer.begin(names[item.id]!, authenticated: whole)
+        try vault.readValues(of: files.map(\.item), begin: { item, whole in
+            let p = byID[item.id]!
+            current = try writer.begin(p.parts, authenticated: whole, mode: p.kind.permissions(preserve: false))
         }, bytes: { chunk in
             try current!.append(chunk)
             DebugSeam.pause("extract-writing")
             progress.advance(UInt64(chunk.count))
         }, end: { item in
-            try current!.commit(modified: item.modified)
+            let p = byID[item.id]!
+            try current!.commit(modified: item.modified, mode: preserve ? p.kind.permissions(preserve: true) : nil)
             current = nil
-            listing?.line(terminalSafe(names[item.id]!.joined(separator: "/")))
+            listing?.line(terminalSafe(p.parts.joined(separator: "/")))
         })
+        for p in plan {
+            guard case .link(let target) = p.kind.kind else { continue }
+            try writer.makeLink(p.parts, target: target, modified: p.item.modified)
+            listing?.line(terminalSafe(p.parts.joined(separator: "/")))
+        }
+        // Folders' modes (-p) and times last, deepest first: a folder made read-only, or its time, is not
+        // changed again by what is written into it.
+        for p in plan.filter({ $0.kind.kind == .folder }).sorted(by: { $0.parts.count > $1.parts.count }) {
+            try writer.finishFolder(p.parts, mode: preserve ? p.kind.permissions(preserve: true) : nil, modified: p.item.modified)
+        }
         return skipped == 0 && (deviceOnly == 0 || args.flag("include-device-only")) ? .success : .skipped
     }
 
-    /// Refuses, before anything is written, two items that would be written to the same file, or one whose
-    /// file would be a folder of another. Paths are compared as bytes, as the file system compares names
-    /// (Swift's `String ==` would take NFC and NFD spellings, different files, for the same one).
-    static func refuseCollisions(_ paths: [[String]], root: String) throws {
-        var files = Set<[UInt8]>()
-        var folders = Set<[UInt8]>()
-        for parts in paths {
-            let path = parts.joined(separator: "/")
-            guard files.insert(Array(path.utf8)).inserted, !folders.contains(Array(path.utf8)) else {
-                throw CLIError(.exists, "two items would be written to \(root)/\(path); extract them one at a time with --stdout")
-            }
-            var folder = ""
-            for p in parts.dropLast() {
-                folder += folder.isEmpty ? p : "/" + p
-                guard !files.contains(Array(folder.utf8)) else {
-                    throw CLIError(.exists, "an item would be written to \(root)/\(folder), which another item needs as a folder")
-                }
-                folders.insert(Array(folder.utf8))
-            }
+    /// Two items that would be written to the same path, or one whose path another needs as a folder.
+    struct Collision {
+        let path: String
+        let twice: Bool
+
+        func message(root: String) -> String {
+            twice ? "two items would be written to \(root)/\(path)"
+                : "an item would be written to \(root)/\(path), which another item needs as a folder"
         }
     }
 
+    /// The paths of files and folders, checked as they are added: a file's path is taken once, and is no
+    /// folder of another; a folder's path (a folder item, or a folder on the way to an item) is no file's.
+    /// A tree of names, each node its parent's child by the name's bytes, as the file system compares names
+    /// (Swift's `String ==` would take NFC and NFD spellings, different files, for the same one): a path costs
+    /// its number of components, however deep (a set of every prefix would cost the square of its length).
+    /// After a collision the set is not to be used again.
+    struct PathSet {
+        private struct Edge: Hashable {
+            let parent: Int
+            let name: [UInt8]
+        }
+        private var nodes: [Edge: Int] = [:]
+        /// Per node (0 is the root): a file's path, and whether it is a folder (a folder item, or something below it).
+        private var file = [false]
+        private var folder = [true]
+
+        /// Adds `parts` (a folder's when `isFolder`); the collision it makes, if any.
+        mutating func insert(_ parts: [String], folder isFolder: Bool) -> Collision? {
+            var node = 0
+            for (i, p) in parts.enumerated() {
+                let edge = Edge(parent: node, name: Array(p.utf8))
+                if let next = nodes[edge] {
+                    node = next
+                } else {
+                    node = file.count
+                    nodes[edge] = node
+                    file.append(false)
+                    folder.append(false)
+                }
+                let shown = { parts.prefix(i + 1).joined(separator: "/") }
+                if i < parts.count - 1 || isFolder {
+                    if file[node] { return Collision(path: shown(), twice: false) }
+                    folder[node] = true
+                } else {
+                    if file[node] || folder[node] { return Collision(path: shown(), twice: file[node]) }
+                    file[node] = true
+                }
+            }
+            return nil
+        }
+    }
+
+    /// The first collision among `paths` (each a folder's when its flag is set), before anything is written.
+    static func collision(_ paths: [([String], Bool)]) -> Collision? {
+        var set = PathSet()
+        for (parts, folder) in paths {
+            if let c = set.insert(parts, folder: folder) { return c }
+        }
+        return nil
+    }
+
     /// Items named by `wanted` (a name as `list` prints it, or a service name, with or without a trailing
-    /// slash, for all its items), all if none. Names are decoded and compared with the attributes, so no
-    /// name is built for items that are not asked for.
+    /// slash, for all its items; a folder's name, with or without its trailing slash, for it and every item
+    /// below it, as tar takes a folder), all if none. Names are decoded and compared with the attributes, so
+    /// no name is built for items that are not asked for.
     static func select(_ vault: Vault, _ wanted: [String]) throws -> [Item] {
         guard !wanted.isEmpty else { return vault.items }
         var out: [Item] = []
         var seen = Set<ItemID>()
         for w in wanted {
             var matches: [Item] = []
-            if w.hasPrefix("%id/") {
-                if let id = ItemID(hex: String(w.dropFirst(4))), let item = vault.item(id) { matches = [item] }
-            } else if let (service, account) = ItemPath.parse(w) {
+            // `svc/a/` names the folder svc/a (a file's name never ends with `/`: an empty last component is `%`).
+            let name = w.hasSuffix("/") && w.dropLast().contains("/") ? String(w.dropLast()) : w
+            if name.hasPrefix("%id/") {
+                if let id = ItemID(hex: String(name.dropFirst(4))), let item = vault.item(id) { matches = [item] }
+            } else if let (service, account) = ItemPath.parse(name) {
                 // Bytewise: a name selects the item with exactly those bytes, not its other normalisations.
                 func same(_ a: String?, _ b: String) -> Bool { a.map { $0.utf8.elementsEqual(b.utf8) } ?? false }
-                matches = vault.unorderedItems.filter { item in same(item.service, service) && (account.map { same(item.account, $0) } ?? true) }
-                if account == nil { matches.sort { ($0.account ?? "").utf8.lexicographicallyPrecedes(($1.account ?? "").utf8) } }
+                func below(_ a: String?, _ folder: String) -> Bool {
+                    a.map { $0.utf8.starts(with: folder.utf8) && $0.utf8.dropFirst(folder.utf8.count).first == 0x2F } ?? false
+                }
+                matches = vault.unorderedItems.filter { item in
+                    same(item.service, service) && (account.map { same(item.account, $0) || below(item.account, $0) } ?? true)
+                }
+                matches.sort { ($0.account ?? "").utf8.lexicographicallyPrecedes(($1.account ?? "").utf8) }
             }
             guard !matches.isEmpty else { throw CLIError(.notFound, "no item named \(w) (see `kcar list`)") }
             for m in matches where seen.insert(m.id).inserted { out.append(m) }
@@ -198,10 +307,13 @@ final class SafeWriter {
     let root: Int32
     let rootPath: String
     let force: Bool
-    /// Open folders by their path below the root, as bytes (like file names; not as Swift strings, which
-    /// would take NFC and NFD spellings for the same folder).
-    private var folders: [[UInt8]: Int32] = [:]
-    static let foldersMax = 256
+    /// The folders of the last path opened below the root, outermost first, each open and named by its bytes
+    /// (like file names; not as Swift strings, which would take NFC and NFD spellings for the same folder).
+    /// Items come sorted by name, so the next path mostly shares them: only what differs is opened.
+    private var chain: [(name: [UInt8], fd: Int32)] = []
+    /// The folder returned beyond ``chainMax`` levels, closed by the next call.
+    private var beyond: Int32?
+    static let chainMax = 256
 
     /// The root folder was made by this writer, so nothing below it can exist yet.
     let freshRoot: Bool
@@ -219,7 +331,8 @@ final class SafeWriter {
     }
 
     deinit {
-        for fd in folders.values { close(fd) }
+        for e in chain { close(e.fd) }
+        if let beyond { close(beyond) }
         close(root)
     }
 
@@ -232,13 +345,26 @@ final class SafeWriter {
     /// The folder holding `parts.last`, opened (and created, when `create`) component by component without
     /// following links; nil if it does not exist and `create` is false.
     private func folder(_ parts: [String], create: Bool) throws -> Int32? {
-        let dirs = parts.dropLast()
+        try openFolder(Array(parts.dropLast()), create: create, display: parts)
+    }
+
+    /// The folder `dirs` below the root, opened (kept open for what comes next) and created as ``folder(_:create:)``.
+    private func openFolder(_ dirs: [String], create: Bool, display parts: [String]) throws -> Int32? {
+        if let b = beyond {
+            close(b)
+            beyond = nil
+        }
         if dirs.isEmpty { return root }
-        let key = Array(dirs.joined(separator: "/").utf8)
-        if let fd = folders[key] { return fd }
-        var dir = root
+        let names = dirs.map { Array($0.utf8) }
+        var common = 0
+        while common < min(chain.count, names.count), chain[common].name == names[common] { common += 1 }
+        if common == names.count, common <= SafeWriter.chainMax { return chain[common - 1].fd }
+        for e in chain[common...] { close(e.fd) }
+        chain.removeLast(chain.count - common)
+        var dir = common == 0 ? root : chain[common - 1].fd
         var owned = false
-        for p in dirs {
+        for i in common..<dirs.count {
+            let p = dirs[i]
             var next = openat(dir, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             if next < 0, errno == ENOENT {
                 guard create else {
@@ -257,14 +383,65 @@ final class SafeWriter {
                 throw CLIError(.io, "refusing to write \(rootPath)/\(parts.joined(separator: "/")): \(p) is a symbolic link or not a folder")
             }
             dir = next
-            owned = true
+            // Kept in the chain up to chainMax levels (descriptors are few); deeper ones are opened on the way.
+            if i < SafeWriter.chainMax {
+                chain.append((names[i], next))
+                owned = false
+            } else {
+                owned = true
+            }
         }
-        if folders.count >= SafeWriter.foldersMax {
-            for fd in folders.values { close(fd) }
-            folders = [:]
-        }
-        folders[key] = dir
+        if owned { beyond = dir }
         return dir
+    }
+
+    /// Makes the folder `parts` (and those on its way), mode 0700; one that exists is kept as it is.
+    func makeFolder(_ parts: [String]) throws {
+        _ = try openFolder(parts, create: true, display: parts)
+    }
+
+    /// Gives the folder `parts` its permissions (`mode`, with -p) and modification time, through a descriptor
+    /// opened without following links.
+    func finishFolder(_ parts: [String], mode: UInt32?, modified: Int64?) throws {
+        guard let fd = try openFolder(parts, create: false, display: parts) else { return }
+        if let mode, fchmod(fd, mode_t(mode)) != 0 {
+            throw CLIError(.io, "cannot set the mode of \(rootPath)/\(parts.joined(separator: "/")): \(String(cString: strerror(errno)))")
+        }
+        if let modified {
+            var times = SafeWriter.times(modified)
+            futimens(fd, &times)
+        }
+    }
+
+    /// Makes the symbolic link `parts` to `target` in its folder (opened without following links; the link
+    /// itself is never followed). An existing name is refused (exit 7) unless --force, which replaces a file or
+    /// link (not a folder) with it.
+    func makeLink(_ parts: [String], target: String, modified: Int64?) throws {
+        let display = "\(rootPath)/\(parts.joined(separator: "/"))"
+        let dir = try folder(parts, create: true)!
+        let name = parts.last!
+        if symlinkat(target, dir, name) != 0 {
+            guard errno == EEXIST else { throw CLIError(.io, "cannot create the link \(display): \(String(cString: strerror(errno)))") }
+            guard force else { throw CLIError(.exists, "\(display) exists (--force replaces it)") }
+            var st = stat()
+            if fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0, st.st_mode & S_IFMT == S_IFDIR {
+                throw CLIError(.io, "cannot create the link \(display): a folder is there")
+            }
+            guard unlinkat(dir, name, 0) == 0 || errno == ENOENT, symlinkat(target, dir, name) == 0 else {
+                throw CLIError(.io, "cannot create the link \(display): \(String(cString: strerror(errno)))")
+            }
+        }
+        if let modified {
+            var times = SafeWriter.times(modified)
+            utimensat(dir, name, &times, AT_SYMLINK_NOFOLLOW)
+        }
+    }
+
+    /// A modification time in nanoseconds as the two timespecs futimens and utimensat take.
+    static func times(_ ns: Int64) -> [timespec] {
+        let (s, f) = ns.quotientAndRemainder(dividingBy: 1_000_000_000)
+        let t = timespec(tv_sec: Int(f < 0 ? s - 1 : s), tv_nsec: Int(f < 0 ? f + 1_000_000_000 : f))
+        return [t, t]
     }
 
     /// Refuses names that cannot be written safely, and existing files unless `force`.
@@ -305,12 +482,14 @@ final class SafeWriter {
             }
         }
 
-        /// Sets the modification time and, for a temporary file, moves it into place.
-        func commit(modified: Int64?) throws {
+        /// Sets the permissions (`mode`: exactly these bits, whatever the umask, as tar -p) and the modification
+        /// time and, for a temporary file, moves it into place.
+        func commit(modified: Int64?, mode: UInt32? = nil) throws {
+            if let mode, fchmod(fd, mode_t(mode)) != 0 {
+                throw CLIError(.io, "cannot set the mode of \(display): \(String(cString: strerror(errno)))")
+            }
             if let ns = modified {
-                let (s, f) = ns.quotientAndRemainder(dividingBy: 1_000_000_000)
-                let t = timespec(tv_sec: Int(f < 0 ? s - 1 : s), tv_nsec: Int(f < 0 ? f + 1_000_000_000 : f))
-                var times = [t, t]
+                var times = SafeWriter.times(ns)
                 futimens(fd, &times)
             }
             if let temp {
@@ -350,20 +529,20 @@ final class SafeWriter {
     /// Starts a file. Content already authenticated whole (`authenticated`) is written to its final name
     /// (created exclusively); content that is still to be authenticated, or that replaces a file, goes to a
     /// temporary name first.
-    func begin(_ parts: [String], authenticated: Bool) throws -> Pending {
+    func begin(_ parts: [String], authenticated: Bool, mode: UInt32 = 0o600) throws -> Pending {
         let display = "\(rootPath)/\(parts.joined(separator: "/"))"
         let dir = try folder(parts, create: true)!
         removeStale(in: dir, key: Array(parts.dropLast().joined(separator: "/").utf8))
         let name = parts.last!
         if authenticated, !force {
-            let fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            let fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode_t(mode))
             guard fd >= 0 else {
                 if errno == EEXIST { throw CLIError(.exists, "\(display) exists (--force replaces it)") }
                 throw CLIError(.io, "cannot create \(display): \(String(cString: strerror(errno)))")
             }
             return Pending(dir: dir, fd: fd, temp: nil, name: name, display: display, force: false)
         }
-        let (fd, temp) = try LockedTemporary.extracted.create(in: dir, mode: 0o600, display: display)
+        let (fd, temp) = try LockedTemporary.extracted.create(in: dir, mode: mode_t(mode), display: display)
         return Pending(dir: dir, fd: fd, temp: temp, name: name, display: display, force: force)
     }
 

@@ -19,9 +19,12 @@ extension Help {
                              meaning: "this process's access groups (else KCAR_ACCESS_GROUPS); a group outside it: exit 12")
 
     /// The secret options of a vault command and the keychain options that name a group's vault instead of VAULT.
+    static let identity = O(name: "identity", kind: .repeated, short: "i", argument: "FILE",
+                            meaning: "a kcar key file or an age identity file (AGE-SECRET-KEY-1...); repeatable, each key tried in turn",
+                            completes: .file)
+
     static let vaultOptions: [Option] = secretOptions + [
-        O(name: "identity", kind: .repeated, short: "i", argument: "FILE",
-          meaning: "a kcar key file or an age identity file (AGE-SECRET-KEY-1...); repeatable, each key tried in turn", completes: .file),
+        identity,
         O(name: "group", kind: .value, argument: "G", meaning: "access group G's vault in the keychain instead of VAULT, opened with its key file"),
         keychainDir, groupList, lockTimeout,
     ]
@@ -71,6 +74,10 @@ extension Help {
         O(name: "new-passphrase-fd", kind: .value, argument: "N", meaning: "the new passphrase from file descriptor N"),
     ] + kdfOptions
 
+    static let level = O(name: "level", kind: .value, argument: "N", meaning: "compression level 0 (store) to 12 (default 6; 1 fastest, 7 about gzip -6's size)")
+    static let exclude = O(name: "exclude", kind: .repeated, argument: "PATTERN", meaning: "skip names matching a shell pattern (with /: the path below DIR)")
+    static let dereference = O(name: "dereference", kind: .flag, short: "h",
+                               meaning: "store what symbolic links point at instead of the links (as tar -h)")
     static let json = O(name: "json", kind: .flag, meaning: "print JSON instead of a table")
     static let verbose = O(name: "verbose", kind: .flag, short: "v",
                            meaning: "name each item as it is written, on standard output (standard error with VAULT -)")
@@ -97,10 +104,13 @@ extension Help {
         summary: "Make a vault from a folder, an item file or a keychain's access group.",
         description: [
             "Every first-level folder of DIR is a service; every regular file below it is a generic-password item whose account is "
-            + "its path below the service folder. Modification times are kept; file modes are not (extract writes 0600). Symlinks, "
-            + "devices, FIFOs, non-UTF-8 names and files directly in DIR are reported and skipped (exit 9); so is an input swapped "
-            + "for a link, a FIFO or another file after the listing (nothing is followed or waited on). VAULT - writes the vault to "
-            + "standard output, which must not be a terminal (unless --force). --items - reads the item file from standard input.",
+            + "its path below the service folder. A symbolic link is stored as a link (its target, not followed; with -h, "
+            + "--dereference, what it points at), and a folder in which nothing is stored as a folder item, so extract makes them "
+            + "again. Modification times and permission bits are kept (setuid, setgid and sticky are not); extract restores the "
+            + "modes with -p only. Devices, FIFOs, sockets, non-UTF-8 names and files directly in DIR are reported and skipped "
+            + "(exit 9); so is an input swapped for a link, a FIFO or another file after the listing (nothing is followed or "
+            + "waited on). VAULT - writes the vault to standard output, which must not be a terminal (unless --force). --items - "
+            + "reads the item file from standard input. kcar add VAULT PATH... adds files to a packed vault later.",
             "With --items, or --group G and no DIR: a vault of the items of an item file (extract --items), or of the keychain's "
             + "access group G (attributes kept; the keychain of --keychain DIR, else $KCAR_KEYCHAIN or the default). ThisDeviceOnly items are left out (exit 9) unless --include-device-only.",
             "The vault gets a slot for each secret given: --key-file, --recipient, and a passphrase (--passphrase-file, "
@@ -113,8 +123,8 @@ extension Help {
               meaning: "add an X25519 slot for each recipient of FILE (one per line, # comments, as age -R)", completes: .file),
             O(name: "group", kind: .value, argument: "G", meaning: "the vault's access group (default \"default\"); with --keychain the group packed"),
             keychainDir, groupList, lockTimeout,
-            O(name: "level", kind: .value, argument: "N", meaning: "compression level 0 (store) to 12 (default 6; 1 fastest, 7 about gzip -6's size)"),
-            O(name: "exclude", kind: .repeated, argument: "PATTERN", meaning: "skip names matching a shell pattern (with /: the path below DIR)"),
+            level,
+            exclude, dereference,
             O(name: "items", kind: .value, argument: "FILE.json", meaning: "pack the items of an item file instead of a folder", completes: .file),
             deviceOnly.meaning("also pack ThisDeviceOnly items"),
             O(name: "quiet", kind: .flag, short: "q", meaning: "print nothing on success"), verbose,
@@ -130,8 +140,13 @@ extension Help {
     static let list = Page(
         synopsis: ["list VAULT [--json] [secret options]", "list --group G [--keychain DIR] [--json]"],
         summary: "Print the items of a vault: size, modification date and name (service/account).",
-        description: ["--json prints a JSON array of objects: id, class, service, account, name, size, modified, attributes.", stdinNote, groupNote],
-        options: vaultOptions + [json],
+        description: ["A folder is named with a trailing /, a symbolic link as name -> target. --long adds a MODE column "
+                      + "(-rw-r--r--, drwx------, lrwxrwxrwx as tar -tv prints them; ? for a mode not stored, as in vaults packed "
+                      + "before modes were).",
+                      "--json prints a JSON array of objects: id, class, service, account, name, size, modified, attributes; an item "
+                      + "packed with its kind and mode also has type (file, folder or link), mode (octal, \"0644\") and a link's target.",
+                      stdinNote, groupNote],
+        options: vaultOptions + [json, O(name: "long", kind: .flag, short: "l", meaning: "add a MODE column (as ls -l)")],
         examples: [
             Example(command: "list secrets.kcv --key-file me.key", meaning: "one line per item"),
             Example(command: "list --group personal --json", meaning: "the items of the keychain's access group personal, as JSON"),
@@ -142,9 +157,14 @@ extension Help {
         synopsis: ["extract VAULT [-C DIR] [ITEM...] [options]", "extract VAULT --stdout ITEM", "extract VAULT --items FILE.json"],
         summary: "Write the items of a vault back as files.",
         description: [
-            "Writes items to DIR/service/account (ITEM as kcar list names it; a service name alone selects its items). Never writes "
-            + "outside DIR, follows no symlink below it, writes each file under a temporary name and renames it only once its content "
-            + "authenticated; files are 0600.",
+            "Writes items to DIR/service/account (ITEM as kcar list names it; a service or folder name selects everything below "
+            + "it). Never writes outside DIR, follows no symlink below it, writes each file under a temporary name and renames it "
+            + "only once its content authenticated.",
+            "Modes: files are 0600 (0700 when the packed file was executable by its owner), folders 0700; -p restores the "
+            + "permission bits pack stored (never setuid, setgid or sticky), whatever the umask, folders' last.",
+            "Links and folders: packed folders are made again, and links are created after every file, so nothing is ever "
+            + "written through a link. A link whose target is absolute or leads out of DIR (.. past DIR, or .. after a name) "
+            + "is skipped and named (exit 9) unless --unsafe-links.",
             "--items writes the items, with every attribute and the values in base64, to one JSON file (SPEC.md §K7; mode 0600; - for "
             + "standard output) instead of files, streamed in file order; at most 100,000 items.",
             "--stdout streams the value to a pipe or file byte for byte; a terminal is shown only text (UTF-8 without control "
@@ -155,6 +175,8 @@ extension Help {
             O(name: "directory", kind: .value, short: "C", argument: "DIR", meaning: "output folder (default .)", completes: .directory),
             verbose.meaning("name each file as it is written below DIR, on standard output"),
             force.meaning("replace existing files; with --stdout, show any value on a terminal"),
+            O(name: "preserve-permissions", kind: .flag, short: "p", meaning: "give files and folders the permission bits pack stored (as tar -p)"),
+            O(name: "unsafe-links", kind: .flag, meaning: "also create links whose target is absolute or leads out of DIR"),
             O(name: "stdout", kind: .flag, meaning: "write one item's value to standard output"),
             O(name: "items", kind: .value, argument: "FILE.json", meaning: "write the items and their attributes to one JSON file (- standard output)",
               completes: .file),
@@ -163,6 +185,7 @@ extension Help {
         examples: [
             Example(command: "extract secrets.kcv -C out --key-file me.key", meaning: "every item as out/service/account"),
             Example(command: "extract secrets.kcv --stdout github.com/tokens/ci --key-file me.key", meaning: "one value on standard output"),
+            Example(command: "extract secrets.kcv -p -C /etc/app --key-file me.key", meaning: "with the modes the files had when packed"),
             Example(command: "extract --group personal --items - | jq .", meaning: "a group's items as JSON"),
         ])
 
@@ -342,22 +365,40 @@ extension Help {
 
     static let keepNewline = O(name: "keep-newline", kind: .flag, meaning: "keep the trailing newline of a value from standard input")
 
+    /// The options of `add VAULT PATH...` (a packed vault), which the keychain's `add` does not take.
+    static let addToVaultOptions: [Option] = secretOptions + [
+        identity,
+        O(name: "directory", kind: .value, short: "C", argument: "DIR", meaning: "VAULT PATH...: the folder the PATHs are below (default .)",
+          completes: .directory),
+        exclude, dereference, level,
+        verbose.meaning("VAULT PATH...: name each item as it is added, on standard output"),
+    ]
+
     static let add = Page(
-        synopsis: ["add SELECTORS [--group G] [--accessible LEVEL] [--synchronizable] [--value-file FILE]"],
-        summary: "Add an item; its value from standard input or --value-file.",
+        synopsis: ["add SELECTORS [--group G] [--accessible LEVEL] [--synchronizable] [--value-file FILE]",
+                   "add VAULT PATH... [-C DIR] [--exclude PATTERN] [-h] [-v] [secret options]"],
+        summary: "Add an item to the keychain, or files to a packed vault.",
         description: [valueNote, itemNote,
                       "Uniqueness is Apple's: genp service+account, inet server+protocol+port+path+account+..., and synchronizable; "
-                      + "a duplicate is exit 11."],
+                      + "a duplicate is exit 11.",
+                      "With VAULT PATH... (as 7z a, tar -r): adds the files, links and empty folders at each PATH below DIR (-C, default "
+                      + ".) to the packed vault VAULT, as pack would store them (the first component of a PATH is the service; a folder "
+                      + "adds everything below it, . all of DIR). An item of the same name is replaced. One commit, opened with the "
+                      + "vault's secret: all of it or, on any failure, nothing (the vault as it was). VAULT must exist (pack makes one) "
+                      + "and cannot be - (it is changed in place). A new item where the vault has a file that would have to be its "
+                      + "folder, or the reverse, is refused (exit 7). Exit 9 if inputs were skipped, each named."],
         options: keychainOptions + selectorOptions + [
             O(name: "value-file", kind: .value, argument: "FILE", meaning: "read the value from FILE, byte for byte (- standard input)",
               completes: .file),
             keepNewline, accessible, synchronizable,
-        ],
+        ] + addToVaultOptions,
         examples: [
             Example(command: "add --service github.com --account ci < token.txt", meaning: "a generic password from a file"),
             Example(command: "add --class inet --server db.internal --protocol https --account app --group personal",
                     meaning: "an internet password, typed twice on the terminal"),
             Example(command: "add --service api --account me --attr team=ops --value-file key.bin", meaning: "with a user attribute"),
+            Example(command: "add secrets.kcv -C ./secrets github.com/tokens/new --key-file me.key",
+                    meaning: "one more file in a packed vault (item github.com/tokens/new)"),
         ])
 
     static let get = Page(
@@ -413,16 +454,27 @@ extension Help {
             Example(command: "update --service api --set-label 'API key' --set-attr team=dev", meaning: "new attributes"),
         ])
 
+    /// The options of `delete VAULT ITEM...` (a packed vault), which the keychain's `delete` does not take.
+    static let deleteFromVaultOptions: [Option] = secretOptions + [
+        identity, verbose.meaning("VAULT ITEM...: name each item as it is deleted, on standard output"),
+    ]
+
     static let delete = Page(
-        synopsis: ["delete SELECTORS", "delete --all [--class C]"],
-        summary: "Delete every matching item.",
+        synopsis: ["delete SELECTORS", "delete --all [--class C]", "delete VAULT ITEM... [--dry-run] [-v] [secret options]"],
+        summary: "Delete items from the keychain, or from a packed vault.",
         description: ["Without a selector nothing is deleted unless --all says so. Says how many items it deleted; --dry-run "
-                      + "prints the items it would delete (as find does) and their number, and deletes nothing.", itemNote],
-        options: queryOptions + [O(name: "all", kind: .flag, meaning: "allow an empty selection (every item)"), dryRun],
+                      + "prints the items it would delete (as find does) and their number, and deletes nothing.", itemNote,
+                      "With VAULT ITEM... (as 7z d): deletes the items named as kcar list names them (a service or folder name: "
+                      + "everything below it) from the packed vault VAULT, in one commit; an ITEM that names nothing is exit 6 and "
+                      + "nothing is deleted. A deleted value stays in the file, encrypted, until the vault is compacted "
+                      + "(kcar compact VAULT)."],
+        options: queryOptions + [O(name: "all", kind: .flag, meaning: "allow an empty selection (every item)"), dryRun] + deleteFromVaultOptions,
         examples: [
             Example(command: "delete --service api --dry-run", meaning: "what would be deleted; nothing is"),
             Example(command: "delete --service github.com --account ci", meaning: "one item"),
             Example(command: "delete --group scratch --all", meaning: "every item of a group"),
+            Example(command: "delete secrets.kcv github.com/tokens/old --key-file me.key && kcar compact secrets.kcv --key-file me.key",
+                    meaning: "an item out of a packed vault, and its value out of the file"),
         ])
 
     static let groups = Page(

@@ -126,7 +126,7 @@ enum Help {
         (6, "item not found"),
         (7, "refusing to overwrite an existing file (--force replaces it)"),
         (8, "I/O error (missing file, permission, full disk, symlinked output folder)"),
-        (9, "pack or extract skipped inputs it cannot store or name (each named on standard error)"),
+        (9, "pack, add or extract skipped inputs it cannot store or name, or unsafe links (each named on standard error)"),
         (10, "no secret given and no terminal to ask on"),
         (11, "duplicate item"),
         (12, "missing entitlement: the access group is outside the process's list, or its key is unreadable"),

@@ -279,7 +279,7 @@ enum ItemCommands {
 
     static func add(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("add"))
-        _ = try args.positionals([])
+        if let code = try VaultEdit.route(args, "add", vaultOptions: Help.addToVaultOptions, run: VaultEdit.add) { return code }
         let (c, attributes) = try newItem(args)
         let s = try store(args)
         var value = try readValue(args, required: true)!
@@ -451,7 +451,7 @@ enum ItemCommands {
 
     static func delete(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("delete"))
-        _ = try args.positionals([])
+        if let code = try VaultEdit.route(args, "delete", vaultOptions: Help.deleteFromVaultOptions, run: VaultEdit.delete) { return code }
         let q = try query(args)
         guard q.attributes.count > 0 || args.flag("all") else {
             throw CLIError.usage("no selection: this would delete every \(q.itemClass) item; add --all to mean it")

@@ -49,9 +49,11 @@ enum ItemPath {
         return (service, account.joined(separator: "/"))
     }
 
-    /// The path components of an item, or nil for items that have no service and account strings.
+    /// The path components of an item, or nil for items that have no service and account strings. A folder
+    /// item (SPEC.md §7.1) whose account is empty is its service's folder.
     static func components(_ item: Item) -> [String]? {
         guard let s = item.service, let a = item.account else { return nil }
+        if a.isEmpty, isFolder(item) { return [component(s, slash: true)] }
         return components(service: s, account: a)
     }
 
@@ -59,9 +61,12 @@ enum ItemPath {
         [component(s, slash: true)] + a.split(separator: "/", omittingEmptySubsequences: false).map { component(String($0), slash: false) }
     }
 
-    /// The name `list` prints: the components joined with `/`, or `%id/<hex>` for items without
-    /// service and account.
+    static func isFolder(_ item: Item) -> Bool { item.attributes[PackedKind.folderAttribute] == .bool(true) }
+
+    /// The name `list` prints: the components joined with `/` (and a `/` after a folder's), or `%id/<hex>`
+    /// for items without service and account.
     static func name(_ item: Item) -> String {
-        components(item)?.joined(separator: "/") ?? "%id/\(item.id)"
+        guard let parts = components(item) else { return "%id/\(item.id)" }
+        return parts.joined(separator: "/") + (isFolder(item) ? "/" : "")
     }
 }

@@ -6,8 +6,8 @@ import VaultFormat
 
 /// `kcar pack VAULT DIR`.
 enum Pack {
-    /// A regular file found by the listing: its folder (an index into ``Tree/folders``), its name there, and
-    /// the identity it had when listed.
+    /// What the listing found to store: a regular file, a symbolic link or an empty folder, by its folder (an
+    /// index into ``Tree/folders``), its name there, and the identity it had when listed.
     struct Entry {
         let service: String
         let account: String
@@ -15,10 +15,35 @@ enum Pack {
         let path: String
         let folder: Int
         let name: String
-        let dev: UInt64
-        let ino: UInt64
+        let source: Source
+
+        enum Source {
+            /// A regular file (reached through a link when `follow`), stored only if it is still this inode.
+            case file(dev: UInt64, ino: UInt64, size: UInt64, follow: Bool)
+            /// A symbolic link, stored as its target (SPEC.md §7.1), never followed.
+            case link(target: String, mtime: Int64)
+            /// A folder below a service that holds nothing stored (`index` into the folders listed).
+            case folder(index: Int)
+        }
+
         /// Its size when listed (for the progress bar; what is stored is what is read).
-        let size: UInt64
+        var size: UInt64 {
+            if case .file(_, _, let size, _) = source { return size }
+            return 0
+        }
+
+        var isFolder: Bool {
+            if case .folder = source { return true }
+            return false
+        }
+
+        /// Its path below extract's folder (a service's own folder item is the service's folder).
+        var parts: [String] {
+            isFolder && account.isEmpty ? [ItemPath.component(service, slash: true)] : ItemPath.components(service: service, account: account)
+        }
+
+        /// Its name as `list` prints it (a folder's with a trailing `/`), for `-v`.
+        var listedName: String { parts.joined(separator: "/") + (isFolder ? "/" : "") }
     }
 
     /// The folders the listing went through, each by its parent, name and identity (issue 9, item 6): a file
@@ -30,6 +55,9 @@ enum Pack {
         let name: String
         let dev: UInt64
         let ino: UInt64
+        /// Reached through a symbolic link (`--dereference`): opened following it, and still checked to be
+        /// the folder listed.
+        var follow = false
     }
 
     static func run(_ argv: [String]) throws -> ExitCode {
@@ -43,13 +71,12 @@ enum Pack {
         if fromItems { return try packItems(vaultPath, args, level: level) }
         let dir = p[1]
         let group = args.value("group") ?? "default"
-        let (entries, folders, problems) = try walk(dir, excludes: args.all("exclude"))
+        let (entries, folders, problems) = try walk(dir, excludes: args.all("exclude"), dereference: args.flag("dereference"))
         for problem in problems { warn("skipped \(problem)") }
         DebugSeam.pause("pack-listed")
         let slots = try Secrets.newSlots(args)
         let options = WriteOptions(level: level)
-        let total = Output.err.isTerminal ? entries.reduce(UInt64(0)) { $0 &+ $1.size } : 0
-        let progress = Progress(label: "pack", total: total)
+        let progress = Progress(label: "pack", total: totalSize(entries))
         let toStdout = vaultPath == "-"
         if toStdout { try StandardStreams.refuseTerminal("a vault", force: args.flag("force")) }
         let listing = verboseListing(args, dataOnStdout: toStdout)
@@ -63,11 +90,11 @@ enum Pack {
             try Vault.create(path: target, group: group, slots: slots, options: options, overwrite: args.flag("force")) { tx in
                 DebugSeam.pause("pack-writing")
                 for e in entries {
-                    if let problem = try add(e, to: tx, opener: opener, progress: progress) {
+                    if let problem = try store(e, opener: opener, progress: progress, put: { a, v in try tx.add(attributes: a, value: v) }) {
                         warn("skipped \(problem)")
                         changed += 1
                     } else {
-                        listing?.line(terminalSafe(ItemPath.components(service: e.service, account: e.account).joined(separator: "/")))
+                        listing?.line(terminalSafe(e.listedName))
                     }
                 }
             }
@@ -82,6 +109,11 @@ enum Pack {
             warn("packed \(count(entries.count - changed, "item")) into \(vaultPath)")
         }
         return problems.isEmpty && changed == 0 ? .success : .skipped
+    }
+
+    /// The bytes the listed files add up to, for a progress bar on a terminal (0: none shown).
+    static func totalSize(_ entries: [Entry]) -> UInt64 {
+        Output.err.isTerminal ? entries.reduce(UInt64(0)) { $0 &+ $1.size } : 0
     }
 
     /// `pack VAULT --items FILE.json` (an item file, SPEC.md §K7) or `pack VAULT --keychain DIR --group G`
@@ -114,31 +146,54 @@ enum Pack {
         return deviceOnly > 0 && !args.flag("include-device-only") ? .skipped : .success
     }
 
-    /// Adds one listed file, opened relative to its folder without following links and without blocking
-    /// (O_NONBLOCK: a FIFO swapped in is not waited on), and only if it is still the regular file listed.
-    /// Returns why it was skipped instead, if it was.
-    static func add(_ e: Entry, to tx: Transaction, opener: Opener, progress: Progress) throws -> String? {
-        guard let dir = opener.folder(e.folder) else { return "\(e.path): a folder on its path changed after the listing (a symlink or another folder)" }
-        let fd = openat(dir, e.name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { return "\(e.path): \(errno == ELOOP ? "now a symbolic link" : String(cString: strerror(errno)))" }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return "\(e.path): no longer a regular file" }
-        guard UInt64(st.st_dev) == e.dev, UInt64(st.st_ino) == e.ino else { return "\(e.path): replaced by another file after the listing" }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
-        let mtime = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+    /// Stores one listed entry through `put` (a new item, or one replacing another): a file opened relative
+    /// to its folder without following links (unless it was listed through one, `--dereference`) and without
+    /// blocking (O_NONBLOCK: a FIFO swapped in is not waited on), only if it is still the regular file listed;
+    /// a link as its target; an empty folder as a folder item. Every item gets its modification time, files
+    /// and folders their permission bits (SPEC.md §7.1). Returns why it was skipped instead, if it was.
+    static func store(_ e: Entry, opener: Opener, progress: Progress,
+                      put: (Attributes, ValueSource) throws -> Void) throws -> String? {
         var attributes = Attributes()
         attributes[AttributeName.service] = .string(e.service)
         attributes[AttributeName.account] = .string(e.account)
-        attributes[AttributeName.modificationDate] = .date(nanoseconds: mtime)
-        do {
-            try tx.add(class: .genericPassword, attributes: attributes, value: .fileDescriptor(fd, size: UInt64(st.st_size)))
-        } catch let error as VaultError where error.code == .io {
-            throw VaultError(.io, "\(e.path): \(error.context)")
+        switch e.source {
+        case .link(let target, let mtime):
+            attributes[AttributeName.modificationDate] = .date(nanoseconds: mtime)
+            attributes[PackedKind.linkAttribute] = .string(target)
+            try put(attributes, .bytes([]))
+            return nil
+        case .folder(let index):
+            guard let fd = opener.folder(index) else { return "\(e.path): a folder on its path changed after the listing (a symlink or another folder)" }
+            var st = stat()
+            guard fstat(fd, &st) == 0 else { return "\(e.path): \(String(cString: strerror(errno)))" }
+            attributes[AttributeName.modificationDate] = .date(nanoseconds: nanoseconds(st.st_mtim))
+            attributes[PackedKind.folderAttribute] = .bool(true)
+            attributes[PackedKind.modeAttribute] = .integer(Int64(st.st_mode & 0o777))
+            try put(attributes, .bytes([]))
+            return nil
+        case .file(let dev, let ino, _, let follow):
+            guard let dir = opener.folder(e.folder) else { return "\(e.path): a folder on its path changed after the listing (a symlink or another folder)" }
+            let fd = openat(dir, e.name, O_RDONLY | (follow ? 0 : O_NOFOLLOW) | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else { return "\(e.path): \(errno == ELOOP ? "now a symbolic link" : String(cString: strerror(errno)))" }
+            defer { close(fd) }
+            var st = stat()
+            guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return "\(e.path): no longer a regular file" }
+            guard UInt64(st.st_dev) == dev, UInt64(st.st_ino) == ino else { return "\(e.path): replaced by another file after the listing" }
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+            attributes[AttributeName.modificationDate] = .date(nanoseconds: nanoseconds(st.st_mtim))
+            // Permission bits only: setuid, setgid and sticky are never stored (nor restored).
+            attributes[PackedKind.modeAttribute] = .integer(Int64(st.st_mode & 0o777))
+            do {
+                try put(attributes, .fileDescriptor(fd, size: UInt64(st.st_size)))
+            } catch let error as VaultError where error.code == .io {
+                throw VaultError(.io, "\(e.path): \(error.context)")
+            }
+            progress.advance(UInt64(st.st_size))
+            return nil
         }
-        progress.advance(UInt64(st.st_size))
-        return nil
     }
+
+    static func nanoseconds(_ t: timespec) -> Int64 { Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec) }
 
     /// Opens listed folders from the root, each with O_NOFOLLOW relative to its parent and checked against
     /// the identity it was listed with; the last folder opened is kept (entries come folder by folder), so
@@ -171,6 +226,16 @@ enum Pack {
             close(root)
         }
 
+        /// Whether the folder `index`, or one above it, is the folder with this identity.
+        func isAncestor(dev: UInt64, ino: UInt64, of index: Int) -> Bool {
+            var i: Int? = index
+            while let j = i {
+                if folders[j].dev == dev, folders[j].ino == ino { return true }
+                i = folders[j].parent
+            }
+            return false
+        }
+
         func add(_ f: Folder) -> Int {
             folders.append(f)
             return folders.count - 1
@@ -191,7 +256,7 @@ enum Pack {
             var dir = root
             for j in chain.reversed() {
                 let f = folders[j]
-                let next = openat(dir, f.name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                let next = openat(dir, f.name, O_RDONLY | O_DIRECTORY | (f.follow ? 0 : O_NOFOLLOW) | O_CLOEXEC)
                 if dir != root { close(dir) }
                 guard next >= 0 else { return nil }
                 var st = stat()
@@ -207,9 +272,15 @@ enum Pack {
     }
 
     /// The items below `root`, sorted by service and account, the folders listed, and what was skipped and
-    /// why. Every folder is opened relative to its parent with O_NOFOLLOW and read through that descriptor;
-    /// the walk keeps an explicit stack (a deep tree is no recursion).
-    static func walk(_ root: String, excludes: [String]) throws -> ([Entry], [Folder], [String]) {
+    /// why. Every folder is opened relative to its parent with O_NOFOLLOW (unless `dereference` and it was
+    /// reached through a link) and read through that descriptor; the walk keeps an explicit stack (a deep tree
+    /// is no recursion). Symbolic links are entries of their own, or with `dereference` what they point at (a
+    /// dangling link, or one to a folder above it, a loop, is reported). A folder below a service in which
+    /// nothing is stored (empty, or all of it excluded or skipped) is an entry itself, so extract makes it again.
+    /// `only`, when given: the paths below `root` (as components; empty for all of it) to list, the folders on
+    /// the way to them excepted; each must exist (else an I/O error before anything is stored).
+    static func walk(_ root: String, excludes: [String], dereference: Bool = false,
+                     only: [[String]]? = nil) throws -> ([Entry], [Folder], [String]) {
         let opener = try Opener(root: root)
         var entries: [Entry] = []
         var problems: [String] = []
@@ -218,6 +289,23 @@ enum Pack {
                 pattern.contains("/") ? fnmatch(pattern, relative, 0) == 0 : fnmatch(pattern, name, 0) == 0
             }
         }
+        let selected = only.map { Set($0.map { $0.joined(separator: "/") }) }
+        var found = Set<String>()
+        /// Whether `relative` is one of `only`'s paths or below one (everything, without `only`).
+        func inside(_ relative: String) -> Bool {
+            guard let selected else { return true }
+            if selected.contains("") || selected.contains(relative) { return true }
+            var r = Substring(relative)
+            while let slash = r.lastIndex(of: "/") {
+                r = r[..<slash]
+                if selected.contains(String(r)) { return true }
+            }
+            return false
+        }
+        /// Whether `relative` is a folder on the way to one of `only`'s paths.
+        func onTheWay(_ relative: String) -> Bool {
+            selected?.contains { $0.hasPrefix(relative + "/") } ?? false
+        }
         struct Pending {
             let index: Int
             let path: String
@@ -225,50 +313,129 @@ enum Pack {
             let service: String?
             let account: String
         }
+        /// Folders below a service, by index: where their folder entry would go, if nothing below them is stored.
+        var candidates: [Int: Pending] = [:]
+        var unlisted = Set<Int>()
+        /// With `dereference`: the folders listed so far, by device and inode.
+        var reached = Set<[UInt64]>()
         var stack = [Pending(index: 0, path: root, relative: "", service: nil, account: "")]
         while let here = stack.popLast() {
             guard let fd = opener.folder(here.index) else {
                 problems.append("\(here.path): changed while it was listed")
+                unlisted.insert(here.index)
                 continue
             }
             var children: [Pending] = []
             for (name, rawName) in try listDirectory(fd, path: here.path) {
                 let childPath = here.path + "/" + rawName
                 guard let name else {
-                    problems.append("\(childPath): the name is not UTF-8")
+                    if inside(here.relative) { problems.append("\(childPath): the name is not UTF-8") }
                     continue
                 }
                 let rel = here.relative.isEmpty ? name : here.relative + "/" + name
+                let wanted = inside(rel)
+                guard wanted || onTheWay(rel) else { continue }
                 if excluded(name, rel) { continue }
+                if selected?.contains(rel) == true { found.insert(rel) }
                 var st = stat()
                 guard fstatat(fd, rawName, &st, AT_SYMLINK_NOFOLLOW) == 0 else {
                     problems.append("\(childPath): \(String(cString: strerror(errno)))")
                     continue
                 }
+                var follow = false
+                if dereference, st.st_mode & S_IFMT == S_IFLNK {
+                    guard fstatat(fd, rawName, &st, 0) == 0 else {
+                        problems.append("\(childPath): a symbolic link to nothing (\(String(cString: strerror(errno))))")
+                        continue
+                    }
+                    follow = true
+                }
                 switch st.st_mode & S_IFMT {
                 case S_IFDIR:
-                    let index = opener.add(Folder(parent: here.index, name: rawName, dev: UInt64(st.st_dev), ino: UInt64(st.st_ino)))
-                    children.append(Pending(index: index, path: childPath, relative: rel, service: here.service ?? name,
-                                            account: here.service == nil ? "" : here.account + name + "/"))
-                case S_IFREG:
+                    // Through links, a folder is listed at most once more than the tree has it: two links per
+                    // folder, 30 folders deep, would otherwise be 2^30 folders to list (and a link above, a loop).
+                    let identity = [UInt64(st.st_dev), UInt64(st.st_ino)]
+                    if follow, opener.isAncestor(dev: identity[0], ino: identity[1], of: here.index) {
+                        problems.append("\(childPath): a symbolic link to a folder above it (a loop)")
+                        continue
+                    }
+                    if follow, reached.contains(identity) {
+                        problems.append("\(childPath): a symbolic link to a folder already packed through another path (packed once)")
+                        continue
+                    }
+                    if dereference { reached.insert(identity) }
+                    let index = opener.add(Folder(parent: here.index, name: rawName, dev: UInt64(st.st_dev), ino: UInt64(st.st_ino), follow: follow))
+                    let child = Pending(index: index, path: childPath, relative: rel, service: here.service ?? name,
+                                        account: here.service == nil ? "" : here.account + name + "/")
+                    children.append(child)
+                    if wanted { candidates[index] = child }
+                case S_IFREG where wanted:
                     if let service = here.service {
-                        entries.append(Entry(service: service, account: here.account + name, path: childPath, folder: here.index,
-                                             name: rawName, dev: UInt64(st.st_dev), ino: UInt64(st.st_ino), size: UInt64(max(0, st.st_size))))
+                        entries.append(Entry(service: service, account: here.account + name, path: childPath, folder: here.index, name: rawName,
+                                             source: .file(dev: UInt64(st.st_dev), ino: UInt64(st.st_ino), size: UInt64(max(0, st.st_size)), follow: follow)))
                     } else {
                         problems.append("\(childPath): a file directly in \(root) has no service folder")
                     }
-                case S_IFLNK: problems.append("\(childPath): symbolic link")
-                default: problems.append("\(childPath): not a regular file (device, FIFO or socket)")
+                case S_IFLNK where wanted:
+                    guard let service = here.service else {
+                        problems.append("\(childPath): a symbolic link directly in \(root) has no service folder")
+                        continue
+                    }
+                    switch readLink(fd, rawName) {
+                    case .success(let target):
+                        entries.append(Entry(service: service, account: here.account + name, path: childPath, folder: here.index, name: rawName,
+                                             source: .link(target: target, mtime: nanoseconds(st.st_mtim))))
+                    case .failure(let reason): problems.append("\(childPath): \(reason)")
+                    }
+                case S_IFREG, S_IFLNK: continue
+                default: if wanted { problems.append("\(childPath): not a regular file (device, FIFO or socket)") }
                 }
             }
             // Pushed in reverse, so that they are visited in name order (the order problems are reported in).
             stack.append(contentsOf: children.reversed())
+        }
+        if let only {
+            for path in only where !path.isEmpty && !found.contains(path.joined(separator: "/")) {
+                throw CLIError(.io, "\(root)/\(path.joined(separator: "/")): no such file or folder (or excluded)")
+            }
+        }
+        // A folder holds something stored if an entry is below it: children come after their parents in the
+        // folder list, so going backwards settles every child before its parent.
+        var holds = Set<Int>()
+        func markAncestors(_ index: Int) {
+            var i: Int? = index
+            while let j = i, holds.insert(j).inserted { i = opener.folders[j].parent }
+        }
+        for e in entries { markAncestors(e.folder) }
+        for index in unlisted { markAncestors(index) }
+        for index in stride(from: opener.folders.count - 1, through: 1, by: -1) where !holds.contains(index) {
+            guard let f = candidates[index], let service = f.service else { continue }
+            entries.append(Entry(service: service, account: String(f.account.dropLast()), path: f.path, folder: opener.folders[index].parent ?? 0,
+                                 name: opener.folders[index].name, source: .folder(index: index)))
+            markAncestors(index)
         }
         entries.sort { a, b in
             a.service != b.service ? a.service.utf8.lexicographicallyPrecedes(b.service.utf8)
                 : a.account.utf8.lexicographicallyPrecedes(b.account.utf8)
         }
         return (entries, opener.folders, problems)
+    }
+
+    /// The target of the symbolic link `name` in the open folder `dir`, or why it cannot be stored.
+    static func readLink(_ dir: Int32, _ name: String) -> Result<String, LinkProblem> {
+        var buf = [UInt8](repeating: 0, count: PackedKind.linkTargetMax + 1)
+        let n = readlinkat(dir, name, &buf, buf.count)
+        guard n >= 0 else { return .failure(LinkProblem(String(cString: strerror(errno)))) }
+        guard n <= PackedKind.linkTargetMax else { return .failure(LinkProblem("a symbolic link whose target is over \(PackedKind.linkTargetMax) bytes")) }
+        guard n > 0, let target = String(validating: buf[0..<n], as: UTF8.self) else {
+            return .failure(LinkProblem("a symbolic link whose target is not UTF-8"))
+        }
+        return .success(target)
+    }
+
+    struct LinkProblem: Error, CustomStringConvertible {
+        let description: String
+        init(_ d: String) { description = d }
     }
 
     /// Names in an open folder (UTF-8 decoded, or nil) with their raw form for paths. Reads a duplicate of

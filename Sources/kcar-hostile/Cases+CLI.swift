@@ -26,6 +26,12 @@ func cliCases() -> [HostileCase] {
         try writeFile(path, Array(("{\"format\": \"kcar-items\", \"version\": 1, \"items\": [" + items.joined(separator: ",") + "]}").utf8))
     }
     let one: [(ItemClass, String, String, [UInt8])] = [(.genericPassword, "s", "a", [1, 2, 3])]
+    /// A vault `v.kcv` of generic passwords (service, account, the `@kcar.*` attributes of SPEC.md §7.1, value).
+    func packed(_ dir: String, _ items: [(String, String, [String: AttributeValue], [UInt8])]) throws {
+        try writeFile(dir + "/k.key", Recipes.keyFile)
+        try keyFileVault(dir + "/v.kcv", items)
+    }
+    let link = "@kcar.link"
     return [
         HostileCase(name: "cli/not-a-vault", attack: "1 MB of zeros handed to list as a vault, with a key file",
                     make: {
@@ -144,6 +150,43 @@ func cliCases() -> [HostileCase] {
                         try itemFile($0 + "/items.json", ["{\"class\":\"genp\",\"value\":\"" + String(repeating: "QUJD", count: 4_750_000) + "\"}"])
                     },
                     args: ["pack", "out.kcv", "--items", "items.json", key, "k.key"], exits: [0]),
+        // Issue 13, item 9: links, folders and modes in a packed vault (the CLI tests check that nothing is
+        // written outside; here each stays within the bounds and its documented exit code).
+        HostileCase(name: "cli/extract-link-then-files", attack: "a link s/a -> / and 5,000 files below s/a (tar's a -> /etc, a/passwd), with --unsafe-links",
+                    make: { try packed($0, [("s", "a", [link: .string("/")], [])] + (0..<5_000).map { ("s", "a/\($0)", [:], [1]) }) },
+                    args: ["extract", "v.kcv", "-C", "out", "--unsafe-links", key, "k.key"], exits: [7]),
+        HostileCase(name: "cli/extract-escaping-links", attack: "30,000 links climbing out: absolute, .. past the folder, .. through a link of the vault",
+                    make: {
+                        let targets = ["/etc/passwd", "../../../x", "up/../../x", String(repeating: "../", count: 1_300)]
+                        try packed($0, [("s", "up", [link: .string("..")], [])]
+                                   + (0..<30_000).map { ("s", "l\($0)", [link: .string(targets[$0 % targets.count])], []) })
+                    },
+                    args: ["extract", "v.kcv", "-C", "out", key, "k.key"], exits: [9]),
+        HostileCase(name: "cli/extract-many-folders", attack: "10,000 folder items 40 deep and 1,000 folders up to 500 deep, their modes restored (-p) last",
+                    make: { dir in
+                        let deep = (0..<40).map { "d\($0)" }.joined(separator: "/")
+                        let deeper = (0..<1_000).map { _ in "x" }
+                        try packed(dir, (0..<10_000).map { ("s", deep + "/\($0)", ["@kcar.folder": .bool(true), "@kcar.mode": .integer(0o700)], []) }
+                                   + (1...1_000).map { ("t", deeper.prefix($0 / 2 + 1).joined(separator: "/") + "/\($0)", ["@kcar.folder": .bool(true)], []) })
+                    },
+                    args: ["extract", "v.kcv", "-C", "out", "-p", key, "k.key"], exits: [0]),
+        HostileCase(name: "cli/pack-dereference-fan", attack: "30 folders each with two links to the next, packed with -h (2^30 paths if each were followed)",
+                    make: { dir in
+                        try writeFile(dir + "/k.key", Recipes.keyFile)
+                        mkdir(dir + "/src", 0o700)
+                        for i in 0..<30 {
+                            mkdir(dir + "/d\(i)", 0o700)
+                            try writeFile(dir + "/d\(i)/file", [UInt8(i)])
+                            symlink(dir + "/d\(i + 1)", dir + "/d\(i)/a")
+                            symlink(dir + "/d\(i + 1)", dir + "/d\(i)/b")
+                        }
+                        mkdir(dir + "/d30", 0o700)
+                        symlink(dir + "/d0", dir + "/src/svc")
+                    },
+                    args: ["pack", "out.kcv", "src", "-h", key, "k.key"], exits: [9]),
+        HostileCase(name: "cli/delete-every-item", attack: "delete VAULT s: one commit deleting 70,000 items sharing solid records",
+                    make: { try packed($0, (0..<70_000).map { ("s", String($0), [:], [UInt8($0 & 0xFF)]) }) },
+                    args: ["delete", "v.kcv", "s", key, "k.key"], exits: [0]),
         HostileCase(name: "cli/items-many-attributes", attack: "items of 256 attributes each (the vault's limit), 20 MB, for pack --items",
                     make: {
                         try writeFile($0 + "/k.key", Recipes.keyFile)

@@ -1,0 +1,133 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import VaultFormat
+
+/// `kcar add VAULT PATH...` and `kcar delete VAULT ITEM...`: files added to and items deleted from a packed
+/// vault, without a keychain, as `7z a`/`7z d` and `tar -r` do (issue 13, item 9). The keychain's `add` and
+/// `delete` take options only, so a positional argument is what tells a packed vault's command apart.
+enum VaultEdit {
+    /// Options both forms of `add`/`delete` take.
+    static let shared: Set<String> = ["lock-timeout", "dry-run"]
+
+    /// Runs `run` when `args` name a packed vault (positionals given), after refusing the keychain's options;
+    /// otherwise refuses the packed vault's options and returns nil, for the keychain command to go on.
+    static func route(_ args: Arguments, _ command: String, vaultOptions: [Help.Option],
+                      run: (Arguments) throws -> ExitCode) throws -> ExitCode? {
+        let vaultNames = Set(vaultOptions.map(\.name))
+        let all = Set(CLI.command(command)?.page.options.map(\.name) ?? [])
+        let given = args.given
+        if args.positionals.isEmpty {
+            if let o = given.intersection(vaultNames).sorted().first {
+                throw CLIError.usage("--\(o) is for `kcar \(command) VAULT ...` (a packed vault); the keychain's \(command) takes selectors")
+            }
+            return nil
+        }
+        if let o = given.intersection(all.subtracting(vaultNames).subtracting(shared)).sorted().first {
+            throw CLIError.usage("--\(o) is for the keychain's \(command), which takes no VAULT; `kcar \(command) VAULT ...` changes a packed vault")
+        }
+        return try run(args)
+    }
+
+    /// The name of an item in a vault, as bytes (as extract compares names).
+    struct Name: Hashable {
+        let service: [UInt8]
+        let account: [UInt8]
+        init(_ service: String, _ account: String) { (self.service, self.account) = (Array(service.utf8), Array(account.utf8)) }
+    }
+
+    /// `PATH` below `-C DIR` as components: `.` and empty components dropped (`.` alone is all of DIR);
+    /// absolute paths and `..` are refused, as nothing outside DIR can be named in a vault.
+    static func components(_ path: String) throws -> [String] {
+        guard path != "-" else {
+            throw CLIError.usage("PATH - (standard input) is not a file to add; add takes files below -C DIR (pack VAULT --items - reads an item file)")
+        }
+        guard !path.hasPrefix("/") else { throw CLIError.usage("\(path): a PATH is relative to -C DIR (default .), not absolute") }
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init).filter { $0 != "." }
+        guard !parts.contains("..") else { throw CLIError.usage("\(path): a PATH below -C DIR cannot contain ..") }
+        return parts
+    }
+
+    /// VAULT (a file changed in place: not -) and the names after it, at least one (else `usage`).
+    static func vaultAndNames(_ args: Arguments, _ usage: String) throws -> (String, [String]) {
+        let p = args.positionals
+        guard p.count >= 2 else { throw CLIError.usage(usage + "; the keychain's command takes no VAULT") }
+        try refuseStandardInput(p[0])
+        return (p[0], Array(p.dropFirst()))
+    }
+
+    static func add(_ args: Arguments) throws -> ExitCode {
+        let (vaultPath, rest) = try vaultAndNames(args, "add VAULT PATH...: give the files or folders to add, below -C DIR (default .)")
+        let dir = args.value("directory") ?? "."
+        let level = Int32(try args.int("level", in: 0...12) ?? 6)
+        let paths = try rest.map(components)
+        // Listed before the vault is opened: a PATH that is missing changes nothing and asks for no secret.
+        let (entries, folders, problems) = try Pack.walk(dir, excludes: args.all("exclude"), dereference: args.flag("dereference"), only: paths)
+        for problem in problems { warn("skipped \(problem)") }
+        let vault = try openVault(vaultPath, args, mode: .write)
+        let opener = try Pack.Opener(root: dir, folders: folders)
+        let progress = Progress(label: "add", total: Pack.totalSize(entries))
+        defer { progress.finish() }
+        let listing = verboseListing(args, dataOnStdout: false)
+        var skipped = 0, replaced = 0
+        try vault.commit(options: WriteOptions(level: level)) { tx in
+            // Same name: replaced (as 7z a). Every other item stays, and none may need a new item's path as a
+            // folder, or the reverse (extract could not write both).
+            let added = Set(entries.map { Name($0.service, $0.account) })
+            var existing: [Name: ItemID] = [:]
+            var taken = Extract.PathSet()
+            for item in tx.items {
+                guard let s = item.service, let a = item.account, let parts = ItemPath.components(item) else { continue }
+                let name = Name(s, a)
+                existing[name] = item.id
+                if !added.contains(name) { _ = taken.insert(parts, folder: ItemPath.isFolder(item)) }
+            }
+            for e in entries {
+                if let c = taken.insert(e.parts, folder: e.isFolder) {
+                    throw CLIError(.exists, "nothing added to \(vaultPath): " + c.message(root: "VAULT"))
+                }
+            }
+            for e in entries {
+                let old = existing[Name(e.service, e.account)]
+                let problem = try Pack.store(e, opener: opener, progress: progress) { attributes, value in
+                    if let old {
+                        try tx.update(old, class: .genericPassword, attributes: attributes, value: value)
+                    } else {
+                        try tx.add(attributes: attributes, value: value)
+                    }
+                }
+                if let problem {
+                    warn("skipped \(problem)")
+                    skipped += 1
+                } else {
+                    if old != nil { replaced += 1 }
+                    listing?.line(terminalSafe(e.listedName))
+                }
+            }
+        }
+        progress.finish()
+        let new = entries.count - skipped - replaced
+        warn("added \(count(new, "item")) to \(vaultPath)" + (replaced > 0 ? ", replaced \(count(replaced, "item"))" : ""))
+        return problems.isEmpty && skipped == 0 ? .success : .skipped
+    }
+
+    static func delete(_ args: Arguments) throws -> ExitCode {
+        let (vaultPath, names) = try vaultAndNames(args, "delete VAULT ITEM...: name the items to delete, as kcar list names them")
+        let vault = try openVault(vaultPath, args, mode: .write)
+        // Every ITEM must name something (exit 6), checked before anything changes.
+        let selected = try Extract.select(vault, names)
+        if args.flag("dry-run") {
+            for item in selected { Output.out.line(terminalSafe(ItemPath.name(item))) }
+            warn("would delete \(count(selected.count, "item")) (--dry-run: nothing changed)")
+            return .success
+        }
+        try vault.commit { tx in
+            for item in selected { try tx.delete(item.id) }
+        }
+        let listing = verboseListing(args, dataOnStdout: false)
+        for item in selected { listing?.line(terminalSafe(ItemPath.name(item))) }
+        warn("deleted \(count(selected.count, "item")) from \(vaultPath); their values stay in the file, encrypted, until it is "
+             + "compacted (`kcar compact \(vaultPath)`)")
+        return .success
+    }
+}
