@@ -25,7 +25,34 @@ final class PagedVersionTests: PagedTestCase {
         }
         for i in seen.indices.dropFirst() { XCTAssertGreaterThan(seen[i], seen[i - 1], "commit \(i)") }
         let r = try PagedVault.open(path: path, secret: secret)
-        XCTAssertEqual(try r.history(of: try XCTUnwrap(r.items(class: .genericPassword, keyValues: [.string("s")]).first).id).count, 40)
+        // 40 replaced versions, of which retention (keep 10 by default) keeps the last 10.
+        XCTAssertEqual(try r.history(of: try XCTUnwrap(r.items(class: .genericPassword, keyValues: [.string("s")]).first).id).map(\.version), Array(seen.dropLast().suffix(10)))
+    }
+
+    /// V8: a commit that touches an item trims its history to the retention rule, without a compaction.
+    func testTouchingAnItemTrimsItsHistory() throws {
+        let path = dir + "/keep.kcv"
+        try PagedVault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: .packed,
+                              retention: Retention(keep: 2, days: 90, tombstoneDays: 90))
+        let v = try PagedVault.open(path: path, secret: secret, mode: .write)
+        let start: UInt64 = 1_800_000_000_000
+        try v.commit(now: { start }) { tx in _ = try tx.add(attributes: Attributes(["svce": .string("s"), "acct": .string("a")]), value: [0]) }
+        func item() throws -> Item { try XCTUnwrap(v.items(class: .genericPassword, keyValues: [.string("s"), .string("a")]).first) }
+        var versions: [Version] = [try XCTUnwrap(v.version(of: try item()))]
+        for round in 1...6 {
+            // Several commits each, some of them folds (more than 256 changes).
+            try v.commit(now: { start + UInt64(round) }) { tx in
+                try tx.update(try item(), value: [UInt8(round)])
+                if round % 3 == 0 { for i in 0..<300 { _ = try tx.add(attributes: Attributes(["svce": .string("f\(round)"), "acct": .string("\(i)")]), value: []) } }
+            }
+            versions.append(try XCTUnwrap(v.version(of: try item())))
+            XCTAssertEqual(try v.history(of: try item().id).map(\.version), Array(versions.dropLast().suffix(2)), "round \(round)")
+        }
+        // A hundred days on, the next touch drops what is older than 90 days: only the version it replaces stays.
+        try v.commit(now: { start + 100 * 86_400_000 }) { tx in try tx.update(try item(), value: [9]) }
+        XCTAssertEqual(try v.history(of: try item().id).map(\.version), [versions.last!])
+        XCTAssertEqual(v.verify().problems, [])
+        XCTAssertEqual(try PagedVault.open(path: path, secret: secret).history(of: try item().id).count, 1)
     }
 
     func testAFoldRefusesARemoveOfWhatNobodyHolds() throws {

@@ -297,6 +297,26 @@ package final class PagedVault {
         return out
     }
 
+    /// The keys of `id`'s history entries that retention (V8) drops once `adding` newer ones join them: past
+    /// the `keep` most recent, or older than `days` before `now` (an hlc). Read from the item's range of the
+    /// history tree, deltas included: a commit that touches an item trims its history.
+    func historyPastRetention(of id: ItemID, adding: Int, now: UInt64) throws -> [[UInt8]] {
+        let r = root.retention
+        let (span, overflow) = UInt64(r.days).multipliedReportingOverflow(by: 86_400_000 << 16)
+        let cutoff = overflow || span > now ? 0 : now - span
+        var keys: [[UInt8]] = []
+        try scan(.history, from: id.bytes) { e in
+            guard e.key.starts(with: id.bytes) else { return false }
+            keys.append(e.key)
+            return true
+        }
+        // Oldest first (the key orders an item's versions); the newest `keep - adding` stay if young enough.
+        let keepOld = max(0, r.keep - adding)
+        return keys.enumerated().filter { i, k in
+            i < keys.count - keepOld || UInt64(bigEndianBytes: Array(k[16..<24])) < cutoff
+        }.map(\.element)
+    }
+
     /// Bytes on disk of the index this commit reads: every page of the three trees, the root and the delta
     /// segments of the chain (reads every page).
     package func indexBytes() throws -> UInt64 {
@@ -666,6 +686,7 @@ package final class PagedTransaction {
                 oldAttributeKeys = ItemEntries.attributeKeys(oldItem, itemKey: old.key, schema: schema)
                 if vault.root.retention.keep > 0 {
                     history.append(.put(ItemEntries.history(oldItem, version: old.version, why: after == nil ? 3 : 1)))
+                    for k in try vault.historyPastRetention(of: id, adding: 1, now: clock) { history.append(.remove(k)) }
                 }
             }
             var newAttributeKeys: [[UInt8]] = []
