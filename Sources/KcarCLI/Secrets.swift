@@ -35,6 +35,17 @@ enum Secrets {
     /// `given`: the secrets, when the caller read them already (a descriptor is read only once).
     static func unlockVault(_ path: String, _ args: Arguments, mode: OpenMode = .read, given: [UnlockSecret]? = nil,
                      ask: Bool = true) throws -> (Vault, UnlockSecret) {
+        try unlock(path, args, given: given, ask: ask) { try Vault.open(path: path, secret: $0, mode: mode) }
+    }
+
+    /// As ``unlockVault(_:_:mode:given:ask:)``, for a version 2 file (SPEC.md Part 4, draft), read only.
+    static func unlockPaged(_ path: String, _ args: Arguments, given: [UnlockSecret]? = nil) throws -> PagedVault {
+        try unlock(path, args, given: given, ask: true) { try PagedVault.open(path: path, secret: $0) }.0
+    }
+
+    /// Opens `path` with each secret given in turn (or one asked for), going on past a wrong key.
+    private static func unlock<V>(_ path: String, _ args: Arguments, given: [UnlockSecret]?, ask: Bool,
+                                  open: (UnlockSecret) throws -> V) throws -> (V, UnlockSecret) {
         try requireVaultFile(path)
         Subject.set(path)
         var candidates = try given ?? givenSecrets(args)
@@ -44,13 +55,13 @@ enum Secrets {
         }
         for secret in candidates.dropLast() {
             do {
-                return (try Vault.open(path: path, secret: secret, mode: mode), secret)
+                return (try open(secret), secret)
             } catch let e as VaultError where e.code == .wrongKey {
                 continue
             }
         }
         guard let last = candidates.last else { throw CLIError(.noSecret, "no secret given for \(path)") }
-        return (try Vault.open(path: path, secret: last, mode: mode), last)
+        return (try open(last), last)
     }
 
     /// Fails with an I/O error (exit 8), naming the vault, if there is nothing at `path` to open.

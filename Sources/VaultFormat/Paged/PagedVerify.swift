@@ -5,7 +5,11 @@ extension PagedVault {
     /// first problem.
     package func verify() -> VerifyReport {
         var report = VerifyReport()
-        func note(_ error: Error) { report.problems.append(error as? VaultError ?? VaultError(.io, "\(error)")) }
+        // A damaged page may fail more than one step (the trees, then the scan for records): named once.
+        func note(_ error: Error) {
+            let e = error as? VaultError ?? VaultError(.io, "\(error)")
+            if !report.problems.contains(e) { report.problems.append(e) }
+        }
         report.incompleteBytes = incompleteBytes
         if report.incompleteBytes > 0 {
             report.problems.append(VaultError(.incompleteCommit,
