@@ -449,6 +449,11 @@ package final class PagedVault {
             store.random = random
             store.level = level
             let chain = Int(tail.trailer.chain) + 1
+            // The trailer's count is only checked against the index by verification (V4): a forged or damaged
+            // one must not trap here.
+            guard count + liveChange >= 0 else {
+                throw VaultError(.damagedIndex, "the commit would leave \(count + liveChange) live items (the trailer counts \(count))")
+            }
             let itemCount = UInt64(count + liveChange)
             // A commit of many changes folds without being encoded as a delta first.
             let changes = changeCount > PagedLimits.foldAfterChanges ? [] : perTree.flatMap { t in t.changes.map { (tree: t.tree, change: $0) } }

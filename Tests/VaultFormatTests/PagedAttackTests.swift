@@ -1,0 +1,150 @@
+import FixtureRecipes
+import Foundation
+@testable import VaultFormat
+import XCTest
+
+/// Attacks on the version 2 writers (SPEC.md Part 4): forged trailers and forged THEIRS inputs, merges of
+/// copies in unusual shapes (one side compacted, pending deltas, a copy merged with itself), and upgrades of
+/// every golden vault checked in full. Each test pins a finding or a case that held.
+final class PagedAttackTests: PagedTestCase {
+    func makeBase(_ name: String = "base.kcv", items: Int = 6, retention: Retention = .init()) throws -> String {
+        let base = dir + "/" + name
+        try PagedVault.create(path: base, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema, retention: retention)
+        let b = try PagedVault.open(path: base, secret: secret, mode: .write, writerID: 1)
+        try b.commit { tx in for i in 1...items { _ = try tx.add(attributes: attrs("p\(i)", "me"), value: Array("base \(i)".utf8)) } }
+        return base
+    }
+
+    /// Checks what V9 promises of the two orders of one merge: the same live items and history, a file that
+    /// verifies, every live version of either side live or kept.
+    func checkBothOrders(base: String?, _ a: String, _ b: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let (sa, sb) = (try snapshot(a), try snapshot(b))
+        let ab = try copy(a, "ab-\(UUID().uuidString).kcv"), ba = try copy(b, "ba-\(UUID().uuidString).kcv")
+        try merge(base: base, ours: ab, theirs: b)
+        try merge(base: base, ours: ba, theirs: a)
+        let (mab, mba) = (try snapshot(ab), try snapshot(ba))
+        XCTAssertEqual(mab.live, mba.live, "commutative", file: file, line: line)
+        XCTAssertEqual(mab.history, mba.history, "the same history", file: file, line: line)
+        for p in [ab, ba] { XCTAssertEqual(try PagedVault.open(path: p, secret: secret).verify().problems, [], file: file, line: line) }
+        for side in [sa, sb] {
+            for (id, s) in side.live {
+                XCTAssertTrue(mab.live[id]?.version == s.version || mab.history[id]?.contains(s.version) == true,
+                              "a live version of \(id) was lost", file: file, line: line)
+            }
+        }
+        XCTAssertEqual(Set(mab.live.values.map { [$0.attributes["svce"], $0.attributes["acct"]] }).count, mab.live.count,
+                       "one item per primary key", file: file, line: line)
+        // Idempotent.
+        try merge(base: base, ours: ab, theirs: ba)
+        XCTAssertEqual(try snapshot(ab).live, mab.live, "merging the results again", file: file, line: line)
+    }
+
+    // MARK: Findings
+
+    /// A trailer's item count is only checked against the index when the vault is verified (V4), so a forged
+    /// (or damaged but MAC-valid) count of 0 reached `UInt64(count + liveChange)` with -1 on the next delete:
+    /// a trap that killed the process. It is now *damaged index*, and nothing is written.
+    func testAForgedTrailerCountIsRefusedNotATrap() throws {
+        let path = try makeBase(items: 1)
+        let crafted = try CraftedPagedVault(path: path, secret: secret, random: SystemRandom.shared)
+        try crafted.rewriteLastTrailer { $0.itemCount = 0 }
+        let before = try Recipes.read(path)
+        let v = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: 2)
+        let it = try item(v, "p1", "me")
+        XCTAssertThrowsError(try v.commit { tx in try tx.delete(it) }) { XCTAssertEqual(($0 as? VaultError)?.code, .damagedIndex, "\($0)") }
+        XCTAssertEqual(try Recipes.read(path), before)
+    }
+
+    // MARK: Cases that held
+
+    /// A copy merged with itself (the same file, a byte-identical copy, with or without BASE) changes nothing
+    /// and writes nothing.
+    func testMergingACopyWithItselfWritesNothing() throws {
+        let base = try makeBase()
+        let ours = try copy(base, "ours.kcv")
+        let o = try PagedVault.open(path: ours, secret: secret, mode: .write, writerID: 2)
+        try o.commit { tx in try tx.update(try item(o, "p1", "me"), value: [1]) }
+        let same = try copy(ours, "same.kcv")
+        let bytes = try Recipes.read(ours)
+        for (b, t) in [(nil, ours), (base, ours), (nil, same), (base, same), (ours, same)] as [(String?, String)] {
+            let r = try merge(base: b, ours: ours, theirs: t)
+            XCTAssertEqual(r, MergeReport(), "\(String(describing: b)) \(t)")
+            XCTAssertEqual(try Recipes.read(ours), bytes)
+        }
+        // The very instance as THEIRS.
+        let again = try PagedVault.open(path: ours, secret: secret, mode: .write, writerID: 2)
+        XCTAssertEqual(try again.merge(base: nil, theirs: again), MergeReport())
+        XCTAssertEqual(try Recipes.read(ours), bytes)
+    }
+
+    /// One side with pending delta segments (moves, updates, deletes, adds), the other compacted after its
+    /// changes (no page shared with BASE, records moved): both orders agree, with and without BASE.
+    func testMergingAPendingDeltaSideWithACompactedSide() throws {
+        let base = try makeBase(items: 12)
+        let a = try copy(base, "a.kcv"), b = try copy(base, "b.kcv")
+        let va = try PagedVault.open(path: a, secret: secret, mode: .write, writerID: 2)
+        try va.commit { tx in
+            try tx.update(try item(va, "p1", "me"), value: Array("a 1".utf8))
+            try tx.update(try item(va, "p2", "me"), attributes: attrs("p2", "moved-a"))
+            try tx.delete(try item(va, "p3", "me"))
+            _ = try tx.add(attributes: attrs("new", "both"), value: Array("a new".utf8))
+        }
+        try va.commit { tx in try tx.update(try item(va, "p4", "me"), attributes: attrs("p4", "me", label: "a")) }
+        XCTAssertFalse(va.tail.trailer.wroteRoot, "A's changes are pending deltas")
+        usleep(2000)
+        let vb = try PagedVault.open(path: b, secret: secret, mode: .write, writerID: 3)
+        try vb.commit { tx in
+            try tx.update(try item(vb, "p1", "me"), value: Array("b 1".utf8))  // newer than A's
+            try tx.update(try item(vb, "p3", "me"), value: Array("b 3".utf8))  // A deleted it, older
+            try tx.update(try item(vb, "p4", "me"), attributes: attrs("p4", "moved-b"))  // A relabelled it, older
+            try tx.delete(try item(vb, "p5", "me"))
+            _ = try tx.add(attributes: attrs("new", "both"), value: Array("b new".utf8))  // shares A's new key
+            _ = try tx.add(attributes: attrs("p2", "moved-a"), value: Array("b at a's moved key".utf8))
+        }
+        try vb.compact()
+        try checkBothOrders(base: base, a, b)
+        try checkBothOrders(base: nil, a, b)
+    }
+
+    /// A change on one side and a key change on the other, each order of versions: one live entry, at the
+    /// winner's key, and the loser in history.
+    func testAChangeAgainstAKeyChange() throws {
+        for moverIsNewer in [false, true] {
+            let base = try makeBase("base-\(moverIsNewer).kcv", items: 2)
+            let a = try copy(base, "a.kcv"), b = try copy(base, "b.kcv")
+            func edit(_ path: String, _ writer: UInt64, move: Bool) throws {
+                let v = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: writer)
+                try v.commit { tx in
+                    if move { try tx.update(try item(v, "p1", "me"), attributes: attrs("p1", "elsewhere")) }
+                    else { try tx.update(try item(v, "p1", "me"), value: Array("changed".utf8)) }
+                }
+                usleep(2000)
+            }
+            if moverIsNewer { try edit(a, 2, move: false); try edit(b, 3, move: true) } else { try edit(b, 3, move: true); try edit(a, 2, move: false) }
+            try checkBothOrders(base: base, a, b)
+            let m = try copy(a, "m.kcv")
+            try merge(base: base, ours: m, theirs: b)
+            let v = try PagedVault.open(path: m, secret: secret)
+            let at = try v.items(class: .genericPassword, keyValues: [.bool(false), .string("p1"), .string(moverIsNewer ? "elsewhere" : "me")])
+            XCTAssertEqual(at.count, 1)
+            XCTAssertEqual(try v.items(class: .genericPassword, keyValues: [.bool(false), .string("p1"), .string(moverIsNewer ? "me" : "elsewhere")]).count, 0)
+        }
+    }
+
+    /// Every golden version 1 vault, upgraded, passes the whole-file verification, compacts, rekeys and still
+    /// holds its items.
+    func testUpgradedGoldensVerifyInFullAndCompact() throws {
+        for g in Recipes.goldens {
+            let path = dir + "/\(g.name).kcv"
+            try FileManager.default.copyItem(atPath: FixtureTests.fixture("\(g.name).kcv"), toPath: path)
+            let v1 = try Vault.open(path: path, secret: g.secret, mode: .write)
+            let count = v1.items.count
+            try v1.upgradeToVersion2(schema: schema, writerID: 7)
+            let v2 = try PagedVault.open(path: path, secret: g.secret, mode: .write, writerID: 8)
+            XCTAssertEqual(v2.verify().problems, [], g.name)
+            try v2.compact()
+            XCTAssertEqual(v2.verify().problems, [], g.name)
+            XCTAssertEqual(try v2.verifyIndex(), count, g.name)
+        }
+    }
+}
