@@ -55,6 +55,96 @@ final class PagedAttackTests: PagedTestCase {
         XCTAssertEqual(try Recipes.read(path), before)
     }
 
+    /// A hostile THEIRS (a holder of the vault key) names a record OURS holds, at the place OURS holds it, with
+    /// another length: `oursHolds` authenticates only the first block there and reuses the location as THEIRS
+    /// gives it. `lengthDelta` > 0 makes the extent run past the record; < 0 cuts it short.
+    func forgedLengthMerge(lengthDelta: Int64) throws -> (ours: String, report: Result<MergeReport, Error>) {
+        let base = try makeBase(items: 3)
+        let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
+        let t = try PagedVault.open(path: theirs, secret: secret, mode: .write, writerID: 3)
+        try t.commit { tx in try tx.update(try item(t, "p1", "me"), attributes: attrs("p1", "me", label: "relabelled")) }
+        let p1 = try item(t, "p1", "me")
+        let key = ItemKey.make(class: p1.itemClass.rawValue, attributes: p1.attributes, schema: schema.classes["genp"], id: p1.id).key
+        var e = try XCTUnwrap(try t.entry(.items, key))
+        let r = try XCTUnwrap(e.record)
+        e.record = RecordRef(id: r.id, offset: r.offset, length: UInt64(Int64(r.length) + lengthDelta))
+        let crafted = try CraftedPagedVault(path: theirs, secret: secret, random: SystemRandom.shared)
+        try crafted.delta(DeltaCodec.encode([(tree: .items, change: .put(e))]))
+        let o = try PagedVault.open(path: ours, secret: secret, mode: .write, writerID: 2)
+        let report = Result { try o.merge(base: PagedVault.open(path: base, secret: secret), theirs: PagedVault.open(path: theirs, secret: secret)) }
+        return (ours, report)
+    }
+
+    /// Whatever THEIRS names, a merge leaves OURS whole: it verifies and every live item reads.
+    func checkMergeLeftOursWhole(_ ours: String, _ report: Result<MergeReport, Error>) throws {
+        let v = try PagedVault.open(path: ours, secret: secret)
+        XCTAssertEqual(v.verify().problems, [], "after \(report)")
+        // One record id names one extent (V3.4).
+        var extents: [ID128: Set<RecordRef>] = [:]
+        try v.scan(.items) { e in
+            if let r = e.record { extents[r.id, default: []].insert(r) }
+            return true
+        }
+        for (id, refs) in extents { XCTAssertEqual(refs.count, 1, "record \(id) named with \(refs.map(\.length)) after \(report)") }
+        try v.forEachItem { item in
+            XCTAssertNoThrow(try v.read(item), "\(item.displayName) after \(report)")
+            return true
+        }
+    }
+
+    func testAForgedTheirsCannotMakeOursNameARecordWithALongerExtent() throws {
+        let (ours, report) = try forgedLengthMerge(lengthDelta: 40)
+        try checkMergeLeftOursWhole(ours, report)
+    }
+
+    func testAForgedTheirsCannotMakeOursNameARecordWithAShorterExtent() throws {
+        let (ours, report) = try forgedLengthMerge(lengthDelta: -10)
+        try checkMergeLeftOursWhole(ours, report)
+    }
+
+    /// Replaces THEIRS's entry of `item` by `forge(item, version)`'s entry, in a crafted delta segment sealed
+    /// under the vault's keys (what any holder of the vault key can write).
+    func forgeEntry(_ path: String, _ it: Item, _ forge: (inout Item, inout Version) -> Void) throws {
+        let v = try PagedVault.open(path: path, secret: secret)
+        var (item, version) = (it, try XCTUnwrap(try v.version(of: it)))
+        forge(&item, &version)
+        let crafted = try CraftedPagedVault(path: path, secret: secret, random: SystemRandom.shared)
+        try crafted.delta(DeltaCodec.encode([(tree: .items, change: .put(ItemEntries.entry(item, version: version, schema: schema)))]))
+    }
+
+    /// THEIRS's clock is trusted as it is: a forged version of hlc 2^64 - 1 made `nextVersion()`'s
+    /// `clock += 1` overflow (a trap) as soon as the merge needed a version of its own (a tombstone for a
+    /// shared primary key). A commit refuses such a clock; the merge now does too, naming THEIRS.
+    func testAForgedClockAtTheEndOfTimeIsRefusedNotATrap() throws {
+        let base = try makeBase(items: 1)
+        let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
+        let t = try PagedVault.open(path: theirs, secret: secret, mode: .write, writerID: 3)
+        try t.commit { tx in _ = try tx.add(attributes: attrs("same", "key"), value: Array("theirs".utf8)) }
+        try forgeEntry(theirs, try item(t, "same", "key")) { _, v in v.hlc = .max }
+        let o = try PagedVault.open(path: ours, secret: secret, mode: .write, writerID: 2)
+        try o.commit { tx in _ = try tx.add(attributes: attrs("same", "key"), value: Array("ours".utf8)) }
+        let before = try Recipes.read(ours)
+        XCTAssertThrowsError(try merge(base: base, ours: ours, theirs: theirs)) { e in
+            XCTAssertEqual((e as? VaultError)?.code, .invalidArgument, "\(e)")
+            XCTAssertTrue("\(e)".contains("THEIRS"), "\(e)")
+        }
+        XCTAssertEqual(try Recipes.read(ours), before)
+    }
+
+    /// THEIRS names a record OURS holds (so it is not copied, only its first block authenticated), with a
+    /// member that is not the item's: OURS would take an item whose value no longer reads, and fail
+    /// verification. The merge must refuse THEIRS instead, or leave OURS whole.
+    func testAForgedTheirsCannotGiveOursAnUnreadableItem() throws {
+        let base = try makeBase(items: 3)
+        let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
+        let t = try PagedVault.open(path: theirs, secret: secret, mode: .write, writerID: 3)
+        try t.commit { tx in try tx.update(try item(t, "p1", "me"), attributes: attrs("p1", "me", label: "relabelled")) }
+        let p2 = try item(t, "p2", "me")
+        try forgeEntry(theirs, try item(t, "p1", "me")) { item, _ in item.location = p2.location; item.size = p2.size }
+        let report = Result { try merge(base: base, ours: ours, theirs: theirs) }
+        try checkMergeLeftOursWhole(ours, report)
+    }
+
     // MARK: Cases that held
 
     /// A copy merged with itself (the same file, a byte-identical copy, with or without BASE) changes nothing

@@ -93,6 +93,11 @@ extension PagedVault {
         }
         var report = MergeReport()
         try exclusively {
+            // A merge gives versions above both clocks (tombstones for shared primary keys); a clock read from
+            // a file near 2^64 leaves none to give (as a commit refuses it, never a trap).
+            for (side, v) in [(MergeSide.ours, self), (.theirs, theirs)] where v.clock >= UInt64.max - (1 << 32) {
+                throw VaultError(.invalidArgument, "\(side.rawValue) (\(v.path)): its clock is at \(v.clock): no versions are left to give")
+            }
             // The states of the items either side changed; the other items stay as OURS has them.
             var b: [ItemID: ItemState] = [:], o: [ItemID: ItemState] = [:], t: [ItemID: ItemState] = [:]
             var ids = Set<ItemID>()
@@ -189,15 +194,28 @@ extension PagedVault {
                                      fail: { VaultError(.damagedRecord, $0) })) != nil
         }
         var moved: [ID128: RecordRef] = [:]
+        /// A taken item's record, where OURS now holds it, must name the item at its member: only the first block
+        /// of a reused record authenticates, and the member a THEIRS entry names is THEIRS's word.
+        func named(_ item: Item) throws -> Item {
+            let fail = { (m: String) in VaultError(.damagedRecord, "THEIRS (\(theirs.path)), \(item.displayName): \(m)") }
+            var reader = source.recordReader(item.location, fail: fail)
+            do {
+                try reader.memberTable().0.check([item])
+            } catch let e as VaultError {
+                throw VaultError(.damagedRecord, "THEIRS (\(theirs.path)): \(e.context)")
+            }
+            return item
+        }
         func place(_ item: Item, from source: PagedVault) throws -> Item {
             var item = item
             let l = item.location
             if let r = moved[l.recordID] {
                 item.location.offset = r.offset
                 item.location.length = r.length
-                return item
+                return source === self ? item : try named(item)
             }
-            if source === self || oursHolds(l) { return item }
+            if source === self { return item }
+            if oursHolds(l) { return try named(item) }
             let fail = { (m: String) in VaultError(.damagedRecord, "THEIRS (\(source.path)), \(item.displayName): \(m)") }
             let key = StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID)
             var raw = source.source.recordReader(l, fail: fail)
@@ -212,7 +230,7 @@ extension PagedVault {
             moved[l.recordID] = RecordRef(id: l.recordID, offset: copied.offset, length: copied.length)
             report.recordsCopied += 1
             item.location = copied
-            return item
+            return try named(item)
         }
         // The changes.
         var items: [TreeWriter.Change] = [], attributes: [TreeWriter.Change] = [], history: [TreeWriter.Change] = []
