@@ -145,6 +145,43 @@ final class PagedAttackTests: PagedTestCase {
         try checkMergeLeftOursWhole(ours, report)
     }
 
+    /// OURS compacted after parting (its records moved), THEIRS changed one member of a solid record of BASE: the
+    /// merge copies that record from THEIRS (OURS holds it elsewhere), so one record id names two extents in OURS
+    /// (V3.4 forbids it). The commits after it, folded, must still give a file that reads and verifies.
+    func testMergeIntoACompactedCopyThenFold() throws {
+        for compacted in ["ours", "theirs"] {
+            try mergeThenFold(compacting: compacted)
+        }
+    }
+
+    func mergeThenFold(compacting: String) throws {
+        let base = try makeBase("base-\(compacting).kcv", items: 3)
+        let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
+        let t = try PagedVault.open(path: theirs, secret: secret, mode: .write, writerID: 3)
+        try t.commit { tx in try tx.update(try item(t, "p1", "me"), attributes: attrs("p1", "me", label: "theirs")) }
+        try PagedVault.open(path: compacting == "ours" ? ours : theirs, secret: secret, mode: .write, writerID: 4).compact()
+        try merge(base: base, ours: ours, theirs: theirs)
+        let m = try PagedVault.open(path: ours, secret: secret, mode: .write, writerID: 2)
+        XCTAssertEqual(m.verify().problems, [])
+        // A large commit folds the merge's delta into the trees: p1 and its record-mates share a leaf.
+        try m.commit { tx in for i in 0..<300 { _ = try tx.add(attributes: attrs("bulk", "\(i)"), value: [UInt8(i % 256)]) } }
+        XCTAssertTrue(m.tail.trailer.wroteRoot)
+        let r = try PagedVault.open(path: ours, secret: secret, mode: .write, writerID: 2)
+        XCTAssertEqual(r.verify().problems, [])
+        XCTAssertEqual(try r.read(try item(r, "p1", "me")), Array("base 1".utf8))
+        XCTAssertEqual(try r.read(try item(r, "p2", "me")), Array("base 2".utf8))
+        var extents: [ID128: Set<RecordRef>] = [:]
+        for tree in [TreeID.items, .history] {
+            try r.scan(tree) { e in
+                if let rec = e.record { extents[rec.id, default: []].insert(rec) }
+                return true
+            }
+        }
+        for (id, refs) in extents { XCTAssertEqual(refs.count, 1, "record \(id) named at \(refs.map(\.offset))") }
+        try r.compact()
+        XCTAssertEqual(r.verify().problems, [])
+    }
+
     // MARK: Cases that held
 
     /// A copy merged with itself (the same file, a byte-identical copy, with or without BASE) changes nothing

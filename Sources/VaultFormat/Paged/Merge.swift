@@ -194,6 +194,22 @@ extension PagedVault {
                                      fail: { VaultError(.damagedRecord, $0) })) != nil
         }
         var moved: [ID128: RecordRef] = [:]
+        /// Where OURS holds each record its items and kept versions name: read once, the first time a record is
+        /// not found at THEIRS's place.
+        var oursRecords: [ID128: RecordRef]?
+        func oursRecord(_ id: ID128) throws -> RecordRef? {
+            if oursRecords == nil {
+                var all: [ID128: RecordRef] = [:]
+                for tree in [TreeID.items, .history] {
+                    try scan(tree) { e in
+                        if let r = e.record { all[r.id] = r }
+                        return true
+                    }
+                }
+                oursRecords = all
+            }
+            return oursRecords?[id]
+        }
         /// A taken item's record, where OURS now holds it, must name the item at its member: only the first block
         /// of a reused record authenticates, and the member a THEIRS entry names is THEIRS's word.
         func named(_ item: Item) throws -> Item {
@@ -216,6 +232,14 @@ extension PagedVault {
             }
             if source === self { return item }
             if oursHolds(l) { return try named(item) }
+            // Not at THEIRS's place: OURS may still hold it elsewhere (either side compacted since they parted).
+            // A copy would give one record id two extents (V3.4), and a leaf naming both cannot be written.
+            if let r = try oursRecord(l.recordID) {
+                item.location.offset = r.offset
+                item.location.length = r.length
+                moved[l.recordID] = r
+                return try named(item)
+            }
             let fail = { (m: String) in VaultError(.damagedRecord, "THEIRS (\(source.path)), \(item.displayName): \(m)") }
             let key = StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID)
             var raw = source.source.recordReader(l, fail: fail)
