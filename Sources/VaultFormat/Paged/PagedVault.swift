@@ -339,8 +339,11 @@ package final class PagedVault {
             k.withUnsafeBytes { h.combine(bytes: $0) }
             return UInt64(bitPattern: Int64(h.finalize()))
         }
+        // One entry per item (V3.4): an item id at two keys (a key change that kept the old entry) is damage.
+        var ids = Set<ItemID>()
         let itemsCount = try reader(.items).verify({ e in
             let s = try ItemEntries.decode(e, schema: root.schema)
+            guard ids.insert(s.id).inserted else { throw VaultError(.damagedIndex, "item \(s.id) has two entries in the items tree") }
             guard let item = s.item else { tombs += 1; return }
             live += 1
             for k in ItemEntries.attributeKeys(item, itemKey: e.key, schema: root.schema) {
