@@ -362,4 +362,74 @@ final class PagedAttackTests: PagedTestCase {
             XCTAssertEqual(try v2.verifyIndex(), count, g.name)
         }
     }
+
+    /// After a rekey, no record the new index names (live or kept, rebuilt or copied whole) and no page opens under
+    /// the old vault key: someone who kept the old key learns nothing from the new file.
+    func testRekeyLeavesNothingReadableUnderTheOldKey() throws {
+        let path = try makeBase(items: 4, retention: Retention(keep: 1, days: 90, tombstoneDays: 90))
+        let v = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: 2)
+        try v.commit { tx in
+            try tx.update(try item(v, "p1", "me"), value: [1])  // p1's member of the base record is history
+            try tx.delete(try item(v, "p2", "me"))
+        }
+        try v.commit { tx in try tx.update(try item(v, "p3", "me"), value: [3]) }
+        try v.commit { tx in try tx.update(try item(v, "p3", "me"), value: [4]) }  // p3's base member dead (keep 1)
+        let oldKeys = Subkeys(vaultKey: v.vaultKey)
+        let newKey = SecureBytes(copying: [UInt8](repeating: 0x5A, count: 32))
+        try v.rekey(slots: [.keyFile(newKey)])
+        var values: [Item] = []
+        try v.forEachItem { values.append($0); return true }
+        try v.scan(.history) { values.append(try ItemEntries.decodeHistory($0).item); return true }
+        XCTAssertGreaterThan(values.count, 3)
+        let old = RecordSource(file: v.file, headerLength: UInt64(v.header.length), vaultID: v.header.vaultID, keys: oldKeys)
+        for item in values {
+            XCTAssertNoThrow(try v.read(item))
+            XCTAssertThrowsError(try old.read(item) { _ in }, "\(item.displayName) reads under the old key")
+        }
+        let root = v.tail.trailer
+        XCTAssertThrowsError(try PagedSealing.open(old, key: .page(oldKeys, vaultID: v.header.vaultID, pageID: root.rootID), offset: root.rootOffset,
+                                                   length: root.rootLength, max: PagedLimits.rootMax) { VaultError(.damagedIndex, $0) })
+    }
+
+    /// OURS unchanged since BASE takes THEIRS's state whole: the same live items and history.
+    func testMergeIntoAnUnchangedCopyTakesTheirsWhole() throws {
+        let base = try makeBase(items: 5)
+        let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
+        let t = try PagedVault.open(path: theirs, secret: secret, mode: .write, writerID: 3)
+        try t.commit { tx in
+            try tx.update(try item(t, "p1", "me"), value: [1])
+            try tx.delete(try item(t, "p2", "me"))
+            try tx.update(try item(t, "p3", "me"), attributes: attrs("p3", "moved"))
+            _ = try tx.add(attributes: attrs("new", "one"), value: [9])
+        }
+        try merge(base: base, ours: ours, theirs: theirs)
+        let (m, th) = (try snapshot(ours), try snapshot(theirs))
+        XCTAssertEqual(m.live, th.live)
+        XCTAssertEqual(m.history, th.history)
+        // THEIRS's tombstone came too: merging OURS's result back changes nothing in THEIRS.
+        let back = try Recipes.read(theirs)
+        XCTAssertEqual(try merge(base: base, ours: theirs, theirs: ours), MergeReport())
+        XCTAssertEqual(try Recipes.read(theirs), back)
+    }
+
+    /// A merge THEIRS fails (a record that does not name the item) leaves OURS byte for byte as it was.
+    func testARefusedMergeLeavesOursByteForByte() throws {
+        let base = try makeBase(items: 3)
+        let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
+        let o = try PagedVault.open(path: ours, secret: secret, mode: .write, writerID: 2)
+        try o.commit { tx in _ = try tx.add(attributes: attrs("ours", "pending"), value: [5]) }
+        let t = try PagedVault.open(path: theirs, secret: secret, mode: .write, writerID: 3)
+        try t.commit { tx in
+            for i in 0..<300 { _ = try tx.add(attributes: attrs("theirs", "\(i)"), value: [UInt8(i % 256)]) }  // a merge that folds
+            try tx.update(try item(t, "p1", "me"), attributes: attrs("p1", "me", label: "x"))
+        }
+        let p2 = try item(t, "p2", "me")
+        try forgeEntry(theirs, try item(t, "p1", "me")) { item, _ in item.location = p2.location; item.size = p2.size }
+        let before = try Recipes.read(ours)
+        XCTAssertThrowsError(try merge(base: base, ours: ours, theirs: theirs)) { XCTAssertEqual(($0 as? VaultError)?.code, .damagedRecord) }
+        XCTAssertEqual(try Recipes.read(ours), before)
+        // And the same instance commits afterwards.
+        try o.commit { tx in _ = try tx.add(attributes: attrs("ours", "after"), value: [6]) }
+        XCTAssertEqual(o.verify().problems, [])
+    }
 }
