@@ -432,4 +432,70 @@ final class PagedAttackTests: PagedTestCase {
         try o.commit { tx in _ = try tx.add(attributes: attrs("ours", "after"), value: [6]) }
         XCTAssertEqual(o.verify().problems, [])
     }
+
+    /// Two copies of one version 1 vault, each upgraded by its own writer (kcar upgrades on the first write, so
+    /// teammates do it apart), then merged without BASE (a version 1 BASE cannot be one): the items are the
+    /// same items, and two items that shared a primary key in version 1 (on both sides, before the merge)
+    /// must be left as they are (V9 step 3).
+    func testCopiesUpgradedApartMergeWithoutLosingAnItem() throws {
+        let v1 = dir + "/v1.kcv"
+        try Vault.create(path: v1, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))]) { tx in
+            try tx.add(attributes: Attributes(["svce": .string("twin"), "acct": .string("me")]), value: .bytes([1]))
+            try tx.add(attributes: Attributes(["svce": .string("twin"), "acct": .string("me")]), value: .bytes([2]))
+            try tx.add(attributes: Attributes(["svce": .string("single"), "acct": .string("me")]), value: .bytes([3]))
+        }
+        let a = try copy(v1, "a.kcv"), b = try copy(v1, "b.kcv")
+        try Vault.open(path: a, secret: secret, mode: .write).upgradeToVersion2(schema: schema, writerID: 2)
+        usleep(2000)
+        try Vault.open(path: b, secret: secret, mode: .write).upgradeToVersion2(schema: schema, writerID: 3)
+        try merge(base: nil, ours: a, theirs: b)
+        let m = try snapshot(a)
+        XCTAssertEqual(m.live.count, 3, "an item of the version 1 vault is gone")
+    }
+
+    /// The walk of V9 step 1 over hostile trees: two copies sharing pages, one byte of one page flipped at a
+    /// time (the codec sees it, as a page that authenticates but says anything), in each order. The walk ends,
+    /// with the differences or *damaged index*, and never traps.
+    func testTreeDiffOverFlippedPagesEndsWithoutATrap() throws {
+        func key(_ n: Int) -> [UInt8] { Array("genp".utf8) + [0, 1] + Array("s\(n % 17)".utf8) + [0, 1] + withUnsafeBytes(of: UInt64(n).bigEndian, Array.init) }
+        func entry(_ n: Int, _ v: Int) -> LeafEntry {
+            LeafEntry(key: key(n), record: RecordRef(id: ID128(hi: UInt64(n % 40), lo: 7), offset: UInt64(n % 40) * 10, length: 10), writer: UInt64(v + 1),
+                      rest: Array("v\(v)".utf8) + [UInt8](repeating: 1, count: n % 20))
+        }
+        let store = MemoryPageStore()
+        let base = (0..<1500).map { entry($0, 0) }.sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        let top = try TreeWriter(store: store, tree: .items).apply(base.map { .put($0) }, to: nil)
+        let changesA: [TreeWriter.Change] = [3, 400, 401, 999].map { .put(entry($0, 1)) }.sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        let changesB: [TreeWriter.Change] = ([7, 400, 1200].map { .put(entry($0, 2)) } + [.remove(key(12))]).sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        let ta = try TreeWriter(store: store, tree: .items).apply(changesA, to: top)
+        let tb = try TreeWriter(store: store, tree: .items).apply(changesB, to: top)
+        let (ra, rb) = (TreeReader(store: store, tree: .items, top: ta), TreeReader(store: store, tree: .items, top: tb))
+        var honest: [[UInt8]] = []
+        try TreeDiff.walk(ra, rb) { honest.append($0.key) }
+        XCTAssertEqual(honest.count, 7)
+        var rng = SplitMix64(state: 5)
+        let ids = store.pages.keys.sorted { ($0.hi, $0.lo) < ($1.hi, $1.lo) }
+        var outcomes = (ended: 0, damaged: 0)
+        for _ in 0..<400 {
+            let id = ids[rng.below(ids.count)]
+            let original = store.pages[id]!.bytes
+            var forged = original
+            forged[rng.below(forged.count)] ^= UInt8(1 + rng.below(255))
+            store.overwrite(id, with: forged)
+            defer { store.overwrite(id, with: original) }
+            for (x, y) in [(ra, rb), (rb, ra)] {
+                do {
+                    var n = 0
+                    try TreeDiff.walk(x, y) { _ in n += 1 }
+                    XCTAssertLessThanOrEqual(n, 2 * 1500 + 2)
+                    outcomes.ended += 1
+                } catch let e as VaultError {
+                    XCTAssertEqual(e.code, .damagedIndex, "\(e)")
+                    outcomes.damaged += 1
+                }
+            }
+        }
+        XCTAssertGreaterThan(outcomes.damaged, 0)
+        XCTAssertGreaterThan(outcomes.ended, 0)
+    }
 }
