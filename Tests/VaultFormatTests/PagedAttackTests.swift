@@ -498,4 +498,58 @@ final class PagedAttackTests: PagedTestCase {
         XCTAssertGreaterThan(outcomes.damaged, 0)
         XCTAssertGreaterThan(outcomes.ended, 0)
     }
+
+    /// EIO at every write, sync and truncate of each version 2 writer in turn (a delta commit, a fold, a merge,
+    /// compaction, rekey, a slot change): the file stays byte for byte as it was, no temporary file is left,
+    /// and the instance that failed either commits next (and the file verifies) or refuses as replaced.
+    func testAFailedWriteOrSyncAnywhereLeavesTheVault() throws {
+        let base = try makeBase(items: 6)
+        let theirs = try copy(base, "theirs.kcv")
+        let t = try PagedVault.open(path: theirs, secret: secret, mode: .write, writerID: 3)
+        try t.commit { tx in
+            try tx.update(try item(t, "p1", "me"), value: Array("theirs".utf8))
+            _ = try tx.add(attributes: attrs("theirs", "new"), value: Array("new".utf8))
+        }
+        try t.compact()  // its records are elsewhere: the merge copies and looks up
+        let prepared = try copy(base, "prepared.kcv")
+        let p = try PagedVault.open(path: prepared, secret: secret, mode: .write, writerID: 2)
+        try p.commit { tx in try tx.update(try item(p, "p2", "me"), value: Array("ours".utf8)) }
+        let operations: [(String, (PagedVault) throws -> Void)] = [
+            ("delta commit", { v in try v.commit { tx in try tx.update(try self.item(v, "p3", "me"), value: [3]) } }),
+            ("fold", { v in try v.commit { tx in for i in 0..<300 { _ = try tx.add(attributes: self.attrs("bulk", "\(i)"), value: [1]) } } }),
+            ("merge", { v in _ = try v.merge(base: PagedVault.open(path: base, secret: self.secret), theirs: PagedVault.open(path: theirs, secret: self.secret)) }),
+            ("compact", { try $0.compact() }),
+            ("rekey", { try $0.rekey(slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))]) }),
+            ("changeSlots", { try $0.changeSlots(remove: [], add: [.keyFile(SecureBytes(copying: Recipes.otherKeyFile))]) }),
+        ]
+        for (name, operation) in operations {
+            var point = 1
+            while true {
+                let path = try copy(prepared, "work.kcv")
+                let before = try Recipes.read(path)
+                let listing = Set(try FileManager.default.contentsOfDirectory(atPath: dir))
+                let v = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: 2)
+                let injector = FaultInjectionTests.Injector(failAt: point)
+                injector.install()
+                let result = Result { try operation(v) }
+                File.faults = nil
+                guard injector.failed else {
+                    XCTAssertNoThrow(try result.get(), name)
+                    break
+                }
+                let at = "\(name), EIO at operation \(point)"
+                XCTAssertThrowsError(try result.get(), at)
+                XCTAssertEqual(try Recipes.read(path), before, at)
+                XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: dir)), listing, at)
+                do {
+                    try v.commit { tx in _ = try tx.add(attributes: self.attrs("after", "failure"), value: [9]) }
+                    XCTAssertEqual(try PagedVault.open(path: path, secret: secret).verify().problems, [], at)
+                } catch let e as VaultError {
+                    XCTAssertTrue(e.context.contains("replaced"), "\(at): the next commit: \(e)")
+                }
+                point += 1
+            }
+            XCTAssertGreaterThan(point, 2, name)
+        }
+    }
 }
