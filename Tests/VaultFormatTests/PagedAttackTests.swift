@@ -613,4 +613,21 @@ final class PagedAttackTests: PagedTestCase {
             XCTAssertEqual(v.verify().problems, [], "seed \(seed): compacted after the merge")
         }
     }
+
+    /// Two entries naming one record at two extents (which the reader of V6 does not cross-check between
+    /// delta segments, and which a merge of a forged THEIRS could still leave): the fold that would put them in
+    /// one leaf, whose record table cannot hold the id twice, is refused instead of writing a page no reader
+    /// opens; the file stays as it was.
+    func testAFoldNeverWritesALeafNamingOneRecordTwice() throws {
+        let path = try makeBase(items: 3)
+        let v = try PagedVault.open(path: path, secret: secret)
+        try forgeEntry(path, try item(v, "p2", "me")) { item, _ in item.location.offset += 1 }
+        let before = try Recipes.read(path)
+        let w = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: 2)
+        XCTAssertThrowsError(try w.commit { tx in for i in 0..<300 { _ = try tx.add(attributes: self.attrs("bulk", "\(i)"), value: [1]) } }) {
+            XCTAssertEqual(($0 as? VaultError)?.code, .damagedIndex, "\($0)")
+        }
+        XCTAssertEqual(try Recipes.read(path), before)
+        XCTAssertNoThrow(try PagedVault.open(path: path, secret: secret).read(try item(w, "p1", "me")))
+    }
 }

@@ -194,21 +194,26 @@ extension PagedVault {
                                      fail: { VaultError(.damagedRecord, $0) })) != nil
         }
         var moved: [ID128: RecordRef] = [:]
-        /// Where OURS holds each record its items and kept versions name: read once, the first time a record is
-        /// not found at THEIRS's place.
-        var oursRecords: [ID128: RecordRef]?
-        func oursRecord(_ id: ID128) throws -> RecordRef? {
-            if oursRecords == nil {
-                var all: [ID128: RecordRef] = [:]
-                for tree in [TreeID.items, .history] {
-                    try scan(tree) { e in
-                        if let r = e.record { all[r.id] = r }
-                        return true
-                    }
+        /// Where OURS holds the record at `l` of THEIRS, if it holds it elsewhere. An entry of OURS that names it is
+        /// the entry of one of its members (or a kept version of one): a member neither side changed has one
+        /// entry in both, which names the record where both hold it (found in place), so only the members
+        /// either side changed and their kept versions are looked at, never every record of OURS.
+        func oursRecord(_ l: RecordLocation) throws -> RecordRef? {
+            let fail = { (m: String) in VaultError(.damagedRecord, "THEIRS (\(theirs.path)): \(m)") }
+            var reader = theirs.source.recordReader(l, fail: fail)
+            for m in try reader.memberTable().0.members.map(\.id) {
+                if let it = o[m]?.item, it.location.recordID == l.recordID {
+                    return RecordRef(id: l.recordID, offset: it.location.offset, length: it.location.length)
                 }
-                oursRecords = all
+                var found: RecordRef?
+                try scan(.history, from: m.bytes) { e in
+                    guard e.key.starts(with: m.bytes) else { return false }
+                    if let r = e.record, r.id == l.recordID { found = r }
+                    return found == nil
+                }
+                if let found { return found }
             }
-            return oursRecords?[id]
+            return nil
         }
         /// A taken item's record, where OURS now holds it, must name the item at its member: only the first block
         /// of a reused record authenticates, and the member a THEIRS entry names is THEIRS's word.
@@ -234,7 +239,7 @@ extension PagedVault {
             if oursHolds(l) { return try named(item) }
             // Not at THEIRS's place: OURS may still hold it elsewhere (either side compacted since they parted).
             // A copy would give one record id two extents (V3.4), and a leaf naming both cannot be written.
-            if let r = try oursRecord(l.recordID) {
+            if let r = try oursRecord(l) {
                 item.location.offset = r.offset
                 item.location.length = r.length
                 moved[l.recordID] = r

@@ -460,6 +460,10 @@ package final class PagedVault {
             let itemCount = UInt64(count + liveChange)
             // A commit of many changes folds without being encoded as a delta first.
             let changes = changeCount > PagedLimits.foldAfterChanges ? [] : perTree.flatMap { t in t.changes.map { (tree: t.tree, change: $0) } }
+            try PageCodec.checkOneExtentPerRecord(changes.lazy.compactMap { c -> LeafEntry? in
+                if case .put(let e) = c.change { return e }
+                return nil
+            })
             let delta = changes.isEmpty ? [] : DeltaCodec.encode(changes)
             if chain >= PagedLimits.deltaChainMax || overlayBytes + delta.count > PagedLimits.foldAfterBytes || changeCount > PagedLimits.foldAfterChanges
                 || delta.count > PagedLimits.deltaMax {
