@@ -630,4 +630,20 @@ final class PagedAttackTests: PagedTestCase {
         XCTAssertEqual(try Recipes.read(path), before)
         XCTAssertNoThrow(try PagedVault.open(path: path, secret: secret).read(try item(w, "p1", "me")))
     }
+
+    /// BASE must be the common ancestor, but nothing checks it: with OURS itself given as BASE (arguments in the
+    /// wrong order, a misconfigured merge driver), THEIRS's older state of an item counted as THEIRS's change and
+    /// replaced OURS's newer version without keeping it (with `keep` 0 nothing else holds it): the newest value
+    /// was gone. A side's state older than BASE's cannot be a change of that side (V5: every change is newer than
+    /// all the vault held), so it no longer wins.
+    func testAWrongBaseNeverLosesOursNewestVersion() throws {
+        let base = try makeBase(items: 2, retention: Retention(keep: 0, days: 90, tombstoneDays: 90))
+        let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
+        let o = try PagedVault.open(path: ours, secret: secret, mode: .write, writerID: 2)
+        try o.commit { tx in try tx.update(try item(o, "p1", "me"), value: Array("newest".utf8)) }
+        let wrongBase = try copy(ours, "wrong-base.kcv")
+        try merge(base: wrongBase, ours: ours, theirs: theirs)
+        let v = try PagedVault.open(path: ours, secret: secret)
+        XCTAssertEqual(try v.read(try item(v, "p1", "me")), Array("newest".utf8))
+    }
 }

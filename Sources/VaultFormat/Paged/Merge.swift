@@ -155,7 +155,10 @@ extension PagedVault {
             let (bo, oo, tt) = (b[id], o[id], t[id])
             let oursChanged = !same(oo, bo), theirsChanged = !same(tt, bo)
             guard theirsChanged, !same(oo, tt) else { continue }
-            if oursChanged {
+            // A state older than the one it replaces is no change of THEIRS's (V5: every change is newer than all
+            // the vault held); BASE is then not its ancestor (a wrong BASE given), and the newer state stays, as
+            // in a conflict, so that OURS's newest version is never dropped unkept.
+            if oursChanged || (tt != nil && !newer(tt, oo)) {
                 report.conflicts += 1
                 if !newer(tt, oo) {
                     if let tt, tt.item != nil { losers.append(tt) }
