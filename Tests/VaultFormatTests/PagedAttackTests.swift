@@ -646,4 +646,23 @@ final class PagedAttackTests: PagedTestCase {
         let v = try PagedVault.open(path: ours, secret: secret)
         XCTAssertEqual(try v.read(try item(v, "p1", "me")), Array("newest".utf8))
     }
+
+    /// V9: inputs under another schema are refused naming the side. THEIRS's schema was compared, BASE's was
+    /// not: a BASE keyed by another schema (a copy of the same version 1 vault upgraded with another schema)
+    /// had its keys read under OURS's schema.
+    func testABaseUnderAnotherSchemaIsRefusedNamingBase() throws {
+        let v1 = dir + "/v1.kcv"
+        try Vault.create(path: v1, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))]) { tx in
+            try tx.add(attributes: Attributes(["svce": .string("s"), "acct": .string("a")]), value: .bytes([1]))
+        }
+        let ours = try copy(v1, "ours.kcv"), base = try copy(v1, "base.kcv")
+        try Vault.open(path: ours, secret: secret, mode: .write).upgradeToVersion2(schema: schema, writerID: 2)
+        let other = PagedSchema(classes: ["genp": ClassSchema(keyAttributes: [("acct", .string(""))])], indexed: [])
+        try Vault.open(path: base, secret: secret, mode: .write).upgradeToVersion2(schema: other, writerID: 2)
+        let theirs = try copy(ours, "theirs.kcv")
+        XCTAssertThrowsError(try merge(base: base, ours: ours, theirs: theirs)) { e in
+            XCTAssertEqual((e as? VaultError)?.code, .invalidArgument, "\(e)")
+            XCTAssertTrue("\(e)".contains("BASE"), "\(e)")
+        }
+    }
 }

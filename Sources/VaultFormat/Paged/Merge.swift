@@ -88,8 +88,9 @@ extension PagedVault {
                 throw VaultError(.invalidArgument, "\(side.rawValue) (\(v.path)) is under another vault key (rekeyed apart from OURS); merge needs copies under one key")
             }
         }
-        guard theirs.root.schema == root.schema else {
-            throw VaultError(.invalidArgument, "THEIRS (\(theirs.path)) keys its items by another schema than OURS")
+        for (side, v) in [(MergeSide.theirs, Optional(theirs)), (.base, base)] {
+            guard let v, v.root.schema != root.schema else { continue }
+            throw VaultError(.invalidArgument, "\(side.rawValue) (\(v.path)) keys its items by another schema than OURS")
         }
         var report = MergeReport()
         try exclusively {
