@@ -665,4 +665,25 @@ final class PagedAttackTests: PagedTestCase {
             XCTAssertTrue("\(e)".contains("BASE"), "\(e)")
         }
     }
+
+    /// A class the schema gives no key attributes (kcar pack's schema keys only `genp`) has no primary key: its
+    /// item keys are equal up to the item id for every item. Items of such a class added on the two sides are
+    /// two items, and both stay live.
+    func testItemsOfAClassWithoutKeyAttributesNeverShareAPrimaryKey() throws {
+        let base = try makeBase(items: 1)
+        let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
+        for (path, writer) in [(ours, UInt64(2)), (theirs, 3)] {
+            let v = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: writer)
+            try v.commit { tx in _ = try tx.add(class: .internetPassword, attributes: Attributes(["srvr": .string("host\(writer)")]), value: [UInt8(writer)]) }
+            usleep(1500)
+        }
+        let report = try merge(base: base, ours: ours, theirs: theirs)
+        XCTAssertEqual(report.sharedKeys, 0)
+        var inet = 0
+        try PagedVault.open(path: ours, secret: secret).forEachItem { item in
+            if item.itemClass == .internetPassword { inet += 1 }
+            return true
+        }
+        XCTAssertEqual(inet, 2, "an internet password added on one side was deleted by the merge")
+    }
 }

@@ -173,7 +173,10 @@ extension PagedVault {
         // After the rules, two live items changed on different sides that share a primary key are one: the
         // newer stays, the other becomes a tombstone and its version goes to history.
         var byKey: [[UInt8]: [ItemID]] = [:]
-        for (id, s) in final where s.item != nil && (fromTheirs.contains(id) || !same(o[id], b[id])) {
+        // A class the schema gives no key attributes has no primary key: its item keys are equal up to the item
+        // id for all its items, which are nonetheless distinct items.
+        for (id, s) in final where s.item != nil && (fromTheirs.contains(id) || !same(o[id], b[id]))
+            && schema.classes[s.item!.itemClass.rawValue]?.keyAttributes.isEmpty == false {
             byKey[Array(s.key.dropLast(16)), default: []].append(id)
         }
         var tombstoned: [ItemID: ItemState] = [:]
