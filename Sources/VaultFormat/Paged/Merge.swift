@@ -224,11 +224,17 @@ extension PagedVault {
         }
         /// A taken item's record, where OURS now holds it, must name the item at its member: only the first block
         /// of a reused record authenticates, and the member a THEIRS entry names is THEIRS's word.
+        /// Member tables read so far, by where OURS holds the record: members of one solid record read it once.
+        var tables: [RecordRef: MemberTable] = [:]
         func named(_ item: Item) throws -> Item {
             let fail = { (m: String) in VaultError(.damagedRecord, "THEIRS (\(theirs.path)), \(item.displayName): \(m)") }
-            var reader = source.recordReader(item.location, fail: fail)
+            let at = RecordRef(id: item.location.recordID, offset: item.location.offset, length: item.location.length)
             do {
-                try reader.memberTable().0.check([item])
+                if tables[at] == nil {
+                    var reader = source.recordReader(item.location, fail: fail)
+                    tables[at] = try reader.memberTable().0
+                }
+                try tables[at]!.check([item])
             } catch let e as VaultError {
                 throw VaultError(.damagedRecord, "THEIRS (\(theirs.path)): \(e.context)")
             }
