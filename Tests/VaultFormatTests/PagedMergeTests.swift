@@ -8,49 +8,6 @@ import XCTest
 /// merges, nothing changed by merging again, no live version lost (it is live or in history), and no
 /// deletion undone by a side that did not touch the item.
 final class PagedMergeTests: PagedTestCase {
-    struct Seen: Hashable {
-        let attributes: Attributes
-        let value: [UInt8]
-        let version: Version
-    }
-
-    /// Live items by id, and each item's kept versions.
-    func snapshot(_ path: String) throws -> (live: [ItemID: Seen], history: [ItemID: Set<Version>]) {
-        let v = try PagedVault.open(path: path, secret: secret)
-        var live: [ItemID: Seen] = [:]
-        var ids: [ItemID] = []
-        try v.forEachItem { item in
-            live[item.id] = Seen(attributes: item.attributes, value: try v.read(item), version: try XCTUnwrap(v.version(of: item)))
-            ids.append(item.id)
-            return true
-        }
-        var history: [ItemID: Set<Version>] = [:]
-        for id in ids { history[id] = Set(try v.history(of: id).map(\.version)) }
-        return (live, history)
-    }
-
-    func copy(_ from: String, _ to: String) throws -> String {
-        let path = dir + "/" + to
-        try? FileManager.default.removeItem(atPath: path)
-        try FileManager.default.copyItem(atPath: from, toPath: path)
-        return path
-    }
-
-    func attrs(_ service: String, _ account: String, label: String = "") -> Attributes {
-        var a = Attributes(["svce": .string(service), "acct": .string(account), "@team": .string("t")])
-        if !label.isEmpty { a["labl"] = .string(label) }
-        return a
-    }
-
-    func item(_ v: PagedVault, _ service: String, _ account: String) throws -> Item {
-        try XCTUnwrap(v.items(class: .genericPassword, keyValues: [.bool(false), .string(service), .string(account)]).first, "\(service)/\(account)")
-    }
-
-    func merge(base: String?, ours: String, theirs: String, writer: UInt64 = 9) throws -> MergeReport {
-        let o = try PagedVault.open(path: ours, secret: secret, mode: .write, writerID: writer)
-        return try o.merge(base: base.map { try PagedVault.open(path: $0, secret: secret) }, theirs: PagedVault.open(path: theirs, secret: secret))
-    }
-
     func testEachRule() throws {
         let base = dir + "/base.kcv"
         try PagedVault.create(path: base, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema)

@@ -88,11 +88,17 @@ extension PagedVault {
                 throw VaultError(.invalidArgument, "\(side.rawValue) (\(v.path)) is under another vault key (rekeyed apart from OURS); merge needs copies under one key")
             }
         }
-        guard theirs.root.schema == root.schema else {
-            throw VaultError(.invalidArgument, "THEIRS (\(theirs.path)) keys its items by another schema than OURS")
+        for (side, v) in [(MergeSide.theirs, Optional(theirs)), (.base, base)] {
+            guard let v, v.root.schema != root.schema else { continue }
+            throw VaultError(.invalidArgument, "\(side.rawValue) (\(v.path)) keys its items by another schema than OURS")
         }
         var report = MergeReport()
         try exclusively {
+            // A merge gives versions above both clocks (tombstones for shared primary keys); a clock read from
+            // a file near 2^64 leaves none to give (as a commit refuses it, never a trap).
+            for (side, v) in [(MergeSide.ours, self), (.theirs, theirs)] where v.clock >= UInt64.max - (1 << 32) {
+                throw VaultError(.invalidArgument, "\(side.rawValue) (\(v.path)): its clock is at \(v.clock): no versions are left to give")
+            }
             // The states of the items either side changed; the other items stay as OURS has them.
             var b: [ItemID: ItemState] = [:], o: [ItemID: ItemState] = [:], t: [ItemID: ItemState] = [:]
             var ids = Set<ItemID>()
@@ -153,7 +159,10 @@ extension PagedVault {
             let (bo, oo, tt) = (b[id], o[id], t[id])
             let oursChanged = !same(oo, bo), theirsChanged = !same(tt, bo)
             guard theirsChanged, !same(oo, tt) else { continue }
-            if oursChanged {
+            // A state older than the one it replaces is no change of THEIRS's (V5: every change is newer than all
+            // the vault held); BASE is then not its ancestor (a wrong BASE given), and the newer state stays, as
+            // in a conflict, so that OURS's newest version is never dropped unkept.
+            if oursChanged || (tt != nil && !newer(tt, oo)) {
                 report.conflicts += 1
                 if !newer(tt, oo) {
                     if let tt, tt.item != nil { losers.append(tt) }
@@ -167,7 +176,10 @@ extension PagedVault {
         // After the rules, two live items changed on different sides that share a primary key are one: the
         // newer stays, the other becomes a tombstone and its version goes to history.
         var byKey: [[UInt8]: [ItemID]] = [:]
-        for (id, s) in final where s.item != nil && (fromTheirs.contains(id) || !same(o[id], b[id])) {
+        // A class the schema gives no key attributes has no primary key: its item keys are equal up to the item
+        // id for all its items, which are nonetheless distinct items.
+        for (id, s) in final where s.item != nil && (fromTheirs.contains(id) || !same(o[id], b[id]))
+            && schema.classes[s.item!.itemClass.rawValue]?.keyAttributes.isEmpty == false {
             byKey[Array(s.key.dropLast(16)), default: []].append(id)
         }
         var tombstoned: [ItemID: ItemState] = [:]
@@ -192,15 +204,63 @@ extension PagedVault {
                                      fail: { VaultError(.damagedRecord, $0) })) != nil
         }
         var moved: [ID128: RecordRef] = [:]
+        /// Where OURS holds the record at `l` of THEIRS, if it holds it elsewhere. An entry of OURS that names it is
+        /// the entry of one of its members (or a kept version of one): a member neither side changed has one
+        /// entry in both, which names the record where both hold it (found in place), so only the members
+        /// either side changed and their kept versions are looked at, never every record of OURS.
+        func oursRecord(_ l: RecordLocation) throws -> RecordRef? {
+            let fail = { (m: String) in VaultError(.damagedRecord, "THEIRS (\(theirs.path)): \(m)") }
+            var reader = theirs.source.recordReader(l, fail: fail)
+            for m in try reader.memberTable().0.members.map(\.id) {
+                if let it = o[m]?.item, it.location.recordID == l.recordID {
+                    return RecordRef(id: l.recordID, offset: it.location.offset, length: it.location.length)
+                }
+                var found: RecordRef?
+                try scan(.history, from: m.bytes) { e in
+                    guard e.key.starts(with: m.bytes) else { return false }
+                    if let r = e.record, r.id == l.recordID { found = r }
+                    return found == nil
+                }
+                if let found { return found }
+            }
+            return nil
+        }
+        /// A taken item's record, where OURS now holds it, must name the item at its member: only the first block
+        /// of a reused record authenticates, and the member a THEIRS entry names is THEIRS's word.
+        /// Member tables read so far, by where OURS holds the record: members of one solid record read it once.
+        var tables: [RecordRef: MemberTable] = [:]
+        func named(_ item: Item) throws -> Item {
+            let fail = { (m: String) in VaultError(.damagedRecord, "THEIRS (\(theirs.path)), \(item.displayName): \(m)") }
+            let at = RecordRef(id: item.location.recordID, offset: item.location.offset, length: item.location.length)
+            do {
+                if tables[at] == nil {
+                    var reader = source.recordReader(item.location, fail: fail)
+                    tables[at] = try reader.memberTable().0
+                }
+                try tables[at]!.check([item])
+            } catch let e as VaultError {
+                throw VaultError(.damagedRecord, "THEIRS (\(theirs.path)): \(e.context)")
+            }
+            return item
+        }
         func place(_ item: Item, from source: PagedVault) throws -> Item {
             var item = item
             let l = item.location
             if let r = moved[l.recordID] {
                 item.location.offset = r.offset
                 item.location.length = r.length
-                return item
+                return source === self ? item : try named(item)
             }
-            if source === self || oursHolds(l) { return item }
+            if source === self { return item }
+            if oursHolds(l) { return try named(item) }
+            // Not at THEIRS's place: OURS may still hold it elsewhere (either side compacted since they parted).
+            // A copy would give one record id two extents (V3.4), and a leaf naming both cannot be written.
+            if let r = try oursRecord(l) {
+                item.location.offset = r.offset
+                item.location.length = r.length
+                moved[l.recordID] = r
+                return try named(item)
+            }
             let fail = { (m: String) in VaultError(.damagedRecord, "THEIRS (\(source.path)), \(item.displayName): \(m)") }
             let key = StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID)
             var raw = source.source.recordReader(l, fail: fail)
@@ -215,7 +275,7 @@ extension PagedVault {
             moved[l.recordID] = RecordRef(id: l.recordID, offset: copied.offset, length: copied.length)
             report.recordsCopied += 1
             item.location = copied
-            return item
+            return try named(item)
         }
         // The changes.
         var items: [TreeWriter.Change] = [], attributes: [TreeWriter.Change] = [], history: [TreeWriter.Change] = []

@@ -191,6 +191,17 @@ package enum PageCodec {
         }
     }
 
+    /// Throws unless `entries` name each record at one extent (V3.4): a record table holds an id once, and a
+    /// writer that met one record at two places would write a page no reader opens.
+    static func checkOneExtentPerRecord(_ entries: some Sequence<LeafEntry>) throws {
+        var seen: [ID128: RecordRef] = [:]
+        for case let r? in entries.lazy.map(\.record) {
+            if let s = seen.updateValue(r, forKey: r.id), s != r {
+                throw VaultError(.damagedIndex, "record \(Hex.encode(r.id.bytes)) named at two extents (body offsets \(s.offset) and \(r.offset))")
+            }
+        }
+    }
+
     static func appendKey(_ key: [UInt8], after previous: [UInt8], into w: inout ByteWriter) {
         var shared = 0
         let n = min(key.count, previous.count)

@@ -359,8 +359,11 @@ package final class PagedVault {
             k.withUnsafeBytes { h.combine(bytes: $0) }
             return UInt64(bitPattern: Int64(h.finalize()))
         }
+        // One entry per item (V3.4): an item id at two keys (a key change that kept the old entry) is damage.
+        var ids = Set<ItemID>()
         let itemsCount = try reader(.items).verify({ e in
             let s = try ItemEntries.decode(e, schema: root.schema)
+            guard ids.insert(s.id).inserted else { throw VaultError(.damagedIndex, "item \(s.id) has two entries in the items tree") }
             guard let item = s.item else { tombs += 1; return }
             live += 1
             for k in ItemEntries.attributeKeys(item, itemKey: e.key, schema: root.schema) {
@@ -469,13 +472,18 @@ package final class PagedVault {
             store.random = random
             store.level = level
             let chain = Int(tail.trailer.chain) + 1
-            // The trailer's count is the file's word; one that deleting would take below zero is damage, not a trap.
+            // The trailer's count is only checked against the index by verification (V4): a forged or damaged
+            // one must not trap here.
             guard count + liveChange >= 0 else {
-                throw VaultError(.damagedIndex, "the last trailer counts \(count) live items, fewer than this commit deletes")
+                throw VaultError(.damagedIndex, "the commit would leave \(count + liveChange) live items (the trailer counts \(count))")
             }
             let itemCount = UInt64(count + liveChange)
             // A commit of many changes folds without being encoded as a delta first.
             let changes = changeCount > PagedLimits.foldAfterChanges ? [] : perTree.flatMap { t in t.changes.map { (tree: t.tree, change: $0) } }
+            try PageCodec.checkOneExtentPerRecord(changes.lazy.compactMap { c -> LeafEntry? in
+                if case .put(let e) = c.change { return e }
+                return nil
+            })
             let delta = changes.isEmpty ? [] : DeltaCodec.encode(changes)
             if chain >= PagedLimits.deltaChainMax || overlayBytes + delta.count > PagedLimits.foldAfterBytes || changeCount > PagedLimits.foldAfterChanges
                 || delta.count > PagedLimits.deltaMax {

@@ -107,6 +107,7 @@ final class FilePageStore: PageStore {
     }
 
     func write(_ page: Page) throws -> PageRef {
+        if case .leaf(let entries) = page.content { try PageCodec.checkOneExtentPerRecord(entries) }
         let plain = PageCodec.encode(page)
         guard plain.count <= PagedLimits.pageMax else { throw VaultError(.invalidArgument, "a page of \(plain.count) bytes (PAGE_MAX)") }
         let id = ID128(random.bytes(16))
