@@ -143,3 +143,23 @@ final class PagedMergeTests: PagedTestCase {
         }
     }
 }
+
+extension PagedMergeTests {
+    /// V8: a copy whose last change is older than the tombstone horizon is reported, so that the caller can
+    /// warn that deletions it missed may come back.
+    func testACopyOlderThanTheTombstoneHorizonIsReported() throws {
+        let base = dir + "/base.kcv"
+        try PagedVault.create(path: base, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema,
+                              retention: Retention(keep: 10, days: 90, tombstoneDays: 30))
+        let old = try copy(base, "old.kcv")
+        let v = try PagedVault.open(path: old, secret: secret, mode: .write)
+        // Its last change, 40 days ago.
+        let fortyDaysAgo = PagedTransaction.realTimeMilliseconds() - 40 * 86_400_000
+        try v.commit(now: { fortyDaysAgo }) { tx in _ = try tx.add(attributes: attrs("s", "a"), value: [1]) }
+        let recent = try copy(base, "recent.kcv")
+        let r = try PagedVault.open(path: recent, secret: secret, mode: .write)
+        try r.commit { tx in _ = try tx.add(attributes: attrs("s", "b"), value: [2]) }
+        XCTAssertTrue(try merge(base: base, ours: recent, theirs: old).theirsOlderThanTombstones)
+        XCTAssertFalse(try merge(base: base, ours: old, theirs: recent).theirsOlderThanTombstones)
+    }
+}

@@ -12,6 +12,10 @@ package struct MergeReport: Hashable, Sendable {
     package var historyCopied = 0
     /// Records copied from THEIRS (records both copies hold are not copied).
     package var recordsCopied = 0
+    /// THEIRS's last change is older than OURS's tombstone horizon (V8): a deletion OURS made and has since
+    /// forgotten (its tombstone expired) cannot be told from an item THEIRS still holds, which then comes
+    /// back. The caller warns (`kcar merge` will).
+    package var theirsOlderThanTombstones = false
 
     package init() {}
 }
@@ -93,6 +97,9 @@ extension PagedVault {
             throw VaultError(.invalidArgument, "\(side.rawValue) (\(v.path)) keys its items by another schema than OURS")
         }
         var report = MergeReport()
+        let horizon = UInt64(root.retention.tombstoneDays).multipliedReportingOverflow(by: 86_400_000 << 16)
+        let now = PagedRebuild.clockNow()
+        report.theirsOlderThanTombstones = !horizon.overflow && horizon.partialValue < now && theirs.clock < now - horizon.partialValue
         try exclusively {
             // A merge gives versions above both clocks (tombstones for shared primary keys); a clock read from
             // a file near 2^64 leaves none to give (as a commit refuses it, never a trap).
