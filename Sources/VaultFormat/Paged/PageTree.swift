@@ -31,8 +31,14 @@ package struct TreeReader {
         if let parentLevel, page.level != parentLevel - 1 { throw fail("level \(page.level) under a branch of level \(parentLevel)") }
         if let first, page.firstKey != first { throw fail("its first key is not the separator that names it") }
         if let upper, !page.lastKey.lexicographicallyPrecedes(upper) { throw fail("its last key is not below the next separator") }
-        if case .leaf(let e) = page.content, UInt64(e.count) != ref.count {
-            throw fail("\(e.count) entries where its reference says \(ref.count)")
+        // V3.3 rule 4, checked whenever a page is opened: a leaf's entries, or the counts its children's
+        // references give (each child is checked against its own when it is opened).
+        switch page.content {
+        case .leaf(let e):
+            if UInt64(e.count) != ref.count { throw fail("\(e.count) entries where its reference says \(ref.count)") }
+        case .branch(let e):
+            let sum = e.reduce(UInt64(0)) { $0 &+ $1.child.count }
+            if sum != ref.count { throw fail("its children hold \(sum) entries, its reference says \(ref.count)") }
         }
         return page
     }
