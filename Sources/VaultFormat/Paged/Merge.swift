@@ -150,10 +150,7 @@ extension PagedVault {
             guard let y else { return true }
             return y.version < x.version
         }
-        var clock = max(self.clock, theirs.clock)
-        guard clock < UInt64.max - (1 << 32) else {
-            throw VaultError(.invalidArgument, "the vaults' clock is at \(clock): no versions are left to give")
-        }
+        var clock = max(self.clock, theirs.clock)  // both checked below 2^64 - 2^32 by `merge`
         func nextVersion() -> Version {
             clock += 1
             return Version(hlc: clock, writer: writerID)
