@@ -16,6 +16,10 @@ package struct MergeReport: Hashable, Sendable {
     /// forgotten (its tombstone expired) cannot be told from an item THEIRS still holds, which then comes
     /// back. The caller warns (`kcar merge` will).
     package var theirsOlderThanTombstones = false
+    /// THEIRS holds versions more than a day ahead of this machine's clock: a copy written with a clock set
+    /// wrong. Its changes win every conflict until real time catches up (V5 orders by hlc), and OURS's
+    /// clock moves up to them. The caller warns.
+    package var theirsClockAhead = false
 
     package init() {}
 }
@@ -100,6 +104,7 @@ extension PagedVault {
         let horizon = UInt64(root.retention.tombstoneDays).multipliedReportingOverflow(by: 86_400_000 << 16)
         let now = PagedRebuild.clockNow()
         report.theirsOlderThanTombstones = !horizon.overflow && horizon.partialValue < now && theirs.clock < now - horizon.partialValue
+        report.theirsClockAhead = theirs.clock > now &+ (86_400_000 << 16)
         try exclusively {
             // A merge gives versions above both clocks (tombstones for shared primary keys); a clock read from
             // a file near 2^64 leaves none to give (as a commit refuses it, never a trap).
