@@ -7,12 +7,12 @@ final class PageCacheTests: XCTestCase {
         func ref(_ n: UInt64) -> PageRef { PageRef(id: ID128(hi: 0, lo: n), offset: n, length: 1, count: 0) }
         let page = Page(tree: .items, level: 0, content: .leaf([LeafEntry(key: [1])]))
         var cache = PageCache(capacity: 3)
-        for n in 1...3 { cache[ref(n)] = page }
+        for n: UInt64 in 1...3 { cache[ref(n)] = page }
         cache[ref(2)] = page  // already there: nothing is given up
         XCTAssertNotNil(cache[ref(1)])
-        for n in 4...5 { cache[ref(n)] = page }
-        XCTAssertEqual((1...5).map { cache[ref($0)] != nil }, [false, false, true, true, true])
-        for n in 6...9 { cache[ref(n)] = page }
-        XCTAssertEqual((1...9).filter { cache[ref($0)] != nil }, [7, 8, 9])
+        for n: UInt64 in 4...5 { cache[ref(n)] = page }
+        XCTAssertEqual((UInt64(1)...5).map { cache[ref($0)] != nil }, [false, false, true, true, true])
+        for n: UInt64 in 6...9 { cache[ref(n)] = page }
+        XCTAssertEqual((UInt64(1)...9).filter { cache[ref($0)] != nil }, [7, 8, 9])
     }
 }
