@@ -6,20 +6,26 @@ struct StreamKey: Sendable {
     let key: SecureBytes
     let adPrefix: [UInt8]
 
-    static func record(_ keys: Subkeys, vaultID: [UInt8], recordID: ID128) -> StreamKey {
-        var w = ByteWriter()
-        w.append("kcar-rec-v1")
+    init(key: SecureBytes, adPrefix: [UInt8]) {
+        self.key = key
+        self.adPrefix = adPrefix
+    }
+
+    /// The prefix every stream of kcar has: `label || vault_id || what names the stream`.
+    init(key: SecureBytes, label: String, vaultID: [UInt8], naming name: [UInt8]) {
+        var w = ByteWriter(capacity: label.utf8.count + vaultID.count + name.count)
+        w.append(contentsOf: Array(label.utf8))
         w.append(contentsOf: vaultID)
-        w.append(contentsOf: recordID.bytes)
-        return StreamKey(key: keys.record, adPrefix: w.bytes)
+        w.append(contentsOf: name)
+        self.init(key: key, adPrefix: w.bytes)
+    }
+
+    static func record(_ keys: Subkeys, vaultID: [UInt8], recordID: ID128) -> StreamKey {
+        StreamKey(key: keys.record, label: "kcar-rec-v1", vaultID: vaultID, naming: recordID.bytes)
     }
 
     static func index(_ keys: Subkeys, vaultID: [UInt8], generation: UInt64) -> StreamKey {
-        var w = ByteWriter()
-        w.append("kcar-idx-v1")
-        w.append(contentsOf: vaultID)
-        w.appendLE(generation)
-        return StreamKey(key: keys.index, adPrefix: w.bytes)
+        StreamKey(key: keys.index, label: "kcar-idx-v1", vaultID: vaultID, naming: withUnsafeBytes(of: generation.littleEndian, Array.init))
     }
 
     func ad(chunk: UInt32, last: Bool) -> [UInt8] {

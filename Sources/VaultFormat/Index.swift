@@ -247,7 +247,19 @@ protocol TrailerLayout {
     static var size: Int { get }
     static var magic: [UInt8] { get }
     static func candidate(_ b: ArraySlice<UInt8>, at: UInt64) -> Self?
-    static func macInput(vaultID: [UInt8], _ body: ArraySlice<UInt8>) -> [UInt8]
+    /// What the trailer's MAC is taken over starts with this label (SPEC.md §8, Part 4 V7).
+    static var macLabel: String { get }
+}
+
+extension TrailerLayout {
+    /// `label || vault_id || the trailer's bytes before its MAC`.
+    static func macInput(vaultID: [UInt8], _ body: ArraySlice<UInt8>) -> [UInt8] {
+        var w = ByteWriter(capacity: macLabel.utf8.count + vaultID.count + body.count)
+        w.append(contentsOf: Array(macLabel.utf8))
+        w.append(contentsOf: vaultID)
+        w.append(contentsOf: body)
+        return w.bytes
+    }
 }
 
 /// The fixed-size commit trailer (SPEC.md §8).
@@ -265,13 +277,7 @@ struct Trailer: Equatable, TrailerLayout {
     var checkpoint: Bool
     var chain: UInt16
 
-    static func macInput(vaultID: [UInt8], _ body: ArraySlice<UInt8>) -> [UInt8] {
-        var w = ByteWriter(capacity: 11 + 16 + 64)
-        w.append("kcar-trl-v1")
-        w.append(contentsOf: vaultID)
-        w.append(contentsOf: body)
-        return w.bytes
-    }
+    static let macLabel = "kcar-trl-v1"
 
     func encode(vaultID: [UInt8], key: SecureBytes) -> [UInt8] {
         var w = ByteWriter(capacity: Trailer.size)

@@ -165,13 +165,7 @@ struct TrailerV2: Equatable, TrailerLayout {
     var wroteRoot: Bool
     var chain: UInt16
 
-    static func macInput(vaultID: [UInt8], _ body: ArraySlice<UInt8>) -> [UInt8] {
-        var w = ByteWriter(capacity: 11 + 16 + 96)
-        w.append("kcar-trl-v2")
-        w.append(contentsOf: vaultID)
-        w.append(contentsOf: body)
-        return w.bytes
-    }
+    static let macLabel = "kcar-trl-v2"
 
     func encode(vaultID: [UInt8], key: SecureBytes) -> [UInt8] {
         var w = ByteWriter(capacity: TrailerV2.size)

@@ -5,20 +5,12 @@ import Glibc
 extension StreamKey {
     /// A page's blocks (SPEC.md Part 4, V3.2): `"kcar-pg-v2" || vault_id || page_id`.
     static func page(_ keys: Subkeys, vaultID: [UInt8], pageID: ID128) -> StreamKey {
-        var w = ByteWriter()
-        w.append("kcar-pg-v2")
-        w.append(contentsOf: vaultID)
-        w.append(contentsOf: pageID.bytes)
-        return StreamKey(key: keys.index, adPrefix: w.bytes)
+        StreamKey(key: keys.index, label: "kcar-pg-v2", vaultID: vaultID, naming: pageID.bytes)
     }
 
     /// A delta segment's blocks (V6): `"kcar-dlt-v2" || vault_id || u64 generation`.
     static func delta(_ keys: Subkeys, vaultID: [UInt8], generation: UInt64) -> StreamKey {
-        var w = ByteWriter()
-        w.append("kcar-dlt-v2")
-        w.append(contentsOf: vaultID)
-        w.appendLE(generation)
-        return StreamKey(key: keys.index, adPrefix: w.bytes)
+        StreamKey(key: keys.index, label: "kcar-dlt-v2", vaultID: vaultID, naming: withUnsafeBytes(of: generation.littleEndian, Array.init))
     }
 }
 
