@@ -46,24 +46,31 @@ final class FixtureTests: XCTestCase {
     }
 
     func testMalformedVaultsFailAsTheManifestSays() throws {
-        let manifest = String(decoding: try Recipes.read(Self.fixture("malformed/MANIFEST.tsv")), as: UTF8.self)
+        let count = try Self.checkMalformed(Recipes.malformed, fixture: Self.fixture) { try Vault.open(path: $0, secret: Recipes.keySecret).verify() }
+        XCTAssertGreaterThanOrEqual(count, 40)
+    }
+
+    /// Every malformed file is what its recipe writes, is listed in MANIFEST.tsv with its stage and error, and
+    /// fails so: opening it (`open` stage), or verifying it (`verify`: the first problem). Returns how many.
+    static func checkMalformed(_ malformed: [Malformed], fixture: (String) -> String,
+                               openAndVerify: (String) throws -> VerifyReport) throws -> Int {
+        let manifest = String(decoding: try Recipes.read(fixture("malformed/MANIFEST.tsv")), as: UTF8.self)
         let lines = manifest.split(separator: "\n").filter { !$0.hasPrefix("#") }
-        XCTAssertEqual(lines.count, Recipes.malformed.count)
-        XCTAssertGreaterThanOrEqual(lines.count, 40)
-        for m in Recipes.malformed {
-            let path = Self.fixture("malformed/\(m.name).kcv")
+        XCTAssertEqual(lines.count, malformed.count)
+        for m in malformed {
+            let path = fixture("malformed/\(m.name).kcv")
             XCTAssertEqual(try m.build(), try Recipes.read(path), "\(m.name).kcv differs from its recipe")
             XCTAssertTrue(lines.contains { $0.hasPrefix("\(m.name)\t\(m.stage.rawValue)\t\(m.expect.rawValue)\t") }, m.name)
             do {
-                let vault = try Vault.open(path: path, secret: Recipes.keySecret)
+                let report = try openAndVerify(path)
                 XCTAssertEqual(m.stage, .verify, "\(m.name): opened, but should fail at open with \(m.expect)")
-                let report = vault.verify()
                 XCTAssertEqual(report.problems.first?.code, m.expect, "\(m.name): \(report.problems)")
             } catch let e as VaultError {
                 XCTAssertEqual(m.stage, .open, "\(m.name): \(e)")
                 XCTAssertEqual(e.code, m.expect, "\(m.name): \(e)")
             }
         }
+        return lines.count
     }
 
     func testSpecVectorIsTheOneItemFixture() throws {
@@ -147,22 +154,6 @@ final class FixtureV2Tests: XCTestCase {
     }
 
     func testMalformedVaultsFailAsTheManifestSays() throws {
-        let manifest = String(decoding: try Recipes.read(Self.fixture("malformed/MANIFEST.tsv")), as: UTF8.self)
-        let lines = manifest.split(separator: "\n").filter { !$0.hasPrefix("#") }
-        XCTAssertEqual(lines.count, RecipesV2.malformed.count)
-        for m in RecipesV2.malformed {
-            let path = Self.fixture("malformed/\(m.name).kcv")
-            XCTAssertEqual(try m.build(), try Recipes.read(path), "\(m.name).kcv differs from its recipe")
-            XCTAssertTrue(lines.contains { $0.hasPrefix("\(m.name)\t\(m.stage.rawValue)\t\(m.expect.rawValue)\t") }, m.name)
-            do {
-                let vault = try PagedVault.open(path: path, secret: Recipes.keySecret)
-                XCTAssertEqual(m.stage, .verify, "\(m.name): opened, but should fail at open with \(m.expect)")
-                let report = vault.verify()
-                XCTAssertEqual(report.problems.first?.code, m.expect, "\(m.name): \(report.problems)")
-            } catch let e as VaultError {
-                XCTAssertEqual(m.stage, .open, "\(m.name): \(e)")
-                XCTAssertEqual(e.code, m.expect, "\(m.name): \(e)")
-            }
-        }
+        _ = try FixtureTests.checkMalformed(RecipesV2.malformed, fixture: Self.fixture) { try PagedVault.open(path: $0, secret: Recipes.keySecret).verify() }
     }
 }
