@@ -28,6 +28,15 @@ package struct Retention: Hashable, Sendable {
         self.days = days
         self.tombstoneDays = tombstoneDays
     }
+
+    /// One day in hlc units (V5: milliseconds in the upper 48 bits).
+    static let day: UInt64 = 86_400_000 << 16
+
+    /// The hlc `days` days before `now` (0 if that is before 1970): versions below it are past retention.
+    static func cutoff(days: Int, before now: UInt64) -> UInt64 {
+        let (span, overflow) = UInt64(days).multipliedReportingOverflow(by: day)
+        return overflow || span > now ? 0 : now - span
+    }
 }
 
 /// The index root a commit's trailer names (V4).

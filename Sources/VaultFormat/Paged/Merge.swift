@@ -101,10 +101,9 @@ extension PagedVault {
             throw VaultError(.invalidArgument, "\(side.rawValue) (\(v.path)) keys its items by another schema than OURS")
         }
         var report = MergeReport()
-        let horizon = UInt64(root.retention.tombstoneDays).multipliedReportingOverflow(by: 86_400_000 << 16)
         let now = PagedRebuild.clockNow()
-        report.theirsOlderThanTombstones = !horizon.overflow && horizon.partialValue < now && theirs.clock < now - horizon.partialValue
-        report.theirsClockAhead = theirs.clock > now &+ (86_400_000 << 16)
+        report.theirsOlderThanTombstones = theirs.clock < Retention.cutoff(days: root.retention.tombstoneDays, before: now)
+        report.theirsClockAhead = theirs.clock > now &+ Retention.day
         try exclusively {
             // A merge gives versions above both clocks (tombstones for shared primary keys); a clock read from
             // a file near 2^64 leaves none to give (as a commit refuses it, never a trap).

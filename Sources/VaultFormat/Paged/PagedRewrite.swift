@@ -57,12 +57,8 @@ extension PagedVault {
     /// What a rewrite keeps (V8): live items, tombstones younger than `tombstone days`, and for each item its
     /// `keep` most recent history entries younger than `days`.
     func keptState(now: UInt64) throws -> (live: [ItemState], tombstones: [LeafEntry], history: [(version: Version, why: UInt8, item: Item)]) {
-        let day: UInt64 = 86_400_000 << 16
         let r = root.retention
-        func cutoff(_ days: Int) -> UInt64 {
-            let (span, o) = UInt64(days).multipliedReportingOverflow(by: day)
-            return o || span > now ? 0 : now - span
-        }
+        func cutoff(_ days: Int) -> UInt64 { Retention.cutoff(days: days, before: now) }
         var live: [ItemState] = [], tombstones: [LeafEntry] = []
         var names = NameCache()
         try scan(.items) { e in

@@ -302,8 +302,7 @@ package final class PagedVault {
     /// history tree, deltas included: a commit that touches an item trims its history.
     func historyPastRetention(of id: ItemID, adding: Int, now: UInt64) throws -> [[UInt8]] {
         let r = root.retention
-        let (span, overflow) = UInt64(r.days).multipliedReportingOverflow(by: 86_400_000 << 16)
-        let cutoff = overflow || span > now ? 0 : now - span
+        let cutoff = Retention.cutoff(days: r.days, before: now)
         var keys: [[UInt8]] = []
         try scan(.history, from: id.bytes) { e in
             guard e.key.starts(with: id.bytes) else { return false }
@@ -492,7 +491,7 @@ package final class PagedVault {
                 for t in perTree.indices {
                     let tree = perTree[t].tree
                     let earlier = sortedChanges(tree)
-                    let pending = earlier.isEmpty ? perTree[t].changes : PagedVault.merge(earlier.map(\.value), perTree[t].changes)
+                    let pending = earlier.isEmpty ? perTree[t].changes : PagedVault.combine(earlier.map(\.value), perTree[t].changes)
                     perTree[t].changes = []
                     // The counts follow what each change replaces (an items-tree entry is live exactly when it
                     // names a record; wrapping, since a forged root's counts are only compared afterwards); a
@@ -549,7 +548,7 @@ package final class PagedVault {
     }
 
     /// Merges two change lists, each in ascending key order, into one; on equal keys the newer (`later`) wins.
-    static func merge<S: Sequence<TreeWriter.Change>>(_ earlier: [TreeWriter.Change], _ later: S) -> [TreeWriter.Change] {
+    static func combine<S: Sequence<TreeWriter.Change>>(_ earlier: [TreeWriter.Change], _ later: S) -> [TreeWriter.Change] {
         var out: [TreeWriter.Change] = []
         out.reserveCapacity(earlier.count)
         var i = 0
