@@ -74,6 +74,8 @@ extension Help {
         O(name: "new-passphrase-fd", kind: .value, argument: "N", meaning: "the new passphrase from file descriptor N"),
     ] + kdfOptions
 
+    static let format = O(name: "format", kind: .value, argument: "N",
+                          meaning: "the vault format: 2 (default: paged index, versions, merge) or 1 (for kcar 0.x readers of format 1 only)")
     static let level = O(name: "level", kind: .value, argument: "N", meaning: "compression level 0 (store) to 12 (default 6; 1 fastest, 7 about gzip -6's size)")
     static let exclude = O(name: "exclude", kind: .repeated, argument: "PATTERN", meaning: "skip names matching a shell pattern (with /: the path below DIR)")
     static let dereference = O(name: "dereference", kind: .flag, short: "h",
@@ -123,7 +125,7 @@ extension Help {
               meaning: "add an X25519 slot for each recipient of FILE (one per line, # comments, as age -R)", completes: .file),
             O(name: "group", kind: .value, argument: "G", meaning: "the vault's access group (default \"default\"); with --keychain the group packed"),
             keychainDir, groupList, lockTimeout,
-            level,
+            level, format,
             exclude, dereference,
             O(name: "items", kind: .value, argument: "FILE.json", meaning: "pack the items of an item file instead of a folder", completes: .file),
             deviceOnly.meaning("also pack ThisDeviceOnly items"),

@@ -87,7 +87,7 @@ enum Pack {
         let registration = toStdout ? TemporaryFiles.register(target) : nil
         defer { TemporaryFiles.unregister(registration) }
         do {
-            try Vault.create(path: target, group: group, slots: slots, options: options, overwrite: args.flag("force")) { tx in
+            try createVault(target, group: group, slots: slots, options: options, args) { tx in
                 DebugSeam.pause("pack-writing")
                 for e in entries {
                     if let problem = try store(e, opener: opener, progress: progress, put: { a, v in try tx.add(attributes: a, value: v) }) {
@@ -139,7 +139,7 @@ enum Pack {
             warn("left out \(count(deviceOnly, "ThisDeviceOnly item")) (--include-device-only packs them)")
         }
         let slots = try Secrets.newSlots(args)
-        try Vault.create(path: vaultPath, group: group, slots: slots, options: WriteOptions(level: level), overwrite: args.flag("force")) { tx in
+        try createVault(vaultPath, group: group, slots: slots, options: WriteOptions(level: level), args) { tx in
             for e in entries { try tx.add(class: e.itemClass, attributes: e.attributes, value: .bytes(e.value)) }
         }
         if !args.flag("quiet") { warn("packed \(count(entries.count, "item")) into \(vaultPath)") }
@@ -491,4 +491,17 @@ func randomBytes(_ n: Int) -> [UInt8] {
     var b = [UInt8](repeating: 0, count: n)
     b.withUnsafeMutableBytes { SystemRandom.shared.fill($0) }
     return b
+}
+
+extension Pack {
+    /// Creates a vault in the format `--format` asks for: version 2 (SPEC.md Part 4, the default) keyed as a
+    /// keychain group is, so that packed vaults and groups merge alike; or version 1 (Part 1).
+    static func createVault(_ path: String, group: String, slots: [SlotSecret], options: WriteOptions, _ args: Arguments,
+                            _ body: (Transaction) throws -> Void) throws {
+        switch args.value("format") ?? "2" {
+        case "2": try Vault.create(path: path, group: group, slots: slots, schema: Schema.paged, options: options, overwrite: args.flag("force"), body)
+        case "1": try Vault.create(path: path, group: group, slots: slots, options: options, overwrite: args.flag("force"), body)
+        case let other: throw CLIError.usage("--format \(other): 1 or 2")
+        }
+    }
 }

@@ -169,9 +169,10 @@ extension PagedVault {
 }
 
 extension Vault {
-    /// Creates a new version 2 vault at `path` (SPEC.md Part 4) keyed by `schema`, holding what `body` adds:
-    /// an empty fold and then one commit of `body`'s changes, both written under a temporary name that is
-    /// renamed into place only when complete (as ``create(path:group:slots:options:overwrite:random:_:)``).
+    /// Creates a new version 2 vault at `path` (SPEC.md Part 4) keyed by `schema`, holding what `body` adds in
+    /// one fold commit (generation 1, as a version 1 vault's first checkpoint: a cut file has no complete
+    /// commit), written under a temporary name that is renamed into place only when complete (as
+    /// ``create(path:group:slots:options:overwrite:random:_:)``).
     package static func create(path: String, group: String, slots: [SlotSecret], schema: PagedSchema, retention: Retention = .init(),
                                options: WriteOptions = .init(), overwrite: Bool = false, random: RandomSource = SystemRandom.shared,
                                now: UInt64 = PagedTransaction.realTimeMilliseconds(), _ body: (Transaction) throws -> Void) throws {
@@ -182,16 +183,19 @@ extension Vault {
             let store = FilePageStore(source: RecordSource(file: tmp.file, headerLength: UInt64(headerBytes.count), vaultID: vaultID, keys: keys), limit: 0)
             store.random = random
             store.level = options.level
-            let tail = try PagedVault.writeFold(root: IndexRoot(schema: schema, retention: retention), store: store, commitStart: 0,
-                                                generation: 1, previous: nil, itemCount: 0)
+            let root = IndexRoot(schema: schema, retention: retention)
+            let none = TrailerV2(generation: 0, commitStart: 0, previous: TrailerV2.none, rootOffset: 0, rootLength: 0, rootID: ID128(hi: 0, lo: 0),
+                                 deltaOffset: TrailerV2.none, deltaLength: 0, itemCount: 0, wroteRoot: true, chain: 0)
             // The temporary file stays locked by `tmp` (a lock released here would let another writer take it
             // for a killed writer's): the commit is appended without taking the lock again.
-            let p = PagedVault(path: tmp.tempPath, header: header, file: tmp.file, vaultKey: vaultKey, store: store,
-                               root: IndexRoot(schema: schema, retention: retention), tail: tail,
-                               writerID: UInt64(bigEndianBytes: random.bytes(8)), mode: .write)
+            let p = PagedVault(path: tmp.tempPath, header: header, file: tmp.file, vaultKey: vaultKey, store: store, root: root,
+                               tail: (none, 0), writerID: UInt64(bigEndianBytes: random.bytes(8)), mode: .write)
+            p.uncommitted = true
             try p.commitLocked(level: options.level, random: random, solidMembers: options.solidMembers, now: now) { ptx in
                 try body(Transaction(paged: ptx, random: random, state: [:]))
             }
+            // Nothing added: the vault is one fold of empty trees.
+            if p.uncommitted { _ = try PagedVault.writeFold(root: root, store: store, commitStart: 0, generation: 1, previous: nil, itemCount: 0) }
             try tmp.commit(overwrite: overwrite)
         } catch {
             tmp.abandon()

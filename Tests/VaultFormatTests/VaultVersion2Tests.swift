@@ -131,7 +131,7 @@ final class VaultVersion2Tests: PagedTestCase {
         }
         let v = try Vault.open(path: path, secret: secret)
         XCTAssertEqual(v.count, 3)
-        XCTAssertEqual(v.generation, 2, "an empty fold, then the first commit")
+        XCTAssertEqual(v.generation, 1, "one fold commit, as a version 1 vault's first checkpoint")
         XCTAssertTrue(v.verify().isIntact)
         XCTAssertEqual(try PagedVault.open(path: path, secret: secret).schema, schema)
     }

@@ -70,6 +70,9 @@ package final class PagedVault {
     var tail: (trailer: TrailerV2, offset: UInt64)
     package let writerID: UInt64
     let mode: OpenMode
+    /// A file being created, with its header and no commit yet (``Vault/create(path:group:slots:schema:retention:options:overwrite:random:now:_:)``):
+    /// its first commit is a fold at the start of the body, generation 1, with no previous commit.
+    var uncommitted = false
     var lockTimeout: Double = 10
 
     init(path: String, header: Header, file: File, vaultKey: SecureBytes, store: FilePageStore, root: IndexRoot,
@@ -467,8 +470,8 @@ package final class PagedVault {
     /// Appends one commit (under the lock): `make` writes its records through the writer it is given and
     /// returns its tree changes, which become a delta segment or a fold.
     func appendCommit(level: Int32, random: RandomSource, solidMembers: Int, _ make: (CommitWriter) throws -> CommitChanges) throws {
-        let generation = try Vault.nextGeneration(after: tail.trailer.generation, path)
-        let end = tail.offset + UInt64(TrailerV2.size)
+        let generation = uncommitted ? 1 : try Vault.nextGeneration(after: tail.trailer.generation, path)
+        let end = uncommitted ? 0 : tail.offset + UInt64(TrailerV2.size)
         if try file.size() != UInt64(header.length) + end { try file.truncate(to: UInt64(header.length) + end) }
         let writer = CommitWriter(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys,
                                   random: random, level: level, solidMembers: solidMembers, at: end)
@@ -497,7 +500,7 @@ package final class PagedVault {
                 return nil
             })
             let delta = changes.isEmpty ? [] : DeltaCodec.encode(changes)
-            if chain >= PagedLimits.deltaChainMax || overlayBytes + delta.count > PagedLimits.foldAfterBytes || changeCount > PagedLimits.foldAfterChanges
+            if uncommitted || chain >= PagedLimits.deltaChainMax || overlayBytes + delta.count > PagedLimits.foldAfterBytes || changeCount > PagedLimits.foldAfterChanges
                 || delta.count > PagedLimits.deltaMax {
                 var newRoot = root
                 newRoot.clock = clock
@@ -536,7 +539,8 @@ package final class PagedVault {
                     throw VaultError(.damagedIndex, "folding gives \(newRoot.liveItems) live items where \(itemCount) were expected")
                 }
                 let t = try PagedVault.writeFold(root: newRoot, store: store, commitStart: end, generation: generation,
-                                                 previous: tail.offset, itemCount: itemCount)
+                                                 previous: uncommitted ? nil : tail.offset, itemCount: itemCount)
+                uncommitted = false
                 root = newRoot
                 replay([])
                 overlayBytes = 0
