@@ -200,15 +200,28 @@ extension Vault {
         // must not turn a successful commit into an error. It is tried again after the next commit, and
         // reported: in ``lastCompactionError`` and to ``compactionFailures``.
         if compactNow {
-            do {
-                try compact(random: random, options: options)
-                lastCompactionError = nil
-            } catch {
-                let e = error as? VaultError ?? VaultError(.io, "\(error)")
-                lastCompactionError = e
-                Vault.compactionFailures.withLock { $0 }?(path, e)
-            }
+            lastCompactionError = Vault.compactAfterCommit(path: path) { try compact(random: random, options: options) }
         }
+    }
+
+    /// Runs the automatic compaction after a commit that stood (both format versions): a failure is returned
+    /// (the caller's `lastCompactionError`) and told to the ``reportCompactionFailures(to:)`` handler, never
+    /// thrown.
+    static func compactAfterCommit(path: String, _ compact: () throws -> Void) -> VaultError? {
+        do {
+            try compact()
+            return nil
+        } catch {
+            let e = error as? VaultError ?? VaultError(.io, "\(error)")
+            compactionFailures.withLock { $0 }?(path, e)
+            return e
+        }
+    }
+
+    /// The automatic-compaction threshold of both format versions (SPEC.md §9, Part 4 V8.1): more than
+    /// 1 MiB dead and more than half of the body.
+    static func passesCompactionThreshold(dead: UInt64, body: UInt64) -> Bool {
+        dead > Limits.compactDeadMin && Double(dead) > Double(body) * Limits.compactDeadRatio
     }
 
     /// Told, on the committing thread, of every automatic compaction that failed after a commit (the commit
@@ -240,8 +253,7 @@ extension Vault {
 
     /// Whether dead space has passed the automatic-compaction threshold (SPEC.md §9).
     public var shouldCompact: Bool {
-        let dead = deadBytes
-        return dead > Limits.compactDeadMin && Double(dead) > Double(tail.end) * Limits.compactDeadRatio
+        Vault.passesCompactionThreshold(dead: deadBytes, body: tail.end)
     }
 
     /// Cuts off an incomplete commit (what `kcar recover` does). Needs `.write`.

@@ -76,6 +76,8 @@ package final class PagedVault {
     package let writerID: UInt64
     let mode: OpenMode
     var lockTimeout: Double = 10
+    /// Why the last automatic compaction failed, if it did (the commit before it stood).
+    package internal(set) var lastCompactionError: VaultError?
 
     init(path: String, header: Header, file: File, vaultKey: SecureBytes, store: FilePageStore, root: IndexRoot,
          tail: (TrailerV2, UInt64), writerID: UInt64, mode: OpenMode) {
@@ -364,6 +366,12 @@ package final class PagedVault {
         return recordShare(tree, e)
     }
 
+    /// Whether the root's garbage count (V8.1) has passed the automatic-compaction threshold: more than
+    /// 1 MiB and more than half the body, as version 1 judges its dead bytes (SPEC.md §9).
+    package var shouldCompact: Bool {
+        Vault.passesCompactionThreshold(dead: root.garbage, body: tail.offset + UInt64(TrailerV2.size))
+    }
+
     /// The root's count of body bytes the index no longer needs (V8.1), as the last fold wrote it.
     package var garbage: UInt64 { root.garbage }
 
@@ -456,9 +464,23 @@ package final class PagedVault {
     /// Appends one commit with the changes `body` makes: a delta commit, or a fold when the chain would grow
     /// past its policy (V6). On error the file is cut back to the last complete commit.
     /// `now` gives the milliseconds the versions' clock starts from (V5); fixtures pass a fixed clock.
+    /// With `autoCompact`, a commit whose fold leaves the root's garbage count past the threshold
+    /// (``shouldCompact``, V8.1) is followed by a compaction, outside the lock; a compaction that fails leaves
+    /// the vault as it was and the commit standing, and is reported in ``lastCompactionError`` and to the
+    /// handler of ``Vault/reportCompactionFailures(to:)`` (as version 1 does).
     package func commit(level: Int32 = 6, random: RandomSource = SystemRandom.shared, solidMembers: Int = Limits.membersMax,
-                        now: () -> UInt64 = PagedTransaction.realTimeMilliseconds, _ body: (PagedTransaction) throws -> Void) throws {
-        try exclusively { try commitLocked(level: level, random: random, solidMembers: solidMembers, now: now(), body) }
+                        autoCompact: Bool = true, now: () -> UInt64 = PagedTransaction.realTimeMilliseconds,
+                        _ body: (PagedTransaction) throws -> Void) throws {
+        let started = now()
+        let compactNow = try exclusively {
+            try commitLocked(level: level, random: random, solidMembers: solidMembers, now: started, body)
+            return autoCompact && shouldCompact
+        }
+        if compactNow {
+            lastCompactionError = Vault.compactAfterCommit(path: path) {
+                try compact(random: random, level: level, solidMembers: solidMembers, now: started << 16)
+            }
+        }
     }
 
     /// Runs `body` under the exclusive lock, caught up with the last commit, if the file is still at the path:
