@@ -136,33 +136,27 @@ final class PagedGarbageTests: PagedTestCase {
         try v.commit { tx in big = try tx.add(attributes: attrs("s", "big"), value: Recipes.noise(2 << 20, seed: 1)) }
         let bigItem = try item(v, "s", "big")
         XCTAssertEqual(bigItem.id, big)
-        final class Seen: @unchecked Sendable { var reports: [(String, VaultError)] = [] }
-        let seen = Seen()
-        Vault.reportCompactionFailures { seen.reports.append(($0, $1)) }
-        File.faults = { p, op in p.hasSuffix(".tmp") && op != .sync ? .error(ENOSPC) : nil }
-        defer {
+        try withFailingCompactions { seen in
+            // More than 256 changes: a fold, which counts the deleted 2 MiB value.
+            try v.commit { tx in
+                try tx.delete(bigItem)
+                for n in 0..<300 { try tx.add(attributes: attrs("small", "\(n)"), value: [UInt8(n & 0xff)]) }
+            }
+            XCTAssertEqual(v.count, 300, "the commit stood")
+            XCTAssertEqual(try PagedVault.open(path: path, secret: secret).count, 300)
+            XCTAssertEqual(v.lastCompactionError?.code, .io)
+            XCTAssertEqual(seen.reports.map(\.0), [path])
+            XCTAssertTrue(v.shouldCompact, "the garbage is still there")
+            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["fail.kcv"], "no temporary file is left")
             File.faults = nil
-            Vault.reportCompactionFailures(to: nil)
+            // The next commit (a delta commit: the count is the last fold's) tries again.
+            try addOne(v, 1000, autoCompact: true)
+            XCTAssertNil(v.lastCompactionError)
+            XCTAssertEqual(v.garbage, 0)
+            XCTAssertEqual(v.count, 301)
+            XCTAssertEqual(v.verify().problems, [])
+            XCTAssertLessThan(try fileSize(path), 1 << 20, "the deleted value left the file")
         }
-        // More than 256 changes: a fold, which counts the deleted 2 MiB value.
-        try v.commit { tx in
-            try tx.delete(bigItem)
-            for n in 0..<300 { try tx.add(attributes: attrs("small", "\(n)"), value: [UInt8(n & 0xff)]) }
-        }
-        XCTAssertEqual(v.count, 300, "the commit stood")
-        XCTAssertEqual(try PagedVault.open(path: path, secret: secret).count, 300)
-        XCTAssertEqual(v.lastCompactionError?.code, .io)
-        XCTAssertEqual(seen.reports.map(\.0), [path])
-        XCTAssertTrue(v.shouldCompact, "the garbage is still there")
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["fail.kcv"], "no temporary file is left")
-        File.faults = nil
-        // The next commit (a delta commit: the count is the last fold's) tries again.
-        try addOne(v, 1000, autoCompact: true)
-        XCTAssertNil(v.lastCompactionError)
-        XCTAssertEqual(v.garbage, 0)
-        XCTAssertEqual(v.count, 301)
-        XCTAssertEqual(v.verify().problems, [])
-        XCTAssertLessThan(try fileSize(path), 1 << 20, "the deleted value left the file")
     }
 
     /// A root whose garbage count is forged to 2^64 − 1 opens and verifies (the count is a hint), a fold on it
