@@ -159,6 +159,33 @@ final class PagedGarbageTests: PagedTestCase {
         }
     }
 
+    /// A merge is a commit and counts as one (V8.1): a merge that folds (more than 256 changes) counts the
+    /// pages it replaces, the chain it ends, and the records of OURS's versions that THEIRS's replaced and
+    /// that no history keeps, as verify's exact count does.
+    func testAMergeCountsItsGarbage() throws {
+        for keep in [10, 0] {
+            let base = dir + "/base-\(keep).kcv"
+            let b = try open(base, retention: Retention(keep: keep))
+            // One record per value: a dead member of a shared record counts a share that verify, which counts
+            // a record live while any member is, does not (V8.1).
+            try b.commit(solidMembers: 1, autoCompact: false) { tx in for n in 0..<400 { try tx.add(attributes: attrs("s", "\(n)"), value: Array("base \(n)".utf8)) } }
+            let ours = try copy(base, "ours-\(keep).kcv"), theirs = try copy(base, "theirs-\(keep).kcv")
+            let o = try PagedVault.open(path: ours, secret: secret, mode: .write, writerID: 2)
+            try o.commit(autoCompact: false) { tx in try tx.update(try item(o, "s", "1"), value: Array("ours".utf8)) }
+            let t = try PagedVault.open(path: theirs, secret: secret, mode: .write, writerID: 3)
+            try t.commit(autoCompact: false) { tx in
+                for n in 0..<300 { try tx.update(try item(t, "s", "\(n)"), value: Array("theirs \(n)".utf8)) }
+            }
+            let before = o.garbage
+            _ = try o.merge(base: try PagedVault.open(path: base, secret: secret), theirs: t)
+            XCTAssertTrue(o.tail.trailer.wroteRoot, "the merge folds")
+            let r = o.verify()
+            XCTAssertEqual(r.problems, [])
+            XCTAssertGreaterThan(o.garbage, before)
+            XCTAssertEqual(o.garbage, r.deadBytes, "keep \(keep)")
+        }
+    }
+
     /// A root whose garbage count is forged to 2^64 − 1 opens and verifies (the count is a hint), a fold on it
     /// saturates instead of trapping, and it costs one compaction, after which the count is true again.
     func testAHostileGarbageCountCostsOneCompaction() throws {
