@@ -161,28 +161,35 @@ final class PagedGarbageTests: PagedTestCase {
 
     /// A merge is a commit and counts as one (V8.1): a merge that folds (more than 256 changes) counts the
     /// pages it replaces, the chain it ends, and the records of OURS's versions that THEIRS's replaced and
-    /// that no history keeps, as verify's exact count does.
+    /// that no history keeps, as verify's exact count does; and it compacts after itself as a commit does.
     func testAMergeCountsItsGarbage() throws {
-        for keep in [10, 0] {
-            let base = dir + "/base-\(keep).kcv"
+        for (keep, due) in [(10, false), (0, false), (0, true)] {
+            let base = dir + "/base-\(keep)-\(due).kcv"
             let b = try open(base, retention: Retention(keep: keep))
             // One record per value: a dead member of a shared record counts a share that verify, which counts
             // a record live while any member is, does not (V8.1).
             try b.commit(solidMembers: 1, autoCompact: false) { tx in for n in 0..<400 { try tx.add(attributes: attrs("s", "\(n)"), value: Array("base \(n)".utf8)) } }
-            let ours = try copy(base, "ours-\(keep).kcv"), theirs = try copy(base, "theirs-\(keep).kcv")
+            let ours = try copy(base, "ours-\(keep)-\(due).kcv"), theirs = try copy(base, "theirs-\(keep)-\(due).kcv")
             let o = try PagedVault.open(path: ours, secret: secret, mode: .write, writerID: 2)
             try o.commit(autoCompact: false) { tx in try tx.update(try item(o, "s", "1"), value: Array("ours".utf8)) }
             let t = try PagedVault.open(path: theirs, secret: secret, mode: .write, writerID: 3)
             try t.commit(autoCompact: false) { tx in
                 for n in 0..<300 { try tx.update(try item(t, "s", "\(n)"), value: Array("theirs \(n)".utf8)) }
             }
+            if due { o.root.garbage = 1 << 40 }  // past the threshold
             let before = o.garbage
             _ = try o.merge(base: try PagedVault.open(path: base, secret: secret), theirs: t)
             XCTAssertTrue(o.tail.trailer.wroteRoot, "the merge folds")
             let r = o.verify()
             XCTAssertEqual(r.problems, [])
-            XCTAssertGreaterThan(o.garbage, before)
             XCTAssertEqual(o.garbage, r.deadBytes, "keep \(keep)")
+            if due {
+                XCTAssertEqual(o.tail.trailer.previous, TrailerV2.none, "compacted after the merge")
+                XCTAssertEqual(o.garbage, 0)
+                XCTAssertEqual(try item(o, "s", "7").size, UInt64("theirs 7".utf8.count))
+            } else {
+                XCTAssertGreaterThan(o.garbage, before)
+            }
         }
     }
 
@@ -204,6 +211,10 @@ final class PagedGarbageTests: PagedTestCase {
         XCTAssertEqual(r.problems, [], "a wrong count is not damage")
         XCTAssertEqual(r.countedGarbage, .max)
         XCTAssertEqual(reopened.count, 320)
+        // A commit that changes nothing writes nothing and does not compact (as version 1).
+        try reopened.commit { _ in }
+        XCTAssertEqual(reopened.garbage, .max)
+        XCTAssertNotEqual(reopened.tail.trailer.previous, TrailerV2.none)
         try addOne(reopened, 1000, autoCompact: true)
         XCTAssertEqual(reopened.tail.trailer.previous, TrailerV2.none, "compacted")
         XCTAssertEqual(reopened.garbage, 0)

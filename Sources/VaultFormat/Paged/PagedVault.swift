@@ -472,15 +472,29 @@ package final class PagedVault {
                         autoCompact: Bool = true, now: () -> UInt64 = PagedTransaction.realTimeMilliseconds,
                         _ body: (PagedTransaction) throws -> Void) throws {
         let started = now()
-        let compactNow = try exclusively {
+        try committing(autoCompact: autoCompact, random: random, level: level, solidMembers: solidMembers, now: started << 16) {
             try commitLocked(level: level, random: random, solidMembers: solidMembers, now: started, body)
-            return autoCompact && shouldCompact
         }
-        if compactNow {
+    }
+
+    /// Runs `body`, which appends at most one commit, under the exclusive lock (``exclusively(_:)``); then, if
+    /// it appended one and `autoCompact` is set and the root's garbage count has passed the threshold
+    /// (``shouldCompact``, V8.1), compacts outside the lock (judging retention at `now`, an hlc). The commit
+    /// stands whatever the compaction does: a failure goes to ``lastCompactionError`` and the handler of
+    /// ``Vault/reportCompactionFailures(to:)``, never to the caller. A commit that changed nothing does not
+    /// compact (as version 1).
+    func committing<T>(autoCompact: Bool, random: RandomSource, level: Int32, solidMembers: Int, now: UInt64, _ body: () throws -> T) throws -> T {
+        let (result, due) = try exclusively { () throws -> (T, Bool) in
+            let generation = self.generation
+            let result = try body()
+            return (result, autoCompact && self.generation != generation && shouldCompact)
+        }
+        if due {
             lastCompactionError = Vault.compactAfterCommit(path: path) {
-                try compact(random: random, level: level, solidMembers: solidMembers, now: started << 16)
+                try compact(random: random, level: level, solidMembers: solidMembers, now: now)
             }
         }
+        return result
     }
 
     /// Runs `body` under the exclusive lock, caught up with the last commit, if the file is still at the path:
