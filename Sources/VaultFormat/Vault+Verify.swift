@@ -10,6 +10,10 @@ public struct VerifyReport: Sendable {
     /// Bytes of the values checked.
     public var valueBytes: UInt64 = 0
     public var deadBytes: UInt64 = 0
+    /// Version 2: the index root's garbage count (SPEC.md Part 4, V8.1), a hint for the compaction policy
+    /// that a writer keeps; ``deadBytes`` is the exact figure, and a mismatch is not a problem. Nil for
+    /// version 1.
+    public var countedGarbage: UInt64?
     public var incompleteBytes: UInt64 = 0
     /// Superseded index segments past ``Limits/supersededIndexMax`` that were authenticated but not inflated
     /// and parsed (0 unless older commits hold more index than that; `compact` drops them).

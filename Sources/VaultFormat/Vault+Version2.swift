@@ -115,7 +115,8 @@ extension Vault {
         guard let p = paged else { return }
         var after: [ItemID: Item]?
         var paged: PagedTransaction?
-        try p.commit(level: options.level, random: random, solidMembers: options.solidMembers) { ptx in
+        let generation = p.generation
+        try p.commit(level: options.level, random: random, solidMembers: options.solidMembers, autoCompact: options.autoCompact) { ptx in
             // Under the lock, caught up with other writers: the items this instance holds may be older.
             try adopt(p, items: false)
             ptx.keepsValueLocations = !onDemand
@@ -124,12 +125,10 @@ extension Vault {
             try body(tx)
             after = tx.state
         }
-        if onDemand {
-            state = [:]
-            pagedSeen = (p.generation, p.tail.offset)
-            incompleteBytes = 0
-            return
-        }
+        lastCompactionError = p.lastCompactionError
+        if onDemand { return try adopt(p, items: false) }
+        // An automatic compaction after the commit moved every record: read the items again.
+        if p.generation > generation &+ 1 { return try adopt(p, items: true) }
         guard var items = after, let ptx = paged else { return }
         for (id, v) in ptx.valueLocations where items[id] != nil {
             items[id]!.size = v.size

@@ -241,14 +241,7 @@ extension Vault {
         // must not turn a successful commit into an error. It is tried again after the next commit, and
         // reported: in ``lastCompactionError`` and to ``compactionFailures``.
         if compactNow {
-            do {
-                try compact(random: random, options: options)
-                lastCompactionError = nil
-            } catch {
-                let e = error as? VaultError ?? VaultError(.io, "\(error)")
-                lastCompactionError = e
-                Vault.compactionFailures.withLock { $0 }?(path, e)
-            }
+            lastCompactionError = Vault.compactAfterCommit(path: path) { try compact(random: random, options: options) }
         }
     }
 
@@ -287,6 +280,26 @@ extension Vault {
         }
     }
 
+    /// Runs the automatic compaction after a commit that stood (both format versions): a failure is returned
+    /// (the caller's `lastCompactionError`) and told to the ``reportCompactionFailures(to:)`` handler, never
+    /// thrown.
+    static func compactAfterCommit(path: String, _ compact: () throws -> Void) -> VaultError? {
+        do {
+            try compact()
+            return nil
+        } catch {
+            let e = error as? VaultError ?? VaultError(.io, "\(error)")
+            compactionFailures.withLock { $0 }?(path, e)
+            return e
+        }
+    }
+
+    /// The automatic-compaction threshold of both format versions (SPEC.md §9, Part 4 V8.1): more than
+    /// 1 MiB dead and more than half of the body.
+    static func passesCompactionThreshold(dead: UInt64, body: UInt64) -> Bool {
+        dead > Limits.compactDeadMin && Double(dead) > Double(body) * Limits.compactDeadRatio
+    }
+
     /// Told, on the committing thread, of every automatic compaction that failed after a commit (the commit
     /// stood; the dead space, deleted values included, stays in the file until a compaction succeeds). The
     /// CLI sets it to warn on standard error, so a failure is reported whichever layer made the commit.
@@ -316,9 +329,8 @@ extension Vault {
 
     /// Whether dead space has passed the automatic-compaction threshold (SPEC.md §9).
     public var shouldCompact: Bool {
-        guard paged == nil else { return false }
-        let dead = deadBytes
-        return dead > Limits.compactDeadMin && Double(dead) > Double(tail.end) * Limits.compactDeadRatio
+        if let p = paged { return p.shouldCompact }
+        return Vault.passesCompactionThreshold(dead: deadBytes, body: tail.end)
     }
 
     /// Cuts off an incomplete commit (what `kcar recover` does). Needs `.write`.

@@ -61,7 +61,8 @@ func paged(_ args: [String]) -> Never {
                            try vault.changeSlots(remove: [], add: add)
                            try vault.changeSlots(remove: remove(vault.header.slots.count), add: [])
                        }) { plan in
-            try vault.commit { tx in
+            // No automatic compaction: the loop expects one generation per commit (it compacts on its own steps).
+            try vault.commit(autoCompact: false) { tx in
                 for (account, value) in plan {
                     switch (items[account], value) {
                     case (let e?, nil): try tx.delete(e)

@@ -211,22 +211,16 @@ final class HardeningTests: VaultTestCase {
             try tx.add(attributes: attrs("s", "small"), value: .bytes([1]))
         }
         let vault = try Vault.open(path: path, secret: secret, mode: .write)
-        final class Seen: @unchecked Sendable { var reports: [(String, VaultError)] = [] }
-        let seen = Seen()
-        Vault.reportCompactionFailures { seen.reports.append(($0, $1)) }
-        File.faults = { p, op in p.hasSuffix(".tmp") && op != .sync ? .error(ENOSPC) : nil }
-        defer {
+        try withFailingCompactions { seen in
+            try vault.commit { tx in try tx.delete(big) }
+            XCTAssertEqual(vault.count, 1, "the commit stood")
+            XCTAssertEqual(vault.lastCompactionError?.code, .io)
+            XCTAssertEqual(seen.reports.map(\.0), [path])
+            XCTAssertTrue(vault.shouldCompact, "the dead space is still there")
             File.faults = nil
-            Vault.reportCompactionFailures(to: nil)
+            try vault.compact()
+            XCTAssertEqual(vault.deadBytes, 0)
         }
-        try vault.commit { tx in try tx.delete(big) }
-        XCTAssertEqual(vault.count, 1, "the commit stood")
-        XCTAssertEqual(vault.lastCompactionError?.code, .io)
-        XCTAssertEqual(seen.reports.map(\.0), [path])
-        XCTAssertTrue(vault.shouldCompact, "the dead space is still there")
-        File.faults = nil
-        try vault.compact()
-        XCTAssertEqual(vault.deadBytes, 0)
     }
 
     /// A deleted value that shares a solid record with live ones counts as dead space (the old code counted

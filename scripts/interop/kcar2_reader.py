@@ -578,6 +578,8 @@ def parse_root(plain):
     r.tombstone_days = c.varint()
     if r.days > RETENTION_DAYS_MAX or r.tombstone_days > RETENTION_DAYS_MAX:
         raise Bad("retention of %d / %d days (at most %d)" % (r.days, r.tombstone_days, RETENTION_DAYS_MAX))
+    # V8.1: a hint for the compaction policy; any u64 is accepted and nothing here relies on it.
+    r.garbage = c.varint()
     if c.remaining():
         raise Bad("%d bytes after the root" % c.remaining())
     for tr, cnt in ((TREE_ITEMS, r.live + r.tombstones), (TREE_ATTRS, None), (TREE_HISTORY, r.history)):
@@ -1406,6 +1408,7 @@ def run(args):
             "pending_deltas": len(v.deltas),
             "clock": v.root.clock,
             "retention": {"keep": v.root.keep, "days": v.root.days, "tombstone_days": v.root.tombstone_days},
+            "garbage": v.root.garbage,
             "schema": {c: [[n, ATTR_TYPES.get(t, str(t)), attr_json(t, x)] for n, t, x in v.root.schema[c]]
                        for c in v.root.schema_order},
             "indexed": v.root.indexed,

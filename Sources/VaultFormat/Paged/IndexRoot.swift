@@ -50,6 +50,12 @@ struct IndexRoot: Hashable, Sendable {
     var schema: PagedSchema
     var clock: UInt64 = 0
     var retention = Retention()
+    /// Body bytes the index no longer needs, as the folds counted them (V8.1): a hint for the compaction
+    /// policy only, which a hostile file may set to anything.
+    var garbage: UInt64 = 0
+
+    /// Adds `bytes` to ``garbage``, saturating: a forged count near 2^64 must not trap.
+    mutating func addGarbage(_ bytes: UInt64) { garbage = garbage.adding(bytes) ?? .max }
 
     func top(_ tree: TreeID) -> PageRef? {
         switch tree {
@@ -101,6 +107,7 @@ struct IndexRoot: Hashable, Sendable {
         w.appendVarint(retention.keep)
         w.appendVarint(retention.days)
         w.appendVarint(retention.tombstoneDays)
+        w.appendVarint(garbage)
         return w.bytes
     }
 
@@ -149,10 +156,12 @@ struct IndexRoot: Hashable, Sendable {
         let clock = try r.readLE(UInt64.self)
         let keep = try r.readCount(max: PagedLimits.historyKeepMax, "history kept")
         let days = try r.readCount(max: 1 << 20, "history days"), tdays = try r.readCount(max: 1 << 20, "tombstone days")
+        // Any value is accepted: it only steers the compaction policy (V8.1).
+        let garbage = try r.readVarint()
         guard r.isAtEnd else { throw r.fail("\(r.remaining) bytes after its last field") }
         return IndexRoot(items: refs[0], attributes: refs[1], history: refs[2], liveItems: live, tombstones: tombs, historyEntries: hist,
                          schema: PagedSchema(classes: classes, indexed: indexed), clock: clock,
-                         retention: Retention(keep: keep, days: days, tombstoneDays: tdays))
+                         retention: Retention(keep: keep, days: days, tombstoneDays: tdays), garbage: garbage)
     }
 }
 

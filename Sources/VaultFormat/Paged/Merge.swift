@@ -85,8 +85,10 @@ extension PagedVault {
     /// Merges THEIRS into this vault (OURS), given their common ancestor BASE (nil: none, `merge --into`), by
     /// the rules of SPEC.md Part 4, V9, in one commit appended under OURS's lock (nothing is written if
     /// anything fails). THEIRS and BASE are only read. Copies of one vault share their vault key; a side
-    /// that was rekeyed apart is refused (merging it would need a rewrite, which is not built).
-    package func merge(base: PagedVault?, theirs: PagedVault, random: RandomSource = SystemRandom.shared, level: Int32 = 6) throws -> MergeReport {
+    /// that was rekeyed apart is refused (merging it would need a rewrite, which is not built). A merge is a
+    /// commit: with `autoCompact` it is followed by a compaction as ``commit(level:random:solidMembers:autoCompact:now:_:)`` is.
+    package func merge(base: PagedVault?, theirs: PagedVault, random: RandomSource = SystemRandom.shared, level: Int32 = 6,
+                       autoCompact: Bool = true) throws -> MergeReport {
         for (side, v) in [(MergeSide.theirs, Optional(theirs)), (.base, base)] {
             guard let v else { continue }
             guard v.header.vaultID == header.vaultID else {
@@ -104,7 +106,7 @@ extension PagedVault {
         let now = PagedRebuild.clockNow()
         report.theirsOlderThanTombstones = theirs.clock < Retention.cutoff(days: root.retention.tombstoneDays, before: now)
         report.theirsClockAhead = theirs.clock > now &+ Retention.day
-        try exclusively {
+        try committing(autoCompact: autoCompact, random: random, level: level, solidMembers: Limits.membersMax, now: now) {
             // A merge gives versions above both clocks (tombstones for shared primary keys); a clock read from
             // a file near 2^64 leaves none to give (as a commit refuses it, never a trap).
             for (side, v) in [(MergeSide.ours, self), (.theirs, theirs)] where v.clock >= UInt64.max - (1 << 32) {

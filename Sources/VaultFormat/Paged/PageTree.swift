@@ -172,9 +172,11 @@ package struct TreeWriter {
 
     /// As ``apply(_:to:)``, telling `observe` of each change with the entry it replaces or removes (nil: none);
     /// a remove of a key the tree lacks goes to `onMissingRemove`, which throws or lets it be dropped (a fold
-    /// whose delta chain put and removed a key the tree never held).
+    /// whose delta chain put and removed a key the tree never held). `dropped` is told of every page the new
+    /// tree no longer names: each old page rewritten, and each new one given up for its only child (the
+    /// garbage a fold counts, V8.1).
     func apply(_ changes: [Change], to top: PageRef?, onMissingRemove: ([UInt8]) throws -> Void,
-               observe: (LeafEntry?, Change) -> Void) throws -> PageRef? {
+               dropped: (PageRef) -> Void = { _ in }, observe: (LeafEntry?, Change) -> Void) throws -> PageRef? {
         for i in changes.indices.dropFirst() where !changes[i - 1].key.lexicographicallyPrecedes(changes[i].key) {
             throw VaultError(.invalidArgument, "tree changes not in strictly ascending order of key")
         }
@@ -184,7 +186,8 @@ package struct TreeWriter {
         var height: Int
         if let top {
             let page = try reader.open(top, parentLevel: nil, first: nil, upper: nil)
-            level = try rewrite(page, changes[...], reader: reader, upper: nil, skip: onMissingRemove, observe: observe)
+            dropped(top)
+            level = try rewrite(page, changes[...], reader: reader, upper: nil, skip: onMissingRemove, dropped: dropped, observe: observe)
             height = page.level
         } else if changes.allSatisfy({ if case .put = $0 { return true } else { return false } }) {
             // A new tree: built bottom-up as the puts stream by, one page per level in memory.
@@ -210,6 +213,7 @@ package struct TreeWriter {
         // Shrink: a top branch with one child gives way to the child.
         var newTop = level.first?.child
         while let t = newTop, case .branch(let entries) = try store.read(t).content, entries.count == 1 {
+            dropped(t)
             newTop = entries[0].child
         }
         return newTop
@@ -218,7 +222,7 @@ package struct TreeWriter {
     /// Writes the pages that replace `page` once `changes` (all within its range or, for the first page of a
     /// level, below it) are applied: none if it ends up empty, several if it grows past the target.
     private func rewrite(_ page: Page, _ changes: ArraySlice<Change>, reader: TreeReader, upper: [UInt8]?, skip: ([UInt8]) throws -> Void,
-                         observe: (LeafEntry?, Change) -> Void) throws -> [(key: [UInt8], child: PageRef)] {
+                         dropped: (PageRef) -> Void, observe: (LeafEntry?, Change) -> Void) throws -> [(key: [UInt8], child: PageRef)] {
         switch page.content {
         case .leaf(let entries):
             return try rewriteLeaf(entries, changes, skip: skip, observe: observe)
@@ -234,7 +238,9 @@ package struct TreeWriter {
                     continue
                 }
                 let child = try reader.open(e.child, parentLevel: page.level, first: e.key, upper: childUpper)
-                out.append(contentsOf: try rewrite(child, changes[c..<end], reader: reader, upper: childUpper, skip: skip, observe: observe))
+                dropped(e.child)
+                out.append(contentsOf: try rewrite(child, changes[c..<end], reader: reader, upper: childUpper, skip: skip, dropped: dropped,
+                                                   observe: observe))
                 c = end
             }
             guard !out.isEmpty else { return [] }

@@ -25,16 +25,21 @@ package final class PagedVault {
     /// Keys whose remove in the chain follows a put in the chain: the tree may never have held them, and a
     /// fold drops such a remove; any other remove of a key the tree lacks is a damaged index (V6).
     var cancelled: [TreeID: Set<[UInt8]>] = [:]
+    /// Records named by puts of the chain that a later change of the chain replaced, with the bytes each
+    /// counts as garbage if the fold that ends the chain leaves it unnamed (V8.1).
+    var supersededRecords: [ID128: UInt64] = [:]
 
     /// Makes the overlay the changes of a chain, oldest first.
     func replay(_ chain: [(tree: TreeID, change: TreeWriter.Change)]) {
         overlay = [:]
         cancelled = [:]
+        supersededRecords = [:]
         for c in chain { addToOverlay(c.tree, c.change) }
     }
 
     /// Records `change` in the overlay (as the next of the chain).
     func addToOverlay(_ tree: TreeID, _ change: TreeWriter.Change) {
+        if let share = pendingRecordShare(tree, change.key) { supersededRecords[share.id] = share.bytes }
         switch change {
         case .remove(let k):
             if case .put = overlay[tree]?[k] { cancelled[tree, default: []].insert(k) }
@@ -74,6 +79,8 @@ package final class PagedVault {
     /// its first commit is a fold at the start of the body, generation 1, with no previous commit.
     var uncommitted = false
     var lockTimeout: Double = 10
+    /// Why the last automatic compaction failed, if it did (the commit before it stood).
+    package internal(set) var lastCompactionError: VaultError?
 
     init(path: String, header: Header, file: File, vaultKey: SecureBytes, store: FilePageStore, root: IndexRoot,
          tail: (TrailerV2, UInt64), writerID: UInt64, mode: OpenMode) {
@@ -337,6 +344,13 @@ package final class PagedVault {
     package func indexBytes() throws -> UInt64 {
         var bytes = tail.trailer.rootLength
         for tree in [TreeID.items, .attributes, .history] { _ = try reader(tree).verify({ _ in }, page: { bytes += $0.length }) }
+        return bytes + (try chainDeltaBytes())
+    }
+
+    /// Bytes of the delta segments of the chain since the last fold (their trailers read back, at most
+    /// `DELTA_CHAIN_MAX` − 1 of them).
+    func chainDeltaBytes() throws -> UInt64 {
+        var bytes: UInt64 = 0
         var t = tail.trailer
         while !t.wroteRoot {
             bytes += t.deltaLength
@@ -346,6 +360,36 @@ package final class PagedVault {
         }
         return bytes
     }
+
+    /// The record `e` of `tree` names and the bytes it counts as garbage once nothing names it (V8.1): its
+    /// length, or, when its value is smaller, the value's size + 4,096 (a member of a shared solid record
+    /// does not count the whole record). An entry that does not decode counts the whole record: a hint.
+    func recordShare(_ tree: TreeID, _ e: LeafEntry) -> (id: ID128, bytes: UInt64)? {
+        guard let rec = e.record else { return nil }
+        let size: UInt64?
+        switch tree {
+        case .items: size = (try? ItemEntries.decode(e, schema: root.schema))?.item?.size
+        case .history: size = (try? ItemEntries.decodeHistory(e))?.item.size
+        case .attributes: return nil
+        }
+        return (rec.id, min(rec.length, size.flatMap { $0.adding(4096) } ?? rec.length))
+    }
+
+    /// ``recordShare(_:_:)`` of the chain's put at `key`, if the chain puts an entry naming a record there:
+    /// a change of that key supersedes it.
+    func pendingRecordShare(_ tree: TreeID, _ key: [UInt8]) -> (id: ID128, bytes: UInt64)? {
+        guard case .put(let e) = overlay[tree]?[key] else { return nil }
+        return recordShare(tree, e)
+    }
+
+    /// Whether the root's garbage count (V8.1) has passed the automatic-compaction threshold: more than
+    /// 1 MiB and more than half the body, as version 1 judges its dead bytes (SPEC.md §9).
+    package var shouldCompact: Bool {
+        Vault.passesCompactionThreshold(dead: root.garbage, body: tail.offset + UInt64(TrailerV2.size))
+    }
+
+    /// The root's count of body bytes the index no longer needs (V8.1), as the last fold wrote it.
+    package var garbage: UInt64 { root.garbage }
 
     /// Bytes on disk of each tree's pages (the benchmarks' breakdown of ``indexBytes()``).
     package func treeBytes() throws -> [(tree: String, bytes: UInt64, pages: Int)] {
@@ -436,9 +480,37 @@ package final class PagedVault {
     /// Appends one commit with the changes `body` makes: a delta commit, or a fold when the chain would grow
     /// past its policy (V6). On error the file is cut back to the last complete commit.
     /// `now` gives the milliseconds the versions' clock starts from (V5); fixtures pass a fixed clock.
+    /// With `autoCompact`, a commit whose fold leaves the root's garbage count past the threshold
+    /// (``shouldCompact``, V8.1) is followed by a compaction, outside the lock; a compaction that fails leaves
+    /// the vault as it was and the commit standing, and is reported in ``lastCompactionError`` and to the
+    /// handler of ``Vault/reportCompactionFailures(to:)`` (as version 1 does).
     package func commit(level: Int32 = 6, random: RandomSource = SystemRandom.shared, solidMembers: Int = Limits.membersMax,
-                        now: () -> UInt64 = PagedTransaction.realTimeMilliseconds, _ body: (PagedTransaction) throws -> Void) throws {
-        try exclusively { try commitLocked(level: level, random: random, solidMembers: solidMembers, now: now(), body) }
+                        autoCompact: Bool = true, now: () -> UInt64 = PagedTransaction.realTimeMilliseconds,
+                        _ body: (PagedTransaction) throws -> Void) throws {
+        let started = now()
+        try committing(autoCompact: autoCompact, random: random, level: level, solidMembers: solidMembers, now: started << 16) {
+            try commitLocked(level: level, random: random, solidMembers: solidMembers, now: started, body)
+        }
+    }
+
+    /// Runs `body`, which appends at most one commit, under the exclusive lock (``exclusively(_:)``); then, if
+    /// it appended one and `autoCompact` is set and the root's garbage count has passed the threshold
+    /// (``shouldCompact``, V8.1), compacts outside the lock (judging retention at `now`, an hlc). The commit
+    /// stands whatever the compaction does: a failure goes to ``lastCompactionError`` and the handler of
+    /// ``Vault/reportCompactionFailures(to:)``, never to the caller. A commit that changed nothing does not
+    /// compact (as version 1).
+    func committing<T>(autoCompact: Bool, random: RandomSource, level: Int32, solidMembers: Int, now: UInt64, _ body: () throws -> T) throws -> T {
+        let (result, due) = try exclusively { () throws -> (T, Bool) in
+            let generation = self.generation
+            let result = try body()
+            return (result, autoCompact && self.generation != generation && shouldCompact)
+        }
+        if due {
+            lastCompactionError = Vault.compactAfterCommit(path: path) {
+                try compact(random: random, level: level, solidMembers: solidMembers, now: now)
+            }
+        }
+        return result
     }
 
     /// Runs `body` under the exclusive lock, caught up with the last commit, if the file is still at the path:
@@ -504,9 +576,21 @@ package final class PagedVault {
                 || delta.count > PagedLimits.deltaMax {
                 var newRoot = root
                 newRoot.clock = clock
+                // Garbage (V8.1): the root and chain this fold supersedes, the pages it replaces, and the
+                // records of replaced entries that none of its puts names.
+                let last = tail.trailer
+                newRoot.addGarbage(last.rootLength + UInt64(TrailerV2.size) * (UInt64(last.chain) + 1) + (try chainDeltaBytes()))
+                var deadRecords = supersededRecords
+                var namedRecords = Set<ID128>()
                 for t in perTree.indices {
                     let tree = perTree[t].tree
                     let earlier = sortedChanges(tree)
+                    // A put of the chain that this commit replaces never reaches the tree: its record counts here.
+                    if !earlier.isEmpty {
+                        for c in perTree[t].changes {
+                            if let share = pendingRecordShare(tree, c.key) { deadRecords[share.id] = share.bytes }
+                        }
+                    }
                     let pending = earlier.isEmpty ? perTree[t].changes : PagedVault.combine(earlier.map(\.value), perTree[t].changes)
                     perTree[t].changes = []
                     // The counts follow what each change replaces (an items-tree entry is live exactly when it
@@ -521,7 +605,9 @@ package final class PagedVault {
                         guard mayBeMissing(k) else {
                             throw VaultError(.damagedIndex, "a delta segment removes a key of the \(tree) tree that neither the tree nor the chain holds")
                         }
-                    }) { old, c in
+                    }, dropped: { newRoot.addGarbage($0.length) }) { old, c in
+                        if let old, let share = self.recordShare(tree, old) { deadRecords[share.id] = share.bytes }
+                        if case .put(let e) = c, let r = e.record { namedRecords.insert(r.id) }
                         switch tree {
                         case .items:
                             if let old { if old.record != nil { newRoot.liveItems &-= 1 } else { newRoot.tombstones &-= 1 } }
@@ -535,6 +621,7 @@ package final class PagedVault {
                     }
                     newRoot.setTop(tree, top)
                 }
+                for (id, bytes) in deadRecords where !namedRecords.contains(id) { newRoot.addGarbage(bytes) }
                 guard newRoot.liveItems == itemCount else {
                     throw VaultError(.damagedIndex, "folding gives \(newRoot.liveItems) live items where \(itemCount) were expected")
                 }

@@ -104,6 +104,7 @@ extension PagedVault {
         }
         report.items = liveItems
         report.deadBytes = end > live ? end - live : 0
+        report.countedGarbage = root.garbage
         return report
     }
 }

@@ -47,6 +47,7 @@ package enum PagedRebuild {
         -> (root: IndexRoot, tail: (TrailerV2, UInt64)) {
         var root = base
         root.clock = clock
+        root.garbage = 0  // a file written whole holds nothing dead (V8.1)
         let itemsBuilder = TreeBuilder(store: store, tree: .items)
         var live: UInt64 = 0
         for e in sortedByKey(items) {
