@@ -69,7 +69,7 @@ demo: build
 	echo "+ kcar get --service github.com --account ci"; $(KCAR) get --service github.com --account ci; echo; \
 	echo "+ kcar groups"; $(KCAR) groups
 
-# The Python readers in scripts/interop were written from SPEC.md alone (Part 1, Part 2, and the DRAFT Part 4:
+# The Python readers in scripts/interop were written from SPEC.md alone (Part 1, Part 2, and Part 4:
 # kcar2_reader.py over Fixtures/vault-v2): they must read every fixture too. `make interop` runs only them.
 .PHONY: interop
 interop: deps
@@ -122,9 +122,11 @@ bench: deps
 	bash scripts/bench/bench.sh --levels $(BENCH_ARGS)
 	$(MAKE) bench-keychain
 
-# Issue 10's table: a v1 vault, a v2 (paged, draft) vault and SQLite at 1k, 10k, 100k items (SCALE_ARGS=--million adds 1M).
+# Issue 10's table: a v1 vault, a v2 (paged) vault and SQLite at 1k, 10k, 100k items (SCALE_ARGS=--million adds 1M),
+# in process; then the same through the kcar binary on a keychain group (import, get, find, add) against sqlite3.
 bench-scale: deps
 	bash scripts/bench/scale-bench.sh $(SCALE_ARGS)
+	bash scripts/bench/keychain-scale.sh $(SCALE_ARGS)
 
 # The keychain against keepassxc-cli and a SQLite table (scripts/bench/keychain-bench.sh installs keepassxc,
 # sqlite3 and hyperfine when root). KEYCHAIN_BENCH_ARGS, e.g. --runs 60 --keep.

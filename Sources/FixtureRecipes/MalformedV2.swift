@@ -3,7 +3,7 @@ import Glibc
 #endif
 import VaultFormat
 
-/// DRAFT malformed vaults of format version 2 (`Fixtures/vault-v2/malformed/`): each is a golden v2 vault
+/// The malformed vaults of format version 2 (`Fixtures/vault-v2/malformed/`): each is a golden v2 vault
 /// with one crafted commit appended or one part changed, every MAC valid where the scenario is about
 /// something else. Stages as for version 1: `open` (``PagedVault/open`` fails with the error) and `verify`
 /// (it opens, and ``PagedVault/verify`` reports the error first).

@@ -1,6 +1,6 @@
 import VaultFormat
 
-/// DRAFT golden vaults of format version 2 (SPEC.md Part 4) for `Fixtures/vault-v2/`, written through
+/// The golden vaults of format version 2 (SPEC.md Part 4) for `Fixtures/vault-v2/`, written through
 /// ``PagedVault`` from a seeded random stream, fixed writer ids and a fixed clock. Their bytes may change until
 /// Part 4 is released; the tests rebuild them and compare byte for byte, as for version 1.
 package enum RecipesV2 {

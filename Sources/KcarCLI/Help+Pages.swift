@@ -197,8 +197,8 @@ extension Help {
         description: [
             "Exit 0 only for an intact vault (4 damaged, 5 incomplete last commit). With --no-key it checks the structure and header "
             + "checksum only, and says so (records are not authenticated). With no secret, no --no-key and no terminal to ask on: "
-            + "exit 10, nothing was checked. It also checks version 2 files (SPEC.md Part 4, a draft the other commands do not "
-            + "read yet): their trees, delta chain and kept versions.",
+            + "exit 10, nothing was checked. In a version 2 file (SPEC.md Part 4) it also checks the index's trees, its delta "
+            + "chain and the kept versions.",
             stdinNote, groupNote,
         ],
         options: vaultOptions + [json, O(name: "no-key", kind: .flag, meaning: "check the structure only, without a secret")],

@@ -38,7 +38,7 @@ enum Secrets {
         try unlock(path, args, given: given, ask: ask) { try Vault.open(path: path, secret: $0, mode: mode) }
     }
 
-    /// As ``unlockVault(_:_:mode:given:ask:)``, for a version 2 file (SPEC.md Part 4, draft), read only.
+    /// As ``unlockVault(_:_:mode:given:ask:)``, for a version 2 file (SPEC.md Part 4) as the paged engine, read only.
     static func unlockPaged(_ path: String, _ args: Arguments, given: [UnlockSecret]? = nil) throws -> PagedVault {
         try unlock(path, args, given: given, ask: true) { try PagedVault.open(path: path, secret: $0) }.0
     }

@@ -25,15 +25,10 @@ enum Verify {
         }
         let report: VerifyReport
         do {
-            if (try? Vault.inspect(path: path).header.formatVersion) == 2 {
-                // A version 2 file (SPEC.md Part 4, draft): the library checks it whole (no keychain group
-                // holds one yet, so there is no rollback record to check).
-                report = try Secrets.unlockPaged(path, args, given: given).verify()
-            } else {
-                let (vault, _) = try Secrets.unlockVault(path, args, given: given)
-                try ItemCommands.checkRollback(vault, args)
-                report = vault.verify()
-            }
+            // Either format version (a version 2 file's trees, delta chain and kept versions are checked too).
+            let (vault, _) = try Secrets.unlockVault(path, args, given: given)
+            try ItemCommands.checkRollback(vault, args)
+            report = vault.verify()
         } catch let e as VaultError {
             emit(json: json, path: path, keyed: true, problems: [e], extra: [])
             return ExitCode.of(e.code)

@@ -53,8 +53,7 @@ func writeMalformed(_ dir: String, _ list: [Malformed]) throws {
 }
 try writeMalformed("Fixtures/vault/malformed", Recipes.malformed)
 
-// DRAFT golden and malformed vaults of format version 2 (SPEC.md Part 4): their bytes may change until Part 4
-// is released.
+// Golden and malformed vaults of format version 2 (SPEC.md Part 4, released 2026-12-02): pinned, as above.
 mkdirs("\(root)/Fixtures/vault-v2/malformed")
 var expectedV2: [(String, RecipesV2.Expected)] = []
 for g in RecipesV2.goldens {

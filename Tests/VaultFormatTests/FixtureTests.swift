@@ -104,7 +104,7 @@ final class ZlibReaderTests: XCTestCase {
     }
 }
 
-/// The DRAFT golden and malformed vaults of format version 2 (Fixtures/vault-v2/, SPEC.md Part 4): reproduced
+/// The golden and malformed vaults of format version 2 (released; they never change) (Fixtures/vault-v2/, SPEC.md Part 4): reproduced
 /// byte for byte, read back with ``PagedVault`` as their recipes meant them, and rejected as MANIFEST.tsv says.
 final class FixtureV2Tests: XCTestCase {
     static func fixture(_ name: String) -> String { FixtureTests.root.appendingPathComponent("Fixtures/vault-v2/\(name)").path }

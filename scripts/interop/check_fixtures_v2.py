@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Runs kcar2_reader.py (written from SPEC.md Part 4 alone) over the DRAFT version 2 fixtures in Fixtures/vault-v2.
+"""Runs kcar2_reader.py (written from SPEC.md Part 4 alone) over the golden version 2 fixtures in Fixtures/vault-v2.
 
 Golden vaults must verify and hold what EXPECTED.json says (items with class, typed attributes and value;
 tombstone and history counts); every live item must be found again by primary key, descending the items
@@ -232,7 +232,7 @@ def main():
     check_spec_vectors()
     passed = sum(1 for r in results if r)
     failed = len(results) - passed
-    print("interop v2 (SPEC.md Part 4 reader, DRAFT fixtures): %d passed, %d failed" % (passed, failed))
+    print("interop v2 (SPEC.md Part 4 reader, golden fixtures): %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
 

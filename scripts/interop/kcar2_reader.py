@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Independent, strict reader of kcar vault format version 2 (SPEC.md Part 4, DRAFT), written from SPEC.md.
+"""Independent, strict reader of kcar vault format version 2 (SPEC.md Part 4), written from SPEC.md.
 
 Usage: kcar2_reader.py VAULT (--key-file F | --passphrase-file F) [MODE]
 

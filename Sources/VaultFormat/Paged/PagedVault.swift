@@ -2,10 +2,10 @@
 import Glibc
 #endif
 
-/// A vault of format version 2 (SPEC.md Part 4, a draft): its index is three copy-on-write B+trees of sealed
+/// A vault of format version 2 (SPEC.md Part 4): its index is three copy-on-write B+trees of sealed
 /// pages plus a short chain of delta segments, so opening it reads a trailer and a root, and one lookup
-/// reads a path of pages, whatever the number of items. Package-only while the format is a draft: ``Vault``
-/// still reads and writes version 1, and nothing in kcar writes version 2 files yet.
+/// reads a path of pages, whatever the number of items. Package-only: ``Vault`` is the public API of both
+/// format versions and hands a version 2 file to this engine (Vault+Version2.swift).
 package final class PagedVault {
     package let path: String
     package internal(set) var header: Header
