@@ -513,6 +513,8 @@ extension Help {
 
     // MARK: Sharing vaults: merge, git, history
 
+    /// The secret options of a command on vault files only (no keychain group).
+    static let keyOptions = secretOptions + [identity]
     static let quiet = O(name: "quiet", kind: .flag, short: "q", meaning: "print nothing on success")
     static let keyNote = "Secrets as every vault command takes them (--key-file, --identity, a passphrase), or the key file "
         + "KCAR_KEY_FILE names when none is given: git runs kcar with the options its config holds, and a key never goes there."
@@ -535,10 +537,8 @@ extension Help {
             + "clock runs more than a day ahead. A summary line goes to standard error unless -q.",
             keyNote,
         ],
-        options: secretOptions + [identity,
-                                  O(name: "into", kind: .value, argument: "VAULT", meaning: "merge OTHER into VAULT, without a common ancestor",
-                                    completes: .file),
-                                  quiet],
+        options: keyOptions + [O(name: "into", kind: .value, argument: "VAULT", meaning: "merge OTHER into VAULT, without a common ancestor",
+                                 completes: .file), quiet],
         examples: [
             Example(command: "merge base.kcv ours.kcv theirs.kcv --key-file team.key", meaning: "what git runs during a pull (after kcar git setup)"),
             Example(command: "merge --into secrets.kcv ~/Sync/secrets.kcv", meaning: "reconcile a copy from a synced folder into the local one"),
@@ -553,7 +553,7 @@ extension Help {
             + "which kcar merge, kcar history and kcar restore need. A kcar that reads only version 1 can no longer open the file. "
             + "A file that is already version 2 is left as it is (a message, exit 0).",
         ],
-        options: secretOptions + [identity, quiet],
+        options: keyOptions + [quiet],
         examples: [
             Example(command: "upgrade secrets.kcv --key-file team.key", meaning: "secrets.kcv becomes version 2"),
             Example(command: "pack secrets.kcv ./secrets --key-file team.key && kcar upgrade secrets.kcv --key-file team.key",
@@ -577,7 +577,7 @@ extension Help {
         ],
         options: [O(name: "global", kind: .flag, meaning: "setup: set the user's git config (git config --global)", only: "setup"),
                   O(name: "values", kind: .flag, meaning: "textconv: print each value too (text as JSON strings, else base64)", only: "textconv")]
-            + (secretOptions + [identity]).map { $0.only("textconv") },
+            + keyOptions.map { $0.only("textconv") },
         examples: [
             Example(command: "git setup", meaning: "in a repository: git pull merges vaults, git diff shows their items"),
             Example(command: "git textconv secrets.kcv --key-file team.key", meaning: "what git diff compares"),
@@ -594,7 +594,7 @@ extension Help {
             + "merge) and its value's size. Retention (SPEC.md Part 4, V8) keeps the 10 most recent versions of the last 90 days. "
             + "No such item: exit 6.",
         ],
-        options: secretOptions + [identity],
+        options: keyOptions,
         examples: [
             Example(command: "history secrets.kcv github.com/tokens/ci --key-file team.key", meaning: "the versions of one item"),
         ])
@@ -606,7 +606,7 @@ extension Help {
             "Makes kept version N (as kcar history numbers them) the item's current version, attributes and value, in one commit: "
             + "the version it replaces is kept in turn. A deleted item comes back under its id. No such item or version: exit 6.",
         ],
-        options: secretOptions + [identity, O(name: "version", kind: .value, argument: "N", meaning: "the kept version to restore (kcar history)"), quiet],
+        options: keyOptions + [O(name: "version", kind: .value, argument: "N", meaning: "the kept version to restore (kcar history)"), quiet],
         examples: [
             Example(command: "restore secrets.kcv github.com/tokens/ci --version 1 --key-file team.key", meaning: "undo the last change"),
         ])

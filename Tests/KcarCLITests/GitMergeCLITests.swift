@@ -88,6 +88,36 @@ final class GitMergeCLITests: XCTestCase {
         XCTAssertEqual(try V2Edit.values(theirs2, key: key), values)
     }
 
+    /// A merge killed (SIGKILL) at any point leaves OURS with its own items or with the merged ones, never a
+    /// mix, and a kcar that opens it afterwards works on its last complete commit.
+    func testAMergeKilledAnywhereLeavesOursAsItWasOrMerged() throws {
+        var items: [String: String] = [:]
+        for i in 0..<300 { items["svc\(i % 7)/acct\(i)"] = String(repeating: "v\(i)", count: 50) }
+        let base = try makeVault("base.kcv", items)
+        let theirs = try copy(base, "theirs.kcv"), oursStart = try copy(base, "ours-start.kcv")
+        var changes: [String: String] = [:]
+        for i in stride(from: 0, to: 300, by: 3) { changes["svc\(i % 7)/acct\(i)"] = String(repeating: "t\(i)", count: 80) }
+        try V2Edit.set(theirs, key: key, writer: 2, changes)
+        let before = try V2Edit.values(oursStart, key: key)
+        let merged = before.merging(changes) { _, t in t }
+        var outcomes = Set<Bool>()
+        for delay in stride(from: 0, to: 60_000, by: 4_000) {
+            let ours = try copy(oursStart, "ours.kcv")
+            let p = kcarProcess(["merge", base, ours, theirs], cwd: dir, env: ["KCAR_KEY_FILE": key, "XDG_STATE_HOME": dir + "/state"])
+            try p.run()
+            usleep(useconds_t(delay))
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+            let now = try V2Edit.values(ours, key: key)
+            XCTAssertTrue(now == before || now == merged, "killed after \(delay) us: a mix of both")
+            outcomes.insert(now == merged)
+            // The next merge completes it.
+            XCTAssertEqual(try keyed(["merge", "-q", base, ours, theirs]).code, 0)
+            XCTAssertEqual(try V2Edit.values(ours, key: key), merged)
+        }
+        XCTAssertTrue(outcomes.contains(false), "no kill landed before the merge's commit")
+    }
+
     func testEmptyBaseAndIntoMergeFromTheRecordedVersions() throws {
         let base = try makeVault("base.kcv", ["svc/a": "a0", "svc/b": "b0"])
         let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
