@@ -3,6 +3,11 @@ extension Vault {
     /// byte for byte; records that also hold deleted or replaced values are rebuilt from their live members, so
     /// a deleted secret leaves the file. Atomic: a crash leaves the old or the new file. Needs `.write`.
     public func compact(random: RandomSource = SystemRandom.shared, options: WriteOptions = .init()) throws {
+        if let p = paged {
+            try options.check()
+            try p.compact(random: random, level: options.level, solidMembers: options.solidMembers)
+            return try adopt(p, items: true)
+        }
         try rewrite(header: header, headerBytes: headerBytes, newKey: nil, random: random, options: options)
     }
 
@@ -10,6 +15,11 @@ extension Vault {
     /// (which replace all the old ones: an old slot or header copy no longer opens anything written from
     /// now on). Item ids, record ids and values are kept. Needs `.write`.
     public func rekey(slots: [SlotSecret], random: RandomSource = SystemRandom.shared, options: WriteOptions = .init()) throws {
+        if let p = paged {
+            try options.check()
+            try p.rekey(slots: slots, random: random, level: options.level, solidMembers: options.solidMembers)
+            return try adopt(p, items: true)
+        }
         let (newHeader, bytes, vk) = try Vault.rekeyedHeader(header, slots: slots, random: random)
         try rewrite(header: newHeader, headerBytes: bytes, newKey: vk, random: random, options: options)
     }
@@ -33,6 +43,10 @@ extension Vault {
         guard remove.allSatisfy({ header.slots.indices.contains($0) }) else { throw VaultError(.invalidArgument, "no such slot") }
         // Resolve the indexes now, against the header the caller saw, not the one caught up with under the lock.
         let removed = remove.map { header.slots[$0] }
+        if let p = paged {
+            try p.changeSlots(remove: remove, add: add, random: random)
+            return try adopt(p, items: false)
+        }
         try exclusively { try changeSlotsLocked(removing: removed, add: add, random: random) }
     }
 

@@ -21,6 +21,7 @@ extension Vault {
     /// Checks the whole vault: every trailer back to the first commit, every index segment, and every live
     /// record in full (member tables against the index). Does not stop at the first problem.
     public func verify() -> VerifyReport {
+        if let p = paged { return p.verify() }
         var report = VerifyReport()
         report.deadBytes = deadBytes
         report.incompleteBytes = incompleteBytes

@@ -16,12 +16,24 @@ public final class Transaction {
     private(set) var changes: [ItemID: Item?] = [:]
     /// Items added with a value; their locations are known once the writer flushes.
     private var valued = Set<ItemID>()
+    /// For a version 2 file: the transaction of the paged vault, which every change is handed to (it writes
+    /// the values and makes the tree entries); `state` is kept here for ``items`` and ``item(_:)``.
+    private let paged: PagedTransaction?
 
     init(writer: CommitWriter, random: RandomSource, state: [ItemID: Item]) {
         self.writer = writer
         self.random = random
         self.state = state
         original = state
+        paged = nil
+    }
+
+    init(paged: PagedTransaction, random: RandomSource, state: [ItemID: Item]) {
+        writer = paged.writer
+        self.random = random
+        self.state = state
+        original = [:]
+        self.paged = paged
     }
 
     /// The items as they stand in this transaction.
@@ -35,9 +47,13 @@ public final class Transaction {
     public func add(class itemClass: ItemClass = .genericPassword, attributes: Attributes, value: ValueSource) throws -> ItemID {
         try Transaction.check(itemClass, attributes)
         guard state.count < Limits.itemsMax else { throw VaultError(.invalidArgument, "a vault holds at most \(Limits.itemsMax) items") }
-        let id = ItemID(random.bytes(16))
+        let id = try paged?.add(class: itemClass, attributes: attributes, value: value) ?? ItemID(random.bytes(16))
         let item = Item(id: id, itemClass: itemClass, attributes: attributes, size: 0,
                         location: RecordLocation(recordID: ID128([UInt8](repeating: 0, count: 16)), offset: 0, length: 0, member: 0, dataOffset: 0))
+        if paged != nil {
+            state[id] = item
+            return id
+        }
         try writer.add(item, value: value)
         state[id] = item
         changes[id] = item
@@ -49,6 +65,13 @@ public final class Transaction {
     public func update(_ id: ItemID, class itemClass: ItemClass? = nil, attributes: Attributes? = nil,
                        value: ValueSource? = nil) throws {
         guard var item = state[id] else { throw VaultError(.itemNotFound, "item \(id)") }
+        if let paged {
+            try paged.update(item, class: itemClass, attributes: attributes, value: value)
+            if let c = itemClass { item.itemClass = c }
+            if let a = attributes { item.attributes = a }
+            state[id] = item
+            return
+        }
         if let c = itemClass { item.itemClass = c }
         if let a = attributes { item.attributes = a }
         try Transaction.check(item.itemClass, item.attributes)
@@ -62,6 +85,12 @@ public final class Transaction {
 
     /// Removes an item.
     public func delete(_ id: ItemID) throws {
+        if let paged {
+            guard let item = state[id] else { throw VaultError(.itemNotFound, "item \(id)") }
+            try paged.delete(item)
+            state[id] = nil
+            return
+        }
         guard state.removeValue(forKey: id) != nil else { throw VaultError(.itemNotFound, "item \(id)") }
         changes[id] = .some(nil)
         valued.remove(id)
@@ -123,7 +152,7 @@ extension Vault {
     /// Draws a new vault id and vault key, wraps the key for `slots` and writes the header at the start of
     /// `tmp`; returns the id, the subkeys and the header's bytes.
     static func writeNewHeader(_ tmp: AtomicReplace, group: String, slots: [SlotSecret], formatVersion: UInt16,
-                               random: RandomSource) throws -> (vaultID: [UInt8], keys: Subkeys, headerBytes: [UInt8]) {
+                               random: RandomSource) throws -> (vaultID: [UInt8], keys: Subkeys, headerBytes: [UInt8], header: Header, vaultKey: SecureBytes) {
         let vaultID = random.bytes(16)
         let vk = random.secureBytes(32)
         let keySlots = try slots.map { try KeySlot.make(for: $0, vaultKey: vk, vaultID: vaultID, random: random) }
@@ -133,7 +162,7 @@ extension Vault {
         let headerBytes = header.encode(macKey: keys.header)
         guard headerBytes.count <= Limits.headerMax else { throw VaultError(.invalidArgument, "header too large") }
         try tmp.file.write(headerBytes, at: 0)
-        return (vaultID, keys, headerBytes)
+        return (vaultID, keys, headerBytes, header, vk)
     }
 
     /// Creates a new vault at `path` holding what `body` adds, as one checkpoint commit. The file is written
@@ -145,7 +174,7 @@ extension Vault {
         try options.check()
         let tmp = try startCreating(path: path, group: group, slots: slots, overwrite: overwrite)
         do {
-            let (vaultID, keys, headerBytes) = try writeNewHeader(tmp, group: group, slots: slots, formatVersion: 1, random: random)
+            let (vaultID, keys, headerBytes, _, _) = try writeNewHeader(tmp, group: group, slots: slots, formatVersion: 1, random: random)
             let writer = CommitWriter(file: tmp.file, headerLength: UInt64(headerBytes.count), vaultID: vaultID, keys: keys,
                                       random: random, level: options.level, solidMembers: options.solidMembers, at: 0)
             let tx = Transaction(writer: writer, random: random, state: [:])
@@ -165,7 +194,33 @@ extension Vault {
     public func commit(options: WriteOptions = .init(), random: RandomSource = SystemRandom.shared,
                        _ body: (Transaction) throws -> Void) throws {
         try options.check()
-        let compactNow: Bool = try exclusively {
+        if let p = paged { return try commitVersion2(p, options: options, random: random, body) }
+        let compactNow: Bool
+        do {
+            compactNow = try commitVersion1(options: options, random: random, body)
+        } catch {
+            // Another process upgraded the file to version 2 while it was open: nothing was written.
+            guard let p = paged else { throw error }
+            return try commitVersion2(p, options: options, random: random, body)
+        }
+        // The commit is durable now; a failed compaction leaves the vault as it was (it is atomic), so it
+        // must not turn a successful commit into an error. It is tried again after the next commit, and
+        // reported: in ``lastCompactionError`` and to ``compactionFailures``.
+        if compactNow {
+            do {
+                try compact(random: random, options: options)
+                lastCompactionError = nil
+            } catch {
+                let e = error as? VaultError ?? VaultError(.io, "\(error)")
+                lastCompactionError = e
+                Vault.compactionFailures.withLock { $0 }?(path, e)
+            }
+        }
+    }
+
+    /// A version 1 commit; returns whether to compact now.
+    private func commitVersion1(options: WriteOptions, random: RandomSource, _ body: (Transaction) throws -> Void) throws -> Bool {
+        try exclusively {
             // Before anything is written: a refused commit leaves no bytes behind.
             let nextGeneration = try Vault.nextGeneration(after: tail.trailer.generation, path)
             try cutIncompleteLocked()
@@ -195,19 +250,6 @@ extension Vault {
                 throw error
             }
             return options.autoCompact && shouldCompact
-        }
-        // The commit is durable now; a failed compaction leaves the vault as it was (it is atomic), so it
-        // must not turn a successful commit into an error. It is tried again after the next commit, and
-        // reported: in ``lastCompactionError`` and to ``compactionFailures``.
-        if compactNow {
-            do {
-                try compact(random: random, options: options)
-                lastCompactionError = nil
-            } catch {
-                let e = error as? VaultError ?? VaultError(.io, "\(error)")
-                lastCompactionError = e
-                Vault.compactionFailures.withLock { $0 }?(path, e)
-            }
         }
     }
 
@@ -240,12 +282,18 @@ extension Vault {
 
     /// Whether dead space has passed the automatic-compaction threshold (SPEC.md §9).
     public var shouldCompact: Bool {
+        guard paged == nil else { return false }
         let dead = deadBytes
         return dead > Limits.compactDeadMin && Double(dead) > Double(tail.end) * Limits.compactDeadRatio
     }
 
     /// Cuts off an incomplete commit (what `kcar recover` does). Needs `.write`.
     public func cutIncomplete() throws {
+        if let p = paged {
+            try p.cutIncomplete()
+            incompleteBytes = 0
+            return
+        }
         try exclusively { try cutIncompleteLocked() }
     }
 

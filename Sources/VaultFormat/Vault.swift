@@ -84,6 +84,10 @@ public final class Vault {
     var lockTimeout: Double = 10
     /// Why the last automatic compaction failed, if it did (the commit before it stood).
     public internal(set) var lastCompactionError: VaultError?
+    /// For a version 2 file (SPEC.md Part 4): the engine that reads and writes it (Vault+Version2.swift);
+    /// `tail` is then unused, and `state` holds the items of the commit `pagedSeen` names.
+    var paged: PagedVault?
+    var pagedSeen: (generation: UInt64, offset: UInt64) = (0, 0)
 
     init(path: String, header: Header, headerBytes: [UInt8], file: File, vaultKey: SecureBytes, state: [ItemID: Item],
          tail: Tail, incompleteBytes: UInt64, mode: OpenMode) {
@@ -160,7 +164,7 @@ public final class Vault {
     public var count: Int { state.count }
 
     /// The generation of the last complete commit.
-    public var generation: UInt64 { tail.trailer.generation }
+    public var generation: UInt64 { paged?.generation ?? tail.trailer.generation }
 
     /// Bytes of the header.
     public var headerLength: Int { header.length }
@@ -169,7 +173,10 @@ public final class Vault {
     package var indexBytes: UInt64 { tail.checkpointBytes + tail.deltaBytes }
 
     /// Bytes of the body up to the end of the last complete commit.
-    public var bodyLength: UInt64 { tail.end }
+    public var bodyLength: UInt64 {
+        guard let p = paged else { return tail.end }
+        return p.tail.offset + UInt64(TrailerV2.size)
+    }
 
     /// Bytes in the body that no live item, nor the current index chain, needs: deleted and replaced
     /// values and superseded index segments. `compact` removes them. A record that still holds a live
@@ -178,6 +185,7 @@ public final class Vault {
     /// are not visible without decrypting the record, so this is a lower bound (SPEC.md §9). Deleted values
     /// leave the file only when a compaction rewrites their record: ``compact()`` always does.
     public var deadBytes: UInt64 {
+        if let p = paged { return (try? deadBytesVersion2(p)) ?? 0 }
         var live: UInt64 = 0
         var records: [ID128: (length: UInt64, end: UInt64, data: UInt64)] = [:]
         for item in state.values {
@@ -212,6 +220,7 @@ public final class Vault {
         defer { file.unlock() }
         let vault = try open(file: file, path: path, secret: secret, mode: mode)
         vault.lockTimeout = lockTimeout
+        vault.paged?.lockTimeout = lockTimeout
         return vault
     }
 
@@ -239,12 +248,17 @@ public final class Vault {
         }
         defer { file.unlock() }
         try catchUp()
+        guard paged == nil else {
+            // catchUp found the file upgraded to version 2 by another process: nothing was written.
+            throw VaultError(.io, "\(path) was upgraded to format version 2 by another process while open; nothing was changed, try again")
+        }
         return try body()
     }
 
     /// Catches up with commits and rewrites made since the vault was opened or last refreshed, under a
     /// shared lock (so a whole commit is seen). Cheap when nothing changed: one header and one trailer read.
     public func refresh() throws {
+        if let p = paged { return try refreshVersion2(p) }
         if try !file.isStill(path) {
             file = try Vault.lockedFile(path, mode: mode, exclusive: false, timeout: lockTimeout)
         } else {
@@ -269,8 +283,14 @@ public final class Vault {
         guard h.vaultID == header.vaultID, Header.verifyMAC(hb, key: keys.header) else {
             throw VaultError(.wrongKey, "\(path) was rekeyed or replaced since it was opened; open it again")
         }
-        header = h
         headerBytes = hb
+        if h.formatVersion == 2 {
+            // Upgraded by another process (SPEC.md Part 4, V1): the same vault under the same key, now paged.
+            let p = try PagedVault.open(file: file, path: path, header: h, vaultKey: vaultKey, size: size, mode: mode,
+                                        writerID: nil, lockTimeout: lockTimeout)
+            return try adopt(p, items: true)
+        }
+        header = h
         let body = size - UInt64(h.length)
         let reader = TailReader(file: file, headerLength: UInt64(h.length), bodySize: body, vaultID: h.vaultID, keys: keys)
         (tail, state) = try reader.load()
@@ -296,6 +316,16 @@ public final class Vault {
             throw VaultError(.tamperedHeader, "\(path): the header MAC does not verify")
         }
         let body = size - UInt64(header.length)
+        if header.formatVersion == 2 {
+            let p = try PagedVault.open(file: file, path: path, header: header, vaultKey: vk, size: size, mode: mode, writerID: nil, lockTimeout: 10)
+            let none = Trailer(generation: 0, commitStart: 0, indexOffset: 0, indexLength: 0, previous: Trailer.noPrevious, itemCount: 0,
+                               checkpoint: true, chain: 0)
+            let vault = Vault(path: path, header: header, headerBytes: headerBytes, file: file, vaultKey: vk, state: [:],
+                              tail: Tail(trailer: none, offset: 0, checkpointBytes: 0, deltaBytes: 0), incompleteBytes: 0, mode: mode)
+            try vault.adopt(p, items: true)
+            vault.unlockedSlot = slot
+            return vault
+        }
         let reader = TailReader(file: file, headerLength: UInt64(header.length), bodySize: body,
                                 vaultID: header.vaultID, keys: keys)
         let (tail, state) = try reader.load()
@@ -307,7 +337,7 @@ public final class Vault {
 
     static func readHeader(_ file: File, size: UInt64) throws -> (Header, [UInt8]) {
         let prefix = try file.read(Int(min(size, 4096)), at: 0)
-        return try Header.parse(prefix: prefix, fileSize: size) { try file.read($0, at: 0) }
+        return try Header.parse(prefix: prefix, fileSize: size, versions: 1...2) { try file.read($0, at: 0) }
     }
 
     /// Reads only the plaintext header (no key needed): what `info` and `verify` can say without a key.

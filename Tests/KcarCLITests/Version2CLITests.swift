@@ -1,9 +1,9 @@
 import Foundation
 import XCTest
 
-/// What the `kcar` command does with a version 2 file (SPEC.md Part 4, draft) before the format is released:
-/// `info` reads its header, `verify` checks it whole with a key (or its structure without one), and the
-/// commands that would change it refuse it as an unsupported version.
+/// What the `kcar` command does with a version 2 file (SPEC.md Part 4): `info` reads its header, `verify`
+/// checks it whole with a key (or its structure without one), and the other commands read and change it as
+/// they do a version 1 file.
 final class Version2CLITests: XCTestCase {
     let v2 = CLITests.repo.appendingPathComponent("Fixtures/vault-v2").path
     let key = CLITests.repo.appendingPathComponent("Fixtures/keys/keyfile.key").path
@@ -29,12 +29,31 @@ final class Version2CLITests: XCTestCase {
         XCTAssertGreaterThan(checked, 20)
     }
 
-    func testInfoReadsTheHeaderAndWritersRefuse() throws {
-        let info = try runKcar(["info", "\(v2)/one-item.kcv"], in: NSTemporaryDirectory())
+    func testInfoReadsTheHeaderAndCommandsReadAndWrite() throws {
+        let dir = NSTemporaryDirectory() + "kcar-v2cli-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir + "/in/svc", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let vault = dir + "/m.kcv"
+        try FileManager.default.copyItem(atPath: "\(v2)/many-items.kcv", toPath: vault)
+        let info = try runKcar(["info", vault], in: dir)
         XCTAssertEqual(info.code, 0, info.output)
         XCTAssertTrue(info.output.contains("version:    2"), info.output)
-        let list = try runKcar(["list", "--key-file", key, "\(v2)/one-item.kcv"], in: NSTemporaryDirectory())
-        XCTAssertEqual(list.code, 4, list.output)
-        XCTAssertTrue(list.output.contains("unsupported version"), list.output)
+        let list = try runKcar(["list", "--key-file", key, vault], in: dir)
+        XCTAssertEqual(list.code, 0, list.output)
+        XCTAssertTrue(list.output.contains("svc.0/user100"), list.output)
+        try Data("fresh".utf8).write(to: URL(fileURLWithPath: dir + "/in/svc/new"))
+        XCTAssertEqual(try runKcar(["add", "--key-file", key, vault, "-C", dir + "/in", "svc/new"], in: dir).code, 0)
+        XCTAssertEqual(try runKcar(["delete", "--key-file", key, vault, "svc.0/user100"], in: dir).code, 0)
+        let after = try runKcar(["list", "--key-file", key, vault], in: dir)
+        XCTAssertTrue(after.output.contains("svc/new"), after.output)
+        XCTAssertFalse(after.output.contains("svc.0/user100\n"), after.output)
+        XCTAssertEqual(try runKcar(["compact", "--key-file", key, vault], in: dir).code, 0)
+        let out = dir + "/out"
+        XCTAssertEqual(try runKcar(["extract", "--key-file", key, "-C", out, vault], in: dir).code, 0)
+        XCTAssertEqual(try String(contentsOfFile: out + "/svc/new", encoding: .utf8), "fresh")
+        let verify = try runKcar(["verify", "--key-file", key, vault], in: dir)
+        XCTAssertEqual(verify.code, 0, verify.output)
+        XCTAssertTrue(verify.output.contains("2000 items"), verify.output)
+        XCTAssertTrue(try runKcar(["info", vault], in: dir).output.contains("version:    2"), "commands keep the version")
     }
 }

@@ -1,6 +1,6 @@
 import FixtureRecipes
 import Foundation
-import VaultFormat
+@testable import VaultFormat
 import XCTest
 
 /// Version 2 vaults (SPEC.md Part 4, draft) end to end: seeded random commits against a model, reopened
@@ -125,7 +125,11 @@ final class PagedVaultTests: PagedTestCase {
 
     func testVersion1ReadersRefuseVersion2() throws {
         let path = try make()
-        XCTAssertThrowsError(try Vault.open(path: path, secret: secret)) { XCTAssertEqual(($0 as? VaultError)?.code, .unsupportedVersion) }
+        // What a reader of version 1 only does with the header (Vault reads both versions).
+        let bytes = try Recipes.read(path)
+        XCTAssertThrowsError(try Header.parse(prefix: bytes, fileSize: UInt64(bytes.count), versions: 1...1) { Array(bytes.prefix($0)) }) {
+            XCTAssertEqual(($0 as? VaultError)?.code, .unsupportedVersion)
+        }
         XCTAssertThrowsError(try PagedVault.open(path: FixtureTests.fixture("one-item.kcv"), secret: secret)) {
             XCTAssertEqual(($0 as? VaultError)?.code, .unsupportedVersion)
         }

@@ -110,7 +110,7 @@ package final class PagedVault {
                                overwrite: Bool = false, random: RandomSource = SystemRandom.shared) throws {
         let tmp = try Vault.startCreating(path: path, group: group, slots: slots, overwrite: overwrite)
         do {
-            let (vaultID, keys, headerBytes) = try Vault.writeNewHeader(tmp, group: group, slots: slots, formatVersion: 2, random: random)
+            let (vaultID, keys, headerBytes, _, _) = try Vault.writeNewHeader(tmp, group: group, slots: slots, formatVersion: 2, random: random)
             let store = FilePageStore(source: RecordSource(file: tmp.file, headerLength: UInt64(headerBytes.count), vaultID: vaultID, keys: keys), limit: 0)
             store.random = random
             let root = IndexRoot(schema: schema, retention: retention)
@@ -137,9 +137,15 @@ package final class PagedVault {
             }
         }
         guard let vk else { throw VaultError(.wrongKey, "no key slot of \(path) opens with the \(secret.kindName) given") }
-        let keys = Subkeys(vaultKey: vk)
-        guard Header.verifyMAC(headerBytes, key: keys.header) else { throw VaultError(.tamperedHeader, "\(path): the header MAC does not verify") }
-        let source = RecordSource(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys)
+        guard Header.verifyMAC(headerBytes, key: Subkeys(vaultKey: vk).header) else { throw VaultError(.tamperedHeader, "\(path): the header MAC does not verify") }
+        return try open(file: file, path: path, header: header, vaultKey: vk, size: size, mode: mode, writerID: writerID, lockTimeout: lockTimeout)
+    }
+
+    /// Opens the version 2 vault in `file` (locked by the caller), whose header has been parsed and its MAC
+    /// checked under `vaultKey`.
+    static func open(file: File, path: String, header: Header, vaultKey vk: SecureBytes, size: UInt64, mode: OpenMode,
+                     writerID: UInt64?, lockTimeout: Double) throws -> PagedVault {
+        let source = RecordSource(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: Subkeys(vaultKey: vk))
         let (root, chain, bytes, tail) = try load(source, bodySize: size - UInt64(header.length))
         let store = FilePageStore(source: source, limit: tail.1)
         let v = PagedVault(path: path, header: header, file: file, vaultKey: vk, store: store, root: root, tail: tail,
@@ -468,7 +474,7 @@ package final class PagedVault {
         return try body()
     }
 
-    private func commitLocked(level: Int32, random: RandomSource, solidMembers: Int, now: UInt64, _ body: (PagedTransaction) throws -> Void) throws {
+    func commitLocked(level: Int32, random: RandomSource, solidMembers: Int, now: UInt64, _ body: (PagedTransaction) throws -> Void) throws {
         try appendCommit(level: level, random: random, solidMembers: solidMembers) { writer in
             let tx = try PagedTransaction(vault: self, writer: writer, random: random, now: now)
             try body(tx)
@@ -619,6 +625,10 @@ package final class PagedTransaction {
     private var valued: [ItemID: Int] = [:]
     private(set) var clock: UInt64
     var liveChange = 0
+    /// Whether ``finish()`` records where each new value went in ``valueLocations`` (for a caller that keeps
+    /// its own copy of the items: ``Vault`` over a version 2 file).
+    var keepsValueLocations = false
+    private(set) var valueLocations: [ItemID: (size: UInt64, location: RecordLocation)] = [:]
 
     package static func realTimeMilliseconds() -> UInt64 {
         var tv = timespec()
@@ -645,11 +655,17 @@ package final class PagedTransaction {
     /// Adds a new item and returns it.
     @discardableResult
     package func add(class itemClass: ItemClass = .genericPassword, attributes: Attributes, value: [UInt8]) throws -> ItemID {
+        try add(class: itemClass, attributes: attributes, value: .bytes(value))
+    }
+
+    /// Adds a new item whose value comes from `value` (bytes, or a descriptor streamed in bounded memory).
+    @discardableResult
+    package func add(class itemClass: ItemClass, attributes: Attributes, value: ValueSource) throws -> ItemID {
         try Transaction.check(itemClass, attributes)
         let id = ItemID(random.bytes(16))
         let item = Item(id: id, itemClass: itemClass, attributes: attributes, size: 0,
                         location: RecordLocation(recordID: ID128(hi: 0, lo: 0), offset: 0, length: 0, member: 0, dataOffset: 0))
-        try writer.add(item, value: .bytes(value))
+        try writer.add(item, value: value)
         changed[id] = item
         valued[id] = writer.sequence
         liveChange += 1
@@ -671,12 +687,19 @@ package final class PagedTransaction {
 
     /// Changes `item`'s attributes, its value, or both.
     package func update(_ item: Item, attributes: Attributes? = nil, value: [UInt8]? = nil) throws {
+        try update(item, class: nil, attributes: attributes, value: value.map { .bytes($0) })
+    }
+
+    /// Changes `item`'s class, its attributes, its value, or any of them (a new class or new key attributes
+    /// move its entry to another key).
+    package func update(_ item: Item, class itemClass: ItemClass?, attributes: Attributes?, value: ValueSource?) throws {
         let (was, now) = try current(item)
         var next = now
+        if let itemClass { next.itemClass = itemClass }
         if let attributes { next.attributes = attributes }
         try Transaction.check(next.itemClass, next.attributes)
         if let value {
-            try writer.add(next, value: .bytes(value))
+            try writer.add(next, value: value)
             valued[item.id] = writer.sequence
         }
         before[item.id] = was
@@ -727,6 +750,7 @@ package final class PagedTransaction {
             a.size = w.item.size
             a.location = w.item.location
             changed[w.item.id] = a
+            if keepsValueLocations { valueLocations[w.item.id] = (a.size, a.location) }
         }
         valued = [:]
         let schema = vault.root.schema

@@ -1,0 +1,147 @@
+/// ``Vault`` over a version 2 file (SPEC.md Part 4): every public operation of ``Vault`` works on either
+/// format version. For version 2 the work is done by a ``PagedVault``; this instance keeps what ``Vault``'s
+/// API promises on top of it (the items in memory, read from the trees at open and after each change made
+/// elsewhere, as version 1 reads its index), so commands and the keychain need not know the version.
+extension Vault {
+    /// The version 2 engine of this vault, nil for a version 1 file (for commands that only version 2 has:
+    /// merge, history).
+    package var version2: PagedVault? { paged }
+
+    /// The live items of `p`, by id (the whole items tree, the deltas applied).
+    static func items(of p: PagedVault) throws -> [ItemID: Item] {
+        var out: [ItemID: Item] = [:]
+        out.reserveCapacity(p.count)
+        try p.forEachItem { item in
+            out[item.id] = item
+            return true
+        }
+        return out
+    }
+
+    /// Takes on what `p` now holds: its file, header and keys (a rewrite replaces them) and, when `items`
+    /// (or when another writer committed since they were read), its items.
+    func adopt(_ p: PagedVault, items reload: Bool) throws {
+        paged = p
+        file = p.file
+        header = p.header
+        keys = p.keys
+        vaultKey = p.vaultKey
+        incompleteBytes = p.incompleteBytes
+        let seen = (p.generation, p.tail.offset)
+        if reload || pagedSeen.generation != seen.0 || pagedSeen.offset != seen.1 {
+            state = try Vault.items(of: p)
+            pagedSeen = seen
+        }
+    }
+
+    /// The version 2 vault at `path` again, when a rewrite (here or in another process) renamed a new file
+    /// over the one held: same vault id, and the header must verify under this instance's vault key (a
+    /// rekeyed file does not: open it again with a secret). `lock` as ``refresh()`` takes it.
+    func reopenVersion2(_ p: PagedVault) throws {
+        let file = try Vault.lockedFile(path, mode: mode, exclusive: false, timeout: lockTimeout)
+        defer { file.unlock() }
+        let size = try file.size()
+        let (h, hb) = try Vault.readHeader(file, size: size)
+        guard h.formatVersion == 2, h.vaultID == header.vaultID, Header.verifyMAC(hb, key: keys.header) else {
+            throw VaultError(.wrongKey, "\(path) was rekeyed or replaced since it was opened; open it again")
+        }
+        headerBytes = hb
+        let q = try PagedVault.open(file: file, path: path, header: h, vaultKey: vaultKey, size: size, mode: mode,
+                                    writerID: p.writerID, lockTimeout: lockTimeout)
+        try adopt(q, items: true)
+    }
+
+    /// ``refresh()`` of a version 2 file.
+    func refreshVersion2(_ p: PagedVault) throws {
+        guard try p.file.isStill(path) else { return try reopenVersion2(p) }
+        try p.file.lock(exclusive: false, timeout: lockTimeout)
+        defer { p.file.unlock() }
+        try p.catchUp()
+        try adopt(p, items: false)
+    }
+
+    /// ``commit(options:random:_:)`` of a version 2 file: one commit of the changes `body` makes, through a
+    /// ``Transaction`` that keeps this instance's items up to date.
+    func commitVersion2(_ p0: PagedVault, options: WriteOptions, random: RandomSource, _ body: (Transaction) throws -> Void) throws {
+        if try !p0.file.isStill(path) { try reopenVersion2(p0) }
+        guard let p = paged else { return }
+        var after: [ItemID: Item]?
+        var paged: PagedTransaction?
+        try p.commit(level: options.level, random: random, solidMembers: options.solidMembers) { ptx in
+            // Under the lock, caught up with other writers: the items this instance holds may be older.
+            try adopt(p, items: false)
+            ptx.keepsValueLocations = true
+            paged = ptx
+            let tx = Transaction(paged: ptx, random: random, state: state)
+            try body(tx)
+            after = tx.state
+        }
+        guard var items = after, let ptx = paged else { return }
+        for (id, v) in ptx.valueLocations where items[id] != nil {
+            items[id]!.size = v.size
+            items[id]!.location = v.location
+        }
+        state = items
+        pagedSeen = (p.generation, p.tail.offset)
+        incompleteBytes = 0
+    }
+
+    /// Bytes of the body that nothing the current commit reaches needs: the body less the live items'
+    /// records, the index (every page of the three trees, the root and the chain's deltas), the history's
+    /// records and the trailers of the chain. Reads every page of the trees.
+    func deadBytesVersion2(_ p: PagedVault) throws -> UInt64 {
+        var records: [ID128: UInt64] = [:]
+        for item in state.values { records[item.location.recordID] = item.location.length }
+        try p.scan(.history) { e in
+            if let r = e.record { records[r.id] = r.length }
+            return true
+        }
+        let needed = records.values.reduce(0, +) + (try p.indexBytes()) + UInt64(TrailerV2.size) * (UInt64(p.tail.trailer.chain) + 1)
+        let end = p.tail.offset + UInt64(TrailerV2.size)
+        return end - min(end, needed)
+    }
+}
+
+extension PagedVault {
+    /// Cuts off an incomplete commit (what `kcar recover` does). Needs `.write`.
+    func cutIncomplete() throws {
+        try exclusively {
+            let end = UInt64(header.length) + tail.offset + UInt64(TrailerV2.size)
+            guard try file.size() > end else { return }
+            try file.truncate(to: end)
+            try file.sync()
+        }
+    }
+}
+
+extension Vault {
+    /// Creates a new version 2 vault at `path` (SPEC.md Part 4) keyed by `schema`, holding what `body` adds:
+    /// an empty fold and then one commit of `body`'s changes, both written under a temporary name that is
+    /// renamed into place only when complete (as ``create(path:group:slots:options:overwrite:random:_:)``).
+    package static func create(path: String, group: String, slots: [SlotSecret], schema: PagedSchema, retention: Retention = .init(),
+                               options: WriteOptions = .init(), overwrite: Bool = false, random: RandomSource = SystemRandom.shared,
+                               now: UInt64 = PagedTransaction.realTimeMilliseconds(), _ body: (Transaction) throws -> Void) throws {
+        try options.check()
+        let tmp = try startCreating(path: path, group: group, slots: slots, overwrite: overwrite)
+        do {
+            let (vaultID, keys, headerBytes, header, vaultKey) = try writeNewHeader(tmp, group: group, slots: slots, formatVersion: 2, random: random)
+            let store = FilePageStore(source: RecordSource(file: tmp.file, headerLength: UInt64(headerBytes.count), vaultID: vaultID, keys: keys), limit: 0)
+            store.random = random
+            store.level = options.level
+            let tail = try PagedVault.writeFold(root: IndexRoot(schema: schema, retention: retention), store: store, commitStart: 0,
+                                                generation: 1, previous: nil, itemCount: 0)
+            // The temporary file stays locked by `tmp` (a lock released here would let another writer take it
+            // for a killed writer's): the commit is appended without taking the lock again.
+            let p = PagedVault(path: tmp.tempPath, header: header, file: tmp.file, vaultKey: vaultKey, store: store,
+                               root: IndexRoot(schema: schema, retention: retention), tail: tail,
+                               writerID: UInt64(bigEndianBytes: random.bytes(8)), mode: .write)
+            try p.commitLocked(level: options.level, random: random, solidMembers: options.solidMembers, now: now) { ptx in
+                try body(Transaction(paged: ptx, random: random, state: [:]))
+            }
+            try tmp.commit(overwrite: overwrite)
+        } catch {
+            tmp.abandon()
+            throw error
+        }
+    }
+}
