@@ -315,7 +315,14 @@ final class GitMergeCLITests: XCTestCase {
         _ = try git(["clone", "-q", bare, b], in: dir)
         try setUpClone(b)
         try V2Edit.set(a + "/team.kcv", key: key, writer: 0xA, ["svc/x": "x-from-a", "svc/y": "y-from-a"])
-        try V2Edit.set(b + "/team.kcv", key: key, writer: 0xB, ["svc/z": "z-from-b", "svc/y": "y-from-b"])
+        // B changes its copy as a user does, with kcar add (the version 2 file as it is).
+        let srcB = dir + "/src-b"
+        for (p, v) in ["svc/z": "z-from-b", "svc/y": "y-from-b"] {
+            try FileManager.default.createDirectory(atPath: srcB + "/svc", withIntermediateDirectories: true)
+            try v.write(toFile: srcB + "/" + p, atomically: true, encoding: .utf8)
+        }
+        let add = try keyed(["add", b + "/team.kcv", "-C", srcB, "svc/z", "svc/y"])
+        XCTAssertEqual(add.code, 0, add.output)
         _ = try git(["commit", "-qam", "a"], in: a)
         _ = try git(["commit", "-qam", "b"], in: b)
         _ = try git(["push", "-q", "origin", "HEAD"], in: a)
