@@ -51,6 +51,19 @@ public enum CLI {
 
     static func command(_ name: String) -> Command? { commands.first { $0.name == name } }
 
+    /// Runs the subcommand `argv[0]` of `name` (`archive show`, `git setup`): one of `table`, in the order
+    /// their usage lists them.
+    static func subcommand(_ name: String, _ argv: [String], _ table: [(name: String, usage: String, run: ([String]) throws -> ExitCode)]) throws -> ExitCode {
+        let known = table.map(\.name).joined(separator: ", ")
+        guard let sub = argv.first else {
+            throw CLIError.usage("expected " + table.map { "`\(name) \($0.name) \($0.usage)`" }.joined(separator: " or "))
+        }
+        guard let entry = table.first(where: { $0.name == sub }) else {
+            throw CLIError.usage("unknown \(name) command '\(terminalSafe(String(sub.prefix(64))))' (\(known))")
+        }
+        return try entry.run(Array(argv.dropFirst()))
+    }
+
     /// The parser's specs of `command` (of its subcommand `sub`): the options its help page lists.
     static func specs(_ name: String, _ sub: String? = nil) -> [Arguments.Spec] {
         command(name)?.page.specs(sub) ?? []

@@ -7,13 +7,7 @@ import VaultFormat
 /// as the merge driver) and diff as text (one line per item).
 enum GitCommand {
     static func run(_ argv: [String]) throws -> ExitCode {
-        guard let sub = argv.first else { throw CLIError.usage("expected `git setup [--global]` or `git textconv VAULT`") }
-        let rest = Array(argv.dropFirst())
-        switch sub {
-        case "setup": return try setup(rest)
-        case "textconv": return try textconv(rest)
-        default: throw CLIError.usage("unknown git command '\(terminalSafe(String(sub.prefix(64))))' (setup, textconv)")
-        }
+        try CLI.subcommand("git", argv, [("setup", "[--global]", setup), ("textconv", "VAULT", textconv)])
     }
 
     /// The line `.gitattributes` gets, and the configuration git reads it with.
