@@ -33,13 +33,10 @@ extension GitCommand {
                 let vault = try Secrets.unlockPaged(path, args, given: given, ask: false)
                 Output.out.line(terminalSafe(head + ": \(count(vault.count, "item"))"))
                 // The items tree's order: class, key attributes, item id.
-                // Items written by one commit share a version: it is formatted once.
-                var last: (Version, String)?
+                var text = VersionText()
                 try vault.forEachLiveState { s in
                     guard let item = s.item else { return true }
-                    let version = last?.0 == s.version ? last!.1 : describe(s.version)
-                    last = (s.version, version)
-                    try printLine(item, version: version, value: values ? { try vault.read(item) } : nil)
+                    try printLine(item, version: text(s.version), value: values ? { try vault.read(item) } : nil)
                     return true
                 }
             }
@@ -83,8 +80,25 @@ extension GitCommand {
 
     /// A version as `TIME/WRITER`: its clock's milliseconds as ISO 8601 UTC and the writer id in hex.
     static func describe(_ v: Version) -> String {
+        var text = VersionText()
+        return text(v)
+    }
+}
+
+/// Formats versions as `TIME/WRITER`, remembering the last time and writer: the items of one commit share
+/// both (their clocks differ in the counter bits only), so a vault's lines format few of them.
+struct VersionText {
+    private var time: (ms: UInt64, text: String)?
+    private var writer: (id: UInt64, text: String)?
+
+    mutating func callAsFunction(_ v: Version) -> String {
         let ms = v.hlc >> 16
-        let writer = Hex.encode((0..<8).map { UInt8(truncatingIfNeeded: v.writer >> (56 - 8 * UInt64($0))) })
-        return iso8601(seconds: Int64(ms / 1000), nanoseconds: Int64(ms % 1000) * 1_000_000) + "/" + writer
+        if time?.ms != ms {
+            time = (ms, iso8601(seconds: Int64(ms / 1000), nanoseconds: Int64(ms % 1000) * 1_000_000))
+        }
+        if writer?.id != v.writer {
+            writer = (v.writer, Hex.encode((0..<8).map { UInt8(truncatingIfNeeded: v.writer >> (56 - 8 * UInt64($0))) }))
+        }
+        return (time?.text ?? "") + "/" + (writer?.text ?? "")
     }
 }
