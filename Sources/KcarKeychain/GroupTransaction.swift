@@ -23,6 +23,16 @@ public final class GroupTransaction {
     /// Set when the closure the transaction was given returns: its changes are then committed (or dropped),
     /// and the transaction refuses any further use.
     private var ended = false
+    /// A version 2 vault opened with its items on demand, whose keys are the primary keys of §K4: primary
+    /// keys are looked up in its items tree instead of an index of every item, and `pending` holds the keys
+    /// this transaction took (an id) or gave up (nil) over what the vault held before it. `pendingValid`
+    /// falls when a change failed part-way: the full index is built from then on.
+    private var pending: [PrimaryKey: ItemID?] = [:]
+    private var pendingValid = true
+    private var lookups: PagedVault? {
+        guard keys == nil, pendingValid, tx.isOnDemand, let p = vault.version2 else { return nil }
+        return p
+    }
 
     init(group: String, _ tx: Transaction, vault: Vault, keys: [PrimaryKey: ItemID]? = nil, mayScan: Bool = false) {
         self.group = group
@@ -47,14 +57,15 @@ public final class GroupTransaction {
     /// The value of an item as it was committed before this transaction began.
     public func value(of item: KeychainItem) throws -> [UInt8] {
         try live()
-        guard let committed = vault.item(item.id) else {
+        guard let committed = try vault.current(item) else {
             throw KeychainError(.itemNotFound, "the item was added in this transaction; its value is not readable yet")
         }
         return try vault.read(committed)
     }
 
-    private func buildKeys() {
+    private func buildKeys() throws {
         guard keys == nil else { return }
+        try tx.loadAll()
         let all = tx.items
         var k: [PrimaryKey: ItemID] = [:]
         k.reserveCapacity(all.count)
@@ -64,8 +75,14 @@ public final class GroupTransaction {
 
     /// Whether an item holds `pk`: from the index, or, once, by comparing the key attributes of every item
     /// (no key built per item).
-    private func isTaken(_ pk: PrimaryKey) -> Bool {
-        if keys == nil, mayScan {
+    private func isTaken(_ pk: PrimaryKey, _ attributes: Attributes) throws -> Bool {
+        if let p = lookups, Schema.keysByPrimaryKey(p.schema, pk.itemClass) {
+            if let held = pending[pk] { return held != nil }
+            let holders = try p.items(class: ItemClass(rawValue: pk.itemClass), keyValues: Schema.primaryKeyValues(attributes, class: pk.itemClass))
+            // An item this transaction changed holds the keys `pending` says.
+            return holders.contains { tx.touchedItems[$0.id] == nil }
+        }
+        if keys == nil, mayScan, !tx.isOnDemand {
             mayScan = false
             let names = Schema.primaryKey(pk.itemClass)
             let defaults = names.map { Schema.kind(of: $0, class: pk.itemClass)?.defaultValue ?? .string("") }
@@ -75,8 +92,29 @@ public final class GroupTransaction {
                 return true
             }
         }
-        buildKeys()
+        try buildKeys()
         return keys![pk] != nil
+    }
+
+    /// Records that `id` now holds `pk` (nil: that `id` gave `pk` up), in whichever index this transaction keeps.
+    private func setHolder(_ pk: PrimaryKey, _ id: ItemID, holds: Bool) {
+        if keys != nil {
+            if holds { keys![pk] = id } else if keys![pk] == id { keys![pk] = nil }
+        } else if holds {
+            pending[pk] = .some(id)
+        } else if case .some(.some(let other)) = pending[pk], other != id {
+            // Another changed item moved onto the key earlier: it keeps it.
+        } else {
+            pending.updateValue(nil, forKey: pk)
+        }
+    }
+
+    /// The item with this id as it stands in this transaction: known from a search made in it, or read.
+    private func item(_ id: ItemID) throws -> Item? {
+        if let item = tx.item(id) { return item }
+        guard tx.isOnDemand else { return nil }
+        try tx.loadAll()
+        return tx.item(id)
     }
 
     /// Gives up the primary-key index (for the store to keep after the commit); nil if it was never built.
@@ -90,6 +128,7 @@ public final class GroupTransaction {
     public var items: [KeychainItem] {
         get throws {
             try live()
+            try tx.loadAll()
             return tx.items.map { KeychainItem(group: group, $0) }
         }
     }
@@ -97,7 +136,17 @@ public final class GroupTransaction {
     /// The matching items as they stand in this transaction (the query's group is ignored).
     public func find(_ query: ItemQuery) throws -> [KeychainItem] {
         try live()
-        var found = query.select(tx.items)
+        var found: [Item]
+        if let p = vault.version2, tx.isOnDemand {
+            // The vault's items before this transaction, less those it changed, plus those as it left them.
+            let touched = tx.touchedItems
+            found = try query.select(in: p).filter { touched[$0.id] == nil }
+            for case let item? in touched.values where query.matches(item) { found.append(item) }
+            found = query.select(found)
+            for item in found { tx.know(item) }
+        } else {
+            found = query.select(tx.items)
+        }
         if let limit = query.limit { found = Array(found.prefix(limit)) }
         return found.map { KeychainItem(group: group, $0) }
     }
@@ -114,11 +163,12 @@ public final class GroupTransaction {
         if a["mdat"] == nil { a["mdat"] = now }
         if a["pdmn"] == nil { a["pdmn"] = .string("ak") }
         let pk = PrimaryKey(itemClass.rawValue, a)
-        if isTaken(pk) { throw KeychainError(.duplicateItem, "an item with the same \(describe(pk)) exists in group \(group)") }
+        if try isTaken(pk, a) { throw KeychainError(.duplicateItem, "an item with the same \(describe(pk)) exists in group \(group)") }
         let id = try rebuildingOnError { try tx.add(class: itemClass, attributes: a, value: .bytes(value)) }
         changed = true
-        if keys != nil { keys![pk] = id }  // in place: a copy per add would make a batch quadratic
-        // (without an index, the next add builds one from the items, this one included)
+        // In place: a copy per add would make a batch quadratic. Without an index (and without lookups), the
+        // next add builds one from the items, this one included.
+        if keys != nil || lookups != nil { setHolder(pk, id, holds: true) }
         return KeychainItem(group: group, tx.item(id)!, size: UInt64(value.count))
     }
 
@@ -127,10 +177,10 @@ public final class GroupTransaction {
     /// changing anything.
     public func update(_ ids: [ItemID], set changes: [String: AttributeValue?], value: [UInt8]?) throws {
         try live()
-        buildKeys()
+        if lookups == nil { try buildKeys() }
         var planned: [(id: ItemID, old: PrimaryKey, new: PrimaryKey, attributes: Attributes)] = []
         for id in ids {
-            guard let item = tx.item(id) else { throw KeychainError(.itemNotFound, "item \(id)") }
+            guard let item = try item(id) else { throw KeychainError(.itemNotFound, "item \(id)") }
             var a = item.attributes
             for (name, v) in changes { a[name] = v }
             if changes["mdat"] == nil { a["mdat"] = .date(nanoseconds: currentNanoseconds()) }
@@ -142,7 +192,7 @@ public final class GroupTransaction {
         let vacated = Set(planned.map(\.old))
         var taken = Set<PrimaryKey>()
         for p in planned {
-            if !taken.insert(p.new).inserted || (keys![p.new] != nil && !vacated.contains(p.new)) {
+            if try !taken.insert(p.new).inserted || (!vacated.contains(p.new) && isTaken(p.new, p.attributes)) {
                 throw KeychainError(.duplicateItem, "the change would give two items the same \(describe(p.new)) in group \(group)")
             }
         }
@@ -153,8 +203,8 @@ public final class GroupTransaction {
                 try tx.update(p.id, attributes: p.attributes, value: value.map { .bytes($0) })
                 changed = true
                 // The key may already belong to a changed item moved onto it earlier in this loop.
-                if keys![p.old] == p.id { keys![p.old] = nil }
-                keys![p.new] = p.id
+                setHolder(p.old, p.id, holds: false)
+                setHolder(p.new, p.id, holds: true)
             }
         }
     }
@@ -162,17 +212,17 @@ public final class GroupTransaction {
     /// Removes an item.
     public func delete(_ id: ItemID) throws {
         try live()
-        guard let item = tx.item(id) else { throw KeychainError(.itemNotFound, "item \(id)") }
+        guard let item = try item(id) else { throw KeychainError(.itemNotFound, "item \(id)") }
         try tx.delete(id)
         changed = true
-        let pk = PrimaryKey(item.itemClass.rawValue, item.attributes)
-        if keys?[pk] == id { keys![pk] = nil }
+        if keys != nil || lookups != nil { setHolder(PrimaryKey(item.itemClass.rawValue, item.attributes), id, holds: false) }
     }
 
     private func rebuildingOnError<T>(_ body: () throws -> T) throws -> T {
         do { return try body() } catch {
             keys = nil
             mayScan = true
+            pendingValid = false
             changed = true
             throw error
         }

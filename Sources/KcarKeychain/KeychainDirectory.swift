@@ -280,7 +280,8 @@ public struct KeychainDirectory: Sendable, Hashable {
         }
         if !exists(group) {
             do {
-                try Vault.create(path: vaultPath(group), group: group, slots: [.keyFile(key)], random: random) { _ in }
+                // Version 2 (SPEC.md Part 4): a lookup reads a path of pages, whatever the number of items.
+                try Vault.create(path: vaultPath(group), group: group, slots: [.keyFile(key)], schema: Schema.paged, random: random) { _ in }
                 share(vaultPath(group), .vault, trust)
             } catch let e as VaultError where e.code == .exists {
                 // A concurrent creator won; its vault opens with the same key.

@@ -179,8 +179,9 @@ public final class KeychainStore: @unchecked Sendable {
         let trust = try directory.requireTrust()
         let key = try directory.readKey(group, trust)
         try directory.checkVaultFile(group, trust)
+        // A version 2 vault is opened with its items on demand: a search or an add reads a path of pages.
         let v = try Vault.open(path: directory.vaultPath(group), secret: .keyFile(key), mode: write ? .write : .read,
-                               lockTimeout: lockTimeout)
+                               lockTimeout: lockTimeout, itemsOnDemand: true)
         guard v.header.group == group else {
             throw KeychainError(.decode, "\(v.path) holds group \(v.header.group), not \(group)")
         }
@@ -253,7 +254,7 @@ public final class KeychainStore: @unchecked Sendable {
         var out: [KeychainItem] = []
         var skipped: [SkippedGroup] = []
         try eachGroup(query.group, &skipped) { group, v in
-            for item in query.select(v.unorderedItems) {
+            for item in try v.version2.map({ try query.select(in: $0) }) ?? query.select(v.unorderedItems) {
                 if let limit = query.limit, out.count >= limit { return false }
                 out.append(KeychainItem(group: group, item))
             }
@@ -267,7 +268,7 @@ public final class KeychainStore: @unchecked Sendable {
         try locked {
             try entitle(item.group)
             let v = try vault(item.group, write: false)
-            guard let current = v.item(item.id) else { throw KeychainError(.itemNotFound, "the item was deleted") }
+            guard let current = try v.current(item) else { throw KeychainError(.itemNotFound, "the item was deleted") }
             return try v.read(current)
         }
     }
@@ -305,8 +306,10 @@ public final class KeychainStore: @unchecked Sendable {
             defer { if groups.count > 1, !wasOpen { opened[group] = nil } }  // one group's index at a time (§K2)
             let v = try vault(group, write: false)
             let wanted = positions[group] ?? [:]
+            var asked: [ItemID: KeychainItem] = [:]
+            for item in items where item.group == group { asked[item.id] = item }
             let current = try wanted.keys.sorted().map { id in
-                guard let c = v.item(id) else { throw KeychainError(.itemNotFound, "the item was deleted") }
+                guard let c = try v.current(asked[id]!) else { throw KeychainError(.itemNotFound, "the item was deleted") }
                 return c
             }
             var value: [UInt8] = []
@@ -337,12 +340,20 @@ public final class KeychainStore: @unchecked Sendable {
         }
     }
 
+    /// Pages of the group's version 2 vault read from its file since the store opened it (nil when it is not
+    /// open, or is version 1): what tests and benchmarks count lookups by.
+    package func pagesOpened(group: String) -> Int? {
+        try? locked { opened[group]?.vault.version2?.pagesOpened }
+    }
+
     /// The open vault of a group, for the vault commands (`kcar list --keychain D --group G`).
     public func withVault<T>(group: String, write: Bool = false, _ body: (Vault) throws -> T) throws -> T {
         try locked {
             try entitle(group)
             guard directory.exists(group) else { throw KeychainError(.itemNotFound, "access group \(group) does not exist in \(directory.path)") }
-            return try body(try vault(group, write: write))
+            let v = try vault(group, write: write)
+            try v.loadItems()
+            return try body(v)
         }
     }
 
@@ -366,7 +377,7 @@ public final class KeychainStore: @unchecked Sendable {
         try locked {
             let target = try writeTarget(group)
             if !directory.exists(target) { _ = try directory.createGroup(target, random: random) }
-            let v = try vault(target, write: true)
+            let v = try upgradedVault(target)
             let g = opened[target]
             var result: T?
             var startVersion: UInt64 = 0
@@ -412,6 +423,17 @@ public final class KeychainStore: @unchecked Sendable {
             }
             return result!
         }
+    }
+
+    /// The group's vault, open for writing, in format version 2: a version 1 vault (a keychain made by an
+    /// earlier kcar) is upgraded before its first change (SPEC.md Part 4, V1), keeping its items, ids, key
+    /// and slots, so that every later lookup reads a path of pages.
+    private func upgradedVault(_ group: String) throws -> Vault {
+        let v = try vault(group, write: true)
+        guard v.header.formatVersion == 1 else { return v }
+        try v.upgradeToVersion2(schema: Schema.paged, writerID: random.bytes(8).reduce(0) { $0 << 8 | UInt64($1) }, random: random)
+        if let g = opened.removeValue(forKey: group) { directory.share(directory.vaultPath(group), .vault, g.trust) }
+        return try vault(group, write: true)
     }
 
     /// Adds an item (SecItemAdd). Throws ``KeychainStatus/duplicateItem`` if its primary key is taken.

@@ -28,6 +28,12 @@ extension Vault {
         vaultKey = p.vaultKey
         incompleteBytes = p.incompleteBytes
         let seen = (p.generation, p.tail.offset)
+        if onDemand {
+            // Nothing kept to reload; a new `state` still tells callers that the items changed.
+            if pagedSeen.generation != seen.0 || pagedSeen.offset != seen.1 { state = [:] }
+            pagedSeen = seen
+            return
+        }
         if reload || pagedSeen.generation != seen.0 || pagedSeen.offset != seen.1 {
             state = try Vault.items(of: p)
             pagedSeen = seen
@@ -51,6 +57,48 @@ extension Vault {
         try adopt(q, items: true)
     }
 
+    /// Whether this vault was opened with its items on demand and has not read them all yet.
+    package var itemsOnDemand: Bool { onDemand }
+
+    /// Reads every item (a vault opened with its items on demand): ``items``, ``unorderedItems`` and
+    /// ``item(_:)`` then answer from memory, as for a vault opened without.
+    package func loadItems() throws {
+        guard onDemand, let p = paged else { return }
+        onDemand = false
+        do {
+            try adopt(p, items: true)
+        } catch {
+            onDemand = true
+            throw error
+        }
+    }
+
+    /// ``loadItems()`` for the accessors that cannot throw: a damaged page leaves them empty (the callers in
+    /// kcar call ``loadItems()`` first, and see the error).
+    func loadOnDemand() {
+        guard onDemand else { return }
+        assert(false, "items of a vault opened with its items on demand, before loadItems()")
+        try? loadItems()
+    }
+
+    /// The live item with `item`'s id as the vault holds it now: looked up at its key (one path of pages),
+    /// or, if its key attributes changed since `item` was taken, found by a scan.
+    package func liveItem(like item: Item) throws -> Item? {
+        try liveItem(id: item.id, class: item.itemClass, attributes: item.attributes)
+    }
+
+    /// ``liveItem(like:)`` for an item known by its id, class and attributes (as a search returned it).
+    package func liveItem(id: ItemID, class itemClass: ItemClass, attributes: Attributes) throws -> Item? {
+        guard let p = paged, onDemand else { return state[id] }
+        if let found = try p.liveItem(id: id, class: itemClass, attributes: attributes) { return found }
+        var found: Item?
+        try p.forEachItem { i in
+            if i.id == id { found = i }
+            return found == nil
+        }
+        return found
+    }
+
     /// ``refresh()`` of a version 2 file.
     func refreshVersion2(_ p: PagedVault) throws {
         guard try p.file.isStill(path) else { return try reopenVersion2(p) }
@@ -70,11 +118,17 @@ extension Vault {
         try p.commit(level: options.level, random: random, solidMembers: options.solidMembers) { ptx in
             // Under the lock, caught up with other writers: the items this instance holds may be older.
             try adopt(p, items: false)
-            ptx.keepsValueLocations = true
+            ptx.keepsValueLocations = !onDemand
             paged = ptx
-            let tx = Transaction(paged: ptx, random: random, state: state)
+            let tx = Transaction(paged: ptx, random: random, state: onDemand ? [:] : state, onDemand: onDemand)
             try body(tx)
             after = tx.state
+        }
+        if onDemand {
+            state = [:]
+            pagedSeen = (p.generation, p.tail.offset)
+            incompleteBytes = 0
+            return
         }
         guard var items = after, let ptx = paged else { return }
         for (id, v) in ptx.valueLocations where items[id] != nil {

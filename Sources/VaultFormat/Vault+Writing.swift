@@ -19,6 +19,10 @@ public final class Transaction {
     /// For a version 2 file: the transaction of the paged vault, which every change is handed to (it writes
     /// the values and makes the tree entries); `state` is kept here for ``items`` and ``item(_:)``.
     private let paged: PagedTransaction?
+    /// Version 2 only: `state` holds just the items this transaction touched until ``loadAll()`` reads the
+    /// rest (a vault opened with its items on demand); `touched` is what it changed (nil: deleted).
+    private var onDemand = false
+    private var touched: [ItemID: Item?] = [:]
 
     init(writer: CommitWriter, random: RandomSource, state: [ItemID: Item]) {
         self.writer = writer
@@ -28,12 +32,37 @@ public final class Transaction {
         paged = nil
     }
 
-    init(paged: PagedTransaction, random: RandomSource, state: [ItemID: Item]) {
+    init(paged: PagedTransaction, random: RandomSource, state: [ItemID: Item], onDemand: Bool = false) {
         writer = paged.writer
         self.random = random
         self.state = state
         original = [:]
         self.paged = paged
+        self.onDemand = onDemand
+    }
+
+    /// Whether ``items`` and ``item(_:)`` see only the items this transaction touched (see ``loadAll()``).
+    package var isOnDemand: Bool { onDemand }
+
+    /// The items this transaction changed, as they stand now (nil: deleted): what a search of the vault
+    /// (which sees the items before the transaction) must be corrected by.
+    package var touchedItems: [ItemID: Item?] { touched }
+
+    /// Makes `item`, as the vault holds it before this transaction (looked up by the caller), known to
+    /// ``item(_:)``, ``update(_:class:attributes:value:)`` and ``delete(_:)`` without ``loadAll()``.
+    package func know(_ item: Item) {
+        guard onDemand, state[item.id] == nil, touched[item.id] == nil else { return }
+        state[item.id] = item
+    }
+
+    /// Reads every item of the vault into ``items`` (a transaction on a vault opened with its items on
+    /// demand), with this transaction's changes so far applied.
+    package func loadAll() throws {
+        guard onDemand, let paged else { return }
+        var all = try Vault.items(of: paged.vault)
+        for (id, t) in touched { all[id] = t }
+        state = all
+        onDemand = false
     }
 
     /// The items as they stand in this transaction.
@@ -52,6 +81,7 @@ public final class Transaction {
                         location: RecordLocation(recordID: ID128([UInt8](repeating: 0, count: 16)), offset: 0, length: 0, member: 0, dataOffset: 0))
         if paged != nil {
             state[id] = item
+            touched[id] = item
             return id
         }
         try writer.add(item, value: value)
@@ -64,12 +94,14 @@ public final class Transaction {
     /// Changes an item's class or attributes, its value, or both.
     public func update(_ id: ItemID, class itemClass: ItemClass? = nil, attributes: Attributes? = nil,
                        value: ValueSource? = nil) throws {
+        if onDemand, state[id] == nil { try loadAll() }
         guard var item = state[id] else { throw VaultError(.itemNotFound, "item \(id)") }
         if let paged {
             try paged.update(item, class: itemClass, attributes: attributes, value: value)
             if let c = itemClass { item.itemClass = c }
             if let a = attributes { item.attributes = a }
             state[id] = item
+            touched[id] = item
             return
         }
         if let c = itemClass { item.itemClass = c }
@@ -86,9 +118,11 @@ public final class Transaction {
     /// Removes an item.
     public func delete(_ id: ItemID) throws {
         if let paged {
+            if onDemand, state[id] == nil { try loadAll() }
             guard let item = state[id] else { throw VaultError(.itemNotFound, "item \(id)") }
             try paged.delete(item)
             state[id] = nil
+            touched.updateValue(nil, forKey: id)
             return
         }
         guard state.removeValue(forKey: id) != nil else { throw VaultError(.itemNotFound, "item \(id)") }

@@ -88,6 +88,9 @@ public final class Vault {
     /// `tail` is then unused, and `state` holds the items of the commit `pagedSeen` names.
     var paged: PagedVault?
     var pagedSeen: (generation: UInt64, offset: UInt64) = (0, 0)
+    /// Version 2 opened with its items on demand (``open(path:secret:mode:lockTimeout:itemsOnDemand:)``):
+    /// `state` stays empty, and callers look items up through ``version2``.
+    var onDemand = false
 
     init(path: String, header: Header, headerBytes: [UInt8], file: File, vaultKey: SecureBytes, state: [ItemID: Item],
          tail: Tail, incompleteBytes: UInt64, mode: OpenMode) {
@@ -105,6 +108,7 @@ public final class Vault {
 
     /// Items sorted by service, then account (bytewise, as UTF-8), then id.
     public var items: [Item] {
+        loadOnDemand()
         var all = Array(state.values)
         var order = Vault.sortOrder(all)
         // Permuted in place, following cycles: a second array of every item would double the peak memory of
@@ -155,13 +159,19 @@ public final class Vault {
     }
 
     /// The items in no particular order (cheaper than ``items`` when order does not matter).
-    public var unorderedItems: Dictionary<ItemID, Item>.Values { state.values }
+    public var unorderedItems: Dictionary<ItemID, Item>.Values {
+        loadOnDemand()
+        return state.values
+    }
 
     /// The item with this id, if any.
-    public func item(_ id: ItemID) -> Item? { state[id] }
+    public func item(_ id: ItemID) -> Item? {
+        loadOnDemand()
+        return state[id]
+    }
 
     /// Number of items.
-    public var count: Int { state.count }
+    public var count: Int { paged?.count ?? state.count }
 
     /// The generation of the last complete commit.
     public var generation: UInt64 { paged?.generation ?? tail.trailer.generation }
@@ -216,9 +226,18 @@ public final class Vault {
     /// catches up with whatever other writers committed since.
     public static func open(path: String, secret: UnlockSecret, mode: OpenMode = .read,
                             lockTimeout: Double = 10) throws -> Vault {
+        try open(path: path, secret: secret, mode: mode, lockTimeout: lockTimeout, itemsOnDemand: false)
+    }
+
+    /// As ``open(path:secret:mode:lockTimeout:)``; with `itemsOnDemand`, a version 2 vault's items are not read
+    /// at open but looked up in its trees (through ``version2``) as needed, so opening costs the same whatever
+    /// the number of items. ``items``, ``unorderedItems`` and ``item(_:)`` then read them all on first use
+    /// (``loadItems()``); a transaction reads them all only if asked for them (``Transaction/loadAll()``).
+    package static func open(path: String, secret: UnlockSecret, mode: OpenMode = .read,
+                             lockTimeout: Double = 10, itemsOnDemand: Bool) throws -> Vault {
         let file = try lockedFile(path, mode: mode, exclusive: false, timeout: lockTimeout)
         defer { file.unlock() }
-        let vault = try open(file: file, path: path, secret: secret, mode: mode)
+        let vault = try open(file: file, path: path, secret: secret, mode: mode, itemsOnDemand: itemsOnDemand)
         vault.lockTimeout = lockTimeout
         vault.paged?.lockTimeout = lockTimeout
         return vault
@@ -297,7 +316,7 @@ public final class Vault {
         incompleteBytes = body - tail.end
     }
 
-    static func open(file: File, path: String, secret: UnlockSecret, mode: OpenMode) throws -> Vault {
+    static func open(file: File, path: String, secret: UnlockSecret, mode: OpenMode, itemsOnDemand: Bool = false) throws -> Vault {
         let size = try file.size()
         let (header, headerBytes) = try readHeader(file, size: size)
         // A plain loop: each slot is tried once (a lazy compactMap(...).first would run Argon2id twice).
@@ -322,7 +341,8 @@ public final class Vault {
                                checkpoint: true, chain: 0)
             let vault = Vault(path: path, header: header, headerBytes: headerBytes, file: file, vaultKey: vk, state: [:],
                               tail: Tail(trailer: none, offset: 0, checkpointBytes: 0, deltaBytes: 0), incompleteBytes: 0, mode: mode)
-            try vault.adopt(p, items: true)
+            vault.onDemand = itemsOnDemand
+            try vault.adopt(p, items: !itemsOnDemand)
             vault.unlockedSlot = slot
             return vault
         }

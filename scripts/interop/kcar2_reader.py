@@ -657,7 +657,8 @@ def parse_item_body(root, key, body, rtable, wtable, what):
         it.record = None
     else:
         keyattrs = set(n for n, _, _ in schema)
-        body_attrs = parse_attrs(c, ATTRS_MAX - k)
+        present = k - bin(it.absent).count("1")
+        body_attrs = parse_attrs(c, ATTRS_MAX - present)
         for name, _, _ in body_attrs:
             if name in keyattrs:
                 raise Bad("item %s: key attribute %r in the body" % (it.item_id.hex(), name))

@@ -79,7 +79,9 @@ enum ItemEntries {
             return ItemState(key: e.key, id: id, version: version, item: nil)
         }
         guard let rec = e.record else { throw r.fail("a live item without a record") }
-        var pairs = try IndexCodec.decodeAttributes(&r, count: try r.readCount(max: Limits.attrsMax - keyAttributes.count, "attribute count"), names: &names)
+        // At most ATTRS_MAX attributes in all: the body holds those besides the key attributes the item has.
+        let present = keyAttributes.count - absent.nonzeroBitCount
+        var pairs = try IndexCodec.decodeAttributes(&r, count: try r.readCount(max: Limits.attrsMax - present, "attribute count"), names: &names)
         var attributes = Attributes(sortedPairs: pairs)
         for (i, k) in keyAttributes.enumerated() {
             guard attributes[k.name] == nil else { throw r.fail("key attribute \(k.name) in its body") }

@@ -269,6 +269,13 @@ package final class PagedVault {
         }
     }
 
+    /// The live item with this id, class and attributes (its key attributes name its key), if it is there.
+    package func liveItem(id: ItemID, class itemClass: ItemClass, attributes: Attributes) throws -> Item? {
+        let key = ItemKey.make(class: itemClass.rawValue, attributes: attributes, schema: root.schema.classes[itemClass.rawValue], id: id).key
+        guard let e = try entry(.items, key) else { return nil }
+        return try ItemEntries.decode(e, schema: root.schema).item
+    }
+
     /// Every live item in key order (class, then key attributes, then id), one page at a time.
     package func forEachItem(_ body: (Item) throws -> Bool) throws {
         try forEachLiveState { s in try s.item.map(body) ?? true }

@@ -1,0 +1,75 @@
+import VaultFormat
+
+/// Searches of a group whose vault is version 2 (SPEC.md Part 4), opened with its items on demand: a query
+/// reads the range of the items tree its primary-key attributes pin, or the entries of an indexed attribute
+/// it asks for, instead of every item (SPEC.md §K4 on Part 4, V4).
+extension Schema {
+    /// How a group's version 2 vault keys its items: each class by its primary-key attributes (§K4), in
+    /// their order, with the defaults a missing one takes; user attributes (`@name`) and labels are indexed.
+    package static let paged = PagedSchema(
+        classes: Dictionary(uniqueKeysWithValues: ["genp", "inet", "cert", "idnt", "keys"].map { c in
+            (c, ClassSchema(keyAttributes: primaryKey(c).map { ($0, kind(of: $0, class: c)?.defaultValue ?? .string("")) }))
+        }),
+        indexed: [userPrefix + "*", "labl"])
+
+    /// Whether `schema` keys class `c` by the primary key of §K4, so that one key range holds exactly the
+    /// items that share a primary key.
+    static func keysByPrimaryKey(_ schema: PagedSchema, _ c: String) -> Bool {
+        let names = primaryKey(c)
+        guard let keyed = schema.classes[c]?.keyAttributes else { return names.isEmpty }
+        return keyed.map(\.name) == names && keyed.map(\.defaultValue) == names.map { kind(of: $0, class: c)?.defaultValue ?? .string("") }
+    }
+}
+
+extension ItemQuery {
+    /// Whether the query compares `value` exactly (bytes, not case folded; not as a `Date`), so that an
+    /// index keyed by the value's bytes finds every match.
+    private func isExact(_ value: AttributeValue) -> Bool {
+        switch value {
+        case .string: return !caseInsensitive
+        case .date: return !datesAsDate
+        default: return true
+        }
+    }
+
+    /// The items of `vault` (version 2) that match, in the order ``select(_:)`` gives: from the key range of
+    /// the primary-key attributes the query gives exactly (from the first on), else from the entries of an
+    /// indexed attribute it gives exactly, else from every item of the class.
+    func select(in vault: PagedVault) throws -> [Item] {
+        let c = itemClass.rawValue
+        var candidates: [Item] = []
+        let keyed = vault.schema.classes[c]?.keyAttributes ?? []
+        // The values of the key's leading attributes the query pins; `sync` may take two.
+        var prefixes: [[AttributeValue]] = [[]]
+        for k in keyed {
+            if k.name == "sync", synchronizableAny {
+                prefixes = prefixes.flatMap { [$0 + [.bool(false)], $0 + [.bool(true)]] }
+                continue
+            }
+            // Without `sync` asked for, an item with sync true never matches: the key's default stands.
+            let wanted = attributes[k.name] ?? (k.name == "sync" ? k.defaultValue : nil)
+            guard let wanted, isExact(wanted) else { break }
+            prefixes = prefixes.map { $0 + [wanted] }
+        }
+        let pinned = prefixes[0].count - (keyed.first?.name == "sync" ? 1 : 0)
+        // An indexed attribute whose default the query does not ask for (an item without the attribute
+        // matches a query for its default, and the index holds only the attributes items have).
+        let indexed = attributes.first { name, value in
+            vault.schema.isIndexed(name) && isExact(value) && Schema.kind(of: name, class: c)?.defaultValue != value
+        }
+        if pinned == 0, let (name, value) = indexed {
+            candidates = try vault.items(attribute: name, equals: value)
+        } else {
+            for p in prefixes { candidates += try vault.items(class: itemClass, keyValues: p) }
+        }
+        return select(candidates)
+    }
+}
+
+extension Vault {
+    /// The item a search returned, as the vault holds it now: looked up at its key when the vault was
+    /// opened with its items on demand, else from the items in memory.
+    func current(_ item: KeychainItem) throws -> Item? {
+        try liveItem(id: item.id, class: item.itemClass, attributes: item.attributes)
+    }
+}
