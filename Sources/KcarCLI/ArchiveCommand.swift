@@ -7,13 +7,7 @@ import VaultFormat
 /// `kcar archive show FILE [--json]` and `kcar archive convert IN OUT [--to kcar|nskeyed] [--deterministic]`.
 enum ArchiveCommand {
     static func run(_ argv: [String]) throws -> ExitCode {
-        guard let sub = argv.first else { throw CLIError.usage("expected `archive show FILE` or `archive convert IN OUT`") }
-        let rest = Array(argv.dropFirst())
-        switch sub {
-        case "show": return try show(rest)
-        case "convert": return try convert(rest)
-        default: throw CLIError.usage("unknown archive command '\(sub)' (show, convert)")
-        }
+        try CLI.subcommand("archive", argv, [("show", "FILE", show), ("convert", "IN OUT", convert)])
     }
 
     static func show(_ argv: [String]) throws -> ExitCode {

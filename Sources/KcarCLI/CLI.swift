@@ -28,6 +28,11 @@ public enum CLI {
         Command("rekey", Help.rekey, Keys.rekey),
         Command("compact", Help.compact, Keys.compact),
         Command("recover", Help.recover, Keys.recover),
+        Command("upgrade", Help.upgrade, UpgradeCommand.run),
+        Command("merge", Help.merge, MergeCommand.run),
+        Command("git", Help.git, GitCommand.run),
+        Command("history", Help.history, HistoryCommand.history),
+        Command("restore", Help.restore, HistoryCommand.restore),
         Command("archive", Help.archive, ArchiveCommand.run),
         Command("init", Help.initPage, ItemCommands.initCommand),
         Command("add", Help.add, ItemCommands.add),
@@ -45,6 +50,19 @@ public enum CLI {
     ]
 
     static func command(_ name: String) -> Command? { commands.first { $0.name == name } }
+
+    /// Runs the subcommand `argv[0]` of `name` (`archive show`, `git setup`): one of `table`, in the order
+    /// their usage lists them.
+    static func subcommand(_ name: String, _ argv: [String], _ table: [(name: String, usage: String, run: ([String]) throws -> ExitCode)]) throws -> ExitCode {
+        let known = table.map(\.name).joined(separator: ", ")
+        guard let sub = argv.first else {
+            throw CLIError.usage("expected " + table.map { "`\(name) \($0.name) \($0.usage)`" }.joined(separator: " or "))
+        }
+        guard let entry = table.first(where: { $0.name == sub }) else {
+            throw CLIError.usage("unknown \(name) command '\(terminalSafe(String(sub.prefix(64))))' (\(known))")
+        }
+        return try entry.run(Array(argv.dropFirst()))
+    }
 
     /// The parser's specs of `command` (of its subcommand `sub`): the options its help page lists.
     static func specs(_ name: String, _ sub: String? = nil) -> [Arguments.Spec] {

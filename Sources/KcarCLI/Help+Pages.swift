@@ -513,6 +513,106 @@ extension Help {
             Example(command: "import --items export.json --group personal", meaning: "the items of an export"),
         ])
 
+    // MARK: Sharing vaults: merge, git, history
+
+    /// The secret options of a command on vault files only (no keychain group).
+    static let keyOptions = secretOptions + [identity]
+    static let quiet = O(name: "quiet", kind: .flag, short: "q", meaning: "print nothing on success")
+    static let keyNote = "Secrets as every vault command takes them (--key-file, --identity, a passphrase), or the key file "
+        + "KCAR_KEY_FILE names when none is given: git runs kcar with the options its config holds, and a key never goes there."
+
+    static let merge = Page(
+        synopsis: ["merge BASE OURS THEIRS [-q] [secret options]", "merge --into VAULT OTHER [-q] [secret options]"],
+        summary: "Merge two copies of a version 2 vault item by item (git's merge driver).",
+        description: [
+            "Merges THEIRS's changes into OURS, given their common ancestor BASE, in git's merge-driver order (%O %A %B): items "
+            + "match by item id, and items added on both sides under one primary key (service and account) are one item; a change "
+            + "on one side wins over no change; when both sides changed an item (a deletion included), the newer version wins and "
+            + "the losing one is kept in the item's history (kcar history). Deterministic, commutative and idempotent (SPEC.md "
+            + "Part 4, V9). The result is one commit appended to OURS under its lock: a merge killed at any point leaves OURS as "
+            + "it was or fully merged. An empty BASE (git gives one when the branches share no ancestor) is no base; --into "
+            + "VAULT OTHER merges without one, from the versions both copies record.",
+            "On any error OURS is left byte for byte as it was and the message names the side: another vault (vault id, vault key "
+            + "or schema: exit 2), a wrong key (3) or none (10), a damaged or truncated file or a format version other than 2 "
+            + "(4; a version 1 vault: upgrade it with kcar upgrade first), a missing file (8). git then reports a conflict and "
+            + "keeps OURS. It warns when THEIRS is older than OURS's tombstone horizon (a long-deleted item may come back) or its "
+            + "clock runs more than a day ahead. A summary line goes to standard error unless -q.",
+            keyNote,
+        ],
+        options: keyOptions + [O(name: "into", kind: .value, argument: "VAULT", meaning: "merge OTHER into VAULT, without a common ancestor",
+                                 completes: .file), quiet],
+        examples: [
+            Example(command: "merge base.kcv ours.kcv theirs.kcv --key-file team.key", meaning: "what git runs during a pull (after kcar git setup)"),
+            Example(command: "merge --into secrets.kcv ~/Sync/secrets.kcv", meaning: "reconcile a copy from a synced folder into the local one"),
+        ])
+
+    static let upgrade = Page(
+        synopsis: ["upgrade VAULT [-q] [secret options]"],
+        summary: "Rewrite a version 1 vault as version 2 (per-item versions, history, merge).",
+        description: [
+            "Rewrites VAULT atomically as vault format version 2 (SPEC.md Part 4): the same vault id, key and slots, every item kept "
+            + "with one version; a crash leaves the old or the new file. Version 2 keeps per-item versions, deletions and history, "
+            + "which kcar merge, kcar history and kcar restore need. A kcar that reads only version 1 can no longer open the file. "
+            + "A file that is already version 2 is left as it is (a message, exit 0).",
+        ],
+        options: keyOptions + [quiet],
+        examples: [
+            Example(command: "upgrade secrets.kcv --key-file team.key", meaning: "secrets.kcv becomes version 2"),
+            Example(command: "pack secrets.kcv ./secrets --key-file team.key && kcar upgrade secrets.kcv --key-file team.key",
+                    meaning: "a new version 2 vault of a folder"),
+        ])
+
+    static let git = Page(
+        synopsis: ["git setup [--global]", "git textconv VAULT [--values] [secret options]"],
+        summary: "Set up a git repository to merge and diff vaults item by item.",
+        description: [
+            "setup writes *.kcv merge=kcar diff=kcar into the repository's .gitattributes (once; other lines kept) and sets "
+            + "merge.kcar.name, merge.kcar.driver (kcar merge %O %A %B) and diff.kcar.textconv (kcar git textconv) with git config, "
+            + "in the repository's config (--global: the user's, and .gitattributes only inside a repository). No key goes into "
+            + "the config or the repository: export KCAR_KEY_FILE (a key file of the vaults) where you run git. Outside a "
+            + "repository without --global: exit 2.",
+            "textconv prints VAULT as text for git diff and git log -p: a line naming the vault, then one line per item in the "
+            + "vault's order (class, then service and account, then id): class, name as kcar list prints it, value size, version "
+            + "(time and writer, version 2), the other attributes as JSON; the value only with --values. Without a usable key "
+            + "(none given, a wrong one) or for a file it cannot read it prints the first line and why, and exits 0, so that "
+            + "git diff still shows which vault changed.",
+        ],
+        options: [O(name: "global", kind: .flag, meaning: "setup: set the user's git config (git config --global)", only: "setup"),
+                  O(name: "values", kind: .flag, meaning: "textconv: print each value too (text as JSON strings, else base64)", only: "textconv")]
+            + keyOptions.map { $0.only("textconv") },
+        examples: [
+            Example(command: "git setup", meaning: "in a repository: git pull merges vaults, git diff shows their items"),
+            Example(command: "git textconv secrets.kcv --key-file team.key", meaning: "what git diff compares"),
+        ],
+        positionalWords: ["setup", "textconv"])
+
+    static let history = Page(
+        synopsis: ["history VAULT ITEM [secret options]"],
+        summary: "List the kept versions of an item of a version 2 vault.",
+        description: [
+            "ITEM is a name as kcar list prints it (service/account) or %id/ and the item's id; a deleted item is found by its kept "
+            + "versions. Prints the current version (live or deleted), then each kept version, newest first, numbered for kcar "
+            + "restore: its time (UTC) and writer, why it was kept (updated: replaced by an update; deleted; merged: lost a "
+            + "merge) and its value's size. Retention (SPEC.md Part 4, V8) keeps the 10 most recent versions of the last 90 days. "
+            + "No such item: exit 6.",
+        ],
+        options: keyOptions,
+        examples: [
+            Example(command: "history secrets.kcv github.com/tokens/ci --key-file team.key", meaning: "the versions of one item"),
+        ])
+
+    static let restore = Page(
+        synopsis: ["restore VAULT ITEM --version N [-q] [secret options]"],
+        summary: "Bring back a kept version of an item as its new version.",
+        description: [
+            "Makes kept version N (as kcar history numbers them) the item's current version, attributes and value, in one commit: "
+            + "the version it replaces is kept in turn. A deleted item comes back under its id. No such item or version: exit 6.",
+        ],
+        options: keyOptions + [O(name: "version", kind: .value, argument: "N", meaning: "the kept version to restore (kcar history)"), quiet],
+        examples: [
+            Example(command: "restore secrets.kcv github.com/tokens/ci --version 1 --key-file team.key", meaning: "undo the last change"),
+        ])
+
     // MARK: Help itself
 
     static let helpPage = Page(

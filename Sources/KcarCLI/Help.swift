@@ -138,6 +138,7 @@ enum Help {
     /// The environment variables kcar reads.
     static let environment: [(name: String, meaning: String)] = [
         ("KCAR_PASSPHRASE", "a passphrase; taken out of the environment at start-up, so no child process sees it"),
+        ("KCAR_KEY_FILE", "a key file used when no other secret is given (how git's merge driver and diff find the key)"),
         ("KCAR_KEYCHAIN", "the keychain directory when --keychain is not given"),
         ("KCAR_ACCESS_GROUPS", "this process's access groups (A,B) when --groups is not given"),
         ("XDG_DATA_HOME", "the keychain is $XDG_DATA_HOME/kcar when neither --keychain nor KCAR_KEYCHAIN is set"),
@@ -156,7 +157,8 @@ enum Help {
     static var overviewFooter: String {
         """
         secrets (never on the command line): --key-file FILE, --passphrase-file FILE, --passphrase-fd N,
-        KCAR_PASSPHRASE (removed from the environment once read), otherwise a no-echo prompt on the terminal.
+        KCAR_PASSPHRASE (removed from the environment once read), KCAR_KEY_FILE (a key file's path), otherwise
+        a no-echo prompt on the terminal.
         Every vault command takes --group G [--keychain DIR] instead of VAULT: the access group's vault.
 
         `kcar help COMMAND` (or `kcar COMMAND --help`) shows a command's options and examples; `man kcar` all of them.

@@ -525,8 +525,9 @@ func describe(_ c: ItemClass, _ a: Attributes) -> String {
 
 /// An item as `kcar list --json` and `kcar find --json` print it.
 enum ItemJSON {
-    static func attributes(_ attributes: Attributes) -> String {
-        JSON.object(attributes.map { name, value in
+    /// `attributes` as a JSON object, leaving out the names in `excluding`.
+    static func attributes(_ attributes: Attributes, excluding: [String] = []) -> String {
+        JSON.object(attributes.filter { !excluding.contains($0.name) }.map { name, value in
             switch value {
             case .string(let s): return (name, JSON.string(s))
             case .integer(let i): return (name, String(i))

@@ -61,11 +61,31 @@ enum ItemPath {
         [component(s, slash: true)] + a.split(separator: "/", omittingEmptySubsequences: false).map { component(String($0), slash: false) }
     }
 
+    /// Whether ``component(_:slash:)`` leaves every `/`-separated part of `s` as it is (with `slash`, `s` is one
+    /// part): none empty, `.` or `..`, and no `%`, control character or (with `slash`) `/`.
+    static func plain(_ s: String, slash: Bool) -> Bool {
+        var length = 0, dots = 0  // of the current part
+        func ordinary() -> Bool { length > 0 && !(length == dots && dots <= 2) }
+        for b in s.utf8 {
+            if b < 0x20 || b == 0x7F || b == 0x25 { return false }
+            if b == 0x2F {
+                guard !slash, ordinary() else { return false }
+                (length, dots) = (0, 0)
+                continue
+            }
+            length += 1
+            if b == 0x2E { dots += 1 }
+        }
+        return ordinary()
+    }
+
     static func isFolder(_ item: Item) -> Bool { item.attributes[PackedKind.folderAttribute] == .bool(true) }
 
     /// The name `list` prints: the components joined with `/` (and a `/` after a folder's), or `%id/<hex>`
     /// for items without service and account.
     static func name(_ item: Item) -> String {
+        // Most names need no encoding (checked byte by byte: textconv names every item of a vault).
+        if let s = item.service, let a = item.account, plain(s, slash: true), plain(a, slash: false), !isFolder(item) { return s + "/" + a }
         guard let parts = components(item) else { return "%id/\(item.id)" }
         return parts.joined(separator: "/") + (isFolder(item) ? "/" : "")
     }

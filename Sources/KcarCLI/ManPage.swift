@@ -16,7 +16,7 @@ enum ManPage {
                   + "directory: one vault per access group."))
             .PP
             \(esc("Secrets never come from the command line: --key-file FILE, --passphrase-file FILE, --passphrase-fd N, "
-                  + "KCAR_PASSPHRASE, otherwise a no-echo prompt on the terminal."))
+                  + "KCAR_PASSPHRASE, KCAR_KEY_FILE (a key file's path), otherwise a no-echo prompt on the terminal."))
             .SH COMMANDS
 
             """

@@ -38,9 +38,12 @@ enum Secrets {
         try unlock(path, args, given: given, ask: ask) { try Vault.open(path: path, secret: $0, mode: mode) }
     }
 
-    /// As ``unlockVault(_:_:mode:given:ask:)``, for a version 2 file (SPEC.md Part 4) as the paged engine, read only.
-    static func unlockPaged(_ path: String, _ args: Arguments, given: [UnlockSecret]? = nil) throws -> PagedVault {
-        try unlock(path, args, given: given, ask: true) { try PagedVault.open(path: path, secret: $0) }.0
+    /// As ``unlockVault(_:_:mode:given:ask:)``, for a version 2 file (SPEC.md Part 4) as the paged engine; opened to write, it
+    /// records this user's writer id (``WriterIdentity``) in the versions it makes.
+    static func unlockPaged(_ path: String, _ args: Arguments, mode: OpenMode = .read, given: [UnlockSecret]? = nil,
+                            ask: Bool = true) throws -> PagedVault {
+        let writer = mode == .write ? WriterIdentity.current() : nil
+        return try unlock(path, args, given: given, ask: ask) { try PagedVault.open(path: path, secret: $0, mode: mode, writerID: writer) }.0
     }
 
     /// Opens `path` with each secret given in turn (or one asked for), going on past a wrong key.
@@ -72,7 +75,8 @@ enum Secrets {
 
     /// Every secret given, in the order they are tried: the group's key (with --group and no other secret),
     /// each --identity (all the keys of each file), --key-file, then a passphrase (--passphrase-file,
-    /// --passphrase-fd or KCAR_PASSPHRASE). Empty when none is (nothing is asked).
+    /// --passphrase-fd or KCAR_PASSPHRASE), else the key file KCAR_KEY_FILE names. Empty when none is (nothing is
+    /// asked).
     static func givenSecrets(_ args: Arguments) throws -> [UnlockSecret] {
         if let group = args.value("group"), args.value("key-file") == nil, args.value("passphrase-file") == nil,
            args.value("passphrase-fd") == nil, args.all("identity").isEmpty {
@@ -82,7 +86,17 @@ enum Secrets {
         for path in args.all("identity") { out += try readIdentities(path).map { .keyFile($0) } }
         if let path = args.value("key-file") { out.append(.keyFile(try readKeyFile(path))) }
         if let p = try givenPassphrase(args) { out.append(.passphrase(p)) }
+        // git runs `kcar merge` and `kcar git textconv` with the options its config gives, which hold no key:
+        // the variable names the key file instead.
+        if out.isEmpty, let path = environmentKeyFile { out.append(.keyFile(try readKeyFile(path))) }
         return out
+    }
+
+    /// `KCAR_KEY_FILE`: a key file used when no other secret is given (a path, never a key).
+    static let keyFileVariable = "KCAR_KEY_FILE"
+    static var environmentKeyFile: String? {
+        guard let p = getenv(keyFileVariable), p.pointee != 0 else { return nil }
+        return String(cString: p)
     }
 
     /// The first secret given (see ``givenSecrets(_:)``), nil when none is.
@@ -224,7 +238,7 @@ enum Secrets {
     static func prompt(_ text: String, confirm: Bool, what: String = "passphrases") throws -> SecureBytes {
         let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
         guard tty >= 0 else {
-            throw CLIError(.noSecret, "no secret given and no terminal to ask on: use --key-file, --passphrase-file, --passphrase-fd or KCAR_PASSPHRASE")
+            throw CLIError(.noSecret, "no secret given and no terminal to ask on: use --key-file, --passphrase-file, --passphrase-fd, KCAR_PASSPHRASE or KCAR_KEY_FILE")
         }
         defer { close(tty) }
         let first = try readHidden(tty, text)

@@ -60,6 +60,22 @@ func copyFile(_ from: String, _ to: String) throws {
     close(fd)
 }
 
+/// Copies DIR/v2.kcv to base, ours and theirs .kcv, then makes 100 updates on each side, 10 of them to the same
+/// items (the "merge" figures).
+func prepareMergeSides(_ dir: String) throws {
+    let secret = secretIn(dir)
+    for name in ["base", "ours", "theirs"] { try copyFile(dir + "/v2.kcv", dir + "/\(name).kcv") }
+    for (name, range, writer) in [("ours", 0..<100, UInt64(2)), ("theirs", 90..<190, 3)] {
+        let v = try PagedVault.open(path: dir + "/\(name).kcv", secret: secret, mode: .write, writerID: writer)
+        try v.commit { tx in
+            for i in range {
+                try tx.update(try v.items(class: .genericPassword, keyValues: [.bool(false), .string(service(i)), .string(account(i))]).first!,
+                              value: value(i + 1))
+            }
+        }
+    }
+}
+
 guard args.count >= 3 else { die("usage: build N DIR | measure N DIR | get DIR SERVICE ACCOUNT") }
 do {
     switch args[1] {
@@ -189,16 +205,9 @@ do {
         // (SPEC.md Part 4, V9) in process: with BASE, and without (`merge --into`).
         guard args.count == 4, let n = Int(args[2]), n >= 200 else { die("merge N DIR (N >= 200)") }
         let dir = args[3], secret = secretIn(dir)
-        func keyValues(_ i: Int) -> [AttributeValue] { [.bool(false), .string(service(i)), .string(account(i))] }
         var withBase: [Double] = [], withoutBase: [Double] = []
         for run in 0..<10 {
-            for name in ["base", "ours", "theirs"] { try copyFile(dir + "/v2.kcv", dir + "/\(name).kcv") }
-            for (name, range, writer) in [("ours", 0..<100, UInt64(2)), ("theirs", 90..<190, 3)] {
-                let v = try PagedVault.open(path: dir + "/\(name).kcv", secret: secret, mode: .write, writerID: writer)
-                try v.commit { tx in
-                    for i in range { try tx.update(try v.items(class: .genericPassword, keyValues: keyValues(i)).first!, value: value(i + 1)) }
-                }
-            }
+            try prepareMergeSides(dir)
             let base = run % 2 == 0
             let t = try timed {
                 let ours = try PagedVault.open(path: dir + "/ours.kcv", secret: secret, mode: .write, writerID: 4)
@@ -210,6 +219,10 @@ do {
         }
         report("v2.merge_100_each_side", withBase.sorted()[withBase.count / 2], "ms")
         report("v2.merge_into_no_base", withoutBase.sorted()[withoutBase.count / 2], "ms")
+    case "merge-sides":
+        // Only the three files of "merge" (base, ours, theirs .kcv in DIR), for timing `kcar merge` as a process.
+        guard args.count == 3 else { die("merge-sides DIR") }
+        try prepareMergeSides(args[2])
     case "commits":
         // COUNT single-item commits into a copy of the N-item vault, with automatic compaction (SPEC.md V8.1)
         // unless `off`: the durable add, then open + get, the bytes the file grew by, its size and how much

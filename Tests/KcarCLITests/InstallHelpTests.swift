@@ -18,7 +18,9 @@ final class InstallHelpTests: XCTestCase {
 
     @discardableResult
     func kcar(_ args: [String], stdin: Data? = nil, expect: Int32? = 0, file: StaticString = #filePath, line: UInt = #line) throws -> ProcessResult {
-        let r = try runProcess(CLITests.binary, args, stdin: stdin, env: ["KCAR_KEYCHAIN": dir + "/kc", "KCAR_ACCESS_GROUPS": ""], cwd: dir)
+        // HOME here too: `kcar git setup --global` writes the git config of whoever HOME says.
+        let r = try runProcess(CLITests.binary, args, stdin: stdin, env: ["KCAR_KEYCHAIN": dir + "/kc", "KCAR_ACCESS_GROUPS": "", "HOME": dir,
+                                                                           "GIT_CONFIG_NOSYSTEM": "1", "XDG_STATE_HOME": dir + "/state"], cwd: dir)
         if let expect { XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line) }
         return r
     }
@@ -96,28 +98,31 @@ final class InstallHelpTests: XCTestCase {
 
     /// Every option a help page lists is one the command's parser accepts (never "unknown option"), and an
     /// option no page lists is refused: the pages are the parser's option list.
+    /// The commands whose options each belong to one of their subcommands.
+    static let subcommands = ["archive": ["show", "convert"], "git": ["setup", "textconv"]]
+
     func testTheParserAcceptsExactlyTheListedOptions() throws {
         for c in try commands() {
             let listed = try options(c)
             // All at once: the parser reads every option before the command looks at any (and then fails for
-            // want of its positionals, or on the value x); only archive's subcommands each take a part.
-            var runs: [[String]] = c == "archive"
-                ? listed.flatMap { o in ["show", "convert"].map { [c, $0, o.name] + (o.takesValue ? ["x"] : []) } }
-                : [[c] + listed.flatMap { [$0.name] + ($0.takesValue ? ["x"] : []) }]
+            // want of its positionals, or on the value x); only archive's and git's subcommands each take a part.
+            let subcommands = Self.subcommands[c]
+            var runs: [[String]] = subcommands.map { subs in listed.flatMap { o in subs.map { [c, $0, o.name] + (o.takesValue ? ["x"] : []) } } }
+                ?? [[c] + listed.flatMap { [$0.name] + ($0.takesValue ? ["x"] : []) }]
             for o in listed { if let s = o.short { runs.append([c, s] + (o.takesValue ? ["x"] : [])) } }
             var refused: [String] = []
             for args in runs {
                 let r = try kcar(args, stdin: Data(), expect: nil)
                 if r.err.contains("unknown option") || r.err.contains("given twice") { refused.append(args.joined(separator: " ") + ": " + r.err) }
             }
-            if c == "archive" {
-                XCTAssertEqual(refused.count, listed.count, "each archive option belongs to one subcommand: \(refused)")
+            if subcommands != nil {
+                XCTAssertEqual(refused.count, listed.count, "each \(c) option belongs to one subcommand: \(refused)")
             } else {
                 XCTAssertEqual(refused, [], "kcar \(c) refuses an option its help lists")
             }
             // docker's protocol: every failure of its helper is exit 1 with the message on standard output.
             let docker = c == "docker-credential"
-            let r = try kcar([c] + (c == "archive" ? ["show"] : []) + ["--no-such-option"], expect: docker ? 1 : 2)
+            let r = try kcar([c] + (subcommands?.prefix(1) ?? []) + ["--no-such-option"], expect: docker ? 1 : 2)
             XCTAssertTrue((docker ? r.out : r.err).contains("unknown option"), "\(c): \(r.out) \(r.err)")
         }
     }

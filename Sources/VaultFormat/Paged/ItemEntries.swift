@@ -21,6 +21,14 @@ package struct ItemState: Hashable, Sendable {
     package var item: Item?
 }
 
+/// A kept earlier version of an item (a history entry, V3.4): the version it had, why it was kept (1 replaced
+/// by an update, 2 lost a merge, 3 deleted) and the item as it was, its value where the entry's record says.
+package struct KeptVersion: Hashable, Sendable {
+    package var version: Version
+    package var why: UInt8
+    package var item: Item
+}
+
 /// Items <-> entries of the three trees (V3.4).
 enum ItemEntries {
     static func entry(_ item: Item, version: Version, schema: PagedSchema) -> LeafEntry {

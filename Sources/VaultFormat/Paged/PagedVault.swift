@@ -288,10 +288,15 @@ package final class PagedVault {
 
     /// Every live item in key order (class, then key attributes, then id), one page at a time.
     package func forEachItem(_ body: (Item) throws -> Bool) throws {
+        try forEachLiveState { s in try s.item.map(body) ?? true }
+    }
+
+    /// Every live item with its version (its items-tree entry, decoded), in key order, one page at a time.
+    package func forEachLiveState(_ body: (ItemState) throws -> Bool) throws {
         var names = NameCache()
         try scan(.items) { e in
-            guard let item = try ItemEntries.decode(e, schema: root.schema, names: &names).item else { return true }
-            return try body(item)
+            let s = try ItemEntries.decode(e, schema: root.schema, names: &names)
+            return s.item == nil ? true : try body(s)
         }
     }
 
@@ -303,21 +308,45 @@ package final class PagedVault {
 
     /// Kept earlier versions of the item with this id, oldest first.
     package func history(of id: ItemID) throws -> [(version: Version, why: UInt8, size: UInt64)] {
-        let prefix = id.bytes
-        var out: [(Version, UInt8, UInt64)] = []
-        try scan(.history, from: prefix) { e in
-            guard e.key.starts(with: prefix), e.key.count == 32 else { return false }
-            let hlc = e.key[16..<24].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            let writer = e.key[24..<32].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            var r = ByteReader(e.rest, failure: .damagedIndex, what: "history entry")
-            let why = try r.readU8()
-            _ = try r.readString(max: Limits.attrNameMax, "class")
-            var names = NameCache()
-            _ = try IndexCodec.decodeAttributes(&r, count: try r.readCount(max: Limits.attrsMax, "attribute count"), names: &names)
-            out.append((Version(hlc: hlc, writer: writer), why, try r.readVarint()))
+        try keptVersions(of: id).map { ($0.version, $0.why, $0.item.size) }
+    }
+
+    /// Kept earlier versions of the item with this id (its history entries, V3.4), oldest first, each with the
+    /// item as it was: ``read(_:)`` gives its value.
+    package func keptVersions(of id: ItemID) throws -> [KeptVersion] {
+        var out: [KeptVersion] = []
+        try forEachKeptVersion(from: id.bytes) { k in
+            guard k.item.id == id else { return false }
+            out.append(k)
             return true
         }
         return out
+    }
+
+    /// Every kept version of every item (the history tree in key order: by item id, then version), from the
+    /// item id whose bytes are `lower`, until `body` returns false.
+    package func forEachKeptVersion(from lower: [UInt8] = [], _ body: (KeptVersion) throws -> Bool) throws {
+        try scan(.history, from: lower) { e in
+            let h = try ItemEntries.decodeHistory(e)
+            return try body(KeptVersion(version: h.version, why: h.why, item: h.item))
+        }
+    }
+
+    /// The items-tree entry (live or tombstone) of the item with `item`'s id: looked up at the key `item`'s
+    /// attributes make (a tombstone keeps the key of the last live version, which a deletion's kept version
+    /// has), else found by a scan of the items tree.
+    package func state(of item: Item) throws -> ItemState? {
+        let schema = root.schema
+        let key = ItemKey.make(class: item.itemClass.rawValue, attributes: item.attributes, schema: schema.classes[item.itemClass.rawValue], id: item.id).key
+        if let e = try entry(.items, key) { return try ItemEntries.decode(e, schema: schema) }
+        var found: ItemState?
+        var names = NameCache()
+        try scan(.items) { e in
+            guard e.key.suffix(16).elementsEqual(item.id.bytes) else { return true }
+            found = try ItemEntries.decode(e, schema: schema, names: &names)
+            return false
+        }
+        return found
     }
 
     /// The keys of `id`'s history entries that retention (V8) drops once `adding` newer ones join them: past
@@ -773,6 +802,25 @@ package final class PagedTransaction {
         }
         before[item.id] = was
         changed[item.id] = next
+    }
+
+    /// Makes `kept` (a kept version of an item, its attributes and class) the item's new version with
+    /// `value`, under the same item id: an update of the live item `current` names, or the item brought back
+    /// over its tombstone (or where the vault no longer holds it).
+    package func restore(_ kept: Item, value: [UInt8], over current: ItemState?) throws {
+        if let current, let live = current.item {
+            try update(live, attributes: kept.attributes, value: value)
+            return
+        }
+        guard changed[kept.id] == nil else { throw VaultError(.invalidArgument, "item \(kept.id) was changed in this transaction") }
+        try Transaction.check(kept.itemClass, kept.attributes)
+        var item = kept
+        item.size = 0
+        try writer.add(item, value: .bytes(value))
+        if let current { before[kept.id] = current }
+        changed[kept.id] = item
+        valued[kept.id] = writer.sequence
+        liveChange += 1
     }
 
     package func delete(_ item: Item) throws {

@@ -1,0 +1,92 @@
+import VaultFormat
+
+/// `kcar history VAULT ITEM` and `kcar restore VAULT ITEM --version N`: an item's kept versions (SPEC.md
+/// Part 4, V8: from updates, deletions and lost merges) and bringing one back.
+enum HistoryCommand {
+    /// What each kept version's `why` (V3.4) says happened to it.
+    static let reasons: [UInt8: String] = [1: "updated", 2: "merged", 3: "deleted"]
+
+    static func history(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: CLI.specs("history"))
+        let p = try args.positionals(["VAULT", "ITEM"])
+        let vault = try open(p[0], args, mode: .read)
+        let (item, state, kept) = try resolve(vault, p[1])
+        Output.out.line(terminalSafe("\(ItemPath.name(item)) (item \(item.id), class \(item.itemClass.rawValue))"))
+        var table = Table([.init(title: "VERSION"), .init(title: "TIME (UTC)"), .init(title: "WRITER"), .init(title: "WHY"),
+                           .init(title: "SIZE", rightAligned: true)])
+        if let state {
+            let (time, writer) = split(state.version)
+            table.add(["current", time, writer, state.item == nil ? "deleted" : "live", state.item.map { String($0.size) } ?? "-"])
+        }
+        for (n, k) in kept.reversed().enumerated() {
+            let (time, writer) = split(k.version)
+            table.add([String(n + 1), time, writer, reasons[k.why] ?? "?", String(k.item.size)])
+        }
+        table.lines().forEach { Output.out.line($0) }
+        if kept.isEmpty { Output.out.line("no kept versions (the vault's retention keeps them from updates, deletions and merges)") }
+        return .success
+    }
+
+    static func restore(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: CLI.specs("restore"))
+        let p = try args.positionals(["VAULT", "ITEM"])
+        guard let n = try args.int("version", in: 1...1000) else { throw CLIError.usage("--version N names the kept version (kcar history numbers them)") }
+        try refuseStandardInput(p[0])
+        let vault = try open(p[0], args, mode: .write)
+        let (_, state, kept) = try resolve(vault, p[1])
+        guard n <= kept.count else {
+            throw CLIError(.notFound, "\(p[1]) has \(count(kept.count, "kept version")); no version \(n) (kcar history lists them)")
+        }
+        let k = kept[kept.count - n]
+        let value = try vault.read(k.item)
+        try vault.commit { tx in try tx.restore(k.item, value: value, over: state) }
+        if !args.flag("quiet") {
+            Output.out.line(terminalSafe("\(ItemPath.name(k.item)): version \(n) (\(GitCommand.describe(k.version))) restored as a new version"))
+        }
+        return .success
+    }
+
+    /// A version's time and writer, as two columns.
+    static func split(_ v: Version) -> (String, String) {
+        let parts = GitCommand.describe(v).split(separator: "/").map(String.init)
+        return (parts[0], parts.count > 1 ? parts[1] : "")
+    }
+
+    /// Opens a version 2 vault; a version 1 file keeps no history and is told how to change that.
+    static func open(_ path: String, _ args: Arguments, mode: OpenMode) throws -> PagedVault {
+        try Secrets.requireVaultFile(path)
+        Subject.set(path)
+        if try Vault.inspect(path: path).header.formatVersion == 1 {
+            throw CLIError(.damaged, "\(path) is a version 1 vault, which keeps no versions: `kcar upgrade \(path)` makes it version 2")
+        }
+        return try Secrets.unlockPaged(path, args, mode: mode)
+    }
+
+    /// The item ITEM names: a name as `list` prints it (service/account) or `%id/` and its id, among the live
+    /// items, else among the kept versions of deleted ones. Returns the item (live, or as last kept), its
+    /// items-tree entry and its kept versions (oldest first).
+    static func resolve(_ vault: PagedVault, _ name: String) throws -> (Item, ItemState?, [KeptVersion]) {
+        let id = name.hasPrefix("%id/") ? ItemID(hex: String(name.dropFirst(4))) : nil
+        func named(_ item: Item) -> Bool { id.map { item.id == $0 } ?? (ItemPath.name(item) == name) }
+        var live: [Item] = []
+        try vault.forEachItem { item in
+            if named(item) { live.append(item) }
+            return true
+        }
+        var found = live
+        if found.isEmpty {
+            // A deleted item: its last kept version (the history tree is ordered by item id, then version).
+            var last: [ItemID: Item] = [:]
+            try vault.forEachKeptVersion { k in
+                if named(k.item) { last[k.item.id] = k.item }
+                return true
+            }
+            found = last.keys.sorted().compactMap { last[$0] }
+        }
+        guard let item = found.first else { throw CLIError(.notFound, "no item \(name) in \(vault.path), live or kept") }
+        guard found.count == 1 else {
+            throw CLIError.usage("\(name) names \(found.count) items; name one by its id: " + found.map { "%id/\($0.id)" }.joined(separator: ", "))
+        }
+        return (item, try vault.state(of: item), try vault.keptVersions(of: item.id))
+    }
+}

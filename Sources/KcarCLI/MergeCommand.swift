@@ -1,0 +1,103 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import KcarKeychain
+import VaultFormat
+
+/// `kcar merge BASE OURS THEIRS` (git's merge-driver order, `%O %A %B`) and `kcar merge --into VAULT OTHER`:
+/// THEIRS's changes merged into OURS item by item (SPEC.md Part 4, V9), in one commit appended to OURS.
+enum MergeCommand {
+    static func run(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: CLI.specs("merge"))
+        let paths: (base: String?, ours: String, theirs: String)
+        if let into = args.value("into") {
+            paths = (nil, into, try args.positionals(["OTHER"])[0])
+        } else {
+            let p = try args.positionals(["BASE", "OURS", "THEIRS"])
+            paths = (p[0], p[1], p[2])
+        }
+        try refuseStandardInput(paths.ours)
+        // One secret (or one passphrase asked once) opens all three: they are copies of one vault.
+        var given = try Secrets.givenSecrets(args)
+        if given.isEmpty { given = [.passphrase(try Secrets.prompt("Passphrase: ", confirm: false))] }
+        let base = try paths.base.flatMap { try open(.base, $0, args, given) }
+        guard let ours = try open(.ours, paths.ours, args, given, mode: .write),
+              let theirs = try open(.theirs, paths.theirs, args, given) else { return .failure }
+        let report: MergeReport
+        do {
+            report = try ours.merge(base: base, theirs: theirs)
+        } catch let e as VaultError {
+            // The library's own refusals name their side; anything else happened while writing OURS.
+            let named = [MergeSide.base, .ours, .theirs].contains { e.context.hasPrefix($0.rawValue + " (") }
+            throw CLIError(ExitCode.of(e.code), named ? e.context : "OURS (\(shown(paths.ours))): merge failed, OURS unchanged: \(e)")
+        }
+        if report.theirsOlderThanTombstones {
+            warn("warning: THEIRS (\(shown(paths.theirs))) was last changed before OURS's tombstone horizon: an item OURS deleted "
+                 + "long ago (its tombstone expired) and THEIRS still holds has come back")
+        }
+        if report.theirsClockAhead {
+            warn("warning: THEIRS (\(shown(paths.theirs))) holds versions more than a day ahead of this machine's clock: its changes "
+                 + "win every conflict until real time catches up")
+        }
+        if !args.flag("quiet") { Output.err.line("kcar merge: " + summary(report, ours: shown(paths.ours))) }
+        return .success
+    }
+
+    /// The one line `kcar merge` prints (git shows it during a pull).
+    static func summary(_ r: MergeReport, ours: String) -> String {
+        guard r.taken + r.sharedKeys + r.historyCopied + r.keptInHistory > 0 else {
+            return "\(ours): nothing to merge (OURS already holds THEIRS's changes)"
+        }
+        var parts = ["\(count(r.taken, "item")) taken from THEIRS"]
+        if r.conflicts > 0 { parts.append("\(count(r.conflicts, "conflict")) (the newer change won)") }
+        if r.sharedKeys > 0 { parts.append("\(count(r.sharedKeys, "item")) added on both sides under one name (the newer kept)") }
+        if r.keptInHistory > 0 { parts.append("\(count(r.keptInHistory, "losing version")) kept in history (kcar history)") }
+        if r.historyCopied > 0 { parts.append("\(count(r.historyCopied, "kept version")) copied") }
+        return "\(ours): " + parts.joined(separator: ", ")
+    }
+
+    /// Opens one side, every error naming it. An empty BASE is no base (git gives an empty file when the two
+    /// branches share no ancestor); a version 1 file is refused with the way forward.
+    static func open(_ side: MergeSide, _ path: String, _ args: Arguments, _ given: [UnlockSecret], mode: OpenMode = .read) throws -> PagedVault? {
+        let name = "\(side.rawValue) (\(shown(path)))"
+        do {
+            try Secrets.requireVaultFile(path)
+            var st = stat()
+            if side == .base, stat(path, &st) == 0, st.st_size == 0 { return nil }
+            if try Vault.inspect(path: path).header.formatVersion == 1 {
+                throw CLIError(.damaged, "\(name) is a version 1 vault: merging needs version 2 (per-item versions); "
+                               + "upgrade the vault with `kcar upgrade VAULT` and commit that first")
+            }
+            return try Secrets.unlockPaged(path, args, mode: mode, given: given)
+        } catch let e as VaultError {
+            throw CLIError(ExitCode.of(e.code), "\(name): \(e)")
+        } catch let e as CLIError where !e.message.hasPrefix(name) {
+            throw CLIError(e.code, "\(name): \(e.message)")
+        }
+    }
+
+    static func shown(_ path: String) -> String { StandardStreams.shown(path) }
+}
+
+/// `kcar upgrade VAULT`: a version 1 vault rewritten as version 2 (SPEC.md Part 4, V1), atomically.
+enum UpgradeCommand {
+    static func run(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: CLI.specs("upgrade"))
+        let path = try args.positionals(["VAULT"])[0]
+        try refuseStandardInput(path)
+        try Secrets.requireVaultFile(path)
+        Subject.set(path)
+        if try Vault.inspect(path: path).header.formatVersion == 2 {
+            Output.out.line(terminalSafe("\(path): already vault format version 2; nothing to do"))
+            return .success
+        }
+        let (vault, _) = try Secrets.unlockVault(path, args, mode: .write)
+        let items = vault.count
+        try vault.upgradeToVersion2(schema: Schema.paged, writerID: WriterIdentity.current())  // as pack and keychain groups key their items
+        if !args.flag("quiet") {
+            Output.out.line(terminalSafe("\(path): upgraded to vault format version 2 (\(count(items, "item"))); "
+                                         + "a kcar that reads only version 1 can no longer open it"))
+        }
+        return .success
+    }
+}
