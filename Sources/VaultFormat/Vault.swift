@@ -422,11 +422,14 @@ struct TailReader {
     func validTrailer<T: TrailerLayout>(_: T.Type, from: UInt64, end: UInt64, probes: inout Probes) throws -> (T, UInt64)? {
         let size = UInt64(T.size)
         guard end >= size, end - size >= from else { return nil }
-        let window: UInt64 = 1 << 20
+        // The first window is small (a file whose last commit is whole ends with its trailer: opening reads a
+        // few KiB, not a MiB, of a large vault); each next one doubles, up to 1 MiB.
+        var window: UInt64 = 4096
         var hi = end - size + 1  // candidate positions are < hi
         let m0 = T.magic[0]
         while hi > from {
             let lo = hi - from > window ? hi - window : from
+            window = min(window * 2, 1 << 20)
             let bytes = try file.read(Int(hi - 1 + size - lo), at: headerLength + lo)
             var p = Int(hi - lo) - 1
             while p >= 0 {
