@@ -3,7 +3,7 @@
 # SPEC.md Part 4, opened with its items on demand): `import --items` of N generic passwords (wall time and
 # peak RSS), then `get`, `find --attr` (10 matches) and a durable `add`, each against sqlite3's CLI on a table
 # with the same rows and a primary key, measured in the same run. N = 1k, 10k, 100k (and 1M with --million).
-# Usage: scripts/bench/keychain-scale.sh [--million] [--runs N]
+# Usage: scripts/bench/keychain-scale.sh [--million] [--runs N] [--sizes 'N ...']
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SIZES=(1000 10000 100000)
@@ -12,7 +12,8 @@ while [[ $# -gt 0 ]]; do
     case "$1" in
         --million) SIZES+=(1000000) ;;
         --runs) RUNS="$2"; shift ;;
-        *) echo "usage: $0 [--million] [--runs N]" >&2; exit 2 ;;
+        --sizes) read -r -a SIZES <<< "$2"; shift ;;
+        *) echo "usage: $0 [--million] [--runs N] [--sizes 'N ...']" >&2; exit 2 ;;
     esac
     shift
 done
@@ -31,20 +32,29 @@ for n in "${SIZES[@]}"; do
     echo "## $n items (group $g)"
     # The item file and the same rows for SQLite: service svcK.example.com (K = i mod 1000), account userI,
     # user attribute team tJ (J = i div 10: 10 items per team), a 64-byte value.
-    python3 - "$n" "$W/items.json" "$W/rows.csv" <<'PY'
+    # An item file holds at most 100,000 items (SPEC.md §K7): larger groups are imported in several files.
+    python3 - "$n" "$W/items" "$W/rows.csv" <<'PY'
 import base64, sys
 n, items, rows = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-with open(items, "w") as f, open(rows, "w") as r:
-    f.write('{"format": "kcar-items", "version": 1, "group": "bench",\n "items": [')
-    for i in range(n):
-        svc, acct, team = "svc%d.example.com" % (i % 1000), "user%d" % i, "t%d" % (i // 10)
-        value = ("%064d" % i).encode()
-        f.write(("," if i else "") + '{"class": "genp", "attributes": {"svce": "%s", "acct": "%s", "@team": "%s"}, "value": "%s"}\n'
-                % (svc, acct, team, base64.b64encode(value).decode()))
-        r.write("%s,%s,%s,%s\n" % (svc, acct, team, value.decode()))
-    f.write("]}\n")
+chunk = 100000
+with open(rows, "w") as r:
+    for part, start in enumerate(range(0, n, chunk)):
+        with open("%s.%03d.json" % (items, part), "w") as f:
+            f.write('{"format": "kcar-items", "version": 1, "group": "bench",\n "items": [')
+            for i in range(start, min(n, start + chunk)):
+                svc, acct, team = "svc%d.example.com" % (i % 1000), "user%d" % i, "t%d" % (i // 10)
+                value = ("%064d" % i).encode()
+                f.write(("," if i > start else "") + '{"class": "genp", "attributes": {"svce": "%s", "acct": "%s", "@team": "%s"}, "value": "%s"}\n'
+                        % (svc, acct, team, base64.b64encode(value).decode()))
+                r.write("%s,%s,%s,%s\n" % (svc, acct, team, value.decode()))
+            f.write("]}\n")
 PY
-    /usr/bin/time -f "kcar.import: %e s wall, peak RSS %M KB" "$K" import --items "$W/items.json" --group "$g" 2>&1 | grep -v '^kcar: added'
+    for f in "$W"/items.*.json; do
+        /usr/bin/time -f "%e %M" -o "$W/time.$(basename "$f")" "$K" import --items "$f" --group "$g" >/dev/null 2>&1
+    done
+    cat "$W"/time.items.*.json | awk -v files="$(ls "$W"/items.*.json | wc -l)" \
+        '{ wall += $1; if ($2 > rss) rss = $2 } END { printf "kcar.import: %.2f s wall in %d file(s), peak RSS %d KB\n", wall, files, rss }'
+    rm -f "$W"/items.*.json "$W"/time.items.*.json
     sqlite3 "$W/$g.db" "CREATE TABLE items(service TEXT, account TEXT, team TEXT, value TEXT, PRIMARY KEY(service, account)) WITHOUT ROWID;
                         CREATE INDEX team ON items(team);" ".mode csv" ".import $W/rows.csv items"
     i=$((n / 2))
@@ -64,5 +74,5 @@ import json, sys
 for f in sys.argv[1:]:
     for r in json.load(open(f))["results"]:
         print("%-20s %8.2f ms (median of %d)" % (r["command"], r["median"] * 1000, len(r["times"])))' "$W/hf.json" "$W/hf-add.json"
-    rm -f "$W/$g.db" "$W/items.json" "$W/rows.csv"
+    rm -f "$W/$g.db" "$W/rows.csv"
 done
