@@ -93,7 +93,7 @@ enum UpgradeCommand {
         }
         let (vault, _) = try Secrets.unlockVault(path, args, mode: .write)
         let items = vault.count
-        try vault.upgradeToVersion2(schema: Schema.paged, writerID: WriterIdentity.current())  // as pack and keychain groups key their items
+        try vault.upgradeToVersion2(schema: Schema.packed, writerID: WriterIdentity.current())  // as pack writes them
         if !args.flag("quiet") {
             Output.out.line(terminalSafe("\(path): upgraded to vault format version 2 (\(count(items, "item"))); "
                                          + "a kcar that reads only version 1 can no longer open it"))

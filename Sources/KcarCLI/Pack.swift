@@ -495,11 +495,11 @@ func randomBytes(_ n: Int) -> [UInt8] {
 
 extension Pack {
     /// Creates a vault in the format `--format` asks for: version 2 (SPEC.md Part 4, the default) keyed as a
-    /// keychain group is, so that packed vaults and groups merge alike; or version 1 (Part 1).
+    /// keychain group is, with no attribute index (``Schema/packed``); or version 1 (Part 1).
     static func createVault(_ path: String, group: String, slots: [SlotSecret], options: WriteOptions, _ args: Arguments,
                             _ body: (Transaction) throws -> Void) throws {
         switch args.value("format") ?? "2" {
-        case "2": try Vault.create(path: path, group: group, slots: slots, schema: Schema.paged, options: options, overwrite: args.flag("force"), body)
+        case "2": try Vault.create(path: path, group: group, slots: slots, schema: Schema.packed, options: options, overwrite: args.flag("force"), body)
         case "1": try Vault.create(path: path, group: group, slots: slots, options: options, overwrite: args.flag("force"), body)
         case let other: throw CLIError.usage("--format \(other): 1 or 2")
         }

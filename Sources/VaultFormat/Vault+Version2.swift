@@ -42,7 +42,7 @@ extension Vault {
 
     /// The version 2 vault at `path` again, when a rewrite (here or in another process) renamed a new file
     /// over the one held: same vault id, and the header must verify under this instance's vault key (a
-    /// rekeyed file does not: open it again with a secret). `lock` as ``refresh()`` takes it.
+    /// rekeyed file does not: open it again with a secret). Reads it under a shared lock, as ``refresh()`` does.
     func reopenVersion2(_ p: PagedVault) throws {
         let file = try Vault.lockedFile(path, mode: mode, exclusive: false, timeout: lockTimeout)
         defer { file.unlock() }
