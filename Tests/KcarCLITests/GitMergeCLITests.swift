@@ -149,7 +149,7 @@ final class GitMergeCLITests: XCTestCase {
         f[8] = 3  // the header's version (u16 after the 8-byte magic)
         try f.write(to: URL(fileURLWithPath: future))
         let v1 = dir + "/v1.kcv"
-        XCTAssertEqual(try run(["pack", v1, dir + "/src-base.kcv", "--key-file", key, "-q"]).code, 0)
+        XCTAssertEqual(try run(["pack", v1, dir + "/src-base.kcv", "--key-file", key, "-q", "--format", "1"]).code, 0)
         let before = try bytes(ours)
         let cases: [(args: [String], code: Int32, side: String, says: String)] = [
             ([base, ours, other], 2, "THEIRS", "another vault"),
@@ -183,7 +183,7 @@ final class GitMergeCLITests: XCTestCase {
         try FileManager.default.createDirectory(atPath: src + "/svc", withIntermediateDirectories: true)
         try "x".write(toFile: src + "/svc/a", atomically: true, encoding: .utf8)
         let v = dir + "/v.kcv"
-        XCTAssertEqual(try run(["pack", v, src, "--key-file", key, "-q"]).code, 0)
+        XCTAssertEqual(try run(["pack", v, src, "--key-file", key, "-q", "--format", "1"]).code, 0)
         let up = try run(["upgrade", v, "--key-file", key])
         XCTAssertEqual(up.code, 0, up.output)
         XCTAssertTrue(up.output.contains("upgraded to vault format version 2 (1 item)"), up.output)
@@ -254,7 +254,7 @@ final class GitMergeCLITests: XCTestCase {
         XCTAssertEqual(try keyed(["history", v, "%id/\(id)"]).code, 0)
         XCTAssertTrue(try keyed(["verify", v]).output.contains("intact"))
         // A version 1 vault keeps no history: said so.
-        XCTAssertEqual(try run(["pack", dir + "/v1.kcv", dir + "/src-v.kcv", "--key-file", key, "-q"]).code, 0)
+        XCTAssertEqual(try run(["pack", dir + "/v1.kcv", dir + "/src-v.kcv", "--key-file", key, "-q", "--format", "1"]).code, 0)
         let v1 = try keyed(["history", dir + "/v1.kcv", "svc/a"])
         XCTAssertEqual(v1.code, 4)
         XCTAssertTrue(v1.err.contains("kcar upgrade"), v1.err)
@@ -362,9 +362,15 @@ enum V2Edit {
         return try PagedVault.open(path: path, secret: .keyFile(SecureBytes(copying: bytes)), mode: writer == nil ? .read : .write, writerID: writer)
     }
 
+    /// The live item named `name` (service/account), found by a scan: the schema `kcar pack` keys items by
+    /// (a keychain group's) has more key attributes than these two.
     static func item(_ v: PagedVault, _ name: String) throws -> Item? {
-        let parts = name.split(separator: "/", maxSplits: 1).map(String.init)
-        return try v.items(class: .genericPassword, keyValues: [.string(parts[0]), .string(parts[1])]).first
+        var found: Item?
+        try v.forEachItem { it in
+            if "\(it.service ?? "")/\(it.account ?? "")" == name { found = it }
+            return found == nil
+        }
+        return found
     }
 
     /// Sets the values of `values` (service/account -> value: an update, or an add) and deletes `delete`, in one commit.
