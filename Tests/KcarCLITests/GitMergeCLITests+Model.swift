@@ -56,6 +56,7 @@ extension GitMergeCLITests {
         var seen = SeenStates()
         var deletedNames = Set<String>()
         var valueCounter = 0
+        var ops: [String: Int] = [:]
         func vault(_ ci: Int) -> String { clones[ci] + "/team.kcv" }
         func snapshot(_ ci: Int) throws -> ModelSnapshot {
             let s = try ModelSnapshot.read(vault(ci), key: key)
@@ -95,19 +96,34 @@ extension GitMergeCLITests {
                 }
                 for _ in 0..<(1 + rng.next(3)) {
                     switch rng.next(8) {
-                    case 0: set["new/r\(round)-\(names[ci])-\(set.count)"] = (value(), 0o600)
-                    case 1: set["shared/r\(round / 2)"] = (value(), 0o600)  // the same new name in several clones
-                    case 2, 3: if let n = pick() { set[n] = (value(), live[n]!.mode) }
+                    case 0:
+                        set["new/r\(round)-\(names[ci])-\(set.count)"] = (value(), 0o600)
+                        ops["add", default: 0] += 1
+                    case 1:
+                        set["shared/r\(round / 2)"] = (value(), 0o600)  // the same new name in several clones
+                        ops["add or update a shared name", default: 0] += 1
+                    case 2, 3:
+                        guard let n = pick() else { continue }
+                        set[n] = (value(), live[n]!.mode)
+                        ops["update", default: 0] += 1
                     case 4:
-                        if let n = pick() {
-                            let modes: [Int16] = [0o600, 0o640, 0o644, 0o604].filter { $0 != live[n]!.mode }
-                            set[n] = (live[n]!.value, modes[rng.next(modes.count)])  // a relabel: the value kept
-                        }
-                    case 5: if set["svc/k0"] == nil, !delete.contains("svc/k0") { set["svc/k0"] = (value(), 0o600) }  // one item changed everywhere
-                    case 6: if let n = pick() { delete.append(n) }
+                        guard let n = pick() else { continue }
+                        let modes: [Int16] = [0o600, 0o640, 0o644, 0o604].filter { $0 != live[n]!.mode }
+                        set[n] = (live[n]!.value, modes[rng.next(modes.count)])  // a relabel: the value kept
+                        ops["relabel", default: 0] += 1
+                    case 5:
+                        guard set["svc/k0"] == nil, !delete.contains("svc/k0") else { continue }
+                        set["svc/k0"] = (value(), 0o600)  // one item changed everywhere
+                        ops["change svc/k0", default: 0] += 1
+                    case 6:
+                        guard let n = pick() else { continue }
+                        delete.append(n)
+                        ops["delete", default: 0] += 1
                     default:
                         let gone = deletedNames.subtracting(live.keys).subtracting(set.keys).sorted()
-                        if !gone.isEmpty { set[gone[rng.next(gone.count)]] = (value(), 0o600) }  // re-added after a deletion
+                        guard !gone.isEmpty else { continue }
+                        set[gone[rng.next(gone.count)]] = (value(), 0o600)  // re-added after a deletion
+                        ops["re-add", default: 0] += 1
                     }
                 }
                 delete.removeAll { set[$0] != nil }
@@ -166,7 +182,8 @@ extension GitMergeCLITests {
         XCTAssertGreaterThan(stats.sharedKeys, 0, "\(stats)")
         XCTAssertGreaterThan(stats.deletionsTaken, 0, "\(stats)")
         XCTAssertGreaterThan(final[0].items.values.filter { $0.attributes == nil }.count, 0, "no tombstone at the end")
-        print("model test: \(Self.modelRounds) rounds, \(stats), \(seen.items.count) items, "
+        XCTAssertEqual(ops.count, 7, "not every kind of change was made: \(ops)")
+        print("model test: \(Self.modelRounds) rounds, \(ops.sorted { $0.key < $1.key }), \(stats), \(seen.items.count) items, "
               + "\(final[0].items.values.filter { $0.attributes == nil }.count) deleted, \(Int(Date().timeIntervalSince(started))) s")
     }
 
