@@ -18,7 +18,7 @@ BASHDIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHDIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISHDIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 
-.PHONY: all deps build install uninstall demo test hostile bench bench-keychain bench-scale fixtures fuzz clean
+.PHONY: all deps build install uninstall demo test hostile bench bench-keychain bench-scale bench-merge fixtures fuzz clean
 
 all: build
 
@@ -127,6 +127,12 @@ bench: deps
 bench-scale: deps
 	bash scripts/bench/scale-bench.sh $(SCALE_ARGS)
 	bash scripts/bench/keychain-scale.sh $(SCALE_ARGS)
+
+# Issue 11's merge: `kcar merge` of two 10,000-item copies with 100 changes each side against the manual path
+# (age -d, git merge-file, age -r), and `kcar git textconv`, as whole processes (hyperfine, age installed when
+# root). MERGE_BENCH_ARGS, e.g. --items 100000 --runs 11.
+bench-merge: deps
+	bash scripts/bench/merge-bench.sh $(MERGE_BENCH_ARGS)
 
 # The keychain against keepassxc-cli and a SQLite table (scripts/bench/keychain-bench.sh installs keepassxc,
 # sqlite3 and hyperfine when root). KEYCHAIN_BENCH_ARGS, e.g. --runs 60 --keep.

@@ -13,6 +13,7 @@ import VaultFormat
 //   kcar-scale-bench measure N DIR    prints `name value unit` lines
 //   kcar-scale-bench get DIR SERVICE ACCOUNT   opens v2, prints the value's length (one lookup)
 //   kcar-scale-bench merge N DIR      merges two copies with 100 updates on each side
+//   kcar-scale-bench merge-sides DIR  writes those copies (base, ours, theirs .kcv) and the same as .txt
 //   kcar-scale-bench commits N DIR COUNT [off]   COUNT single-item commits (`off`: no automatic compaction),
 //                                                then open + get
 
@@ -53,15 +54,17 @@ func secretIn(_ dir: String) -> UnlockSecret {
     close(fd)
     return .keyFile(SecureBytes(copying: kb))
 }
-func copyFile(_ from: String, _ to: String) throws {
-    let bytes = try Recipes.read(from)
-    let fd = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+func writeFile(_ path: String, _ bytes: [UInt8]) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
     _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     close(fd)
 }
+func copyFile(_ from: String, _ to: String) throws { writeFile(to, try Recipes.read(from)) }
 
 /// Copies DIR/v2.kcv to base, ours and theirs .kcv, then makes 100 updates on each side, 10 of them to the same
-/// items (the "merge" figures).
+/// items (the "merge" figures). Each side is also written as the plain text the manual path keeps
+/// (scripts/bench/merge-bench.sh encrypts it with age): DIR/NAME.txt, one `service/account hex-value` line per
+/// item, in the vault's order.
 func prepareMergeSides(_ dir: String) throws {
     let secret = secretIn(dir)
     for name in ["base", "ours", "theirs"] { try copyFile(dir + "/v2.kcv", dir + "/\(name).kcv") }
@@ -73,6 +76,15 @@ func prepareMergeSides(_ dir: String) throws {
                               value: value(i + 1))
             }
         }
+    }
+    for name in ["base", "ours", "theirs"] {
+        let v = try PagedVault.open(path: dir + "/\(name).kcv", secret: secret)
+        var text = ""
+        try v.forEachItem { item in
+            text += "\(item.service ?? "")/\(item.account ?? "") \(Hex.encode(try v.read(item)))\n"
+            return true
+        }
+        writeFile(dir + "/\(name).txt", Array(text.utf8))
     }
 }
 
@@ -220,7 +232,8 @@ do {
         report("v2.merge_100_each_side", withBase.sorted()[withBase.count / 2], "ms")
         report("v2.merge_into_no_base", withoutBase.sorted()[withoutBase.count / 2], "ms")
     case "merge-sides":
-        // Only the three files of "merge" (base, ours, theirs .kcv in DIR), for timing `kcar merge` as a process.
+        // Only the three files of "merge" (base, ours, theirs .kcv in DIR, and as .txt), for timing `kcar merge`
+        // and the manual path as processes.
         guard args.count == 3 else { die("merge-sides DIR") }
         try prepareMergeSides(args[2])
     case "commits":
