@@ -108,3 +108,30 @@ extension Version2ReviewTests {
         XCTAssertEqual(fresh.generation, generation + 1, "the acknowledged commit is gone after reopening")
     }
 }
+
+extension Version2ReviewTests {
+    /// Record lengths in a version 2 index are any varint whose extent does not overflow: a key holder can
+    /// name two records of 2^63 bytes. `deadBytes` (``kcar info``) adds the live records' lengths with `+`.
+    func testDeadBytesOfHugeRecordLengthsIsNotATrap() throws {
+        let path = try make(2)
+        let p = try PagedVault.open(path: path, secret: secret)
+        var entries: [LeafEntry] = []
+        var n: UInt64 = 0
+        try p.forEachItem { item in
+            var it = item
+            it.location = RecordLocation(recordID: ID128(hi: 9, lo: n), offset: 0, length: 1 << 63, member: 0, dataOffset: 0)
+            n += 1
+            var e = ItemEntries.entry(it, version: Version(hlc: p.clock + 10, writer: 1), schema: p.schema)
+            e.key = [TreeID.items.rawValue] + e.key
+            e.rest = [1] + e.rest
+            entries.append(e)
+            return true
+        }
+        let crafted = try CraftedPagedVault(path: path, secret: secret, random: SystemRandom.shared)
+        try crafted.delta(CraftedPagedVault.deltaPlaintext(entries.sorted { $0.key.lexicographicallyPrecedes($1.key) }))
+        let v = try Vault.open(path: path, secret: secret)
+        XCTAssertEqual(v.count, 2)
+        _ = v.deadBytes
+        XCTAssertFalse(v.verify().isIntact)
+    }
+}
