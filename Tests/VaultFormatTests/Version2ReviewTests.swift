@@ -135,3 +135,42 @@ extension Version2ReviewTests {
         XCTAssertFalse(v.verify().isIntact)
     }
 }
+
+extension Version2ReviewTests {
+    /// Commits, as a delta, the vault's items with `edit` applied to each (a key holder's forged index).
+    func forge(_ path: String, _ edit: (inout Item) -> Void) throws {
+        let p = try PagedVault.open(path: path, secret: secret)
+        var entries: [LeafEntry] = []
+        try p.forEachItem { item in
+            var it = item
+            edit(&it)
+            var e = ItemEntries.entry(it, version: Version(hlc: p.clock + 10, writer: 1), schema: p.schema)
+            e.key = [TreeID.items.rawValue] + e.key
+            e.rest = [1] + e.rest
+            entries.append(e)
+            return true
+        }
+        let crafted = try CraftedPagedVault(path: path, secret: secret, random: SystemRandom.shared)
+        try crafted.delta(CraftedPagedVault.deltaPlaintext(entries.sorted { $0.key.lexicographicallyPrecedes($1.key) }))
+    }
+
+    /// A version 2 item's data offset is any varint that does not overflow with its size (version 1 bounds
+    /// both by 2^48): `Vault.weight` adds a member table's bound to it, and the keychain reads values through
+    /// ``Vault/readValues(of:begin:bytes:end:)``.
+    func testReadValuesOfAHugeDataOffsetIsNotATrap() throws {
+        let path = try make(1)
+        try forge(path) { $0.location.dataOffset = UInt64.max - 100 }
+        let v = try Vault.open(path: path, secret: secret)
+        XCTAssertThrowsError(try v.readValues(of: v.items, begin: { _, _ in }, bytes: { _ in }, end: { _ in }))
+        XCTAssertThrowsError(try v.read(v.items[0]))
+    }
+
+    /// A record extent that ends near 2^64: the body offset fits, the file offset (plus the header) does not.
+    func testReadOfARecordEndingNear2To64IsNotATrap() throws {
+        let path = try make(1)
+        try forge(path) { $0.location.length = UInt64.max - $0.location.offset }
+        let v = try Vault.open(path: path, secret: secret)
+        XCTAssertThrowsError(try v.read(v.items[0]))
+        XCTAssertThrowsError(try v.readValues(of: v.items, begin: { _, _ in }, bytes: { _ in }, end: { _ in }))
+    }
+}
