@@ -185,3 +185,14 @@ extension Version2ReviewTests {
         XCTAssertThrowsError(try v.readValues(of: v.items, begin: { _, _ in }, bytes: { _ in }, end: { _ in }))
     }
 }
+
+extension Version2ReviewTests {
+    /// dataOffset + size = 2^64 - 1 exactly (decoding allows it): `weight` adds a member table's bound.
+    func testReadValuesOfAValueEndingAt2To64IsNotATrap() throws {
+        let path = try make(1)
+        try forge(path) { $0.location.dataOffset = UInt64.max - $0.size }
+        let v = try Vault.open(path: path, secret: secret)
+        XCTAssertThrowsError(try v.readValues(of: v.items, begin: { _, _ in }, bytes: { _ in }, end: { _ in }))
+        XCTAssertThrowsError(try v.read(v.items[0]))
+    }
+}
