@@ -48,7 +48,11 @@ extension ItemQuery {
         let keyed = vault.schema.classes[c]?.keyAttributes ?? []
         // The values of the key's leading attributes the query pins; `sync` may take two.
         var prefixes: [[AttributeValue]] = [[]]
+        var pinned = 0
         for k in keyed {
+            // An item without the attribute is keyed under the schema's default but matches a query for
+            // §K4's: a vault whose schema gives another default cannot be searched by this range.
+            if let d = Schema.kind(of: k.name, class: c)?.defaultValue, d != k.defaultValue { break }
             if k.name == "sync", synchronizableAny {
                 prefixes = prefixes.flatMap { [$0 + [.bool(false)], $0 + [.bool(true)]] }
                 continue
@@ -57,8 +61,8 @@ extension ItemQuery {
             let wanted = attributes[k.name] ?? (k.name == "sync" ? k.defaultValue : nil)
             guard let wanted, isExact(wanted) else { break }
             prefixes = prefixes.map { $0 + [wanted] }
+            if k.name != "sync" { pinned += 1 }
         }
-        let pinned = prefixes[0].count - (keyed.first?.name == "sync" ? 1 : 0)
         // An indexed attribute whose default the query does not ask for (an item without the attribute
         // matches a query for its default, and the index holds only the attributes items have).
         let indexed = attributes.first { name, value in

@@ -106,6 +106,8 @@ final class File {
     }
 
     func readFully(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws {
+        // An offset from an index (a version 2 record's may be up to 2^64) past off_t: no file is that long.
+        guard offset <= UInt64(Int64.max) - UInt64(buffer.count) else { throw VaultError(.truncated, "\(path) ends before byte \(offset)") }
         var done = 0
         while done < buffer.count {
             let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))

@@ -370,7 +370,8 @@ public final class Vault {
         return (try Header.parse(prefix: prefix, fileSize: size, versions: 1...2) { try file.read($0, at: 0) }.0, size)
     }
 
-    func fileOffset(_ body: UInt64) -> UInt64 { UInt64(header.length) + body }
+    /// Saturating: a version 2 record offset may be up to 2^64 (the read then fails: no file is that long).
+    func fileOffset(_ body: UInt64) -> UInt64 { RecordSource.plus(UInt64(header.length), body) }
 }
 
 extension UnlockSecret {

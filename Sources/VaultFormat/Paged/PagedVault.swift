@@ -593,6 +593,11 @@ package final class PagedVault {
             guard count + liveChange >= 0 else {
                 throw VaultError(.damagedIndex, "the commit would leave \(count + liveChange) live items (the trailer counts \(count))")
             }
+            // ITEMS_MAX, which a trailer must respect to be read (V7): checked here, where the count is known
+            // (a transaction on demand holds only the items it touched).
+            guard count + liveChange <= Limits.itemsMax else {
+                throw VaultError(.invalidArgument, "a vault holds at most \(Limits.itemsMax) items")
+            }
             let itemCount = UInt64(count + liveChange)
             // A commit of many changes folds without being encoded as a delta first.
             let changes = changeCount > PagedLimits.foldAfterChanges ? [] : perTree.flatMap { t in t.changes.map { (tree: t.tree, change: $0) } }
