@@ -431,7 +431,11 @@ public final class KeychainStore: @unchecked Sendable {
     private func upgradedVault(_ group: String) throws -> Vault {
         let v = try vault(group, write: true)
         guard v.header.formatVersion == 1 else { return v }
-        try v.upgradeToVersion2(schema: Schema.paged, writerID: random.bytes(8).reduce(0) { $0 << 8 | UInt64($1) }, random: random)
+        do {
+            try v.upgradeToVersion2(schema: Schema.paged, writerID: random.bytes(8).reduce(0) { $0 << 8 | UInt64($1) }, random: random)
+        } catch let e as VaultError where e.code == .io && (try? Vault.inspect(path: directory.vaultPath(group)).header.formatVersion) == 2 {
+            // Another process upgraded it first (its first write at the same moment): open what it wrote.
+        }
         if let g = opened.removeValue(forKey: group) { directory.share(directory.vaultPath(group), .vault, g.trust) }
         return try vault(group, write: true)
     }

@@ -72,6 +72,14 @@ extension ItemQuery {
             candidates = try vault.items(attribute: name, equals: value)
         } else {
             for p in prefixes { candidates += try vault.items(class: itemClass, keyValues: p) }
+            // An item whose `sync` is not a bool (§K3 types it bool; another writer may not have) is not
+            // synchronizable to a search that does not ask for `sync`: it matches, and sits in the ranges of
+            // the other types, read here (normally empty: a path of pages each).
+            if keyed.first?.name == "sync", synchronizableAny || attributes["sync"] == nil, prefixes[0].first != nil {
+                for other: AttributeValue in [.string(""), .integer(0), .date(nanoseconds: 0), .data([])] {
+                    candidates += try vault.items(class: itemClass, keyTypeOfFirst: other)
+                }
+            }
         }
         return select(candidates)
     }

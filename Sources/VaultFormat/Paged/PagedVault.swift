@@ -260,6 +260,20 @@ package final class PagedVault {
         return out
     }
 
+    /// The items of `class` whose first key attribute has the type of `sample` (any value of that type), in
+    /// key order: the range of the items tree that the type's byte opens (V3.1).
+    package func items(class itemClass: ItemClass, keyTypeOfFirst sample: AttributeValue) throws -> [Item] {
+        let classPrefix = ItemKey.prefix(class: itemClass.rawValue, values: [])
+        let prefix = Array(ItemKey.prefix(class: itemClass.rawValue, values: [sample]).prefix(classPrefix.count + 1))
+        var out: [Item] = []
+        try scan(.items, from: prefix) { e in
+            guard e.key.starts(with: prefix) else { return false }
+            if let item = try ItemEntries.decode(e, schema: root.schema).item { out.append(item) }
+            return true
+        }
+        return out
+    }
+
     /// The live items whose indexed attribute `name` is `value`: a range of the attributes tree, then one
     /// lookup per match.
     package func items(attribute name: String, equals value: AttributeValue) throws -> [Item] {
