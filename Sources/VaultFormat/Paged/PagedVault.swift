@@ -250,21 +250,18 @@ package final class PagedVault {
     /// The items of `class` whose first key attributes are `values` (all of them: one item at most, as a
     /// primary-key lookup), in key order.
     package func items(class itemClass: ItemClass, keyValues values: [AttributeValue]) throws -> [Item] {
-        let prefix = ItemKey.prefix(class: itemClass.rawValue, values: values)
-        var out: [Item] = []
-        try scan(.items, from: prefix) { e in
-            guard e.key.starts(with: prefix) else { return false }
-            if let item = try ItemEntries.decode(e, schema: root.schema).item { out.append(item) }
-            return true
-        }
-        return out
+        try items(keyPrefix: ItemKey.prefix(class: itemClass.rawValue, values: values))
     }
 
     /// The items of `class` whose first key attribute has the type of `sample` (any value of that type), in
     /// key order: the range of the items tree that the type's byte opens (V3.1).
     package func items(class itemClass: ItemClass, keyTypeOfFirst sample: AttributeValue) throws -> [Item] {
         let classPrefix = ItemKey.prefix(class: itemClass.rawValue, values: [])
-        let prefix = Array(ItemKey.prefix(class: itemClass.rawValue, values: [sample]).prefix(classPrefix.count + 1))
+        return try items(keyPrefix: Array(ItemKey.prefix(class: itemClass.rawValue, values: [sample]).prefix(classPrefix.count + 1)))
+    }
+
+    /// The live items whose keys start with `prefix`, in key order.
+    private func items(keyPrefix prefix: [UInt8]) throws -> [Item] {
         var out: [Item] = []
         try scan(.items, from: prefix) { e in
             guard e.key.starts(with: prefix) else { return false }
