@@ -167,4 +167,8 @@ extension UInt64 {
         let (r, o) = addingReportingOverflow(other)
         return o ? nil : r
     }
+
+    /// `self + other`, or UInt64.max on overflow: for sums of lengths and offsets an index gives (a version 2
+    /// record's extent is bounded by 2^64 only), where a too-large result fails later (no file is that long).
+    func saturatingAdding(_ other: UInt64) -> UInt64 { adding(other) ?? .max }
 }

@@ -147,7 +147,7 @@ extension Vault {
         // Index decoding checked that every dataOffset + size fits 64 bits, and both are at most 2^48.
         let furthest = members.reduce(UInt64(0)) { max($0, $1.location.dataOffset + $1.size) }
         // (Version 2 bounds dataOffset + size by 2^64 only: saturating.)
-        return max(members[0].location.length, RecordSource.plus(UInt64(MemberTable.maxLength(members.count)), furthest))
+        return max(members[0].location.length, UInt64(MemberTable.maxLength(members.count)).saturatingAdding(furthest))
     }
 
     static let batchRecordMax: UInt64 = 4 << 20

@@ -29,14 +29,7 @@ struct RecordSource {
     /// A reader over the blocks of the record at `l`.
     func recordReader(_ l: RecordLocation, fail: @escaping (String) -> VaultError) -> BlockReader {
         BlockReader(file: file, key: StreamKey.record(keys, vaultID: vaultID, recordID: l.recordID),
-                    start: RecordSource.plus(headerLength, l.offset), end: RecordSource.plus(RecordSource.plus(headerLength, l.offset), l.length), fail: fail)
-    }
-
-    /// `a + b`, or UInt64.max if it overflows: a version 2 index bounds a record's extent by 2^64 in the body
-    /// only, so the file offset may not fit (the read then fails: no file is that long).
-    static func plus(_ a: UInt64, _ b: UInt64) -> UInt64 {
-        let (s, o) = a.addingReportingOverflow(b)
-        return o ? .max : s
+                    start: headerLength.saturatingAdding(l.offset), end: headerLength.saturatingAdding(l.offset).saturatingAdding(l.length), fail: fail)
     }
 
     /// Streams `item`'s value to `sink`, every byte authenticated before it is passed on.

@@ -151,8 +151,9 @@ extension Vault {
         }
         // Saturating: a record's length is any varint whose extent does not overflow (a key holder can name
         // records far larger than the file), so their sum may not fit.
-        func plus(_ a: UInt64, _ b: UInt64) -> UInt64 { let (s, o) = a.addingReportingOverflow(b); return o ? .max : s }
-        let needed = plus(records.values.reduce(0, plus), plus(try p.indexBytes(), UInt64(TrailerV2.size) * (UInt64(p.tail.trailer.chain) + 1)))
+        let trailers = UInt64(TrailerV2.size) * (UInt64(p.tail.trailer.chain) + 1)
+        var needed = try p.indexBytes().saturatingAdding(trailers)
+        for length in records.values { needed = needed.saturatingAdding(length) }
         let end = p.tail.offset + UInt64(TrailerV2.size)
         return end - min(end, needed)
     }

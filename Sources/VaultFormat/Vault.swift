@@ -204,13 +204,13 @@ public final class Vault {
             // record add up to at most its end (else the record is damaged, and then counted as live).
             var r = records[l.recordID] ?? (l.length, 0, 0)
             r.end = max(r.end, l.dataOffset + item.size)
-            r.data = r.data.adding(item.size) ?? .max
+            r.data = r.data.saturatingAdding(item.size)
             records[l.recordID] = r
         }
         var gaps: UInt64 = 0
         for r in records.values {
             live += r.length
-            if r.end > r.data { gaps = gaps.adding(r.end - r.data) ?? .max }
+            if r.end > r.data { gaps = gaps.saturatingAdding(r.end - r.data) }
         }
         let chain = tail.checkpointBytes + tail.deltaBytes + UInt64(Trailer.size) * (UInt64(tail.trailer.chain) + 1)
         let unneeded = tail.end - min(tail.end, live + chain)
@@ -371,7 +371,7 @@ public final class Vault {
     }
 
     /// Saturating: a version 2 record offset may be up to 2^64 (the read then fails: no file is that long).
-    func fileOffset(_ body: UInt64) -> UInt64 { RecordSource.plus(UInt64(header.length), body) }
+    func fileOffset(_ body: UInt64) -> UInt64 { UInt64(header.length).saturatingAdding(body) }
 }
 
 extension UnlockSecret {

@@ -55,7 +55,7 @@ struct IndexRoot: Hashable, Sendable {
     var garbage: UInt64 = 0
 
     /// Adds `bytes` to ``garbage``, saturating: a forged count near 2^64 must not trap.
-    mutating func addGarbage(_ bytes: UInt64) { garbage = garbage.adding(bytes) ?? .max }
+    mutating func addGarbage(_ bytes: UInt64) { garbage = garbage.saturatingAdding(bytes) }
 
     func top(_ tree: TreeID) -> PageRef? {
         switch tree {
