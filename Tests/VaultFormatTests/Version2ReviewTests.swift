@@ -154,45 +154,38 @@ extension Version2ReviewTests {
         try crafted.delta(CraftedPagedVault.deltaPlaintext(entries.sorted { $0.key.lexicographicallyPrecedes($1.key) }))
     }
 
+    /// Both ways of reading a value (one item, and batched) refuse a vault whose one item `edit` forged, with
+    /// an error, not a trap.
+    func assertReadsRefused(_ edit: (inout Item) -> Void, file: StaticString = #filePath, line: UInt = #line) throws {
+        let path = try make(1)
+        try forge(path, edit)
+        let v = try Vault.open(path: path, secret: secret)
+        XCTAssertThrowsError(try v.readValues(of: v.items, begin: { _, _ in }, bytes: { _ in }, end: { _ in }), file: file, line: line)
+        XCTAssertThrowsError(try v.read(v.items[0]), file: file, line: line)
+    }
+
     /// A version 2 item's data offset is any varint that does not overflow with its size (version 1 bounds
     /// both by 2^48): `Vault.weight` adds a member table's bound to it, and the keychain reads values through
     /// ``Vault/readValues(of:begin:bytes:end:)``.
     func testReadValuesOfAHugeDataOffsetIsNotATrap() throws {
-        let path = try make(1)
-        try forge(path) { $0.location.dataOffset = UInt64.max - 100 }
-        let v = try Vault.open(path: path, secret: secret)
-        XCTAssertThrowsError(try v.readValues(of: v.items, begin: { _, _ in }, bytes: { _ in }, end: { _ in }))
-        XCTAssertThrowsError(try v.read(v.items[0]))
+        try assertReadsRefused { $0.location.dataOffset = UInt64.max - 100 }
     }
 
     /// A record extent that ends near 2^64: the body offset fits, the file offset (plus the header) does not.
     func testReadOfARecordEndingNear2To64IsNotATrap() throws {
-        let path = try make(1)
-        try forge(path) { $0.location.length = UInt64.max - $0.location.offset }
-        let v = try Vault.open(path: path, secret: secret)
-        XCTAssertThrowsError(try v.read(v.items[0]))
-        XCTAssertThrowsError(try v.readValues(of: v.items, begin: { _, _ in }, bytes: { _ in }, end: { _ in }))
+        try assertReadsRefused { $0.location.length = UInt64.max - $0.location.offset }
     }
-}
 
-extension Version2ReviewTests {
     /// A small record whose body offset is near 2^64: batched value reads add the header's length to it.
     func testReadValuesOfARecordOffsetNear2To64IsNotATrap() throws {
-        let path = try make(1)
-        try forge(path) { $0.location.offset = UInt64.max - 101; $0.location.length = 100 }
-        let v = try Vault.open(path: path, secret: secret)
-        XCTAssertThrowsError(try v.read(v.items[0]))
-        XCTAssertThrowsError(try v.readValues(of: v.items, begin: { _, _ in }, bytes: { _ in }, end: { _ in }))
+        try assertReadsRefused {
+            $0.location.offset = UInt64.max - 101
+            $0.location.length = 100
+        }
     }
-}
 
-extension Version2ReviewTests {
     /// dataOffset + size = 2^64 - 1 exactly (decoding allows it): `weight` adds a member table's bound.
     func testReadValuesOfAValueEndingAt2To64IsNotATrap() throws {
-        let path = try make(1)
-        try forge(path) { $0.location.dataOffset = UInt64.max - $0.size }
-        let v = try Vault.open(path: path, secret: secret)
-        XCTAssertThrowsError(try v.readValues(of: v.items, begin: { _, _ in }, bytes: { _ in }, end: { _ in }))
-        XCTAssertThrowsError(try v.read(v.items[0]))
+        try assertReadsRefused { $0.location.dataOffset = UInt64.max - $0.size }
     }
 }
