@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import KcarKeychain
 import VaultFormat
 
 /// The writer id a version 2 commit records in its versions (SPEC.md Part 4, V5): 8 random bytes made once
@@ -29,10 +30,9 @@ enum WriterIdentity {
 
     static func fresh() -> UInt64 { SystemRandom.shared.bytes(8).reduce(0) { $0 << 8 | UInt64($1) } }
 
+    /// The keychain's state folder (where it keeps its rollback records), if it is an absolute path.
     static func stateDirectory() -> String? {
-        if let s = getenv("XDG_STATE_HOME").map({ String(cString: $0) }), s.hasPrefix("/") { return s + "/kcar" }
-        guard let home = getenv("HOME").map({ String(cString: $0) }), home.hasPrefix("/") else { return nil }
-        return home + "/.local/state/kcar"
+        KeychainDirectory.defaultStatePath().flatMap { $0.hasPrefix("/") ? $0 : nil }
     }
 
     /// Makes `dir` and its missing parents (0700); whether it is a folder now.
