@@ -20,7 +20,8 @@ public final class Transaction {
     /// the values and makes the tree entries); `state` is kept here for ``items`` and ``item(_:)``.
     private let paged: PagedTransaction?
     /// Version 2 only: `state` holds just the items this transaction touched until ``loadAll()`` reads the
-    /// rest (a vault opened with its items on demand); `touched` is what it changed (nil: deleted).
+    /// rest (a vault opened with its items on demand); until then, `touched` is what it changed (nil:
+    /// deleted). Once `state` holds every item, `touched` is not kept (a large import holds its items once).
     private var onDemand = false
     private var touched: [ItemID: Item?] = [:]
 
@@ -62,6 +63,7 @@ public final class Transaction {
         var all = try Vault.items(of: paged.vault)
         for (id, t) in touched { all[id] = t }
         state = all
+        touched = [:]
         onDemand = false
     }
 
@@ -81,7 +83,7 @@ public final class Transaction {
                         location: RecordLocation(recordID: ID128([UInt8](repeating: 0, count: 16)), offset: 0, length: 0, member: 0, dataOffset: 0))
         if paged != nil {
             state[id] = item
-            touched[id] = item
+            if onDemand { touched[id] = item }
             return id
         }
         try writer.add(item, value: value)
@@ -101,7 +103,7 @@ public final class Transaction {
             if let c = itemClass { item.itemClass = c }
             if let a = attributes { item.attributes = a }
             state[id] = item
-            touched[id] = item
+            if onDemand { touched[id] = item }
             return
         }
         if let c = itemClass { item.itemClass = c }
@@ -122,7 +124,7 @@ public final class Transaction {
             guard let item = state[id] else { throw VaultError(.itemNotFound, "item \(id)") }
             try paged.delete(item)
             state[id] = nil
-            touched.updateValue(nil, forKey: id)
+            if onDemand { touched.updateValue(nil, forKey: id) }
             return
         }
         guard state.removeValue(forKey: id) != nil else { throw VaultError(.itemNotFound, "item \(id)") }
