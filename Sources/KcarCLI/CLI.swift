@@ -31,6 +31,7 @@ public enum CLI {
         Command("upgrade", Help.upgrade, UpgradeCommand.run),
         Command("merge", Help.merge, MergeCommand.run),
         Command("git", Help.git, GitCommand.run),
+        Command("sync", Help.sync, SyncCommand.run),
         Command("history", Help.history, HistoryCommand.history),
         Command("restore", Help.restore, HistoryCommand.restore),
         Command("archive", Help.archive, ArchiveCommand.run),

@@ -546,6 +546,29 @@ extension Help {
             Example(command: "merge --into secrets.kcv ~/Sync/secrets.kcv", meaning: "reconcile a copy from a synced folder into the local one"),
         ])
 
+    static let sync = Page(
+        synopsis: ["sync --group G FILE [-q] [--key-file KEY] [--keychain DIR]"],
+        summary: "Reconcile a keychain group with its shared copy FILE (for git, a synced folder, a bucket).",
+        description: [
+            "A group's vault stays in the keychain; FILE is its shared copy, a vault with the same id and key that holds every item "
+            + "of the group except ThisDeviceOnly ones, which never leave (SPEC.md Part 3, K9). sync merges FILE's changes into the "
+            + "group, then the group's changes into FILE, each by the rules of kcar merge, each one atomic step: afterwards both hold "
+            + "the same shared items, and each keeps its own ThisDeviceOnly items. A missing FILE is written as a new shared copy; a "
+            + "second sync with nothing changed writes nothing. Commit FILE to git (after kcar git setup, git pull merges copies "
+            + "item by item) or put it in a synced folder.",
+            "A group this keychain lacks is joined from FILE: give the group's key with --key-file KEY (or KCAR_KEY_FILE), passed "
+            + "on out of band (never through the repository); it must open FILE, whose group must be G. Errors name FILE: another "
+            + "vault or group (exit 2), a wrong key (3) or none (10), a damaged file or a version 1 vault (4), no group and no FILE (6).",
+        ],
+        options: [keychainDir, O(name: "group", kind: .value, argument: "G", meaning: "the keychain group FILE is a shared copy of (required)"),
+                  groupList, lockTimeout,
+                  O(name: "key-file", kind: .value, argument: "KEY", meaning: "the group's key, to join a group this keychain lacks", completes: .file),
+                  quiet],
+        examples: [
+            Example(command: "sync --group team secrets/team.kcv", meaning: "write, or bring up to date, the shared copy of group team"),
+            Example(command: "sync --group team secrets/team.kcv --key-file ~/team.key", meaning: "on a new machine: join group team from the copy"),
+        ])
+
     static let upgrade = Page(
         synopsis: ["upgrade VAULT [-q] [secret options]"],
         summary: "Rewrite a version 1 vault as version 2 (per-item versions, history, merge).",

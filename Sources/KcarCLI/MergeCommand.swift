@@ -18,14 +18,14 @@ enum MergeCommand {
         }
         try refuseStandardInput(paths.ours)
         // One secret (or one passphrase asked once) opens all three: they are copies of one vault.
-        var given = try Secrets.givenSecrets(args)
+        var given = try Secrets.givenSecrets(args, orKeyOfGroup: try? Vault.inspect(path: paths.ours).header.group)
         if given.isEmpty { given = [.passphrase(try Secrets.prompt("Passphrase: ", confirm: false))] }
         let base = try paths.base.flatMap { try open(.base, $0, args, given) }
         guard let ours = try open(.ours, paths.ours, args, given, mode: .write),
               let theirs = try open(.theirs, paths.theirs, args, given) else { return .failure }
         let report: MergeReport
         do {
-            report = try ours.merge(base: base, theirs: theirs)
+            report = try ours.merge(base: base, theirs: theirs, policy: .deviceOnly)
         } catch let e as VaultError {
             // The library's own refusals name their side; anything else happened while writing OURS.
             let named = [MergeSide.base, .ours, .theirs].contains { e.context.hasPrefix($0.rawValue + " (") }

@@ -92,6 +92,17 @@ enum Secrets {
         return out
     }
 
+    /// As ``givenSecrets(_:)``; when none is given, the key of keychain group `group` (the vault's header group),
+    /// if this user's keychain has it and it can be read: a group's shared copy (SPEC.md Part 3, §K9) opens with
+    /// it, so git's merge driver and diff find it with no variable set. The file is authenticated with it as with
+    /// any key: a file that only claims the group does not open.
+    static func givenSecrets(_ args: Arguments, orKeyOfGroup group: String?) throws -> [UnlockSecret] {
+        let given = try givenSecrets(args)
+        guard given.isEmpty, let group, let dir = try? ItemCommands.directory(args), dir.exists(group), dir.canRead(group),
+              let key = try? dir.readKey(group) else { return given }
+        return [.keyFile(key)]
+    }
+
     /// `KCAR_KEY_FILE`: a key file used when no other secret is given (a path, never a key).
     static let keyFileVariable = "KCAR_KEY_FILE"
     static var environmentKeyFile: String? {

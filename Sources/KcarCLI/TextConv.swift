@@ -19,7 +19,7 @@ extension GitCommand {
         }
         let head = "# kcar vault, format \(header.formatVersion), group \(JSON.string(header.group)), vault id \(Hex.encode(header.vaultID))"
         do {
-            let given = try Secrets.givenSecrets(args)
+            let given = try Secrets.givenSecrets(args, orKeyOfGroup: header.group)
             guard !given.isEmpty else {
                 Output.out.line(terminalSafe(head + ": no key given (set \(Secrets.keyFileVariable) to its key file to see the items)"))
                 return .success

@@ -257,13 +257,7 @@ public struct KeychainDirectory: Sendable, Hashable {
     /// Creates the group if it does not exist (key file, then vault), safely against a concurrent creator,
     /// and returns its key (SPEC.md §K1).
     public func createGroup(_ group: String, random: RandomSource = SystemRandom.shared) throws -> SecureBytes {
-        do {
-            try Header.checkGroupName(group)
-        } catch {
-            throw KeychainError(.param, "access group names are 1 to 255 bytes of UTF-8 without NUL")
-        }
-        try create()
-        let trust = try requireTrust()
+        let trust = try prepareGroup(group)
         let key: SecureBytes
         var st = stat()
         if lstat(keyPath(group), &st) == 0 {
@@ -292,9 +286,26 @@ public struct KeychainDirectory: Sendable, Hashable {
         return key
     }
 
+    /// Before a group's files are created: its name is checked, the keychain created if missing and trusted.
+    func prepareGroup(_ group: String) throws -> KeychainTrust {
+        do {
+            try Header.checkGroupName(group)
+        } catch {
+            throw KeychainError(.param, "access group names are 1 to 255 bytes of UTF-8 without NUL")
+        }
+        try create()
+        return try requireTrust()
+    }
+
     /// Writes `bytes` to a new file at `target` (the mode of `kind`): temporary file, fsync, link. False if
     /// `target` exists.
     func writeNew(_ target: String, _ bytes: SecureBytes, _ kind: KeychainFile, _ trust: KeychainTrust) throws -> Bool {
+        try writeNew(target, kind, trust) { fd in bytes.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) == $0.count } }
+    }
+
+    /// Writes a new file at `target` whose content `fill` writes to the descriptor it is given (false: it could
+    /// not); as ``writeNew(_:_:_:_:)``.
+    func writeNew(_ target: String, _ kind: KeychainFile, _ trust: KeychainTrust, fill: (Int32) throws -> Bool) throws -> Bool {
         let base = target.split(separator: "/").last.map(String.init) ?? "key"
         removeStaleTemporaries(prefix: ".\(base).")
         // Locked while it exists (until after the link), so another writer's clean-up leaves it alone (SPEC.md §K1).
@@ -305,8 +316,7 @@ public struct KeychainDirectory: Sendable, Hashable {
             unlink(temp)
             close(fd)
         }
-        let ok = bytes.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) == $0.count } && KeychainDirectory.setMode(fd, kind, trust)
-            && fsync(fd) == 0
+        let ok = try fill(fd) && KeychainDirectory.setMode(fd, kind, trust) && fsync(fd) == 0
         guard ok else { throw KeychainError(.io, "cannot write \(target)") }
         if link(temp, target) != 0 {
             if errno == EEXIST { return false }

@@ -425,6 +425,16 @@ public final class KeychainStore: @unchecked Sendable {
         }
     }
 
+    /// Upgrades the group's vault to format version 2 if it is version 1 (SPEC.md Part 4, V1), as its first
+    /// change would: a sync (§K9) merges, which needs per-item versions.
+    package func upgradeGroup(_ group: String) throws {
+        try locked {
+            try entitle(group)
+            _ = try upgradedVault(group)
+            opened[group] = nil
+        }
+    }
+
     /// The group's vault, open for writing, in format version 2: a version 1 vault (a keychain made by an
     /// earlier kcar) is upgraded before its first change (SPEC.md Part 4, V1), keeping its items, ids, key
     /// and slots, so that every later lookup reads a path of pages.

@@ -20,8 +20,30 @@ package struct MergeReport: Hashable, Sendable {
     /// wrong. Its changes win every conflict until real time catches up (V5 orders by hlc), and OURS's
     /// clock moves up to them. The caller warns.
     package var theirsClockAhead = false
+    /// States of THEIRS not taken because OURS holds the item, or its primary key, as its own (the device-only
+    /// rule, SPEC.md Part 3 §K9); each live one is kept in OURS's history.
+    package var keptOwn = 0
 
     package init() {}
+}
+
+/// What a merge does beyond V9 (SPEC.md Part 3, §K9): items that stay with the side that holds them, and
+/// whether THEIRS's tombstones of items OURS never held are taken.
+package struct MergePolicy: Sendable {
+    /// Whether an item is its side's own (kcar: ThisDeviceOnly): never taken from THEIRS, never replaced in
+    /// OURS, never copied in a record with other members. Nil: no item is.
+    package var isOwn: (@Sendable (Item) -> Bool)?
+    /// False when merging into a shared copy (a sync's push): a tombstone of an item OURS has no entry for (live
+    /// or tombstone) is not taken, since no reader of OURS ever had the item.
+    package var takesUnknownTombstones: Bool
+
+    package init(isOwn: (@Sendable (Item) -> Bool)? = nil, takesUnknownTombstones: Bool = true) {
+        self.isOwn = isOwn
+        self.takesUnknownTombstones = takesUnknownTombstones
+    }
+
+    /// V9 alone.
+    package static let plain = MergePolicy()
 }
 
 /// The side of a merge an input is: named in errors, so that a user (or git) knows which file failed.
@@ -87,8 +109,8 @@ extension PagedVault {
     /// anything fails). THEIRS and BASE are only read. Copies of one vault share their vault key; a side
     /// that was rekeyed apart is refused (merging it would need a rewrite, which is not built). A merge is a
     /// commit: with `autoCompact` it is followed by a compaction as ``commit(level:random:solidMembers:autoCompact:now:_:)`` is.
-    package func merge(base: PagedVault?, theirs: PagedVault, random: RandomSource = SystemRandom.shared, level: Int32 = 6,
-                       autoCompact: Bool = true) throws -> MergeReport {
+    package func merge(base: PagedVault?, theirs: PagedVault, policy: MergePolicy = .plain, random: RandomSource = SystemRandom.shared,
+                       level: Int32 = 6, autoCompact: Bool = true) throws -> MergeReport {
         for (side, v) in [(MergeSide.theirs, Optional(theirs)), (.base, base)] {
             guard let v else { continue }
             guard v.header.vaultID == header.vaultID else {
@@ -135,7 +157,7 @@ extension PagedVault {
             }
             let theirsHistory = try differences(.history, from: theirs).compactMap { d in d.side == nil ? d.base : nil }
             try appendCommit(level: level, random: random, solidMembers: Limits.membersMax) { writer in
-                try mergeChanges(base: b, ours: o, theirs: t, ids: ids, theirsHistory: theirsHistory, from: theirs,
+                try mergeChanges(base: b, ours: o, theirs: t, ids: ids, theirsHistory: theirsHistory, from: theirs, policy: policy,
                                  writer: writer, report: &report)
             }
         }
@@ -146,7 +168,7 @@ extension PagedVault {
     /// `ids`: the items either side changed, whose states `b`, `o`, `t` hold (nil: none); `theirsHistory`: the
     /// history entries THEIRS holds and OURS lacks.
     private func mergeChanges(base b: [ItemID: ItemState], ours o: [ItemID: ItemState], theirs t: [ItemID: ItemState], ids: Set<ItemID>,
-                              theirsHistory: [LeafEntry], from theirs: PagedVault, writer: CommitWriter,
+                              theirsHistory: [LeafEntry], from theirs: PagedVault, policy: MergePolicy, writer: CommitWriter,
                               report: inout MergeReport) throws -> CommitChanges {
         let schema = root.schema
         func same(_ x: ItemState?, _ y: ItemState?) -> Bool { x?.version == y?.version && (x?.item == nil) == (y?.item == nil) }
@@ -165,10 +187,25 @@ extension PagedVault {
         var final = o
         var fromTheirs = Set<ItemID>()
         var losers: [ItemState] = []
+        func own(_ s: ItemState?) -> Bool {
+            guard let isOwn = policy.isOwn, let item = s?.item else { return false }
+            return isOwn(item)
+        }
         for id in ids.sorted() {
             let (bo, oo, tt) = (b[id], o[id], t[id])
             let oursChanged = !same(oo, bo), theirsChanged = !same(tt, bo)
             guard theirsChanged, !same(oo, tt) else { continue }
+            // The device-only rule (§K9): OURS's own item stays, a newer live version of THEIRS is kept in its
+            // history; THEIRS's own states are never taken.
+            if own(oo) {
+                if let tt, tt.item != nil, !own(tt), newer(tt, oo) {
+                    losers.append(tt)
+                    report.keptOwn += 1
+                }
+                continue
+            }
+            if own(tt) { continue }
+            if !policy.takesUnknownTombstones, let tt, tt.item == nil, oo == nil { continue }
             // A state older than the one it replaces is no change of THEIRS's (V5: every change is newer than all
             // the vault held); BASE is then not its ancestor (a wrong BASE given), and the newer state stays, as
             // in a conflict, so that OURS's newest version is never dropped unkept.
@@ -182,6 +219,19 @@ extension PagedVault {
             }
             final[id] = tt
             fromTheirs.insert(id)
+        }
+        // The device-only rule (§K9): an item of THEIRS that would share its primary key with an own live item
+        // of OURS is not taken (changed or not: OURS's own item is never replaced); it is kept in history.
+        if policy.isOwn != nil {
+            for id in fromTheirs.sorted() {
+                guard let s = final[id], s.item != nil,
+                      schema.classes[s.item!.itemClass.rawValue]?.keyAttributes.isEmpty == false,
+                      try oursOwnItem(keyPrefix: Array(s.key.dropLast(16)), other: id, policy: policy) else { continue }
+                final[id] = o[id]
+                fromTheirs.remove(id)
+                losers.append(s)
+                report.keptOwn += 1
+            }
         }
         // After the rules, two live items changed on different sides that share a primary key are one: the
         // newer stays, the other becomes a tombstone and its version goes to history.
@@ -272,6 +322,20 @@ extension PagedVault {
                 return try named(item)
             }
             let fail = { (m: String) in VaultError(.damagedRecord, "THEIRS (\(source.path)), \(item.displayName): \(m)") }
+            // The device-only rule (§K9): a record of several members is not copied (another member may be an own
+            // item's value); the taken value gets a record of its own, read (and authenticated) from THEIRS.
+            if policy.isOwn != nil {
+                var reader = source.source.recordReader(l, fail: fail)
+                if try reader.memberTable().0.members.count > 1 {
+                    var value: [UInt8] = []
+                    defer { wipe(&value) }
+                    try source.source.read(item) { value.append(contentsOf: $0) }
+                    try writer.add(item, bytes: value)
+                    try writer.flush()
+                    report.recordsCopied += 1
+                    return writer.written[writer.written.count - 1].item
+                }
+            }
             let key = StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID)
             var raw = source.source.recordReader(l, fail: fail)
             try writer.appendSealed([item]) { emit in
@@ -320,6 +384,7 @@ extension PagedVault {
         var historyKeys = Set<[UInt8]>()
         for e in theirsHistory {
             let h = try ItemEntries.decodeHistory(e)
+            if let isOwn = policy.isOwn, isOwn(h.item) { continue }
             let kept = ItemEntries.history(try place(h.item, from: theirs), version: h.version, why: h.why)
             if historyKeys.insert(kept.key).inserted { history.append(.put(kept)) }
             report.historyCopied += 1
@@ -333,5 +398,21 @@ extension PagedVault {
         }
         return ([(.items, PagedRebuild.sortedByKey(items, key: \.key)), (.attributes, PagedRebuild.sortedByKey(attributes, key: \.key)),
                  (.history, PagedRebuild.sortedByKey(history, key: \.key))], clock, liveChange)
+    }
+
+    /// Whether this vault holds a live item other than `other`, own by `policy`, whose item key starts with
+    /// `keyPrefix` (class and primary key: the item key without its id).
+    func oursOwnItem(keyPrefix: [UInt8], other: ItemID, policy: MergePolicy) throws -> Bool {
+        guard let isOwn = policy.isOwn else { return false }
+        var found = false
+        var names = NameCache()
+        try scan(.items, from: keyPrefix) { e in
+            guard e.key.starts(with: keyPrefix) else { return false }
+            guard e.key.count == keyPrefix.count + 16 else { return true }
+            let s = try ItemEntries.decode(e, schema: root.schema, names: &names)
+            if s.id != other, let item = s.item, isOwn(item) { found = true }
+            return !found
+        }
+        return found
     }
 }

@@ -94,11 +94,51 @@ extension PagedVault {
         let generation = try Vault.nextGeneration(after: tail.trailer.generation, path)
         let newKeys = newKey.map { Subkeys(vaultKey: $0) } ?? keys
         let bytes = headerBytes ?? newHeader.encode(macKey: keys.header)
-        let kept = try keptState(now: now)
+        let (tmp, newSource, built) = try writeKept(to: path, headerBytes: bytes, newKeys: newKeys, reseal: newKey != nil, keeping: nil,
+                                                    random: random, level: level, solidMembers: solidMembers, now: now, generation: generation)
+        try tmp.commit(overwrite: true) {
+            guard try file.isStill(path) else { throw VaultError(.io, "\(path) was replaced during the rewrite; nothing was changed") }
+        }
+        file = tmp.file
+        header = newHeader
+        keys = newKeys
+        if let newKey { vaultKey = newKey }
+        store = FilePageStore(source: newSource, limit: built.tail.1)
+        root = built.root
+        replay([])
+        overlayBytes = 0
+        tail = built.tail
+    }
+
+    /// Writes a new vault file at `target` that holds this vault's items for which `keeping` holds, and their
+    /// history entries for which it holds, without tombstones (SPEC.md Part 3 §K9: the first push of a shared
+    /// copy): the same header (vault id, key slots, group), schema and retention, one fold commit, records with
+    /// a dropped member rebuilt from the kept values, so that nothing of a dropped item is in the file. Atomic;
+    /// a file at `target` is never replaced (*exists*). This vault is only read.
+    package func writeCopy(to target: String, keeping: @escaping (Item) -> Bool, random: RandomSource = SystemRandom.shared, level: Int32 = 6,
+                           now: UInt64 = PagedRebuild.clockNow()) throws {
+        let generation = try Vault.nextGeneration(after: tail.trailer.generation, path)
+        let (tmp, _, _) = try writeKept(to: target, headerBytes: header.encode(macKey: keys.header), newKeys: keys, reseal: false,
+                                        keeping: keeping, random: random, level: level, solidMembers: Limits.membersMax, now: now,
+                                        generation: generation)
+        try tmp.commit(overwrite: false)
+    }
+
+    /// Writes what a rewrite keeps (retention, then `keeping`; tombstones only when `keeping` is nil) into a
+    /// temporary file beside `target`, synced by the caller's commit: the header, the copied records, one fold.
+    private func writeKept(to target: String, headerBytes bytes: [UInt8], newKeys: Subkeys, reseal: Bool, keeping: ((Item) -> Bool)?,
+                           random: RandomSource, level: Int32, solidMembers: Int, now: UInt64, generation: UInt64) throws
+        -> (AtomicReplace, RecordSource, (root: IndexRoot, tail: (TrailerV2, UInt64))) {
+        var kept = try keptState(now: now)
+        if let keeping {
+            kept.live.removeAll { !keeping($0.item!) }
+            kept.history.removeAll { !keeping($0.item) }
+            kept.tombstones = []
+        }
         // Every value kept, by where it lies: live items first, then history.
         let values: [Item] = kept.live.map { $0.item! } + kept.history.map(\.item)
         var sequenceOf = [Int](repeating: 0, count: values.count)
-        let tmp = try AtomicReplace(path: path, random: random)
+        let tmp = try AtomicReplace(path: target, random: random)
         let newSource = RecordSource(file: tmp.file, headerLength: UInt64(bytes.count), vaultID: header.vaultID, keys: newKeys)
         let newStore = FilePageStore(source: newSource, limit: 0)
         let built: (root: IndexRoot, tail: (TrailerV2, UInt64))
@@ -106,7 +146,7 @@ extension PagedVault {
             try tmp.file.write(bytes, at: 0)
             let writer = CommitWriter(file: tmp.file, headerLength: UInt64(bytes.count), vaultID: header.vaultID, keys: newKeys,
                                       random: random, level: level, solidMembers: solidMembers, at: 0)
-            try copyRecords(values, to: writer, newKeys: newKeys, reseal: newKey != nil, random: random) { sequenceOf[$0] = $1 }
+            try copyRecords(values, to: writer, newKeys: newKeys, reseal: reseal, random: random) { sequenceOf[$0] = $1 }
             try writer.flush()
             var moved: [Int: Item] = [:]
             for w in writer.written { moved[w.sequence] = w.item }
@@ -132,22 +172,11 @@ extension PagedVault {
             newStore.level = level
             built = try PagedRebuild.writeFold(store: newStore, items: entries, attributeKeys: attributeKeys, history: history,
                                                base: root, clock: clock, commitStart: 0, generation: generation, previous: nil)
-            try tmp.commit(overwrite: true) {
-                guard try file.isStill(path) else { throw VaultError(.io, "\(path) was replaced during the rewrite; nothing was changed") }
-            }
         } catch {
             tmp.abandon()
             throw error
         }
-        file = tmp.file
-        header = newHeader
-        keys = newKeys
-        if let newKey { vaultKey = newKey }
-        store = FilePageStore(source: newSource, limit: built.tail.1)
-        root = built.root
-        replay([])
-        overlayBytes = 0
-        tail = built.tail
+        return (tmp, newSource, built)
     }
 
     /// Copies the records holding `values` to `writer`: a record all of whose members are kept byte for byte

@@ -1,0 +1,105 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import KcarKeychain
+import VaultFormat
+
+/// `kcar sync --group G FILE`: reconciles a keychain group with its shared copy FILE (SPEC.md Part 3, §K9):
+/// FILE's changes merged into the group, then the group's shareable changes merged into FILE (written anew,
+/// without ThisDeviceOnly items, if it does not exist). A group not in the keychain is joined from FILE, given
+/// its key.
+enum SyncCommand {
+    static func run(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: CLI.specs("sync"))
+        guard let group = args.value("group") else { throw CLIError.usage("sync needs --group G: the keychain group FILE is a shared copy of") }
+        let file = try args.positionals(["FILE"])[0]
+        try refuseStandardInput(file)
+        let quiet = args.flag("quiet")
+        let store = try ItemCommands.store(args)
+        try store.entitle(group)
+        let exists = access(file, F_OK) == 0
+        if !store.directory.exists(group) {
+            guard exists else {
+                throw CLIError(.notFound, "no access group \(group) in \(store.directory.path) and no shared copy \(shown(file)): nothing to sync")
+            }
+            try join(group, file, store, args)
+            if !quiet { Output.err.line(terminalSafe("kcar sync: joined group \(group) from \(shown(file))")) }
+        }
+        // A sync merges, which needs per-item versions: a group made by an earlier kcar is upgraded first.
+        if try Vault.inspect(path: store.directory.vaultPath(group)).header.formatVersion == 1 { try store.upgradeGroup(group) }
+        let path = try ItemCommands.groupVaultPath(args, group)
+        let key: [UnlockSecret] = [.keyFile(try store.directory.readKey(group))]
+        let local = try Secrets.unlockPaged(path, args, mode: .write, given: key)
+        guard exists else {
+            let left = try deviceOnlyCount(local)
+            try named(file) { try local.writeCopy(to: file, keeping: { !Schema.isDeviceOnly($0.attributes) }) }
+            if !quiet {
+                Output.err.line(terminalSafe("kcar sync: wrote \(shown(file)), a shared copy of group \(group) (\(count(local.count - left, "item"))"
+                                             + (left > 0 ? "; \(count(left, "ThisDeviceOnly item")) left out)" : ")")))
+            }
+            return .success
+        }
+        let shared = try named(file) { () throws -> PagedVault in
+            guard try Vault.inspect(path: file).header.formatVersion == 2 else {
+                throw CLIError(.damaged, "a version 1 vault: a shared copy is version 2 (written by kcar sync)")
+            }
+            let v = try Secrets.unlockPaged(file, args, mode: .write, given: key)
+            guard v.header.group == group else { throw CLIError(.usage, "holds group \(v.header.group), not \(group)") }
+            return v
+        }
+        let pulled = try named(file) { try local.merge(base: nil, theirs: shared, policy: .deviceOnly) }
+        let pushed = try named(file) { try shared.merge(base: nil, theirs: local, policy: .deviceOnlyPush) }
+        if !quiet {
+            var line = "kcar sync: group \(group) and \(shown(file)): \(count(pulled.taken, "item")) pulled, \(count(pushed.taken, "item")) pushed"
+            if pulled.keptInHistory + pushed.keptInHistory > 0 {
+                line += ", \(count(pulled.keptInHistory + pushed.keptInHistory, "losing version")) kept in history (kcar history)"
+            }
+            Output.err.line(terminalSafe(line))
+        }
+        if pulled.keptOwn > 0 {
+            warn("\(count(pulled.keptOwn, "item")) of \(shown(file)) left out: the group holds the item, or its service and account, as "
+                 + "ThisDeviceOnly (kept in the item's history)")
+        }
+        return .success
+    }
+
+    /// Joins `group` from its shared copy: the key (--key-file, else KCAR_KEY_FILE) must open `file`, whose header
+    /// must name the group; then the key and a copy of `file` become the group's files.
+    static func join(_ group: String, _ file: String, _ store: KeychainStore, _ args: Arguments) throws {
+        guard let keyPath = args.value("key-file") ?? Secrets.environmentKeyFile else {
+            throw CLIError(.noSecret, "group \(group) is not in this keychain: joining it from \(shown(file)) needs its key (--key-file FILE or "
+                           + "\(Secrets.keyFileVariable)), passed on out of band")
+        }
+        let key = try Secrets.readKeyFile(keyPath)
+        try named(file) {
+            let v = try PagedVault.open(path: file, secret: .keyFile(key), mode: .read)
+            guard v.header.group == group else { throw CLIError(.usage, "holds group \(v.header.group), not \(group)") }
+        }
+        // A joined vault is at the copy's generation, with no record yet: its first record is written for it as it is (§K6).
+        if try store.directory.joinGroup(group, key: key, copying: file) { try store.acceptRollback(group: group) }
+    }
+
+    /// The live ThisDeviceOnly items of a vault.
+    static func deviceOnlyCount(_ v: PagedVault) throws -> Int {
+        var n = 0
+        try v.forEachItem { item in
+            if Schema.isDeviceOnly(item.attributes) { n += 1 }
+            return true
+        }
+        return n
+    }
+
+    /// Runs `body`, every error naming the shared copy.
+    static func named<T>(_ file: String, _ body: () throws -> T) throws -> T {
+        let name = shown(file)
+        do {
+            return try body()
+        } catch let e as VaultError {
+            throw CLIError(ExitCode.of(e.code), "\(name): \(e)")
+        } catch let e as CLIError where !e.message.hasPrefix(name) {
+            throw CLIError(e.code, "\(name): \(e.message)")
+        }
+    }
+
+    static func shown(_ path: String) -> String { StandardStreams.shown(path) }
+}

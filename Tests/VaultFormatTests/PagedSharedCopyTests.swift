@@ -1,0 +1,137 @@
+import FixtureRecipes
+import Foundation
+@testable import VaultFormat
+import XCTest
+
+/// Shared copies (SPEC.md Part 3, §K9): a copy written or merged into never holds a byte of an own item
+/// (ThisDeviceOnly for kcar), whether its value shared a record with others or not; a merge keeps each side's
+/// own items; a push sends no tombstone of an item the copy never held.
+final class PagedSharedCopyTests: PagedTestCase {
+    let own = MergePolicy(isOwn: { $0.attributes.string("pdmn")?.hasSuffix("u") == true })
+    var push: MergePolicy { MergePolicy(isOwn: own.isOwn, takesUnknownTombstones: false) }
+
+    func attrs(_ service: String, _ account: String, deviceOnly: Bool) -> Attributes {
+        var a = attrs(service, account)
+        a["pdmn"] = .string(deviceOnly ? "aku" : "ak")
+        return a
+    }
+
+    /// The sealed bytes of every record that holds an own item's value (live or kept), read from the file.
+    func ownRecords(_ v: PagedVault) throws -> [[UInt8]] {
+        var items: [Item] = []
+        try v.forEachItem { item in
+            if own.isOwn!(item) { items.append(item) }
+            return true
+        }
+        try v.forEachKeptVersion { k in
+            if own.isOwn!(k.item) { items.append(k.item) }
+            return true
+        }
+        let bytes = try Recipes.read(v.path)
+        return items.map { i in
+            let start = Int(v.header.length) + Int(i.location.offset)
+            return Array(bytes[start..<start + Int(i.location.length)])
+        }
+    }
+
+    func assertHoldsNone(_ records: [[UInt8]], _ path: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let bytes = try Recipes.read(path)
+        for r in records {
+            // A window from the middle of the sealed record: ciphertext no other record has.
+            let window = Array(r[r.count / 2..<min(r.count, r.count / 2 + 48)])
+            XCTAssertNil(bytes.firstRange(of: window), "\(path) holds a record with an own item's value", file: file, line: line)
+        }
+    }
+
+    func names(_ v: PagedVault) throws -> Set<String> {
+        var out = Set<String>()
+        try v.forEachItem { item in
+            out.insert("\(item.service ?? "")/\(item.account ?? "")")
+            return true
+        }
+        return out
+    }
+
+    /// A group's vault (writer 1) whose first commit adds `items` (service, account, device-only, value).
+    func group(_ items: [(String, String, Bool, String)]) throws -> (path: String, vault: PagedVault) {
+        let path = dir + "/group.kcv"
+        try PagedVault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema)
+        let g = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: 1)
+        try g.commit { tx in
+            for (s, a, d, v) in items { _ = try tx.add(attributes: attrs(s, a, deviceOnly: d), value: Array(v.utf8)) }
+        }
+        return (path, g)
+    }
+
+    func testTheCopyAndItsPushesHoldNoOwnByte() throws {
+        let shared = dir + "/shared.kcv"
+        // One commit: the three values share one solid record.
+        let (_, g) = try group([("api", "alice", false, "alice secret"), ("local", "me", true, "device secret"), ("api", "bob", false, "bob secret")])
+        XCTAssertEqual(Set(try g.items(class: .genericPassword, keyValues: []).map(\.location.recordID)).count, 1, "one solid record")
+        try g.writeCopy(to: shared, keeping: { !self.own.isOwn!($0) })
+        XCTAssertThrowsError(try g.writeCopy(to: shared, keeping: { _ in true })) { XCTAssertEqual(($0 as? VaultError)?.code, .exists) }
+        var s = try PagedVault.open(path: shared, secret: secret)
+        XCTAssertEqual(try names(s), ["api/alice", "api/bob"])
+        XCTAssertEqual(s.header.vaultID, g.header.vaultID)
+        XCTAssertEqual(String(decoding: try s.read(try item(s, "api", "bob")), as: UTF8.self), "bob secret")
+        XCTAssertEqual(s.verify().problems, [])
+        try assertHoldsNone(try ownRecords(g), shared)
+
+        // Changes in the group: again a solid record with an own value, an own item updated, a deletion, and an
+        // item added and deleted between two pushes.
+        let bob = try item(g, "api", "bob"), me = try item(g, "local", "me")
+        try g.commit { tx in
+            _ = try tx.add(attributes: attrs("api", "carol", deviceOnly: false), value: Array("carol secret".utf8))
+            _ = try tx.add(attributes: attrs("local", "you", deviceOnly: true), value: Array("second device secret".utf8))
+            try tx.update(me, value: Array("device secret 2".utf8))
+            try tx.delete(bob)
+            _ = try tx.add(attributes: attrs("tmp", "x", deviceOnly: false), value: Array("short-lived".utf8))
+        }
+        let x = try item(g, "tmp", "x")
+        try g.commit { tx in try tx.delete(x) }
+        let copy = try PagedVault.open(path: shared, secret: secret, mode: .write, writerID: 2)
+        let report = try copy.merge(base: nil, theirs: g, policy: push)
+        XCTAssertEqual(report.taken, 2, "carol, and bob's deletion")
+        s = try PagedVault.open(path: shared, secret: secret)
+        XCTAssertEqual(try names(s), ["api/alice", "api/carol"])
+        XCTAssertNil(try s.state(of: x), "no tombstone of an item the copy never held")
+        XCTAssertNotNil(try s.state(of: bob), "bob's deletion is pushed")
+        XCTAssertEqual(try s.history(of: me.id).count, 0, "an own item's kept versions stay")
+        XCTAssertEqual(String(decoding: try s.read(try item(s, "api", "carol")), as: UTF8.self), "carol secret")
+        XCTAssertEqual(s.verify().problems, [])
+        try assertHoldsNone(try ownRecords(g), shared)
+        // Nothing changed: a second push takes nothing.
+        let size = try Recipes.read(shared).count
+        XCTAssertEqual(try PagedVault.open(path: shared, secret: secret, mode: .write, writerID: 2).merge(base: nil, theirs: g, policy: push).taken, 0)
+        XCTAssertEqual(try Recipes.read(shared).count, size, "nothing written")
+    }
+
+    func testAPullKeepsTheGroupsOwnItems() throws {
+        let shared = dir + "/shared.kcv"
+        let (path, g) = try group([("api", "alice", false, "alice 1"), ("local", "me", true, "mine")])
+        try g.writeCopy(to: shared, keeping: { !self.own.isOwn!($0) })
+        // Here, alice becomes ThisDeviceOnly; elsewhere, someone changes alice and adds local/me (not own there),
+        // and a copy that broke the rule carries an own item.
+        try g.commit { tx in try tx.update(try item(g, "api", "alice"), attributes: attrs("api", "alice", deviceOnly: true)) }
+        usleep(3000)
+        let other = try PagedVault.open(path: shared, secret: secret, mode: .write, writerID: 2)
+        try other.commit { tx in
+            try tx.update(try item(other, "api", "alice"), value: Array("alice 2".utf8))
+            _ = try tx.add(attributes: attrs("local", "me", deviceOnly: false), value: Array("theirs".utf8))
+            _ = try tx.add(attributes: attrs("their", "own", deviceOnly: true), value: Array("not for us".utf8))
+        }
+        let aliceID = try item(g, "api", "alice").id
+        // Without the rule the newer version wins: the rule is what keeps the group's own.
+        let plain = try copy(path, "plain.kcv")
+        _ = try merge(base: nil, ours: plain, theirs: shared)
+        let p = try PagedVault.open(path: plain, secret: secret)
+        XCTAssertEqual(String(decoding: try p.read(try item(p, "api", "alice")), as: UTF8.self), "alice 2")
+        let report = try g.merge(base: nil, theirs: try PagedVault.open(path: shared, secret: secret), policy: own)
+        XCTAssertEqual(report.keptOwn, 2, "alice's newer version and the other local/me, both kept in history")
+        XCTAssertEqual(try names(g), ["api/alice", "local/me"])
+        XCTAssertEqual(String(decoding: try g.read(try item(g, "api", "alice")), as: UTF8.self), "alice 1")
+        XCTAssertEqual(String(decoding: try g.read(try item(g, "local", "me")), as: UTF8.self), "mine")
+        XCTAssertTrue(try g.history(of: aliceID).contains { $0.why == 2 }, "the version not taken is kept")
+        XCTAssertEqual(g.verify().problems, [])
+    }
+}
