@@ -519,7 +519,8 @@ extension Help {
     static let keyOptions = secretOptions + [identity]
     static let quiet = O(name: "quiet", kind: .flag, short: "q", meaning: "print nothing on success")
     static let keyNote = "Secrets as every vault command takes them (--key-file, --identity, a passphrase), or the key file "
-        + "KCAR_KEY_FILE names when none is given: git runs kcar with the options its config holds, and a key never goes there."
+        + "KCAR_KEY_FILE names when none is given: git runs kcar with the options its config holds, and a key never goes there. "
+        + "Failing both, a keychain group's shared copy (kcar sync) opens with the group's key from this user's keychain."
 
     static let merge = Page(
         synopsis: ["merge BASE OURS THEIRS [-q] [secret options]", "merge --into VAULT OTHER [-q] [secret options]"],
@@ -592,8 +593,8 @@ extension Help {
             "setup writes *.kcv merge=kcar diff=kcar into the repository's .gitattributes (once; other lines kept) and sets "
             + "merge.kcar.name, merge.kcar.driver (kcar merge %O %A %B) and diff.kcar.textconv (kcar git textconv) with git config, "
             + "in the repository's config (--global: the user's, and .gitattributes only inside a repository). No key goes into "
-            + "the config or the repository: export KCAR_KEY_FILE (a key file of the vaults) where you run git. Outside a "
-            + "repository without --global: exit 2.",
+            + "the config or the repository: export KCAR_KEY_FILE (a key file of the vaults) where you run git; a keychain group's "
+            + "shared copy (kcar sync) needs nothing, its key is found in the keychain. Outside a repository without --global: exit 2.",
             "textconv prints VAULT as text for git diff and git log -p: a line naming the vault, then one line per item in the "
             + "vault's order (class, then service and account, then id): class, name as kcar list prints it, value size, version "
             + "(time and writer, version 2), the other attributes as JSON; the value only with --values. Without a usable key "
@@ -618,6 +619,7 @@ extension Help {
             + "restore: its time (UTC) and writer, why it was kept (updated: replaced by an update; deleted; merged: lost a "
             + "merge) and its value's size. Retention (SPEC.md Part 4, V8) keeps the 10 most recent versions of the last 90 days. "
             + "No such item: exit 6.",
+            keyNote,
         ],
         options: keyOptions,
         examples: [
@@ -630,6 +632,7 @@ extension Help {
         description: [
             "Makes kept version N (as kcar history numbers them) the item's current version, attributes and value, in one commit: "
             + "the version it replaces is kept in turn. A deleted item comes back under its id. No such item or version: exit 6.",
+            keyNote,
         ],
         options: keyOptions + [O(name: "version", kind: .value, argument: "N", meaning: "the kept version to restore (kcar history)"), quiet],
         examples: [

@@ -56,10 +56,11 @@ enum HistoryCommand {
     static func open(_ path: String, _ args: Arguments, mode: OpenMode) throws -> PagedVault {
         try Secrets.requireVaultFile(path)
         Subject.set(path)
-        if try Vault.inspect(path: path).header.formatVersion == 1 {
+        let header = try Vault.inspect(path: path).header
+        if header.formatVersion == 1 {
             throw CLIError(.damaged, "\(path) is a version 1 vault, which keeps no versions: `kcar upgrade \(path)` makes it version 2")
         }
-        return try Secrets.unlockPaged(path, args, mode: mode)
+        return try Secrets.unlockPaged(path, args, mode: mode, given: try Secrets.givenSecrets(args, orKeyOfGroup: header.group))
     }
 
     /// The item ITEM names: a name as `list` prints it (service/account) or `%id/` and its id, among the live

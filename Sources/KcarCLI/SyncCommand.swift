@@ -40,12 +40,8 @@ enum SyncCommand {
             return .success
         }
         let shared = try named(file) { () throws -> PagedVault in
-            guard try Vault.inspect(path: file).header.formatVersion == 2 else {
-                throw CLIError(.damaged, "a version 1 vault: a shared copy is version 2 (written by kcar sync)")
-            }
-            let v = try Secrets.unlockPaged(file, args, mode: .write, given: key)
-            guard v.header.group == group else { throw CLIError(.usage, "holds group \(v.header.group), not \(group)") }
-            return v
+            try checkCopy(file, of: group)
+            return try Secrets.unlockPaged(file, args, mode: .write, given: key)
         }
         let pulled = try named(file) { try local.merge(base: nil, theirs: shared, policy: .deviceOnly) }
         let pushed = try named(file) { try shared.merge(base: nil, theirs: local, policy: .deviceOnlyPush) }
@@ -72,11 +68,18 @@ enum SyncCommand {
         }
         let key = try Secrets.readKeyFile(keyPath)
         try named(file) {
-            let v = try PagedVault.open(path: file, secret: .keyFile(key), mode: .read)
-            guard v.header.group == group else { throw CLIError(.usage, "holds group \(v.header.group), not \(group)") }
+            try checkCopy(file, of: group)
+            _ = try PagedVault.open(path: file, secret: .keyFile(key), mode: .read)
         }
         // A joined vault is at the copy's generation, with no record yet: its first record is written for it as it is (§K6).
         if try store.directory.joinGroup(group, key: key, copying: file) { try store.acceptRollback(group: group) }
+    }
+
+    /// Refuses a file that cannot be a shared copy of `group`, from its header alone (before any key is tried).
+    static func checkCopy(_ file: String, of group: String) throws {
+        let header = try Vault.inspect(path: file).header
+        guard header.formatVersion == 2 else { throw CLIError(.damaged, "a version 1 vault: a shared copy is version 2 (written by kcar sync)") }
+        guard header.group == group else { throw CLIError(.usage, "holds group \(header.group), not \(group): not a shared copy of it") }
     }
 
     /// The live ThisDeviceOnly items of a vault.
