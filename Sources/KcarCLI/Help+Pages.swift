@@ -285,14 +285,24 @@ extension Help {
     static let compact = Page(
         synopsis: ["compact VAULT [secret options]"],
         summary: "Rewrite a vault without dead space (deleted values leave the file).",
-        description: ["Rewrites the vault atomically without dead space: deleted and replaced values leave the file.",
+        description: ["Rewrites the vault atomically without dead space: deleted and replaced values leave the file, except those "
+                      + "a version 2 vault keeps as earlier versions of its items (kcar history): by default the 10 latest of the last "
+                      + "90 days of each item, deletions included. --history N, --history-days D and --tombstone-days T set that rule "
+                      + "(SPEC.md Part 4, V8; recorded in the vault, applied now and by every later compaction); --history 0 keeps "
+                      + "none, as version 1. kcar delete --purge and kcar history --clear drop one item's versions.",
                       "Commits compact by themselves only past half the file and 1 MiB of dead space: run this after a delete to make "
                       + "sure the value has left the file. A failed automatic compaction is reported on standard error; its commit stood "
                       + "(exit 0).", groupNote],
-        options: vaultOptions,
+        options: vaultOptions + [
+            O(name: "history", kind: .value, argument: "N", meaning: "version 2: keep the N latest earlier versions of each item (0 to 1000; default 10)"),
+            O(name: "history-days", kind: .value, argument: "D", meaning: "version 2: keep earlier versions D days (default 90)"),
+            O(name: "tombstone-days", kind: .value, argument: "T", meaning: "version 2: remember deletions T days, for merges (default 90)"),
+        ],
         examples: [
             Example(command: "compact secrets.kcv --key-file me.key", meaning: "rewrite secrets.kcv"),
             Example(command: "compact --group personal", meaning: "rewrite a keychain group's vault"),
+            Example(command: "compact secrets.kcv --history 0 --tombstone-days 30 --key-file me.key",
+                    meaning: "keep no earlier versions from now on (their values leave the file now), deletions for 30 days"),
         ])
 
     static let recover = Page(
@@ -469,14 +479,19 @@ extension Help {
                       + "prints the items it would delete (as find does) and their number, and deletes nothing.", itemNote,
                       "With VAULT ITEM... (as 7z d): deletes the items named as kcar list names them (a service or folder name: "
                       + "everything below it) from the packed vault VAULT, in one commit; an ITEM that names nothing is exit 6 and "
-                      + "nothing is deleted. A deleted value stays in the file, encrypted, until the vault is compacted "
-                      + "(kcar compact VAULT)."],
-        options: queryOptions + [O(name: "all", kind: .flag, meaning: "allow an empty selection (every item)"), dryRun] + deleteFromVaultOptions,
+                      + "nothing is deleted.",
+                      "A deleted value stays in the file, encrypted: a version 2 vault (and a keychain group) keeps it as the item's "
+                      + "last version (kcar history, kcar restore) for 90 days by default, then a compaction drops it; version 1 "
+                      + "until the next compaction. --purge removes the deleted items' values and kept versions from the file at once "
+                      + "(a compaction; copies elsewhere keep theirs)."],
+        options: queryOptions + [O(name: "all", kind: .flag, meaning: "allow an empty selection (every item)"), dryRun,
+                                 O(name: "purge", kind: .flag, meaning: "also drop the deleted items' kept versions and compact: their values leave the file")]
+            + deleteFromVaultOptions,
         examples: [
             Example(command: "delete --service api --dry-run", meaning: "what would be deleted; nothing is"),
             Example(command: "delete --service github.com --account ci", meaning: "one item"),
             Example(command: "delete --group scratch --all", meaning: "every item of a group"),
-            Example(command: "delete secrets.kcv github.com/tokens/old --key-file me.key && kcar compact secrets.kcv --key-file me.key",
+            Example(command: "delete secrets.kcv github.com/tokens/old --purge --key-file me.key",
                     meaning: "an item out of a packed vault, and its value out of the file"),
         ])
 
@@ -611,19 +626,23 @@ extension Help {
         positionalWords: ["setup", "textconv"])
 
     static let history = Page(
-        synopsis: ["history VAULT ITEM [secret options]"],
-        summary: "List the kept versions of an item of a version 2 vault.",
+        synopsis: ["history VAULT ITEM [--json] [secret options]", "history VAULT ITEM --clear [-q] [secret options]"],
+        summary: "List, or clear, the kept versions of an item of a version 2 vault.",
         description: [
             "ITEM is a name as kcar list prints it (service/account) or %id/ and the item's id; a deleted item is found by its kept "
             + "versions. Prints the current version (live or deleted), then each kept version, newest first, numbered for kcar "
             + "restore: its time (UTC) and writer, why it was kept (updated: replaced by an update; deleted; merged: lost a "
-            + "merge) and its value's size. Retention (SPEC.md Part 4, V8) keeps the 10 most recent versions of the last 90 days. "
-            + "No such item: exit 6.",
+            + "merge) and its value's size. Retention (SPEC.md Part 4, V8) keeps the 10 most recent versions of the last 90 days "
+            + "(kcar compact --history N --history-days D changes that). No such item: exit 6.",
+            "--clear drops the item's kept versions and compacts the vault, so that their values leave the file (a leaked secret's "
+            + "old value, say). Other copies keep theirs, and a merge with one brings them back: clear them there too.",
             keyNote,
         ],
-        options: keyOptions,
+        options: keyOptions + [O(name: "clear", kind: .flag, meaning: "drop the item's kept versions; their values leave the file"), quiet,
+                               O(name: "json", kind: .flag, meaning: "print the versions as JSON (name, id, class, versions: version, time, writer, why, size)")],
         examples: [
             Example(command: "history secrets.kcv github.com/tokens/ci --key-file team.key", meaning: "the versions of one item"),
+            Example(command: "history secrets.kcv github.com/tokens/ci --clear --key-file team.key", meaning: "forget them"),
         ])
 
     static let restore = Page(

@@ -9,8 +9,22 @@ enum HistoryCommand {
     static func history(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("history"))
         let p = try args.positionals(["VAULT", "ITEM"])
+        if args.flag("clear") { return try clear(p[0], p[1], args) }
         let vault = try open(p[0], args, mode: .read)
         let (item, state, kept) = try resolve(vault, p[1])
+        if args.flag("json") {
+            // The rows of the table, as JSON: the current version (if the item has an entry), then the kept ones.
+            func row(_ version: String, _ v: Version, _ why: String, _ size: UInt64?) -> String {
+                let (time, writer) = split(v)
+                return JSON.object([("version", JSON.string(version)), ("time", JSON.string(time)), ("writer", JSON.string(writer)),
+                                    ("why", JSON.string(why)), ("size", size.map { String($0) } ?? "null")])
+            }
+            var rows = state.map { [row("current", $0.version, $0.item == nil ? "deleted" : "live", $0.item?.size)] } ?? []
+            for (n, k) in kept.reversed().enumerated() { rows.append(row(String(n + 1), k.version, reasons[k.why] ?? "?", k.item.size)) }
+            Output.out.line(JSON.object([("name", JSON.string(ItemPath.name(item))), ("id", JSON.string("\(item.id)")),
+                                         ("class", JSON.string(item.itemClass.rawValue)), ("versions", JSON.array(rows))]))
+            return .success
+        }
         Output.out.line(terminalSafe("\(ItemPath.name(item)) (item \(item.id), class \(item.itemClass.rawValue))"))
         var table = Table([.init(title: "VERSION"), .init(title: "TIME (UTC)"), .init(title: "WRITER"), .init(title: "WHY"),
                            .init(title: "SIZE", rightAligned: true)])
@@ -24,6 +38,18 @@ enum HistoryCommand {
         }
         table.lines().forEach { Output.out.line($0) }
         if kept.isEmpty { Output.out.line("no kept versions (the vault's retention keeps them from updates, deletions and merges)") }
+        return .success
+    }
+
+    /// `kcar history VAULT ITEM --clear`: the item's kept versions dropped by a compaction, their values out of the file.
+    static func clear(_ path: String, _ name: String, _ args: Arguments) throws -> ExitCode {
+        try refuseStandardInput(path)
+        let vault = try open(path, args, mode: .write)
+        let (item, _, kept) = try resolve(vault, name)
+        try vault.compact(random: SystemRandom.shared, level: 6, solidMembers: Limits.membersMax, droppingHistoryOf: [item.id])
+        if !args.flag("quiet") {
+            Output.out.line(terminalSafe("\(ItemPath.name(item)): \(count(kept.count, "kept version")) dropped; their values have left the file"))
+        }
         return .success
     }
 

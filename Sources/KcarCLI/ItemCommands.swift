@@ -457,8 +457,15 @@ enum ItemCommands {
             throw CLIError.usage("no selection: this would delete every \(q.itemClass) item; add --all to mean it")
         }
         if args.flag("dry-run") { return try dryRun(args, q, "delete") }
-        let n = try store(args).delete(q)
-        warn("deleted \(count(n, "item"))")
+        let s = try store(args)
+        // --purge: the items' kept versions are dropped by a compaction of each group they were in.
+        let found = args.flag("purge") ? Dictionary(grouping: try s.find(q), by: \.group) : [:]
+        let n = try s.delete(q)
+        for (group, items) in found.sorted(by: { $0.key < $1.key }) {
+            try s.withVault(group: group, write: true) { try $0.compact(retention: nil, droppingHistoryOf: Set(items.map(\.id))) }
+            try s.finishVaultCommand(group: group)
+        }
+        warn("deleted \(count(n, "item"))" + (args.flag("purge") ? "; their values, and their kept versions, have left the files" : ""))
         return .success
     }
 

@@ -8,7 +8,7 @@ import VaultFormat
 /// `delete` take options only, so a positional argument is what tells a packed vault's command apart.
 enum VaultEdit {
     /// Options both forms of `add`/`delete` take.
-    static let shared: Set<String> = ["lock-timeout", "dry-run"]
+    static let shared: Set<String> = ["lock-timeout", "dry-run", "purge"]
 
     /// Runs `run` when `args` name a packed vault (positionals given), after refusing the keychain's options;
     /// otherwise refuses the packed vault's options and returns nil, for the keychain command to go on.
@@ -126,8 +126,16 @@ enum VaultEdit {
         }
         let listing = verboseListing(args, dataOnStdout: false)
         for item in selected { listing?.line(terminalSafe(ItemPath.name(item))) }
-        warn("deleted \(count(selected.count, "item")) from \(vaultPath); their values stay in the file, encrypted, until it is "
-             + "compacted (`kcar compact \(vaultPath)`)")
+        let deleted = "deleted \(count(selected.count, "item")) from \(vaultPath)"
+        if args.flag("purge") {
+            try vault.compact(retention: nil, droppingHistoryOf: Set(selected.map(\.id)))
+            warn(deleted + " and compacted it: their values, and their kept versions, have left the file")
+        } else if let r = vault.retention, r.keep > 0 {
+            warn(deleted + "; their values stay in the file, encrypted, as kept versions (kcar history) for \(count(r.days, "day")): "
+                 + "--purge removes them now")
+        } else {
+            warn(deleted + "; their values stay in the file, encrypted, until it is compacted (`kcar compact \(vaultPath)`)")
+        }
         return .success
     }
 }

@@ -11,6 +11,24 @@ extension Vault {
         try rewrite(header: header, headerBytes: headerBytes, newKey: nil, random: random, options: options)
     }
 
+    /// Compacts a version 2 vault under a new retention rule (recorded in its index root, SPEC.md Part 4 V8, and
+    /// applied at once; nil keeps the vault's) and without the kept versions of the items in `droppingHistoryOf`,
+    /// so that their values leave the file. A version 1 vault keeps no history: it is compacted as it is, and a
+    /// retention rule is refused.
+    package func compact(retention: Retention?, droppingHistoryOf dropped: Set<ItemID>, random: RandomSource = SystemRandom.shared,
+                         options: WriteOptions = .init()) throws {
+        guard let p = paged else {
+            guard retention == nil else { throw VaultError(.invalidArgument, "\(path) is vault format version 1, which keeps no history or tombstones") }
+            return try compact(random: random, options: options)
+        }
+        try options.check()
+        try p.compact(random: random, level: options.level, solidMembers: options.solidMembers, retention: retention, droppingHistoryOf: dropped)
+        try adopt(p, items: true)
+    }
+
+    /// The retention rule of a version 2 vault (nil for version 1).
+    package var retention: Retention? { paged?.root.retention }
+
     /// Makes a new random vault key, re-seals every record and the index under it, and wraps it for `slots`
     /// (which replace all the old ones: an old slot or header copy no longer opens anything written from
     /// now on). Item ids, record ids and values are kept. Needs `.write`.

@@ -23,9 +23,13 @@ extension PagedVault {
     /// all their members are kept, rebuilt from the kept members otherwise (so a dropped value leaves the
     /// file); history and tombstones past the retention rule dropped. `now` (an hlc) is when retention is
     /// judged. Atomic: a crash leaves the old or the new file. Needs `.write`.
+    /// With `retention`, the vault's rule (V8) becomes that one, recorded in the new root and applied at once;
+    /// the kept versions of the items in `droppingHistoryOf` are dropped, so their values leave the file.
     package func compact(random: RandomSource = SystemRandom.shared, level: Int32 = 6, solidMembers: Int = Limits.membersMax,
-                         now: UInt64 = PagedRebuild.clockNow()) throws {
-        try rewrite(header: header, headerBytes: nil, newKey: nil, random: random, level: level, solidMembers: solidMembers, now: now)
+                         now: UInt64 = PagedRebuild.clockNow(), retention: Retention? = nil, droppingHistoryOf dropped: Set<ItemID> = []) throws {
+        var rule = KeepRule(retention: retention)
+        if !dropped.isEmpty { rule.history = { !dropped.contains($0.id) } }
+        try rewrite(header: header, headerBytes: nil, newKey: nil, rule: rule, random: random, level: level, solidMembers: solidMembers, now: now)
     }
 
     /// Compacts under a new random vault key wrapped for `slots` (which replace all the old ones), re-sealing
@@ -33,7 +37,7 @@ extension PagedVault {
     package func rekey(slots: [SlotSecret], random: RandomSource = SystemRandom.shared, level: Int32 = 6,
                        solidMembers: Int = Limits.membersMax, now: UInt64 = PagedRebuild.clockNow()) throws {
         let (newHeader, bytes, vk) = try Vault.rekeyedHeader(header, slots: slots, random: random)
-        try rewrite(header: newHeader, headerBytes: bytes, newKey: vk, random: random, level: level, solidMembers: solidMembers, now: now)
+        try rewrite(header: newHeader, headerBytes: bytes, newKey: vk, rule: KeepRule(), random: random, level: level, solidMembers: solidMembers, now: now)
     }
 
     /// Changes the key slots (as ``Vault/changeSlots(remove:add:random:)``): removes the slots of ``header`` at
@@ -54,10 +58,20 @@ extension PagedVault {
         }
     }
 
-    /// What a rewrite keeps (V8): live items, tombstones younger than `tombstone days`, and for each item its
-    /// `keep` most recent history entries younger than `days`.
-    func keptState(now: UInt64) throws -> (live: [ItemState], tombstones: [LeafEntry], history: [(version: Version, why: UInt8, item: Item)]) {
-        let r = root.retention
+    /// What a rewrite keeps beyond retention, and the retention it applies.
+    struct KeepRule {
+        /// The live items kept (nil: all).
+        var live: ((Item) -> Bool)?
+        /// The kept versions kept (nil: all that retention keeps).
+        var history: ((Item) -> Bool)?
+        var tombstones = true
+        /// The rule to apply and record (nil: the vault's).
+        var retention: Retention?
+    }
+
+    /// What a rewrite keeps (V8) under `r`: live items, tombstones younger than `tombstone days`, and for each
+    /// item its `keep` most recent history entries younger than `days`.
+    func keptState(now: UInt64, retention r: Retention) throws -> (live: [ItemState], tombstones: [LeafEntry], history: [(version: Version, why: UInt8, item: Item)]) {
         func cutoff(_ days: Int) -> UInt64 { Retention.cutoff(days: days, before: now) }
         var live: [ItemState] = [], tombstones: [LeafEntry] = []
         var names = NameCache()
@@ -83,18 +97,18 @@ extension PagedVault {
         return (live, tombstones, history)
     }
 
-    private func rewrite(header newHeader: Header, headerBytes: [UInt8]?, newKey: SecureBytes?, random: RandomSource, level: Int32,
-                         solidMembers: Int, now: UInt64) throws {
-        try exclusively { try rewriteLocked(header: newHeader, headerBytes: headerBytes, newKey: newKey, random: random, level: level,
+    private func rewrite(header newHeader: Header, headerBytes: [UInt8]?, newKey: SecureBytes?, rule: KeepRule, random: RandomSource,
+                         level: Int32, solidMembers: Int, now: UInt64) throws {
+        try exclusively { try rewriteLocked(header: newHeader, headerBytes: headerBytes, newKey: newKey, rule: rule, random: random, level: level,
                                             solidMembers: solidMembers, now: now) }
     }
 
-    private func rewriteLocked(header newHeader: Header, headerBytes: [UInt8]?, newKey: SecureBytes?, random: RandomSource, level: Int32,
-                               solidMembers: Int, now: UInt64) throws {
+    private func rewriteLocked(header newHeader: Header, headerBytes: [UInt8]?, newKey: SecureBytes?, rule: KeepRule, random: RandomSource,
+                               level: Int32, solidMembers: Int, now: UInt64) throws {
         let generation = try Vault.nextGeneration(after: tail.trailer.generation, path)
         let newKeys = newKey.map { Subkeys(vaultKey: $0) } ?? keys
         let bytes = headerBytes ?? newHeader.encode(macKey: keys.header)
-        let (tmp, newSource, built) = try writeKept(to: path, headerBytes: bytes, newKeys: newKeys, reseal: newKey != nil, keeping: nil,
+        let (tmp, newSource, built) = try writeKept(to: path, headerBytes: bytes, newKeys: newKeys, reseal: newKey != nil, rule: rule,
                                                     random: random, level: level, solidMembers: solidMembers, now: now, generation: generation)
         try tmp.commit(overwrite: true) {
             guard try file.isStill(path) else { throw VaultError(.io, "\(path) was replaced during the rewrite; nothing was changed") }
@@ -118,23 +132,24 @@ extension PagedVault {
     package func writeCopy(to target: String, keeping: @escaping (Item) -> Bool, random: RandomSource = SystemRandom.shared, level: Int32 = 6,
                            now: UInt64 = PagedRebuild.clockNow()) throws {
         let generation = try Vault.nextGeneration(after: tail.trailer.generation, path)
+        let rule = KeepRule(live: keeping, history: keeping, tombstones: false)
         let (tmp, _, _) = try writeKept(to: target, headerBytes: header.encode(macKey: keys.header), newKeys: keys, reseal: false,
-                                        keeping: keeping, random: random, level: level, solidMembers: Limits.membersMax, now: now,
+                                        rule: rule, random: random, level: level, solidMembers: Limits.membersMax, now: now,
                                         generation: generation)
         try tmp.commit(overwrite: false)
     }
 
-    /// Writes what a rewrite keeps (retention, then `keeping`; tombstones only when `keeping` is nil) into a
-    /// temporary file beside `target`, synced by the caller's commit: the header, the copied records, one fold.
-    private func writeKept(to target: String, headerBytes bytes: [UInt8], newKeys: Subkeys, reseal: Bool, keeping: ((Item) -> Bool)?,
+    /// Writes what a rewrite keeps (retention, then `rule`) into a temporary file beside `target`, synced by the
+    /// caller's commit: the header, the copied records, one fold.
+    private func writeKept(to target: String, headerBytes bytes: [UInt8], newKeys: Subkeys, reseal: Bool, rule: KeepRule,
                            random: RandomSource, level: Int32, solidMembers: Int, now: UInt64, generation: UInt64) throws
         -> (AtomicReplace, RecordSource, (root: IndexRoot, tail: (TrailerV2, UInt64))) {
-        var kept = try keptState(now: now)
-        if let keeping {
-            kept.live.removeAll { !keeping($0.item!) }
-            kept.history.removeAll { !keeping($0.item) }
-            kept.tombstones = []
-        }
+        var base = root
+        base.retention = rule.retention ?? root.retention
+        var kept = try keptState(now: now, retention: base.retention)
+        if let keep = rule.live { kept.live.removeAll { !keep($0.item!) } }
+        if let keep = rule.history { kept.history.removeAll { !keep($0.item) } }
+        if !rule.tombstones { kept.tombstones = [] }
         // Every value kept, by where it lies: live items first, then history.
         let values: [Item] = kept.live.map { $0.item! } + kept.history.map(\.item)
         var sequenceOf = [Int](repeating: 0, count: values.count)
@@ -171,7 +186,7 @@ extension PagedVault {
             newStore.random = random
             newStore.level = level
             built = try PagedRebuild.writeFold(store: newStore, items: entries, attributeKeys: attributeKeys, history: history,
-                                               base: root, clock: clock, commitStart: 0, generation: generation, previous: nil)
+                                               base: base, clock: clock, commitStart: 0, generation: generation, previous: nil)
         } catch {
             tmp.abandon()
             throw error
