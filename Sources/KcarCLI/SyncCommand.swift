@@ -67,12 +67,16 @@ enum SyncCommand {
                            + "\(Secrets.keyFileVariable)), passed on out of band")
         }
         let key = try Secrets.readKeyFile(keyPath)
-        try named(file) {
-            try checkCopy(file, of: group)
-            _ = try PagedVault.open(path: file, secret: .keyFile(key), mode: .read)
+        // Checked before anything is written, and again on the copy that becomes the group's vault.
+        func check(_ path: String) throws {
+            try named(file) {
+                try checkCopy(path, of: group)
+                _ = try PagedVault.open(path: path, secret: .keyFile(key), mode: .read)
+            }
         }
+        try check(file)
         // A joined vault is at the copy's generation, with no record yet: its first record is written for it as it is (§K6).
-        if try store.directory.joinGroup(group, key: key, copying: file) { try store.acceptRollback(group: group) }
+        if try store.directory.joinGroup(group, key: key, copying: file, check: check) { try store.acceptRollback(group: group) }
     }
 
     /// Refuses a file that cannot be a shared copy of `group`, from its header alone (before any key is tried).

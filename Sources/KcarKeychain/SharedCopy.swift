@@ -13,10 +13,11 @@ extension MergePolicy {
 
 extension KeychainDirectory {
     /// Joins group `group` from its shared copy at `source` (§K9): writes `key` as the group's key file and a copy
-    /// of the file at `source` as its vault, in the create order of §K1. The caller has checked that `key` opens
-    /// the copy and that the copy holds `group`. A key file already there must be the same key (else *exists*);
-    /// a vault already there is kept (a concurrent join), and false is returned.
-    package func joinGroup(_ group: String, key: SecureBytes, copying source: String) throws -> Bool {
+    /// of the file at `source` as its vault, in the create order of §K1. `check` is given the copy once it is the
+    /// group's vault (the file at `source` may have changed since the caller looked at it), and throws if `key`
+    /// does not open it or it does not hold `group`: the copy is then removed again. A key file already there must be the same
+    /// key (else *auth failed*); a vault already there is kept (a concurrent join), and false is returned.
+    package func joinGroup(_ group: String, key: SecureBytes, copying source: String, check: (String) throws -> Void) throws -> Bool {
         let trust = try prepareGroup(group)
         var st = stat()
         let wrote = lstat(keyPath(group), &st) != 0 ? try writeNew(keyPath(group), key, .key, trust) : false
@@ -33,7 +34,7 @@ extension KeychainDirectory {
         guard input >= 0 else { throw KeychainError(.io, "cannot open \(source): \(String(cString: strerror(errno)))") }
         defer { close(input) }
         let target = vaultPath(group)
-        return try writeNew(target, .vault, trust) { fd in
+        let linked = try writeNew(target, .vault, trust) { fd in
             var buffer = [UInt8](repeating: 0, count: 1 << 16)
             while true {
                 let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress!, $0.count) }
@@ -49,5 +50,13 @@ extension KeychainDirectory {
                 }
             }
         }
+        guard linked else { return false }
+        do {
+            try check(target)
+        } catch {
+            unlink(target)
+            throw error
+        }
+        return true
     }
 }
