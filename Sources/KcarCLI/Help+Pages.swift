@@ -547,7 +547,8 @@ extension Help {
             + "the losing one is kept in the item's history (kcar history). Deterministic, commutative and idempotent (SPEC.md "
             + "Part 4, V9). The result is one commit appended to OURS under its lock: a merge killed at any point leaves OURS as "
             + "it was or fully merged. An empty BASE (git gives one when the branches share no ancestor) is no base; --into "
-            + "VAULT OTHER merges without one, from the versions both copies record.",
+            + "VAULT OTHER merges without one, from the versions both copies record. ThisDeviceOnly items never cross a merge: "
+            + "THEIRS's are not taken, OURS's are not replaced (SPEC.md Part 3, K9).",
             "On any error OURS is left byte for byte as it was and the message names the side: another vault (vault id, vault key "
             + "or schema: exit 2), a wrong key (3) or none (10), a damaged or truncated file or a format version other than 2 "
             + "(4; a version 1 vault: upgrade it with kcar upgrade first), a missing file (8). git then reports a conflict and "
