@@ -564,7 +564,7 @@ extension Help {
         ])
 
     static let sync = Page(
-        synopsis: ["sync --group G FILE [-q] [--key-file KEY] [--keychain DIR]"],
+        synopsis: ["sync --group G FILE [--pull] [-q] [--key-file KEY] [--keychain DIR]"],
         summary: "Reconcile a keychain group with its shared copy FILE (for git, a synced folder, a bucket).",
         description: [
             "A group's vault stays in the keychain; FILE is its shared copy, a vault with the same id and key that holds every item "
@@ -572,7 +572,8 @@ extension Help {
             + "group, then the group's changes into FILE, each by the rules of kcar merge, each one atomic step: afterwards both hold "
             + "the same shared items, and each keeps its own ThisDeviceOnly items. A missing FILE is written as a new shared copy; a "
             + "second sync with nothing changed writes nothing. Commit FILE to git (after kcar git setup, git pull merges copies "
-            + "item by item) or put it in a synced folder.",
+            + "item by item) or put it in a synced folder. --pull only brings FILE's changes into the group and only reads FILE "
+            + "(a server that deploys from a read-only checkout).",
             "A group this keychain lacks is joined from FILE: give the group's key with --key-file KEY (or KCAR_KEY_FILE), passed "
             + "on out of band (never through the repository); it must open FILE, whose group must be G. Errors name FILE: another "
             + "vault or group (exit 2), a wrong key (3) or none (10), a damaged file or a version 1 vault (4), no group and no FILE (6).",
@@ -580,7 +581,7 @@ extension Help {
         options: [keychainDir, O(name: "group", kind: .value, argument: "G", meaning: "the keychain group FILE is a shared copy of (required)"),
                   groupList, lockTimeout,
                   O(name: "key-file", kind: .value, argument: "KEY", meaning: "the group's key, to join a group this keychain lacks", completes: .file),
-                  quiet],
+                  O(name: "pull", kind: .flag, meaning: "only merge FILE into the group; FILE is only read"), quiet],
         examples: [
             Example(command: "sync --group team secrets/team.kcv", meaning: "write, or bring up to date, the shared copy of group team"),
             Example(command: "sync --group team secrets/team.kcv --key-file ~/team.key", meaning: "on a new machine: join group team from the copy"),

@@ -14,7 +14,7 @@ enum SyncCommand {
         guard let group = args.value("group") else { throw CLIError.usage("sync needs --group G: the keychain group FILE is a shared copy of") }
         let file = try args.positionals(["FILE"])[0]
         try refuseStandardInput(file)
-        let quiet = args.flag("quiet")
+        let quiet = args.flag("quiet"), pullOnly = args.flag("pull")
         let store = try ItemCommands.store(args)
         try store.entitle(group)
         let exists = access(file, F_OK) == 0
@@ -31,6 +31,7 @@ enum SyncCommand {
         let key: [UnlockSecret] = [.keyFile(try store.directory.readKey(group))]
         let local = try Secrets.unlockPaged(path, args, mode: .write, given: key)
         guard exists else {
+            guard !pullOnly else { throw CLIError(.notFound, "\(shown(file)): no such shared copy to pull from") }
             let left = try deviceOnlyCount(local)
             try named(file) { try local.writeCopy(to: file, keeping: { !Schema.isDeviceOnly($0.attributes) }) }
             if !quiet {
@@ -41,12 +42,13 @@ enum SyncCommand {
         }
         let shared = try named(file) { () throws -> PagedVault in
             try checkCopy(file, of: group)
-            return try Secrets.unlockPaged(file, args, mode: .write, given: key)
+            return try Secrets.unlockPaged(file, args, mode: pullOnly ? .read : .write, given: key)
         }
         let pulled = try named(file) { try local.merge(base: nil, theirs: shared, policy: .deviceOnly) }
-        let pushed = try named(file) { try shared.merge(base: nil, theirs: local, policy: .deviceOnlyPush) }
+        let pushed = pullOnly ? MergeReport() : try named(file) { try shared.merge(base: nil, theirs: local, policy: .deviceOnlyPush) }
         if !quiet {
-            var line = "kcar sync: group \(group) and \(shown(file)): \(count(pulled.taken, "item")) pulled, \(count(pushed.taken, "item")) pushed"
+            var line = "kcar sync: group \(group) and \(shown(file)): \(count(pulled.taken, "item")) pulled"
+                + (pullOnly ? " (--pull: \(shown(file)) only read)" : ", \(count(pushed.taken, "item")) pushed")
             if pulled.keptInHistory + pushed.keptInHistory > 0 {
                 line += ", \(count(pulled.keptInHistory + pushed.keptInHistory, "losing version")) kept in history (kcar history)"
             }

@@ -162,5 +162,12 @@ final class GroupSyncCLITests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dir + "/team.kcv")), team)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dir + "/other.kcv")), other)
         XCTAssertEqual(try items("A"), ["api/alice": "a1", "other/x": "x1"])
+        // --pull only reads the copy (a read-only checkout; the mode does not stop root, so the bytes are what is checked).
+        try add("A", "api", "new", "n1")
+        try FileManager.default.setAttributes([.posixPermissions: 0o400], ofItemAtPath: dir + "/team.kcv")
+        let pull = try kcar("A", ["sync", "--group", "team", "team.kcv", "--pull"])
+        XCTAssertTrue(pull.err.contains("0 items pulled (--pull"), pull.err)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dir + "/team.kcv")), team)
+        try kcar("A", ["sync", "--group", "team", "missing.kcv", "--pull"], expect: 6)
     }
 }
