@@ -134,4 +134,24 @@ final class PagedSharedCopyTests: PagedTestCase {
         XCTAssertTrue(try g.history(of: aliceID).contains { $0.why == 2 }, "the version not taken is kept")
         XCTAssertEqual(g.verify().problems, [])
     }
+
+    /// Without own items in it, a record of several members is still copied byte for byte, once: the rule costs
+    /// nothing to copies that hold no ThisDeviceOnly item (every git merge of shared copies).
+    func testARecordWithoutOwnMembersIsCopiedWhole() throws {
+        let (path, _) = try group([("api", "alice", false, "alice 1")])
+        let ours = try copy(path, "ours.kcv"), theirs = try copy(path, "theirs.kcv")
+        let t = try PagedVault.open(path: theirs, secret: secret, mode: .write, writerID: 2)
+        try t.commit { tx in
+            for i in 0..<3 { _ = try tx.add(attributes: attrs("api", "user\(i)", deviceOnly: false), value: Array("value \(i)".utf8)) }
+        }
+        let record = try item(t, "api", "user0").location
+        XCTAssertEqual(try item(t, "api", "user2").location.recordID, record.recordID, "one solid record")
+        let report = try PagedVault.open(path: ours, secret: secret, mode: .write, writerID: 1).merge(base: nil, theirs: t, policy: own)
+        XCTAssertEqual(report.taken, 3)
+        XCTAssertEqual(report.recordsCopied, 1)
+        let sealed = Array(try Recipes.read(theirs)[Int(t.header.length) + Int(record.offset)..<Int(t.header.length) + Int(record.offset + record.length)])
+        XCTAssertNotNil(try Recipes.read(ours).firstRange(of: sealed), "the record is in OURS byte for byte")
+        let o = try PagedVault.open(path: ours, secret: secret)
+        XCTAssertEqual(String(decoding: try o.read(try item(o, "api", "user1")), as: UTF8.self), "value 1")
+    }
 }

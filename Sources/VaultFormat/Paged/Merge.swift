@@ -303,6 +303,21 @@ extension PagedVault {
             }
             return item
         }
+        /// THEIRS's items and kept versions by id, with the records their values are in: whether member `id` of
+        /// THEIRS's record `record` is a value THEIRS names (live or kept) that is not own. A member nothing names
+        /// (a dead value, or one of an item this merge does not look at) is not known to be shareable.
+        var keptByID: [ItemID: [Item]]?
+        func shareable(_ id: ItemID, in record: ID128) -> Bool {
+            if let item = t[id]?.item, item.location.recordID == record { return !policy.isOwn!(item) }
+            if keptByID == nil {
+                keptByID = [:]
+                for e in theirsHistory {
+                    if let h = try? ItemEntries.decodeHistory(e) { keptByID![h.item.id, default: []].append(h.item) }
+                }
+            }
+            guard let kept = keptByID?[id]?.first(where: { $0.location.recordID == record }) else { return false }
+            return !policy.isOwn!(kept)
+        }
         func place(_ item: Item, from source: PagedVault) throws -> Item {
             var item = item
             let l = item.location
@@ -322,11 +337,13 @@ extension PagedVault {
                 return try named(item)
             }
             let fail = { (m: String) in VaultError(.damagedRecord, "THEIRS (\(source.path)), \(item.displayName): \(m)") }
-            // The device-only rule (§K9): a record of several members is not copied (another member may be an own
-            // item's value); the taken value gets a record of its own, read (and authenticated) from THEIRS.
+            // The device-only rule (§K9): a record of several members is copied only when each member is known not
+            // to be own (another member may be an own item's value, live or dead); otherwise the taken value gets a
+            // record of its own, read (and authenticated) from THEIRS.
             if policy.isOwn != nil {
                 var reader = source.source.recordReader(l, fail: fail)
-                if try reader.memberTable().0.members.count > 1 {
+                let members = try reader.memberTable().0.members.map(\.id)
+                if members.count > 1, !members.allSatisfy({ shareable($0, in: l.recordID) }) {
                     var value: [UInt8] = []
                     defer { wipe(&value) }
                     try source.source.read(item) { value.append(contentsOf: $0) }
