@@ -39,6 +39,10 @@ enum MergeCommand {
             warn("warning: THEIRS (\(shown(paths.theirs))) holds versions more than a day ahead of this machine's clock: its changes "
                  + "win every conflict until real time catches up")
         }
+        if report.keptOwn > 0 {
+            warn("\(count(report.keptOwn, "item")) of THEIRS left out: OURS holds the item, or its primary key, as ThisDeviceOnly "
+                 + "(kept in the item's history)")
+        }
         if !args.flag("quiet") { Output.err.line("kcar merge: " + summary(report, ours: shown(paths.ours))) }
         return .success
     }
