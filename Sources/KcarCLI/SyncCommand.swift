@@ -25,9 +25,10 @@ enum SyncCommand {
             try join(group, file, store, args)
             if !quiet { Output.err.line(terminalSafe("kcar sync: joined group \(group) from \(shown(file))")) }
         }
-        // A sync merges, which needs per-item versions: a group made by an earlier kcar is upgraded first.
-        if try Vault.inspect(path: store.directory.vaultPath(group)).header.formatVersion == 1 { try store.upgradeGroup(group) }
+        // The group's files are checked (trust, rollback) before anything else reads them.
         let path = try ItemCommands.groupVaultPath(args, group)
+        // A sync merges, which needs per-item versions: a group made by an earlier kcar is upgraded first.
+        if try Vault.inspect(path: path).header.formatVersion == 1 { try store.upgradeGroup(group) }
         let key: [UnlockSecret] = [.keyFile(try store.directory.readKey(group))]
         let local = try Secrets.unlockPaged(path, args, mode: .write, given: key)
         guard exists else {
