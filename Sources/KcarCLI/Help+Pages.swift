@@ -535,7 +535,7 @@ extension Help {
     static let quiet = O(name: "quiet", kind: .flag, short: "q", meaning: "print nothing on success")
     static let keyNote = "Secrets as every vault command takes them (--key-file, --identity, a passphrase), or the key file "
         + "KCAR_KEY_FILE names when none is given: git runs kcar with the options its config holds, and a key never goes there. "
-        + "Failing both, a keychain group's shared copy (kcar sync) opens with the group's key from this user's keychain."
+        + "Failing both, a keychain group's shared copy (kcar sync) opens with the group's key from this user's keychain (a group KCAR_ACCESS_GROUPS allows, if set)."
 
     static let merge = Page(
         synopsis: ["merge BASE OURS THEIRS [-q] [secret options]", "merge --into VAULT OTHER [-q] [secret options]"],

@@ -163,4 +163,24 @@ final class GroupSyncCLITests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dir + "/other.kcv")), other)
         XCTAssertEqual(try items("A"), ["api/alice": "a1", "other/x": "x1"])
     }
+
+    /// The keychain-key lookup of merge, textconv and history (a shared copy opens with its group's key) uses
+    /// only a group this process may use: with KCAR_ACCESS_GROUPS naming others (§K2), a copy of a group outside
+    /// that list is not opened with the group's key, as `kcar get --group` would not read it.
+    func testTheKeychainKeyLookupKeepsToTheProcesssGroups() throws {
+        try add("A", "api", "alice", "a1")
+        try kcar("A", ["sync", "--group", "team", "team.kcv"])
+        XCTAssertTrue(try kcar("A", ["git", "textconv", "team.kcv"]).out.contains("api/alice"))
+        var env = machine("A")
+        env["KCAR_ACCESS_GROUPS"] = "ci"
+        XCTAssertEqual(try runProcess(CLITests.binary, ["get", "--group", "team", "--service", "api", "--account", "alice"], env: env, cwd: dir).code, 12,
+                       "the process may not use group team")
+        let text = try runProcess(CLITests.binary, ["git", "textconv", "team.kcv"], env: env, cwd: dir)
+        XCTAssertEqual(text.code, 0, text.err)
+        XCTAssertFalse(text.out.contains("api/alice"), text.out)
+        XCTAssertTrue(text.out.contains("no key given"), text.out)
+        let history = try runProcess(CLITests.binary, ["history", "team.kcv", "api/alice"], env: env, cwd: dir)
+        XCTAssertNotEqual(history.code, 0, history.out)
+        XCTAssertFalse(history.out.contains("api/alice"), history.out)
+    }
 }
