@@ -134,4 +134,55 @@ final class PagedSharedCopyTests: PagedTestCase {
         XCTAssertTrue(try g.history(of: aliceID).contains { $0.why == 2 }, "the version not taken is kept")
         XCTAssertEqual(g.verify().problems, [])
     }
+
+    /// Every key of the items and history trees of `v`: what a reader of the file learns of each item's class
+    /// and primary key, tombstones included.
+    func treeKeys(_ v: PagedVault) throws -> [[UInt8]] {
+        var keys: [[UInt8]] = []
+        for tree in [TreeID.items, .history] {
+            try v.scan(tree) { e in
+                keys.append(e.key)
+                return true
+            }
+        }
+        return keys
+    }
+
+    /// A tombstone's key holds the item's class and primary key (service, account) as the item last had them: an
+    /// item shared, then made ThisDeviceOnly under another account, then deleted, must not bring that account
+    /// into the copy with its tombstone (§K9 rule 1: no state of an own item is taken). The deletion itself is
+    /// pushed, at the key the copy knew.
+    func testATombstoneOfAnItemMadeOwnCarriesNoOwnKey() throws {
+        let shared = dir + "/shared.kcv"
+        let (_, g) = try group([("api", "alice", false, "alice secret")])
+        try g.writeCopy(to: shared, keeping: { !self.own.isOwn!($0) })
+        let alice = try item(g, "api", "alice")
+        try g.commit { tx in try tx.update(alice, attributes: attrs("api", "private-account-name", deviceOnly: true)) }
+        try g.commit { tx in try tx.delete(try self.item(g, "api", "private-account-name")) }
+        let copy = try PagedVault.open(path: shared, secret: secret, mode: .write, writerID: 2)
+        XCTAssertEqual(try copy.merge(base: nil, theirs: g, policy: push).taken, 1, "the deletion is pushed")
+        let s = try PagedVault.open(path: shared, secret: secret)
+        XCTAssertEqual(try names(s), [])
+        for key in try treeKeys(s) {
+            XCTAssertNil(key.firstRange(of: Array("private-account-name".utf8)), "the copy holds the own item's account in a key")
+        }
+        XCTAssertEqual(s.verify().problems, [])
+        // A second push changes nothing, and a pull takes nothing back.
+        XCTAssertEqual(try PagedVault.open(path: shared, secret: secret, mode: .write, writerID: 2).merge(base: nil, theirs: g, policy: push).taken, 0)
+        XCTAssertEqual(try g.merge(base: nil, theirs: s, policy: own).taken, 0)
+    }
+
+    /// `kcar merge --into COPY GROUP-VAULT` (the device-only rule without a push's rule for tombstones): an own
+    /// item deleted in the group, which the copy never held, leaves no tombstone, and so no key, in the copy.
+    func testAMergeIntoACopyTakesNoTombstoneOfAnOwnItem() throws {
+        let shared = dir + "/shared.kcv"
+        let (_, g) = try group([("api", "alice", false, "alice secret"), ("local", "private-account-name", true, "mine")])
+        try g.writeCopy(to: shared, keeping: { !self.own.isOwn!($0) })
+        try g.commit { tx in try tx.delete(try self.item(g, "local", "private-account-name")) }
+        let copy = try PagedVault.open(path: shared, secret: secret, mode: .write, writerID: 2)
+        XCTAssertEqual(try copy.merge(base: nil, theirs: g, policy: own).taken, 0)
+        for key in try treeKeys(try PagedVault.open(path: shared, secret: secret)) {
+            XCTAssertNil(key.firstRange(of: Array("private-account-name".utf8)), "the copy holds the own item's account in a key")
+        }
+    }
 }
