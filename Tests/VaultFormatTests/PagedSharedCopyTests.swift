@@ -185,4 +185,20 @@ final class PagedSharedCopyTests: PagedTestCase {
             XCTAssertNil(key.firstRange(of: Array("private-account-name".utf8)), "the copy holds the own item's account in a key")
         }
     }
+
+    /// §K9: "a second sync with nothing changed writes nothing", also right after the first push, which applied
+    /// retention to the kept versions it wrote while the group still holds those past it.
+    func testTheFirstPushIsFollowedByNoWrite() throws {
+        let shared = dir + "/shared.kcv"
+        let (_, g) = try group([("api", "alice", false, "alice 0")])
+        for n in 1...13 {
+            try g.commit { tx in try tx.update(try self.item(g, "api", "alice"), value: Array("alice \(n)".utf8)) }
+        }
+        try g.writeCopy(to: shared, keeping: { !self.own.isOwn!($0) })
+        let size = try Recipes.read(shared).count
+        let report = try PagedVault.open(path: shared, secret: secret, mode: .write, writerID: 2).merge(base: nil, theirs: g, policy: push)
+        XCTAssertEqual(report.taken, 0)
+        XCTAssertEqual(report.historyCopied, 0, "kept versions past retention pushed after the first push")
+        XCTAssertEqual(try Recipes.read(shared).count, size, "nothing written")
+    }
 }
