@@ -12,6 +12,7 @@ enum SyncCommand {
     static func run(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("sync"))
         guard let group = args.value("group") else { throw CLIError.usage("sync needs --group G: the keychain group FILE is a shared copy of") }
+        guard (try? Header.checkGroupName(group)) != nil else { throw CLIError.usage("access group names are 1 to 255 bytes of UTF-8 without NUL") }
         let file = try args.positionals(["FILE"])[0]
         try refuseStandardInput(file)
         let quiet = args.flag("quiet")
@@ -62,6 +63,8 @@ enum SyncCommand {
     /// Joins `group` from its shared copy: the key (--key-file, else KCAR_KEY_FILE) must open `file`, whose header
     /// must name the group; then the key and a copy of `file` become the group's files.
     static func join(_ group: String, _ file: String, _ store: KeychainStore, _ args: Arguments) throws {
+        // A file that cannot be the group's copy is refused as such (exit 2 or 4) before a key is asked for.
+        try named(file) { try checkCopy(file, of: group) }
         guard let keyPath = args.value("key-file") ?? Secrets.environmentKeyFile else {
             throw CLIError(.noSecret, "group \(group) is not in this keychain: joining it from \(shown(file)) needs its key (--key-file FILE or "
                            + "\(Secrets.keyFileVariable)), passed on out of band")

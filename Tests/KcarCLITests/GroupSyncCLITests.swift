@@ -183,4 +183,15 @@ final class GroupSyncCLITests: XCTestCase {
         XCTAssertNotEqual(history.code, 0, history.out)
         XCTAssertFalse(history.out.contains("api/alice"), history.out)
     }
+
+    /// A join is refused for what FILE is before a key is asked for: another group's copy is exit 2 (as the help
+    /// page says) with or without a key, not exit 10; a group name that cannot be one is a usage error.
+    func testAJoinNamesAnotherGroupsCopyWithoutAKey() throws {
+        try add("A", "api", "alice", "a1")
+        try kcar("A", ["sync", "--group", "team", "team.kcv"])
+        let other = try kcar("B", ["sync", "--group", "nope", "team.kcv"], expect: 2)
+        XCTAssertTrue(other.err.contains("team.kcv: holds group team, not nope"), other.err)
+        try kcar("B", ["sync", "--group", "", "team.kcv"], expect: 2)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/home-B/.local/share/kcar"), "no keychain made")
+    }
 }
