@@ -483,7 +483,8 @@ extension Help {
                       "A deleted value stays in the file, encrypted: a version 2 vault (and a keychain group) keeps it as the item's "
                       + "last version (kcar history, kcar restore) for 90 days by default, then a compaction drops it; version 1 "
                       + "until the next compaction. --purge removes the deleted items' values and kept versions from the file at once "
-                      + "(a compaction; copies elsewhere keep theirs)."],
+                      + "(a compaction). Copies elsewhere keep theirs, and a merge or kcar sync with one brings them back (the copy's "
+                      + "live version as a losing version, its kept ones as they are): purge or clear them there too."],
         options: queryOptions + [O(name: "all", kind: .flag, meaning: "allow an empty selection (every item)"), dryRun,
                                  O(name: "purge", kind: .flag, meaning: "also drop the deleted items' kept versions and compact: their values leave the file")]
             + deleteFromVaultOptions,

@@ -201,4 +201,20 @@ final class PagedSharedCopyTests: PagedTestCase {
         XCTAssertEqual(report.historyCopied, 0, "kept versions past retention pushed after the first push")
         XCTAssertEqual(try Recipes.read(shared).count, size, "nothing written")
     }
+
+    /// An item of the copy left out by rule 3 (its service and account are an own item's here) stays live in the
+    /// copy: every later pull meets it again, and must write nothing (§K9: a second sync with nothing changed
+    /// writes nothing).
+    func testAnItemLeftOutIsNotWrittenAgainByTheNextPull() throws {
+        let shared = dir + "/shared.kcv"
+        let (_, g) = try group([("api", "alice", false, "alice 1"), ("local", "me", true, "mine")])
+        try g.writeCopy(to: shared, keeping: { !self.own.isOwn!($0) })
+        let other = try PagedVault.open(path: shared, secret: secret, mode: .write, writerID: 2)
+        try other.commit { tx in _ = try tx.add(attributes: attrs("local", "me", deviceOnly: false), value: Array("theirs".utf8)) }
+        XCTAssertEqual(try g.merge(base: nil, theirs: try PagedVault.open(path: shared, secret: secret), policy: own).keptOwn, 1)
+        let size = try Recipes.read(g.path).count
+        let again = try g.merge(base: nil, theirs: try PagedVault.open(path: shared, secret: secret), policy: own)
+        XCTAssertEqual(again.taken + again.keptInHistory + again.historyCopied, 0)
+        XCTAssertEqual(try Recipes.read(g.path).count, size, "nothing written")
+    }
 }
