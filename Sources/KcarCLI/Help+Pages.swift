@@ -575,7 +575,7 @@ extension Help {
             + "item by item) or put it in a synced folder.",
             "A group this keychain lacks is joined from FILE: give the group's key with --key-file KEY (or KCAR_KEY_FILE), passed "
             + "on out of band (never through the repository); it must open FILE, whose group must be G. Errors name FILE: another "
-            + "vault or group (exit 2), a wrong key (3) or none (10), a damaged file or a version 1 vault (4), no group and no FILE (6).",
+            + "vault or group, or a FILE in the keychain's folder (exit 2), a wrong key (3) or none (10), a damaged file or a version 1 vault (4), no group and no FILE (6).",
         ],
         options: [keychainDir, O(name: "group", kind: .value, argument: "G", meaning: "the keychain group FILE is a shared copy of (required)"),
                   groupList, lockTimeout,

@@ -18,6 +18,7 @@ enum SyncCommand {
         let quiet = args.flag("quiet")
         let store = try ItemCommands.store(args)
         try store.entitle(group)
+        try refuseInKeychain(file, store.directory.path)
         let exists = access(file, F_OK) == 0
         if !store.directory.exists(group) {
             guard exists else {
@@ -87,6 +88,26 @@ enum SyncCommand {
         let header = try Vault.inspect(path: file).header
         guard header.formatVersion == 2 else { throw CLIError(.damaged, "a version 1 vault: a shared copy is version 2 (written by kcar sync)") }
         guard header.group == group else { throw CLIError(.usage, "holds group \(header.group), not \(group): not a shared copy of it") }
+    }
+
+    /// Refuses a FILE in the keychain's folder (itself or the file a symlink names): a copy written there would
+    /// be taken for a group's vault without a key (`kcar sync --group team KEYCHAIN/team2.kcv` made a group team2
+    /// that no command could use), and the group's own vault is no shared copy of it.
+    static func refuseInKeychain(_ file: String, _ keychain: String) throws {
+        func real(_ p: String) -> String? {
+            guard let r = realpath(p, nil) else { return nil }
+            defer { free(r) }
+            return String(cString: r)
+        }
+        func parent(_ p: String) -> String {
+            guard let slash = p.lastIndex(of: "/") else { return "." }
+            return slash == p.startIndex ? "/" : String(p[..<slash])
+        }
+        guard let folder = real(keychain) else { return }
+        let places = [real(parent(file)), real(file).map(parent)]
+        if places.contains(folder) {
+            throw CLIError.usage("\(shown(file)) is in the keychain (\(keychain)): a shared copy lives outside it, in a repository or a synced folder")
+        }
     }
 
     /// The live ThisDeviceOnly items of a vault.

@@ -194,4 +194,17 @@ final class GroupSyncCLITests: XCTestCase {
         try kcar("B", ["sync", "--group", "", "team.kcv"], expect: 2)
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/home-B/.local/share/kcar"), "no keychain made")
     }
+
+    /// FILE in the keychain's folder is refused: written there, a copy named team2.kcv made a group team2 without
+    /// a key that no command could use; the group's own vault, directly or by a symlink, is no copy of it.
+    func testACopyIsNeverWrittenIntoTheKeychain() throws {
+        try add("A", "api", "alice", "a1")
+        let keychain = dir + "/home-A/.local/share/kcar"
+        try kcar("A", ["sync", "--group", "team", keychain + "/team2.kcv"], expect: 2)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: keychain + "/team2.kcv"))
+        try kcar("A", ["sync", "--group", "team", keychain + "/team.kcv"], expect: 2)
+        try FileManager.default.createSymbolicLink(atPath: dir + "/link.kcv", withDestinationPath: keychain + "/team.kcv")
+        try kcar("A", ["sync", "--group", "team", "link.kcv"], expect: 2)
+        try kcar("A", ["sync", "--group", "team", "team.kcv"])
+    }
 }
