@@ -483,7 +483,8 @@ extension Help {
                       "A deleted value stays in the file, encrypted: a version 2 vault (and a keychain group) keeps it as the item's "
                       + "last version (kcar history, kcar restore) for 90 days by default, then a compaction drops it; version 1 "
                       + "until the next compaction. --purge removes the deleted items' values and kept versions from the file at once "
-                      + "(a compaction; copies elsewhere keep theirs)."],
+                      + "(a compaction). Copies elsewhere keep theirs, and a merge or kcar sync with one brings them back (the copy's "
+                      + "live version as a losing version, its kept ones as they are): purge or clear them there too."],
         options: queryOptions + [O(name: "all", kind: .flag, meaning: "allow an empty selection (every item)"), dryRun,
                                  O(name: "purge", kind: .flag, meaning: "also drop the deleted items' kept versions and compact: their values leave the file")]
             + deleteFromVaultOptions,
@@ -535,7 +536,7 @@ extension Help {
     static let quiet = O(name: "quiet", kind: .flag, short: "q", meaning: "print nothing on success")
     static let keyNote = "Secrets as every vault command takes them (--key-file, --identity, a passphrase), or the key file "
         + "KCAR_KEY_FILE names when none is given: git runs kcar with the options its config holds, and a key never goes there. "
-        + "Failing both, a keychain group's shared copy (kcar sync) opens with the group's key from this user's keychain."
+        + "Failing both, a keychain group's shared copy (kcar sync) opens with the group's key from this user's keychain (a group KCAR_ACCESS_GROUPS allows, if set)."
 
     static let merge = Page(
         synopsis: ["merge BASE OURS THEIRS [-q] [secret options]", "merge --into VAULT OTHER [-q] [secret options]"],
@@ -576,7 +577,7 @@ extension Help {
             + "(a server that deploys from a read-only checkout).",
             "A group this keychain lacks is joined from FILE: give the group's key with --key-file KEY (or KCAR_KEY_FILE), passed "
             + "on out of band (never through the repository); it must open FILE, whose group must be G. Errors name FILE: another "
-            + "vault or group (exit 2), a wrong key (3) or none (10), a damaged file or a version 1 vault (4), no group and no FILE (6).",
+            + "vault or group, or a FILE in the keychain's folder (exit 2), a wrong key (3) or none (10), a damaged file or a version 1 vault (4), no group and no FILE (6).",
         ],
         options: [keychainDir, O(name: "group", kind: .value, argument: "G", meaning: "the keychain group FILE is a shared copy of (required)"),
                   groupList, lockTimeout,

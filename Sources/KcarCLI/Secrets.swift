@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import KcarKeychain
 import VaultFormat
 
 /// Where secrets come from: never argv. A passphrase from `--passphrase-file`, `--passphrase-fd`,
@@ -95,10 +96,12 @@ enum Secrets {
     /// As ``givenSecrets(_:)``; when none is given, the key of keychain group `group` (the vault's header group),
     /// if this user's keychain has it and it can be read: a group's shared copy (SPEC.md Part 3, §K9) opens with
     /// it, so git's merge driver and diff find it with no variable set. The file is authenticated with it as with
-    /// any key: a file that only claims the group does not open.
+    /// any key: a file that only claims the group does not open. Only a group this process may use (its
+    /// `KCAR_ACCESS_GROUPS` list, SPEC.md §K2) lends its key, as only those give their items to `kcar get`.
     static func givenSecrets(_ args: Arguments, orKeyOfGroup group: String?) throws -> [UnlockSecret] {
         let given = try givenSecrets(args)
-        guard given.isEmpty, let group, let dir = try? ItemCommands.directory(args), dir.exists(group), dir.canRead(group),
+        guard given.isEmpty, let group, let dir = try? ItemCommands.directory(args),
+              (try? KeychainStore(directory: dir).entitle(group)) != nil, dir.exists(group), dir.canRead(group),
               let key = try? dir.readKey(group) else { return given }
         return [.keyFile(key)]
     }

@@ -12,11 +12,13 @@ enum SyncCommand {
     static func run(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("sync"))
         guard let group = args.value("group") else { throw CLIError.usage("sync needs --group G: the keychain group FILE is a shared copy of") }
+        guard (try? Header.checkGroupName(group)) != nil else { throw CLIError.usage("access group names are 1 to 255 bytes of UTF-8 without NUL") }
         let file = try args.positionals(["FILE"])[0]
         try refuseStandardInput(file)
         let quiet = args.flag("quiet"), pullOnly = args.flag("pull")
         let store = try ItemCommands.store(args)
         try store.entitle(group)
+        try refuseInKeychain(file, store.directory.path)
         let exists = access(file, F_OK) == 0
         if !store.directory.exists(group) {
             guard exists else {
@@ -65,6 +67,8 @@ enum SyncCommand {
     /// Joins `group` from its shared copy: the key (--key-file, else KCAR_KEY_FILE) must open `file`, whose header
     /// must name the group; then the key and a copy of `file` become the group's files.
     static func join(_ group: String, _ file: String, _ store: KeychainStore, _ args: Arguments) throws {
+        // A file that cannot be the group's copy is refused as such (exit 2 or 4) before a key is asked for.
+        try named(file) { try checkCopy(file, of: group) }
         guard let keyPath = args.value("key-file") ?? Secrets.environmentKeyFile else {
             throw CLIError(.noSecret, "group \(group) is not in this keychain: joining it from \(shown(file)) needs its key (--key-file FILE or "
                            + "\(Secrets.keyFileVariable)), passed on out of band")
@@ -87,6 +91,26 @@ enum SyncCommand {
         let header = try Vault.inspect(path: file).header
         guard header.formatVersion == 2 else { throw CLIError(.damaged, "a version 1 vault: a shared copy is version 2 (written by kcar sync)") }
         guard header.group == group else { throw CLIError(.usage, "holds group \(header.group), not \(group): not a shared copy of it") }
+    }
+
+    /// Refuses a FILE in the keychain's folder (itself or the file a symlink names): a copy written there would
+    /// be taken for a group's vault without a key (`kcar sync --group team KEYCHAIN/team2.kcv` made a group team2
+    /// that no command could use), and the group's own vault is no shared copy of it.
+    static func refuseInKeychain(_ file: String, _ keychain: String) throws {
+        func real(_ p: String) -> String? {
+            guard let r = realpath(p, nil) else { return nil }
+            defer { free(r) }
+            return String(cString: r)
+        }
+        func parent(_ p: String) -> String {
+            guard let slash = p.lastIndex(of: "/") else { return "." }
+            return slash == p.startIndex ? "/" : String(p[..<slash])
+        }
+        guard let folder = real(keychain) else { return }
+        let places = [real(parent(file)), real(file).map(parent)]
+        if places.contains(folder) {
+            throw CLIError.usage("\(shown(file)) is in the keychain (\(keychain)): a shared copy lives outside it, in a repository or a synced folder")
+        }
     }
 
     /// The live ThisDeviceOnly items of a vault.

@@ -170,4 +170,48 @@ final class GroupSyncCLITests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dir + "/team.kcv")), team)
         try kcar("A", ["sync", "--group", "team", "missing.kcv", "--pull"], expect: 6)
     }
+
+    /// The keychain-key lookup of merge, textconv and history (a shared copy opens with its group's key) uses
+    /// only a group this process may use: with KCAR_ACCESS_GROUPS naming others (§K2), a copy of a group outside
+    /// that list is not opened with the group's key, as `kcar get --group` would not read it.
+    func testTheKeychainKeyLookupKeepsToTheProcesssGroups() throws {
+        try add("A", "api", "alice", "a1")
+        try kcar("A", ["sync", "--group", "team", "team.kcv"])
+        XCTAssertTrue(try kcar("A", ["git", "textconv", "team.kcv"]).out.contains("api/alice"))
+        var env = machine("A")
+        env["KCAR_ACCESS_GROUPS"] = "ci"
+        XCTAssertEqual(try runProcess(CLITests.binary, ["get", "--group", "team", "--service", "api", "--account", "alice"], env: env, cwd: dir).code, 12,
+                       "the process may not use group team")
+        let text = try runProcess(CLITests.binary, ["git", "textconv", "team.kcv"], env: env, cwd: dir)
+        XCTAssertEqual(text.code, 0, text.err)
+        XCTAssertFalse(text.out.contains("api/alice"), text.out)
+        XCTAssertTrue(text.out.contains("no key given"), text.out)
+        let history = try runProcess(CLITests.binary, ["history", "team.kcv", "api/alice"], env: env, cwd: dir)
+        XCTAssertNotEqual(history.code, 0, history.out)
+        XCTAssertFalse(history.out.contains("api/alice"), history.out)
+    }
+
+    /// A join is refused for what FILE is before a key is asked for: another group's copy is exit 2 (as the help
+    /// page says) with or without a key, not exit 10; a group name that cannot be one is a usage error.
+    func testAJoinNamesAnotherGroupsCopyWithoutAKey() throws {
+        try add("A", "api", "alice", "a1")
+        try kcar("A", ["sync", "--group", "team", "team.kcv"])
+        let other = try kcar("B", ["sync", "--group", "nope", "team.kcv"], expect: 2)
+        XCTAssertTrue(other.err.contains("team.kcv: holds group team, not nope"), other.err)
+        try kcar("B", ["sync", "--group", "", "team.kcv"], expect: 2)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/home-B/.local/share/kcar"), "no keychain made")
+    }
+
+    /// FILE in the keychain's folder is refused: written there, a copy named team2.kcv made a group team2 without
+    /// a key that no command could use; the group's own vault, directly or by a symlink, is no copy of it.
+    func testACopyIsNeverWrittenIntoTheKeychain() throws {
+        try add("A", "api", "alice", "a1")
+        let keychain = dir + "/home-A/.local/share/kcar"
+        try kcar("A", ["sync", "--group", "team", keychain + "/team2.kcv"], expect: 2)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: keychain + "/team2.kcv"))
+        try kcar("A", ["sync", "--group", "team", keychain + "/team.kcv"], expect: 2)
+        try FileManager.default.createSymbolicLink(atPath: dir + "/link.kcv", withDestinationPath: keychain + "/team.kcv")
+        try kcar("A", ["sync", "--group", "team", "link.kcv"], expect: 2)
+        try kcar("A", ["sync", "--group", "team", "team.kcv"])
+    }
 }

@@ -154,4 +154,87 @@ final class PagedSharedCopyTests: PagedTestCase {
         let o = try PagedVault.open(path: ours, secret: secret)
         XCTAssertEqual(String(decoding: try o.read(try item(o, "api", "user1")), as: UTF8.self), "value 1")
     }
+
+    /// Every key of the items and history trees of `v`: what a reader of the file learns of each item's class
+    /// and primary key, tombstones included.
+    func treeKeys(_ v: PagedVault) throws -> [[UInt8]] {
+        var keys: [[UInt8]] = []
+        for tree in [TreeID.items, .history] {
+            try v.scan(tree) { e in
+                keys.append(e.key)
+                return true
+            }
+        }
+        return keys
+    }
+
+    /// A tombstone's key holds the item's class and primary key (service, account) as the item last had them: an
+    /// item shared, then made ThisDeviceOnly under another account, then deleted, must not bring that account
+    /// into the copy with its tombstone (§K9 rule 1: no state of an own item is taken). The deletion itself is
+    /// pushed, at the key the copy knew.
+    func testATombstoneOfAnItemMadeOwnCarriesNoOwnKey() throws {
+        let shared = dir + "/shared.kcv"
+        let (_, g) = try group([("api", "alice", false, "alice secret")])
+        try g.writeCopy(to: shared, keeping: { !self.own.isOwn!($0) })
+        let alice = try item(g, "api", "alice")
+        try g.commit { tx in try tx.update(alice, attributes: attrs("api", "private-account-name", deviceOnly: true)) }
+        try g.commit { tx in try tx.delete(try self.item(g, "api", "private-account-name")) }
+        let copy = try PagedVault.open(path: shared, secret: secret, mode: .write, writerID: 2)
+        XCTAssertEqual(try copy.merge(base: nil, theirs: g, policy: push).taken, 1, "the deletion is pushed")
+        let s = try PagedVault.open(path: shared, secret: secret)
+        XCTAssertEqual(try names(s), [])
+        for key in try treeKeys(s) {
+            XCTAssertNil(key.firstRange(of: Array("private-account-name".utf8)), "the copy holds the own item's account in a key")
+        }
+        XCTAssertEqual(s.verify().problems, [])
+        // A second push changes nothing, and a pull takes nothing back.
+        XCTAssertEqual(try PagedVault.open(path: shared, secret: secret, mode: .write, writerID: 2).merge(base: nil, theirs: g, policy: push).taken, 0)
+        XCTAssertEqual(try g.merge(base: nil, theirs: s, policy: own).taken, 0)
+    }
+
+    /// `kcar merge --into COPY GROUP-VAULT` (the device-only rule without a push's rule for tombstones): an own
+    /// item deleted in the group, which the copy never held, leaves no tombstone, and so no key, in the copy.
+    func testAMergeIntoACopyTakesNoTombstoneOfAnOwnItem() throws {
+        let shared = dir + "/shared.kcv"
+        let (_, g) = try group([("api", "alice", false, "alice secret"), ("local", "private-account-name", true, "mine")])
+        try g.writeCopy(to: shared, keeping: { !self.own.isOwn!($0) })
+        try g.commit { tx in try tx.delete(try self.item(g, "local", "private-account-name")) }
+        let copy = try PagedVault.open(path: shared, secret: secret, mode: .write, writerID: 2)
+        XCTAssertEqual(try copy.merge(base: nil, theirs: g, policy: own).taken, 0)
+        for key in try treeKeys(try PagedVault.open(path: shared, secret: secret)) {
+            XCTAssertNil(key.firstRange(of: Array("private-account-name".utf8)), "the copy holds the own item's account in a key")
+        }
+    }
+
+    /// §K9: "a second sync with nothing changed writes nothing", also right after the first push, which applied
+    /// retention to the kept versions it wrote while the group still holds those past it.
+    func testTheFirstPushIsFollowedByNoWrite() throws {
+        let shared = dir + "/shared.kcv"
+        let (_, g) = try group([("api", "alice", false, "alice 0")])
+        for n in 1...13 {
+            try g.commit { tx in try tx.update(try self.item(g, "api", "alice"), value: Array("alice \(n)".utf8)) }
+        }
+        try g.writeCopy(to: shared, keeping: { !self.own.isOwn!($0) })
+        let size = try Recipes.read(shared).count
+        let report = try PagedVault.open(path: shared, secret: secret, mode: .write, writerID: 2).merge(base: nil, theirs: g, policy: push)
+        XCTAssertEqual(report.taken, 0)
+        XCTAssertEqual(report.historyCopied, 0, "kept versions past retention pushed after the first push")
+        XCTAssertEqual(try Recipes.read(shared).count, size, "nothing written")
+    }
+
+    /// An item of the copy left out by rule 3 (its service and account are an own item's here) stays live in the
+    /// copy: every later pull meets it again, and must write nothing (§K9: a second sync with nothing changed
+    /// writes nothing).
+    func testAnItemLeftOutIsNotWrittenAgainByTheNextPull() throws {
+        let shared = dir + "/shared.kcv"
+        let (_, g) = try group([("api", "alice", false, "alice 1"), ("local", "me", true, "mine")])
+        try g.writeCopy(to: shared, keeping: { !self.own.isOwn!($0) })
+        let other = try PagedVault.open(path: shared, secret: secret, mode: .write, writerID: 2)
+        try other.commit { tx in _ = try tx.add(attributes: attrs("local", "me", deviceOnly: false), value: Array("theirs".utf8)) }
+        XCTAssertEqual(try g.merge(base: nil, theirs: try PagedVault.open(path: shared, secret: secret), policy: own).keptOwn, 1)
+        let size = try Recipes.read(g.path).count
+        let again = try g.merge(base: nil, theirs: try PagedVault.open(path: shared, secret: secret), policy: own)
+        XCTAssertEqual(again.taken + again.keptInHistory + again.historyCopied, 0)
+        XCTAssertEqual(try Recipes.read(g.path).count, size, "nothing written")
+    }
 }

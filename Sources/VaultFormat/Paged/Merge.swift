@@ -206,6 +206,10 @@ extension PagedVault {
             }
             if own(tt) { continue }
             if !policy.takesUnknownTombstones, let tt, tt.item == nil, oo == nil { continue }
+            // A tombstone names its item's class and primary key as the item last had them: one of an item OURS never
+            // held whose last version (THEIRS's newest kept one) was own is an own state, not taken.
+            if let isOwn = policy.isOwn, let tt, tt.item == nil, oo == nil, let last = try theirs.keptVersions(of: id).last,
+               isOwn(last.item) { continue }
             // A state older than the one it replaces is no change of THEIRS's (V5: every change is newer than all
             // the vault held); BASE is then not its ancestor (a wrong BASE given), and the newer state stays, as
             // in a conflict, so that OURS's newest version is never dropped unkept.
@@ -384,7 +388,10 @@ extension PagedVault {
                 now = ItemEntries.entry(try place(item, from: fromTheirs.contains(id) ? theirs : self), version: s.version, schema: schema)
                 report.taken += 1
             } else if let s = final[id] {
-                now = ItemEntries.tombstone(key: s.key, version: s.version)
+                // The device-only rule (§K9): a tombstone taken for an item OURS holds is put at the key OURS holds it
+                // at, so that a class or primary key the item had only as an own item (made ThisDeviceOnly, changed,
+                // then deleted) does not travel with its deletion.
+                now = ItemEntries.tombstone(key: policy.isOwn != nil ? (was?.key ?? s.key) : s.key, version: s.version)
                 report.taken += 1
             } else {
                 continue  // THEIRS lacks an item OURS and BASE hold unchanged (dropped by its compaction): kept
