@@ -106,7 +106,10 @@ enum ItemFile {
     /// Stream-Safe (so that comparing them under canonical equivalence is linear), within the item file's
     /// limits and the vault's (attributes per item, name and value sizes). An error in the file is thrown
     /// after `each` may have taken the items before it: a caller that adds all or none does so in one
-    /// transaction, which the error ends. Returns the number of items.
+    /// transaction, which the error ends. Once `each` throws, no further item is handed to it, but the rest
+    /// of the file is still read and checked: an invalid file is reported as such (exit 4), whatever an item
+    /// before its fault did (a duplicate, say), as when the file was checked whole before any item was
+    /// added; then `each`'s error is thrown. Returns the number of items.
     @discardableResult
     static func read(_ path: String, each: (Entry) throws -> Void) throws -> Int {
         let fd: Int32
@@ -127,8 +130,14 @@ enum ItemFile {
         defer { if fd != 0 { close(fd) } }
         var parser = Parser(fd: fd, path: path)
         defer { parser.wipeBuffer() }
+        var refused: Error?
         do {
-            return try parser.document(each)
+            let count = try parser.document { e in
+                guard refused == nil else { return }
+                do { try each(e) } catch { refused = error }
+            }
+            if let refused { throw refused }
+            return count
         } catch let e as Parser.Failure {
             throw CLIError(.damaged, "\(path) is not a kcar item file: \(e.message) (at byte \(e.offset))")
         }
