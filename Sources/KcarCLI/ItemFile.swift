@@ -188,6 +188,15 @@ enum ItemFile {
 
         private mutating func readMore() throws {
             guard fd >= 0 else { return atEnd = true }
+            // Grown by hand, so that the bytes read so far (values) are wiped from the buffer given up, not
+            // left in freed memory as an array's own growth would.
+            if b.capacity - b.count < Parser.readBytes {
+                var grown: [UInt8] = []
+                grown.reserveCapacity(max(b.capacity * 2, b.count + Parser.readBytes))
+                grown.append(contentsOf: b)
+                swap(&grown, &b)
+                wipe(&grown)
+            }
             let start = b.count
             b.append(contentsOf: repeatElement(0, count: Parser.readBytes))
             var n = 0
