@@ -6,6 +6,10 @@
 SHELL := /bin/bash
 APT_PACKAGES := libsodium-dev zlib1g-dev libdeflate-dev pkg-config python3-nacl man-db groff-base zsh fish
 KCAR = .build/release/kcar
+# Every release build links the Swift runtime statically, here and in scripts/bench (one set of flags, so no
+# command relinks .build/release under another): the binary then needs no Swift toolchain (only the base
+# system's C and C++ runtimes, libsodium, zlib and libdeflate) and starts faster (no Swift libraries to load).
+SWIFT_RELEASE = swift build -c release --static-swift-stdlib
 
 # make install: the release binary, the man page kcar(1) and the bash, zsh and fish completions, the last three
 # printed by the binary itself from its command table (kcar help --man, kcar completion SHELL), so they
@@ -29,7 +33,7 @@ deps:
 		else echo "missing:$$missing (run as root or: sudo apt-get install$$missing)"; exit 1; fi; fi
 
 build: deps
-	swift build -c release --product kcar
+	$(SWIFT_RELEASE) --product kcar
 
 # Everything is generated into a temporary folder first, so a failing generator installs nothing.
 install: build
@@ -102,7 +106,7 @@ ported: deps
 # or processed within 512 MiB peak RSS and 10 s of CPU, with a documented exit code (Sources/kcar-hostile).
 # HOSTILE_ARGS, e.g. --only plist/ -v, or --keep DIR to keep the crafted files.
 hostile: deps
-	swift build -c release --product kcar && swift build -c release --product kcar-hostile
+	$(SWIFT_RELEASE) --product kcar && $(SWIFT_RELEASE) --product kcar-hostile
 	.build/release/kcar-hostile $(HOSTILE_ARGS)
 
 fixtures:
@@ -118,7 +122,7 @@ BENCH_PACKAGES := pigz age p7zip-full hyperfine time
 bench: deps
 	@missing=""; for p in $(BENCH_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then apt-get install -y -qq $$missing; fi
-	swift build -c release
+	$(SWIFT_RELEASE)
 	bash scripts/bench/bench.sh --levels $(BENCH_ARGS)
 	$(MAKE) bench-keychain
 

@@ -58,12 +58,11 @@ func fuzzOne(_ input: [UInt8]) {
                  "JSON.string let a control character through")
     // Item files: the reader never traps, and what it accepts is within its limits and Stream-Safe.
     var parser = ItemFile.Parser(input)
-    if let entries = try? parser.document() {
-        precondition(entries.count <= ItemFile.itemsMax)
-        for e in entries {
-            precondition(e.attributes.count <= Limits.attrsMax && StreamSafe.isStreamSafe(e.itemClass.rawValue))
-            for (name, _) in e.attributes { precondition(StreamSafe.isStreamSafe(name) && name.utf8.count <= Limits.attrNameMax) }
-        }
+    if let count = try? parser.document({ e in
+        precondition(e.attributes.count <= Limits.attrsMax && StreamSafe.isStreamSafe(e.itemClass.rawValue))
+        for (name, _) in e.attributes { precondition(StreamSafe.isStreamSafe(name) && name.utf8.count <= Limits.attrNameMax) }
+    }) {
+        precondition(count <= ItemFile.itemsMax)
     }
     // Base64 as item files carry values: encoding always decodes back.
     precondition(Base64.decode(Array(Base64.encode(input).utf8)) == input, "base64 does not round-trip")

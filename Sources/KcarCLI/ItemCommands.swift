@@ -502,19 +502,34 @@ enum ItemCommands {
             try s.add(class: c, attributes: attributes, value: bytes, group: args.value("group"))
             warn("imported \(file) as a kcar archive of \(bytes.count) bytes")
         case (nil, let file?):
-            let entries = try ItemFile.read(file)
-            try s.transaction(group: args.value("group")) { tx in
-                for (n, e) in entries.enumerated() {
+            // One transaction around the streaming read: an item the file refuses after others were added
+            // ends it, and nothing is imported. The file's own error leaves as it is (the store would report
+            // an error it does not know as an I/O failure).
+            var fileError: CLIError?
+            let imported: Int
+            do {
+                imported = try s.transaction(group: args.value("group")) { tx in
+                    var n = 0
                     do {
-                        try tx.add(class: e.itemClass, attributes: e.attributes, value: e.value)
-                    } catch let error as KeychainError where error.status == .duplicateItem {
-                        // Which of the file's items: its place in the file and the attributes that name it.
-                        throw KeychainError(.duplicateItem, "item \(n + 1) of \(file) (\(describe(e.itemClass, e.attributes))): "
-                                            + "\(error.message); nothing was imported")
+                        return try ItemFile.read(file) { e in
+                            n += 1
+                            do {
+                                try tx.add(class: e.itemClass, attributes: e.attributes, value: e.value)
+                            } catch let error as KeychainError where error.status == .duplicateItem {
+                                // Which of the file's items: its place in the file and the attributes that name it.
+                                throw KeychainError(.duplicateItem, "item \(n) of \(file) (\(describe(e.itemClass, e.attributes))): "
+                                                    + "\(error.message); nothing was imported")
+                            }
+                        }
+                    } catch let error as CLIError {
+                        fileError = error
+                        throw error
                     }
                 }
+            } catch {
+                throw fileError ?? error
             }
-            warn("imported \(count(entries.count, "item"))")
+            warn("imported \(count(imported, "item"))")
         default:
             throw CLIError.usage("give --nskeyed FILE or --items FILE.json")
         }

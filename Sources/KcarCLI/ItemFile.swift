@@ -92,82 +92,159 @@ enum ItemFile {
         }
     }
 
-    /// `ITEMFILE_BYTES_MAX`: the largest item file read (SPEC.md §K7). The file is read whole and its values
-    /// decoded, so a reader holds at most about twice this, plus `ITEMFILE_ITEMS_MAX` entries.
+    /// `ITEMFILE_BYTES_MAX`: the largest item file read (SPEC.md §K7), checked before a regular file is read
+    /// and counted as any input is read. The reader streams: it holds the item being parsed, not the file.
     static let bytesMax = 256 << 20
-    /// `ITEMFILE_ITEMS_MAX`: items in one item file. Every item read is held until the whole file checked
-    /// (import adds all or none), and a vault or keychain writer keeps state per item: this bounds both.
+    /// `ITEMFILE_ITEMS_MAX`: items in one item file. A reader hands each item on as it is parsed, but an
+    /// import adds all or none, so its transaction keeps state per item until the commit: this bounds it.
     static let itemsMax = 100_000
     /// `ITEMFILE_NESTING_MAX`: how deeply the members an item-file reader skips (ones it does not know) may nest.
     static let nestingMax = 64
 
-    /// Reads and checks an item file (SPEC.md §K7): every class, attribute and value well formed, attribute
-    /// names and string values Stream-Safe (so that comparing them under canonical equivalence is linear),
-    /// within the item file's limits and the vault's (attributes per item, name and value sizes).
-    static func read(_ path: String) throws -> [Entry] {
-        let bytes: [UInt8]
+    /// Reads and checks an item file (SPEC.md §K7) in one streaming pass, handing each item to `each` as soon
+    /// as it is parsed: every class, attribute and value well formed, attribute names and string values
+    /// Stream-Safe (so that comparing them under canonical equivalence is linear), within the item file's
+    /// limits and the vault's (attributes per item, name and value sizes). An error in the file is thrown
+    /// after `each` may have taken the items before it: a caller that adds all or none does so in one
+    /// transaction, which the error ends. Once `each` throws, no further item is handed to it, but the rest
+    /// of the file is still read and checked: an invalid file is reported as such (exit 4), whatever an item
+    /// before its fault did (a duplicate, say), as when the file was checked whole before any item was
+    /// added; then `each`'s error is thrown. Returns the number of items.
+    @discardableResult
+    static func read(_ path: String, each: (Entry) throws -> Void) throws -> Int {
+        let fd: Int32
         if path == "-" {
-            bytes = try StandardStreams.readAll(max: bytesMax, what: "the item file")
+            fd = 0
         } else {
-            let fd = try Secrets.openInput(path, what: "item file", allowPipe: false)
-            defer { close(fd) }
-            bytes = try readAll(fd, path: path)
+            fd = try Secrets.openInput(path, what: "item file", allowPipe: false)
+            var st = stat()
+            guard fstat(fd, &st) == 0 else {
+                close(fd)
+                throw CLIError(.io, "cannot stat \(path)")
+            }
+            guard st.st_size <= bytesMax else {
+                close(fd)
+                throw CLIError(.damaged, "\(path): \(st.st_size) bytes, more than an item file's \(bytesMax)-byte limit")
+            }
         }
+        defer { if fd != 0 { close(fd) } }
+        var parser = Parser(fd: fd, path: path)
+        defer { parser.wipeBuffer() }
+        var refused: Error?
         do {
-            var parser = Parser(bytes)
-            return try parser.document()
+            let count = try parser.document { e in
+                guard refused == nil else { return }
+                do { try each(e) } catch { refused = error }
+            }
+            if let refused { throw refused }
+            return count
         } catch let e as Parser.Failure {
             throw CLIError(.damaged, "\(path) is not a kcar item file: \(e.message) (at byte \(e.offset))")
         }
     }
 
-    private static func readAll(_ fd: Int32, path: String) throws -> [UInt8] {
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw CLIError(.io, "cannot stat \(path)") }
-        guard st.st_size <= bytesMax else {
-            throw CLIError(.damaged, "\(path): \(st.st_size) bytes, more than an item file's \(bytesMax)-byte limit")
-        }
-        var out = [UInt8](repeating: 0, count: Int(st.st_size))
-        var done = 0
-        while done < out.count {
-            let n = out.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { throw CLIError(.io, "cannot read \(path)") }
-            done += n
-        }
-        return out
-    }
-
-    /// A JSON reader made for the item file's shape (issue 9, item 2): one pass over the bytes, no tree of
-    /// JSON values, each value decoded straight into its entry. Members it does not know are skipped without
-    /// recursion. JSON per RFC 8259: strings with their escapes (surrogate pairs joined, lone ones refused,
-    /// raw control characters refused, UTF-8 validated); whitespace; nothing after the document.
+    /// A JSON reader made for the item file's shape (issue 9, item 2; issue 10): one pass over the bytes as
+    /// they are read, no tree of JSON values, each value decoded straight into its entry. Members it does not
+    /// know are skipped without recursion. JSON per RFC 8259: strings with their escapes (surrogate pairs
+    /// joined, lone ones refused, raw control characters refused, UTF-8 validated); whitespace; nothing after
+    /// the document. The buffer holds the item being parsed and what was read ahead of it: bytes before an
+    /// item are wiped and dropped when it starts (values are secrets), so memory follows the largest item.
     struct Parser {
         struct Failure: Error {
             let message: String
             let offset: Int
         }
 
-        let b: [UInt8]
+        private(set) var b: [UInt8]
         var i = 0
-        init(_ bytes: [UInt8]) { b = bytes }
+        /// Bytes of the input dropped before `b[0]` (for the offsets errors give).
+        private var dropped = 0
+        private let fd: Int32
+        private let path: String
+        private var atEnd: Bool
+        static let readBytes = 1 << 16
 
-        func fail(_ m: String) -> Failure { Failure(message: m, offset: i) }
+        /// A parser of bytes already in memory (the fuzzer's).
+        init(_ bytes: [UInt8]) {
+            b = bytes
+            fd = -1
+            path = ""
+            atEnd = true
+        }
 
-        mutating func space() {
-            while i < b.count, b[i] == 0x20 || b[i] == 0x0A || b[i] == 0x0D || b[i] == 0x09 { i += 1 }
+        /// A parser of what `fd` reads (the file `path`, or standard input for `-`), at most `ITEMFILE_BYTES_MAX`.
+        init(fd: Int32, path: String) {
+            b = []
+            self.fd = fd
+            self.path = path
+            atEnd = false
+        }
+
+        /// Whether byte `j` exists, reading more of the input until it does or the input ends.
+        mutating func has(_ j: Int) throws -> Bool {
+            while j >= b.count, !atEnd { try readMore() }
+            return j < b.count
+        }
+
+        private mutating func readMore() throws {
+            guard fd >= 0 else { return atEnd = true }
+            // Grown by hand, so that the bytes read so far (values) are wiped from the buffer given up, not
+            // left in freed memory as an array's own growth would.
+            if b.capacity - b.count < Parser.readBytes {
+                var grown: [UInt8] = []
+                grown.reserveCapacity(max(b.capacity * 2, b.count + Parser.readBytes))
+                grown.append(contentsOf: b)
+                swap(&grown, &b)
+                wipe(&grown)
+            }
+            let start = b.count
+            b.append(contentsOf: repeatElement(0, count: Parser.readBytes))
+            var n = 0
+            while true {
+                n = b.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + start, Parser.readBytes) }
+                if n < 0, errno == EINTR { continue }
+                break
+            }
+            b.removeLast(Parser.readBytes - max(n, 0))
+            guard n >= 0 else {
+                throw CLIError(.io, "cannot read \(path == "-" ? "standard input" : path): \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { atEnd = true }
+            guard dropped + b.count <= ItemFile.bytesMax else {
+                throw CLIError(.damaged, path == "-" ? "the item file on standard input: more than the \(ItemFile.bytesMax)-byte limit"
+                                                     : "\(path): more than an item file's \(ItemFile.bytesMax)-byte limit")
+            }
+        }
+
+        /// Drops the bytes before `i` (wiped first), once they are many: called between items, when no
+        /// position into the buffer is held.
+        mutating func dropParsed() {
+            guard i >= Parser.readBytes * 4, i * 2 >= b.count else { return }
+            var kept = Array(b[i...])
+            swap(&kept, &b)
+            wipe(&kept)
+            dropped += i
+            i = 0
+        }
+
+        mutating func wipeBuffer() { wipe(&b) }
+
+        func fail(_ m: String) -> Failure { Failure(message: m, offset: dropped + i) }
+
+        mutating func space() throws {
+            while try has(i), b[i] == 0x20 || b[i] == 0x0A || b[i] == 0x0D || b[i] == 0x09 { i += 1 }
         }
 
         mutating func expect(_ c: UInt8) throws {
-            space()
-            guard i < b.count, b[i] == c else { throw fail("expected '\(Character(Unicode.Scalar(c)))'") }
+            try space()
+            guard try has(i), b[i] == c else { throw fail("expected '\(Character(Unicode.Scalar(c)))'") }
             i += 1
         }
 
         /// After `{` or `[` (`close` its closing byte): false at the close (consumed), true before a member.
         mutating func more(_ close: UInt8, first: Bool) throws -> Bool {
-            space()
-            guard i < b.count else { throw fail("unexpected end") }
+            try space()
+            guard try has(i) else { throw fail("unexpected end") }
             if b[i] == close {
                 i += 1
                 return false
@@ -180,8 +257,8 @@ enum ItemFile {
         }
 
         mutating func peek() throws -> UInt8 {
-            space()
-            guard i < b.count else { throw fail("unexpected end") }
+            try space()
+            guard try has(i) else { throw fail("unexpected end") }
             return b[i]
         }
 
@@ -204,7 +281,7 @@ enum ItemFile {
             var out: [UInt8] = []
             var runStart = i
             func hex4(_ at: Int) throws -> UInt32 {
-                guard at + 4 <= b.count else { throw fail("truncated \\u escape") }
+                guard try has(at + 3) else { throw fail("truncated \\u escape") }
                 var v: UInt32 = 0
                 for c in b[at..<at + 4] {
                     guard let d = hexDigit(c) else { throw fail("bad \\u escape") }
@@ -213,7 +290,7 @@ enum ItemFile {
                 return v
             }
             while true {
-                guard i < b.count else { throw fail("unterminated string") }
+                guard try has(i) else { throw fail("unterminated string") }
                 let c = b[i]
                 if c == 0x22 { break }
                 if c < 0x20 { throw fail("raw control character in a string") }
@@ -222,7 +299,7 @@ enum ItemFile {
                     continue
                 }
                 out.append(contentsOf: b[runStart..<i])
-                guard i + 1 < b.count else { throw fail("unterminated string") }
+                guard try has(i + 1) else { throw fail("unterminated string") }
                 let e = b[i + 1]
                 i += 2
                 switch e {
@@ -236,7 +313,7 @@ enum ItemFile {
                     var v = try hex4(i)
                     i += 4
                     if (0xD800..<0xDC00).contains(v) {
-                        guard i + 1 < b.count, b[i] == 0x5C, b[i + 1] == 0x75 else { throw fail("lone surrogate") }
+                        guard try has(i + 1), b[i] == 0x5C, b[i + 1] == 0x75 else { throw fail("lone surrogate") }
                         let lo = try hex4(i + 2)
                         guard (0xDC00..<0xE000).contains(lo) else { throw fail("lone surrogate") }
                         i += 6
@@ -258,12 +335,12 @@ enum ItemFile {
 
         /// An integer in the signed 64-bit range; a fraction or exponent is refused.
         mutating func integer() throws -> Int64 {
-            space()
-            let negative = i < b.count && b[i] == 0x2D
+            try space()
+            let negative = try has(i) && b[i] == 0x2D
             if negative { i += 1 }
             let start = i
             var v: Int64 = 0
-            while i < b.count, (0x30...0x39).contains(b[i]) {
+            while try has(i), (0x30...0x39).contains(b[i]) {
                 let d = Int64(b[i] - 0x30)
                 let (m, o1) = v.multipliedReportingOverflow(by: 10)
                 let (n, o2) = negative ? m.subtractingReportingOverflow(d) : m.addingReportingOverflow(d)
@@ -272,35 +349,35 @@ enum ItemFile {
                 i += 1
             }
             guard i > start, b[start] != 0x30 || i == start + 1 else { throw fail("malformed number") }
-            if i < b.count, b[i] == 0x2E || b[i] == 0x65 || b[i] == 0x45 { throw fail("a number that is not an integer") }
+            if try has(i), b[i] == 0x2E || b[i] == 0x65 || b[i] == 0x45 { throw fail("a number that is not an integer") }
             return v
         }
 
         mutating func literal(_ word: String) throws {
             let w = Array(word.utf8)
-            guard i + w.count <= b.count, b[i..<i + w.count].elementsEqual(w) else { throw fail("unexpected value") }
+            guard try has(i + w.count - 1), b[i..<i + w.count].elementsEqual(w) else { throw fail("unexpected value") }
             i += w.count
         }
 
         /// Skips a number (RFC 8259 §6: fractions and exponents are fine in a member that is skipped).
         mutating func skipNumber() throws {
-            func digits() -> Int {
+            func digits() throws -> Int {
                 let start = i
-                while i < b.count, (0x30...0x39).contains(b[i]) { i += 1 }
+                while try has(i), (0x30...0x39).contains(b[i]) { i += 1 }
                 return i - start
             }
-            if i < b.count, b[i] == 0x2D { i += 1 }
-            let first = i < b.count ? b[i] : 0
-            let n = digits()
+            if try has(i), b[i] == 0x2D { i += 1 }
+            let first = try has(i) ? b[i] : 0
+            let n = try digits()
             guard n > 0, first != 0x30 || n == 1 else { throw fail("malformed number") }
-            if i < b.count, b[i] == 0x2E {
+            if try has(i), b[i] == 0x2E {
                 i += 1
-                guard digits() > 0 else { throw fail("malformed number") }
+                guard try digits() > 0 else { throw fail("malformed number") }
             }
-            if i < b.count, b[i] == 0x65 || b[i] == 0x45 {
+            if try has(i), b[i] == 0x65 || b[i] == 0x45 {
                 i += 1
-                if i < b.count, b[i] == 0x2B || b[i] == 0x2D { i += 1 }
-                guard digits() > 0 else { throw fail("malformed number") }
+                if try has(i), b[i] == 0x2B || b[i] == 0x2D { i += 1 }
+                guard try digits() > 0 else { throw fail("malformed number") }
             }
         }
 
@@ -339,37 +416,47 @@ enum ItemFile {
             }
         }
 
-        mutating func document() throws -> [Entry] {
-            var format: String?, version: Int64?, entries: [Entry]?
+        /// The document: each item is handed to `each` as it is parsed; returns their number.
+        mutating func document(_ each: (Entry) throws -> Void) throws -> Int {
+            var format: String?, version: Int64?, count: Int?
             try expect(0x7B)
             var first = true
             while let k = try nextMember(&first) {
                 switch k {
                 case "format" where format == nil: format = try string()
                 case "version" where version == nil: version = try integer()
-                case "items" where entries == nil: entries = try items()
+                case "items" where count == nil:
+                    // Another format, when it is already known, is refused before any of its items is taken.
+                    if format.map({ $0 != "kcar-items" }) ?? false || version.map({ $0 != 1 }) ?? false { try checkFormat(format, version) }
+                    count = try items(each)
                 default: try skipValue()
                 }
             }
-            space()
-            guard i == b.count else { throw fail("bytes after the document") }
-            guard let format, let version, let entries else { throw fail("format, version and items are required") }
-            guard format == "kcar-items", version == 1 else {
-                throw fail("format \(terminalSafe(format)) version \(version); expected kcar-items version 1")
-            }
-            return entries
+            try space()
+            guard try !has(i) else { throw fail("bytes after the document") }
+            guard let format, let version, let count else { throw fail("format, version and items are required") }
+            try checkFormat(format, version)
+            return count
         }
 
-        mutating func items() throws -> [Entry] {
-            var out: [Entry] = []
+        func checkFormat(_ format: String?, _ version: Int64?) throws {
+            guard format == "kcar-items", version == 1 else {
+                throw fail("format \(terminalSafe(format ?? "(none)")) version \(version.map(String.init) ?? "(none)"); expected kcar-items version 1")
+            }
+        }
+
+        mutating func items(_ each: (Entry) throws -> Void) throws -> Int {
+            var count = 0
             try expect(0x5B)
             var first = true
             while try more(0x5D, first: first) {
                 first = false
-                guard out.count < ItemFile.itemsMax else { throw fail("more than \(ItemFile.itemsMax) items") }
-                out.append(try item(out.count))
+                guard count < ItemFile.itemsMax else { throw fail("more than \(ItemFile.itemsMax) items") }
+                try each(try item(count))
+                count += 1
+                dropParsed()
             }
-            return out
+            return count
         }
 
         func safe(_ s: String, _ what: String) throws -> String {

@@ -119,27 +119,30 @@ enum Pack {
     /// `pack VAULT --items FILE.json` (an item file, SPEC.md §K7) or `pack VAULT --keychain DIR --group G`
     /// (a keychain's group): a standalone vault of those items, ThisDeviceOnly ones left out unless asked.
     static func packItems(_ vaultPath: String, _ args: Arguments, level: Int32) throws -> ExitCode {
-        var entries: [ItemFile.Entry]
-        var group = args.value("group") ?? "default"
         if let file = args.value("items") {
             guard args.value("keychain") == nil else { throw CLIError.usage("give --items FILE or --keychain DIR --group G, not both") }
-            entries = try ItemFile.read(file)
-        } else {
-            guard let g = args.value("group") else { throw CLIError.usage("packing a keychain needs --group G: the group to pack") }
-            group = g
-            let s = try ItemCommands.store(args)
-            let items = try s.find(ItemQuery(class: .genericPassword, group: g, synchronizableAny: true))
-                + (try ["inet", "cert", "keys", "idnt"].flatMap { try s.find(ItemQuery(class: ItemClass(rawValue: $0), group: g, synchronizableAny: true)) })
-            entries = try items.map { ItemFile.Entry(itemClass: $0.itemClass, attributes: $0.attributes, value: try s.value(of: $0)) }
+            // Streamed into the new vault as it is read; an error in the file abandons the vault.
+            let slots = try Secrets.newSlots(args)
+            var packed = 0
+            try createVault(vaultPath, group: args.value("group") ?? "default", slots: slots, options: WriteOptions(level: level), args) { tx in
+                packed = try ItemFile.read(file) { e in try tx.add(class: e.itemClass, attributes: e.attributes, value: .bytes(e.value)) }
+            }
+            if !args.flag("quiet") { warn("packed \(count(packed, "item")) into \(vaultPath)") }
+            return .success
         }
+        guard let g = args.value("group") else { throw CLIError.usage("packing a keychain needs --group G: the group to pack") }
+        let s = try ItemCommands.store(args)
+        let items = try s.find(ItemQuery(class: .genericPassword, group: g, synchronizableAny: true))
+            + (try ["inet", "cert", "keys", "idnt"].flatMap { try s.find(ItemQuery(class: ItemClass(rawValue: $0), group: g, synchronizableAny: true)) })
+        var entries = try items.map { ItemFile.Entry(itemClass: $0.itemClass, attributes: $0.attributes, value: try s.value(of: $0)) }
         // The rule guards what leaves a keychain; an item file holds what its export chose to include.
-        let deviceOnly = args.value("items") == nil ? entries.filter { Schema.isDeviceOnly($0.attributes) }.count : 0
+        let deviceOnly = entries.filter { Schema.isDeviceOnly($0.attributes) }.count
         if deviceOnly > 0, !args.flag("include-device-only") {
             entries.removeAll { Schema.isDeviceOnly($0.attributes) }
             warn("left out \(count(deviceOnly, "ThisDeviceOnly item")) (--include-device-only packs them)")
         }
         let slots = try Secrets.newSlots(args)
-        try createVault(vaultPath, group: group, slots: slots, options: WriteOptions(level: level), args) { tx in
+        try createVault(vaultPath, group: g, slots: slots, options: WriteOptions(level: level), args) { tx in
             for e in entries { try tx.add(class: e.itemClass, attributes: e.attributes, value: .bytes(e.value)) }
         }
         if !args.flag("quiet") { warn("packed \(count(entries.count, "item")) into \(vaultPath)") }

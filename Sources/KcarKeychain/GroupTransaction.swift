@@ -42,8 +42,12 @@ public final class GroupTransaction {
         self.mayScan = mayScan
     }
 
-    /// Ends the transaction: every method throws from now on.
-    func end() { ended = true }
+    /// Ends the transaction: every method throws from now on, and the keys it took are let go before the
+    /// commit writes its trees.
+    func end() {
+        ended = true
+        pending = [:]
+    }
 
     /// Throws ``KeychainStatus/param`` (``KeychainReason/transactionEnded``) once the closure has returned:
     /// a transaction kept after it would otherwise take changes that are never committed.
@@ -84,12 +88,10 @@ public final class GroupTransaction {
         }
         if keys == nil, mayScan, !tx.isOnDemand {
             mayScan = false
-            let names = Schema.primaryKey(pk.itemClass)
-            let defaults = names.map { Schema.kind(of: $0, class: pk.itemClass)?.defaultValue ?? .string("") }
+            let wanted = Schema.primaryKeyValues(attributes, class: pk.itemClass)
             return tx.items.contains { item in
-                guard item.itemClass.rawValue == pk.itemClass else { return false }
-                for j in names.indices where ExactValue(item.attributes[names[j]] ?? defaults[j]) != pk.values[j] { return false }
-                return true
+                item.itemClass.rawValue == pk.itemClass
+                    && PrimaryKey.exactlyEqual(Schema.primaryKeyValues(item.attributes, class: pk.itemClass), wanted)
             }
         }
         try buildKeys()
@@ -158,6 +160,7 @@ public final class GroupTransaction {
         try live()
         try Schema.validate(attributes, class: itemClass.rawValue)
         var a = DerivedAttributes.filling(attributes, class: itemClass.rawValue, value: value)
+        a.reserveCapacity(a.count + 3)
         let now = AttributeValue.date(nanoseconds: currentNanoseconds())
         if a["cdat"] == nil { a["cdat"] = now }
         if a["mdat"] == nil { a["mdat"] = now }

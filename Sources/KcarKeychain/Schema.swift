@@ -176,22 +176,50 @@ public enum Schema {
 
 /// What identifies an item in its group: class and primary-key values (SPEC.md §K4). Strings compare by their
 /// UTF-8 bytes (Swift's `==` would equate NFC and NFD spellings; Apple's database does not).
+///
+/// The values are kept as a 128-bit digest (two SipHash values under the process's random seed, each over a
+/// typed, length-prefixed encoding of the values), not as copies: a transaction keeps one key per item it
+/// adds (a million for a large import), and the values' copies cost several hundred bytes each. Equal keys
+/// give equal digests; two different keys share one with probability 2^-128, which an input cannot raise
+/// without the seed.
 struct PrimaryKey: Hashable {
     let itemClass: String
-    let values: [ExactValue]
+    private let digest0: UInt64
+    private let digest1: UInt64
 
     init(_ c: String, _ attributes: Attributes) {
         itemClass = c
-        values = Schema.primaryKeyValues(attributes, class: c).map(ExactValue.init)
+        var h0 = Hasher(), h1 = Hasher()
+        h0.combine(UInt8(0))
+        h1.combine(UInt8(1))
+        for v in Schema.primaryKeyValues(attributes, class: c) {
+            PrimaryKey.combine(v, into: &h0)
+            PrimaryKey.combine(v, into: &h1)
+        }
+        digest0 = UInt64(truncatingIfNeeded: h0.finalize())
+        digest1 = UInt64(truncatingIfNeeded: h1.finalize())
     }
-}
 
-/// An attribute value whose equality is exact: strings as bytes.
-enum ExactValue: Hashable {
-    case string([UInt8])
-    case other(AttributeValue)
+    /// A value exactly: a string as its UTF-8 bytes (not as `String` hashes, under canonical equivalence).
+    private static func combine(_ v: AttributeValue, into h: inout Hasher) {
+        guard case .string(var s) = v else {
+            h.combine(UInt8(1))
+            h.combine(v)
+            return
+        }
+        h.combine(UInt8(0))
+        h.combine(s.utf8.count)
+        s.withUTF8 { h.combine(bytes: UnsafeRawBufferPointer($0)) }
+    }
 
-    init(_ v: AttributeValue) {
-        if case .string(let s) = v { self = .string(Array(s.utf8)) } else { self = .other(v) }
+    /// Whether two lists of primary-key values are equal, strings compared by their bytes.
+    static func exactlyEqual(_ a: [AttributeValue], _ b: [AttributeValue]) -> Bool {
+        a.count == b.count && zip(a, b).allSatisfy { x, y in
+            switch (x, y) {
+            case (.string(let s), .string(let t)): return s.utf8.elementsEqual(t.utf8)
+            case (.string, _), (_, .string): return false
+            default: return x == y
+            }
+        }
     }
 }

@@ -107,6 +107,10 @@ public struct Attributes: Hashable, Sendable, Sequence {
 
     public var count: Int { pairs.count }
 
+    /// Makes room for `n` attributes in all, so that adding up to that many allocates no more (an item's
+    /// attributes live as long as its transaction: a large import keeps a million of them).
+    public mutating func reserveCapacity(_ n: Int) { pairs.reserveCapacity(n) }
+
     public subscript(name: String) -> AttributeValue? {
         get { find(name).map { pairs[$0].value } }
         set {

@@ -19,11 +19,11 @@ public final class Transaction {
     /// For a version 2 file: the transaction of the paged vault, which every change is handed to (it writes
     /// the values and makes the tree entries); `state` is kept here for ``items`` and ``item(_:)``.
     private let paged: PagedTransaction?
-    /// Version 2 only: `state` holds just the items this transaction touched until ``loadAll()`` reads the
-    /// rest (a vault opened with its items on demand); until then, `touched` is what it changed (nil:
-    /// deleted). Once `state` holds every item, `touched` is not kept (a large import holds its items once).
+    /// Version 2 only: until ``loadAll()`` reads every item (a vault opened with its items on demand),
+    /// `state` holds just the items searches made known, and the items this transaction changed are those
+    /// of the paged transaction (``touchedItems``), not a second copy here: a large import holds its items
+    /// once.
     private var onDemand = false
-    private var touched: [ItemID: Item?] = [:]
 
     init(writer: CommitWriter, random: RandomSource, state: [ItemID: Item]) {
         self.writer = writer
@@ -47,12 +47,12 @@ public final class Transaction {
 
     /// The items this transaction changed, as they stand now (nil: deleted): what a search of the vault
     /// (which sees the items before the transaction) must be corrected by.
-    package var touchedItems: [ItemID: Item?] { touched }
+    package var touchedItems: [ItemID: Item?] { onDemand ? paged?.changedItems ?? [:] : [:] }
 
     /// Makes `item`, as the vault holds it before this transaction (looked up by the caller), known to
     /// ``item(_:)``, ``update(_:class:attributes:value:)`` and ``delete(_:)`` without ``loadAll()``.
     package func know(_ item: Item) {
-        guard onDemand, state[item.id] == nil, touched[item.id] == nil else { return }
+        guard onDemand, state[item.id] == nil, touchedItems[item.id] == nil else { return }
         state[item.id] = item
     }
 
@@ -61,17 +61,29 @@ public final class Transaction {
     package func loadAll() throws {
         guard onDemand, let paged else { return }
         var all = try Vault.items(of: paged.vault)
-        for (id, t) in touched { all[id] = t }
+        for (id, t) in touchedItems { all[id] = t }
         state = all
-        touched = [:]
         onDemand = false
     }
 
-    /// The items as they stand in this transaction.
-    public var items: [Item] { Array(state.values) }
+    /// The items as they stand in this transaction (before ``loadAll()``, on demand: those known and changed).
+    public var items: [Item] {
+        guard onDemand else { return Array(state.values) }
+        let touched = touchedItems
+        return state.values.filter { touched[$0.id] == nil } + touched.values.compactMap { $0 }
+    }
 
     /// Looks up an item as it stands in this transaction.
-    public func item(_ id: ItemID) -> Item? { state[id] }
+    public func item(_ id: ItemID) -> Item? {
+        if onDemand, let t = touchedItems[id] { return t }
+        return state[id]
+    }
+
+    /// ``item(_:)``, reading every item first if, on demand, the transaction does not know it.
+    private func current(_ id: ItemID) throws -> Item? {
+        if onDemand, touchedItems[id] == nil, state[id] == nil { try loadAll() }
+        return item(id)
+    }
 
     /// Adds a new item and returns its id.
     @discardableResult
@@ -82,8 +94,7 @@ public final class Transaction {
         let item = Item(id: id, itemClass: itemClass, attributes: attributes, size: 0,
                         location: RecordLocation(recordID: ID128([UInt8](repeating: 0, count: 16)), offset: 0, length: 0, member: 0, dataOffset: 0))
         if paged != nil {
-            state[id] = item
-            if onDemand { touched[id] = item }
+            if !onDemand { state[id] = item }
             return id
         }
         try writer.add(item, value: value)
@@ -96,14 +107,16 @@ public final class Transaction {
     /// Changes an item's class or attributes, its value, or both.
     public func update(_ id: ItemID, class itemClass: ItemClass? = nil, attributes: Attributes? = nil,
                        value: ValueSource? = nil) throws {
-        if onDemand, state[id] == nil { try loadAll() }
-        guard var item = state[id] else { throw VaultError(.itemNotFound, "item \(id)") }
+        guard var item = try current(id) else { throw VaultError(.itemNotFound, "item \(id)") }
         if let paged {
             try paged.update(item, class: itemClass, attributes: attributes, value: value)
+            if onDemand {
+                state[id] = nil
+                return
+            }
             if let c = itemClass { item.itemClass = c }
             if let a = attributes { item.attributes = a }
             state[id] = item
-            if onDemand { touched[id] = item }
             return
         }
         if let c = itemClass { item.itemClass = c }
@@ -120,11 +133,9 @@ public final class Transaction {
     /// Removes an item.
     public func delete(_ id: ItemID) throws {
         if let paged {
-            if onDemand, state[id] == nil { try loadAll() }
-            guard let item = state[id] else { throw VaultError(.itemNotFound, "item \(id)") }
+            guard let item = try current(id) else { throw VaultError(.itemNotFound, "item \(id)") }
             try paged.delete(item)
             state[id] = nil
-            if onDemand { touched.updateValue(nil, forKey: id) }
             return
         }
         guard state.removeValue(forKey: id) != nil else { throw VaultError(.itemNotFound, "item \(id)") }

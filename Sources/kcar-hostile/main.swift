@@ -36,7 +36,7 @@ if kcar.first != "/" {
         kcar = String(decoding: buf.prefix(while: { $0 != 0 }), as: UTF8.self) + "/" + kcar
     }
 }
-guard access(kcar, X_OK) == 0 else { print("kcar-hostile: no kcar at \(kcar) (build it: swift build -c release --product kcar)"); exit(2) }
+guard access(kcar, X_OK) == 0 else { print("kcar-hostile: no kcar at \(kcar) (build it: make build, or swift build -c release --static-swift-stdlib --product kcar)"); exit(2) }
 
 var cases = vaultCases() + archiveCases() + plistCases() + keychainCases() + cliCases() + credentialCases() + streamsCases()
 if let (name, dir) = makeCaseHere {

@@ -235,6 +235,33 @@ final class KeychainCLITests: XCTestCase {
         try kcar(["import", "--group", "copy", "--items", dir + "/bad.json"], expect: 4)
     }
 
+    /// The item-file reader streams (issue 10): a file of several read-aheads (escapes and values cut by the
+    /// reads) imports whole, and an error after its last item, or in the middle, imports nothing; a file with
+    /// a fault is reported as invalid even when an item before the fault is a duplicate.
+    func testImportStreamsAndAddsAllOrNothing() throws {
+        let value = String(repeating: "QUJD", count: 300)  // 900 bytes, base64
+        let items = (0..<600).map { i in
+            "{\"class\": \"genp\", \"attributes\": {\"svce\": \"s\\u00e9\\n\", \"acct\": \"a\(i)\"}, \"value\": \"\(value)\"}"
+        }
+        let head = "{\"format\": \"kcar-items\", \"version\": 1, \"items\": [", tail = "]}"
+        func write(_ name: String, _ text: String) throws {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: dir + "/" + name))
+        }
+        try write("late.json", head + items.joined(separator: ",") + tail + " x")
+        try write("middle.json", head + items[..<300].joined(separator: ",") + ",{\"class\": 1}," + items[300...].joined(separator: ",") + tail)
+        try write("good.json", head + items.joined(separator: ",") + tail)
+        try kcar(["add", "--group", "g", "--service", "other"], stdin: "1")
+        XCTAssertTrue(try kcar(["import", "--group", "g", "--items", dir + "/late.json"], expect: 4).err.contains("after the document"))
+        try kcar(["import", "--group", "g", "--items", dir + "/middle.json"], expect: 4)
+        // A duplicate before the file's fault: the file is reported invalid, as when it was checked whole first.
+        try write("duplicate.json", head + ([items[0]] + items).joined(separator: ",") + tail + " x")
+        XCTAssertTrue(try kcar(["import", "--group", "g", "--items", dir + "/duplicate.json"], expect: 4).err.contains("after the document"))
+        try kcar(["find", "--group", "g", "--service", "s\u{E9}\n"], expect: 6)
+        XCTAssertTrue(try kcar(["import", "--group", "g", "--items", dir + "/good.json"]).err.contains("imported 600 items"))
+        XCTAssertEqual(try kcar(["get", "--group", "g", "--service", "s\u{E9}\n", "--account", "a599"]).out,
+                       String(repeating: "ABC", count: 300))
+    }
+
     func testRollbackIsReported() throws {
         try kcar(["add", "--group", "g", "--service", "old"], stdin: "1")
         try FileManager.default.copyItem(atPath: kc + "/g.kcv", toPath: dir + "/backup.kcv")

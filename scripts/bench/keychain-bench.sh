@@ -5,7 +5,7 @@
 #
 #   scripts/bench/keychain-bench.sh [options]
 #
-#   --no-build         use the release binaries as they are (default: nice -n 19 swift build -c release)
+#   --no-build         use the release binaries as they are (default: nice -n 19 swift build -c release --static-swift-stdlib)
 #   --items N          items in the big group (default 10000)
 #   --runs N           hyperfine runs of each whole-process timing, after 5 warm-up runs (default 40)
 #   --slow-runs N      runs of slow peer commands (keepassxc-cli add, 10,000 SQLite inserts; default 10)
@@ -98,8 +98,8 @@ HAVE_KP=0; [[ $KEEPASS == 1 ]] && have keepassxc-cli && HAVE_KP=1
 
 cd "$REPO"
 if [[ $BUILD == 1 ]]; then
-    log "nice -n 19 swift build -c release"
-    nice -n 19 swift build -c release >&2
+    log "nice -n 19 swift build -c release --static-swift-stdlib"
+    nice -n 19 swift build -c release --static-swift-stdlib >&2
 fi
 BIN=$(swift build -c release --show-bin-path)
 KCAR="$BIN/kcar"

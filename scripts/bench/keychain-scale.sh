@@ -20,7 +20,7 @@ done
 for p in hyperfine sqlite3; do
     command -v "$p" >/dev/null || { echo "installing $p"; apt-get install -y -qq "$p" >/dev/null; }
 done
-swift build -c release --product kcar >/dev/null
+swift build -c release --static-swift-stdlib --product kcar >/dev/null
 K=$PWD/.build/release/kcar
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT

@@ -735,7 +735,8 @@ package final class PagedTransaction {
     /// import should not carry an empty slot per item) the entry it had before the commit.
     private var changed: [ItemID: Item?] = [:]
     private var before: [ItemID: ItemState] = [:]
-    /// The items given a value in this commit, each with the writer's number of its latest value.
+    /// The items given a value in this commit whose record is not written yet, each with the writer's number
+    /// of its latest value.
     private var valued: [ItemID: Int] = [:]
     private(set) var clock: UInt64
     var liveChange = 0
@@ -783,7 +784,26 @@ package final class PagedTransaction {
         changed[id] = item
         valued[id] = writer.sequence
         liveChange += 1
+        takeLocations()
         return id
+    }
+
+    /// The items this commit changed, as they stand now (nil: deleted; an item added and deleted again is
+    /// not there): one copy of each, which ``Transaction`` reads instead of keeping its own.
+    package var changedItems: [ItemID: Item?] { changed }
+
+    /// Takes where the writer put the values whose records it wrote, as they are written (so that neither
+    /// it nor `valued` holds an entry per item until ``finish()``): the latest value of each item (records
+    /// are not written in the order values were given).
+    private func takeLocations() {
+        for w in writer.takeWritten() where valued[w.item.id] == w.sequence {
+            valued[w.item.id] = nil
+            guard case .some(.some(var a)) = changed[w.item.id] else { continue }
+            a.size = w.item.size
+            a.location = w.item.location
+            changed[w.item.id] = a
+            if keepsValueLocations { valueLocations[w.item.id] = (a.size, a.location) }
+        }
     }
 
     /// The current state of `item` (as this transaction left it, or as the vault holds it).
@@ -818,6 +838,7 @@ package final class PagedTransaction {
         }
         before[item.id] = was
         changed[item.id] = next
+        takeLocations()
     }
 
     /// Makes `kept` (a kept version of an item, its attributes and class) the item's new version with
@@ -837,6 +858,7 @@ package final class PagedTransaction {
         changed[kept.id] = item
         valued[kept.id] = writer.sequence
         liveChange += 1
+        takeLocations()
     }
 
     package func delete(_ item: Item) throws {
@@ -857,15 +879,7 @@ package final class PagedTransaction {
     /// their entries are made: a large commit holds its items or its entries, not both.
     func finish() throws -> [(tree: TreeID, changes: [TreeWriter.Change])] {
         try writer.flush()
-        // Where each value went: the latest value of each item (records are not written in the order values
-        // were given).
-        for w in writer.takeWritten() where valued[w.item.id] == w.sequence {
-            guard case .some(.some(var a)) = changed[w.item.id] else { continue }
-            a.size = w.item.size
-            a.location = w.item.location
-            changed[w.item.id] = a
-            if keepsValueLocations { valueLocations[w.item.id] = (a.size, a.location) }
-        }
+        takeLocations()
         valued = [:]
         let schema = vault.root.schema
         var items: [TreeWriter.Change] = [], attributes: [TreeWriter.Change] = [], history: [TreeWriter.Change] = []
