@@ -120,8 +120,18 @@ enum JSON {
     /// Prints what `out.line(array(items.map(element)))` prints, one element at a time: the JSON of a large
     /// index is never held whole (15 items of 256 data attributes, a 304 KB vault, made 335 MB of it).
     static func printArray<S: Sequence>(_ items: S, to out: Output = .out, _ element: (S.Element) -> String) {
+        printArray(to: out) { emit in items.forEach { emit(element($0)) } }
+    }
+
+    /// ``printArray(_:to:_:)`` of the elements `elements` hands to its argument, each written as it comes (a
+    /// stream of items need not be held).
+    static func printArray(to out: Output = .out, _ elements: ((String) -> Void) throws -> Void) rethrows {
         out.write("[")
-        for (n, item) in items.enumerated() { out.write((n == 0 ? "" : ",\n ") + element(item)) }
+        var first = true
+        try elements { element in
+            out.write((first ? "" : ",\n ") + element)
+            first = false
+        }
         out.write("]\n")
     }
 }
