@@ -305,10 +305,21 @@ package final class PagedVault {
     /// Every live item with its version (its items-tree entry, decoded), in key order, one page at a time.
     package func forEachLiveState(_ body: (ItemState) throws -> Bool) throws {
         var names = NameCache()
-        try scan(.items) { e in
-            let s = try ItemEntries.decode(e, schema: root.schema, names: &names)
-            return s.item == nil ? true : try body(s)
+        try streaming {
+            try scan(.items) { e in
+                let s = try ItemEntries.decode(e, schema: root.schema, names: &names)
+                return s.item == nil ? true : try body(s)
+            }
         }
+    }
+
+    /// Runs `body`, a walk over whole trees, without keeping the leaves it reads: its memory stays that of
+    /// one page whatever the size of the trees.
+    func streaming<T>(_ body: () throws -> T) rethrows -> T {
+        let keeps = store.keepsLeaves
+        store.keepsLeaves = false
+        defer { store.keepsLeaves = keeps }
+        return try body()
     }
 
     /// The version of the item at `item`'s key, if it is there.

@@ -4,6 +4,10 @@ extension PagedVault {
     /// make (V3.3), and every record a live item or a kept version names, read in full. Does not stop at the
     /// first problem.
     package func verify() -> VerifyReport {
+        streaming(verifyAll)
+    }
+
+    private func verifyAll() -> VerifyReport {
         var report = VerifyReport()
         // A damaged page may fail more than one step (the trees, then the scan for records): named once.
         func note(_ error: Error) {
