@@ -85,8 +85,16 @@ func isTerminalControl(_ u: Unicode.Scalar) -> Bool {
 /// (``isTerminalControl(_:)``) as `\uXXXX`, so JSON printed to a terminal is as harmless as the human output.
 enum JSON {
     static func string(_ s: String) -> String {
-        // Printable ASCII but `"` and `\` (base64, most names) needs no escape: copied, not scalar by scalar.
-        if s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }) { return "\"" + s + "\"" }
+        // Printable ASCII but `"` and `\` (base64, most names) needs no escape: copied, not scalar by scalar
+        // (checked over the contiguous bytes of a native string: a million items' strings are listed).
+        func plain(_ b: UInt8) -> Bool { b >= 0x20 && b < 0x7F && b != 0x22 && b != 0x5C }
+        if s.utf8.withContiguousStorageIfAvailable({ $0.allSatisfy(plain) }) ?? s.utf8.allSatisfy(plain) {
+            var out = "\""
+            out.reserveCapacity(s.utf8.count + 2)
+            out += s
+            out += "\""
+            return out
+        }
         var out = "\""
         for u in s.unicodeScalars {
             switch u {
@@ -106,6 +114,7 @@ enum JSON {
 
     static func object(_ pairs: [(String, String)]) -> String {
         var out = "{"
+        out.reserveCapacity(pairs.reduce(2) { $0 + $1.0.utf8.count + $1.1.utf8.count + 6 })
         for (i, p) in pairs.enumerated() {
             if i > 0 { out += ", " }
             out += string(p.0)
