@@ -31,7 +31,9 @@ B=.build/release/kcar-scale-bench
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 HYPERFINE=$(command -v hyperfine || true)
-printf '# %s, %s cores, %s; wall: %s\n' "$(date -u +%FT%TZ)" "$(nproc)" "$KCAR" "${HYPERFINE:+hyperfine median}${HYPERFINE:-/usr/bin/time best}"
+WALL="best of /usr/bin/time's runs"
+[[ -n "$HYPERFINE" ]] && WALL="hyperfine's median"
+printf '# %s, %s cores, %s; wall: %s, RSS: /usr/bin/time %%M\n' "$(date -u +%FT%TZ)" "$(nproc)" "$KCAR" "$WALL"
 
 # measure NAME N COMMAND...: one line `NAME wall S s, peak RSS K KiB[, R items/s]`; the command's output goes
 # to /dev/null, its exit code must be 0.
