@@ -35,26 +35,27 @@ WALL="best of /usr/bin/time's runs"
 [[ -n "$HYPERFINE" ]] && WALL="hyperfine's median"
 printf '# %s, %s cores, %s; wall: %s, RSS: /usr/bin/time %%M\n' "$(date -u +%FT%TZ)" "$(nproc)" "$KCAR" "$WALL"
 
-# measure NAME N COMMAND...: one line `NAME wall S s, peak RSS K KiB[, R items/s]`; the command's output goes
-# to /dev/null, its exit code must be 0.
+# measure NAME N COMMAND...: one line `NAME wall S s, peak RSS K KiB, user CPU U s[, R items/s]` (CPU time
+# tells more than wall time on a shared machine); the command's output goes to /dev/null, its exit code must be 0.
 measure() {
-    local name="$1" n="$2" wall rss best=""
+    local name="$1" n="$2" wall rss best="" user="" u
     shift 2
     rss=0
     for ((r = 0; r < RUNS; r++)); do
-        /usr/bin/time -o "$W/time" -f "%e %M" "$@" >/dev/null
-        read -r wall k < "$W/time"
+        /usr/bin/time -o "$W/time" -f "%e %M %U" "$@" >/dev/null
+        read -r wall k u < "$W/time"
         (( k > rss )) && rss=$k
         if [[ -z "$best" ]] || awk "BEGIN { exit !($wall < $best) }"; then best=$wall; fi
+        if [[ -z "$user" ]] || awk "BEGIN { exit !($u < $user) }"; then user=$u; fi
     done
     if [[ -n "$HYPERFINE" ]]; then
         "$HYPERFINE" -N --runs "$RUNS" --export-json "$W/hf.json" "$(printf '%q ' "$@")" >/dev/null
         best=$(python3 -c 'import json, sys; print(round(json.load(open(sys.argv[1]))["results"][0]["median"], 4))' "$W/hf.json")
     fi
     if [[ "$name" == list* ]]; then
-        printf '%-16s %8s s  %7s KiB  %10.0f items/s\n' "$name" "$best" "$rss" "$(awk "BEGIN { print $n / ($best > 0 ? $best : 0.001) }")"
+        printf '%-16s %8s s  %7s KiB  user %6s s  %10.0f items/s\n' "$name" "$best" "$rss" "$user" "$(awk "BEGIN { print $n / ($best > 0 ? $best : 0.001) }")"
     else
-        printf '%-16s %8s s  %7s KiB\n' "$name" "$best" "$rss"
+        printf '%-16s %8s s  %7s KiB  user %6s s\n' "$name" "$best" "$rss" "$user"
     fi
 }
 
