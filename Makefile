@@ -127,10 +127,13 @@ bench: deps
 	$(MAKE) bench-keychain
 
 # Issue 10's table: a v1 vault, a v2 (paged) vault and SQLite at 1k, 10k, 100k items (SCALE_ARGS=--million adds 1M),
-# in process; then the same through the kcar binary on a keychain group (import, get, find, add) against sqlite3.
+# in process; then the same through the kcar binary on a keychain group (import, get, find, add) against sqlite3;
+# then the streaming commands (list, verify, extract --items, git textconv) on v2 vaults of 10k, 100k and 1M items,
+# wall time and peak RSS (STREAM_ARGS, e.g. --sizes "10000 100000" --runs 5, or --kcar PATH for another build).
 bench-scale: deps
 	bash scripts/bench/scale-bench.sh $(SCALE_ARGS)
 	bash scripts/bench/keychain-scale.sh $(SCALE_ARGS)
+	bash scripts/bench/stream-bench.sh $(STREAM_ARGS)
 
 # Issue 11's merge: `kcar merge` of two 10,000-item copies with 100 changes each side against the manual path
 # (age -d, git merge-file, age -r), and `kcar git textconv`, as whole processes (hyperfine, age installed when

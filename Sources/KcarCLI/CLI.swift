@@ -210,9 +210,9 @@ func vaultArguments(_ args: Arguments, _ names: [String], optional: Int = 0) thr
 
 /// Opens a vault for a command, mapping errors to the CLI's and warning about an incomplete commit. A
 /// keychain's vault (`--group`) is also checked against rollback (SPEC.md §K6).
-func openVault(_ path: String, _ args: Arguments, mode: OpenMode = .read) throws -> Vault {
+func openVault(_ path: String, _ args: Arguments, mode: OpenMode = .read, itemsOnDemand: Bool = false) throws -> Vault {
     if mode == .write { try refuseStandardInput(path) }
-    let (vault, _) = try Secrets.unlockVault(path, args, mode: mode)
+    let (vault, _) = try Secrets.unlockVault(path, args, mode: mode, itemsOnDemand: itemsOnDemand)
     try ItemCommands.checkRollback(vault, args)
     if vault.incompleteBytes > 0, mode == .read {
         warn("\(path): \(vault.incompleteBytes) bytes of an incomplete commit follow generation \(vault.generation); " +

@@ -9,29 +9,41 @@ enum Extract {
     static func list(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("list"))
         let path = try StandardStreams.vaultInput(try vaultArguments(args, ["VAULT"])[0])
-        let vault = try openVault(path, args)
-        let items = vault.items
+        // Streamed (issue 10): a version 2 vault's items are read from its trees one page at a time, in key
+        // order, never all held (a version 1 vault's index is in memory anyway).
+        let vault = try openVault(path, args, itemsOnDemand: true)
         if args.flag("json") {
-            JSON.printArray(items, json)
+            try JSON.printArray { element in
+                try vault.forEachItem { item in
+                    element(json(item))
+                    return true
+                }
+            }
         } else {
-            // Streamed, one line per item (a vault may hold 800,000): the widths are fixed first, SIZE's from the
-            // largest size, MODIFIED's that of a date. The name is the last column, never cut: it is what
-            // extract takes. A name's %XX encoding covers C0 controls only: C1 and bidirectional controls are
-            // escaped here.
+            // One line per item (a vault may hold millions): the widths are fixed first, SIZE's from the largest
+            // size (a first pass over the items), MODIFIED's that of a date. The name is the last column, never
+            // cut: it is what extract takes. A name's %XX encoding covers C0 controls only: C1 and
+            // bidirectional controls are escaped here.
             // `--long` adds a MODE column (`-rw-r--r--`, as tar -tv prints it). A folder is named with a trailing
             // `/`, a link `name -> target`, as tar lists them.
             let long = args.flag("long")
             let columns: [Table.Column] = (long ? [.init(title: "MODE")] : []) + [.init(title: "SIZE", rightAligned: true),
                                                                                   .init(title: "MODIFIED (UTC)"), .init(title: "NAME")]
-            let widths = (long ? [10] : []) + [max(4, String(items.lazy.map(\.size).max() ?? 0).count), 20, 0]
+            var largest: UInt64 = 0
+            try vault.forEachItem { item in
+                largest = max(largest, item.size)
+                return true
+            }
+            let widths = (long ? [10] : []) + [max(4, String(largest).count), 20, 0]
             Output.out.line(Table.line(columns.map(\.title), widths, columns))
-            for item in items {
+            try vault.forEachItem { item in
                 let kind = PackedKind.lenient(item)
                 let cls = item.itemClass == .genericPassword ? "" : "  [\(terminalSafe(item.itemClass.rawValue))]"
                 var name = terminalSafe(ItemPath.name(item))
                 if case .link(let target) = kind.kind { name += " -> " + terminalSafe(target) }
                 Output.out.line(Table.line((long ? [kind.modeString] : []) + [String(item.size), item.modified.map { tableDate(nanoseconds: $0) } ?? "-",
                                             name + cls], widths, columns))
+                return true
             }
         }
         return .success
@@ -81,7 +93,8 @@ enum Extract {
         if let group = args.value("group") { positionals.insert(try ItemCommands.groupVaultPath(args, group), at: 0) }
         guard let path = try positionals.first.map(StandardStreams.vaultInput) else { throw CLIError.usage("expected VAULT [ITEM...]") }
         let wanted = Array(positionals.dropFirst())
-        let vault = try openVault(path, args)
+        // A version 2 vault's items are not all read at open: those selected are, in one scan of its trees.
+        let vault = try openVault(path, args, itemsOnDemand: true)
         var selected = try select(vault, wanted)
         let deviceOnly = selected.filter { Schema.isDeviceOnly($0.attributes) }.count
         if deviceOnly > 0, !args.flag("include-device-only") {
@@ -267,7 +280,7 @@ enum Extract {
     /// below it, as tar takes a folder), all if none. Names are decoded and compared with the attributes, so
     /// no name is built for items that are not asked for.
     static func select(_ vault: Vault, _ wanted: [String]) throws -> [Item] {
-        guard !wanted.isEmpty else { return vault.items }
+        guard !wanted.isEmpty else { return try matching(vault) { _ in true } }
         var out: [Item] = []
         var seen = Set<ItemID>()
         for w in wanted {
@@ -275,20 +288,30 @@ enum Extract {
             // `svc/a/` names the folder svc/a (a file's name never ends with `/`: an empty last component is `%`).
             let name = w.hasSuffix("/") && w.dropLast().contains("/") ? String(w.dropLast()) : w
             if name.hasPrefix("%id/") {
-                if let id = ItemID(hex: String(name.dropFirst(4))), let item = vault.item(id) { matches = [item] }
+                if let id = ItemID(hex: String(name.dropFirst(4))), let item = try vault.findItem(id) { matches = [item] }
             } else if let (service, account) = ItemPath.parse(name) {
                 // Bytewise: a name selects the item with exactly those bytes, not its other normalisations.
                 func same(_ a: String?, _ b: String) -> Bool { a.map { $0.utf8.elementsEqual(b.utf8) } ?? false }
                 func below(_ a: String?, _ folder: String) -> Bool {
                     a.map { $0.utf8.starts(with: folder.utf8) && $0.utf8.dropFirst(folder.utf8.count).first == 0x2F } ?? false
                 }
-                matches = vault.unorderedItems.filter { item in
+                matches = try matching(vault) { item in
                     same(item.service, service) && (account.map { same(item.account, $0) || below(item.account, $0) } ?? true)
                 }
                 matches.sort { ($0.account ?? "").utf8.lexicographicallyPrecedes(($1.account ?? "").utf8) }
             }
             guard !matches.isEmpty else { throw CLIError(.notFound, "no item named \(w) (see `kcar list`)") }
             for m in matches where seen.insert(m.id).inserted { out.append(m) }
+        }
+        return out
+    }
+
+    /// The items for which `isMatch` holds, in ``Vault/forEachItem(_:)`` order: only they are kept.
+    static func matching(_ vault: Vault, _ isMatch: (Item) -> Bool) throws -> [Item] {
+        var out: [Item] = []
+        try vault.forEachItem { item in
+            if isMatch(item) { out.append(item) }
+            return true
         }
         return out
     }

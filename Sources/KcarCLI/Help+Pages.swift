@@ -147,6 +147,10 @@ extension Help {
                       + "before modes were).",
                       "--json prints a JSON array of objects: id, class, service, account, name, size, modified, attributes; an item "
                       + "packed with its kind and mode also has type (file, folder or link), mode (octal, \"0644\") and a link's target.",
+                      "Order: a format version 1 vault's items by service, then account (bytewise), then id; a version 2 vault's in the "
+                      + "key order of its items tree: class, then the class's key attributes, then id (for a packed vault service, then "
+                      + "account: the same order). Version 2 items are read and printed one page at a time, never all held, so a vault "
+                      + "of millions lists in little memory (the table reads them twice: once for the SIZE column's width).",
                       stdinNote, groupNote],
         options: vaultOptions + [json, O(name: "long", kind: .flag, short: "l", meaning: "add a MODE column (as ls -l)")],
         examples: [

@@ -85,8 +85,16 @@ func isTerminalControl(_ u: Unicode.Scalar) -> Bool {
 /// (``isTerminalControl(_:)``) as `\uXXXX`, so JSON printed to a terminal is as harmless as the human output.
 enum JSON {
     static func string(_ s: String) -> String {
-        // Printable ASCII but `"` and `\` (base64, most names) needs no escape: copied, not scalar by scalar.
-        if s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }) { return "\"" + s + "\"" }
+        // Printable ASCII but `"` and `\` (base64, most names) needs no escape: copied, not scalar by scalar
+        // (checked over the contiguous bytes of a native string: a million items' strings are listed).
+        func plain(_ b: UInt8) -> Bool { b >= 0x20 && b < 0x7F && b != 0x22 && b != 0x5C }
+        if s.utf8.withContiguousStorageIfAvailable({ $0.allSatisfy(plain) }) ?? s.utf8.allSatisfy(plain) {
+            var out = "\""
+            out.reserveCapacity(s.utf8.count + 2)
+            out += s
+            out += "\""
+            return out
+        }
         var out = "\""
         for u in s.unicodeScalars {
             switch u {
@@ -106,6 +114,7 @@ enum JSON {
 
     static func object(_ pairs: [(String, String)]) -> String {
         var out = "{"
+        out.reserveCapacity(pairs.reduce(2) { $0 + $1.0.utf8.count + $1.1.utf8.count + 6 })
         for (i, p) in pairs.enumerated() {
             if i > 0 { out += ", " }
             out += string(p.0)
@@ -120,8 +129,18 @@ enum JSON {
     /// Prints what `out.line(array(items.map(element)))` prints, one element at a time: the JSON of a large
     /// index is never held whole (15 items of 256 data attributes, a 304 KB vault, made 335 MB of it).
     static func printArray<S: Sequence>(_ items: S, to out: Output = .out, _ element: (S.Element) -> String) {
+        printArray(to: out) { emit in items.forEach { emit(element($0)) } }
+    }
+
+    /// ``printArray(_:to:_:)`` of the elements `elements` hands to its argument, each written as it comes (a
+    /// stream of items need not be held).
+    static func printArray(to out: Output = .out, _ elements: ((String) -> Void) throws -> Void) rethrows {
         out.write("[")
-        for (n, item) in items.enumerated() { out.write((n == 0 ? "" : ",\n ") + element(item)) }
+        var first = true
+        try elements { element in
+            out.write((first ? "" : ",\n ") + element)
+            first = false
+        }
         out.write("]\n")
     }
 }

@@ -26,7 +26,8 @@ enum Verify {
         let report: VerifyReport
         do {
             // Either format version (a version 2 file's trees, delta chain and kept versions are checked too).
-            let (vault, _) = try Secrets.unlockVault(path, args, given: given)
+            // A version 2 vault's items are not read at open: verify reads them, page by page, without holding them.
+            let (vault, _) = try Secrets.unlockVault(path, args, given: given, itemsOnDemand: true)
             try ItemCommands.checkRollback(vault, args)
             report = vault.verify()
         } catch let e as VaultError {

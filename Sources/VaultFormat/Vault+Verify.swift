@@ -126,8 +126,14 @@ extension RecordSource {
     func verifyRecord(_ members: [Item]) throws {
         let first = members[0]
         let names = members.count == 1 ? first.displayName : "\(first.displayName) (and \(members.count - 1) more in its record)"
-        let fail = { (m: String) in VaultError(.damagedRecord, "\(names): \(m)") }
-        var reader = recordReader(first.location, fail: fail)
+        let table = try verifiedTable(first.location) { VaultError(.damagedRecord, "\(names): \($0)") }
+        try table.check(members)
+    }
+
+    /// Reads the record at `l` in full, streaming, and returns its member table once every chunk has
+    /// authenticated and the record is exactly the table and its members' data.
+    func verifiedTable(_ l: RecordLocation, fail: @escaping (String) -> VaultError) throws -> MemberTable {
+        var reader = recordReader(l, fail: fail)
         let (table, rest) = try reader.memberTable()
         let declared = UInt64(table.length) + table.totalData
         var plaintext = UInt64(table.length + rest.count)
@@ -135,6 +141,6 @@ extension RecordSource {
         // inflate more than that.
         while plaintext <= declared, let c = try reader.next() { plaintext += UInt64(c.count) }
         try table.checkLength(plaintext, fail: fail)
-        try table.check(members)
+        return table
     }
 }

@@ -87,16 +87,37 @@ extension Vault {
         try liveItem(id: item.id, class: item.itemClass, attributes: item.attributes)
     }
 
-    /// ``liveItem(like:)`` for an item known by its id, class and attributes (as a search returned it).
-    package func liveItem(id: ItemID, class itemClass: ItemClass, attributes: Attributes) throws -> Item? {
-        guard let p = paged, onDemand else { return state[id] }
-        if let found = try p.liveItem(id: id, class: itemClass, attributes: attributes) { return found }
+    /// Every live item, one at a time, until `body` returns false, without holding them all: a version 2
+    /// vault's in its items tree's key order (class, then the class's key attributes, then id; for `pack`'s
+    /// vaults service, then account, bytewise), one page at a time, whether or not its items were read at
+    /// open; a version 1 vault's (its whole index is read at open, by design) in ``items`` order.
+    package func forEachItem(_ body: (Item) throws -> Bool) throws {
+        guard let p = paged else {
+            for item in items {
+                guard try body(item) else { return }
+            }
+            return
+        }
+        try p.forEachItem(body)
+    }
+
+    /// The live item with this id: from memory, or for a vault opened with its items on demand, found by a
+    /// scan.
+    package func findItem(_ id: ItemID) throws -> Item? {
+        guard onDemand else { return state[id] }
         var found: Item?
-        try p.forEachItem { i in
+        try forEachItem { i in
             if i.id == id { found = i }
             return found == nil
         }
         return found
+    }
+
+    /// ``liveItem(like:)`` for an item known by its id, class and attributes (as a search returned it).
+    package func liveItem(id: ItemID, class itemClass: ItemClass, attributes: Attributes) throws -> Item? {
+        guard let p = paged, onDemand else { return state[id] }
+        if let found = try p.liveItem(id: id, class: itemClass, attributes: attributes) { return found }
+        return try findItem(id)
     }
 
     /// ``refresh()`` of a version 2 file.

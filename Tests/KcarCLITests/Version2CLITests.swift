@@ -1,4 +1,6 @@
+import FixtureRecipes
 import Foundation
+import VaultFormat
 import XCTest
 
 /// What the `kcar` command does with a version 2 file (SPEC.md Part 4): `info` reads its header, `verify`
@@ -55,5 +57,49 @@ final class Version2CLITests: XCTestCase {
         XCTAssertEqual(verify.code, 0, verify.output)
         XCTAssertTrue(verify.output.contains("2000 items"), verify.output)
         XCTAssertTrue(try runKcar(["info", vault], in: dir).output.contains("version:    2"), "commands keep the version")
+    }
+
+    /// Issue 10: list, extract and verify read a version 2 vault's items tree page by page, in key order (for
+    /// this packed-style vault service, then account, as before), and a damaged leaf in its middle stops each
+    /// with exit 4, naming the page.
+    func testListExtractAndVerifyStreamTheItemsTree() throws {
+        let dir = NSTemporaryDirectory() + "kcar-v2stream-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let vault = dir + "/m.kcv"
+        try FileManager.default.copyItem(atPath: "\(v2)/many-items.kcv", toPath: vault)
+        let json = try runKcar(["list", "--json", "--key-file", key, vault], in: dir)
+        XCTAssertEqual(json.code, 0, json.err)
+        let objects = try XCTUnwrap(JSONSerialization.jsonObject(with: json.out) as? [[String: Any]])
+        XCTAssertEqual(objects.count, 2000)
+        let names = objects.map { o in [o["service"], o["account"], o["id"]].map { Array(($0 as? String ?? "").utf8) } }
+        XCTAssertEqual(names, names.sorted { $0.lexicographicallyPrecedes($1) { $0.lexicographicallyPrecedes($1) } })
+        let table = try runKcar(["list", "--key-file", key, vault], in: dir)
+        XCTAssertEqual(table.code, 0, table.err)
+        let rows = String(decoding: table.out, as: UTF8.self).split(separator: "\n")
+        XCTAssertEqual(rows.count, 2001)
+        XCTAssertEqual(rows.dropFirst().map { String($0.split(separator: " ").last ?? "") }, objects.map { $0["name"] as? String ?? "" })
+        let items = try runKcar(["extract", "--key-file", key, vault, "--items", dir + "/all.json"], in: dir)
+        XCTAssertEqual(items.code, 0, items.err)
+        let file = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/all.json"))) as? [String: Any])
+        XCTAssertEqual((file["items"] as? [Any])?.count, 2000)
+        XCTAssertEqual(try runKcar(["extract", "--key-file", key, "-C", dir + "/out", vault], in: dir).code, 0)
+        XCTAssertEqual(regularFiles(dir + "/out").count, 2000)
+
+        // A leaf in the middle of the items tree, damaged.
+        let crafted = try CraftedPagedVault(path: vault, secret: Recipes.keySecret, random: SystemRandom.shared)
+        guard case .branch(let children) = try crafted.page(try XCTUnwrap(crafted.root.items)).content else { return XCTFail("the top is a leaf") }
+        let leaf = children[children.count / 2].child
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: vault))
+        var damaged = bytes
+        damaged[try Vault.inspect(path: vault).header.length + Int(leaf.offset + leaf.length / 2)] ^= 0x40
+        try damaged.write(to: URL(fileURLWithPath: vault))
+        let page = "page \(Hex.encode(leaf.id.bytes))"
+        for args in [["list"], ["list", "--json"], ["verify"], ["extract", "-C", dir + "/again"], ["extract", "--items", dir + "/again.json"]] {
+            let r = try runKcar(args + ["--key-file", key, vault], in: dir)
+            XCTAssertEqual(r.code, 4, "\(args): \(r.output)")
+            XCTAssertTrue(r.output.contains(page), "\(args): \(r.output)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/again.json"), "no item file from a damaged vault")
     }
 }

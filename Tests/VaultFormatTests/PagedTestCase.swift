@@ -43,6 +43,23 @@ class PagedTestCase: XCTestCase {
         return (live, history)
     }
 
+    /// Commits, as a delta, the vault's items with `edit` applied to each (a key holder's forged index).
+    func forge(_ path: String, _ edit: (inout Item) -> Void) throws {
+        let p = try PagedVault.open(path: path, secret: secret)
+        var entries: [LeafEntry] = []
+        try p.forEachItem { item in
+            var it = item
+            edit(&it)
+            var e = ItemEntries.entry(it, version: Version(hlc: p.clock + 10, writer: 1), schema: p.schema)
+            e.key = [TreeID.items.rawValue] + e.key
+            e.rest = [1] + e.rest
+            entries.append(e)
+            return true
+        }
+        let crafted = try CraftedPagedVault(path: path, secret: secret, random: SystemRandom.shared)
+        try crafted.delta(CraftedPagedVault.deltaPlaintext(entries.sorted { $0.key.lexicographicallyPrecedes($1.key) }))
+    }
+
     func copy(_ from: String, _ to: String) throws -> String {
         let path = dir + "/" + to
         try? FileManager.default.removeItem(atPath: path)

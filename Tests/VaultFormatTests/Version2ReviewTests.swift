@@ -114,21 +114,11 @@ extension Version2ReviewTests {
     /// name two records of 2^63 bytes. `deadBytes` (``kcar info``) adds the live records' lengths with `+`.
     func testDeadBytesOfHugeRecordLengthsIsNotATrap() throws {
         let path = try make(2)
-        let p = try PagedVault.open(path: path, secret: secret)
-        var entries: [LeafEntry] = []
         var n: UInt64 = 0
-        try p.forEachItem { item in
-            var it = item
-            it.location = RecordLocation(recordID: ID128(hi: 9, lo: n), offset: 0, length: 1 << 63, member: 0, dataOffset: 0)
+        try forge(path) { item in
+            item.location = RecordLocation(recordID: ID128(hi: 9, lo: n), offset: 0, length: 1 << 63, member: 0, dataOffset: 0)
             n += 1
-            var e = ItemEntries.entry(it, version: Version(hlc: p.clock + 10, writer: 1), schema: p.schema)
-            e.key = [TreeID.items.rawValue] + e.key
-            e.rest = [1] + e.rest
-            entries.append(e)
-            return true
         }
-        let crafted = try CraftedPagedVault(path: path, secret: secret, random: SystemRandom.shared)
-        try crafted.delta(CraftedPagedVault.deltaPlaintext(entries.sorted { $0.key.lexicographicallyPrecedes($1.key) }))
         let v = try Vault.open(path: path, secret: secret)
         XCTAssertEqual(v.count, 2)
         _ = v.deadBytes
@@ -137,23 +127,6 @@ extension Version2ReviewTests {
 }
 
 extension Version2ReviewTests {
-    /// Commits, as a delta, the vault's items with `edit` applied to each (a key holder's forged index).
-    func forge(_ path: String, _ edit: (inout Item) -> Void) throws {
-        let p = try PagedVault.open(path: path, secret: secret)
-        var entries: [LeafEntry] = []
-        try p.forEachItem { item in
-            var it = item
-            edit(&it)
-            var e = ItemEntries.entry(it, version: Version(hlc: p.clock + 10, writer: 1), schema: p.schema)
-            e.key = [TreeID.items.rawValue] + e.key
-            e.rest = [1] + e.rest
-            entries.append(e)
-            return true
-        }
-        let crafted = try CraftedPagedVault(path: path, secret: secret, random: SystemRandom.shared)
-        try crafted.delta(CraftedPagedVault.deltaPlaintext(entries.sorted { $0.key.lexicographicallyPrecedes($1.key) }))
-    }
-
     /// Both ways of reading a value (one item, and batched) refuse a vault whose one item `edit` forged, with
     /// an error, not a trap.
     func assertReadsRefused(_ edit: (inout Item) -> Void, file: StaticString = #filePath, line: UInt = #line) throws {

@@ -305,10 +305,21 @@ package final class PagedVault {
     /// Every live item with its version (its items-tree entry, decoded), in key order, one page at a time.
     package func forEachLiveState(_ body: (ItemState) throws -> Bool) throws {
         var names = NameCache()
-        try scan(.items) { e in
-            let s = try ItemEntries.decode(e, schema: root.schema, names: &names)
-            return s.item == nil ? true : try body(s)
+        try streaming {
+            try scan(.items) { e in
+                let s = try ItemEntries.decode(e, schema: root.schema, names: &names)
+                return s.item == nil ? true : try body(s)
+            }
         }
+    }
+
+    /// Runs `body`, a walk over whole trees, without keeping the leaves it reads: its memory stays that of
+    /// one page whatever the size of the trees.
+    func streaming<T>(_ body: () throws -> T) rethrows -> T {
+        let keeps = store.keepsLeaves
+        store.keepsLeaves = false
+        defer { store.keepsLeaves = keeps }
+        return try body()
     }
 
     /// The version of the item at `item`'s key, if it is there.
@@ -459,10 +470,12 @@ package final class PagedVault {
             return UInt64(bitPattern: Int64(h.finalize()))
         }
         // One entry per item (V3.4): an item id at two keys (a key change that kept the old entry) is damage.
-        var ids = Set<ItemID>()
+        // Checked on 8-byte hashes of the ids (a set of a million ids would hold 32 MiB), exactly if any repeat.
+        var ids: [UInt64] = []
+        ids.reserveCapacity(Int(min(root.liveItems + root.tombstones, 1 << 22)))
         let itemsCount = try reader(.items).verify({ e in
             let s = try ItemEntries.decode(e, schema: root.schema)
-            guard ids.insert(s.id).inserted else { throw VaultError(.damagedIndex, "item \(s.id) has two entries in the items tree") }
+            ids.append(PagedVault.hash(s.id))
             guard let item = s.item else { tombs += 1; return }
             live += 1
             for k in ItemEntries.attributeKeys(item, itemKey: e.key, schema: root.schema) {
@@ -470,6 +483,10 @@ package final class PagedVault {
                 expected.sum &+= hash(k)
             }
         }, page: onPage)
+        ids.sort()
+        if let twice = try repeatedItemID(sorted: ids) {
+            throw VaultError(.damagedIndex, "item \(twice) has two entries in the items tree")
+        }
         guard itemsCount == root.liveItems + root.tombstones, UInt64(live) == root.liveItems else {
             throw VaultError(.damagedIndex, "the items tree holds \(live) live items, the root says \(root.liveItems)")
         }
@@ -490,6 +507,29 @@ package final class PagedVault {
         }
         guard n == count else { throw VaultError(.damagedIndex, "\(n) live items, the trailer says \(count)") }
         return n
+    }
+
+    /// The first item id, in key order, that a second entry of the items tree has, given the hashes of
+    /// every entry's id, sorted: none if no hash repeats; else the entries whose hash repeats are read again,
+    /// exactly.
+    private func repeatedItemID(sorted: [UInt64]) throws -> ItemID? {
+        var repeated = Set<UInt64>()
+        for i in sorted.indices.dropFirst() where sorted[i] == sorted[i - 1] { repeated.insert(sorted[i]) }
+        guard !repeated.isEmpty else { return nil }
+        var seen = Set<ItemID>()
+        var twice: ItemID?
+        try reader(.items).scan { e in
+            let id = try ItemEntries.decode(e, schema: root.schema).id
+            if repeated.contains(PagedVault.hash(id)), !seen.insert(id).inserted { twice = id }
+            return twice == nil
+        }
+        return twice
+    }
+
+    private static func hash(_ id: ItemID) -> UInt64 {
+        var h = Hasher()
+        h.combine(id)
+        return UInt64(bitPattern: Int64(h.finalize()))
     }
 
     // MARK: Writing

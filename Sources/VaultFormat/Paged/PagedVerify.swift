@@ -4,6 +4,10 @@ extension PagedVault {
     /// make (V3.3), and every record a live item or a kept version names, read in full. Does not stop at the
     /// first problem.
     package func verify() -> VerifyReport {
+        streaming(verifyAll)
+    }
+
+    private func verifyAll() -> VerifyReport {
         var report = VerifyReport()
         // A damaged page may fail more than one step (the trees, then the scan for records): named once.
         func note(_ error: Error) {
@@ -82,25 +86,52 @@ extension PagedVault {
         do {
             _ = try verifyIndex { live += $0.length }
         } catch { note(error) }
-        // Every record that a live item or a kept version names, in full.
-        var values: [Item] = []
+        // Every record that a live item or a kept version names, in full, in file order (RecordClaims).
+        var claims = RecordClaims()
         var liveItems = 0
         do {
-            try forEachItem { values.append($0); return true }
-            liveItems = values.count
+            try forEachItem { item in
+                claims.add(item)
+                liveItems += 1
+                return true
+            }
             try scan(.history) { e in
-                values.append(try ItemEntries.decodeHistory(e).item)
+                claims.add(try ItemEntries.decodeHistory(e).item)
                 return true
             }
         } catch { note(error) }
-        let records = Dictionary(grouping: values, by: { $0.location.recordID }).values.sorted { $0[0].location.offset < $1[0].location.offset }
-        for members in records {
-            do {
-                try source.verifyRecord(members)
+        var failed: [ID128] = []
+        claims.check(source) { recordID, outcome in
+            switch outcome {
+            case .intact(let valueBytes, let length):
                 report.records += 1
-                report.valueBytes += members.reduce(0) { $0 + $1.size }
-                live += members[0].location.length
+                report.valueBytes += valueBytes
+                live += length
+            case .failed: failed.append(recordID)
+            }
+        }
+        // A record that failed is read again with its items, found by one more scan, so that the problem
+        // names them as it always did (the claims keep no names).
+        if !failed.isEmpty {
+            var members: [ID128: [Item]] = Dictionary(uniqueKeysWithValues: failed.map { ($0, []) })
+            do {
+                try forEachItem { item in
+                    members[item.location.recordID]?.append(item)
+                    return true
+                }
+                try scan(.history) { e in
+                    let item = try ItemEntries.decodeHistory(e).item
+                    members[item.location.recordID]?.append(item)
+                    return true
+                }
             } catch { note(error) }
+            for id in failed {
+                guard let m = members[id], !m.isEmpty else { continue }
+                do {
+                    try source.verifyRecord(m)
+                    note(VaultError(.damagedRecord, "\(m[0].displayName): the record's member table does not name its items"))
+                } catch { note(error) }
+            }
         }
         report.items = liveItems
         report.deadBytes = end > live ? end - live : 0

@@ -65,6 +65,9 @@ final class FilePageStore: PageStore {
     static let branchCacheMax = 16_384
     /// Pages opened from the file (not from the cache), for the benchmarks and tests.
     private(set) var opened = 0
+    /// Whether leaves read are kept. A walk of a whole tree reads each leaf once: kept, 4,096 of them (tens
+    /// of MiB decoded) would only push out the pages lookups use (``PagedVault/streaming(_:)``).
+    var keepsLeaves = true
 
     init(source: RecordSource, limit: UInt64) {
         self.source = source
@@ -89,7 +92,7 @@ final class FilePageStore: PageStore {
     }
 
     private func keep(_ page: Page, _ key: PageRef) {
-        if case .branch = page.content { branches[key] = page } else { cache[key] = page }
+        if case .branch = page.content { branches[key] = page } else if keepsLeaves { cache[key] = page }
     }
 
     func write(_ page: Page) throws -> PageRef {
