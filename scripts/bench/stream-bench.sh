@@ -22,9 +22,9 @@ while [[ $# -gt 0 ]]; do
     esac
     shift
 done
-swift build -c release --product kcar-scale-bench >/dev/null
+swift build -c release --static-swift-stdlib --product kcar-scale-bench >/dev/null
 if [[ -z "$KCAR" ]]; then
-    swift build -c release --product kcar >/dev/null
+    swift build -c release --static-swift-stdlib --product kcar >/dev/null
     KCAR=.build/release/kcar
 fi
 B=.build/release/kcar-scale-bench
