@@ -30,7 +30,7 @@ enum Extract {
             let columns: [Table.Column] = (long ? [.init(title: "MODE")] : []) + [.init(title: "SIZE", rightAligned: true),
                                                                                   .init(title: "MODIFIED (UTC)"), .init(title: "NAME")]
             var largest: UInt64 = 0
-            try vault.forEachItem { item in
+            try vault.forEachItem(inOrder: false) { item in
                 largest = max(largest, item.size)
                 return true
             }

@@ -16,7 +16,9 @@ func streamsCases() -> [HostileCase] {
         HostileCase(name: "streams/zeros-archive-stdin", attack: "2 MB of zeros piped to archive show -",
                     make: { _ in }, args: ["archive", "show", "-"], stdin: [UInt8](repeating: 0, count: 2_000_000), exits: [4]),
         HostileCase(name: "streams/nested-item-file-stdin", attack: "an item file whose unknown member opens 2,000,000 arrays, piped to pack --items -",
-                    make: { _ in }, args: ["pack", "out.kcv", "--items", "-", "--key-file", "k.key"], stdin: nested, exits: [4]),
+                    // The key exists: item files are read as a stream, after the key, so the nesting is what is refused.
+                    make: { try writeFile($0 + "/k.key", Recipes.keyFile) },
+                    args: ["pack", "out.kcv", "--items", "-", "--key-file", "k.key"], stdin: nested, exits: [4]),
         // Found with item 3: archive show and convert opened their input blocking, so a FIFO hung them.
         HostileCase(name: "streams/fifo-archive-show", attack: "a FIFO (no writer ever comes) as archive show's FILE",
                     make: { guard mkfifo($0 + "/a.kca", 0o600) == 0 else { throw HarnessError.io("mkfifo") } },
