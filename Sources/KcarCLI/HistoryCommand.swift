@@ -46,7 +46,7 @@ enum HistoryCommand {
         try refuseStandardInput(path)
         let vault = try open(path, args, mode: .write)
         let (item, _, kept) = try resolve(vault, name)
-        try vault.compact(random: SystemRandom.shared, level: 6, solidMembers: Limits.membersMax, droppingHistoryOf: [item.id])
+        try vault.compact(droppingHistoryOf: [item.id])
         if !args.flag("quiet") {
             Output.out.line(terminalSafe("\(ItemPath.name(item)): \(count(kept.count, "kept version")) dropped; their values have left the file"))
         }

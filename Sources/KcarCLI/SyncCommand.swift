@@ -102,12 +102,8 @@ enum SyncCommand {
             defer { free(r) }
             return String(cString: r)
         }
-        func parent(_ p: String) -> String {
-            guard let slash = p.lastIndex(of: "/") else { return "." }
-            return slash == p.startIndex ? "/" : String(p[..<slash])
-        }
         guard let folder = real(keychain) else { return }
-        let places = [real(parent(file)), real(file).map(parent)]
+        let places = [real(directoryOf(file)), real(file).map(directoryOf)]
         if places.contains(folder) {
             throw CLIError.usage("\(shown(file)) is in the keychain (\(keychain)): a shared copy lives outside it, in a repository or a synced folder")
         }

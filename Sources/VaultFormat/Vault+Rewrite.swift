@@ -1,14 +1,10 @@
 extension Vault {
     /// Rewrites the vault without dead space (SPEC.md §9): records whose members are all live are copied
     /// byte for byte; records that also hold deleted or replaced values are rebuilt from their live members, so
-    /// a deleted secret leaves the file. Atomic: a crash leaves the old or the new file. Needs `.write`.
+    /// a deleted secret leaves the file (version 2: unless its retention keeps it as an earlier version).
+    /// Atomic: a crash leaves the old or the new file. Needs `.write`.
     public func compact(random: RandomSource = SystemRandom.shared, options: WriteOptions = .init()) throws {
-        if let p = paged {
-            try options.check()
-            try p.compact(random: random, level: options.level, solidMembers: options.solidMembers)
-            return try adopt(p, items: true)
-        }
-        try rewrite(header: header, headerBytes: headerBytes, newKey: nil, random: random, options: options)
+        try compact(retention: nil, droppingHistoryOf: [], random: random, options: options)
     }
 
     /// Compacts a version 2 vault under a new retention rule (recorded in its index root, SPEC.md Part 4 V8, and
@@ -19,7 +15,7 @@ extension Vault {
                          options: WriteOptions = .init()) throws {
         guard let p = paged else {
             guard retention == nil else { throw VaultError(.invalidArgument, "\(path) is vault format version 1, which keeps no history or tombstones") }
-            return try compact(random: random, options: options)
+            return try rewrite(header: header, headerBytes: headerBytes, newKey: nil, random: random, options: options)
         }
         try options.check()
         try p.compact(random: random, level: options.level, solidMembers: options.solidMembers, retention: retention, droppingHistoryOf: dropped)
