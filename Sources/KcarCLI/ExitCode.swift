@@ -33,6 +33,9 @@ public struct ExitCode: RawRepresentable, Hashable, Sendable {
     /// A file or folder kcar refuses to trust or use: wrong owner, writable by others, a symlink, or not a
     /// regular file (a FIFO, a device) where a vault, key or keychain file must be.
     public static let unsafeFile = ExitCode(rawValue: 15)
+    /// A copy to merge, sync or join holds versions more than a day ahead of this machine's clock (SPEC.md
+    /// Part 4, V5.1): refused, nothing written.
+    public static let clockAhead = ExitCode(rawValue: 16)
 
     static func of(_ code: VaultError.Code) -> ExitCode {
         switch code {
@@ -47,6 +50,7 @@ public struct ExitCode: RawRepresentable, Hashable, Sendable {
         case .lockTimeout: return .lockTimeout
         case .invalidArgument: return .usage
         case .unsafeFile: return .unsafeFile
+        case .clockAhead: return .clockAhead
         default: return .failure
         }
     }

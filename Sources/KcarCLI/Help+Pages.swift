@@ -294,6 +294,10 @@ extension Help {
                       + "90 days of each item, deletions included. --history N, --history-days D and --tombstone-days T set that rule "
                       + "(SPEC.md Part 4, V8; recorded in the vault, applied now and by every later compaction); --history 0 keeps "
                       + "none, as version 1. kcar delete --purge and kcar history --clear drop one item's versions.",
+                      "--rewind-clock renumbers the versions (SPEC.md Part 4, V5.1) dated after this machine's clock, keeping their "
+                      + "order, to just after it: merge, sync and joins refuse (exit 16) a copy whose versions run more than a day ahead, "
+                      + "as one written on a machine whose clock was wrong, or by a collaborator, would; rewound, it merges again "
+                      + "(copies of it that still hold the old versions need the same).",
                       "Commits compact by themselves only past half the file and 1 MiB of dead space: run this after a delete to make "
                       + "sure the value has left the file. A failed automatic compaction is reported on standard error; its commit stood "
                       + "(exit 0).", groupNote],
@@ -301,9 +305,13 @@ extension Help {
             O(name: "history", kind: .value, argument: "N", meaning: "version 2: keep the N latest earlier versions of each item (0 to 1000; default 10)"),
             O(name: "history-days", kind: .value, argument: "D", meaning: "version 2: keep earlier versions D days (default 90)"),
             O(name: "tombstone-days", kind: .value, argument: "T", meaning: "version 2: remember deletions T days, for merges (default 90)"),
+            O(name: "rewind-clock", kind: .flag, meaning: "version 2: renumber, in order, the versions dated after this machine's clock to "
+              + "just after it (run on a machine whose clock is right)"),
         ],
         examples: [
             Example(command: "compact secrets.kcv --key-file me.key", meaning: "rewrite secrets.kcv"),
+            Example(command: "compact team.kcv --rewind-clock --key-file team.key",
+                    meaning: "make a copy that merge and sync refuse (exit 16, clock ahead) mergeable again"),
             Example(command: "compact --group personal", meaning: "rewrite a keychain group's vault"),
             Example(command: "compact secrets.kcv --history 0 --tombstone-days 30 --key-file me.key",
                     meaning: "keep no earlier versions from now on (their values leave the file now), deletions for 30 days"),
@@ -556,9 +564,10 @@ extension Help {
             + "THEIRS's are not taken, OURS's are not replaced (SPEC.md Part 3, K9).",
             "On any error OURS is left byte for byte as it was and the message names the side: another vault (vault id, vault key "
             + "or schema: exit 2), a wrong key (3) or none (10), a damaged or truncated file or a format version other than 2 "
-            + "(4; a version 1 vault: upgrade it with kcar upgrade first), a missing file (8). git then reports a conflict and "
-            + "keeps OURS. It warns when THEIRS is older than OURS's tombstone horizon (a long-deleted item may come back) or its "
-            + "clock runs more than a day ahead. A summary line goes to standard error unless -q.",
+            + "(4; a version 1 vault: upgrade it with kcar upgrade first), a missing file (8), a THEIRS whose versions run more "
+            + "than a day ahead of this machine's clock (16; kcar compact --rewind-clock on a machine whose clock is right makes "
+            + "it mergeable). git then reports a conflict and keeps OURS. It warns when THEIRS is older than OURS's tombstone "
+            + "horizon (a long-deleted item may come back). A summary line goes to standard error unless -q.",
             keyNote,
         ],
         options: keyOptions + [O(name: "into", kind: .value, argument: "VAULT", meaning: "merge OTHER into VAULT, without a common ancestor",
@@ -581,7 +590,8 @@ extension Help {
             + "(a server that deploys from a read-only checkout).",
             "A group this keychain lacks is joined from FILE: give the group's key with --key-file KEY (or KCAR_KEY_FILE), passed "
             + "on out of band (never through the repository); it must open FILE, whose group must be G. Errors name FILE: another "
-            + "vault or group, or a FILE in the keychain's folder (exit 2), a wrong key (3) or none (10), a damaged file or a version 1 vault (4), no group and no FILE (6).",
+            + "vault or group, or a FILE in the keychain's folder (exit 2), a wrong key (3) or none (10), a damaged file or a version 1 vault (4), no group and no FILE (6), "
+            + "a FILE (or, pushing, a group) whose versions run more than a day ahead of this machine's clock (16: kcar compact --rewind-clock).",
         ],
         options: [keychainDir, O(name: "group", kind: .value, argument: "G", meaning: "the keychain group FILE is a shared copy of (required)"),
                   groupList, lockTimeout,

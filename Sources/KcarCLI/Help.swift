@@ -133,6 +133,7 @@ enum Help {
         (13, "lock timeout: another process held the vault's lock"),
         (14, "the group's vault was rolled back to an older copy (kcar groups --accept-rollback G)"),
         (15, "unsafe file: owner, mode, symlink or file type kcar refuses"),
+        (16, "clock ahead: a copy to merge, sync or join holds versions more than a day ahead of this machine's clock"),
     ]
 
     /// The environment variables kcar reads.

@@ -323,9 +323,10 @@ enum Keys {
         let path = try vaultArguments(args, ["VAULT"])[0]
         let vault = try openVault(path, args, mode: .write)
         let before = vault.bodyLength + vault.incompleteBytes
-        let retention = try retention(args, vault)
-        try vault.compact(retention: retention, droppingHistoryOf: [])
-        warn("\(path): body \(before) -> \(vault.bodyLength) bytes" + (retention.map { "; " + describe($0) } ?? ""))
+        let retention = try retention(args, vault), rewind = args.flag("rewind-clock")
+        try vault.compact(retention: retention, droppingHistoryOf: [], rewindingClock: rewind)
+        warn("\(path): body \(before) -> \(vault.bodyLength) bytes" + (retention.map { "; " + describe($0) } ?? "")
+             + (rewind ? "; versions ahead of this machine's clock renumbered just above it" : ""))
         return .success
     }
 

@@ -31,20 +31,22 @@ enum MergeCommand {
             let named = [MergeSide.base, .ours, .theirs].contains { e.context.hasPrefix($0.rawValue + " (") }
             throw CLIError(ExitCode.of(e.code), named ? e.context : "OURS (\(shown(paths.ours))): merge failed, OURS unchanged: \(e)")
         }
-        if report.theirsOlderThanTombstones {
-            warn("warning: THEIRS (\(shown(paths.theirs))) was last changed before OURS's tombstone horizon: an item OURS deleted "
-                 + "long ago (its tombstone expired) and THEIRS still holds has come back")
-        }
-        if report.theirsClockAhead {
-            warn("warning: THEIRS (\(shown(paths.theirs))) holds versions more than a day ahead of this machine's clock: its changes "
-                 + "win every conflict until real time catches up")
-        }
+        warnOfAge(report, theirs: "THEIRS (\(shown(paths.theirs)))", ours: "OURS")
         if report.keptOwn > 0 {
             warn("\(count(report.keptOwn, "item")) of THEIRS left out: OURS holds the item, or its primary key, as ThisDeviceOnly "
                  + "(kept in the item's history)")
         }
         if !args.flag("quiet") { Output.err.line("kcar merge: " + summary(report, ours: shown(paths.ours))) }
         return .success
+    }
+
+    /// The warning every merge that takes a copy gives (merge, and sync's pull and push): THEIRS was last
+    /// changed before OURS's tombstone horizon (SPEC.md Part 4, V8). A copy whose clock runs ahead is refused
+    /// instead (V5.1), by the library, the same way everywhere.
+    static func warnOfAge(_ report: MergeReport, theirs: String, ours: String) {
+        guard report.theirsOlderThanTombstones else { return }
+        warn("warning: \(theirs) was last changed before \(ours)'s tombstone horizon: an item \(ours) deleted long ago (its "
+             + "tombstone expired) and \(theirs) still holds has come back")
     }
 
     /// The one line `kcar merge` prints (git shows it during a pull).

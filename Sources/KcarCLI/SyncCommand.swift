@@ -57,6 +57,8 @@ enum SyncCommand {
             }
             Output.err.line(terminalSafe(line))
         }
+        MergeCommand.warnOfAge(pulled, theirs: shown(file), ours: "group \(group)")
+        MergeCommand.warnOfAge(pushed, theirs: "group \(group)", ours: shown(file))
         if pulled.keptOwn > 0 {
             warn("\(count(pulled.keptOwn, "item")) of \(shown(file)) left out: the group holds the item, or its service and account, as "
                  + "ThisDeviceOnly (kept in the item's history)")
@@ -78,7 +80,8 @@ enum SyncCommand {
         func check(_ path: String) throws {
             try named(file) {
                 try checkCopy(path, of: group)
-                _ = try PagedVault.open(path: path, secret: .keyFile(key), mode: .read)
+                // A join takes the copy whole: its clock is bounded as a merge's THEIRS is (SPEC.md Part 4, V5.1).
+                _ = try PagedVault.open(path: path, secret: .keyFile(key), mode: .read).checkClockTakenWhole(now: HybridClock.now())
             }
         }
         try check(file)

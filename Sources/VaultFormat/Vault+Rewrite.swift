@@ -11,14 +11,16 @@ extension Vault {
     /// applied at once; nil keeps the vault's) and without the kept versions of the items in `droppingHistoryOf`,
     /// so that their values leave the file. A version 1 vault keeps no history: it is compacted as it is, and a
     /// retention rule is refused.
-    package func compact(retention: Retention?, droppingHistoryOf dropped: Set<ItemID>, random: RandomSource = SystemRandom.shared,
-                         options: WriteOptions = .init()) throws {
+    package func compact(retention: Retention?, droppingHistoryOf dropped: Set<ItemID>, rewindingClock: Bool = false,
+                         random: RandomSource = SystemRandom.shared, options: WriteOptions = .init()) throws {
         guard let p = paged else {
             guard retention == nil else { throw VaultError(.invalidArgument, "\(path) is vault format version 1, which keeps no history or tombstones") }
+            guard !rewindingClock else { throw VaultError(.invalidArgument, "\(path) is vault format version 1, which has no version clock") }
             return try rewrite(header: header, headerBytes: headerBytes, newKey: nil, random: random, options: options)
         }
         try options.check()
-        try p.compact(random: random, level: options.level, solidMembers: options.solidMembers, retention: retention, droppingHistoryOf: dropped)
+        try p.compact(random: random, level: options.level, solidMembers: options.solidMembers, retention: retention, droppingHistoryOf: dropped,
+                      rewindingClock: rewindingClock)
         try adopt(p, items: true)
     }
 

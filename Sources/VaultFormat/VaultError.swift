@@ -39,6 +39,9 @@ public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
         /// A file or folder kcar refuses to use: owned by another user, writable by others, a symlink, or not
         /// a regular file where a vault or key file must be.
         public static let unsafeFile = Code(rawValue: "unsafe file")
+        /// A copy to merge, sync or join holds versions more than a day ahead of this machine's clock (SPEC.md
+        /// Part 4, V5.1): refused, nothing written.
+        public static let clockAhead = Code(rawValue: "clock ahead")
         /// An argument is outside what the format allows (a limit, an empty name, ...).
         public static let invalidArgument = Code(rawValue: "invalid argument")
     }

@@ -116,7 +116,7 @@ final class PagedAttackTests: PagedTestCase {
 
     /// THEIRS's clock is trusted as it is: a forged version of hlc 2^64 - 1 made `nextVersion()`'s
     /// `clock += 1` overflow (a trap) as soon as the merge needed a version of its own (a tombstone for a
-    /// shared primary key). A commit refuses such a clock; the merge now does too, naming THEIRS.
+    /// shared primary key). A commit refuses such a clock; the merge refuses THEIRS as clock ahead (V5.1), naming it.
     func testAForgedClockAtTheEndOfTimeIsRefusedNotATrap() throws {
         let base = try makeBase(items: 1)
         let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
@@ -127,7 +127,7 @@ final class PagedAttackTests: PagedTestCase {
         try o.commit { tx in _ = try tx.add(attributes: attrs("same", "key"), value: Array("ours".utf8)) }
         let before = try Recipes.read(ours)
         XCTAssertThrowsError(try merge(base: base, ours: ours, theirs: theirs)) { e in
-            XCTAssertEqual((e as? VaultError)?.code, .invalidArgument, "\(e)")
+            XCTAssertEqual((e as? VaultError)?.code, .clockAhead, "\(e)")
             XCTAssertTrue("\(e)".contains("THEIRS"), "\(e)")
         }
         XCTAssertEqual(try Recipes.read(ours), before)

@@ -16,10 +16,6 @@ package struct MergeReport: Hashable, Sendable {
     /// forgotten (its tombstone expired) cannot be told from an item THEIRS still holds, which then comes
     /// back. The caller warns (`kcar merge` will).
     package var theirsOlderThanTombstones = false
-    /// THEIRS holds versions more than a day ahead of this machine's clock: a copy written with a clock set
-    /// wrong. Its changes win every conflict until real time catches up (V5 orders by hlc), and OURS's
-    /// clock moves up to them. The caller warns.
-    package var theirsClockAhead = false
     /// States of THEIRS not taken because OURS holds the item, or its primary key, as its own (the device-only
     /// rule, SPEC.md Part 3 §K9); each live one is kept in OURS's history.
     package var keptOwn = 0
@@ -127,12 +123,13 @@ extension PagedVault {
         var report = MergeReport()
         let now = PagedRebuild.clockNow()
         report.theirsOlderThanTombstones = theirs.clock < Retention.cutoff(days: root.retention.tombstoneDays, before: now)
-        report.theirsClockAhead = theirs.clock > now &+ Retention.day
         try committing(autoCompact: autoCompact, random: random, level: level, solidMembers: Limits.membersMax, now: now) {
-            // A merge gives versions above both clocks (tombstones for shared primary keys); a clock read from
-            // a file near 2^64 leaves none to give (as a commit refuses it, never a trap).
-            for (side, v) in [(MergeSide.ours, self), (.theirs, theirs)] where v.clock >= UInt64.max - (1 << 32) {
-                throw VaultError(.invalidArgument, "\(side.rawValue) (\(v.path)): its clock is at \(v.clock): no versions are left to give")
+            // A merge gives versions above both clocks (tombstones for shared primary keys); OURS's clock read from
+            // a file at the ceiling leaves none to give (as a commit refuses it, never a trap). THEIRS's is bounded
+            // by the limit of V5.1 below.
+            guard clock < HybridClock.ceiling else {
+                throw VaultError(.invalidArgument, "OURS (\(path)): its clock is at \(clock): no versions are left to give; "
+                                 + "`kcar compact --rewind-clock` renumbers the versions that run ahead of this machine's clock")
             }
             // The states of the items either side changed; the other items stay as OURS has them.
             var b: [ItemID: ItemState] = [:], o: [ItemID: ItemState] = [:], t: [ItemID: ItemState] = [:]
@@ -156,20 +153,59 @@ extension PagedVault {
                 }
             }
             let theirsHistory = try differences(.history, from: theirs).compactMap { d in d.side == nil ? d.base : nil }
+            let theirsClock = try theirs.clockTaken(states: ids.sorted().compactMap { t[$0] }, history: theirsHistory, now: now)
             try appendCommit(level: level, random: random, solidMembers: Limits.membersMax) { writer in
-                try mergeChanges(base: b, ours: o, theirs: t, ids: ids, theirsHistory: theirsHistory, from: theirs, policy: policy,
-                                 writer: writer, report: &report)
+                try mergeChanges(base: b, ours: o, theirs: t, ids: ids, theirsHistory: theirsHistory, theirsClock: theirsClock, from: theirs,
+                                 policy: policy, writer: writer, report: &report)
             }
         }
         return report
     }
 
+    /// V5.1 rule 2, on THEIRS: the greatest hlc a merge takes from it (its clock, or a greater version among
+    /// `states` and `history`, which a forged root's clock may understate), refused as *clock ahead* past the
+    /// limit, naming an item that passes it where one does.
+    package func clockTaken(states: [ItemState], history: [LeafEntry], now: UInt64) throws -> UInt64 {
+        let limit = HybridClock.limit(now: now), side = "THEIRS (\(path))"
+        var top = clock
+        for s in states {
+            guard s.version.hlc <= limit else {
+                let what = s.item.map { "item \($0.displayName)" } ?? "the deletion of item \(s.id)"
+                throw HybridClock.refusal(side, what, hlc: s.version.hlc, now: now)
+            }
+            top = max(top, s.version.hlc)
+        }
+        for e in history where e.key.count == 32 {
+            let hlc = UInt64(bigEndianBytes: Array(e.key[16..<24]))
+            guard hlc <= limit else { throw HybridClock.refusal(side, "a kept version of item \(ItemID(e.key[0..<16]))", hlc: hlc, now: now) }
+            top = max(top, hlc)
+        }
+        guard clock <= limit else { throw HybridClock.refusal(side, "its clock", hlc: clock, now: now) }
+        return top
+    }
+
+    /// V5.1 rule 2 for a copy taken whole (a sync's join): its clock and every version it holds, live, tombstone
+    /// or kept, within the limit; one page at a time.
+    package func checkClockTakenWhole(now: UInt64) throws {
+        var names = NameCache()
+        try streaming {
+            try scan(.items) { e in
+                _ = try clockTaken(states: [try ItemEntries.decode(e, schema: root.schema, names: &names)], history: [], now: now)
+                return true
+            }
+            try scan(.history) { e in
+                _ = try clockTaken(states: [], history: [e], now: now)
+                return true
+            }
+        }
+    }
+
     /// The tree changes that bring THEIRS's changes into OURS (V9), with the records they need copied.
     /// `ids`: the items either side changed, whose states `b`, `o`, `t` hold (nil: none); `theirsHistory`: the
-    /// history entries THEIRS holds and OURS lacks.
+    /// history entries THEIRS holds and OURS lacks; `theirsClock`: the greatest hlc taken from THEIRS (V5.1).
     private func mergeChanges(base b: [ItemID: ItemState], ours o: [ItemID: ItemState], theirs t: [ItemID: ItemState], ids: Set<ItemID>,
-                              theirsHistory: [LeafEntry], from theirs: PagedVault, policy: MergePolicy, writer: CommitWriter,
-                              report: inout MergeReport) throws -> CommitChanges {
+                              theirsHistory: [LeafEntry], theirsClock: UInt64, from theirs: PagedVault, policy: MergePolicy,
+                              writer: CommitWriter, report: inout MergeReport) throws -> CommitChanges {
         let schema = root.schema
         func same(_ x: ItemState?, _ y: ItemState?) -> Bool { x?.version == y?.version && (x?.item == nil) == (y?.item == nil) }
         /// The newer of two states; an absent one is older than any.
@@ -178,7 +214,7 @@ extension PagedVault {
             guard let y else { return true }
             return y.version < x.version
         }
-        var clock = max(self.clock, theirs.clock)  // both checked below 2^64 - 2^32 by `merge`
+        var clock = max(self.clock, theirsClock)  // OURS's below the ceiling, THEIRS's below the limit (V5.1), checked by `merge`
         func nextVersion() -> Version {
             clock += 1
             return Version(hlc: clock, writer: writerID)

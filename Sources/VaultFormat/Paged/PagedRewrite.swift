@@ -25,10 +25,14 @@ extension PagedVault {
     /// judged. Atomic: a crash leaves the old or the new file. Needs `.write`.
     /// With `retention`, the vault's rule (V8) becomes that one, recorded in the new root and applied at once;
     /// the kept versions of the items in `droppingHistoryOf` are dropped, so their values leave the file.
+    /// With `rewindingClock`, every version above `now` is renumbered, in order, to `now + 1`, `now + 2`, ... under
+    /// this writer's id (V5.1 rule 6), so that a vault whose clock runs ahead can be merged again.
     package func compact(random: RandomSource = SystemRandom.shared, level: Int32 = 6, solidMembers: Int = Limits.membersMax,
-                         now: UInt64 = PagedRebuild.clockNow(), retention: Retention? = nil, droppingHistoryOf dropped: Set<ItemID> = []) throws {
+                         now: UInt64 = PagedRebuild.clockNow(), retention: Retention? = nil, droppingHistoryOf dropped: Set<ItemID> = [],
+                         rewindingClock: Bool = false) throws {
         var rule = KeepRule(retention: retention)
         if !dropped.isEmpty { rule.history = { !dropped.contains($0.id) } }
+        if rewindingClock { rule.rewindAbove = now }
         try rewrite(header: header, headerBytes: nil, newKey: nil, rule: rule, random: random, level: level, solidMembers: solidMembers, now: now)
     }
 
@@ -67,6 +71,8 @@ extension PagedVault {
         var tombstones = true
         /// The rule to apply and record (nil: the vault's).
         var retention: Retention?
+        /// V5.1 rule 6: the hlc above which versions are renumbered (nil: none is).
+        var rewindAbove: UInt64?
     }
 
     /// What a rewrite keeps (V8) under `r`: live items, tombstones younger than `tombstone days`, and for each
@@ -150,6 +156,13 @@ extension PagedVault {
         if let keep = rule.live { kept.live.removeAll { !keep($0.item!) } }
         if let keep = rule.history { kept.history.removeAll { !keep($0.item) } }
         if !rule.tombstones { kept.tombstones = [] }
+        if let now = rule.rewindAbove { try rewind(&kept, above: now) }
+        // The new root's clock is the greatest hlc the rewrite keeps (V4): a clock that ran ahead of every state
+        // still held (their versions replaced, or renumbered just now) comes back down to them.
+        var keptClock: UInt64 = 0
+        for s in kept.live { keptClock = max(keptClock, s.version.hlc) }
+        for h in kept.history { keptClock = max(keptClock, h.version.hlc) }
+        for e in kept.tombstones { keptClock = max(keptClock, try ItemEntries.decode(e, schema: root.schema).version.hlc) }
         // Every value kept, by where it lies: live items first, then history.
         let values: [Item] = kept.live.map { $0.item! } + kept.history.map(\.item)
         var sequenceOf = [Int](repeating: 0, count: values.count)
@@ -186,12 +199,36 @@ extension PagedVault {
             newStore.random = random
             newStore.level = level
             built = try PagedRebuild.writeFold(store: newStore, items: entries, attributeKeys: attributeKeys, history: history,
-                                               base: base, clock: clock, commitStart: 0, generation: generation, previous: nil)
+                                               base: base, clock: keptClock, commitStart: 0, generation: generation, previous: nil)
         } catch {
             tmp.abandon()
             throw error
         }
         return (tmp, newSource, built)
+    }
+
+    /// V5.1 rule 6: renumbers every version of `kept` above `now` (live items, tombstones and history alike), in
+    /// version order, to `(now + 1, W)`, `(now + 2, W)`, ..., W this writer: a monotone map, so the order of any
+    /// two versions in the vault is unchanged.
+    private func rewind(_ kept: inout (live: [ItemState], tombstones: [LeafEntry], history: [(version: Version, why: UInt8, item: Item)]),
+                        above now: UInt64) throws {
+        var tombstones = try kept.tombstones.map { ($0, try ItemEntries.decode($0, schema: root.schema).version) }
+        var ahead = Set<Version>()
+        for s in kept.live where s.version.hlc > now { ahead.insert(s.version) }
+        for h in kept.history where h.version.hlc > now { ahead.insert(h.version) }
+        for (_, v) in tombstones where v.hlc > now { ahead.insert(v) }
+        guard !ahead.isEmpty else { return }
+        guard UInt64(ahead.count) < HybridClock.ceiling - now else {
+            throw VaultError(.invalidArgument, "\(ahead.count) versions cannot be renumbered above \(now)")
+        }
+        var renumbered: [Version: Version] = [:]
+        for (i, v) in ahead.sorted().enumerated() { renumbered[v] = Version(hlc: now + UInt64(i) + 1, writer: writerID) }
+        for i in kept.live.indices { kept.live[i].version = renumbered[kept.live[i].version] ?? kept.live[i].version }
+        for i in kept.history.indices { kept.history[i].version = renumbered[kept.history[i].version] ?? kept.history[i].version }
+        for i in tombstones.indices where renumbered[tombstones[i].1] != nil {
+            tombstones[i].0 = ItemEntries.tombstone(key: tombstones[i].0.key, version: renumbered[tombstones[i].1]!)
+        }
+        kept.tombstones = tombstones.map(\.0)
     }
 
     /// Copies the records holding `values` to `writer`: a record all of whose members are kept byte for byte

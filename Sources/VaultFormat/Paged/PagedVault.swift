@@ -785,21 +785,19 @@ package final class PagedTransaction {
     var keepsValueLocations = false
     private(set) var valueLocations: [ItemID: (size: UInt64, location: RecordLocation)] = [:]
 
-    package static func realTimeMilliseconds() -> UInt64 {
-        var tv = timespec()
-        clock_gettime(CLOCK_REALTIME, &tv)
-        return UInt64(max(0, tv.tv_sec)) * 1000 + UInt64(max(0, tv.tv_nsec)) / 1_000_000
-    }
+    package static func realTimeMilliseconds() -> UInt64 { HybridClock.nowMilliseconds() }
 
     init(vault: PagedVault, writer: CommitWriter, random: RandomSource, now: UInt64) throws {
         self.vault = vault
         self.writer = writer
         self.random = random
-        // A root's clock is read from the file: one near 2^64 leaves no versions to give (never a trap).
-        guard vault.clock < UInt64.max - (1 << 32) else {
-            throw VaultError(.invalidArgument, "the vault's clock is at \(vault.clock): no versions are left to give")
+        // A root's clock is read from the file: one at the ceiling leaves no versions to give (never a trap;
+        // V5.1: only a file kcar did not write can be there, and a rewind brings it back).
+        guard vault.clock < HybridClock.ceiling else {
+            throw VaultError(.invalidArgument, "the vault's clock is at \(vault.clock): no versions are left to give; "
+                             + "`kcar compact --rewind-clock` renumbers the versions that run ahead of this machine's clock")
         }
-        clock = max(now << 16, vault.clock + 1) - 1
+        clock = max(min(now, HybridClock.nowMaxMilliseconds) << 16, vault.clock + 1) - 1
     }
 
     private func nextVersion() -> Version {

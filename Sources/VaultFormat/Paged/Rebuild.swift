@@ -5,12 +5,8 @@ import Glibc
 /// Whole-index builds of version 2 files (SPEC.md Part 4, V1 upgrade, V8 compaction): every tree written
 /// bottom-up by ``TreeBuilder`` from the full state, then the root and a fold trailer.
 package enum PagedRebuild {
-    /// The hlc for "now" (V5): milliseconds since 1970 in the upper 48 bits.
-    package static func clockNow() -> UInt64 {
-        var tv = timespec()
-        clock_gettime(CLOCK_REALTIME, &tv)
-        return (UInt64(max(0, tv.tv_sec)) * 1000 + UInt64(max(0, tv.tv_nsec)) / 1_000_000) << 16
-    }
+    /// The hlc for "now" (V5): milliseconds since 1970 in the upper 48 bits, bounded as V5.1 says.
+    package static func clockNow() -> UInt64 { HybridClock.now() }
 
     /// Sorts by a byte-string key. The keys are copied once into one buffer and compared there with
     /// `memcmp`, so that sorting a million entries moves positions, not entries, and counts no references.
