@@ -37,7 +37,7 @@ enum GitCommand {
         }
         let program = kcarCommand()
         let scope = global ? "--global" : "--local"
-        for (key, value) in [("merge.kcar.name", "kcar vaults, merged item by item"), ("merge.kcar.driver", "\(program) merge %O %A %B"),
+        for (key, value) in [("merge.kcar.name", "kcar vaults, merged item by item"), ("merge.kcar.driver", "\(program) merge %O %A %B --name %P"),
                              ("diff.kcar.textconv", "\(program) git textconv")] {
             _ = try git(["config", scope, key, value])
             Output.out.line(terminalSafe("git config \(scope) \(key) '\(value)'"))

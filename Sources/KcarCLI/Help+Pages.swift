@@ -551,7 +551,7 @@ extension Help {
         + "Failing both, a keychain group's shared copy (kcar sync) opens with the group's key from this user's keychain (a group KCAR_ACCESS_GROUPS allows, if set)."
 
     static let merge = Page(
-        synopsis: ["merge BASE OURS THEIRS [-q] [secret options]", "merge --into VAULT OTHER [-q] [secret options]"],
+        synopsis: ["merge BASE OURS THEIRS [--name PATH] [-v] [-q] [secret options]", "merge --into VAULT OTHER [-v] [-q] [secret options]"],
         summary: "Merge two copies of a version 2 vault item by item (git's merge driver).",
         description: [
             "Merges THEIRS's changes into OURS, given their common ancestor BASE, in git's merge-driver order (%O %A %B): items "
@@ -568,17 +568,23 @@ extension Help {
             + "than a day ahead of this machine's clock (16; kcar compact --rewind-clock on a machine whose clock is right makes "
             + "it mergeable). git then reports a conflict and keeps OURS. It warns when THEIRS is older than OURS's tombstone "
             + "horizon (a long-deleted item may come back). A summary line goes to standard error unless -q.",
+            "Each conflict is named on standard error, also with -q: the item, which side's change won and why (the newer "
+            + "version: its time and writer), and the command that brings the losing version back (kcar restore VAULT ITEM "
+            + "--version N), VAULT being the path git gives (--name).",
             keyNote,
         ],
         options: keyOptions + [O(name: "into", kind: .value, argument: "VAULT", meaning: "merge OTHER into VAULT, without a common ancestor",
-                                 completes: .file), quiet],
+                                 completes: .file),
+                               O(name: "name", kind: .value, argument: "PATH", meaning: "the vault's name in messages (git setup passes git's %P, "
+                                 + "the path in the repository, since OURS is git's temporary file)"),
+                               O(name: "verbose", kind: .flag, short: "v", meaning: "name every item taken from THEIRS, on standard error"), quiet],
         examples: [
             Example(command: "merge base.kcv ours.kcv theirs.kcv --key-file team.key", meaning: "what git runs during a pull (after kcar git setup)"),
             Example(command: "merge --into secrets.kcv ~/Sync/secrets.kcv", meaning: "reconcile a copy from a synced folder into the local one"),
         ])
 
     static let sync = Page(
-        synopsis: ["sync --group G FILE [--pull] [-q] [--key-file KEY] [--keychain DIR]"],
+        synopsis: ["sync --group G FILE [--pull] [-v] [-q] [--key-file KEY] [--keychain DIR]"],
         summary: "Reconcile a keychain group with its shared copy FILE (for git, a synced folder, a bucket).",
         description: [
             "A group's vault stays in the keychain; FILE is its shared copy, a vault with the same id and key that holds every item "
@@ -596,7 +602,8 @@ extension Help {
         options: [keychainDir, O(name: "group", kind: .value, argument: "G", meaning: "the keychain group FILE is a shared copy of (required)"),
                   groupList, lockTimeout,
                   O(name: "key-file", kind: .value, argument: "KEY", meaning: "the group's key, to join a group this keychain lacks", completes: .file),
-                  O(name: "pull", kind: .flag, meaning: "only merge FILE into the group; FILE is only read"), quiet],
+                  O(name: "pull", kind: .flag, meaning: "only merge FILE into the group; FILE is only read"),
+                  O(name: "verbose", kind: .flag, short: "v", meaning: "name every item pulled and pushed, on standard error"), quiet],
         examples: [
             Example(command: "sync --group team secrets/team.kcv", meaning: "write, or bring up to date, the shared copy of group team"),
             Example(command: "sync --group team secrets/team.kcv --key-file ~/team.key", meaning: "on a new machine: join group team from the copy"),

@@ -32,11 +32,21 @@ enum MergeCommand {
             throw CLIError(ExitCode.of(e.code), named ? e.context : "OURS (\(shown(paths.ours))): merge failed, OURS unchanged: \(e)")
         }
         warnOfAge(report, theirs: "THEIRS (\(shown(paths.theirs)))", ours: "OURS")
+        // Named as the user knows it: git passes the vault's path in the repository (%P) as --name, since OURS is
+        // git's temporary file.
+        let vault = args.value("name") ?? paths.ours
+        let restore = { (item: String, n: Int) in "kcar restore \(MergeReporting.shellWord(vault)) \(MergeReporting.shellWord(item)) --version \(n)" }
+        for line in MergeReporting.conflicts(report, in: ours, ours: "OURS", theirs: "THEIRS", restore: restore) {
+            Output.err.line(terminalSafe("kcar merge: \(shown(vault)): " + line))
+        }
+        if args.flag("verbose") {
+            for line in MergeReporting.taken(report, from: "THEIRS") { Output.err.line(terminalSafe("kcar merge: \(shown(vault)): " + line)) }
+        }
         if report.keptOwn > 0 {
             warn("\(count(report.keptOwn, "item")) of THEIRS left out: OURS holds the item, or its primary key, as ThisDeviceOnly "
                  + "(kept in the item's history)")
         }
-        if !args.flag("quiet") { Output.err.line("kcar merge: " + summary(report, ours: shown(paths.ours))) }
+        if !args.flag("quiet") { Output.err.line(terminalSafe("kcar merge: " + summary(report, ours: shown(vault)))) }
         return .success
     }
 

@@ -57,6 +57,15 @@ enum SyncCommand {
             }
             Output.err.line(terminalSafe(line))
         }
+        for line in MergeReporting.conflicts(pulled, in: local, ours: "group \(group)", theirs: shown(file), restore: nil)
+            + MergeReporting.conflicts(pushed, in: shared, ours: shown(file), theirs: "group \(group)", restore: nil) {
+            Output.err.line(terminalSafe("kcar sync: " + line))
+        }
+        if args.flag("verbose") {
+            for line in MergeReporting.taken(pulled, from: shown(file)) + MergeReporting.taken(pushed, from: "group \(group)") {
+                Output.err.line(terminalSafe("kcar sync: " + line))
+            }
+        }
         MergeCommand.warnOfAge(pulled, theirs: shown(file), ours: "group \(group)")
         MergeCommand.warnOfAge(pushed, theirs: "group \(group)", ours: shown(file))
         if pulled.keptOwn > 0 {

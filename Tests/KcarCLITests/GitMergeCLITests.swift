@@ -71,6 +71,10 @@ final class GitMergeCLITests: XCTestCase {
         let r = try keyed(["merge", base, ours, theirs])
         XCTAssertEqual(r.code, 0, r.output)
         XCTAssertTrue(r.err.contains("kcar merge: ") && r.err.contains("taken from THEIRS") && r.err.contains("1 conflict"), r.err)
+        // The conflict names the item, the side that won and why, and the command that brings the loser back.
+        let line = try XCTUnwrap(r.err.split(separator: "\n").first { $0.contains("conflict on svc/c") }, r.err)
+        XCTAssertTrue(line.contains("THEIRS's change (") && line.contains("is newer than OURS's change (") && line.contains("and won"), String(line))
+        XCTAssertTrue(line.hasSuffix("OURS's version is kept: kcar restore \(ours) svc/c --version 1"), String(line))
         let values = try V2Edit.values(ours, key: key)
         XCTAssertEqual(values, ["svc/a": "a-ours", "svc/b": "b-theirs", "svc/c": "c-theirs", "svc/new": "n-theirs"])
         // The losing change of svc/c (ours, older) is kept, as is what ours replaced.
@@ -294,7 +298,7 @@ final class GitMergeCLITests: XCTestCase {
             XCTAssertTrue(r.out.contains("merge.kcar.driver"), r.out)
         }
         XCTAssertEqual(try String(contentsOfFile: repo + "/.gitattributes", encoding: .utf8), "*.png binary\n*.kcv merge=kcar diff=kcar\n")
-        XCTAssertEqual(try git(["config", "merge.kcar.driver"], in: repo).out, "kcar merge %O %A %B\n")
+        XCTAssertEqual(try git(["config", "merge.kcar.driver"], in: repo).out, "kcar merge %O %A %B --name %P\n")
         XCTAssertEqual(try git(["config", "diff.kcar.textconv"], in: repo).out, "kcar git textconv\n")
         XCTAssertFalse(try String(contentsOfFile: repo + "/.git/config", encoding: .utf8).contains(key), "no key in the config")
     }
@@ -331,6 +335,11 @@ final class GitMergeCLITests: XCTestCase {
         _ = try git(["push", "-q", "origin", "HEAD"], in: a)
         let pull = try git(["pull", "-q", "--no-rebase", "origin", "HEAD"], in: b)
         XCTAssertTrue(pull.err.contains("kcar merge:"), pull.err)
+        // The driver names the vault by its path in the repository (%P), never git's temporary file, and the conflict
+        // on svc/y (both sides changed it) with the command that brings the losing version back.
+        XCTAssertFalse(pull.err.contains(".merge_file"), pull.err)
+        XCTAssertTrue(pull.err.contains("kcar merge: team.kcv: conflict on svc/y: "), pull.err)
+        XCTAssertTrue(pull.err.contains("is kept: kcar restore team.kcv svc/y --version 1"), pull.err)
         _ = try git(["push", "-q", "origin", "HEAD"], in: b)
         _ = try git(["pull", "-q", "--no-rebase", "origin", "HEAD"], in: a)
         let inA = try V2Edit.values(a + "/team.kcv", key: key), inB = try V2Edit.values(b + "/team.kcv", key: key)

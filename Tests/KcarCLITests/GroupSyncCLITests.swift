@@ -98,11 +98,15 @@ final class GroupSyncCLITests: XCTestCase {
         try git("A", ["commit", "-qam", "carol"], in: a)
         let pull = try git("A", ["pull", "-q", "--no-rebase", "origin", "HEAD"], in: a)
         XCTAssertTrue(pull.err.contains("kcar merge:"), "git ran kcar's driver, which found the key in A's keychain: \(pull.err)")
+        XCTAssertTrue(pull.err.contains("kcar merge: team.kcv: conflict on api/shared: OURS's deletion (")
+                      && pull.err.contains("and won; THEIRS's version is kept: kcar restore team.kcv api/shared --version 1"), pull.err)
         try kcar("A", ["sync", "--group", "team", "team.kcv"], in: a)
         try git("A", ["commit", "-qam", "synced", "--allow-empty"], in: a)
         try git("A", ["push", "-q", "origin", "HEAD"], in: a)
         try git("B", ["pull", "-q", "--no-rebase", "origin", "HEAD"], in: b)
-        try kcar("B", ["sync", "--group", "team", "team.kcv"], in: b)
+        let verbose = try kcar("B", ["sync", "--group", "team", "team.kcv", "-v"], in: b)
+        XCTAssertTrue(verbose.err.contains("kcar sync: took api/carol (from team.kcv)")
+                      && verbose.err.contains("kcar sync: deleted api/shared (from team.kcv)"), verbose.err)
 
         // The deletion (A's, newer than B's update) wins; both machines hold the same shared items.
         let shared = ["api/alice": "a2", "api/bob": "b1", "api/carol": "c1"]

@@ -1,9 +1,35 @@
+/// An item both sides of a merge changed differently (V9 step 3): the state each side held, and which won (the
+/// newer version). The losing live version is kept in OURS's history.
+package struct MergeConflict: Hashable, Sendable {
+    package var id: ItemID
+    /// OURS's and THEIRS's states (nil: the side holds no entry; a state without an item: a deletion).
+    package var ours: ItemState?
+    package var theirs: ItemState?
+    package var winner: MergeSide
+
+    /// The item as the winner holds it, else as the loser does (a deletion names its item by the other side).
+    package var item: Item? { (winner == .ours ? ours?.item : theirs?.item) ?? (winner == .ours ? theirs?.item : ours?.item) }
+    package var loser: ItemState? { winner == .ours ? theirs : ours }
+}
+
+/// An entry a merge took from THEIRS: the item as taken, or, for a deletion, as OURS held it before (nil: OURS
+/// had no live version of it).
+package struct MergeTaken: Hashable, Sendable {
+    package var id: ItemID
+    package var item: Item?
+    package var deleted: Bool
+}
+
 /// What a merge did (SPEC.md Part 4, V9).
 package struct MergeReport: Hashable, Sendable {
     /// Items whose entry (live or tombstone) was taken from THEIRS.
     package var taken = 0
+    /// The entries taken from THEIRS, in item id order.
+    package var takenItems: [MergeTaken] = []
     /// Items both sides changed differently (the newer version won).
     package var conflicts = 0
+    /// Each conflict, in item id order.
+    package var conflictDetails: [MergeConflict] = []
     /// Live versions that lost (a conflict or a shared primary key) and went to history.
     package var keptInHistory = 0
     /// Items that shared a primary key with an item of the other side and gave way to the newer one.
@@ -251,6 +277,7 @@ extension PagedVault {
             // in a conflict, so that OURS's newest version is never dropped unkept.
             if oursChanged || (tt != nil && !newer(tt, oo)) {
                 report.conflicts += 1
+                report.conflictDetails.append(MergeConflict(id: id, ours: oo, theirs: tt, winner: newer(tt, oo) ? .theirs : .ours))
                 if !newer(tt, oo) {
                     if let tt, tt.item != nil { losers.append(tt) }
                     continue
@@ -423,12 +450,14 @@ extension PagedVault {
             } else if let s = final[id], let item = s.item {
                 now = ItemEntries.entry(try place(item, from: fromTheirs.contains(id) ? theirs : self), version: s.version, schema: schema)
                 report.taken += 1
+                report.takenItems.append(MergeTaken(id: id, item: item, deleted: false))
             } else if let s = final[id] {
                 // The device-only rule (§K9): a tombstone taken for an item OURS holds is put at the key OURS holds it
                 // at, so that a class or primary key the item had only as an own item (made ThisDeviceOnly, changed,
                 // then deleted) does not travel with its deletion.
                 now = ItemEntries.tombstone(key: policy.isOwn != nil ? (was?.key ?? s.key) : s.key, version: s.version)
                 report.taken += 1
+                report.takenItems.append(MergeTaken(id: id, item: was?.item, deleted: true))
             } else {
                 continue  // THEIRS lacks an item OURS and BASE hold unchanged (dropped by its compaction): kept
             }
