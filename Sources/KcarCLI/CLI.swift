@@ -77,7 +77,7 @@ public enum CLI {
             + "\n\n" + Help.overviewFooter
     }
 
-    static let versionText = "kcar 0.1 (vault format 1)"
+    static let versionText = "kcar 0.1 (vault formats 1 and 2 read; new vaults are format 2)"
 
     static func help(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: specs("help"))

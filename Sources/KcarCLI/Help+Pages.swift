@@ -698,7 +698,7 @@ extension Help {
         synopsis: ["version", "--version", "-V"],
         summary: "Print kcar's version and vault format version.",
         description: [], options: [],
-        examples: [Example(command: "version", meaning: "kcar 0.1 (vault format 1)")])
+        examples: [Example(command: "version", meaning: "kcar 0.1 (vault formats 1 and 2 read; new vaults are format 2)")])
 
     static let completionPage = Page(
         synopsis: ["completion bash|zsh|fish"],

@@ -157,9 +157,9 @@ enum Help {
     /// The text `kcar help` and `kcar --help` print after the command list.
     static var overviewFooter: String {
         """
-        secrets (never on the command line): --key-file FILE, --passphrase-file FILE, --passphrase-fd N,
-        KCAR_PASSPHRASE (removed from the environment once read), KCAR_KEY_FILE (a key file's path), otherwise
-        a no-echo prompt on the terminal.
+        secrets (never on the command line): --key-file FILE, --identity FILE (-i: an age or X25519 identity),
+        --passphrase-file FILE, --passphrase-fd N, KCAR_PASSPHRASE (removed from the environment once read),
+        KCAR_KEY_FILE (a key file's path), otherwise a no-echo prompt on the terminal.
         Every vault command takes --group G [--keychain DIR] instead of VAULT: the access group's vault.
 
         `kcar help COMMAND` (or `kcar COMMAND --help`) shows a command's options and examples; `man kcar` all of them.

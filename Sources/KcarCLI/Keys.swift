@@ -154,7 +154,9 @@ enum Keys {
             guard let fd = Int32(fdText), fd >= 0 else { throw CLIError.usage("--new-passphrase-fd takes a file descriptor number") }
             return try Secrets.passphrase(from: try Secrets.readDescriptor(fd, what: "fd \(fd)"), source: "fd \(fd)")
         }
-        return try Secrets.prompt("New passphrase: ", confirm: true)
+        // Without a terminal, what is missing is the new passphrase (the old one opened the vault already).
+        return try Secrets.prompt("New passphrase: ", confirm: true, missing: "no new passphrase given and no terminal to ask on: "
+                                  + "give it with --new-passphrase-file FILE or --new-passphrase-fd N")
     }
 
     static func passwd(_ argv: [String]) throws -> ExitCode {

@@ -168,7 +168,17 @@ enum Secrets {
     static func readKeyFile(_ path: String) throws -> SecureBytes {
         let k = try readFileSecret(path, what: "key file", allowPipe: false)
         guard k.count == 32 else {
-            throw CLIError(.usage, "key file \(path) must hold exactly 32 bytes (make one with `kcar keygen`)")
+            // The intuitive mistake: an age identity file given where a key file goes.
+            // Searched in place: the file may hold a secret, which must not be copied into an unwiped String.
+            let marker = Array("AGE-SECRET-KEY-1".utf8)
+            let isAgeIdentity = k.withUnsafeBytes { b in
+                b.count >= marker.count && (0...(b.count - marker.count)).contains { i in marker.indices.allSatisfy { b[i + $0] == marker[$0] } }
+            }
+            if isAgeIdentity {
+                throw CLIError(.usage, "\(path) is an age identity file, not a key file: give it with --identity \(path) (-i)")
+            }
+            throw CLIError(.usage, "key file \(path) must hold exactly 32 bytes (make one with `kcar keygen`; an age identity "
+                           + "file goes with --identity)")
         }
         return k
     }
@@ -249,11 +259,11 @@ enum Secrets {
 
     /// Asks on /dev/tty with echo off; twice when `confirm`, and the two answers must be the same `what`
     /// (passphrases, values).
-    static func prompt(_ text: String, confirm: Bool, what: String = "passphrases") throws -> SecureBytes {
+    static func prompt(_ text: String, confirm: Bool, what: String = "passphrases",
+                       missing: String = "no secret given and no terminal to ask on: use --key-file, --identity, --passphrase-file, "
+                           + "--passphrase-fd, KCAR_PASSPHRASE or KCAR_KEY_FILE") throws -> SecureBytes {
         let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
-        guard tty >= 0 else {
-            throw CLIError(.noSecret, "no secret given and no terminal to ask on: use --key-file, --passphrase-file, --passphrase-fd, KCAR_PASSPHRASE or KCAR_KEY_FILE")
-        }
+        guard tty >= 0 else { throw CLIError(.noSecret, missing) }
         defer { close(tty) }
         let first = try readHidden(tty, text)
         if confirm {

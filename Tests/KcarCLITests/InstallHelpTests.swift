@@ -84,7 +84,7 @@ final class InstallHelpTests: XCTestCase {
 
     func testVersionSpellingsAndDidYouMean() throws {
         let v = try kcar(["--version"]).out
-        XCTAssertTrue(v.hasPrefix("kcar ") && v.contains("format 1"))
+        XCTAssertTrue(v.hasPrefix("kcar ") && v.contains("formats 1 and 2"))
         XCTAssertEqual(try kcar(["-V"]).out, v)
         XCTAssertEqual(try kcar(["version"]).out, v)
         for (typo, meant) in [("pakc", "pack"), ("lsit", "list"), ("extrat", "extract"), ("grups", "groups")] {
