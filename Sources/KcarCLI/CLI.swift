@@ -183,6 +183,10 @@ public enum CLI {
             return e.code.rawValue
         } catch let e as VaultError {
             warn(Subject.naming(e.description))
+            // A command that can replace what exists says how.
+            if e.code == .exists, CLI.specs(name).contains(where: { $0.name == "force" }) {
+                Output.err.line("`kcar \(name) --force` replaces it")
+            }
             return ExitCode.of(e.code).rawValue
         } catch let e as KeychainError {
             warn(e.description)

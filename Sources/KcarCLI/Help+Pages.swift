@@ -91,7 +91,7 @@ extension Help {
                               completes: .words(levels))
     static let synchronizable = O(name: "synchronizable", kind: .flag, meaning: "mark the item kSecAttrSynchronizable")
 
-    static let groupNote = "Every vault command (list, extract, verify, info, passwd, rekey, compact, recover) also takes --group G "
+    static let groupNote = "Every vault command (list, extract, verify, info, passwd, rekey, compact, recover, history, restore, upgrade) also takes --group G "
         + "[--keychain DIR] instead of VAULT: the access group's vault in the keychain, opened with its key file."
 
     // MARK: Vault commands
@@ -140,9 +140,11 @@ extension Help {
         ])
 
     static let list = Page(
-        synopsis: ["list VAULT [--json] [secret options]", "list --group G [--keychain DIR] [--json]"],
+        synopsis: ["list VAULT [ITEM...] [--json] [secret options]", "list --group G [ITEM...] [--keychain DIR] [--json]"],
         summary: "Print the items of a vault: size, modification date and name (service/account).",
-        description: ["A folder is named with a trailing /, a symbolic link as name -> target. --long adds a MODE column "
+        description: ["ITEM... lists only the items named, as extract selects them (tar tf ARCHIVE NAME...): a name as list "
+                      + "prints it, a service or a folder for everything below it; a name that matches nothing is exit 6.",
+                      "A folder is named with a trailing /, a symbolic link as name -> target. --long adds a MODE column "
                       + "(-rw-r--r--, drwx------, lrwxrwxrwx as tar -tv prints them; ? for a mode not stored, as in vaults packed "
                       + "before modes were).",
                       "--json prints a JSON array of objects: id, class, service, account, name, size, modified, attributes; an item "
@@ -229,7 +231,7 @@ extension Help {
         summary: "Make a 32-byte key file, or an X25519 key pair.",
         description: [
             "Writes 32 random bytes to FILE (mode 0600): a key file for --key-file. With --x25519 FILE is an X25519 secret key; its "
-            + "public key is printed and written to FILE.pub, for pack --recipient. Both files or neither: an existing FILE or FILE.pub "
+            + "public key is printed and written to FILE.pub as an age recipient (age1...), for pack --recipient and age -r. Both files or neither: an existing FILE or FILE.pub "
             + "is refused (exit 7) before anything is written; --force replaces both.",
             "FILE - writes the key to standard output, never to a terminal; with --x25519 the public key is then printed on "
             + "standard error.",
@@ -397,6 +399,7 @@ extension Help {
           completes: .directory),
         exclude, dereference, level,
         verbose.meaning("VAULT PATH...: name each item as it is added, on standard output"),
+        quiet.meaning("VAULT PATH...: print nothing on success (as pack -q)"),
     ]
 
     static let add = Page(
@@ -610,15 +613,16 @@ extension Help {
         ])
 
     static let upgrade = Page(
-        synopsis: ["upgrade VAULT [-q] [secret options]"],
+        synopsis: ["upgrade VAULT [-q] [secret options]", "upgrade --group G [--keychain DIR] [-q]"],
         summary: "Rewrite a version 1 vault as version 2 (per-item versions, history, merge).",
         description: [
             "Rewrites VAULT atomically as vault format version 2 (SPEC.md Part 4): the same vault id, key and slots, every item kept "
             + "with one version; a crash leaves the old or the new file. Version 2 keeps per-item versions, deletions and history, "
             + "which kcar merge, kcar history and kcar restore need. A kcar that reads only version 1 can no longer open the file. "
-            + "A file that is already version 2 is left as it is (a message, exit 0).",
+            + "A file that is already version 2 is left as it is (a message, exit 0). --group G upgrades a keychain group made by "
+            + "an earlier kcar (with the keychain's schema; its first change would upgrade it anyway).",
         ],
-        options: keyOptions + [quiet],
+        options: vaultOptions + [quiet],
         examples: [
             Example(command: "upgrade secrets.kcv --key-file team.key", meaning: "secrets.kcv becomes version 2"),
             Example(command: "pack secrets.kcv ./secrets --key-file team.key && kcar upgrade secrets.kcv --key-file team.key",
@@ -650,7 +654,8 @@ extension Help {
         positionalWords: ["setup", "textconv"])
 
     static let history = Page(
-        synopsis: ["history VAULT ITEM [--json] [secret options]", "history VAULT ITEM --clear [-q] [secret options]"],
+        synopsis: ["history VAULT ITEM [--json] [secret options]", "history VAULT ITEM --clear [-q] [secret options]",
+                   "history --group G ITEM [--keychain DIR] [--json | --clear]"],
         summary: "List, or clear, the kept versions of an item of a version 2 vault.",
         description: [
             "ITEM is a name as kcar list prints it (service/account) or %id/ and the item's id; a deleted item is found by its kept "
@@ -662,22 +667,23 @@ extension Help {
             + "old value, say). Other copies keep theirs, and a merge with one brings them back: clear them there too.",
             keyNote,
         ],
-        options: keyOptions + [O(name: "clear", kind: .flag, meaning: "drop the item's kept versions; their values leave the file"), quiet,
+        options: vaultOptions + [O(name: "clear", kind: .flag, meaning: "drop the item's kept versions; their values leave the file"), quiet,
                                O(name: "json", kind: .flag, meaning: "print the versions as JSON (name, id, class, versions: version, time, writer, why, size)")],
         examples: [
             Example(command: "history secrets.kcv github.com/tokens/ci --key-file team.key", meaning: "the versions of one item"),
             Example(command: "history secrets.kcv github.com/tokens/ci --clear --key-file team.key", meaning: "forget them"),
+            Example(command: "history --group personal api/bob", meaning: "the versions of a keychain item (service api, account bob)"),
         ])
 
     static let restore = Page(
-        synopsis: ["restore VAULT ITEM --version N [-q] [secret options]"],
+        synopsis: ["restore VAULT ITEM --version N [-q] [secret options]", "restore --group G ITEM --version N [--keychain DIR] [-q]"],
         summary: "Bring back a kept version of an item as its new version.",
         description: [
             "Makes kept version N (as kcar history numbers them) the item's current version, attributes and value, in one commit: "
             + "the version it replaces is kept in turn. A deleted item comes back under its id. No such item or version: exit 6.",
             keyNote,
         ],
-        options: keyOptions + [O(name: "version", kind: .value, argument: "N", meaning: "the kept version to restore (kcar history)"), quiet],
+        options: vaultOptions + [O(name: "version", kind: .value, argument: "N", meaning: "the kept version to restore (kcar history)"), quiet],
         examples: [
             Example(command: "restore secrets.kcv github.com/tokens/ci --version 1 --key-file team.key", meaning: "undo the last change"),
         ])

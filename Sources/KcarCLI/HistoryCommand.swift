@@ -8,7 +8,7 @@ enum HistoryCommand {
 
     static func history(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("history"))
-        let p = try args.positionals(["VAULT", "ITEM"])
+        let p = try vaultArguments(args, ["VAULT", "ITEM"])
         if args.flag("clear") { return try clear(p[0], p[1], args) }
         let vault = try open(p[0], args, mode: .read)
         let (item, state, kept) = try resolve(vault, p[1])
@@ -55,7 +55,7 @@ enum HistoryCommand {
 
     static func restore(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("restore"))
-        let p = try args.positionals(["VAULT", "ITEM"])
+        let p = try vaultArguments(args, ["VAULT", "ITEM"])
         guard let n = try args.int("version", in: 1...1000) else { throw CLIError.usage("--version N names the kept version (kcar history numbers them)") }
         try refuseStandardInput(p[0])
         let vault = try open(p[0], args, mode: .write)

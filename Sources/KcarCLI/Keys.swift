@@ -100,7 +100,8 @@ enum Keys {
             try secret.place(force: force)
             return .success
         }
-        let pk = Hex.encode(X25519.publicKey(secretKey: key))
+        // The public key as age spells a recipient (age1...), which --recipient, -R files and age itself take.
+        let pk = AgeKey.recipientString(X25519.publicKey(secretKey: key))
         let pub = try StagedFile(pubPath, mode: 0o644, bytes: Array((pk + "\n").utf8))
         try secret.place(force: force)
         do { try pub.place(force: force) } catch {
@@ -119,7 +120,7 @@ enum Keys {
         }
         let key = SecureBytes(copying: randomBytes(32))
         try key.withUnsafeBytes { try Output.out.writeBytes($0) }
-        if x25519 { Output.err.line("public key: " + Hex.encode(X25519.publicKey(secretKey: key))) }
+        if x25519 { Output.err.line("public key: " + AgeKey.recipientString(X25519.publicKey(secretKey: key))) }
         return .success
     }
 

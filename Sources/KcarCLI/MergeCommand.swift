@@ -99,6 +99,19 @@ enum MergeCommand {
 enum UpgradeCommand {
     static func run(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("upgrade"))
+        if let group = args.value("group") {
+            // A keychain group is upgraded by the keychain, with its schema (SPEC.md Part 3 on Part 4's V4), as
+            // its first change would; the group's files are checked first.
+            _ = try vaultArguments(args, ["VAULT"])
+            let store = try ItemCommands.store(args)
+            let before = try Vault.inspect(path: store.directory.vaultPath(group)).header.formatVersion
+            try store.upgradeGroup(group)
+            if !args.flag("quiet") {
+                Output.out.line(terminalSafe(before == 2 ? "group \(group): already vault format version 2; nothing to do"
+                                             : "group \(group): upgraded to vault format version 2"))
+            }
+            return .success
+        }
         let path = try args.positionals(["VAULT"])[0]
         try refuseStandardInput(path)
         try Secrets.requireVaultFile(path)

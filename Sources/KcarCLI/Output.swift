@@ -151,8 +151,9 @@ func iso8601(nanoseconds ns: Int64) -> String {
     return iso8601(seconds: secs, nanoseconds: frac)
 }
 
-/// ISO 8601 in UTC of `seconds` since 1970 plus a fraction in nanoseconds (which may be negative).
-func iso8601(seconds secs: Int64, nanoseconds frac: Int64) -> String {
+/// ISO 8601 in UTC of `seconds` since 1970 plus a fraction in nanoseconds (which may be negative): the
+/// fraction's digits without trailing zeros, or exactly `fractionDigits` of them (columns of one width).
+func iso8601(seconds secs: Int64, nanoseconds frac: Int64, fractionDigits: Int? = nil) -> String {
     var s = secs, f = frac
     if f < 0 {
         s -= 1
@@ -194,7 +195,12 @@ func iso8601(seconds secs: Int64, nanoseconds frac: Int64) -> String {
         put(r / 3600, 2, 58)
         put(r % 3600 / 60, 2, 58)
         put(r % 60, 2, nil)
-        if f > 0 {
+        if let digits = fractionDigits, digits > 0 {
+            b.append(46)
+            var scale: Int64 = 1
+            for _ in digits..<9 { scale *= 10 }
+            put(f / scale, digits, nil)
+        } else if f > 0 {
             b.append(46)
             put(f, 9, nil)
             while b.last == 48 { b.removeLast() }

@@ -94,7 +94,8 @@ struct VersionText {
     mutating func callAsFunction(_ v: Version) -> String {
         let ms = v.hlc >> 16
         if time?.ms != ms {
-            time = (ms, iso8601(seconds: Int64(ms / 1000), nanoseconds: Int64(ms % 1000) * 1_000_000))
+            // Milliseconds always (a column of one width in history and diffs).
+            time = (ms, iso8601(seconds: Int64(ms / 1000), nanoseconds: Int64(ms % 1000) * 1_000_000, fractionDigits: 3))
         }
         if writer?.id != v.writer {
             writer = (v.writer, Hex.encode((0..<8).map { UInt8(truncatingIfNeeded: v.writer >> (56 - 8 * UInt64($0))) }))

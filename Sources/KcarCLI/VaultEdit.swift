@@ -107,7 +107,9 @@ enum VaultEdit {
         }
         progress.finish()
         let new = entries.count - skipped - replaced
-        warn("added \(count(new, "item")) to \(vaultPath)" + (replaced > 0 ? ", replaced \(count(replaced, "item"))" : ""))
+        if !args.flag("quiet") {
+            warn("added \(count(new, "item")) to \(vaultPath)" + (replaced > 0 ? ", replaced \(count(replaced, "item"))" : ""))
+        }
         return problems.isEmpty && skipped == 0 ? .success : .skipped
     }
 
@@ -127,14 +129,16 @@ enum VaultEdit {
         let listing = verboseListing(args, dataOnStdout: false)
         for item in selected { listing?.line(terminalSafe(ItemPath.name(item))) }
         let deleted = "deleted \(count(selected.count, "item")) from \(vaultPath)"
+        let one = selected.count == 1
+        let (values, stay, kept) = one ? ("its value", "stays", "its kept versions") : ("their values", "stay", "their kept versions")
         if args.flag("purge") {
             try vault.compact(retention: nil, droppingHistoryOf: Set(selected.map(\.id)))
-            warn(deleted + " and compacted it: their values, and their kept versions, have left the file")
+            warn(deleted + " and compacted it: \(values), and \(kept), have left the file")
         } else if let r = vault.retention, r.keep > 0 {
-            warn(deleted + "; their values stay in the file, encrypted, as kept versions (kcar history) for \(count(r.days, "day")): "
-                 + "--purge removes them now")
+            warn(deleted + "; \(values) \(stay) in the file, encrypted, as \(one ? "a kept version" : "kept versions") (kcar history) for "
+                 + "\(count(r.days, "day")): --purge removes \(one ? "it" : "them") now")
         } else {
-            warn(deleted + "; their values stay in the file, encrypted, until it is compacted (`kcar compact \(vaultPath)`)")
+            warn(deleted + "; \(values) \(stay) in the file, encrypted, until it is compacted (`kcar compact \(vaultPath)`)")
         }
         return .success
     }

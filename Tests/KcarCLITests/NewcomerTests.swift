@@ -41,4 +41,53 @@ final class NewcomerTests: XCTestCase {
     func testTheVersionLineNamesTheFormatsKcarReadsAndWrites() throws {
         XCTAssertEqual(String(decoding: try kcar(["--version"], expect: 0).out, as: UTF8.self), "kcar 0.1 (vault formats 1 and 2 read; new vaults are format 2)\n")
     }
+
+    /// The smaller habits of tar, 7z and age users (issue 22, point 14).
+    func testTheSmallerHabits() throws {
+        _ = try kcar(["keygen", "k.key"], expect: 0)
+        _ = try kcar(["pack", "v.kcv", "plain", "--key-file", "k.key", "-q"], expect: 0)
+        // pack over an existing vault says how to replace it.
+        let again = try kcar(["pack", "v.kcv", "plain", "--key-file", "k.key"], expect: 7)
+        XCTAssertTrue(again.err.contains("`kcar pack --force` replaces it"), again.err)
+        // add VAULT takes -q as pack does.
+        try Data("two".utf8).write(to: URL(fileURLWithPath: dir + "/plain/svc/b"))
+        XCTAssertEqual(try kcar(["add", "v.kcv", "-C", "plain", "svc/b", "-q", "--key-file", "k.key"], expect: 0).output, "")
+        // list takes names as tar tf and 7z l do.
+        let one = String(decoding: try kcar(["list", "v.kcv", "svc/b", "--key-file", "k.key"], expect: 0).out, as: UTF8.self)
+        XCTAssertTrue(one.hasSuffix("svc/b\n") && !one.contains("svc/a"), one)
+        let both = String(decoding: try kcar(["list", "v.kcv", "svc", "--key-file", "k.key"], expect: 0).out, as: UTF8.self)
+        XCTAssertTrue(both.contains("svc/a") && both.contains("svc/b"), both)
+        _ = try kcar(["list", "v.kcv", "nope", "--key-file", "k.key"], expect: 6)
+        // One item's value, in the singular.
+        let deleted = try kcar(["delete", "v.kcv", "svc/b", "--key-file", "k.key"], expect: 0)
+        XCTAssertTrue(deleted.err.contains("deleted 1 item from v.kcv; its value stays in the file"), deleted.err)
+        // History times have one width: milliseconds always.
+        let history = String(decoding: try kcar(["history", "v.kcv", "svc/a", "--key-file", "k.key"], expect: 0).out, as: UTF8.self)
+        let current = try XCTUnwrap(history.split(separator: "\n").first { $0.hasPrefix("current") })
+        XCTAssertNotNil(current.range(of: #"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"#, options: .regularExpression), String(current))
+        // keygen --x25519 prints and writes the public key as age spells a recipient.
+        let pub = String(decoding: try kcar(["keygen", "x.key", "--x25519"], expect: 0).out, as: UTF8.self)
+        XCTAssertTrue(pub.hasPrefix("age1") && pub.count == 63, pub)
+        XCTAssertEqual(try String(contentsOfFile: dir + "/x.key.pub", encoding: .utf8), pub)
+        _ = try kcar(["pack", "r.kcv", "plain", "--recipient", "x.key.pub", "-q"], expect: 0)
+        _ = try kcar(["list", "r.kcv", "-i", "x.key"], expect: 0)
+    }
+
+    /// history, restore and upgrade take --group as every vault command does (issue 22, point 5).
+    func testHistoryRestoreAndUpgradeTakeAGroup() throws {
+        func run(_ args: [String], stdin: String? = nil, expect: Int32 = 0) throws -> KcarRun {
+            let r = try runKcar(args, in: dir, stdin: stdin.map { Data($0.utf8) }, env: ["HOME": dir + "/home"])
+            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
+            return r
+        }
+        _ = try run(["add", "--group", "g", "--service", "api", "--account", "bob"], stdin: "first\n")
+        _ = try run(["update", "--group", "g", "--service", "api", "--account", "bob"], stdin: "second\n")
+        let h = String(decoding: try run(["history", "--group", "g", "api/bob"]).out, as: UTF8.self)
+        XCTAssertTrue(h.contains("updated"), h)
+        _ = try run(["restore", "--group", "g", "api/bob", "--version", "1", "-q"])
+        XCTAssertEqual(String(decoding: try run(["get", "--group", "g", "--service", "api", "--account", "bob"]).out, as: UTF8.self), "first")
+        XCTAssertTrue(String(decoding: try run(["upgrade", "--group", "g"]).out, as: UTF8.self).contains("already vault format version 2"))
+        // The group's record advanced with the restore: a read after it is no rollback.
+        _ = try run(["find", "--group", "g"])
+    }
 }

@@ -45,7 +45,7 @@ final class RetentionCLITests: XCTestCase {
         try write("a", seed: 3)
         try kcar(["add", "v.kcv", "-C", "src", "svc/a"] + key)
         let del = try kcar(["delete", "v.kcv", "svc/b"] + key)
-        XCTAssertTrue(del.err.contains("as kept versions (kcar history) for 90 days: --purge removes them now"), del.err)
+        XCTAssertTrue(del.err.contains("as a kept version (kcar history) for 90 days: --purge removes it now"), del.err)
         try kcar(["compact", "v.kcv"] + key)
         XCTAssertGreaterThan(try size(), 3 * big, "a plain compaction keeps a's old value and b's, as kept versions")
         // history --clear: a's old value leaves the file.
