@@ -190,6 +190,9 @@ public enum CLI {
             return ExitCode.of(e.code).rawValue
         } catch let e as KeychainError {
             warn(e.description)
+            if e.status == .duplicateItem, name == "add" {
+                Output.err.line("`kcar update` with the same selectors changes its value and attributes (`kcar delete` removes it)")
+            }
             return ExitCode.of(e).rawValue
         } catch let e as ArchiveError {
             warn(Subject.naming(e.description))

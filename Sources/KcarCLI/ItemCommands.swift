@@ -345,6 +345,21 @@ enum ItemCommands {
         return (Array(ordered.prefix(limit ?? Int.max)), skipped)
     }
 
+    /// Why a query found nothing, in the words a user can act on: a group that does not exist (a typo) is named
+    /// with the groups there are; an `--attr NAME=VALUE` given without a type compares strings, which never match
+    /// a value stored as an int, bool, date or data.
+    static func noMatch(_ s: KeychainStore, _ args: Arguments) -> KeychainError {
+        if let group = args.value("group"), !s.directory.exists(group) {
+            let others = ((try? s.directory.groups()) ?? []).joined(separator: ", ")
+            return KeychainError(.itemNotFound, "no access group \(group) in \(s.directory.path)"
+                                 + (others.isEmpty ? " (it has none yet)" : " (its groups: \(others))"))
+        }
+        let untyped = args.all("attr").filter { a in a.firstIndex(of: "=").map { !a[..<$0].contains(":") && !a.hasPrefix("kSecAttr") } ?? false }
+        guard !untyped.isEmpty else { return KeychainError(.itemNotFound, "no item matches") }
+        return KeychainError(.itemNotFound, "no item matches (--attr NAME=VALUE compares a string: a value stored as a number, "
+                             + "bool, date or data is matched by NAME:int=VALUE, :bool, :date, :data)")
+    }
+
     static func get(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("get"))
         _ = try args.positionals([])
@@ -353,7 +368,7 @@ enum ItemCommands {
         let found = r.items
         guard let item = found.first else {
             guard r.skipped.isEmpty else { return reportSkipped(r.skipped) }
-            throw KeychainError(.itemNotFound, "no item matches")
+            throw noMatch(s, args)
         }
         guard found.count == 1 else {
             throw CLIError.usage("more than one item matches; narrow the selection (`kcar find` lists them)")
@@ -367,10 +382,12 @@ enum ItemCommands {
     static func find(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("find"))
         _ = try args.positionals([])
-        let r = try searchClasses(try store(args), args, limit: try args.int("limit", in: 1...Int(Int32.max)))
+        let s = try store(args)
+        let r = try searchClasses(s, args, limit: try args.int("limit", in: 1...Int(Int32.max)))
         let found = r.items
         printItems(found, json: args.flag("json"))
         let skipped = reportSkipped(r.skipped)
+        if skipped == .success, found.isEmpty, !args.flag("json") { warn(noMatch(s, args).description) }
         return skipped != .success ? skipped : found.isEmpty ? .notFound : .success
     }
 
@@ -380,7 +397,9 @@ enum ItemCommands {
             JSON.printArray(found) { ItemJSON.object(group: $0.group, id: $0.id, class: $0.itemClass, attributes: $0.attributes, size: $0.size) }
             return
         }
-        var table = Table([.init(title: "GROUP", cap: 40), .init(title: "CLASS"), .init(title: "SERVICE", cap: 40),
+        // The second column is the service of a generic password and the server of an internet password (JSON
+        // gives each under its own name).
+        var table = Table([.init(title: "GROUP", cap: 40), .init(title: "CLASS"), .init(title: "SERVICE/SERVER", cap: 40),
                            .init(title: "ACCOUNT", cap: 40), .init(title: "SIZE", rightAligned: true), .init(title: "MODIFIED (UTC)")])
         for i in found {
             let service = i.attributes.string("svce") ?? i.attributes.string("srvr") ?? i.attributes.string("labl") ?? "-"
@@ -395,8 +414,9 @@ enum ItemCommands {
     /// and how many would change; nothing is written. A group the real command could not use is named
     /// (the real command would fail on it).
     static func dryRun(_ args: Arguments, _ q: ItemQuery, _ verb: String) throws -> ExitCode {
-        let r = try store(args).search(q)
-        guard !r.items.isEmpty || !r.skipped.isEmpty else { throw KeychainError(.itemNotFound, "no item matches") }
+        let s = try store(args)
+        let r = try s.search(q)
+        guard !r.items.isEmpty || !r.skipped.isEmpty else { throw noMatch(s, args) }
         printItems(r.items, json: false)
         warn("would \(verb) \(count(r.items.count, "item")) (--dry-run: nothing changed)")
         return reportSkipped(r.skipped)

@@ -17,7 +17,7 @@ extension KeychainCLITests {
         // The case: groups counts the internet password, and find --group now lists it.
         XCTAssertTrue(try kcar(["groups"]).out.contains("2  personal"))
         let find = try kcar(["find", "--group", "personal"]).out
-        XCTAssertTrue(find.hasPrefix("GROUP     CLASS  SERVICE      ACCOUNT  SIZE  MODIFIED (UTC)\n"), find)
+        XCTAssertTrue(find.hasPrefix("GROUP     CLASS  SERVICE/SERVER  ACCOUNT  SIZE  MODIFIED (UTC)\n"), find)
         XCTAssertEqual(findRows(find), ["personal genp github.com app", "personal inet db.internal app"])
         XCTAssertEqual(findRows(try kcar(["find"]).out), ["personal genp github.com app", "personal inet db.internal app", "work genp w z"])
         XCTAssertEqual(findRows(try kcar(["find", "--limit", "2"]).out).count, 2)

@@ -90,4 +90,21 @@ final class NewcomerTests: XCTestCase {
         // The group's record advanced with the restore: a read after it is no rollback.
         _ = try run(["find", "--group", "g"])
     }
+
+    /// Errors that spoke only Apple say what to do (issue 22, point 9).
+    func testKeychainErrorsSayWhatToDo() throws {
+        func run(_ args: [String], stdin: String? = nil, expect: Int32 = 0) throws -> KcarRun {
+            let r = try runKcar(args, in: dir, stdin: stdin.map { Data($0.utf8) }, env: ["HOME": dir + "/home"])
+            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
+            return r
+        }
+        _ = try run(["add", "--group", "team", "--service", "api", "--account", "bob", "--attr", "level:int=3"], stdin: "x")
+        let dup = try run(["add", "--group", "team", "--service", "api", "--account", "bob"], stdin: "y", expect: 11)
+        XCTAssertTrue(dup.err.contains("errSecDuplicateItem") && dup.err.contains("`kcar update` with the same selectors"), dup.err)
+        let typo = try run(["get", "--group", "teem", "--service", "api", "--account", "bob"], expect: 6)
+        XCTAssertTrue(typo.err.contains("no access group teem in ") && typo.err.contains("(its groups: team)"), typo.err)
+        let untyped = try run(["find", "--attr", "level=3"], expect: 6)
+        XCTAssertTrue(untyped.err.contains("NAME:int=VALUE"), untyped.err)
+        XCTAssertTrue(String(decoding: try run(["find", "--attr", "level:int=3"]).out, as: UTF8.self).contains("api"))
+    }
 }
