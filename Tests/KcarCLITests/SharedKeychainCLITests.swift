@@ -147,6 +147,7 @@ final class SharedKeychainCLITests: XCTestCase {
         XCTAssertFalse(try kcar(["groups"]).out.contains(" g\n"))
         // A vault that is not the key owner's (here given away by root) is refused by the owner.
         chown("\(kc)/g.kcv", mallory, gid_t.max)
+        chmod("\(kc)/g.kcv", 0o644)
         let given = try kcar(["get", "--group", "g", "--service", "s1"], as: victim, expect: 15)
         XCTAssertTrue(given.err.contains("owned by uid \(mallory)"), given.err)
     }
