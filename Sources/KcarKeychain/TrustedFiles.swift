@@ -190,8 +190,10 @@ extension KeychainDirectory {
                     + "readable by no one else)")
             }
             guard st.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
+                // Both files at once: a group made private by its key alone has both still shared.
+                let stem = file.hasSuffix(".kcv") ? String(file.dropLast(4)) : file.hasSuffix(".seen") ? String(file.dropLast(5)) : file
                 throw KeychainError.unsafe(file, "writable by others (mode \(octal(st.st_mode))), but its group is private to uid "
-                    + "\(owner) (its key is readable by no one else): `chmod 600 \(file)`")
+                    + "\(owner) (its key is readable by no one else): `chmod 600 \(stem).kcv \(stem).seen`")
             }
             return
         }

@@ -134,7 +134,7 @@ final class SharedKeychainCLITests: XCTestCase {
         // Only the key made private: the vault and record could still be written by every member.
         XCTAssertEqual(try shell("/bin/chmod", ["600", "\(kc)/g.key"], as: victim).code, 0)
         let open = try kcar(["get", "--group", "g", "--service", "s1"], as: victim, expect: 15)
-        XCTAssertTrue(open.err.contains("chmod 600 \(kc)/g.kcv"), open.err)
+        XCTAssertTrue(open.err.contains("`chmod 600 \(kc)/g.kcv \(kc)/g.seen`"), open.err)
         XCTAssertEqual(try shell("/bin/chmod", ["600", "\(kc)/g.kcv", "\(kc)/g.seen"], as: victim).code, 0)
         XCTAssertEqual(try kcar(["get", "--group", "g", "--service", "s1"], as: victim).out, "first")
         // A commit and a rewrite by the owner keep the files private.
