@@ -2,25 +2,21 @@ import Foundation
 import XCTest
 
 /// What one member of a keychain shared on purpose (`kcar init --shared-group T`, SPEC.md §K1.2) can do to
-/// another member's groups: two Unix users of one group T, run as the built binary. Needs root (to run kcar
-/// as other users with setpriv, and to make group T); skipped otherwise.
+/// another member's groups: two Unix users of one group T (`users`), run as the built binary. Needs root (to
+/// run kcar as other users with setpriv) and group `users`; skipped otherwise.
 final class SharedKeychainCLITests: XCTestCase {
     var dir: String!
     var kc: String { dir + "/kc" }
     /// The group's name and gid.
-    var team = ("kcar-share-team", gid_t(0))
+    var team = ("users", gid_t(0))
     /// V, whose private group M goes after, and M, another member of T. Neither is the folder's owner (root).
     let victim: uid_t = 64_101, mallory: uid_t = 64_102
 
     override func setUpWithError() throws {
-        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
-            throw XCTSkip("needs root and setpriv to run kcar as two members of one Unix group")
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), let gid = getgrnam(team.0)?.pointee.gr_gid else {
+            throw XCTSkip("needs root, setpriv and group users to run kcar as two members of one Unix group")
         }
-        if getgrnam(team.0) == nil {
-            let made = try runProcess("/usr/sbin/groupadd", ["-f", team.0], cwd: "/")
-            guard made.code == 0 else { throw XCTSkip("cannot make Unix group \(team.0): \(made.err)") }
-        }
-        team.1 = try XCTUnwrap(getgrnam(team.0)?.pointee.gr_gid)
+        team.1 = gid
         dir = NSTemporaryDirectory() + "kcar-share-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         chmod(dir, 0o755)
