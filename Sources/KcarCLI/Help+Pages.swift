@@ -371,8 +371,14 @@ extension Help {
         summary: "Create the keychain directory (mode 0700).",
         description: [
             "Creates the keychain directory (mode 0700, parents too) and prints its path. Groups are created by the first add to them.",
-            "--shared-group TEAM shares the directory (yours) with Unix group TEAM on purpose: group TEAM, mode 2770, and .kcar-shared "
-            + "naming TEAM; keys are then made 0640 and vaults 0660, so members of TEAM use the groups whose key they can read.",
+            "--shared-group TEAM shares the directory (yours) with Unix group TEAM on purpose: group TEAM, mode 3770, and .kcar-shared "
+            + "naming TEAM; keys are then made 0640 and vaults 0660, so members of TEAM use the groups whose key they can read. "
+            + "The sticky bit (the 1000 in 3770) lets a member rename or remove only its own files, so no member can move "
+            + "another's group aside and plant its own; a shared directory without it (made by an earlier kcar) is refused "
+            + "until you run chmod +t DIR or this command again. Only a vault's owner (or yours) can compact or rekey it.",
+            "A member keeps a group to itself with chmod 600 G.key G.kcv G.seen: no other user's kcar uses it, and kcar refuses it "
+            + "if its vault or record is someone else's or writable by others. Another member can still take a group name "
+            + "first: make your private groups yourself (SPEC.md K1.2 lists what members can do to each other).",
             "--default-group G records G as the keychain's default access group (.kcar-default-group): where adds without a group "
             + "and without KCAR_ACCESS_GROUPS or --groups go (else the program's own name, kcar for this command).",
             "kcar refuses (exit 15) a keychain that anyone but you, root (or TEAM, when shared) can change, and group files that are "

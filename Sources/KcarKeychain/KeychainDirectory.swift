@@ -45,7 +45,7 @@ public struct KeychainDirectory: Sendable, Hashable {
 
     /// Creates the directory (mode 0700) and any missing parents (0700). Returns whether it was created.
     /// With `sharedGroup`, the directory (new, or one this user owns) is shared on purpose with that Unix
-    /// group (SPEC.md §K1): group set, mode 2770, and `.kcar-shared` naming the group (0644).
+    /// group (SPEC.md §K1.2): group set, mode 3770 (setgid and sticky), and `.kcar-shared` naming the group (0644).
     @discardableResult
     public func create(sharedGroup: String? = nil) throws -> Bool {
         var created = false
@@ -78,7 +78,9 @@ public struct KeychainDirectory: Sendable, Hashable {
         guard fstat(dfd, &st) == 0, st.st_uid == geteuid() else {
             throw KeychainError(.param, "only the owner of \(path) can share it")
         }
-        guard fchown(dfd, uid_t.max, gid) == 0, fchmod(dfd, 0o2770) == 0 else {
+        // Setgid, so new files get group T; restricted deletion (sticky), so a member can rename or remove
+        // only its own files, not move another member's group aside and plant one in its place (SPEC.md §K1.2).
+        guard fchown(dfd, uid_t.max, gid) == 0, fchmod(dfd, 0o3770) == 0 else {
             throw KeychainError(.io, "cannot give \(path) to group \(name): \(String(cString: strerror(errno)))")
         }
         try writeMarker(KeychainDirectory.sharedMarker, name)
@@ -216,10 +218,15 @@ public struct KeychainDirectory: Sendable, Hashable {
 
     /// Whether this process may read the group's key file (its entitlement, SPEC.md §K2). A key file that
     /// exists but is unsafe counts as readable, so that using the group reports why it is refused.
-    public func canRead(_ group: String) -> Bool {
+    /// A group another member keeps private (SPEC.md §K1.2) is not this process's, even if it can read the
+    /// key (root).
+    public func canRead(_ group: String) -> Bool { canRead(group, try? trust()) }
+
+    func canRead(_ group: String, _ trust: KeychainTrust?) -> Bool {
         let fd = open(keyPath(group), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         if fd < 0 { return errno == ELOOP }
         close(fd)
+        if let trust, let owner = privateOwner(group, trust), owner != geteuid() { return false }
         return true
     }
 
@@ -276,7 +283,7 @@ public struct KeychainDirectory: Sendable, Hashable {
             do {
                 // Version 2 (SPEC.md Part 4): a lookup reads a path of pages, whatever the number of items.
                 try Vault.create(path: vaultPath(group), group: group, slots: [.keyFile(key)], schema: Schema.paged, random: random) { _ in }
-                share(vaultPath(group), .vault, trust)
+                shareVault(group, trust)
             } catch let e as VaultError where e.code == .exists {
                 // A concurrent creator won; its vault opens with the same key.
             } catch {

@@ -104,7 +104,8 @@ public final class KeychainStore: @unchecked Sendable {
     /// The process's access groups, in order (SPEC.md §K2).
     public func accessGroups() throws -> [String] {
         if let explicitGroups { return explicitGroups }
-        return try directory.groups().filter(directory.canRead)
+        let trust = try directory.trust()
+        return try directory.groups().filter { directory.canRead($0, trust) }
     }
 
     /// Throws ``KeychainStatus/missingEntitlement`` unless the group is in the process's list.
@@ -363,7 +364,7 @@ public final class KeychainStore: @unchecked Sendable {
         try locked {
             opened[group] = nil
             let trust = try directory.requireTrust()
-            directory.share(directory.vaultPath(group), .vault, trust)
+            directory.shareVault(group, trust)
             _ = try vault(group, write: false)
             opened[group] = nil
         }
@@ -383,8 +384,12 @@ public final class KeychainStore: @unchecked Sendable {
             var startVersion: UInt64 = 0
             var keys: [PrimaryKey: ItemID]?
             var unchanged = false
+            // In the sticky shared folder only the vault's owner (or the folder's) can rename a compacted copy
+            // over it: for anyone else an automatic compaction would only fail, so it is left to them (§K1.2).
+            let mayCompact = g.map { directory.mayReplaceVault(target, $0.trust) } ?? true
             do {
-                try v.commit(options: WriteOptions(lockTimeout: lockTimeout, solidMembers: KeychainStore.solidMembers), random: random) { tx in
+                try v.commit(options: WriteOptions(autoCompact: mayCompact, lockTimeout: lockTimeout, solidMembers: KeychainStore.solidMembers),
+                             random: random) { tx in
                     // The commit has caught up with other writers: the kept index serves if nothing changed since.
                     startVersion = v.stateVersion
                     if let g, g.keysVersion == startVersion { swap(&keys, &g.keys) }
@@ -417,7 +422,7 @@ public final class KeychainStore: @unchecked Sendable {
                     g.keysVersion = v.stateVersion
                 }
                 // An automatic compaction made a new file, with the owner's mode only.
-                directory.share(directory.vaultPath(target), .vault, g.trust)
+                directory.shareVault(target, g.trust)
                 try checkGeneration(v, group: target, key: g.key, trust: g.trust)
                 g.checkedGeneration = v.generation
             }
@@ -446,7 +451,7 @@ public final class KeychainStore: @unchecked Sendable {
         } catch let e as VaultError where e.code == .io && (try? Vault.inspect(path: directory.vaultPath(group)).header.formatVersion) == 2 {
             // Another process upgraded it first (its first write at the same moment): open what it wrote.
         }
-        if let g = opened.removeValue(forKey: group) { directory.share(directory.vaultPath(group), .vault, g.trust) }
+        if let g = opened.removeValue(forKey: group) { directory.shareVault(group, g.trust) }
         return try vault(group, write: true)
     }
 

@@ -46,6 +46,7 @@ extension KeychainDirectory {
         let accept = "(`kcar groups --accept-rollback \(group)` accepts the vault as it is now)"
         let current = SeenRecord(vaultID: vault.header.vaultID, generation: vault.generation)
         let own = ownRecordFolder(group, trust)
+        let owner = privateOwner(group, trust)
         // This user's own copy: it names the vault only while the group is the one this user saw (a group
         // made afresh under the same name has another id, and only the folder's record can tell, below).
         if let own, let bytes = try? own.folder.readTrusted(own.folder.path + "/" + own.name, .seen, own.trust,
@@ -55,7 +56,7 @@ extension KeychainDirectory {
                 + "generation \(vault.generation), but this user saw \(mine.generation) (\(own.folder.path)/\(own.name)) \(accept)")
         }
         // One byte more than a record: a longer file is read no further and fails to decode.
-        if let bytes = try readTrusted(file, .seen, trust, prefix: SeenRecord.size + 1) {
+        if let bytes = try readTrusted(file, .seen, trust, privateTo: owner, prefix: SeenRecord.size + 1) {
             guard let old = SeenRecord.decode(bytes, key: key) else {
                 throw KeychainError(.rolledBack, "the generation record \(file) of group \(group) does not verify with the "
                     + "group's key: the key or the record was replaced \(accept)")
@@ -72,7 +73,7 @@ extension KeychainDirectory {
             throw KeychainError(.rolledBack, "group \(group) has no generation record \(file) although its vault is at "
                 + "generation \(vault.generation): the record was deleted \(accept)")
         }
-        writeRecord(current, name: KeychainDirectory.stem(group) + ".seen", key: key, trust: trust)
+        writeRecord(current, name: KeychainDirectory.stem(group) + ".seen", key: key, trust: trust, privateTo: owner)
         if let own { own.folder.writeRecord(current, name: own.name, key: key, trust: own.trust) }
     }
 
@@ -85,7 +86,8 @@ extension KeychainDirectory {
         let v = try Vault.open(path: vaultPath(group), secret: .keyFile(key), mode: .read)
         guard v.header.group == group else { throw KeychainError(.decode, "\(v.path) holds group \(v.header.group), not \(group)") }
         let record = SeenRecord(vaultID: v.header.vaultID, generation: v.generation)
-        guard writeRecord(record, name: KeychainDirectory.stem(group) + ".seen", key: key, trust: trust, replace: true) else {
+        guard writeRecord(record, name: KeychainDirectory.stem(group) + ".seen", key: key, trust: trust,
+                          privateTo: privateOwner(group, trust), replace: true) else {
             throw KeychainError(.io, "cannot write \(seenPath(group))")
         }
         if let own = ownRecordFolder(group, trust) { own.folder.writeRecord(record, name: own.name, key: key, trust: own.trust, replace: true) }
@@ -106,25 +108,45 @@ extension KeychainDirectory {
     /// Writes a record as `name` in this folder (temporary file and rename). Best effort: a directory that
     /// cannot be written is not an error (SPEC.md §K6). Unless `replace`, the record only grows: a process
     /// that saw an older generation does not overwrite a newer one another process wrote. Stale temporary
-    /// records of this name (writers that died) are removed first. Returns whether it was written.
+    /// records of this name (writers that died) are removed first. `owner` is the user a private group's
+    /// record belongs to (SPEC.md §K1.2). Returns whether it was written.
     @discardableResult
     private func writeRecord(_ record: SeenRecord, name: String, key: SecureBytes, trust: KeychainTrust,
-                             replace: Bool = false) -> Bool {
+                             privateTo owner: uid_t? = nil, replace: Bool = false) -> Bool {
         let target = path + "/" + name
-        if !replace, let bytes = try? readTrusted(target, .seen, trust, prefix: SeenRecord.size + 1),
+        if !replace, let bytes = try? readTrusted(target, .seen, trust, privateTo: owner, prefix: SeenRecord.size + 1),
            let current = SeenRecord.decode(bytes, key: key), current.vaultID == record.vaultID,
            current.generation >= record.generation {
             return true
         }
         let prefix = ".\(name)."
         removeStaleTemporaries(prefix: prefix)
-        guard let (fd, temp) = lockedTemporary(prefix: prefix, mode: KeychainDirectory.mode(.seen, trust)) else { return false }
+        let isPrivate = owner != nil
+        guard let (fd, temp) = lockedTemporary(prefix: prefix, mode: KeychainDirectory.mode(.seen, trust, isPrivate: isPrivate)) else {
+            return false
+        }
         let bytes = record.encode(key: key)
-        let ok = write(fd, bytes, bytes.count) == bytes.count && KeychainDirectory.setMode(fd, .seen, trust)
+        let ok = write(fd, bytes, bytes.count) == bytes.count && KeychainDirectory.setMode(fd, .seen, trust, isPrivate: isPrivate)
         let placed = ok && rename(temp, target) == 0
+        let refused = errno == EPERM
         if !placed { unlink(temp) }
         close(fd)
+        if !placed, ok, refused, !isPrivate, trust.sharedGroup != nil { return rewriteInPlace(target, bytes, trust) }
         return placed
+    }
+
+    /// A shared group's record that another member owns cannot be renamed over in the sticky shared folder
+    /// (SPEC.md §K1.2): it is rewritten in place instead, under an exclusive `flock` that readers take shared,
+    /// so that no reader sees half a record. Only a record that passes the rules of §K1.1 for the shared
+    /// group is written; best effort, as every record write.
+    private func rewriteInPlace(_ target: String, _ bytes: [UInt8], _ trust: KeychainTrust) -> Bool {
+        let fd = open(target, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_gid == trust.sharedGroup, st.st_mode & S_IWOTH == 0,
+              KeychainDirectory.briefLock(fd, LOCK_EX) else { return false }
+        return pwrite(fd, bytes, bytes.count, 0) == bytes.count && ftruncate(fd, off_t(bytes.count)) == 0 && fsync(fd) == 0
     }
 
     /// Creates a temporary file `prefix` + 12 lowercase hex digits + `.tmp`, locked while it exists so that

@@ -58,6 +58,14 @@ extension KeychainDirectory {
             throw KeychainError.unsafe(path, "writable by its group (gid \(st.st_gid), mode \(octal(st.st_mode))) but not shared "
                 + "with it on purpose (`kcar init --shared-group NAME`)")
         }
+        // Without the restricted-deletion bit every member could rename another member's files away and put
+        // its own in their place (SPEC.md §K1.2): a keychain shared before kcar required it is refused until
+        // its owner sets it.
+        if st.st_mode & S_IWGRP != 0, shared != nil, st.st_mode & S_ISVTX == 0 {
+            throw KeychainError.unsafe(path, "shared with its group (mode \(octal(st.st_mode))) without the restricted-deletion "
+                + "(sticky) bit, so each member could rename or remove the others' files: its owner (uid \(st.st_uid)) runs "
+                + "`chmod +t \(real)` (or `kcar init --shared-group` again)")
+        }
         // The folders above: owned by root, this user or the keychain's owner; writable by others only when
         // sticky (others can then not rename what they do not own).
         var parent = real
@@ -150,7 +158,7 @@ extension KeychainDirectory {
     /// Opens a group file for reading without following a symbolic link or blocking on a FIFO, and checks
     /// what it is through the opened descriptor (SPEC.md §K1). Nil if it does not exist; a file this process
     /// may not read is a missing entitlement.
-    func openTrusted(_ file: String, _ kind: KeychainFile, _ trust: KeychainTrust) throws -> Int32? {
+    func openTrusted(_ file: String, _ kind: KeychainFile, _ trust: KeychainTrust, privateTo owner: uid_t? = nil) throws -> Int32? {
         let fd = open(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             let e = errno
@@ -160,7 +168,7 @@ extension KeychainDirectory {
             throw KeychainError(.io, "cannot open \(file): \(String(cString: strerror(e)))")
         }
         do {
-            try check(fd, file, kind, trust)
+            try check(fd, file, kind, trust, privateTo: owner)
         } catch {
             close(fd)
             throw error
@@ -168,11 +176,27 @@ extension KeychainDirectory {
         return fd
     }
 
-    /// The rules of SPEC.md §K1 for one opened file.
-    private func check(_ fd: Int32, _ file: String, _ kind: KeychainFile, _ trust: KeychainTrust) throws {
+    /// The rules of SPEC.md §K1 for one opened file; `owner`, for a vault or record of a private group
+    /// (§K1.2), the user whose key it is.
+    private func check(_ fd: Int32, _ file: String, _ kind: KeychainFile, _ trust: KeychainTrust, privateTo owner: uid_t?) throws {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw KeychainError(.io, "cannot stat \(file)") }
         guard st.st_mode & S_IFMT == S_IFREG else { throw KeychainError.unsafe(file, "not a regular file (\(typeName(st.st_mode)))") }
+        if let owner {
+            // Its key's owner alone may have written it: another member's file under the name, or one the
+            // others could write, would let them replace or roll back what the owner keeps to itself.
+            guard st.st_uid == owner else {
+                throw KeychainError.unsafe(file, "owned by uid \(st.st_uid), but its group is private to uid \(owner) (its key is "
+                    + "readable by no one else)")
+            }
+            guard st.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
+                // Both files at once: a group made private by its key alone has both still shared.
+                let stem = file.hasSuffix(".kcv") ? String(file.dropLast(4)) : file.hasSuffix(".seen") ? String(file.dropLast(5)) : file
+                throw KeychainError.unsafe(file, "writable by others (mode \(octal(st.st_mode))), but its group is private to uid "
+                    + "\(owner) (its key is readable by no one else): `chmod 600 \(stem).kcv \(stem).seen`")
+            }
+            return
+        }
         let sharedHere = trust.sharedGroup.map { $0 == st.st_gid } ?? false
         if st.st_uid != geteuid(), st.st_uid != 0, st.st_uid != trust.owner, !sharedHere {
             throw KeychainError.unsafe(file, "owned by uid \(st.st_uid), not by this user (uid \(geteuid())) or the keychain's owner")
@@ -186,19 +210,48 @@ extension KeychainDirectory {
             if st.st_mode & S_IRGRP != 0, !sharedHere {
                 throw KeychainError.unsafe(file, "a key readable by its group (gid \(st.st_gid), mode \(octal(st.st_mode))), which the keychain is not shared with")
             }
+            // A member's private group is that member's, also for a process (root's) that can read the key.
+            if trust.sharedGroup != nil, st.st_mode & S_IRGRP == 0, st.st_uid != geteuid() {
+                throw KeychainError(.missingEntitlement, "the group of \(file) is private to uid \(st.st_uid) (its key is readable by no one else)")
+            }
         }
     }
 
+    /// The owner of a group kept private in a shared keychain (SPEC.md §K1.2): the owner of its key when
+    /// the key is readable by no one else. Nil for a group of a keychain that is not shared, a shared group,
+    /// or one without a key. Read by name: in the sticky shared folder only the key's owner (or the folder's
+    /// owner, or root) can replace it, and the key itself is checked when it is opened.
+    func privateOwner(_ group: String, _ trust: KeychainTrust) -> uid_t? {
+        guard trust.sharedGroup != nil else { return nil }
+        var st = stat()
+        guard lstat(keyPath(group), &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_mode & (S_IRGRP | S_IROTH) == 0 else { return nil }
+        return st.st_uid
+    }
+
     /// The first `prefix` bytes (or fewer) of a trusted group file; nil if it does not exist.
-    func readTrusted(_ file: String, _ kind: KeychainFile, _ trust: KeychainTrust, prefix: Int) throws -> [UInt8]? {
-        guard let fd = try openTrusted(file, kind, trust) else { return nil }
+    func readTrusted(_ file: String, _ kind: KeychainFile, _ trust: KeychainTrust, privateTo owner: uid_t? = nil,
+                     prefix: Int) throws -> [UInt8]? {
+        guard let fd = try openTrusted(file, kind, trust, privateTo: owner) else { return nil }
         defer { close(fd) }
+        // A record another member rewrites in place (SPEC.md §K6) is read whole: under a shared lock, if it
+        // comes within a moment (a lock held longer is not waited for: the read then proceeds without it).
+        if kind == .seen { _ = KeychainDirectory.briefLock(fd, LOCK_SH) }
         return readPrefix(fd, prefix)
+    }
+
+    /// Takes `flock(operation)` on `fd` if it can within about 100 ms.
+    static func briefLock(_ fd: Int32, _ operation: Int32) -> Bool {
+        for _ in 0..<100 {
+            if flock(fd, operation | LOCK_NB) == 0 { return true }
+            guard errno == EWOULDBLOCK || errno == EINTR else { return false }
+            usleep(1000)
+        }
+        return false
     }
 
     /// Checks the group's vault file before it is opened by path (the directory's trust makes the name stable).
     func checkVaultFile(_ group: String, _ trust: KeychainTrust) throws {
-        guard let fd = try openTrusted(vaultPath(group), .vault, trust) else {
+        guard let fd = try openTrusted(vaultPath(group), .vault, trust, privateTo: privateOwner(group, trust)) else {
             throw KeychainError(.itemNotFound, "access group \(group) has no vault in \(path)")
         }
         close(fd)
@@ -207,30 +260,43 @@ extension KeychainDirectory {
     /// Checks the group's vault file (SPEC.md §K1), for a command that opens it with another secret.
     package func checkVault(_ group: String) throws { try checkVaultFile(group, try requireTrust()) }
 
-    /// The mode a new group file gets: the owner's alone, or shared with the keychain's group.
-    static func mode(_ kind: KeychainFile, _ trust: KeychainTrust) -> mode_t {
-        guard trust.sharedGroup != nil else { return 0o600 }
+    /// The mode a new group file gets: the owner's alone, or shared with the keychain's group unless the
+    /// group is kept private (SPEC.md §K1.2).
+    static func mode(_ kind: KeychainFile, _ trust: KeychainTrust, isPrivate: Bool = false) -> mode_t {
+        guard trust.sharedGroup != nil, !isPrivate else { return 0o600 }
         return kind == .key ? 0o640 : 0o660
     }
 
     /// Gives a new file the mode of `kind` and, in a shared keychain, the shared group (whatever the
     /// folder's setgid bit did).
-    static func setMode(_ fd: Int32, _ kind: KeychainFile, _ trust: KeychainTrust) -> Bool {
+    static func setMode(_ fd: Int32, _ kind: KeychainFile, _ trust: KeychainTrust, isPrivate: Bool = false) -> Bool {
         if let gid = trust.sharedGroup, fchown(fd, uid_t.max, gid) != 0 { return false }
-        return fchmod(fd, mode(kind, trust)) == 0
+        return fchmod(fd, mode(kind, trust, isPrivate: isPrivate)) == 0
     }
 
-    /// In a shared keychain, gives a file kcar wrote (a new vault, a rewritten one) the group's mode, so the
-    /// other members can still use it. Best effort: a file another member owns keeps its mode.
-    func share(_ file: String, _ kind: KeychainFile, _ trust: KeychainTrust) {
+    /// In a shared keychain, gives the group's vault when kcar wrote it (new, or rewritten) the group's mode,
+    /// so the other members can still use it, or keeps it 0600 if the group is private. Best effort: a file
+    /// another member owns keeps its mode.
+    func shareVault(_ group: String, _ trust: KeychainTrust) {
         guard let gid = trust.sharedGroup else { return }
-        let fd = open(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        let isPrivate = privateOwner(group, trust) != nil
+        let fd = open(vaultPath(group), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { return }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(), st.st_gid != gid
-            || st.st_mode & 0o777 != KeychainDirectory.mode(kind, trust) else { return }
-        _ = KeychainDirectory.setMode(fd, kind, trust)
+            || st.st_mode & 0o777 != KeychainDirectory.mode(.vault, trust, isPrivate: isPrivate) else { return }
+        _ = KeychainDirectory.setMode(fd, .vault, trust, isPrivate: isPrivate)
+    }
+
+    /// Whether this process can replace the group's vault by a rewrite (a compaction, a rekey): in a shared
+    /// keychain, whose folder is sticky, only the file's owner, the folder's owner and root can rename over
+    /// it (SPEC.md §K1.2).
+    func mayReplaceVault(_ group: String, _ trust: KeychainTrust) -> Bool {
+        let me = geteuid()
+        guard trust.sharedGroup != nil, me != 0, me != trust.owner else { return true }
+        var st = stat()
+        return lstat(vaultPath(group), &st) != 0 || st.st_uid == me
     }
 }
 

@@ -303,6 +303,11 @@ struct AtomicReplace {
             guard rename(tempPath, path) == 0 else {
                 let e = errno
                 abandon()
+                if e == EPERM, AtomicReplace.inStickyFolder(path) {
+                    throw VaultError(.io, "cannot replace \(path): it is another user's file in a folder with the restricted-deletion "
+                        + "(sticky) bit, where only the file's owner, the folder's owner or root can replace it (a shared keychain, "
+                        + "SPEC.md §K1.2)")
+                }
                 throw File.errnoError("cannot rename to", path, e)
             }
         } else {
@@ -317,6 +322,12 @@ struct AtomicReplace {
         }
         TemporaryFiles.unregister(registration)
         syncDirectory(directoryOf(path))
+    }
+
+    /// Whether `path`'s folder has the restricted-deletion (sticky) bit.
+    static func inStickyFolder(_ path: String) -> Bool {
+        var st = stat()
+        return stat(directoryOf(path), &st) == 0 && st.st_mode & S_ISVTX != 0
     }
 
     func abandon() {

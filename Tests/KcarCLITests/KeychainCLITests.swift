@@ -113,7 +113,7 @@ final class KeychainCLITests: XCTestCase {
         try kcar(["init", "--shared-group", "nogroup"])
         try kcar(["add", "--group", "open", "--service", "s"], stdin: "readable")
         try kcar(["add", "--group", "closed", "--service", "s"], stdin: "secret")
-        XCTAssertEqual(mode(kc), 0o2770)
+        XCTAssertEqual(mode(kc), 0o3770)
         XCTAssertEqual(mode(kc + "/open.key"), 0o640)
         XCTAssertEqual(mode(kc + "/open.kcv"), 0o660)
         chmod(dir, 0o755)
@@ -122,10 +122,12 @@ final class KeychainCLITests: XCTestCase {
         let groups = try kcar(["groups"], prefix: nobody)
         XCTAssertEqual(groups.out, "ITEMS  GROUP\n    1  open\n")
         XCTAssertEqual(try kcar(["get", "--service", "s"], prefix: nobody).out, "readable")
-        // A member adds a group of its own, and compacts one: the files keep the group's modes.
+        // A member adds a group of its own, and compacts it: the files keep the group's modes. Another
+        // member's vault it cannot replace in the sticky folder (SPEC.md §K1.2).
         try kcar(["add", "--group", "theirs", "--service", "t"], stdin: "t", prefix: nobody)
-        try kcar(["compact", "--group", "open"], prefix: nobody)
-        XCTAssertEqual(mode(kc + "/open.kcv"), 0o660)
+        try kcar(["compact", "--group", "theirs"], prefix: nobody)
+        XCTAssertEqual(mode(kc + "/theirs.kcv"), 0o660)
+        XCTAssertTrue(try kcar(["compact", "--group", "open"], prefix: nobody, expect: 8).err.contains("sticky"))
         XCTAssertEqual(try kcar(["get", "--group", "theirs", "--service", "t"]).out, "t")
         let denied = try kcar(["get", "--group", "closed", "--service", "s"], prefix: nobody, expect: 12)
         XCTAssertTrue(denied.err.contains("Permission denied"), denied.err)

@@ -163,7 +163,7 @@ final class TrustTests: KeychainTestCase {
         try dir.create(sharedGroup: "users")
         var st = stat()
         XCTAssertEqual(stat(dir.path, &st), 0)
-        XCTAssertEqual(st.st_mode & 0o7777, 0o2770)
+        XCTAssertEqual(st.st_mode & 0o7777, 0o3770)
         XCTAssertEqual(st.st_gid, users)
         try store(["team"]).add(attributes: attrs(["svce": .string("x")]), value: [1], group: "team")
         XCTAssertEqual(mode(dir.keyPath("team")), 0o640)
@@ -179,6 +179,11 @@ final class TrustTests: KeychainTestCase {
         assertUnsafe(try store(["team"]).find(ItemQuery()), "which the keychain is not shared with")
         XCTAssertEqual(chown(dir.keyPath("team"), 0, users), 0)
         XCTAssertEqual(chown(dir.vaultPath("team"), 0, gid_t.max), 0)
+        // Without the restricted-deletion bit (as `init --shared-group` made it before keychain v1.4) it is
+        // refused, with the command that fixes it.
+        XCTAssertEqual(chmod(dir.path, 0o2770), 0)
+        assertUnsafe(try store(["team"]).find(ItemQuery()), "`chmod +t ")
+        XCTAssertEqual(chmod(dir.path, 0o3770), 0)
         // The owner chooses the group: a marker others can write, or that someone else owns, is refused.
         let marker = dir.path + "/" + KeychainDirectory.sharedMarker
         XCTAssertEqual(chmod(marker, 0o664), 0)
