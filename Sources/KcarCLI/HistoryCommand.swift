@@ -1,3 +1,4 @@
+import KcarKeychain
 import VaultFormat
 
 /// `kcar history VAULT ITEM` and `kcar restore VAULT ITEM --version N`: an item's kept versions (SPEC.md
@@ -12,6 +13,13 @@ enum HistoryCommand {
         if args.flag("clear") { return try clear(p[0], p[1], args) }
         let vault = try open(p[0], args, mode: .read)
         let (item, state, kept) = try resolve(vault, p[1])
+        // This user's versions are marked in the table: a writer is 8 bytes in the file, kept once per user
+        // (WriterIdentity); JSON gives the id alone.
+        let me = WriterIdentity.existing()
+        func marked(_ v: Version) -> (String, String) {
+            let (time, writer) = split(v)
+            return (time, v.writer == me ? writer + " (you)" : writer)
+        }
         if args.flag("json") {
             // The rows of the table, as JSON: the current version (if the item has an entry), then the kept ones.
             func row(_ version: String, _ v: Version, _ why: String, _ size: UInt64?) -> String {
@@ -29,11 +37,11 @@ enum HistoryCommand {
         var table = Table([.init(title: "VERSION"), .init(title: "TIME (UTC)"), .init(title: "WRITER"), .init(title: "WHY"),
                            .init(title: "SIZE", rightAligned: true)])
         if let state {
-            let (time, writer) = split(state.version)
+            let (time, writer) = marked(state.version)
             table.add(["current", time, writer, state.item == nil ? "deleted" : "live", state.item.map { String($0.size) } ?? "-"])
         }
         for (n, k) in kept.reversed().enumerated() {
-            let (time, writer) = split(k.version)
+            let (time, writer) = marked(k.version)
             table.add([String(n + 1), time, writer, reasons[k.why] ?? "?", String(k.item.size)])
         }
         table.lines().forEach { Output.out.line($0) }

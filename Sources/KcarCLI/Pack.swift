@@ -502,7 +502,9 @@ extension Pack {
     static func createVault(_ path: String, group: String, slots: [SlotSecret], options: WriteOptions, _ args: Arguments,
                             _ body: (Transaction) throws -> Void) throws {
         switch args.value("format") ?? "2" {
-        case "2": try Vault.create(path: path, group: group, slots: slots, schema: Schema.packed, options: options, overwrite: args.flag("force"), body)
+        case "2":
+            try Vault.create(path: path, group: group, slots: slots, schema: Schema.packed, options: options, overwrite: args.flag("force"),
+                             writerID: WriterIdentity.current(), body)
         case "1": try Vault.create(path: path, group: group, slots: slots, options: options, overwrite: args.flag("force"), body)
         case let other: throw CLIError.usage("--format \(other): 1 or 2")
         }

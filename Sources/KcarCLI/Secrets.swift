@@ -36,7 +36,11 @@ enum Secrets {
     /// `given`: the secrets, when the caller read them already (a descriptor is read only once).
     static func unlockVault(_ path: String, _ args: Arguments, mode: OpenMode = .read, given: [UnlockSecret]? = nil,
                      ask: Bool = true, itemsOnDemand: Bool = false) throws -> (Vault, UnlockSecret) {
-        try unlock(path, args, given: given, ask: ask) { try Vault.open(path: path, secret: $0, mode: mode, itemsOnDemand: itemsOnDemand) }
+        // Opened to write, its version 2 commits name this user's writer (as the keychain's do).
+        let writer = mode == .write ? WriterIdentity.current() : nil
+        return try unlock(path, args, given: given, ask: ask) {
+            try Vault.open(path: path, secret: $0, mode: mode, itemsOnDemand: itemsOnDemand, writerID: writer)
+        }
     }
 
     /// As ``unlockVault(_:_:mode:given:ask:)``, for a version 2 file (SPEC.md Part 4) as the paged engine; opened to write, it

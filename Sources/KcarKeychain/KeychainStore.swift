@@ -29,6 +29,9 @@ public final class KeychainStore: @unchecked Sendable {
     /// The thread inside `locked`, so a call from inside a transaction fails instead of deadlocking.
     private let owner = Mutex<UInt?>(nil)
     private var opened: [String: OpenGroup] = [:]
+    /// The writer its version 2 commits name (SPEC.md Part 4, V5): this user's, kept in the directory's state
+    /// folder (``WriterIdentity``), read once, when the store first writes.
+    private lazy var writerID: UInt64 = WriterIdentity.current(statePath: directory.statePath)
 
     final class OpenGroup {
         let vault: Vault
@@ -182,7 +185,7 @@ public final class KeychainStore: @unchecked Sendable {
         try directory.checkVaultFile(group, trust)
         // A version 2 vault is opened with its items on demand: a search or an add reads a path of pages.
         let v = try Vault.open(path: directory.vaultPath(group), secret: .keyFile(key), mode: write ? .write : .read,
-                               lockTimeout: lockTimeout, itemsOnDemand: true)
+                               lockTimeout: lockTimeout, itemsOnDemand: true, writerID: write ? writerID : nil)
         guard v.header.group == group else {
             throw KeychainError(.decode, "\(v.path) holds group \(v.header.group), not \(group)")
         }
@@ -447,7 +450,7 @@ public final class KeychainStore: @unchecked Sendable {
         let v = try vault(group, write: true)
         guard v.header.formatVersion == 1 else { return v }
         do {
-            try v.upgradeToVersion2(schema: Schema.paged, writerID: random.bytes(8).reduce(0) { $0 << 8 | UInt64($1) }, random: random)
+            try v.upgradeToVersion2(schema: Schema.paged, writerID: writerID, random: random)
         } catch let e as VaultError where e.code == .io && (try? Vault.inspect(path: directory.vaultPath(group)).header.formatVersion) == 2 {
             // Another process upgraded it first (its first write at the same moment): open what it wrote.
         }

@@ -203,7 +203,8 @@ extension Vault {
     /// ``create(path:group:slots:options:overwrite:random:_:)``).
     package static func create(path: String, group: String, slots: [SlotSecret], schema: PagedSchema, retention: Retention = .init(),
                                options: WriteOptions = .init(), overwrite: Bool = false, random: RandomSource = SystemRandom.shared,
-                               now: UInt64 = PagedTransaction.realTimeMilliseconds(), _ body: (Transaction) throws -> Void) throws {
+                               now: UInt64 = PagedTransaction.realTimeMilliseconds(), writerID: UInt64? = nil,
+                               _ body: (Transaction) throws -> Void) throws {
         try options.check()
         let tmp = try startCreating(path: path, group: group, slots: slots, overwrite: overwrite)
         do {
@@ -217,7 +218,7 @@ extension Vault {
             // The temporary file stays locked by `tmp` (a lock released here would let another writer take it
             // for a killed writer's): the commit is appended without taking the lock again.
             let p = PagedVault(path: tmp.tempPath, header: header, file: tmp.file, vaultKey: vaultKey, store: store, root: root,
-                               tail: (none, 0), writerID: UInt64(bigEndianBytes: random.bytes(8)), mode: .write)
+                               tail: (none, 0), writerID: writerID ?? UInt64(bigEndianBytes: random.bytes(8)), mode: .write)
             p.uncommitted = true
             try p.commitLocked(level: options.level, random: random, solidMembers: options.solidMembers, now: now) { ptx in
                 try body(Transaction(paged: ptx, random: random, state: [:]))

@@ -91,6 +91,8 @@ public final class Vault {
     /// Version 2 opened with its items on demand (``open(path:secret:mode:lockTimeout:itemsOnDemand:)``):
     /// `state` stays empty, and callers look items up through ``version2``.
     var onDemand = false
+    /// The writer id of this instance's version 2 commits (nil: one drawn when the paged engine is opened).
+    var writerID: UInt64?
 
     init(path: String, header: Header, headerBytes: [UInt8], file: File, vaultKey: SecureBytes, state: [ItemID: Item],
          tail: Tail, incompleteBytes: UInt64, mode: OpenMode) {
@@ -233,11 +235,13 @@ public final class Vault {
     /// at open but looked up in its trees (through ``version2``) as needed, so opening costs the same whatever
     /// the number of items. ``items``, ``unorderedItems`` and ``item(_:)`` then read them all on first use
     /// (``loadItems()``); a transaction reads them all only if asked for them (``Transaction/loadAll()``).
+    /// `writerID` names the writer of the versions a version 2 vault's commits give (V5; nil: one drawn for this
+    /// instance).
     package static func open(path: String, secret: UnlockSecret, mode: OpenMode = .read,
-                             lockTimeout: Double = 10, itemsOnDemand: Bool) throws -> Vault {
+                             lockTimeout: Double = 10, itemsOnDemand: Bool, writerID: UInt64? = nil) throws -> Vault {
         let file = try lockedFile(path, mode: mode, exclusive: false, timeout: lockTimeout)
         defer { file.unlock() }
-        let vault = try open(file: file, path: path, secret: secret, mode: mode, itemsOnDemand: itemsOnDemand)
+        let vault = try open(file: file, path: path, secret: secret, mode: mode, itemsOnDemand: itemsOnDemand, writerID: writerID)
         vault.lockTimeout = lockTimeout
         vault.paged?.lockTimeout = lockTimeout
         return vault
@@ -306,7 +310,7 @@ public final class Vault {
         if h.formatVersion == 2 {
             // Upgraded by another process (SPEC.md Part 4, V1): the same vault under the same key, now paged.
             let p = try PagedVault.open(file: file, path: path, header: h, vaultKey: vaultKey, size: size, mode: mode,
-                                        writerID: nil, lockTimeout: lockTimeout)
+                                        writerID: writerID, lockTimeout: lockTimeout)
             return try adopt(p, items: true)
         }
         header = h
@@ -316,7 +320,8 @@ public final class Vault {
         incompleteBytes = body - tail.end
     }
 
-    static func open(file: File, path: String, secret: UnlockSecret, mode: OpenMode, itemsOnDemand: Bool = false) throws -> Vault {
+    static func open(file: File, path: String, secret: UnlockSecret, mode: OpenMode, itemsOnDemand: Bool = false,
+                     writerID: UInt64? = nil) throws -> Vault {
         let size = try file.size()
         let (header, headerBytes) = try readHeader(file, size: size)
         // A plain loop: each slot is tried once (a lazy compactMap(...).first would run Argon2id twice).
@@ -336,12 +341,14 @@ public final class Vault {
         }
         let body = size - UInt64(header.length)
         if header.formatVersion == 2 {
-            let p = try PagedVault.open(file: file, path: path, header: header, vaultKey: vk, size: size, mode: mode, writerID: nil, lockTimeout: 10)
+            let p = try PagedVault.open(file: file, path: path, header: header, vaultKey: vk, size: size, mode: mode, writerID: writerID,
+                                        lockTimeout: 10)
             let none = Trailer(generation: 0, commitStart: 0, indexOffset: 0, indexLength: 0, previous: Trailer.noPrevious, itemCount: 0,
                                checkpoint: true, chain: 0)
             let vault = Vault(path: path, header: header, headerBytes: headerBytes, file: file, vaultKey: vk, state: [:],
                               tail: Tail(trailer: none, offset: 0, checkpointBytes: 0, deltaBytes: 0), incompleteBytes: 0, mode: mode)
             vault.onDemand = itemsOnDemand
+            vault.writerID = writerID
             try vault.adopt(p, items: !itemsOnDemand)
             vault.unlockedSlot = slot
             return vault
@@ -352,6 +359,7 @@ public final class Vault {
         let vault = Vault(path: path, header: header, headerBytes: headerBytes, file: file, vaultKey: vk, state: state,
                           tail: tail, incompleteBytes: body - tail.end, mode: mode)
         vault.unlockedSlot = slot
+        vault.writerID = writerID
         return vault
     }
 

@@ -107,4 +107,28 @@ final class NewcomerTests: XCTestCase {
         XCTAssertTrue(untyped.err.contains("NAME:int=VALUE"), untyped.err)
         XCTAssertTrue(String(decoding: try run(["find", "--attr", "level:int=3"]).out, as: UTF8.self).contains("api"))
     }
+
+    /// One person on one machine is one writer, across processes, in a keychain group and in a packed vault
+    /// (issue 22, point 12), and history marks it.
+    func testOneUserIsOneWriterAcrossProcesses() throws {
+        func run(_ args: [String], stdin: String? = nil) throws -> String {
+            let r = try runKcar(args, in: dir, stdin: stdin.map { Data($0.utf8) }, env: ["HOME": dir + "/home"])
+            XCTAssertEqual(r.code, 0, "kcar \(args.joined(separator: " ")): \(r.output)")
+            return String(decoding: r.out, as: UTF8.self)
+        }
+        func writers(_ history: String) -> Set<String> {
+            Set(history.split(separator: "\n").dropFirst(2).map { $0.split(separator: " ", omittingEmptySubsequences: true)[2...].prefix(2).joined(separator: " ") })
+        }
+        _ = try run(["add", "--group", "g", "--service", "api", "--account", "bob"], stdin: "1")
+        _ = try run(["update", "--group", "g", "--service", "api", "--account", "bob"], stdin: "2")
+        _ = try run(["update", "--group", "g", "--service", "api", "--account", "bob"], stdin: "3")
+        let group = writers(try run(["history", "--group", "g", "api/bob"]))
+        XCTAssertEqual(group.count, 1, "\(group)")
+        XCTAssertTrue(group.first?.hasSuffix("(you)") == true, "\(group)")
+        _ = try run(["keygen", "k.key"])
+        _ = try run(["pack", "v.kcv", "plain", "--key-file", "k.key", "-q"])
+        try Data("changed".utf8).write(to: URL(fileURLWithPath: dir + "/plain/svc/a"))
+        _ = try run(["add", "v.kcv", "-C", "plain", "svc/a", "-q", "--key-file", "k.key"])
+        XCTAssertEqual(writers(try run(["history", "v.kcv", "svc/a", "--key-file", "k.key"])), group)
+    }
 }
