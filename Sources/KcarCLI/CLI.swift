@@ -189,7 +189,9 @@ public enum CLI {
             }
             return ExitCode.of(e.code).rawValue
         } catch let e as KeychainError {
-            warn(e.description)
+            // An unsafe file is said in kcar's words (Apple's status is for Swift callers); the message names the
+            // file, the rule it breaks and the command that fixes it.
+            warn(e.reason == .unsafeFile ? e.message : e.description)
             if e.status == .duplicateItem, name == "add" {
                 Output.err.line("`kcar update` with the same selectors changes its value and attributes (`kcar delete` removes it)")
             }

@@ -53,10 +53,12 @@ extension KeychainDirectory {
                 throw KeychainError.unsafe(path, "owned by uid \(st.st_uid), not by this user (uid \(me)) or root")
             }
         }
-        if st.st_mode & S_IWOTH != 0 { throw KeychainError.unsafe(path, "writable by every user (mode \(octal(st.st_mode)))") }
+        if st.st_mode & S_IWOTH != 0 {
+            throw KeychainError.unsafe(path, "writable by every user (mode \(octal(st.st_mode))): `chmod o-w \(path)` fixes it")
+        }
         if st.st_mode & S_IWGRP != 0, shared == nil, !KeychainDirectory.isPrivateGroup(st.st_gid, of: st.st_uid) {
             throw KeychainError.unsafe(path, "writable by its group (gid \(st.st_gid), mode \(octal(st.st_mode))) but not shared "
-                + "with it on purpose (`kcar init --shared-group NAME`)")
+                + "with it on purpose: `chmod g-w \(path)` fixes it (or share it: `kcar init --shared-group NAME`)")
         }
         // Without the restricted-deletion bit every member could rename another member's files away and put
         // its own in their place (SPEC.md §K1.2): a keychain shared before kcar required it is refused until
@@ -79,7 +81,10 @@ extension KeychainDirectory {
             let othersWrite = p.st_mode & S_IWOTH != 0
                 || (p.st_mode & S_IWGRP != 0 && !KeychainDirectory.isPrivateGroup(p.st_gid, of: p.st_uid))
             if othersWrite, p.st_mode & S_ISVTX == 0 {
-                throw KeychainError.unsafe(parent, "a folder above the keychain is writable by others (mode \(octal(p.st_mode)))")
+                let who = p.st_mode & S_IWOTH != 0 ? "every user" : "its group (gid \(p.st_gid))"
+                throw KeychainError.unsafe(parent, "a folder above the keychain is writable by others, \(who), mode \(octal(p.st_mode)): "
+                    + "another user could put a keychain of their own in its place; `chmod go-w \(parent)` fixes it (or keep the "
+                    + "keychain elsewhere: --keychain DIR, KCAR_KEYCHAIN)")
             }
         }
         return KeychainTrust(owner: st.st_uid, sharedGroup: shared, realPath: real)

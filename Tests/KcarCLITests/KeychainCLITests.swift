@@ -158,6 +158,8 @@ final class KeychainCLITests: XCTestCase {
         chown(home + "/.local", 65534, 100)
         let refused = try kcar(["get", "--service", "s"], env: env, prefix: nobody, expect: 15)
         XCTAssertTrue(refused.err.contains("\(home)/.local: a folder above the keychain is writable by others"), refused.err)
+        // In the CLI's words, with the command that fixes it (issue 22, point 10).
+        XCTAssertTrue(refused.err.hasPrefix("kcar: unsafe file ") && refused.err.contains("`chmod go-w \(home)/.local` fixes it"), refused.err)
     }
 
     func testUnsafeKeychainFilesExit15() throws {
