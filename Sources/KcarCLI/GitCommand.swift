@@ -46,7 +46,20 @@ enum GitCommand {
             Output.out.line("git runs kcar without a terminal to ask on: export \(Secrets.keyFileVariable)=/path/to/your.key "
                             + "(a key file of the vaults, never committed) in the shell you run git from")
         }
+        if top != nil { warnOfUntrackedFiles() }
         return .success
+    }
+
+    /// Untracked files other than vaults in the repository: plaintext that a `git add .` would commit (the tree a
+    /// vault was packed from, an extracted copy). Named, up to ten, on standard error; nothing is changed.
+    static func warnOfUntrackedFiles() {
+        guard let out = try? git(["status", "--porcelain", "--untracked-files=all", "-z"]) else { return }
+        let untracked = out.split(separator: "\0").filter { $0.hasPrefix("?? ") }.map { String($0.dropFirst(3)) }
+            .filter { !$0.hasSuffix(".kcv") && $0 != ".gitattributes" }
+        guard !untracked.isEmpty else { return }
+        warn("\(count(untracked.count, "untracked file")) in this repository (\(untracked.prefix(10).joined(separator: ", "))"
+             + (untracked.count > 10 ? ", ..." : "") + "): if it is a vault's plaintext, move it out of the repository or add it "
+             + "to .gitignore, so that `git add .` never commits it; change a vault's items with kcar add VAULT NAME --value-file -")
     }
 
     /// How git's config names this kcar: `kcar` when that is the kcar on PATH, else this binary's path.

@@ -410,7 +410,8 @@ extension Help {
 
     static let add = Page(
         synopsis: ["add SELECTORS [--group G] [--accessible LEVEL] [--synchronizable] [--value-file FILE]",
-                   "add VAULT PATH... [-C DIR] [--exclude PATTERN] [-h] [-v] [secret options]"],
+                   "add VAULT PATH... [-C DIR] [--exclude PATTERN] [-h] [-v] [secret options]",
+                   "add VAULT NAME --value-file FILE|- [secret options]"],
         summary: "Add an item to the keychain, or files to a packed vault.",
         description: [valueNote, itemNote,
                       "Uniqueness is Apple's: genp service+account, inet server+protocol+port+path+account+..., and synchronizable; "
@@ -420,7 +421,10 @@ extension Help {
                       + "adds everything below it, . all of DIR). An item of the same name is replaced. One commit, opened with the "
                       + "vault's secret: all of it or, on any failure, nothing (the vault as it was). VAULT must exist (pack makes one) "
                       + "and cannot be - (it is changed in place). A new item where the vault has a file that would have to be its "
-                      + "folder, or the reverse, is refused (exit 7). Exit 9 if inputs were skipped, each named."],
+                      + "folder, or the reverse, is refused (exit 7). Exit 9 if inputs were skipped, each named.",
+                      "With VAULT NAME --value-file FILE (- standard input, one trailing newline dropped unless --keep-newline): the item "
+                      + "NAME (service/account, as list prints it) gets that value, added or replaced, stored as pack stores a file of "
+                      + "mode 0600: a packed vault changes one secret with no plaintext file written anywhere."],
         options: keychainOptions + selectorOptions + [
             O(name: "value-file", kind: .value, argument: "FILE", meaning: "read the value from FILE, byte for byte (- standard input)",
               completes: .file),
@@ -433,6 +437,8 @@ extension Help {
             Example(command: "add --service api --account me --attr team=ops --value-file key.bin", meaning: "with a user attribute"),
             Example(command: "add secrets.kcv -C ./secrets github.com/tokens/new --key-file me.key",
                     meaning: "one more file in a packed vault (item github.com/tokens/new)"),
+            Example(command: "add secrets.kcv github.com/tokens/ci --value-file - --key-file me.key < new-token",
+                    meaning: "replace one secret of a packed vault from standard input"),
         ])
 
     static let get = Page(

@@ -8,7 +8,7 @@ import VaultFormat
 /// `delete` take options only, so a positional argument is what tells a packed vault's command apart.
 enum VaultEdit {
     /// Options both forms of `add`/`delete` take.
-    static let shared: Set<String> = ["lock-timeout", "dry-run", "purge"]
+    static let shared: Set<String> = ["lock-timeout", "dry-run", "purge", "value-file", "keep-newline"]
 
     /// Runs `run` when `args` name a packed vault (positionals given), after refusing the keychain's options;
     /// otherwise refuses the packed vault's options and returns nil, for the keychain command to go on.
@@ -56,7 +56,47 @@ enum VaultEdit {
         return (p[0], Array(p.dropFirst()))
     }
 
+    /// `kcar add VAULT NAME --value-file FILE` (`-`: standard input): one item named NAME (service/account, as
+    /// list prints it) given its value directly, so that changing a packed vault needs no plaintext file; it is
+    /// replaced if it exists, stored as pack stores a file of mode 0600. One commit.
+    static func addValue(_ args: Arguments) throws -> ExitCode {
+        let (vaultPath, names) = try vaultAndNames(args, "add VAULT NAME --value-file FILE: give the item's name (service/account)")
+        guard names.count == 1, let (service, account) = ItemPath.parse(names[0]), let account, !service.isEmpty, !account.isEmpty else {
+            throw CLIError.usage("add VAULT NAME --value-file FILE takes one NAME, service/account as kcar list prints it")
+        }
+        guard args.value("directory") == nil, args.all("exclude").isEmpty, !args.flag("dereference") else {
+            throw CLIError.usage("--value-file gives one item's value: -C, --exclude and -h are for files below a folder")
+        }
+        var value = try ItemCommands.readValue(args, required: true) ?? []
+        defer { wipe(&value) }
+        let vault = try openVault(vaultPath, args, mode: .write)
+        let name = Name(service, account)
+        let parts = service.split(separator: "/").map(String.init) + account.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        var replaced = false
+        try vault.commit(options: WriteOptions(level: Int32(try args.int("level", in: 0...12) ?? 6))) { tx in
+            var old: ItemID?
+            var taken = Extract.PathSet()
+            for item in tx.items {
+                guard let s = item.service, let a = item.account, let p = ItemPath.components(item) else { continue }
+                if Name(s, a) == name { old = item.id } else { _ = taken.insert(p, folder: ItemPath.isFolder(item)) }
+            }
+            if let c = taken.insert(parts, folder: false) { throw CLIError(.exists, "nothing added to \(vaultPath): " + c.message(root: "VAULT")) }
+            let attributes = Attributes([AttributeName.service: .string(service), AttributeName.account: .string(account),
+                                         PackedKind.modeAttribute: .integer(0o600),
+                                         AttributeName.modificationDate: .date(nanoseconds: Int64(PagedTransaction.realTimeMilliseconds()) * 1_000_000)])
+            if let old {
+                try tx.update(old, class: .genericPassword, attributes: attributes, value: .bytes(value))
+                replaced = true
+            } else {
+                try tx.add(attributes: attributes, value: .bytes(value))
+            }
+        }
+        if !args.flag("quiet") { warn((replaced ? "replaced " : "added ") + "\(names[0]) in \(vaultPath)") }
+        return .success
+    }
+
     static func add(_ args: Arguments) throws -> ExitCode {
+        if args.value("value-file") != nil { return try addValue(args) }
         let (vaultPath, rest) = try vaultAndNames(args, "add VAULT PATH...: give the files or folders to add, below -C DIR (default .)")
         let dir = args.value("directory") ?? "."
         let level = Int32(try args.int("level", in: 0...12) ?? 6)

@@ -131,4 +131,27 @@ final class NewcomerTests: XCTestCase {
         _ = try run(["add", "v.kcv", "-C", "plain", "svc/a", "-q", "--key-file", "k.key"])
         XCTAssertEqual(writers(try run(["history", "v.kcv", "svc/a", "--key-file", "k.key"])), group)
     }
+
+    /// A clone changes one secret of a packed vault from standard input, with no plaintext file; `kcar git setup`
+    /// names untracked files a `git add .` would commit (issue 22, point 3).
+    func testNoPlaintextTreeIsNeededInARepository() throws {
+        _ = try kcar(["keygen", "k.key"], expect: 0)
+        _ = try kcar(["pack", "v.kcv", "plain", "--key-file", "k.key", "-q"], expect: 0)
+        let added = try runKcar(["add", "v.kcv", "github.com/ci", "--value-file", "-", "--key-file", "k.key"], in: dir,
+                                stdin: Data("tok1\n".utf8), env: ["HOME": dir + "/home"])
+        XCTAssertEqual(added.code, 0, added.output)
+        XCTAssertTrue(added.err.contains("added github.com/ci in v.kcv"), added.err)
+        let replaced = try runKcar(["add", "v.kcv", "github.com/ci", "--value-file", "-", "--key-file", "k.key"], in: dir,
+                                   stdin: Data("tok2".utf8), env: ["HOME": dir + "/home"])
+        XCTAssertTrue(replaced.err.contains("replaced github.com/ci in v.kcv"), replaced.output)
+        XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "github.com/ci", "--key-file", "k.key"], expect: 0).out, Data("tok2".utf8))
+        let long = String(decoding: try kcar(["list", "v.kcv", "github.com/ci", "--long", "--key-file", "k.key"], expect: 0).out, as: UTF8.self)
+        XCTAssertTrue(long.contains("-rw-------"), long)
+        _ = try kcar(["add", "v.kcv", "nameonly", "--value-file", "-", "--key-file", "k.key"], expect: 2)
+        // git setup in a repository holding a plaintext tree warns of it.
+        XCTAssertEqual(try runProcess("/usr/bin/env", ["git", "init", "-q"], env: ["HOME": dir + "/home"], cwd: dir).code, 0)
+        let setup = try kcar(["git", "setup"], expect: 0)
+        XCTAssertTrue(setup.err.contains("untracked file") && setup.err.contains("plain/svc/a") && setup.err.contains(".gitignore"), setup.err)
+        XCTAssertFalse(setup.err.contains("v.kcv,"), setup.err)
+    }
 }
