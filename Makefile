@@ -1,10 +1,12 @@
 # kcar: make demo (set up, build, pack/list/verify/extract a sample, use a keychain), make test, make bench
 # (bench-keychain), make fixtures, make fuzz (libFuzzer targets, Fuzz/README.md).
 # make install (PREFIX, DESTDIR), make uninstall. make interop: the Python SPEC readers over the fixtures.
-# deps installs the Debian packages the build, the tests and the SPEC interop check need (man-db, groff-base,
-# zsh and fish: the tests render the man page and load the completions).
+# deps installs the Debian packages the build needs (make demo installs only these); test-deps adds what the tests
+# and the SPEC interop check need (python3-nacl for the readers written from SPEC.md; man-db, groff-base, zsh and
+# fish: the tests render the man page and load the completions).
 SHELL := /bin/bash
-APT_PACKAGES := libsodium-dev zlib1g-dev libdeflate-dev pkg-config python3-nacl man-db groff-base zsh fish
+BUILD_PACKAGES := libsodium-dev zlib1g-dev libdeflate-dev pkg-config
+APT_PACKAGES := $(BUILD_PACKAGES) python3-nacl man-db groff-base zsh fish
 KCAR = .build/release/kcar
 # Every release build links the Swift runtime statically, here and in scripts/bench (one set of flags, so no
 # command relinks .build/release under another): the binary then needs no Swift toolchain (only the base
@@ -22,12 +24,18 @@ BASHDIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHDIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISHDIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 
-.PHONY: all deps build install uninstall demo test hostile bench bench-keychain bench-scale bench-merge fixtures fuzz clean
+.PHONY: all deps test-deps install-packages build install uninstall demo test hostile bench bench-keychain bench-scale bench-merge fixtures fuzz clean
 
 all: build
 
 deps:
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(BUILD_PACKAGES)"
+
+test-deps:
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(APT_PACKAGES)"
+
+install-packages:
+	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq $$missing; \
 		else echo "missing:$$missing (run as root or: sudo apt-get install$$missing)"; exit 1; fi; fi
@@ -53,36 +61,38 @@ uninstall:
 	rm -f "$(BINDIR)/kcar" "$(BINDIR)/git-credential-kcar" "$(BINDIR)/docker-credential-kcar" "$(MAN1DIR)/kcar.1" "$(BASHDIR)/kcar" "$(ZSHDIR)/_kcar" "$(FISHDIR)/kcar.fish"
 
 demo: build
-	@set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \
-	mkdir -p "$$d/sample/github.com/tokens" "$$d/sample/db.internal"; \
-	printf 'ghp_example_token\n' > "$$d/sample/github.com/tokens/ci"; \
-	printf '{"user":"app","password":"s3cret"}\n' > "$$d/sample/db.internal/credentials.json"; \
-	head -c 300000 /dev/urandom > "$$d/sample/db.internal/backup.key"; \
-	echo "+ kcar keygen demo.key"; $(KCAR) keygen "$$d/demo.key"; \
-	echo "+ kcar pack demo.kcv sample --key-file demo.key"; $(KCAR) pack "$$d/demo.kcv" "$$d/sample" --key-file "$$d/demo.key"; \
-	echo "+ kcar list demo.kcv"; $(KCAR) list "$$d/demo.kcv" --key-file "$$d/demo.key"; \
-	echo "+ kcar verify demo.kcv"; $(KCAR) verify "$$d/demo.kcv" --key-file "$$d/demo.key"; \
-	echo "+ kcar extract demo.kcv -C out"; $(KCAR) extract "$$d/demo.kcv" -C "$$d/out" --key-file "$$d/demo.key"; \
-	diff -r "$$d/sample" "$$d/out" && echo "extracted tree is identical to the sample"; \
-	echo "+ kcar info demo.kcv"; $(KCAR) info "$$d/demo.kcv" --key-file "$$d/demo.key"; \
-	export KCAR_KEYCHAIN="$$d/keychain"; \
-	echo "+ kcar init"; $(KCAR) init; \
+	@set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; cd "$$d"; k="$(CURDIR)/$(KCAR)"; \
+	mkdir -p sample/github.com/tokens sample/db.internal; \
+	printf 'ghp_example_token\n' > sample/github.com/tokens/ci; \
+	printf '{"user":"app","password":"s3cret"}\n' > sample/db.internal/credentials.json; \
+	head -c 300000 /dev/urandom > sample/db.internal/backup.key; \
+	export HOME="$$d/home" XDG_STATE_HOME="$$d/state" KCAR_KEYCHAIN="$$d/keychain"; \
+	echo "# in $$d, with HOME=\$$PWD/home (the demo's keychain and state stay there, removed at the end)"; \
+	run() { echo "+ kcar $$*"; "$$k" "$$@"; }; \
+	run keygen demo.key; \
+	run pack demo.kcv sample --key-file demo.key; \
+	run list demo.kcv --key-file demo.key; \
+	run verify demo.kcv --key-file demo.key; \
+	run extract demo.kcv -C out --key-file demo.key; \
+	diff -r sample out && echo "extracted tree is identical to the sample"; \
+	run info demo.kcv --key-file demo.key; \
+	run init; \
 	echo "+ printf ghp_example | kcar add --group com.example.shared --service github.com --account ci --attr team=ops"; \
-	printf ghp_example | $(KCAR) add --group com.example.shared --service github.com --account ci --attr team=ops; \
-	echo "+ kcar find --attr team=ops"; $(KCAR) find --attr team=ops; \
-	echo "+ kcar get --service github.com --account ci"; $(KCAR) get --service github.com --account ci; echo; \
-	echo "+ kcar groups"; $(KCAR) groups
+	printf ghp_example | "$$k" add --group com.example.shared --service github.com --account ci --attr team=ops; \
+	run find --attr team=ops; \
+	run get --service github.com --account ci; echo; \
+	run groups
 
 # The Python readers in scripts/interop were written from SPEC.md alone (Part 1, Part 2, and Part 4:
 # kcar2_reader.py over Fixtures/vault-v2): they must read every fixture too. `make interop` runs only them.
 .PHONY: interop
-interop: deps
+interop: test-deps
 	/usr/bin/python3 scripts/interop/check_fixtures.py --quiet
 	/usr/bin/python3 scripts/interop/check_fixtures_v2.py --quiet
 	/usr/bin/python3 scripts/interop/check_archives.py --quiet
 
 # Only XCTest runs (no Swift Testing suites), so the last line CI reads is XCTest's count.
-test: deps
+test: test-deps
 	$(MAKE) interop
 	$(MAKE) hostile
 	$(MAKE) ported
@@ -95,7 +105,7 @@ test: deps
 # twice, as two launches of the app, in an empty environment (env -i: a new HOME and PATH, nothing else).
 PORTED = Examples/PortedApp
 .PHONY: ported
-ported: deps
+ported: test-deps
 	cd $(PORTED) && swift build
 	@set -e; h=$$(mktemp -d); trap 'rm -rf "$$h"' EXIT; \
 	bin="$$(cd $(PORTED) && swift build --show-bin-path)/ported-app"; \
@@ -105,7 +115,7 @@ ported: deps
 # Crafted hostile inputs (each at most 20 MB) handed to every command as a whole process: each must be refused
 # or processed within 512 MiB peak RSS and 10 s of CPU, with a documented exit code (Sources/kcar-hostile).
 # HOSTILE_ARGS, e.g. --only plist/ -v, or --keep DIR to keep the crafted files.
-hostile: deps
+hostile: test-deps
 	$(SWIFT_RELEASE) --product kcar && $(SWIFT_RELEASE) --product kcar-hostile
 	.build/release/kcar-hostile $(HOSTILE_ARGS)
 
