@@ -202,6 +202,15 @@ package enum PageCodec {
         }
     }
 
+    /// Whether a writer may write `e` into a page or a delta segment (V2): KEY_MAX and ENTRY_MAX count the
+    /// entry as it is encoded where it is written, so a delta segment's tree byte (key) and operation byte
+    /// (body) count too; the body's record and writer positions take at most 3 bytes each. A writer checks it
+    /// before it writes: an entry a reader would refuse is never written.
+    static func fits(_ e: LeafEntry, inDelta: Bool) -> Bool {
+        let extra = inDelta ? 1 : 0
+        return !e.key.isEmpty && e.key.count + extra <= PagedLimits.keyMax && e.key.count + e.rest.count + 6 + 2 * extra <= PagedLimits.entryMax
+    }
+
     static func appendKey(_ key: [UInt8], after previous: [UInt8], into w: inout ByteWriter) {
         var shared = 0
         let n = min(key.count, previous.count)

@@ -160,6 +160,12 @@ package struct TreeWriter {
             case .remove(let k): return k
             }
         }
+
+        /// The entry a put puts; nil for a remove.
+        package var entry: LeafEntry? {
+            if case .put(let e) = self { return e }
+            return nil
+        }
     }
 
     /// Applies `changes` (strictly ascending by key) to the tree whose top is `top`; returns the new top
@@ -270,7 +276,7 @@ package struct TreeWriter {
             observe(exists ? entries[i - 1] : nil, change)
             switch change {
             case .put(let e):
-                guard e.key.count <= PagedLimits.keyMax, !e.key.isEmpty, e.key.count + e.rest.count + 24 <= PagedLimits.entryMax else {
+                guard PageCodec.fits(e, inDelta: false) else {
                     throw VaultError(.invalidArgument, "a \(tree) tree entry outside KEY_MAX or ENTRY_MAX")
                 }
                 merged.append(e)

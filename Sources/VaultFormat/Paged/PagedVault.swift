@@ -652,13 +652,13 @@ package final class PagedVault {
             let itemCount = UInt64(count + liveChange)
             // A commit of many changes folds without being encoded as a delta first.
             let changes = changeCount > PagedLimits.foldAfterChanges ? [] : perTree.flatMap { t in t.changes.map { (tree: t.tree, change: $0) } }
-            try PageCodec.checkOneExtentPerRecord(changes.lazy.compactMap { c -> LeafEntry? in
-                if case .put(let e) = c.change { return e }
-                return nil
-            })
+            try PageCodec.checkOneExtentPerRecord(changes.lazy.compactMap(\.change.entry))
             let delta = changes.isEmpty ? [] : DeltaCodec.encode(changes)
+            // A delta segment's keys and entries count their tree and operation bytes against KEY_MAX and
+            // ENTRY_MAX (V2): a change that one cannot hold folds, and the tree writers check it against a page's.
+            let fitsDelta = changes.allSatisfy { PageCodec.fits($0.change.entry ?? LeafEntry(key: $0.change.key), inDelta: true) }
             if uncommitted || chain >= PagedLimits.deltaChainMax || overlayBytes + delta.count > PagedLimits.foldAfterBytes || changeCount > PagedLimits.foldAfterChanges
-                || delta.count > PagedLimits.deltaMax {
+                || delta.count > PagedLimits.deltaMax || !fitsDelta {
                 var newRoot = root
                 newRoot.clock = clock
                 // Garbage (V8.1): the root and chain this fold supersedes, the pages it replaces, and the
