@@ -664,7 +664,8 @@ package final class PagedVault {
                 // Garbage (V8.1): the root and chain this fold supersedes, the pages it replaces, and the
                 // records of replaced entries that none of its puts names.
                 let last = tail.trailer
-                newRoot.addGarbage(last.rootLength + UInt64(TrailerV2.size) * (UInt64(last.chain) + 1) + (try chainDeltaBytes()))
+                // The first commit of a new vault supersedes nothing: its root counts 0 (V8.1).
+                if !uncommitted { newRoot.addGarbage(last.rootLength + UInt64(TrailerV2.size) * (UInt64(last.chain) + 1) + (try chainDeltaBytes())) }
                 var deadRecords = supersededRecords
                 var namedRecords = Set<ID128>()
                 for t in perTree.indices {
