@@ -197,7 +197,9 @@ package final class PagedVault {
                                               offset: t.deltaOffset, length: t.deltaLength,
                                               max: min(PagedLimits.deltaMax, PagedLimits.deltaTotalMax - bytes), fail: dfail)
             bytes += plain.count
-            changes += try DeltaCodec.decode(plain)
+            let decoded = try DeltaCodec.decode(plain)
+            try PageCodec.checkRecordsEnd(decoded.lazy.compactMap(\.change.entry), before: t.deltaOffset, "delta segment of generation \(t.generation)")
+            changes += decoded
         }
         return (root, changes, bytes, (last, lastOffset))
     }
