@@ -125,22 +125,23 @@ extension PagedVault {
     /// against that page or segment and against the others (V3.4). Then the rules of a state, on the trees
     /// with the deltas applied ("the deltas are part of the state"): one items-tree entry per item id, an
     /// attributes tree of exactly the indexed attributes of the live items, and the trailer's item count.
-    /// Reads each page of the items and history trees twice and of the attributes tree once (plus a lookup per
-    /// key the chain changes in it), one page at a time; holds 8 bytes per items-tree entry (the ids' hashes)
-    /// and 32 per record a leaf names (``RecordExtents``): about 40 MB for a million items in a million records.
+    /// Reads each page of the items tree twice (its pages, then the state) and of the other trees once (plus a
+    /// lookup per key the chain changes in the attributes tree), one page at a time; holds 8 bytes per
+    /// items-tree entry (the ids' hashes) and 32 per record a leaf names (``RecordExtents``): about 40 MB, and
+    /// a sort's scratch, for a million items each in its own record.
     package func verifyIndex(page onPage: (PageRef) -> Void = { _ in }) throws -> Int {
         try streaming {
             var extents = RecordExtents()
-            try verifyTrees(&extents, page: onPage)
+            let attributes = try verifyTrees(&extents, page: onPage)
             try verifyChain(&extents)
             try extents.check()
-            return try verifyState()
+            return try verifyState(attributesInPages: attributes)
         }
     }
 
     /// The pages of the three trees, their counts against the root, their entries, the clock and the record
-    /// extents they name.
-    private func verifyTrees(_ extents: inout RecordExtents, page onPage: (PageRef) -> Void) throws {
+    /// extents they name. Returns the count and hash sum of the attributes tree's pages (``attributeHash(_:)``).
+    private func verifyTrees(_ extents: inout RecordExtents, page onPage: (PageRef) -> Void) throws -> (count: Int, sum: UInt64) {
         let schema = root.schema, clock = root.clock
         func clocked(_ hlc: UInt64, _ what: @autoclosure () -> String) throws {
             guard hlc <= clock else {
@@ -158,7 +159,12 @@ extension PagedVault {
         guard entries == root.liveItems &+ root.tombstones, live == root.liveItems else {
             throw VaultError(.damagedIndex, "the items tree holds \(live) live items and \(tombstones) tombstones, the root says \(root.liveItems) and \(root.tombstones)")
         }
-        _ = try reader(.attributes).verify(page: onPage)  // its entries are the state's (verifyState)
+        // Its entries are compared with what the live items make once the deltas apply (verifyState).
+        var attributes = (count: 0, sum: 0 as UInt64)
+        _ = try reader(.attributes).verify({ e in
+            attributes.count += 1
+            attributes.sum &+= PagedVault.attributeHash(e.key)
+        }, page: onPage)
         let kept = try reader(.history).verifyLeaves({ e, leaf in
             let h = try ItemEntries.decodeHistory(e)
             try clocked(h.version.hlc, "a kept version of item \(h.item.id)")
@@ -167,6 +173,7 @@ extension PagedVault {
         guard kept == root.historyEntries else {
             throw VaultError(.damagedIndex, "the history tree holds \(kept) entries, the root says \(root.historyEntries)")
         }
+        return attributes
     }
 
     /// The delta segments of the chain, oldest first (V6): each entry decoded as its tree's, each remove of a
@@ -209,17 +216,13 @@ extension PagedVault {
     /// The rules of the state the last commit reads, the deltas applied: one items-tree entry per item id, the
     /// attributes tree exactly the indexed attributes of the live items, the trailer's item count. Returns the
     /// live items.
-    private func verifyState() throws -> Int {
+    private func verifyState(attributesInPages: (count: Int, sum: UInt64)) throws -> Int {
         let schema = root.schema
         // The attributes tree is compared as a count and a sum of hashes (seeded per process, so not
         // forgeable), in bounded memory: what the items make, against the tree's entries and the chain's
         // changes to them.
-        var expected = (count: 0, sum: 0 as UInt64), found = (count: 0, sum: 0 as UInt64)
-        func hash(_ k: [UInt8]) -> UInt64 {
-            var h = Hasher()
-            k.withUnsafeBytes { h.combine(bytes: $0) }
-            return UInt64(bitPattern: Int64(h.finalize()))
-        }
+        var expected = (count: 0, sum: 0 as UInt64), found = attributesInPages
+        let hash = PagedVault.attributeHash
         // One entry per item (V3.4): an item id at two keys (a key change that kept the old entry, in the
         // trees or by a delta) is damage. Checked on 8-byte hashes of the ids, exactly if any repeat.
         var ids: [UInt64] = []
@@ -242,11 +245,6 @@ extension PagedVault {
             throw VaultError(.damagedIndex, "item \(twice) has two entries in the items tree (the delta segments applied)")
         }
         ids = []
-        try reader(.attributes).scan { e in
-            found.count += 1
-            found.sum &+= hash(e.key)
-            return true
-        }
         // The chain's last change of each key: a put of a key the tree lacks adds an entry, a remove of one it
         // holds takes one away.
         let attributes = reader(.attributes)
@@ -285,6 +283,13 @@ extension PagedVault {
             return twice == nil
         }
         return twice
+    }
+
+    /// An attributes-tree key's hash, seeded per process.
+    private static func attributeHash(_ k: [UInt8]) -> UInt64 {
+        var h = Hasher()
+        k.withUnsafeBytes { h.combine(bytes: $0) }
+        return UInt64(bitPattern: Int64(h.finalize()))
     }
 
     private static func hash(_ id: ItemID) -> UInt64 {
