@@ -204,7 +204,8 @@ extension Help {
             "Exit 0 only for an intact vault (4 damaged, 5 incomplete last commit). With --no-key it checks the structure and header "
             + "checksum only, and says so (records are not authenticated). With no secret, no --no-key and no terminal to ask on: "
             + "exit 10, nothing was checked. In a version 2 file (SPEC.md Part 4) it also checks the index's trees, its delta "
-            + "chain and the kept versions.",
+            + "chain, the state they make and the kept versions, and prints the dead bytes beside the garbage count of the "
+            + "index root (a hint for automatic compaction, never a problem).",
             stdinNote, groupNote,
         ],
         options: vaultOptions + [json, O(name: "no-key", kind: .flag, meaning: "check the structure only, without a secret")],

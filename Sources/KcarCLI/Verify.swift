@@ -34,15 +34,20 @@ enum Verify {
             emit(json: json, path: path, keyed: true, problems: [e], extra: [])
             return ExitCode.of(e.code)
         }
-        let extra: [(String, String)] = [
+        var extra: [(String, String)] = [
             ("commits", String(report.commits)), ("records", String(report.records)), ("items", String(report.items)),
             ("valueBytes", String(report.valueBytes)), ("deadBytes", String(report.deadBytes)),
             ("incompleteBytes", String(report.incompleteBytes)),
             ("segmentsAuthenticatedOnly", String(report.segmentsAuthenticatedOnly)),
         ]
+        // Version 2: the root's garbage count beside the exact dead bytes (SPEC.md Part 4, V8.1), never a problem.
+        if let g = report.countedGarbage { extra.append(("garbage", String(g))) }
         emit(json: json, path: path, keyed: true, problems: report.problems, extra: extra)
         if !json, report.isIntact {
             Output.out.line(terminalSafe(StandardStreams.shown(path)) + ": intact: \(count(report.items, "item")) in \(count(report.records, "record")), \(count(report.commits, "commit")) checked, \(report.valueBytes) value bytes authenticated")
+            if let g = report.countedGarbage {
+                Output.out.line("  \(report.deadBytes) dead bytes; the index root counts \(g) as garbage (a hint for automatic compaction, not a check)")
+            }
             if report.segmentsAuthenticatedOnly > 0 {
                 Output.out.line("  \(report.segmentsAuthenticatedOnly) superseded index segments were authenticated but not parsed (past SUPERSEDED_INDEX_MAX; `kcar compact` drops them)")
             }

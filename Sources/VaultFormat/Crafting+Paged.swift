@@ -11,6 +11,8 @@ package final class CraftedPagedVault {
         package var liveItems: UInt64
         package var tombstones: UInt64
         package var historyEntries: UInt64
+        /// The greatest hlc in the trees (V4).
+        package var clock: UInt64
     }
 
     /// The trailer fields (V7), as they will be written (the MAC is computed over them as they are).
@@ -72,7 +74,7 @@ package final class CraftedPagedVault {
 
     package var root: Root {
         Root(items: indexRoot.items, attributes: indexRoot.attributes, history: indexRoot.history, liveItems: indexRoot.liveItems,
-             tombstones: indexRoot.tombstones, historyEntries: indexRoot.historyEntries)
+             tombstones: indexRoot.tombstones, historyEntries: indexRoot.historyEntries, clock: indexRoot.clock)
     }
 
     package func page(_ ref: PageRef) throws -> Page { try store.read(ref) }
@@ -112,6 +114,7 @@ package final class CraftedPagedVault {
         newRoot.liveItems = r.liveItems
         newRoot.tombstones = r.tombstones
         newRoot.historyEntries = r.historyEntries
+        newRoot.clock = r.clock
         let rootID = ID128(store.random.bytes(16))
         let (offset, length) = try store.append(newRoot.encode(), key: .page(source.keys, vaultID: source.vaultID, pageID: rootID))
         var t = last

@@ -67,6 +67,8 @@ final class CLITests: XCTestCase {
         XCTAssertTrue(table.out.contains("svc.alpha/nested/token"))
         let verify = try kcar(["verify", "v.kcv", "--key-file", keyFile])
         XCTAssertTrue(verify.out.contains("intact"))
+        // The root's garbage count beside the exact dead bytes (SPEC.md Part 4, V8.1): a new vault holds none.
+        XCTAssertTrue(verify.out.contains("\n  0 dead bytes; the index root counts 0 as garbage"), verify.out)
         try kcar(["extract", "v.kcv", "-C", "out", "--key-file", keyFile])
         for (p, c) in files {
             let out = "out/" + p.dropFirst(4)

@@ -1164,15 +1164,16 @@ def verify_trailers(v):
 
 
 def check_versions(v):
-    """After full_state. V4, V5: the root's clock is the greatest hlc its trees hold; every version a later
-    (delta) commit makes is greater than every version before it, so above the root's clock and above every
-    earlier delta's. kcar's compaction broke the first and its commits the second until 2026-12-02 (a clock
-    taken from the root only), and a merge commit (V9) carries the other copy's versions, which may be below
-    the floor, so a failure is returned as a warning, not a verdict."""
-    problems = []
+    """After full_state. V4: the root's clock is the greatest hlc its trees hold; a greater one is damaged
+    index, which verification MUST report. V5: every version a later (delta) commit makes is greater than
+    every version before it, so above the root's clock and above every earlier delta's; kcar's commits broke
+    that until 2026-12-02 (a clock taken from the root only), and a merge commit (V9) carries the other copy's
+    versions, which may be below the floor, so a failure of that is returned as a warning, not a verdict."""
     for tr, top in v.tree_clock.items():
         if top > v.root.clock:
-            problems.append("the %s tree holds hlc %d, above the root's clock %d" % (TREE_NAMES[tr], top, v.root.clock))
+            raise VaultError(DAMAGED_INDEX, "the %s tree holds hlc %d, above the root's clock %d" % (
+                TREE_NAMES[tr], top, v.root.clock))
+    problems = []
     floor = v.root.clock
     for d, ops, rt, wt in v.deltas:
         what = "delta segment of generation %d" % d.generation

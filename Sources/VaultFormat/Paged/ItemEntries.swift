@@ -169,6 +169,7 @@ enum DeltaCodec {
             let key = Array(e.key.dropFirst())
             if e.rest[0] == 2 { return (tree, .remove(key)) }
             guard tree.hasTables || (e.record == nil && e.writer == nil) else { throw r.fail("tables named for tree 2") }
+            guard tree.hasTables || e.rest.count == 1 else { throw r.fail("a put to the attributes tree with a body") }  // the op byte alone
             return (tree, .put(LeafEntry(key: key, record: e.record, writer: e.writer, rest: Array(e.rest.dropFirst()))))
         }
     }

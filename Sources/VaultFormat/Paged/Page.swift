@@ -202,6 +202,29 @@ package enum PageCodec {
         }
     }
 
+    /// Throws unless every record `entries` name ends at or before `offset`, the body offset of the page or
+    /// delta segment that names them (V3.4: a record is written before the first page that names it). A
+    /// record past the end of the file is named past its page too: *damaged index*, never *truncated*.
+    static func checkRecordsEnd(_ entries: some Sequence<LeafEntry>, before offset: UInt64, _ what: @autoclosure () -> String) throws {
+        for case let r? in entries.lazy.map(\.record) { try checkRecordEnd(r, before: offset, what()) }
+    }
+
+    static func checkRecordEnd(_ r: RecordRef, before offset: UInt64, _ what: @autoclosure () -> String) throws {
+        guard let end = r.offset.adding(r.length), end <= offset else {
+            throw VaultError(.damagedIndex, "\(what()): record \(Hex.encode(r.id.bytes)) at body offset \(r.offset) + \(r.length) does not end "
+                             + "before body offset \(offset), where it is named")
+        }
+    }
+
+    /// Whether a writer may write `e` into a page or a delta segment (V2): KEY_MAX and ENTRY_MAX count the
+    /// entry as it is encoded where it is written, so a delta segment's tree byte (key) and operation byte
+    /// (body) count too; the body's record and writer positions take at most 3 bytes each. A writer checks it
+    /// before it writes: an entry a reader would refuse is never written.
+    static func fits(_ e: LeafEntry, inDelta: Bool) -> Bool {
+        let extra = inDelta ? 1 : 0
+        return !e.key.isEmpty && e.key.count + extra <= PagedLimits.keyMax && e.key.count + e.rest.count + 6 + 2 * extra <= PagedLimits.entryMax
+    }
+
     static func appendKey(_ key: [UInt8], after previous: [UInt8], into w: inout ByteWriter) {
         var shared = 0
         let n = min(key.count, previous.count)
@@ -281,6 +304,8 @@ package enum PageCodec {
             let key = try readKey(&r, after: previous)
             previous = key
             let bodyLength = try r.readCount(max: PagedLimits.entryMax - key.count, "entry body length")
+            // Tree 2's bodies are empty (V3.2): the key is the whole entry.
+            guard hasTables || op || bodyLength == 0 else { throw r.fail("an attributes-tree entry with a body of \(bodyLength) bytes") }
             var body = ByteReader(r.bytes, from: r.position, to: r.position + min(bodyLength, r.remaining), failure: .damagedIndex, what: "page entry")
             try r.skip(bodyLength)
             var entry = LeafEntry(key: key)

@@ -113,13 +113,18 @@ package struct TreeReader {
     /// entries of its leaves. The recursion follows levels, which strictly decrease: at most
     /// ``PagedLimits/heightMax`` deep.
     package func verify(_ visit: (LeafEntry) throws -> Void = { _ in }, page onPage: (PageRef) -> Void = { _ in }) throws -> UInt64 {
+        try verifyLeaves({ e, _ in try visit(e) }, page: onPage)
+    }
+
+    /// ``verify(_:page:)``, handing `visit` each entry with the reference of the leaf that holds it.
+    package func verifyLeaves(_ visit: (LeafEntry, PageRef) throws -> Void, page onPage: (PageRef) -> Void = { _ in }) throws -> UInt64 {
         guard let top else { return 0 }
         func walk(_ ref: PageRef, parentLevel: Int?, first: [UInt8]?, upper: [UInt8]?) throws -> UInt64 {
             let page = try open(ref, parentLevel: parentLevel, first: first, upper: upper)
             onPage(ref)
             switch page.content {
             case .leaf(let entries):
-                for e in entries { try visit(e) }
+                for e in entries { try visit(e, ref) }
                 return UInt64(entries.count)
             case .branch(let entries):
                 var sum: UInt64 = 0
@@ -159,6 +164,12 @@ package struct TreeWriter {
             case .put(let e): return e.key
             case .remove(let k): return k
             }
+        }
+
+        /// The entry a put puts; nil for a remove.
+        package var entry: LeafEntry? {
+            if case .put(let e) = self { return e }
+            return nil
         }
     }
 
@@ -270,7 +281,7 @@ package struct TreeWriter {
             observe(exists ? entries[i - 1] : nil, change)
             switch change {
             case .put(let e):
-                guard e.key.count <= PagedLimits.keyMax, !e.key.isEmpty, e.key.count + e.rest.count + 24 <= PagedLimits.entryMax else {
+                guard PageCodec.fits(e, inDelta: false) else {
                     throw VaultError(.invalidArgument, "a \(tree) tree entry outside KEY_MAX or ENTRY_MAX")
                 }
                 merged.append(e)

@@ -10,6 +10,7 @@ extension ItemEntries {
         let why = try r.readU8()
         guard (1...3).contains(why) else { throw r.fail("why \(why)") }
         let cls = try r.readString(max: Limits.attrNameMax, "class")
+        guard !cls.isEmpty else { throw r.fail("an empty class") }  // 1..ATTR_NAME_MAX bytes (V3.4)
         var names = NameCache()
         let pairs = try IndexCodec.decodeAttributes(&r, count: try r.readCount(max: Limits.attrsMax, "attribute count"), names: &names)
         let item = try valueAtEnd(&r, id: id, class: cls, attributes: Attributes(sortedPairs: pairs), record: rec)

@@ -197,7 +197,9 @@ package final class PagedVault {
                                               offset: t.deltaOffset, length: t.deltaLength,
                                               max: min(PagedLimits.deltaMax, PagedLimits.deltaTotalMax - bytes), fail: dfail)
             bytes += plain.count
-            changes += try DeltaCodec.decode(plain)
+            let decoded = try DeltaCodec.decode(plain)
+            try PageCodec.checkRecordsEnd(decoded.lazy.compactMap(\.change.entry), before: t.deltaOffset, "delta segment of generation \(t.generation)")
+            changes += decoded
         }
         return (root, changes, bytes, (last, lastOffset))
     }
@@ -457,81 +459,6 @@ package final class PagedVault {
         return out
     }
 
-    /// Checks every page of every tree (V3.3) with its counts, every entry's encoding and every live item's
-    /// record extent. Returns the live items.
-    package func verifyIndex(page onPage: (PageRef) -> Void = { _ in }) throws -> Int {
-        var live = 0, tombs = 0
-        // The attributes tree must hold exactly the entries its items make: compared as a count and a sum of
-        // hashes (seeded per process, so not forgeable), in bounded memory.
-        var expected = (count: 0, sum: 0 as UInt64), found = (count: 0, sum: 0 as UInt64)
-        func hash(_ k: [UInt8]) -> UInt64 {
-            var h = Hasher()
-            k.withUnsafeBytes { h.combine(bytes: $0) }
-            return UInt64(bitPattern: Int64(h.finalize()))
-        }
-        // One entry per item (V3.4): an item id at two keys (a key change that kept the old entry) is damage.
-        // Checked on 8-byte hashes of the ids (a set of a million ids would hold 32 MiB), exactly if any repeat.
-        var ids: [UInt64] = []
-        ids.reserveCapacity(Int(min(root.liveItems + root.tombstones, 1 << 22)))
-        let itemsCount = try reader(.items).verify({ e in
-            let s = try ItemEntries.decode(e, schema: root.schema)
-            ids.append(PagedVault.hash(s.id))
-            guard let item = s.item else { tombs += 1; return }
-            live += 1
-            for k in ItemEntries.attributeKeys(item, itemKey: e.key, schema: root.schema) {
-                expected.count += 1
-                expected.sum &+= hash(k)
-            }
-        }, page: onPage)
-        ids.sort()
-        if let twice = try repeatedItemID(sorted: ids) {
-            throw VaultError(.damagedIndex, "item \(twice) has two entries in the items tree")
-        }
-        guard itemsCount == root.liveItems + root.tombstones, UInt64(live) == root.liveItems else {
-            throw VaultError(.damagedIndex, "the items tree holds \(live) live items, the root says \(root.liveItems)")
-        }
-        _ = try reader(.attributes).verify({ e in
-            found.count += 1
-            found.sum &+= hash(e.key)
-        }, page: onPage)
-        guard found == expected else {
-            throw VaultError(.damagedIndex, "the attributes tree holds \(found.count) entries that do not match the \(expected.count) its items make")
-        }
-        guard try reader(.history).verify({ _ = try ItemEntries.decodeHistory($0) }, page: onPage) == root.historyEntries else {
-            throw VaultError(.damagedIndex, "the history tree's entries do not match the root's count")
-        }
-        var n = 0
-        try forEachItem { _ in
-            n += 1
-            return true
-        }
-        guard n == count else { throw VaultError(.damagedIndex, "\(n) live items, the trailer says \(count)") }
-        return n
-    }
-
-    /// The first item id, in key order, that a second entry of the items tree has, given the hashes of
-    /// every entry's id, sorted: none if no hash repeats; else the entries whose hash repeats are read again,
-    /// exactly.
-    private func repeatedItemID(sorted: [UInt64]) throws -> ItemID? {
-        var repeated = Set<UInt64>()
-        for i in sorted.indices.dropFirst() where sorted[i] == sorted[i - 1] { repeated.insert(sorted[i]) }
-        guard !repeated.isEmpty else { return nil }
-        var seen = Set<ItemID>()
-        var twice: ItemID?
-        try reader(.items).scan { e in
-            let id = try ItemEntries.decode(e, schema: root.schema).id
-            if repeated.contains(PagedVault.hash(id)), !seen.insert(id).inserted { twice = id }
-            return twice == nil
-        }
-        return twice
-    }
-
-    private static func hash(_ id: ItemID) -> UInt64 {
-        var h = Hasher()
-        h.combine(id)
-        return UInt64(bitPattern: Int64(h.finalize()))
-    }
-
     // MARK: Writing
 
     /// Writes `root` and a fold trailer after the pages at `store.position`; syncs the data before the trailer.
@@ -652,19 +579,20 @@ package final class PagedVault {
             let itemCount = UInt64(count + liveChange)
             // A commit of many changes folds without being encoded as a delta first.
             let changes = changeCount > PagedLimits.foldAfterChanges ? [] : perTree.flatMap { t in t.changes.map { (tree: t.tree, change: $0) } }
-            try PageCodec.checkOneExtentPerRecord(changes.lazy.compactMap { c -> LeafEntry? in
-                if case .put(let e) = c.change { return e }
-                return nil
-            })
+            try PageCodec.checkOneExtentPerRecord(changes.lazy.compactMap(\.change.entry))
             let delta = changes.isEmpty ? [] : DeltaCodec.encode(changes)
+            // A delta segment's keys and entries count their tree and operation bytes against KEY_MAX and
+            // ENTRY_MAX (V2): a change that one cannot hold folds, and the tree writers check it against a page's.
+            let fitsDelta = changes.allSatisfy { PageCodec.fits($0.change.entry ?? LeafEntry(key: $0.change.key), inDelta: true) }
             if uncommitted || chain >= PagedLimits.deltaChainMax || overlayBytes + delta.count > PagedLimits.foldAfterBytes || changeCount > PagedLimits.foldAfterChanges
-                || delta.count > PagedLimits.deltaMax {
+                || delta.count > PagedLimits.deltaMax || !fitsDelta {
                 var newRoot = root
                 newRoot.clock = clock
                 // Garbage (V8.1): the root and chain this fold supersedes, the pages it replaces, and the
                 // records of replaced entries that none of its puts names.
                 let last = tail.trailer
-                newRoot.addGarbage(last.rootLength + UInt64(TrailerV2.size) * (UInt64(last.chain) + 1) + (try chainDeltaBytes()))
+                // The first commit of a new vault supersedes nothing: its root counts 0 (V8.1).
+                if !uncommitted { newRoot.addGarbage(last.rootLength + UInt64(TrailerV2.size) * (UInt64(last.chain) + 1) + (try chainDeltaBytes())) }
                 var deadRecords = supersededRecords
                 var namedRecords = Set<ID128>()
                 for t in perTree.indices {
@@ -925,6 +853,14 @@ package final class PagedTransaction {
         for id in changed.keys.sorted() {
             guard let after = changed.removeValue(forKey: id) else { continue }
             let was = before.removeValue(forKey: id)
+            // A change gives the item a version above the one it has, even one above the root's clock (a
+            // damaged index, V4) that the clock did not see (V5).
+            if let old = was, old.version.hlc >= clock {
+                guard old.version.hlc < UInt64.max - (1 << 32) else {
+                    throw VaultError(.invalidArgument, "item \(id) has a version at \(old.version.hlc): no versions are left to give")
+                }
+                clock = old.version.hlc
+            }
             let version = nextVersion()
             var oldAttributeKeys: [[UInt8]] = []
             if let old = was, let oldItem = old.item {

@@ -87,6 +87,9 @@ final class FilePageStore: PageStore {
                                           offset: ref.offset, length: ref.length, max: PagedLimits.pageMax, fail: fail)
         opened += 1
         let page = try PageCodec.decode(plain)
+        if case .leaf(let entries) = page.content {
+            try PageCodec.checkRecordsEnd(entries, before: ref.offset, "page \(Hex.encode(ref.id.bytes))")
+        }
         keep(page, key)
         return page
     }

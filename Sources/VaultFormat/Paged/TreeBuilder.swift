@@ -29,7 +29,7 @@ package final class TreeBuilder {
 
     /// Adds the next entry; its key must be greater than the one before.
     package func append(_ e: LeafEntry) throws {
-        guard !e.key.isEmpty, e.key.count <= PagedLimits.keyMax, e.key.count + e.rest.count + 24 <= PagedLimits.entryMax else {
+        guard PageCodec.fits(e, inDelta: false) else {
             throw VaultError(.invalidArgument, "a \(tree) tree entry outside KEY_MAX or ENTRY_MAX")
         }
         if let last, !last.lexicographicallyPrecedes(e.key) {
