@@ -89,8 +89,14 @@ enum SyncCommand {
         func check(_ path: String) throws {
             try named(file) {
                 try checkCopy(path, of: group)
-                // A join takes the copy whole: its clock is bounded as a merge's THEIRS is (SPEC.md Part 4, V5.1).
-                _ = try PagedVault.open(path: path, secret: .keyFile(key), mode: .read).checkClockTakenWhole(now: HybridClock.now())
+                // A join takes the copy whole: its clock is bounded as a merge's THEIRS is (SPEC.md Part 4, V5.1), and
+                // its generation as writers' are (§8), since the group's record then starts from it.
+                let copy = try PagedVault.open(path: path, secret: .keyFile(key), mode: .read)
+                try copy.checkClockTakenWhole(now: HybridClock.now())
+                guard copy.generation <= Limits.generationMax else {
+                    throw CLIError(.damaged, "generation \(copy.generation) is past GENERATION_MAX (2^48), which no writer reaches: "
+                                   + "not joined (`kcar compact FILE --key-file KEY` rewrites it from generation 1)")
+                }
             }
         }
         try check(file)

@@ -17,6 +17,10 @@ public enum Limits {
     public static let membersMax = 65_536
     public static let indexMax = 268_435_456
     public static let itemsMax = 4_000_000
+    /// `GENERATION_MAX` (SPEC.md §8): writers never write a greater generation; a vault at it or past it (a file
+    /// no conforming writer made: 2^48 commits are not reached) takes no more commits, and its rewrite starts
+    /// its generations again at 1.
+    public static let generationMax: UInt64 = 1 << 48
     public static let attrsMax = 256
     public static let attrNameMax = 255
     public static let attrValueMax = 65_536

@@ -118,7 +118,7 @@ extension Vault {
     private func rewriteLocked(header newHeader: Header, headerBytes bytes: [UInt8], newKey: SecureBytes?, random: RandomSource,
                                options: WriteOptions) throws {
         let newKeys = newKey.map { Subkeys(vaultKey: $0) } ?? keys
-        let generation = try Vault.nextGeneration(after: tail.trailer.generation, path)
+        let generation = Vault.rewriteGeneration(after: tail.trailer.generation)
         let tmp = try AtomicReplace(path: path, random: random)
         let newTail: Tail
         let newState: [ItemID: Item]

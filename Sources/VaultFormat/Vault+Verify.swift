@@ -33,6 +33,7 @@ extension Vault {
             report.problems.append(VaultError(.incompleteCommit,
                 "\(incompleteBytes) bytes after the last complete commit (generation \(generation)); `kcar recover` cuts them off"))
         }
+        if let e = Vault.generationProblem(tail.trailer.generation) { report.problems.append(e) }
         // Trailers and index segments of every commit, newest first. Those of the chain that open loaded
         // (back to the newest checkpoint) were authenticated and parsed then; the older ones are read here.
         let reader = TailReader(file: file, headerLength: UInt64(header.length), bodySize: tail.end,

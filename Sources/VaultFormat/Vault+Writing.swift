@@ -322,13 +322,29 @@ extension Vault {
 
     static let compactionFailures = Mutex<(@Sendable (String, VaultError) -> Void)?>(nil)
 
-    /// The generation of the commit after `generation`: refused at the end of the 64-bit range (a vault can
-    /// take no more commits, SPEC.md §8), before anything is written.
+    /// The generation of the commit after `generation`: refused at `GENERATION_MAX` (SPEC.md §8), before anything
+    /// is written, with the way out (a rewrite, which starts again at 1).
     static func nextGeneration(after generation: UInt64, _ path: String) throws -> UInt64 {
-        guard let next = generation.adding(1) else {
-            throw VaultError(.invalidArgument, "\(path) is at generation \(generation), the last one: it takes no more commits or rewrites")
+        guard generation < Limits.generationMax else {
+            throw VaultError(.invalidArgument, "\(path) is at generation \(generation), past GENERATION_MAX (2^48), which no writer reaches: "
+                             + "it takes no more commits; `kcar compact` rewrites it with its generations starting again at 1")
         }
-        return next
+        return generation + 1
+    }
+
+    /// What verification says of a last generation past `GENERATION_MAX` (SPEC.md §8): no conforming writer makes
+    /// one, so the file breaks a writer's MUST (*damaged index*), though readers read it.
+    static func generationProblem(_ generation: UInt64) -> VaultError? {
+        guard generation > Limits.generationMax else { return nil }
+        return VaultError(.damagedIndex, "generation \(generation) is past GENERATION_MAX (2^48), which no writer reaches: the vault "
+                          + "takes no more commits; `kcar compact` rewrites it with its generations starting again at 1")
+    }
+
+    /// The generation of a whole-file rewrite (§9) of a vault at `generation`: the next one, or 1 for a vault at
+    /// or past `GENERATION_MAX`, so that a file whose generation a key holder set at the end can be written again
+    /// (a reader that recorded a later generation, SPEC.md §K6, sees the restart as a rollback).
+    static func rewriteGeneration(after generation: UInt64) -> UInt64 {
+        generation < Limits.generationMax ? generation + 1 : 1
     }
 
     /// Throws unless `path` still names the file this instance holds locked. Another process may rename a

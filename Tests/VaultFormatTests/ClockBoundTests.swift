@@ -176,4 +176,26 @@ final class ClockBoundTests: PagedTestCase {
         XCTAssertEqual(try v.read(try item(v, "s", "a")), [1])
         XCTAssertEqual(v.verify().problems, [])
     }
+
+    /// SPEC.md §8, GENERATION_MAX, for version 2: a key holder's file whose last trailer says generation 2^64 - 1
+    /// (every field authenticated) took no more commits or rewrites, so a clone that took it through git (a
+    /// fast-forward: no merge runs) could never change its vault again. Commits are still refused, with the way
+    /// out; verify reports it; a compaction starts the generations again at 1.
+    func testAVersion2FileAtTheLastGenerationIsWrittenAgainAfterACompaction() throws {
+        let (ours, _) = try pair()
+        try PagedVault.open(path: ours, secret: secret, mode: .write).compact()  // one fold, its trailer the only one
+        let crafted = try CraftedPagedVault(path: ours, secret: secret, random: SystemRandom.shared)
+        try crafted.rewriteLastTrailer { $0.generation = .max }
+        let v = try PagedVault.open(path: ours, secret: secret, mode: .write)
+        XCTAssertThrowsError(try v.commit { tx in _ = try tx.add(attributes: self.attrs("s", "c"), value: [3]) }) { e in
+            XCTAssertEqual((e as? VaultError)?.code, .invalidArgument)
+            XCTAssertTrue("\(e)".contains("kcar compact"), "\(e)")
+        }
+        XCTAssertEqual(v.verify().problems.map(\.code), [.damagedIndex])
+        try v.compact()
+        XCTAssertEqual(v.generation, 1)
+        try v.commit { tx in _ = try tx.add(attributes: self.attrs("s", "c"), value: [3]) }
+        XCTAssertEqual(v.count, 3)
+        XCTAssertEqual(try PagedVault.open(path: ours, secret: secret).verify().problems, [])
+    }
 }

@@ -112,7 +112,7 @@ extension PagedVault {
 
     private func rewriteLocked(header newHeader: Header, headerBytes: [UInt8]?, newKey: SecureBytes?, rule: KeepRule, random: RandomSource,
                                level: Int32, solidMembers: Int, now: UInt64) throws {
-        let generation = try Vault.nextGeneration(after: tail.trailer.generation, path)
+        let generation = Vault.rewriteGeneration(after: tail.trailer.generation)
         let newKeys = newKey.map { Subkeys(vaultKey: $0) } ?? keys
         let bytes = headerBytes ?? newHeader.encode(macKey: keys.header)
         let (tmp, newSource, built) = try writeKept(to: path, headerBytes: bytes, newKeys: newKeys, reseal: newKey != nil, rule: rule,
@@ -138,7 +138,7 @@ extension PagedVault {
     /// a file at `target` is never replaced (*exists*). This vault is only read.
     package func writeCopy(to target: String, keeping: @escaping (Item) -> Bool, random: RandomSource = SystemRandom.shared, level: Int32 = 6,
                            now: UInt64 = PagedRebuild.clockNow()) throws {
-        let generation = try Vault.nextGeneration(after: tail.trailer.generation, path)
+        let generation = Vault.rewriteGeneration(after: tail.trailer.generation)
         let rule = KeepRule(live: keeping, history: keeping, tombstones: false)
         let (tmp, _, _) = try writeKept(to: target, headerBytes: header.encode(macKey: keys.header), newKeys: keys, reseal: false,
                                         rule: rule, random: random, level: level, solidMembers: Limits.membersMax, now: now,

@@ -856,7 +856,7 @@ package final class PagedTransaction {
             // A change gives the item a version above the one it has, even one above the root's clock (a
             // damaged index, V4) that the clock did not see (V5).
             if let old = was, old.version.hlc >= clock {
-                guard old.version.hlc < UInt64.max - (1 << 32) else {
+                guard old.version.hlc < HybridClock.ceiling else {
                     throw VaultError(.invalidArgument, "item \(id) has a version at \(old.version.hlc): no versions are left to give")
                 }
                 clock = old.version.hlc

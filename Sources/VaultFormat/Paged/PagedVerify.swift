@@ -20,6 +20,7 @@ extension PagedVault {
             report.problems.append(VaultError(.incompleteCommit,
                 "\(report.incompleteBytes) bytes after the last complete commit (generation \(generation)); the next commit cuts them off"))
         }
+        if let e = Vault.generationProblem(tail.trailer.generation) { report.problems.append(e) }
         let end = tail.offset + UInt64(TrailerV2.size)
         var live = UInt64(TrailerV2.size) + tail.trailer.rootLength
         // Trailers, newest first; the delta commits back to the last fold are kept for the chain check.

@@ -78,7 +78,7 @@ extension Vault {
         guard header.formatVersion == 1 else { throw VaultError(.invalidArgument, "\(path) is not a version 1 vault") }
         try options.check()
         try exclusively {
-            let generation = try Vault.nextGeneration(after: tail.trailer.generation, path)
+            let generation = Vault.rewriteGeneration(after: tail.trailer.generation)
             let newHeader = header.with(formatVersion: 2)
             let bytes = newHeader.encode(macKey: keys.header)
             let tmp = try AtomicReplace(path: path, random: random)
