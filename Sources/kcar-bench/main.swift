@@ -445,9 +445,12 @@ func runSolid(_ args: ArraySlice<String>) {
         if own { a["pdmn"] = .string("aku") }
         return a
     }
-    func value(_ i: Int) -> [UInt8] { Array(String(format: "v%07d", i).utf8) }
+    func value(_ i: Int) -> [UInt8] {
+        let digits = String(i)
+        return Array(("v" + String(repeating: "0", count: max(0, 7 - digits.count)) + digits).utf8)
+    }
     let n = members * records
-    check("write the vaults") {
+    _ = check("write the vaults") {
         // Version 2, no history: a deleted member is dead at the next compaction.
         let c = dir + "/compact.kcv"
         try PagedVault.create(path: c, group: "g", slots: slots, schema: schema, retention: Retention(keep: 0), overwrite: true)
@@ -484,9 +487,9 @@ func runSolid(_ args: ArraySlice<String>) {
         }
         return true
     }
-    for name in ["compact.kcv", "v1.kcv", "merge-ours.kcv", "merge-theirs.kcv"] {
-        emit("solid_" + name.replacingOccurrences(of: ".kcv", with: "").replacingOccurrences(of: "-", with: "_") + "_bytes",
-             Double(fileSize(dir + "/" + name)), "bytes", decimals: 0)
+    for name in ["compact", "v1", "merge_ours", "merge_theirs"] {
+        let file = dir + "/" + name.split(separator: "_").joined(separator: "-") + ".kcv"
+        emit("solid_" + name + "_bytes", Double(fileSize(file)), "bytes", decimals: 0)
     }
 }
 
@@ -495,15 +498,16 @@ func runSolidCopy(_ args: ArraySlice<String>) {
     guard a.count == 2 else { usage() }
     let secret = UnlockSecret.keyFile(SecureBytes(copying: Recipes.keyFile))
     var before = rusage(), after = rusage()
-    getrusage(RUSAGE_SELF, &before)
-    check("write the copy") {
+    let who = __rusage_who_t(RUSAGE_SELF.rawValue)
+    getrusage(who, &before)
+    _ = check("write the copy") {
         try PagedVault.open(path: a[0], secret: secret).writeCopy(to: a[1], keeping: { item in
             guard case .string(let p)? = item.attributes["pdmn"] else { return true }
             return !p.hasSuffix("u")
         })
         return true
     }
-    getrusage(RUSAGE_SELF, &after)
+    getrusage(who, &after)
     func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
     emit("solid_copy_cpu_s", seconds(after.ru_utime) + seconds(after.ru_stime) - seconds(before.ru_utime) - seconds(before.ru_stime), "s", decimals: 2)
     emit("solid_copy_max_rss_kib", Double(after.ru_maxrss), "KiB", decimals: 0)
