@@ -165,13 +165,14 @@ extension RecordSource {
     func readMembers(_ members: [Item], begin: (Item) throws -> Void, bytes: (UnsafeRawBufferPointer) throws -> Void,
                      end: (Item) throws -> Void) throws {
         guard let first = members.first else { return }
-        for (a, b) in zip(members, members.dropFirst()) where a.location.member >= b.location.member {
-            throw VaultError(.invalidArgument, "\(b.displayName): members to read must be distinct and in member order")
-        }
         let fail = { (m: String) in VaultError(.damagedRecord, "\(first.displayName): \(m)") }
         var reader = recordReader(first.location, fail: fail)
         var (table, chunk) = try reader.memberTable()
         try table.check(members)
+        // Callers name each value once; items that name one member twice come from a damaged (or forged) index.
+        for (a, b) in zip(members, members.dropFirst()) where a.location.member >= b.location.member {
+            throw VaultError(.damagedRecord, "\(b.displayName): another item names the same member of its record")
+        }
         var position: UInt64 = 0  // data offset of chunk[0]
         var next = 0
         var open = false
