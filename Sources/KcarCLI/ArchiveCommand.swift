@@ -94,20 +94,22 @@ extension JSONSink {
     mutating func writeBase64(_ data: [UInt8]) throws { try write(Base64.encode(data)) }
 }
 
-/// Counts the bytes a print would write, and stops once they pass ``JSONPrinter/outputMax``.
+/// Counts the bytes a print would write, and stops once they pass `limit` (``JSONPrinter/outputMax`` unless
+/// told: `git textconv --values` counts its lines against its own).
 struct JSONCounter: JSONSink {
     struct Full: Error {}
     var count = 0
+    var limit = JSONPrinter<JSONCounter>.outputMax
 
     mutating func write(_ s: String) throws {
         count += s.utf8.count
-        guard count <= JSONPrinter<JSONCounter>.outputMax else { throw Full() }
+        guard count <= limit else { throw Full() }
     }
 
     /// The length of the base64, without encoding it.
     mutating func writeBase64(_ data: [UInt8]) throws {
         count += (data.count + 2) / 3 * 4
-        guard count <= JSONPrinter<JSONCounter>.outputMax else { throw Full() }
+        guard count <= limit else { throw Full() }
     }
 }
 

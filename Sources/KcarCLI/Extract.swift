@@ -505,9 +505,10 @@ final class SafeWriter {
         /// Removal of the file being written on SIGINT, SIGTERM, ... (issue 9, item 11).
         private let registration: Int?
 
-        init(dir: Int32, fd: Int32, temp: String?, name: String, display: String, force: Bool) {
+        /// `registration`: the file's, made as it was created (``TemporaryFiles/creating(_:)``).
+        init(dir: Int32, fd: Int32, temp: String?, name: String, display: String, force: Bool, registration: Int?) {
             (self.dir, self.fd, self.temp, self.name, self.display, self.force) = (dir, fd, temp, name, display, force)
-            registration = TemporaryFiles.register(temp ?? name, in: dir)
+            self.registration = registration
         }
 
         func append(_ chunk: UnsafeRawBufferPointer) throws {
@@ -573,15 +574,21 @@ final class SafeWriter {
         removeStale(in: dir, key: Array(parts.dropLast().joined(separator: "/").utf8))
         let name = parts.last!
         if authenticated, !force {
-            let fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode_t(mode))
+            // Registered as it is created, with the signals held in between: a signal never leaves it unknown.
+            let (fd, registration) = TemporaryFiles.creating { () -> (Int32, Int?) in
+                let fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode_t(mode))
+                return (fd, fd >= 0 ? TemporaryFiles.register(name, in: dir) : nil)
+            }
             guard fd >= 0 else {
                 if errno == EEXIST { throw CLIError(.exists, "\(display) exists (--force replaces it)") }
                 throw CLIError(.io, "cannot create \(display): \(String(cString: strerror(errno)))")
             }
-            return Pending(dir: dir, fd: fd, temp: nil, name: name, display: display, force: false)
+            return Pending(dir: dir, fd: fd, temp: nil, name: name, display: display, force: false, registration: registration)
         }
-        let (fd, temp) = try LockedTemporary.extracted.create(in: dir, mode: mode_t(mode), display: display)
-        return Pending(dir: dir, fd: fd, temp: temp, name: name, display: display, force: force)
+        let (fd, temp, registration) = try LockedTemporary.extracted.create(in: dir, mode: mode_t(mode), display: display) {
+            TemporaryFiles.register($0, in: dir)
+        }
+        return Pending(dir: dir, fd: fd, temp: temp, name: name, display: display, force: force, registration: registration)
     }
 
     /// Folders already cleaned of stale temporaries in this run.

@@ -655,7 +655,9 @@ extension Help {
             + "vault's order (class, then service and account, then id): class, name as kcar list prints it, value size, version "
             + "(time and writer, version 2), the other attributes as JSON; the value only with --values. Without a usable key "
             + "(none given, a wrong one) or for a file it cannot read it prints the first line and why, and exits 0, so that "
-            + "git diff still shows which vault changed.",
+            + "git diff still shows which vault changed. With --values it counts what it would print first: past 64 MiB "
+            + "(TEXTCONV_OUTPUT_MAX; values that compress a thousandfold print far more than the vault's size) it prints "
+            + "nothing and exits 4.",
         ],
         options: [O(name: "global", kind: .flag, meaning: "setup: set the user's git config (git config --global)", only: "setup"),
                   O(name: "values", kind: .flag, meaning: "textconv: print each value too (text as JSON strings, else base64)", only: "textconv")]

@@ -25,10 +25,10 @@ final class StagedFile {
         defer { close(dirFD) }
         let form = LockedTemporary.staged(base)
         form.removeStale(in: dirFD)
-        let (fd, name) = try form.create(in: dirFD, mode: mode, display: path)
+        let (fd, name, registration) = try form.create(in: dirFD, mode: mode, display: path) { TemporaryFiles.register(dir + "/" + $0) }
         self.fd = fd
         temp = dir + "/" + name
-        registration = TemporaryFiles.register(temp)
+        self.registration = registration
     }
 
     convenience init(_ path: String, mode: mode_t, bytes: [UInt8]) throws {

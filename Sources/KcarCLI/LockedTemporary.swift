@@ -24,15 +24,21 @@ struct LockedTemporary {
     }
 
     /// Creates a new temporary in the open folder `dir` (exclusively, never through a link) and locks it;
-    /// returns its descriptor and name.
-    func create(in dir: Int32, mode: mode_t, display: String) throws -> (fd: Int32, name: String) {
+    /// returns its descriptor, its name and its registration for removal on a signal, which `register` makes
+    /// (given the name) as the file is created, with the signals held in between (``TemporaryFiles/creating(_:)``):
+    /// no signal can leave it behind.
+    func create(in dir: Int32, mode: mode_t, display: String, register: (String) -> Int?) throws -> (fd: Int32, name: String, registration: Int?) {
         while true {
             let name = prefix + Hex.encode(randomBytes(6)) + suffix
-            let fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+            let (fd, registration) = TemporaryFiles.creating { () -> (Int32, Int?) in
+                let fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+                return (fd, fd >= 0 ? register(name) : nil)
+            }
             guard fd >= 0 else { throw CLIError(.io, "cannot create a file in the folder of \(display): \(String(cString: strerror(errno)))") }
             // Another run's cleaner may have locked and removed it between open and flock: then the name no
             // longer names this file, and a new name is taken.
-            if flock(fd, LOCK_EX | LOCK_NB) == 0, LockedTemporary.isStill(fd, name, in: dir) { return (fd, name) }
+            if flock(fd, LOCK_EX | LOCK_NB) == 0, LockedTemporary.isStill(fd, name, in: dir) { return (fd, name, registration) }
+            TemporaryFiles.unregister(registration)
             close(fd)
         }
     }

@@ -19,10 +19,13 @@ enum StandardStreams {
         guard path == "-" else { return path }
         guard isatty(0) != 1 else { throw CLIError.usage("VAULT - reads the vault from standard input, which is a terminal; pipe it in") }
         let target = Pack.temporaryPath()
-        let fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        let (fd, registration) = TemporaryFiles.creating { () -> (Int32, Int?) in
+            let fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            return (fd, fd >= 0 ? TemporaryFiles.register(target) : nil)
+        }
         guard fd >= 0 else { throw CLIError(.io, "cannot create a temporary file for the vault on standard input: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
-        spooled = (target, TemporaryFiles.register(target))
+        spooled = (target, registration)
         var total: UInt64 = 0
         var buf = [UInt8](repeating: 0, count: 1 << 20)
         while true {

@@ -3,6 +3,15 @@ import VaultFormat
 /// `kcar git textconv VAULT`: a vault as stable text, one line per item in a fixed order, so that `git diff`
 /// and `git log -p` show the items that were added, changed or deleted.
 extension GitCommand {
+    /// `TEXTCONV_OUTPUT_MAX`: bytes `git textconv --values` prints at most. Values that compress a
+    /// thousandfold print far more than their vault holds (a 228 KB vault printed 1.25 GB, issue 21), so the
+    /// output is counted first and a vault that would print more is refused before anything is printed (exit 4).
+    static let textconvOutputMax = 67_108_864
+
+    /// The refusal of ``textconvOutputMax``: unlike the vault's other problems, it is not printed as a line
+    /// (git would diff a truncated text as if it were the vault).
+    struct TextConvTooLarge: Error {}
+
     static func textconv(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("git", "textconv"))
         let path = try args.positionals(["VAULT"])[0]
@@ -27,19 +36,42 @@ extension GitCommand {
             if header.formatVersion == 1 {
                 let (vault, _) = try Secrets.unlockVault(path, args, given: given, ask: false)
                 let items = vault.items.sorted { ($0.itemClass.rawValue, ItemPath.name($0), $0.id) < ($1.itemClass.rawValue, ItemPath.name($1), $1.id) }
-                Output.out.line(terminalSafe(head + ": \(count(items.count, "item"))"))
-                for item in items { try printLine(item, version: nil, value: values ? { try vault.read(item) } : nil) }
+                let first = terminalSafe(head + ": \(count(items.count, "item"))")
+                if values {
+                    try printWithValues(first, items.map { ($0, nil) }) { items, begin, bytes, end in
+                        try vault.readValues(of: items, begin: { item, _ in try begin(item) }, bytes: bytes, end: end)
+                    }
+                } else {
+                    Output.out.line(first)
+                    var out = JSONWriter()
+                    for item in items { try printLine(item, version: nil, value: nil, to: &out) }
+                }
             } else {
                 let vault = try Secrets.unlockPaged(path, args, given: given, ask: false)
-                Output.out.line(terminalSafe(head + ": \(count(vault.count, "item"))"))
+                let first = terminalSafe(head + ": \(count(vault.count, "item"))")
                 // The items tree's order: class, key attributes, item id.
                 var text = VersionText()
-                try vault.forEachLiveState { s in
-                    guard let item = s.item else { return true }
-                    try printLine(item, version: text(s.version), value: values ? { try vault.read(item) } : nil)
-                    return true
+                if values {
+                    var lines: [(Item, String?)] = []
+                    try vault.forEachLiveState { s in
+                        if let item = s.item { lines.append((item, text(s.version))) }
+                        return true
+                    }
+                    try printWithValues(first, lines) { items, begin, bytes, end in
+                        try vault.readValues(of: items, begin: begin, bytes: bytes, end: end)
+                    }
+                } else {
+                    Output.out.line(first)
+                    var out = JSONWriter()
+                    try vault.forEachLiveState { s in
+                        guard let item = s.item else { return true }
+                        try printLine(item, version: text(s.version), value: nil, to: &out)
+                        return true
+                    }
                 }
             }
+        } catch is TextConvTooLarge {
+            throw CLIError(.damaged, "\(path): its values print to more than \(textconvOutputMax) bytes (TEXTCONV_OUTPUT_MAX); nothing printed (without --values the items print)")
         } catch let e as CLIError {
             Output.out.line(terminalSafe(head + ": " + e.message))
         } catch {
@@ -48,34 +80,61 @@ extension GitCommand {
         return .success
     }
 
-    /// Prints `CLASS NAME size=N [version=TIME/WRITER] {other attributes} [value=...]`, in pieces (no line
-    /// string is built: ten thousand items take well under a tenth of a second); control characters
-    /// escaped (the JSON parts by JSON's rules).
-    static func printLine(_ item: Item, version: String?, value: (() throws -> [UInt8])?) throws {
-        let out = Output.out
-        out.write(terminalSafe(item.itemClass.rawValue))
-        out.write(" ")
-        out.write(terminalSafe(ItemPath.name(item)))
-        out.write(" size=")
-        out.write(String(item.size))
+    /// Prints `first` and the lines of `lines` with their values, once all of it is known to fit
+    /// ``textconvOutputMax``: a first pass reads the values (`read` decodes each record once, in file order,
+    /// never more than the limit's bytes of them) and keeps each as it will print, then counts the lines.
+    static func printWithValues(_ first: String, _ lines: [(Item, String?)],
+                                read: ([Item], (Item) throws -> Void, (UnsafeRawBufferPointer) throws -> Void, (Item) throws -> Void) throws -> Void) throws {
+        var counter = JSONCounter(limit: textconvOutputMax)
+        do {
+            try counter.write(first + "\n")
+            var printed: [ItemID: String] = [:]
+            var value: [UInt8] = []
+            var readBytes = 0
+            // A value prints to at least its bytes (JSON) or 4/3 of them (base64): the bytes read are bounded too.
+            try read(lines.map { $0.0 }, { _ in value = [] }, { bytes in
+                readBytes += bytes.count
+                guard readBytes <= textconvOutputMax else { throw TextConvTooLarge() }
+                value.append(contentsOf: bytes)
+            }, { item in
+                defer { wipe(&value) }
+                let text = valueText(value)
+                try counter.write(text)
+                printed[item.id] = text
+            })
+            for (item, version) in lines { try printLine(item, version: version, value: printed[item.id], to: &counter) }
+            var out = JSONWriter()
+            out.write(first + "\n")
+            for (item, version) in lines { try printLine(item, version: version, value: printed[item.id], to: &out) }
+        } catch is JSONCounter.Full {
+            throw TextConvTooLarge()
+        }
+    }
+
+    /// ` value=` and the value as a JSON string when it is UTF-8, else ` value-base64=` and its base64.
+    static func valueText(_ bytes: [UInt8]) -> String {
+        if let text = String(validating: bytes, as: UTF8.self) { return " value=" + JSON.string(text) }
+        return " value-base64=" + Base64.encode(bytes)
+    }
+
+    /// Writes `CLASS NAME size=N [version=TIME/WRITER] {other attributes}`, then `value` (``valueText(_:)``) if
+    /// given, to `out`, in pieces (no line string is built: ten thousand items take well under a tenth of a
+    /// second); control characters escaped (the JSON parts by JSON's rules).
+    static func printLine<Sink: JSONSink>(_ item: Item, version: String?, value: String?, to out: inout Sink) throws {
+        try out.write(terminalSafe(item.itemClass.rawValue))
+        try out.write(" ")
+        try out.write(terminalSafe(ItemPath.name(item)))
+        try out.write(" size=")
+        try out.write(String(item.size))
         if let version {
-            out.write(" version=")
-            out.write(version)
+            try out.write(" version=")
+            try out.write(version)
         }
-        out.write(" ")
+        try out.write(" ")
         // The name holds service and account when both are strings.
-        out.write(ItemJSON.attributes(item.attributes, excluding: item.service != nil && item.account != nil ? ["svce", "acct"] : []))
-        if let value {
-            let bytes = try value()
-            if let text = String(validating: bytes, as: UTF8.self) {
-                out.write(" value=")
-                out.write(JSON.string(text))
-            } else {
-                out.write(" value-base64=")
-                out.write(Base64.encode(bytes))
-            }
-        }
-        out.write("\n")
+        try out.write(ItemJSON.attributes(item.attributes, excluding: item.service != nil && item.account != nil ? ["svce", "acct"] : []))
+        if let value { try out.write(value) }
+        try out.write("\n")
     }
 
     /// A version as `TIME/WRITER`: its clock's milliseconds as ISO 8601 UTC and the writer id in hex.

@@ -187,49 +187,132 @@ final class CommitWriter {
 
     /// A large value: its own record, read and sealed a batch of chunks at a time.
     private func stream(_ item: Item, fd: Int32, size: UInt64) throws {
+        try beginValue(item, size: size)
+        var left = size
+        while left > 0 {
+            var buf = try readExactly(fd, Int(min(UInt64(CommitWriter.batchBytes), left)))
+            left -= UInt64(buf.count)
+            try buf.withUnsafeBytes { try appendValue($0) }
+            wipe(&buf)
+        }
+        try endValue()
+        var extra: UInt8 = 0
+        if read(fd, &extra, 1) == 1 {
+            throw VaultError(.io, "input grew while it was read")
+        }
+    }
+
+    /// The value being given piece by piece: held whole up to ``Limits/solidMemberMax`` bytes (it then joins a
+    /// solid record as ``add(_:bytes:)`` does), else cut into the chunks of its own record as its bytes come,
+    /// a batch sealed while the next is given.
+    private enum OpenValue {
+        case held(item: Item, size: UInt64, bytes: [UInt8])
+        case streamed(ValueStream)
+    }
+
+    private struct ValueStream {
+        var item: Item
+        let sequence: Int
+        let recordID: ID128
+        let key: StreamKey
+        let offset: UInt64
+        /// The record's plaintext: its member table and the value.
+        let total: UInt64
+        /// Value bytes given so far.
+        var given: UInt64 = 0
+        /// Record plaintext cut into chunks so far.
+        var produced: UInt64 = 0
+        var chunkIndex: UInt32 = 0
+        /// Plaintext not cut yet (less than a batch).
+        var pending: [UInt8]
+    }
+
+    private var openValue: OpenValue?
+
+    /// Starts a value of `size` bytes for `item`, given by ``appendValue(_:)`` and closed by ``endValue()``: a
+    /// value copied out of a record streams through in bounded memory, whatever its size.
+    func beginValue(_ item: Item, size: UInt64) throws {
+        precondition(openValue == nil, "endValue() before the next value")
+        guard size <= Limits.valueMax else { throw VaultError(.invalidArgument, "a value is at most 2^48 bytes") }
+        if size <= UInt64(Limits.solidMemberMax) {
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(Int(size))
+            openValue = .held(item: item, size: size, bytes: bytes)
+            return
+        }
         try flushPending()
         try drain()
         var item = item
         item.size = size
         sequence += 1
-        let n = sequence
         let recordID = ID128(random.bytes(16))
-        let key = StreamKey.record(keys, vaultID: vaultID, recordID: recordID)
         let table = MemberTable.encode([(item.id, size)])
-        let total = UInt64(table.count) + size
-        let offset = position
-        var produced: UInt64 = 0  // record plaintext bytes cut into chunks so far
-        var carry = table
-        var chunkIndex: UInt32 = 0
-        var left = size
-        while produced < total {
-            let want = Int(min(UInt64(CommitWriter.batchBytes), total - produced)) - carry.count
-            var buf = carry
-            if want > 0 {
-                buf.append(contentsOf: try readExactly(fd, want))
-                left -= UInt64(want)
+        openValue = .streamed(ValueStream(item: item, sequence: sequence, recordID: recordID,
+                                          key: StreamKey.record(keys, vaultID: vaultID, recordID: recordID), offset: position,
+                                          total: UInt64(table.count) + size, pending: table))
+    }
+
+    /// The next bytes of the open value.
+    func appendValue(_ bytes: UnsafeRawBufferPointer) throws {
+        switch openValue {
+        case .held(let item, let size, var held)?:
+            openValue = nil  // the bytes are moved, not copied
+            guard UInt64(held.count + bytes.count) <= size else { throw VaultError(.io, "\(item.displayName): more bytes than the value's size") }
+            held.append(contentsOf: bytes)
+            openValue = .held(item: item, size: size, bytes: held)
+        case .streamed(var s)?:
+            openValue = nil
+            guard s.given + UInt64(bytes.count) <= s.item.size else { throw VaultError(.io, "\(s.item.displayName): more bytes than the value's size") }
+            s.given += UInt64(bytes.count)
+            s.pending.append(contentsOf: bytes)
+            while s.pending.count >= CommitWriter.batchBytes {
+                let batch = Array(s.pending[..<CommitWriter.batchBytes])
+                s.pending.removeSubrange(..<CommitWriter.batchBytes)
+                try submitChunks(batch, of: &s)
             }
-            carry = []
-            var jobs: [ChunkJob] = []
-            var s = 0
-            while s < buf.count {
-                let e = min(s + Limits.chunkSize, buf.count)
-                produced += UInt64(e - s)
-                jobs.append(ChunkJob(plaintext: buf[s..<e], index: chunkIndex, last: produced == total,
-                                     nonce: random.bytes(Sodium.aeadNonceBytes), key: key))
-                chunkIndex += 1
-                s = e
+            openValue = .streamed(s)
+        case nil:
+            preconditionFailure("beginValue() first")
+        }
+    }
+
+    /// Closes the open value; its bytes must have been its size.
+    func endValue() throws {
+        let value = openValue
+        openValue = nil
+        switch value {
+        case .held(let item, let size, var bytes)?:
+            defer { wipe(&bytes) }
+            guard UInt64(bytes.count) == size else { throw VaultError(.io, "\(item.displayName): input changed size while it was read") }
+            try add(item, bytes: bytes)
+        case .streamed(var s)?:
+            guard s.given == s.item.size else { throw VaultError(.io, "\(s.item.displayName): input changed size while it was read") }
+            if !s.pending.isEmpty {
+                let rest = s.pending
+                s.pending = []
+                try submitChunks(rest, of: &s)
             }
-            try submit(jobs) { _, _ in }
+            try drain()
+            s.item.location = RecordLocation(recordID: s.recordID, offset: s.offset, length: position - s.offset, member: 0, dataOffset: 0)
+            written.append((s.sequence, s.item))
+        case nil:
+            preconditionFailure("beginValue() first")
         }
-        try drain()
-        guard left == 0 else { throw VaultError(.io, "input changed size while it was read") }
-        var extra: UInt8 = 0
-        if read(fd, &extra, 1) == 1 {
-            throw VaultError(.io, "input grew while it was read")
+    }
+
+    /// Cuts `plain`, the next bytes of a streamed record, into chunks and hands them to the sealer.
+    private func submitChunks(_ plain: [UInt8], of s: inout ValueStream) throws {
+        var jobs: [ChunkJob] = []
+        var start = 0
+        while start < plain.count {
+            let end = min(start + Limits.chunkSize, plain.count)
+            s.produced += UInt64(end - start)
+            jobs.append(ChunkJob(plaintext: plain[start..<end], index: s.chunkIndex, last: s.produced == s.total,
+                                 nonce: random.bytes(Sodium.aeadNonceBytes), key: s.key))
+            s.chunkIndex += 1
+            start = end
         }
-        item.location = RecordLocation(recordID: recordID, offset: offset, length: position - offset, member: 0, dataOffset: 0)
-        written.append((n, item))
+        try submit(jobs) { _, _ in }
     }
 
     /// Flushes everything added, then writes the index segment for `ops` and the trailer, syncing the data

@@ -248,12 +248,17 @@ struct AtomicReplace {
         // It is created and locked under a name removeStale passes over, then given its name: created under
         // that name, another writer's removeStale could take it for stale between open and flock.
         let staging = tempPath + ".new"
-        let fd = open(staging, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        // Created and registered with the signals held (a signal in between would leave it: issue 21).
+        let (fd, stagingRegistration) = TemporaryFiles.creating { () -> (Int32, Int?) in
+            let fd = open(staging, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { return (fd, nil) }
+            DebugSeam.pause("temporary-created")
+            return (fd, TemporaryFiles.register(staging))
+        }
         guard fd >= 0 else {
             if errno == EEXIST { throw VaultError(.exists, tempPath) }
             throw File.errnoError("cannot create", tempPath)
         }
-        let stagingRegistration = TemporaryFiles.register(staging)
         defer { TemporaryFiles.unregister(stagingRegistration) }
         let f = File.adopt(fd: fd, path: tempPath)
         registration = TemporaryFiles.register(tempPath)
@@ -268,22 +273,31 @@ struct AtomicReplace {
         file = f
     }
 
-    /// Removes temporary files of `base` left by writers that were killed (their lock died with them).
+    /// A staging name (`.BASE.<12 hex>.tmp.new`) is unlocked from its creation to its writer's `flock`, a moment
+    /// later: one older than this was left by a writer killed in between (SIGKILL; a signal it handles is held
+    /// until the name is registered, ``TemporaryFiles/creating(_:)``).
+    static let stagingStaleSeconds = 60
+
+    /// Removes temporary files of `base` left by writers that were killed (their lock died with them), and
+    /// staging files older than ``stagingStaleSeconds`` that nobody locks.
     static func removeStale(dir: String, base: String) {
         guard let d = opendir(dir) else { return }
         defer { closedir(d) }
-        let prefix = ".\(base).", suffix = ".tmp"
+        let prefix = ".\(base).", suffix = ".tmp", staging = ".tmp.new"
         while let ent = readdir(d) {
             let name = withUnsafeBytes(of: ent.pointee.d_name) { b in String(decoding: b.prefix { $0 != 0 }, as: UTF8.self) }
-            // Exactly .BASE.<12 hex>.tmp: another file's temporaries (".BASE.other.<hex>.tmp") are not ours.
-            guard name.hasPrefix(prefix), name.hasSuffix(suffix), name.utf8.count == prefix.utf8.count + 12 + suffix.utf8.count,
-                  hexDecode(String(name.dropFirst(prefix.count).dropLast(suffix.count))) != nil else { continue }
+            // Exactly .BASE.<12 hex>.tmp (or .tmp.new): another file's temporaries (".BASE.other.<hex>.tmp") are not ours.
+            let end = name.hasSuffix(staging) ? staging : suffix
+            guard name.hasPrefix(prefix), name.hasSuffix(end), name.utf8.count == prefix.utf8.count + 12 + end.utf8.count,
+                  hexDecode(String(name.dropFirst(prefix.count).dropLast(end.count))) != nil else { continue }
             // Without blocking: a FIFO planted under such a name (in a folder others can write) would wait
             // for a writer forever; only a regular file nobody locks is a killed writer's.
             let fd = open("\(dir)/\(name)", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
             guard fd >= 0 else { continue }
             var st = stat()
-            if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, flock(fd, LOCK_EX | LOCK_NB) == 0 { unlink("\(dir)/\(name)") }
+            if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG,
+               end == suffix || Int(time(nil)) - Int(st.st_mtim.tv_sec) > stagingStaleSeconds,
+               flock(fd, LOCK_EX | LOCK_NB) == 0 { unlink("\(dir)/\(name)") }
             close(fd)
         }
     }

@@ -59,46 +59,10 @@ extension Vault {
         next?.done.wait()
     }
 
-    /// Streams a large record once, chunk by chunk, handing each member its bytes in order (`members` sorted
-    /// by member index, which is data order). One pass whatever the number of members.
+    /// Streams a large record once, chunk by chunk (``RecordSource/readMembers(_:begin:bytes:end:)``).
     private func streamRecord(_ members: [Item], begin: (Item, Bool) throws -> Void, bytes: (UnsafeRawBufferPointer) throws -> Void,
                               end: (Item) throws -> Void) throws {
-        let first = members[0]
-        let fail = { (m: String) in VaultError(.damagedRecord, "\(first.displayName): \(m)") }
-        var reader = recordReader(first.location, fail: fail)
-        var (table, chunk) = try reader.memberTable()
-        try table.check(members)
-        var position: UInt64 = 0  // data offset of chunk[0]
-        var next = 0
-        var open = false
-        while true {
-            let chunkEnd = position + UInt64(chunk.count)
-            while next < members.count {
-                let m = members[next]
-                let start = m.location.dataOffset, stop = start + m.size
-                if !open {
-                    if m.size > 0, start >= chunkEnd { break }
-                    try begin(m, false)
-                    open = true
-                }
-                let lo = max(start, position), hi = min(stop, chunkEnd)
-                if hi > lo {
-                    try chunk.withUnsafeBytes { try bytes(UnsafeRawBufferPointer(rebasing: $0[Int(lo - position)..<Int(hi - position)])) }
-                }
-                guard stop <= chunkEnd else { break }
-                try end(m)
-                open = false
-                next += 1
-            }
-            wipe(&chunk)
-            position = chunkEnd
-            // No further than the member table declares: a record that inflates past it stops here.
-            guard position <= table.totalData else { throw fail("record holds more data than its member table declares") }
-            guard let c = try reader.next() else { break }
-            chunk = c
-        }
-        guard next == members.count else { throw fail("record ends before its members' data does") }
-        try table.checkLength(UInt64(table.length) + position, fail: fail)
+        try records.readMembers(members, begin: { try begin($0, false) }, bytes: bytes, end: end)
     }
 
     /// The records that hold `items`, each as its items in member order, in file order, cut into batches:
@@ -187,6 +151,80 @@ extension Vault {
         try t.checkLength(UInt64(plain.count), fail: fail)
         try t.check(members)
         return t
+    }
+}
+
+extension RecordSource {
+    /// Streams the values of `members`, items that name one record, sorted by member index (which is data
+    /// order), each member at most once, in one pass over the record, chunk by chunk: `begin(item)`, its bytes
+    /// in one or more `bytes` calls (each authenticated before it is passed on), `end(item)`. The record is
+    /// read to its end and checked against its member table. Memory: a chunk, whatever the record holds; work:
+    /// one decode of the record, whatever the number of members (SPEC.md §6). What every copy of values out of a
+    /// record that is not copied whole uses (compaction, rewrites, merges), so that n members never cost n
+    /// decodes of their record.
+    func readMembers(_ members: [Item], begin: (Item) throws -> Void, bytes: (UnsafeRawBufferPointer) throws -> Void,
+                     end: (Item) throws -> Void) throws {
+        guard let first = members.first else { return }
+        let fail = { (m: String) in VaultError(.damagedRecord, "\(first.displayName): \(m)") }
+        var reader = recordReader(first.location, fail: fail)
+        var (table, chunk) = try reader.memberTable()
+        try table.check(members)
+        // Callers name each value once; items that name one member twice come from a damaged (or forged) index.
+        for (a, b) in zip(members, members.dropFirst()) where a.location.member >= b.location.member {
+            throw VaultError(.damagedRecord, "\(b.displayName): another item names the same member of its record")
+        }
+        var position: UInt64 = 0  // data offset of chunk[0]
+        var next = 0
+        var open = false
+        while true {
+            let chunkEnd = position + UInt64(chunk.count)
+            while next < members.count {
+                let m = members[next]
+                let start = m.location.dataOffset, stop = start + m.size
+                if !open {
+                    if m.size > 0, start >= chunkEnd { break }
+                    try begin(m)
+                    open = true
+                }
+                let lo = max(start, position), hi = min(stop, chunkEnd)
+                if hi > lo {
+                    try chunk.withUnsafeBytes { try bytes(UnsafeRawBufferPointer(rebasing: $0[Int(lo - position)..<Int(hi - position)])) }
+                }
+                guard stop <= chunkEnd else { break }
+                try end(m)
+                open = false
+                next += 1
+            }
+            wipe(&chunk)
+            position = chunkEnd
+            // No further than the member table declares: a record that inflates past it stops here.
+            guard position <= table.totalData else { throw fail("record holds more data than its member table declares") }
+            guard let c = try reader.next() else { break }
+            chunk = c
+        }
+        guard next == members.count else { throw fail("record ends before its members' data does") }
+        try table.checkLength(UInt64(table.length) + position, fail: fail)
+    }
+
+    /// The values of `items` (distinct values: no two name one member of one record), each record read once
+    /// (``readMembers(_:begin:bytes:end:)``), records in file order: what a command that reads many values of
+    /// one vault uses instead of reading them one by one, which decodes a solid record once per member.
+    func readValues<S: Sequence<Item>>(of items: S, begin: (Item) throws -> Void, bytes: (UnsafeRawBufferPointer) throws -> Void,
+                                       end: (Item) throws -> Void) throws {
+        for batch in Vault.recordBatches(items) {
+            for members in batch { try readMembers(members, begin: begin, bytes: bytes, end: end) }
+        }
+    }
+}
+
+extension PagedVault {
+    /// Reads the values of `items` (live items or kept versions of this vault; distinct values), each record
+    /// decoded once, records in file order: `begin(item)`, its bytes (authenticated) in one or more `bytes`
+    /// calls, `end(item)`. What a command that prints or copies many values uses: reading them one by one
+    /// decodes a solid record once per member.
+    package func readValues(of items: [Item], begin: (Item) throws -> Void, bytes: (UnsafeRawBufferPointer) throws -> Void,
+                            end: (Item) throws -> Void) throws {
+        try source.readValues(of: items, begin: begin, bytes: bytes, end: end)
     }
 }
 

@@ -177,10 +177,9 @@ extension Vault {
                     }
                 }
             } else {
-                // Decode the record once and re-add its live members.
-                var value: [UInt8] = []
-                try readValues(of: members, begin: { _, _ in value = [] }, bytes: { value.append(contentsOf: $0) },
-                               end: { item in try writer.add(item, bytes: value) })
+                // Decode the record once and re-add its live members, each streamed through the writer.
+                try readValues(of: members, begin: { item, _ in try writer.beginValue(item, size: item.size) },
+                               bytes: { try writer.appendValue($0) }, end: { _ in try writer.endValue() })
             }
         }
     }

@@ -3,6 +3,8 @@
 //   kcar-bench kdf [--runs N] [--mem-mib M] [--passes P]
 //   kcar-bench items VAULT KEYFILE [--runs N]
 //   kcar-bench append N_ITEMS MB DIR [--runs N] [--level L] [--random]
+//   kcar-bench solid DIR MEMBERS RECORDS
+//   kcar-bench solid-copy VAULT OUT
 //
 // Every figure is printed on its own line as `name value unit`, so that scripts can pick it with
 // `awk '$1 == "name" { print $2 }'`; lines starting with `#` are comments.
@@ -32,6 +34,13 @@ func usage(help: Bool = false) -> Never {
       kcar-bench append N_ITEMS MB DIR [--runs N] [--level L] [--random]
           make a vault of N_ITEMS values totalling MB megabytes in DIR, then time adding one item with a
           durable commit against rewriting the whole vault with the same items
+      kcar-bench solid DIR MEMBERS RECORDS
+          write the vaults of issue 21's attack on copies out of solid records, under the fixtures' key file:
+          RECORDS solid records of MEMBERS 8-byte values each, which cannot be copied whole: compact.kcv
+          (version 2, no history kept, a member of each record deleted), v1.kcv (the same in version 1),
+          merge-ours.kcv and merge-theirs.kcv (a copy that added them, one ThisDeviceOnly item in each record)
+      kcar-bench solid-copy VAULT OUT
+          time a sync's first push of VAULT (its copy without ThisDeviceOnly items) to OUT, in CPU seconds
     """
     if help {
         print(text)
@@ -422,6 +431,88 @@ func runAppend(_ args: ArraySlice<String>) {
     emit("compact_over_append", compact.median / append.median, "x", decimals: 1)
 }
 
+// MARK: - solid: the vaults of issue 21, point 3
+
+func runSolid(_ args: ArraySlice<String>) {
+    let a = Array(args)
+    guard a.count == 3, let members = Int(a[1]), let records = Int(a[2]), members > 1, records > 0 else { usage() }
+    let dir = a[0]
+    let slots: [SlotSecret] = [.keyFile(SecureBytes(copying: Recipes.keyFile))]
+    let secret = UnlockSecret.keyFile(SecureBytes(copying: Recipes.keyFile))
+    let schema = PagedSchema(classes: ["genp": ClassSchema(keyAttributes: [("svce", .string("")), ("acct", .string(""))])])
+    func attrs(_ i: Int, own: Bool) -> Attributes {
+        var a = Attributes(["svce": .string("s"), "acct": .string("a\(i)")])
+        if own { a["pdmn"] = .string("aku") }
+        return a
+    }
+    func value(_ i: Int) -> [UInt8] {
+        let digits = String(i)
+        return Array(("v" + String(repeating: "0", count: max(0, 7 - digits.count)) + digits).utf8)
+    }
+    let n = members * records
+    _ = check("write the vaults") {
+        // Version 2, no history: a deleted member is dead at the next compaction.
+        let c = dir + "/compact.kcv"
+        try PagedVault.create(path: c, group: "g", slots: slots, schema: schema, retention: Retention(keep: 0), overwrite: true)
+        let v = try PagedVault.open(path: c, secret: secret, mode: .write, writerID: 1)
+        try v.commit(solidMembers: members, autoCompact: false) { tx in
+            for i in 0..<n { _ = try tx.add(attributes: attrs(i, own: false), value: value(i)) }
+        }
+        try v.commit(autoCompact: false) { tx in
+            for r in 0..<records {
+                guard let item = try v.items(class: .genericPassword, keyValues: [.string("s"), .string("a\(r * members)")]).first else { fail("lost an item") }
+                try tx.delete(item)
+            }
+        }
+        // Version 1, the same.
+        let one = dir + "/v1.kcv"
+        try Vault.create(path: one, group: "g", slots: slots, options: WriteOptions(autoCompact: false, solidMembers: members), overwrite: true) { tx in
+            for i in 0..<n { try tx.add(attributes: attrs(i, own: false), value: .bytes(value(i))) }
+        }
+        let v1 = try Vault.open(path: one, secret: secret, mode: .write)
+        try v1.commit(options: WriteOptions(autoCompact: false)) { tx in
+            for item in v1.items where Int(item.account?.dropFirst() ?? "1").map({ $0 % members == 0 }) ?? false { try tx.delete(item.id) }
+        }
+        // A merge: THEIRS added the items, one of each record ThisDeviceOnly (the device-only rule splits them).
+        let ours = dir + "/merge-ours.kcv", theirs = dir + "/merge-theirs.kcv"
+        try PagedVault.create(path: ours, group: "g", slots: slots, schema: schema, overwrite: true)
+        let bytes = readFile(ours)
+        unlink(theirs)
+        let fd = open(theirs, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard fd >= 0, write(fd, bytes, bytes.count) == bytes.count else { fail("cannot copy \(ours)") }
+        close(fd)
+        let t = try PagedVault.open(path: theirs, secret: secret, mode: .write, writerID: 2)
+        try t.commit(solidMembers: members, autoCompact: false) { tx in
+            for i in 0..<n { _ = try tx.add(attributes: attrs(i, own: i % members == 1), value: value(i)) }
+        }
+        return true
+    }
+    for name in ["compact", "v1", "merge_ours", "merge_theirs"] {
+        let file = dir + "/" + name.split(separator: "_").joined(separator: "-") + ".kcv"
+        emit("solid_" + name + "_bytes", Double(fileSize(file)), "bytes", decimals: 0)
+    }
+}
+
+func runSolidCopy(_ args: ArraySlice<String>) {
+    let a = Array(args)
+    guard a.count == 2 else { usage() }
+    let secret = UnlockSecret.keyFile(SecureBytes(copying: Recipes.keyFile))
+    var before = rusage(), after = rusage()
+    let who = __rusage_who_t(RUSAGE_SELF.rawValue)
+    getrusage(who, &before)
+    _ = check("write the copy") {
+        try PagedVault.open(path: a[0], secret: secret).writeCopy(to: a[1], keeping: { item in
+            guard case .string(let p)? = item.attributes["pdmn"] else { return true }
+            return !p.hasSuffix("u")
+        })
+        return true
+    }
+    getrusage(who, &after)
+    func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+    emit("solid_copy_cpu_s", seconds(after.ru_utime) + seconds(after.ru_stime) - seconds(before.ru_utime) - seconds(before.ru_stime), "s", decimals: 2)
+    emit("solid_copy_max_rss_kib", Double(after.ru_maxrss), "KiB", decimals: 0)
+}
+
 // MARK: - main
 
 let arguments = CommandLine.arguments
@@ -430,6 +521,8 @@ switch arguments[1] {
 case "kdf": runKDF(arguments.dropFirst(2))
 case "items": runItems(arguments.dropFirst(2))
 case "append": runAppend(arguments.dropFirst(2))
+case "solid": runSolid(arguments.dropFirst(2))
+case "solid-copy": runSolidCopy(arguments.dropFirst(2))
 case "-h", "--help", "help": usage(help: true)
 default: fail("unknown command \(arguments[1]); try kcar-bench --help")
 }

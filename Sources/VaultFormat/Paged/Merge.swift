@@ -322,7 +322,17 @@ extension PagedVault {
         // Records: a winner's or a kept version's record that OURS lacks is copied from THEIRS, byte for byte.
         // Copies share the records written before they parted, at the same place: one that authenticates
         // there under its record id (random, so it is that record) is not copied.
+        // What is learnt of a record of THEIRS is learnt once, by its extent: its members are placed one by one, and
+        // finding out again for each would open the record once per member.
+        var holds: [RecordRef: Bool] = [:]
         func oursHolds(_ l: RecordLocation) -> Bool {
+            let at = RecordRef(id: l.recordID, offset: l.offset, length: l.length)
+            if let known = holds[at] { return known }
+            let known = oursHoldsUncached(l)
+            holds[at] = known
+            return known
+        }
+        func oursHoldsUncached(_ l: RecordLocation) -> Bool {
             guard let end = l.offset.adding(l.length), end <= tail.offset else { return false }
             var raw = source.recordReader(l) { VaultError(.damagedRecord, $0) }
             let key = StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID)
@@ -335,7 +345,15 @@ extension PagedVault {
         /// the entry of one of its members (or a kept version of one): a member neither side changed has one
         /// entry in both, which names the record where both hold it (found in place), so only the members
         /// either side changed and their kept versions are looked at, never every record of OURS.
+        var elsewhere: [RecordRef: RecordRef?] = [:]
         func oursRecord(_ l: RecordLocation) throws -> RecordRef? {
+            let at = RecordRef(id: l.recordID, offset: l.offset, length: l.length)
+            if let known = elsewhere[at] { return known }
+            let found = try oursRecordUncached(l)
+            elsewhere[at] = found
+            return found
+        }
+        func oursRecordUncached(_ l: RecordLocation) throws -> RecordRef? {
             let fail = { (m: String) in VaultError(.damagedRecord, "THEIRS (\(theirs.path)): \(m)") }
             var reader = theirs.source.recordReader(l, fail: fail)
             for m in try reader.memberTable().0.members.map(\.id) {
@@ -385,6 +403,41 @@ extension PagedVault {
             guard let kept = keptByID?[id]?.first(where: { $0.location.recordID == record }) else { return false }
             return !policy.isOwn!(kept)
         }
+        /// The values of THEIRS this merge places (taken live items, kept versions, losing versions), by record and
+        /// member: a record that is not copied whole is read once for all of them (built when first needed).
+        var placedFromTheirs: [RecordRef: [Int: Item]]?
+        func theirsValues(in at: RecordRef) throws -> [Int: Item] {
+            if placedFromTheirs == nil {
+                var all: [RecordRef: [Int: Item]] = [:]
+                func note(_ it: Item) {
+                    let l = it.location
+                    let at = RecordRef(id: l.recordID, offset: l.offset, length: l.length)
+                    if all[at]?[l.member] == nil { all[at, default: [:]][l.member] = it }
+                }
+                for id in fromTheirs where tombstoned[id] == nil { if let it = final[id]?.item { note(it) } }
+                for e in theirsHistory {
+                    let h = try ItemEntries.decodeHistory(e)
+                    if !(policy.isOwn?(h.item) ?? false) { note(h.item) }
+                }
+                for s in losers where o[s.id]?.version != s.version { if let it = s.item { note(it) } }
+                placedFromTheirs = all
+            }
+            return placedFromTheirs?[at] ?? [:]
+        }
+        /// Where the values of a record of THEIRS split by the device-only rule were written, by member: each the
+        /// item read (whose id, size and data offset the record's table proved) and its new location.
+        var split: [RecordRef: [Int: (read: Item, at: RecordLocation)]] = [:]
+        func splitPlace(_ item: Item) throws -> Item? {
+            let l = item.location
+            guard let got = split[RecordRef(id: l.recordID, offset: l.offset, length: l.length)]?[l.member] else { return nil }
+            // Another entry naming the same member names the same value, or THEIRS is damaged.
+            guard got.read.id == item.id, got.read.size == item.size, got.read.location.dataOffset == l.dataOffset else {
+                throw VaultError(.damagedRecord, "THEIRS (\(theirs.path)), \(item.displayName): the record's member table does not name this item")
+            }
+            var placed = item
+            placed.location = got.at
+            return placed
+        }
         func place(_ item: Item, from source: PagedVault) throws -> Item {
             var item = item
             let l = item.location
@@ -394,6 +447,7 @@ extension PagedVault {
                 return source === self ? item : try named(item)
             }
             if source === self { return item }
+            if let placed = try splitPlace(item) { return placed }
             if oursHolds(l) { return try named(item) }
             // Not at THEIRS's place: OURS may still hold it elsewhere (either side compacted since they parted).
             // A copy would give one record id two extents (V3.4), and a leaf naming both cannot be written.
@@ -411,13 +465,29 @@ extension PagedVault {
                 var reader = source.source.recordReader(l, fail: fail)
                 let members = try reader.memberTable().0.members.map(\.id)
                 if members.count > 1, !members.allSatisfy({ shareable($0, in: l.recordID) }) {
-                    var value: [UInt8] = []
-                    defer { wipe(&value) }
-                    try source.source.read(item) { value.append(contentsOf: $0) }
-                    try writer.add(item, bytes: value)
+                    // Every value of the record this merge places, read in one pass, each into a record of its own.
+                    let at = RecordRef(id: l.recordID, offset: l.offset, length: l.length)
+                    var wanted = try theirsValues(in: at)
+                    if wanted[l.member] == nil { wanted[l.member] = item }
                     try writer.flush()
-                    report.recordsCopied += 1
-                    return writer.written[writer.written.count - 1].item
+                    let first = writer.written.count
+                    var read: [Int: Item] = [:]  // sequence number -> the value read
+                    try source.source.readMembers(wanted.keys.sorted().map { wanted[$0]! }, begin: { try writer.beginValue($0, size: $0.size) },
+                                                  bytes: { try writer.appendValue($0) }, end: { it in
+                        try writer.endValue()
+                        try writer.endSolidRecord()
+                        read[writer.sequence] = it
+                        report.recordsCopied += 1
+                    })
+                    try writer.flush()
+                    var places: [Int: (read: Item, at: RecordLocation)] = [:]
+                    for w in writer.written[first...] {
+                        guard let it = read[w.sequence] else { continue }
+                        places[it.location.member] = (it, w.item.location)
+                    }
+                    split[at] = places
+                    guard let placed = try splitPlace(item) else { throw VaultError(.io, "a copied value went missing") }
+                    return placed
                 }
             }
             let key = StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID)

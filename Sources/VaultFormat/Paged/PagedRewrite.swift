@@ -179,8 +179,11 @@ extension PagedVault {
             try writer.flush()
             var moved: [Int: Item] = [:]
             for w in writer.written { moved[w.sequence] = w.item }
+            // The value's entry as it was, at the copy's place (entries that name one value share its copy).
             func place(_ i: Int) throws -> Item {
-                guard let item = moved[sequenceOf[i]] else { throw VaultError(.io, "a copied value went missing") }
+                guard let copy = moved[sequenceOf[i]] else { throw VaultError(.io, "a copied value went missing") }
+                var item = values[i]
+                item.location = copy.location
                 return item
             }
             var entries = kept.tombstones
@@ -267,19 +270,29 @@ extension PagedVault {
                 }
                 for (k, i) in members.enumerated() { try placed(i, base + k + 1) }
             } else {
-                for i in members {
-                    let item = values[i]
+                // One pass over the record, each kept member read once, in member order (SPEC.md Part 4 V8): reading
+                // them one by one would decode the record again from its start for each. A value that several
+                // entries name (an item and its kept version whose attributes alone changed) is copied once.
+                var distinct: [Int] = []
+                for i in members where distinct.last.map({ values[$0].location.member != values[i].location.member }) ?? true {
+                    distinct.append(i)
+                }
+                var sequenceOf: [Int: Int] = [:]  // member index -> the writer's sequence number of its copy
+                try source.readMembers(distinct.map { values[$0] }, begin: { item in
                     // Two versions of one item never share a record (its member ids are distinct).
                     if solidIDs.contains(item.id) {
                         try writer.endSolidRecord()
                         solidIDs = []
                     }
                     solidIDs.insert(item.id)
-                    var value: [UInt8] = []
-                    try source.read(item) { value.append(contentsOf: $0) }
-                    try writer.add(item, bytes: value)
-                    wipe(&value)
-                    try placed(i, writer.sequence)
+                    try writer.beginValue(item, size: item.size)
+                }, bytes: { try writer.appendValue($0) }, end: { item in
+                    try writer.endValue()
+                    sequenceOf[item.location.member] = writer.sequence
+                })
+                for i in members {
+                    guard let n = sequenceOf[values[i].location.member] else { throw VaultError(.io, "a copied value went missing") }
+                    try placed(i, n)
                 }
             }
         }

@@ -6,9 +6,10 @@ import Glibc
 /// a running command, from outside the process, without timing. With `KCAR_DEBUG_PAUSE=POINT:MARKER`, the
 /// command creates the file MARKER when it reaches POINT and waits (up to 60 s) until the test removes it:
 /// the test swaps files between pack's listing and reading (`pack-listed`), or signals a writer that has a
-/// temporary file open (`pack-writing`, `extract-writing`).
-enum DebugSeam {
-    static func pause(_ point: String) {
+/// temporary file open (`pack-writing`, `extract-writing`), or one that has just created a temporary file and not yet
+/// registered it for removal on a signal (`temporary-created`).
+package enum DebugSeam {
+    package static func pause(_ point: String) {
         #if DEBUG
         guard let raw = getenv("KCAR_DEBUG_PAUSE") else { return }
         let spec = String(cString: raw)
