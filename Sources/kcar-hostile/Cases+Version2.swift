@@ -62,15 +62,16 @@ func version2Cases() -> [HostileCase] {
     // Long delta chains: DELTA_CHAIN_MAX - 1 segments of about DELTA_TOTAL_MAX bytes in all.
     all += cases("delta-chain-max", "15 delta segments (4 MiB in all), each re-putting one item and putting 7,000 attribute keys",
                  readers + writers + ["history"]) { try HostileV2.deltaChain($0, removes: false) }
-    all += cases("delta-removes-absent", "15 delta segments (4 MiB in all) of 40,000 removes each of items nothing holds",
-                 ["list", "verify", "extract", "textconv"] + writers, exits: ["verify": [4]]) { try HostileV2.deltaChain($0, removes: true) }
+    // (Every command applies the chain: 750,000 removes cost each one about 470 MiB and 6 s; four of them say so.)
+    all += cases("delta-removes-absent", "15 delta segments (4 MiB in all) of 50,000 removes each of items nothing holds",
+                 ["list", "verify", "merge-into", "add"], exits: ["verify": [4]]) { try HostileV2.deltaChain($0, removes: true) }
     // History and tombstones.
     all += cases("history-bomb", "1,000 items with HISTORY_KEEP_MAX kept versions each, all naming one 128 KiB value in a solid record",
                  ["list", "verify", "history-json", "restore", "textconv-values", "merge", "compact", "add", "delete"]) {
         try HostileV2.historyBomb($0)
     }
     all += cases("tombstones", "100 items and 1,000,000 tombstones in the items tree",
-                 ["list", "verify", "textconv", "history"] + writers) { try HostileV2.tombstoneBomb($0) }
+                 ["list", "verify", "compact", "merge-into", "add"]) { try HostileV2.tombstoneBomb($0) }
     // Solid records copied value by value (being fixed: merge and compaction copying a record per value
     // re-inflate it once per member; expected fix: one pass over each record).
     all += cases("solid-record", "one solid record of 8,192 values of 64 KiB of zeros (512 MiB in 600 KB), one of them deleted",
