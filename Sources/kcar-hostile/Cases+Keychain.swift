@@ -167,7 +167,7 @@ private func largeGroups(_ kc: String) throws {
 /// Writes a real group into `kc`: key file, vault (one generic password for service `api`, then
 /// `commits - 1` more commits) and, if `record`, its generation record. Returns the key and vault id.
 @discardableResult
-private func group(_ kc: String, _ name: String, owner: String = "me", keyMode: mode_t = 0o600, as uid: uid_t? = nil,
+func group(_ kc: String, _ name: String, owner: String = "me", keyMode: mode_t = 0o600, as uid: uid_t? = nil,
                    commits: Int = 1, record: Bool = true) throws -> ([UInt8], [UInt8]) {
     let key = SystemRandom.shared.bytes(32)
     let secret = SecureBytes(copying: key)
@@ -189,7 +189,7 @@ private func group(_ kc: String, _ name: String, owner: String = "me", keyMode: 
 }
 
 /// A generation record (SPEC.md §K6): magic, vault id, generation (u64 LE), keyed BLAKE2b-256 over them.
-private func seenRecord(key: [UInt8], vaultID: [UInt8], generation: UInt64) -> [UInt8] {
+func seenRecord(key: [UInt8], vaultID: [UInt8], generation: UInt64) -> [UInt8] {
     var body = Array("kcar-seen-v1".utf8) + vaultID
     for i in 0..<8 { body.append(UInt8(truncatingIfNeeded: generation >> (8 * UInt64(i)))) }
     return body + Digest.mac(key: SecureBytes(copying: key), body)

@@ -21,6 +21,15 @@ struct HostileCase {
     var env: [String: String] = [:]
     /// Exit codes the case accepts; nil accepts any documented code (0 and 2...15).
     var exits: Set<Int32>? = nil
+    /// How many times the command runs (each run within the limits): for races with ``during``.
+    var runs = 1
+    /// Called about every 5 ms while kcar runs, with the case folder: renames files under a running command.
+    var during: ((_ dir: String) -> Void)? = nil
+    /// After the last run: a problem with the files kcar left (a write into the wrong vault), or nil.
+    var check: ((_ dir: String) -> String?)? = nil
+    /// A second command run when the first exits 0 (in the same folder, within the same limits), and the exit
+    /// codes it accepts: what must still work on what the first command wrote.
+    var then: (args: [String], exits: Set<Int32>)? = nil
 }
 
 /// The acceptance limits of issue 9: any crafted file up to 20 MB, given to any command, is refused or
@@ -78,7 +87,7 @@ struct RunResult {
 
 /// Runs `kcar` with `args` in `dir` (also HOME), standard output to /dev/null, standard error captured (first
 /// 4 KiB), and measures its peak RSS and CPU time with wait4.
-func runKcar(_ kcar: String, _ c: HostileCase, dir: String) throws -> RunResult {
+func runKcar(_ kcar: String, _ c: HostileCase, dir: String, args: [String]? = nil) throws -> RunResult {
     let errPath = dir + "/.stderr"
     let inPath = dir + "/.stdin"
     if let s = c.stdin { try writeFile(inPath, s) }
@@ -90,7 +99,7 @@ func runKcar(_ kcar: String, _ c: HostileCase, dir: String) throws -> RunResult 
     posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
     var env = ["HOME=\(dir)", "PATH=/usr/bin:/bin", "LANG=C.UTF-8"]
     for (k, v) in c.env.sorted(by: { $0.key < $1.key }) { env.append("\(k)=\(v)") }
-    let argv = [kcar] + c.args
+    let argv = [kcar] + (args ?? c.args)
     var pid: pid_t = 0
     // The child starts in `dir`: this program is single-threaded, so changing its own folder around the spawn
     // is safe (posix_spawn_file_actions_addchdir_np is not in Swift's Glibc module).
@@ -109,6 +118,7 @@ func runKcar(_ kcar: String, _ c: HostileCase, dir: String) throws -> RunResult 
         let r = wait4(pid, &status, WNOHANG, &usage)
         if r == pid { break }
         if r < 0 && errno != EINTR { throw HarnessError.io("wait4") }
+        c.during?(dir)
         if waited > Limits.wallSeconds && !result.timedOut {
             kill(pid, SIGKILL)
             result.timedOut = true
