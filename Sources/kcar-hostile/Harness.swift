@@ -19,7 +19,7 @@ struct HostileCase {
     var stdin: [UInt8]? = nil
     /// Variables added to the (otherwise empty) environment; HOME is the case folder.
     var env: [String: String] = [:]
-    /// Exit codes the case accepts; nil accepts any documented code (0 and 2...15).
+    /// Exit codes the case accepts; nil accepts any documented code (0 and 2...16).
     var exits: Set<Int32>? = nil
     /// How many times the command runs (each run within the limits): for races with ``during``.
     var runs = 1
@@ -30,6 +30,9 @@ struct HostileCase {
     /// A second command run when the first exits 0 (in the same folder, within the same limits), and the exit
     /// codes it accepts: what must still work on what the first command wrote.
     var then: (args: [String], exits: Set<Int32>)? = nil
+    /// A breach of the limits that is known and not fixed yet, and why: the case still runs and its figures are
+    /// printed (`KNOWN`), but it does not fail the run; once it passes, the mark is to be removed.
+    var knownBreach: String? = nil
 }
 
 /// The acceptance limits of issue 9: any crafted file up to 20 MB, given to any command, is refused or
