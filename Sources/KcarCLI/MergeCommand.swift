@@ -25,7 +25,7 @@ enum MergeCommand {
               let theirs = try open(.theirs, paths.theirs, args, given) else { return .failure }
         let report: MergeReport
         do {
-            report = try ours.merge(base: base, theirs: theirs, policy: .deviceOnly)
+            report = try ours.merge(base: base, theirs: theirs, policy: .deviceOnly, listingTaken: args.flag("verbose"))
         } catch let e as VaultError {
             // The library's own refusals name their side; anything else happened while writing OURS.
             let named = [MergeSide.base, .ours, .theirs].contains { e.context.hasPrefix($0.rawValue + " (") }

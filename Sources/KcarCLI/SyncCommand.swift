@@ -47,8 +47,10 @@ enum SyncCommand {
             try checkCopy(file, of: group)
             return try Secrets.unlockPaged(file, args, mode: pullOnly ? .read : .write, given: key)
         }
-        let pulled = try named(file) { try local.merge(base: nil, theirs: shared, policy: .deviceOnly) }
-        let pushed = pullOnly ? MergeReport() : try named(file) { try shared.merge(base: nil, theirs: local, policy: .deviceOnlyPush) }
+        let verbose = args.flag("verbose")
+        let pulled = try named(file) { try local.merge(base: nil, theirs: shared, policy: .deviceOnly, listingTaken: verbose) }
+        let pushed = pullOnly ? MergeReport()
+            : try named(file) { try shared.merge(base: nil, theirs: local, policy: .deviceOnlyPush, listingTaken: verbose) }
         if !quiet {
             var line = "kcar sync: group \(group) and \(shown(file)): \(count(pulled.taken, "item")) pulled"
                 + (pullOnly ? " (--pull: \(shown(file)) only read)" : ", \(count(pushed.taken, "item")) pushed")
@@ -61,7 +63,7 @@ enum SyncCommand {
             + MergeReporting.conflicts(pushed, in: shared, ours: shown(file), theirs: "group \(group)", restore: nil) {
             Output.err.line(terminalSafe("kcar sync: " + line))
         }
-        if args.flag("verbose") {
+        if verbose {
             for line in MergeReporting.taken(pulled, from: shown(file)) + MergeReporting.taken(pushed, from: "group \(group)") {
                 Output.err.line(terminalSafe("kcar sync: " + line))
             }

@@ -24,8 +24,9 @@ package struct MergeTaken: Hashable, Sendable {
 package struct MergeReport: Hashable, Sendable {
     /// Items whose entry (live or tombstone) was taken from THEIRS.
     package var taken = 0
-    /// The entries taken from THEIRS, in item id order.
+    /// The entries taken from THEIRS, in item id order, when ``listsTaken``.
     package var takenItems: [MergeTaken] = []
+    package var listsTaken = false
     /// Items both sides changed differently (the newer version won).
     package var conflicts = 0
     /// Each conflict, in item id order.
@@ -131,8 +132,10 @@ extension PagedVault {
     /// anything fails). THEIRS and BASE are only read. Copies of one vault share their vault key; a side
     /// that was rekeyed apart is refused (merging it would need a rewrite, which is not built). A merge is a
     /// commit: with `autoCompact` it is followed by a compaction as ``commit(level:random:solidMembers:autoCompact:now:_:)`` is.
+    /// With `listingTaken`, the report names every entry taken (``MergeReport/takenItems``; otherwise it only
+    /// counts them, so that a large merge holds no list).
     package func merge(base: PagedVault?, theirs: PagedVault, policy: MergePolicy = .plain, random: RandomSource = SystemRandom.shared,
-                       level: Int32 = 6, autoCompact: Bool = true) throws -> MergeReport {
+                       level: Int32 = 6, autoCompact: Bool = true, listingTaken: Bool = false) throws -> MergeReport {
         for (side, v) in [(MergeSide.theirs, Optional(theirs)), (.base, base)] {
             guard let v else { continue }
             guard v.header.vaultID == header.vaultID else {
@@ -147,6 +150,7 @@ extension PagedVault {
             throw VaultError(.invalidArgument, "\(side.rawValue) (\(v.path)) keys its items by another schema than OURS")
         }
         var report = MergeReport()
+        report.listsTaken = listingTaken
         let now = PagedRebuild.clockNow()
         report.theirsOlderThanTombstones = theirs.clock < Retention.cutoff(days: root.retention.tombstoneDays, before: now)
         try committing(autoCompact: autoCompact, random: random, level: level, solidMembers: Limits.membersMax, now: now) {
@@ -520,14 +524,14 @@ extension PagedVault {
             } else if let s = final[id], let item = s.item {
                 now = ItemEntries.entry(try place(item, from: fromTheirs.contains(id) ? theirs : self), version: s.version, schema: schema)
                 report.taken += 1
-                report.takenItems.append(MergeTaken(id: id, item: item, deleted: false))
+                if report.listsTaken { report.takenItems.append(MergeTaken(id: id, item: item, deleted: false)) }
             } else if let s = final[id] {
                 // The device-only rule (§K9): a tombstone taken for an item OURS holds is put at the key OURS holds it
                 // at, so that a class or primary key the item had only as an own item (made ThisDeviceOnly, changed,
                 // then deleted) does not travel with its deletion.
                 now = ItemEntries.tombstone(key: policy.isOwn != nil ? (was?.key ?? s.key) : s.key, version: s.version)
                 report.taken += 1
-                report.takenItems.append(MergeTaken(id: id, item: was?.item, deleted: true))
+                if report.listsTaken { report.takenItems.append(MergeTaken(id: id, item: was?.item, deleted: true)) }
             } else {
                 continue  // THEIRS lacks an item OURS and BASE hold unchanged (dropped by its compaction): kept
             }
