@@ -9,6 +9,26 @@ import VaultFormat
 enum MergeCommand {
     static func run(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("merge"))
+        guard let name = args.value("name") else { return try merge(args) }
+        // Run by git (--name %P): a failure leaves the vault conflicted, and git's own message names neither kcar
+        // nor how to finish, so both are said here.
+        do {
+            return try merge(args)
+        } catch {
+            let (code, message): (ExitCode, String)
+            switch error {
+            case let e as CLIError: (code, message) = (e.code, e.message)
+            case let e as VaultError: (code, message) = (ExitCode.of(e.code), e.description)
+            case let e as KeychainError: (code, message) = (ExitCode.of(e), e.description)
+            default: throw error
+            }
+            let file = MergeReporting.shellWord(name)
+            throw CLIError(code, "merge of \(name) (git's merge driver, kcar merge): \(message). git leaves \(name) conflicted: once "
+                           + "that is fixed, `git checkout -m \(file)` runs this merge again, then `git add \(file)` and commit")
+        }
+    }
+
+    static func merge(_ args: Arguments) throws -> ExitCode {
         let paths: (base: String?, ours: String, theirs: String)
         if let into = args.value("into") {
             paths = (nil, into, try args.positionals(["OTHER"])[0])

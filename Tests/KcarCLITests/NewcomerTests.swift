@@ -154,4 +154,45 @@ final class NewcomerTests: XCTestCase {
         XCTAssertTrue(setup.err.contains("untracked file") && setup.err.contains("plain/svc/a") && setup.err.contains(".gitignore"), setup.err)
         XCTAssertFalse(setup.err.contains("v.kcv,"), setup.err)
     }
+
+    /// A pull whose merge driver fails (here: no key) names kcar and the vault and says how to finish; with the
+    /// key, `git checkout -m FILE` runs the merge again (issue 22, point 11).
+    func testAFailedPullSaysHowToFinish() throws {
+        let bin = (CLITests.binary as NSString).deletingLastPathComponent
+        let env = ["HOME": dir + "/home", "PATH": bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
+                   "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.com",
+                   "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@example.com", "KCAR_KEY_FILE": dir + "/k.key"]
+        @discardableResult
+        func sh(_ args: [String], in cwd: String, env e: [String: String]? = nil, stdin: String? = nil) throws -> ProcessResult {
+            let r = try runProcess("/usr/bin/env", args, stdin: stdin.map { Data($0.utf8) }, env: e ?? env, cwd: cwd)
+            return r
+        }
+        _ = try kcar(["keygen", "k.key"], expect: 0)
+        try sh(["git", "init", "-q", "--bare", "o.git"], in: dir)
+        try sh(["git", "clone", "-q", "o.git", "a"], in: dir)
+        let a = dir + "/a", b = dir + "/b"
+        try sh(["kcar", "pack", "v.kcv", "../plain", "-q", "--key-file", dir + "/k.key"], in: a)
+        try sh(["kcar", "git", "setup"], in: a)
+        try sh(["git", "add", "."], in: a)
+        try sh(["git", "commit", "-qm", "init"], in: a)
+        try sh(["git", "push", "-q", "origin", "HEAD"], in: a)
+        try sh(["git", "clone", "-q", "o.git", "b"], in: dir)
+        try sh(["kcar", "git", "setup"], in: b)
+        try sh(["kcar", "add", "v.kcv", "s/x", "--value-file", "-", "-q"], in: b, stdin: "from b")
+        try sh(["git", "commit", "-qam", "b"], in: b)
+        try sh(["git", "push", "-q", "origin", "HEAD"], in: b)
+        try sh(["kcar", "add", "v.kcv", "s/y", "--value-file", "-", "-q"], in: a, stdin: "from a")
+        try sh(["git", "commit", "-qam", "a"], in: a)
+        var noKey = env
+        noKey["KCAR_KEY_FILE"] = nil
+        let pull = try sh(["git", "pull", "-q", "--no-rebase", "origin", "HEAD"], in: a, env: noKey)
+        XCTAssertTrue(pull.err.contains("merge of v.kcv (git's merge driver, kcar merge)")
+                      && pull.err.contains("`git checkout -m v.kcv` runs this merge again"), pull.err)
+        let again = try sh(["git", "checkout", "-m", "v.kcv"], in: a)
+        XCTAssertTrue(again.err.contains("kcar merge: v.kcv: 1 item taken from THEIRS"), again.err)
+        try sh(["git", "add", "v.kcv"], in: a)
+        XCTAssertEqual(try sh(["git", "commit", "-qm", "merged"], in: a).code, 0)
+        let list = try sh(["kcar", "list", "v.kcv"], in: a).out
+        XCTAssertTrue(list.contains("s/x") && list.contains("s/y"), list)
+    }
 }
