@@ -110,7 +110,7 @@ for (n, c) in cases.enumerated() {
         if keep == nil { removeTree(dir) }
     } else if problems.isEmpty {
         passed += 1
-        print("ok    \(c.name)  \(figures)" + (c.knownBreach != nil ? "  (marked as a known breach, which no longer reproduces: remove the mark)" : ""))
+        print("ok    \(c.name)  \(figures)" + (c.knownBreach != nil ? "  (marked as a known breach: within the limits this run)" : ""))
         if verbose { print("      \(c.attack)\n      \(r.stderr.split(separator: "\n").first ?? "")") }
         if keep == nil { removeTree(dir) }
     } else {
