@@ -77,14 +77,16 @@ extension PagedVault {
     }
 
     /// What a rewrite keeps (V8) under `r`: live items, tombstones younger than `tombstone days`, and for each
-    /// item its `keep` most recent history entries younger than `days`.
-    func keptState(now: UInt64, retention r: Retention) throws -> (live: [ItemState], tombstones: [LeafEntry], history: [(version: Version, why: UInt8, item: Item)]) {
+    /// item its `keep` most recent history entries younger than `days`. Tombstones come with their versions, decoded
+    /// once here.
+    func keptState(now: UInt64, retention r: Retention) throws
+        -> (live: [ItemState], tombstones: [(entry: LeafEntry, version: Version)], history: [(version: Version, why: UInt8, item: Item)]) {
         func cutoff(_ days: Int) -> UInt64 { Retention.cutoff(days: days, before: now) }
-        var live: [ItemState] = [], tombstones: [LeafEntry] = []
+        var live: [ItemState] = [], tombstones: [(entry: LeafEntry, version: Version)] = []
         var names = NameCache()
         try scan(.items) { e in
             let s = try ItemEntries.decode(e, schema: root.schema, names: &names)
-            if s.item != nil { live.append(s) } else if s.version.hlc >= cutoff(r.tombstoneDays) { tombstones.append(e) }
+            if s.item != nil { live.append(s) } else if s.version.hlc >= cutoff(r.tombstoneDays) { tombstones.append((e, s.version)) }
             return true
         }
         // History keys sort by item id, then version: each item's entries come together, oldest first.
@@ -163,7 +165,7 @@ extension PagedVault {
         var keptClock: UInt64 = 0
         for s in kept.live { keptClock = max(keptClock, s.version.hlc) }
         for h in kept.history { keptClock = max(keptClock, h.version.hlc) }
-        for e in kept.tombstones { keptClock = max(keptClock, try ItemEntries.decode(e, schema: root.schema).version.hlc) }
+        for t in kept.tombstones { keptClock = max(keptClock, t.version.hlc) }
         // Every value kept, by where it lies: live items first, then history.
         let values: [Item] = kept.live.map { $0.item! } + kept.history.map(\.item)
         var sequenceOf = [Int](repeating: 0, count: values.count)
@@ -186,7 +188,7 @@ extension PagedVault {
                 item.location = copy.location
                 return item
             }
-            var entries = kept.tombstones
+            var entries = kept.tombstones.map(\.entry)
             var attributeKeys: [[UInt8]] = []
             for (i, s) in kept.live.enumerated() {
                 let item = try place(i)
@@ -214,13 +216,12 @@ extension PagedVault {
     /// V5.1 rule 6: renumbers every version of `kept` above `now` (live items, tombstones and history alike), in
     /// version order, to `(now + 1, W)`, `(now + 2, W)`, ..., W this writer: a monotone map, so the order of any
     /// two versions in the vault is unchanged.
-    private func rewind(_ kept: inout (live: [ItemState], tombstones: [LeafEntry], history: [(version: Version, why: UInt8, item: Item)]),
-                        above now: UInt64) throws {
-        var tombstones = try kept.tombstones.map { ($0, try ItemEntries.decode($0, schema: root.schema).version) }
+    private func rewind(_ kept: inout (live: [ItemState], tombstones: [(entry: LeafEntry, version: Version)],
+                                       history: [(version: Version, why: UInt8, item: Item)]), above now: UInt64) throws {
         var ahead = Set<Version>()
         for s in kept.live where s.version.hlc > now { ahead.insert(s.version) }
         for h in kept.history where h.version.hlc > now { ahead.insert(h.version) }
-        for (_, v) in tombstones where v.hlc > now { ahead.insert(v) }
+        for t in kept.tombstones where t.version.hlc > now { ahead.insert(t.version) }
         guard !ahead.isEmpty else { return }
         guard UInt64(ahead.count) < HybridClock.ceiling - now else {
             throw VaultError(.invalidArgument, "\(ahead.count) versions cannot be renumbered above \(now)")
@@ -229,10 +230,10 @@ extension PagedVault {
         for (i, v) in ahead.sorted().enumerated() { renumbered[v] = Version(hlc: now + UInt64(i) + 1, writer: writerID) }
         for i in kept.live.indices { kept.live[i].version = renumbered[kept.live[i].version] ?? kept.live[i].version }
         for i in kept.history.indices { kept.history[i].version = renumbered[kept.history[i].version] ?? kept.history[i].version }
-        for i in tombstones.indices where renumbered[tombstones[i].1] != nil {
-            tombstones[i].0 = ItemEntries.tombstone(key: tombstones[i].0.key, version: renumbered[tombstones[i].1]!)
+        for i in kept.tombstones.indices {
+            guard let v = renumbered[kept.tombstones[i].version] else { continue }
+            kept.tombstones[i] = (ItemEntries.tombstone(key: kept.tombstones[i].entry.key, version: v), v)
         }
-        kept.tombstones = tombstones.map(\.0)
     }
 
     /// Copies the records holding `values` to `writer`: a record all of whose members are kept byte for byte
