@@ -14,7 +14,10 @@ package enum WriterIdentity {
         guard let dir = statePath, dir.hasPrefix("/") else { return fresh() }
         if let id = existing(statePath: dir) { return id }
         let id = fresh()
-        guard mkdirs(dir) else { return id }
+        // Made as the rollback records' folder beside it is: 0700 with its parents, and trusted (SPEC.md §K1.1
+        // rules 1 and 2), or no id is kept there.
+        let folder = KeychainDirectory(path: dir, statePath: nil)
+        guard (try? folder.create()) != nil, let t = try? folder.requireTrust(), t.sharedGroup == nil else { return id }
         // O_EXCL: two first runs at once keep the one written first (the other reads it).
         let fd = open(dir + "/writer-id", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return existing(statePath: dir) ?? id }
@@ -45,15 +48,4 @@ package enum WriterIdentity {
     }
 
     static func fresh() -> UInt64 { SystemRandom.shared.bytes(8).reduce(0) { $0 << 8 | UInt64($1) } }
-
-    /// Makes `dir` and its missing parents (0700); whether it is a folder now.
-    static func mkdirs(_ dir: String) -> Bool {
-        var path = ""
-        for part in dir.split(separator: "/") {
-            path += "/" + part
-            if mkdir(path, 0o700) != 0, errno != EEXIST { return false }
-        }
-        var st = stat()
-        return stat(dir, &st) == 0 && st.st_mode & S_IFMT == S_IFDIR
-    }
 }
