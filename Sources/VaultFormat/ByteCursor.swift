@@ -5,14 +5,37 @@ struct ByteReader {
     private(set) var position: Int
     let end: Int
     let failure: VaultError.Code
-    let what: String
+    private let subject: Subject
+
+    /// What is read, as errors name it: a text, or an item by id (spelt out only when an error is made, so that
+    /// a scan of a million entries does not spell a million ids).
+    private enum Subject {
+        case text(String)
+        case item(ItemID)
+    }
+
+    var what: String {
+        switch subject {
+        case .text(let s): s
+        case .item(let id): "item \(id)"
+        }
+    }
 
     init(_ bytes: [UInt8], from start: Int = 0, to end: Int? = nil, failure: VaultError.Code, what: String) {
         self.bytes = bytes
         self.position = start
         self.end = end ?? bytes.count
         self.failure = failure
-        self.what = what
+        self.subject = .text(what)
+    }
+
+    /// A reader whose errors name `item`.
+    init(_ bytes: [UInt8], failure: VaultError.Code, item: ItemID) {
+        self.bytes = bytes
+        self.position = 0
+        self.end = bytes.count
+        self.failure = failure
+        self.subject = .item(item)
     }
 
     var remaining: Int { end - position }

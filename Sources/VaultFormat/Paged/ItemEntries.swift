@@ -66,7 +66,7 @@ enum ItemEntries {
     /// each name once, not once per item).
     static func decode(_ e: LeafEntry, schema: PagedSchema, names: inout NameCache) throws -> ItemState {
         let (cls, values, id) = try ItemKey.parse(e.key, names: &names) { schema.classes[$0] }
-        var r = ByteReader(e.rest, failure: .damagedIndex, what: "item \(id)")
+        var r = ByteReader(e.rest, failure: .damagedIndex, item: id)
         let flags = try r.readU8()
         guard flags <= 1 else { throw r.fail("flags \(flags)") }
         guard let writer = e.writer else { throw r.fail("no writer") }
@@ -92,6 +92,14 @@ enum ItemEntries {
         pairs = []
         let item = try valueAtEnd(&r, id: id, class: cls, attributes: attributes, record: rec)
         return ItemState(key: e.key, id: id, version: version, item: item)
+    }
+
+    /// The version of a tombstone entry that ``decode(_:schema:names:)`` accepted before (nil: a live item's entry),
+    /// read without parsing its key again: for a second pass over entries a first pass checked.
+    static func acceptedTombstoneVersion(_ e: LeafEntry) throws -> Version? {
+        guard e.rest.first == 1, let writer = e.writer else { return nil }
+        var r = ByteReader(e.rest, from: 1, failure: .damagedIndex, what: "tombstone")
+        return Version(hlc: try r.readVarint(), writer: writer)
     }
 
     /// The end of a live or history body: value size, member index and data offset, in the record `rec`.

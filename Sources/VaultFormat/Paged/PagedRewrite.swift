@@ -76,34 +76,56 @@ extension PagedVault {
         var rewindAbove: UInt64?
     }
 
-    /// What a rewrite keeps (V8) under `r`: live items, tombstones younger than `tombstone days`, and for each
-    /// item its `keep` most recent history entries younger than `days`. Tombstones come with their versions, decoded
-    /// once here.
-    func keptState(now: UInt64, retention r: Retention) throws
-        -> (live: [ItemState], tombstones: [(entry: LeafEntry, version: Version)], history: [(version: Version, why: UInt8, item: Item)]) {
-        func cutoff(_ days: Int) -> UInt64 { Retention.cutoff(days: days, before: now) }
-        var live: [ItemState] = [], tombstones: [(entry: LeafEntry, version: Version)] = []
+    /// Hands over what a rewrite keeps (V8) under `r` and `rule`, in key order, one page of the items tree at a
+    /// time: each live item `rule` keeps (with its entry), each tombstone younger than `tombstone days` (with its
+    /// version). Nothing is held: a compaction reads the items tree twice, once to learn the values it copies and
+    /// once to write the new tree, so that its memory does not grow with the entries (V8, §T).
+    /// With `accepted`, the entries were decoded by a pass before, under the same lock: a tombstone's key is not
+    /// parsed again.
+    private func forEachKeptItem(now: UInt64, retention r: Retention, rule: KeepRule, accepted: Bool = false, live: (ItemState) throws -> Void,
+                                 tombstone: (LeafEntry, Version) throws -> Void) throws {
+        let cutoff = Retention.cutoff(days: r.tombstoneDays, before: now)
         var names = NameCache()
-        try scan(.items) { e in
-            let s = try ItemEntries.decode(e, schema: root.schema, names: &names)
-            if s.item != nil { live.append(s) } else if s.version.hlc >= cutoff(r.tombstoneDays) { tombstones.append((e, s.version)) }
-            return true
+        try streaming {
+            try scan(.items) { e in
+                if accepted, rule.tombstones, let v = try ItemEntries.acceptedTombstoneVersion(e) {
+                    if v.hlc >= cutoff { try tombstone(e, v) }
+                    return true
+                }
+                let s = try ItemEntries.decode(e, schema: root.schema, names: &names)
+                if let item = s.item {
+                    if rule.live?(item) ?? true { try live(s) }
+                } else if rule.tombstones, s.version.hlc >= cutoff {
+                    try tombstone(e, s.version)
+                }
+                return true
+            }
         }
+    }
+
+    /// Hands over the history entries a rewrite keeps, in key order: for each item its `keep` most recent entries
+    /// younger than `days`, of those the ones `rule` keeps. One item's kept entries are held at a time, at most
+    /// 2 × `keep` of them.
+    private func forEachKeptVersion(now: UInt64, retention r: Retention, rule: KeepRule,
+                                    _ body: ((version: Version, why: UInt8, item: Item)) throws -> Void) throws {
+        let cutoff = Retention.cutoff(days: r.days, before: now)
         // History keys sort by item id, then version: each item's entries come together, oldest first.
-        var history: [(version: Version, why: UInt8, item: Item)] = []
         var run: [(version: Version, why: UInt8, item: Item)] = []
-        func closeRun() {
-            history += run.filter { $0.version.hlc >= cutoff(r.days) }.suffix(r.keep)
+        func closeRun() throws {
+            for h in run.suffix(r.keep) where rule.history?(h.item) ?? true { try body(h) }
             run = []
         }
-        try scan(.history) { e in
-            let h = try ItemEntries.decodeHistory(e)
-            if let last = run.last, last.item.id != h.item.id { closeRun() }
-            run.append(h)
-            return true
+        try streaming {
+            try scan(.history) { e in
+                let h = try ItemEntries.decodeHistory(e)
+                if let last = run.last, last.item.id != h.item.id { try closeRun() }
+                guard h.version.hlc >= cutoff else { return true }
+                run.append(h)
+                if run.count >= 2 * max(r.keep, 1) { run.removeFirst(run.count - r.keep) }
+                return true
+            }
         }
-        closeRun()
-        return (live, tombstones, history)
+        try closeRun()
     }
 
     private func rewrite(header newHeader: Header, headerBytes: [UInt8]?, newKey: SecureBytes?, rule: KeepRule, random: RandomSource,
@@ -149,25 +171,62 @@ extension PagedVault {
     }
 
     /// Writes what a rewrite keeps (retention, then `rule`) into a temporary file beside `target`, synced by the
-    /// caller's commit: the header, the copied records, one fold.
+    /// caller's commit: the header, the copied records, one fold. Streamed: a first pass over the trees learns
+    /// the values kept (each distinct value once), the greatest version kept and the versions a rewind renumbers;
+    /// the records are copied; a second pass writes each tree as it reads the old one. Memory grows with the
+    /// distinct values kept and the attribute keys of the live items, not with the entries (tombstones and kept
+    /// versions naming one value cost nothing held).
     private func writeKept(to target: String, headerBytes bytes: [UInt8], newKeys: Subkeys, reseal: Bool, rule: KeepRule,
                            random: RandomSource, level: Int32, solidMembers: Int, now: UInt64, generation: UInt64) throws
         -> (AtomicReplace, RecordSource, (root: IndexRoot, tail: (TrailerV2, UInt64))) {
         var base = root
         base.retention = rule.retention ?? root.retention
-        var kept = try keptState(now: now, retention: base.retention)
-        if let keep = rule.live { kept.live.removeAll { !keep($0.item!) } }
-        if let keep = rule.history { kept.history.removeAll { !keep($0.item) } }
-        if !rule.tombstones { kept.tombstones = [] }
-        if let now = rule.rewindAbove { try rewind(&kept, above: now) }
+        let retention = base.retention
+        // Pass 1. Every value kept, by where it lies (live items first, then history), each once: entries that name
+        // one member of one record name one value, which its first entry names (the record's member table checks
+        // it; the others must name the same item, size and data offset).
+        var values: [Item] = []
+        var valueAt: [ValueKey: Int] = [:]
+        var keptClock: UInt64 = 0
+        var ahead: [Version] = []
+        func note(_ item: Item, _ v: Version) throws {
+            if let above = rule.rewindAbove, v.hlc > above { ahead.append(v) } else { keptClock = max(keptClock, v.hlc) }
+            let k = ValueKey(item.location)
+            guard let i = valueAt[k] else {
+                valueAt[k] = values.count
+                values.append(item)
+                return
+            }
+            let first = values[i]
+            guard first.id == item.id, first.size == item.size, first.location.dataOffset == item.location.dataOffset else {
+                throw VaultError(.damagedRecord, "\(item.displayName): the record's member table does not name this item")
+            }
+        }
+        try forEachKeptItem(now: now, retention: retention, rule: rule, live: { try note($0.item!, $0.version) }, tombstone: { _, v in
+            if let above = rule.rewindAbove, v.hlc > above { ahead.append(v) } else { keptClock = max(keptClock, v.hlc) }
+        })
+        try forEachKeptVersion(now: now, retention: retention, rule: rule) { try note($0.item, $0.version) }
+        // V5.1 rule 6: the versions above `rewindAbove`, in order, become (now + 1, W), (now + 2, W), ...: a monotone
+        // map, so the order of any two versions in the vault (and of the history keys) is unchanged.
+        ahead.sort()
+        ahead = ahead.reduce(into: []) { out, v in if out.last != v { out.append(v) } }
+        if let above = rule.rewindAbove, !ahead.isEmpty {
+            guard UInt64(ahead.count) < HybridClock.ceiling - above else {
+                throw VaultError(.invalidArgument, "\(ahead.count) versions cannot be renumbered above \(above)")
+            }
+        }
+        func renumbered(_ v: Version) -> Version {
+            guard let above = rule.rewindAbove, v.hlc > above else { return v }
+            var lo = 0, hi = ahead.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if ahead[mid] < v { lo = mid + 1 } else { hi = mid }
+            }
+            return Version(hlc: above + UInt64(lo) + 1, writer: writerID)
+        }
         // The new root's clock is the greatest hlc the rewrite keeps (V4): a clock that ran ahead of every state
         // still held (their versions replaced, or renumbered just now) comes back down to them.
-        var keptClock: UInt64 = 0
-        for s in kept.live { keptClock = max(keptClock, s.version.hlc) }
-        for h in kept.history { keptClock = max(keptClock, h.version.hlc) }
-        for t in kept.tombstones { keptClock = max(keptClock, t.version.hlc) }
-        // Every value kept, by where it lies: live items first, then history.
-        let values: [Item] = kept.live.map { $0.item! } + kept.history.map(\.item)
+        if let above = rule.rewindAbove, !ahead.isEmpty { keptClock = max(keptClock, above + UInt64(ahead.count)) }
         var sequenceOf = [Int](repeating: 0, count: values.count)
         let tmp = try AtomicReplace(path: target, random: random)
         let newSource = RecordSource(file: tmp.file, headerLength: UInt64(bytes.count), vaultID: header.vaultID, keys: newKeys)
@@ -179,33 +238,44 @@ extension PagedVault {
                                       random: random, level: level, solidMembers: solidMembers, at: 0)
             try copyRecords(values, to: writer, newKeys: newKeys, reseal: reseal, random: random) { sequenceOf[$0] = $1 }
             try writer.flush()
-            var moved: [Int: Item] = [:]
-            for w in writer.written { moved[w.sequence] = w.item }
-            // The value's entry as it was, at the copy's place (entries that name one value share its copy).
-            func place(_ i: Int) throws -> Item {
-                guard let copy = moved[sequenceOf[i]] else { throw VaultError(.io, "a copied value went missing") }
-                var item = values[i]
-                item.location = copy.location
+            var moved: [Int: RecordLocation] = [:]
+            for w in writer.written { moved[w.sequence] = w.item.location }
+            values = []
+            // An entry as it was, at its value's copy (entries that name one value share its copy).
+            func place(_ item: Item) throws -> Item {
+                guard let i = valueAt[ValueKey(item.location)], let copy = moved[sequenceOf[i]] else {
+                    throw VaultError(.io, "a copied value went missing")
+                }
+                var item = item
+                item.location = copy
                 return item
-            }
-            var entries = kept.tombstones.map(\.entry)
-            var attributeKeys: [[UInt8]] = []
-            for (i, s) in kept.live.enumerated() {
-                let item = try place(i)
-                let e = ItemEntries.entry(item, version: s.version, schema: root.schema)
-                attributeKeys += ItemEntries.attributeKeys(item, itemKey: e.key, schema: root.schema)
-                entries.append(e)
-            }
-            var history: [LeafEntry] = []
-            for (j, h) in kept.history.enumerated() {
-                history.append(ItemEntries.history(try place(kept.live.count + j), version: h.version, why: h.why))
             }
             newStore.position = writer.position
             newStore.limit = writer.position
             newStore.random = random
             newStore.level = level
-            built = try PagedRebuild.writeFold(store: newStore, items: entries, attributeKeys: attributeKeys, history: history,
-                                               base: base, clock: keptClock, commitStart: 0, generation: generation, previous: nil)
+            // Pass 2: the trees, written as the old ones are read.
+            let schema = root.schema
+            built = try PagedRebuild.writeFold(store: newStore, base: base, clock: keptClock, commitStart: 0, generation: generation,
+                                               previous: nil, items: { builder in
+                var live: UInt64 = 0
+                var attributeKeys: [[UInt8]] = []
+                try forEachKeptItem(now: now, retention: retention, rule: rule, accepted: true, live: { s in
+                    let item = try place(s.item!)
+                    let e = ItemEntries.entry(item, version: renumbered(s.version), schema: schema)
+                    attributeKeys += ItemEntries.attributeKeys(item, itemKey: e.key, schema: schema)
+                    try builder.append(e)
+                    live += 1
+                }, tombstone: { e, v in
+                    let r = renumbered(v)
+                    try builder.append(r == v ? e : ItemEntries.tombstone(key: e.key, version: r))
+                })
+                return (live, attributeKeys)
+            }, history: { builder in
+                try forEachKeptVersion(now: now, retention: retention, rule: rule) { h in
+                    try builder.append(ItemEntries.history(try place(h.item), version: renumbered(h.version), why: h.why))
+                }
+            })
         } catch {
             tmp.abandon()
             throw error
@@ -213,26 +283,18 @@ extension PagedVault {
         return (tmp, newSource, built)
     }
 
-    /// V5.1 rule 6: renumbers every version of `kept` above `now` (live items, tombstones and history alike), in
-    /// version order, to `(now + 1, W)`, `(now + 2, W)`, ..., W this writer: a monotone map, so the order of any
-    /// two versions in the vault is unchanged.
-    private func rewind(_ kept: inout (live: [ItemState], tombstones: [(entry: LeafEntry, version: Version)],
-                                       history: [(version: Version, why: UInt8, item: Item)]), above now: UInt64) throws {
-        var ahead = Set<Version>()
-        for s in kept.live where s.version.hlc > now { ahead.insert(s.version) }
-        for h in kept.history where h.version.hlc > now { ahead.insert(h.version) }
-        for t in kept.tombstones where t.version.hlc > now { ahead.insert(t.version) }
-        guard !ahead.isEmpty else { return }
-        guard UInt64(ahead.count) < HybridClock.ceiling - now else {
-            throw VaultError(.invalidArgument, "\(ahead.count) versions cannot be renumbered above \(now)")
-        }
-        var renumbered: [Version: Version] = [:]
-        for (i, v) in ahead.sorted().enumerated() { renumbered[v] = Version(hlc: now + UInt64(i) + 1, writer: writerID) }
-        for i in kept.live.indices { kept.live[i].version = renumbered[kept.live[i].version] ?? kept.live[i].version }
-        for i in kept.history.indices { kept.history[i].version = renumbered[kept.history[i].version] ?? kept.history[i].version }
-        for i in kept.tombstones.indices {
-            guard let v = renumbered[kept.tombstones[i].version] else { continue }
-            kept.tombstones[i] = (ItemEntries.tombstone(key: kept.tombstones[i].entry.key, version: v), v)
+    /// A value's place in a file: one member of one record.
+    private struct ValueKey: Hashable {
+        var record: ID128
+        var offset: UInt64
+        var length: UInt64
+        var member: Int
+
+        init(_ l: RecordLocation) {
+            record = l.recordID
+            offset = l.offset
+            length = l.length
+            member = l.member
         }
     }
 

@@ -41,23 +41,38 @@ package enum PagedRebuild {
     static func writeFold(store: FilePageStore, items: [LeafEntry], attributeKeys: [[UInt8]], history: [LeafEntry],
                           base: IndexRoot, clock: UInt64, commitStart: UInt64, generation: UInt64, previous: UInt64?) throws
         -> (root: IndexRoot, tail: (TrailerV2, UInt64)) {
+        try writeFold(store: store, base: base, clock: clock, commitStart: commitStart, generation: generation, previous: previous,
+                      items: { builder in
+                          var live: UInt64 = 0
+                          for e in sortedByKey(items) {
+                              if e.record != nil { live += 1 }
+                              try builder.append(e)
+                          }
+                          return (live, attributeKeys)
+                      },
+                      history: { builder in for e in sortedByKey(history) { try builder.append(e) } })
+    }
+
+    /// ``writeFold(store:items:attributeKeys:history:base:clock:commitStart:generation:previous:)`` with the
+    /// entries streamed: `items` hands the items tree's entries to its builder in ascending key order and returns
+    /// the live count and the attributes-tree keys (any order); `history` hands the history entries over in
+    /// ascending key order. Memory holds one page per level of each tree, and the attribute keys.
+    static func writeFold(store: FilePageStore, base: IndexRoot, clock: UInt64, commitStart: UInt64, generation: UInt64, previous: UInt64?,
+                          items: (TreeBuilder) throws -> (live: UInt64, attributeKeys: [[UInt8]]),
+                          history: (TreeBuilder) throws -> Void) throws -> (root: IndexRoot, tail: (TrailerV2, UInt64)) {
         var root = base
         root.clock = clock
         root.garbage = 0  // a file written whole holds nothing dead (V8.1)
         let itemsBuilder = TreeBuilder(store: store, tree: .items)
-        var live: UInt64 = 0
-        for e in sortedByKey(items) {
-            if e.record != nil { live += 1 }
-            try itemsBuilder.append(e)
-        }
+        let (live, attributeKeys) = try items(itemsBuilder)
         root.items = try itemsBuilder.finish()
         root.liveItems = live
         root.tombstones = itemsBuilder.count - live
         let attributesBuilder = TreeBuilder(store: store, tree: .attributes)
-        for k in sortedByKey(attributeKeys.map { LeafEntry(key: $0) }) { try attributesBuilder.append(k) }
+        for k in sortedByKey(attributeKeys, key: { $0 }) { try attributesBuilder.append(LeafEntry(key: k)) }
         root.attributes = try attributesBuilder.finish()
         let historyBuilder = TreeBuilder(store: store, tree: .history)
-        for e in sortedByKey(history) { try historyBuilder.append(e) }
+        try history(historyBuilder)
         root.history = try historyBuilder.finish()
         root.historyEntries = historyBuilder.count
         let tail = try PagedVault.writeFold(root: root, store: store, commitStart: commitStart, generation: generation,
