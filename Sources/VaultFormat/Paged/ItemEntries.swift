@@ -17,8 +17,40 @@ package struct ItemState: Hashable, Sendable {
     package var key: [UInt8]
     package var id: ItemID
     package var version: Version
+    /// The item, boxed: a state is 48 bytes wherever it is held (a merge keeps several maps of them, a tombstone
+    /// bomb a million), and copies of one state share one item.
+    private var boxed: ItemBox?
+
     /// nil for a tombstone.
-    package var item: Item?
+    package var item: Item? {
+        get { boxed?.item }
+        set { boxed = newValue.map(ItemBox.init) }
+    }
+
+    package init(key: [UInt8], id: ItemID, version: Version, item: Item?) {
+        self.key = key
+        self.id = id
+        self.version = version
+        self.boxed = item.map(ItemBox.init)
+    }
+
+    package static func == (a: ItemState, b: ItemState) -> Bool {
+        a.key == b.key && a.id == b.id && a.version == b.version && a.item == b.item
+    }
+
+    package func hash(into h: inout Hasher) {
+        h.combine(key)
+        h.combine(id)
+        h.combine(version)
+        h.combine(item)
+    }
+}
+
+/// An immutable item on the heap (``ItemState``).
+private final class ItemBox: Sendable {
+    let item: Item
+
+    init(_ item: Item) { self.item = item }
 }
 
 /// A kept earlier version of an item (a history entry, V3.4): the version it had, why it was kept (1 replaced
