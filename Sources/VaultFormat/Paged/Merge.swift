@@ -79,25 +79,29 @@ package enum MergeSide: String, Sendable {
 }
 
 extension PagedVault {
-    /// The entries of `tree` at which this vault differs from `base` (nil: an empty vault), deltas included:
-    /// the keys the trees differ at (``TreeDiff``, which skips the pages both share) and the keys either
-    /// chain of deltas names, each compared as a reader sees it.
-    func differences(_ tree: TreeID, from base: PagedVault?) throws -> [(key: [UInt8], base: LeafEntry?, side: LeafEntry?)] {
+    /// Hands over the entries of `tree` at which this vault differs from `base` (nil: an empty vault), deltas
+    /// included, in key order, holding none of them: the keys the trees differ at (``TreeDiff``, which skips the
+    /// pages both share) and the keys either chain of deltas names, each compared as a reader sees it; where
+    /// neither vault has deltas on `tree`, straight from the walk of both trees.
+    func forEachDifference(_ tree: TreeID, from base: PagedVault?,
+                           _ body: ((key: [UInt8], base: LeafEntry?, side: LeafEntry?)) throws -> Void) throws {
         guard let base else {
-            var all: [(key: [UInt8], base: LeafEntry?, side: LeafEntry?)] = []
-            try scan(tree) { all.append(($0.key, nil, $0)); return true }
-            return all
+            try scan(tree) { try body(($0.key, nil, $0)); return true }
+            return
+        }
+        let ours = overlay[tree] ?? [:], theirs = base.overlay[tree] ?? [:]
+        if ours.isEmpty, theirs.isEmpty {
+            try TreeDiff.walk(base.reader(tree), reader(tree)) { try body(($0.key, $0.a, $0.b)) }
+            return
         }
         var keys = Set<[UInt8]>()
         try TreeDiff.walk(base.reader(tree), reader(tree)) { keys.insert($0.key) }
-        keys.formUnion((overlay[tree] ?? [:]).keys)
-        keys.formUnion((base.overlay[tree] ?? [:]).keys)
-        var out: [(key: [UInt8], base: LeafEntry?, side: LeafEntry?)] = []
+        keys.formUnion(ours.keys)
+        keys.formUnion(theirs.keys)
         for k in keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
             let (b, s) = (try base.entry(tree, k), try entry(tree, k))
-            if b != s { out.append((k, b, s)) }
+            if b != s { try body((k, b, s)) }
         }
-        return out
     }
 
     /// The items this vault changed since `base` (V9 step 1): by item id, the state each holds (nil: none).
@@ -106,10 +110,10 @@ extension PagedVault {
         var out: [ItemID: (base: ItemState?, side: ItemState?)] = [:]
         do {
             var names = NameCache()
-            for d in try differences(.items, from: base) {
+            try forEachDifference(.items, from: base) { d in
                 let b = try d.base.map { try ItemEntries.decode($0, schema: root.schema, names: &names) }
                 let s = try d.side.map { try ItemEntries.decode($0, schema: root.schema, names: &names) }
-                guard let id = (b ?? s)?.id else { continue }
+                guard let id = (b ?? s)?.id else { return }
                 var c = out[id] ?? (nil, nil)
                 if let b {
                     guard c.base == nil else { throw VaultError(.damagedIndex, "item \(id) has two entries") }
@@ -182,7 +186,8 @@ extension PagedVault {
                     t[id] = c.side
                 }
             }
-            let theirsHistory = try differences(.history, from: theirs).compactMap { d in d.side == nil ? d.base : nil }
+            var theirsHistory: [LeafEntry] = []
+            try forEachDifference(.history, from: theirs) { d in if d.side == nil, let e = d.base { theirsHistory.append(e) } }
             let theirsClock = try theirs.clockTaken(states: ids.sorted().compactMap { t[$0] }, history: theirsHistory, now: now)
             try appendCommit(level: level, random: random, solidMembers: Limits.membersMax) { writer in
                 try mergeChanges(base: b, ours: o, theirs: t, ids: ids, theirsHistory: theirsHistory, theirsClock: theirsClock, from: theirs,
