@@ -618,7 +618,9 @@ enum Base64 {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// Decodes standard, padded base64 (RFC 4648 §4); nil for anything else (no whitespace, no missing padding).
+    /// Decodes standard, padded, canonical base64 (RFC 4648 §4, §3.5: the bits a padded group leaves over are
+    /// zero, so that one value has one spelling); nil for anything else (no whitespace, no missing padding). The
+    /// only base64 decoder of the CLI: item files and `--attr NAME:data=...` read alike.
     static func decode(_ text: [UInt8]) -> [UInt8]? {
         guard text.count % 4 == 0 else { return nil }
         func value(_ c: UInt8) -> UInt32? {
@@ -641,6 +643,8 @@ enum Base64 {
             let c = pad >= 2 ? 0 : value(text[i + 2])
             let d = pad >= 1 ? 0 : value(text[i + 3])
             guard let c, let d else { return nil }
+            // Canonical: the bits of the last character that no output byte holds are zero.
+            guard pad != 2 || b & 0xF == 0, pad != 1 || c & 0x3 == 0 else { return nil }
             let v = a << 18 | b << 12 | c << 6 | d
             out.append(UInt8(v >> 16))
             if pad < 2 { out.append(UInt8(v >> 8 & 0xFF)) }

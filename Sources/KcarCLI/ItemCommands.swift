@@ -179,8 +179,8 @@ enum ItemCommands {
             guard let ns = parseISO8601(raw) else { throw CLIError.usage("\(name) takes a date as 2026-11-30T12:00:00Z") }
             return .date(nanoseconds: ns)
         case .data:
-            guard let d = Data(base64Encoded: raw) else { throw CLIError.usage("\(name) takes base64") }
-            return .data([UInt8](d))
+            guard let d = Base64.decode(Array(raw.utf8)) else { throw CLIError.usage("\(name) takes base64 (standard, padded)") }
+            return .data(d)
         }
     }
 

@@ -108,6 +108,30 @@ final class NewcomerTests: XCTestCase {
         XCTAssertTrue(String(decoding: try run(["find", "--attr", "level:int=3"]).out, as: UTF8.self).contains("api"))
     }
 
+    /// One base64 decoder, canonical: `--attr NAME:data=` and item files refuse a spelling whose left-over bits
+    /// are set (`QR==` and `QUJ=` for `QQ==` and `QUI=`), which Foundation's decoder took, and accept the
+    /// canonical one (SPEC §K7).
+    func testBase64IsCanonicalEverywhere() throws {
+        func run(_ args: [String], stdin: String? = nil, expect: Int32 = 0) throws -> KcarRun {
+            let r = try runKcar(args, in: dir, stdin: stdin.map { Data($0.utf8) }, env: ["HOME": dir + "/home"])
+            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
+            return r
+        }
+        let add = ["add", "--group", "team", "--service", "api", "--account", "bob"]
+        for bad in ["QR==", "QUJ=", "QQ", "Q Q=="] {
+            let r = try run(add + ["--attr", "blob:data=\(bad)"], stdin: "x", expect: 2)
+            XCTAssertTrue(r.err.contains("takes base64"), r.err)
+        }
+        _ = try run(add + ["--attr", "blob:data=QUI="], stdin: "x")
+        XCTAssertTrue(String(decoding: try run(["find", "--attr", "blob:data=QUI="]).out, as: UTF8.self).contains("api"))
+        let item = { (v: String) in "{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"genp\", "
+            + "\"attributes\": {\"svce\": \"s\", \"acct\": \"a\"}, \"value\": \"\(v)\"}]}" }
+        try item("QR==").write(toFile: dir + "/bad.json", atomically: true, encoding: .utf8)
+        let refused = try runKcar(["import", "--group", "other", "--items", "bad.json"], in: dir, env: ["HOME": dir + "/home"])
+        XCTAssertNotEqual(refused.code, 0, refused.output)
+        XCTAssertTrue(refused.err.contains("base64"), refused.err)
+    }
+
     /// One person on one machine is one writer, across processes, in a keychain group and in a packed vault
     /// (issue 22, point 12), and history marks it.
     func testOneUserIsOneWriterAcrossProcesses() throws {
