@@ -39,7 +39,7 @@ extension TailReader {
         guard T.isComplete(raw[...], at: q), !macVerifies(T.self, raw[...]) else { return nil }
         return VaultError(.damagedIndex, "the file ends in a whole commit trailer (body offset \(q)) whose MAC does not verify: damage "
                           + "or a forgery, not an interrupted write; the last commit that verifies is generation \(last.0.generation), "
-                          + "\(bodySize - end) bytes before the end")
+                          + "\(bodySize - end) bytes before the end (`kcar recover --drop-damaged` goes back to it, dropping them)")
     }
 
     /// Whether the MAC of the trailer bytes `raw` (layout `T`) verifies under this file's trailer key.
@@ -104,5 +104,36 @@ extension TrailerLayout {
         guard b.count == size, !b.suffix(zeroEndMin).allSatisfy({ $0 == 0 }) else { return false }
         if b.prefix(magic.count).elementsEqual(magic) { return true }
         return candidate(magic[...] + b.dropFirst(magic.count), at: at) != nil
+    }
+}
+
+extension Vault {
+    /// What `kcar recover --drop-damaged` does (SPEC.md §8): cuts the file at `path` back to the end of its last
+    /// commit whose trailer verifies, whatever follows it (an incomplete commit, or a damaged last trailer that
+    /// keeps the file from opening), once that commit loads as the last of a file that ends there. Under the
+    /// exclusive lock, with the key. Returns the bytes dropped (0 when nothing followed) and the generation
+    /// that is now the last. What the dropped commit changed is lost unless another copy holds it.
+    package static func dropDamagedTail(path: String, secret: UnlockSecret, lockTimeout: Double = 10) throws -> (dropped: UInt64, generation: UInt64) {
+        let file = try lockedFile(path, mode: .write, exclusive: true, timeout: lockTimeout)
+        defer { file.unlock() }
+        let size = try file.size()
+        let (header, headerBytes) = try readHeader(file, size: size)
+        let keys = Subkeys(vaultKey: try unlock(header, headerBytes, path: path, secret: secret).vaultKey)
+        let headerLength = UInt64(header.length), body = size - headerLength
+        let reader = TailReader(file: file, headerLength: headerLength, bodySize: body, vaultID: header.vaultID, keys: keys)
+        let (generation, end): (UInt64, UInt64)
+        if header.formatVersion == 2 {
+            let (t, p) = try reader.lastValid(TrailerV2.self)
+            (generation, end) = (t.generation, p + UInt64(TrailerV2.size))
+            _ = try PagedVault.load(RecordSource(file: file, headerLength: headerLength, vaultID: header.vaultID, keys: keys), bodySize: end)
+        } else {
+            let (t, p) = try reader.lastValid(Trailer.self)
+            (generation, end) = (t.generation, p + UInt64(Trailer.size))
+            _ = try TailReader(file: file, headerLength: headerLength, bodySize: end, vaultID: header.vaultID, keys: keys).load()
+        }
+        guard body > end else { return (0, generation) }
+        try file.truncate(to: headerLength + end)
+        try file.sync()
+        return (body - end, generation)
     }
 }

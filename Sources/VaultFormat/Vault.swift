@@ -324,21 +324,8 @@ public final class Vault {
                      writerID: UInt64? = nil) throws -> Vault {
         let size = try file.size()
         let (header, headerBytes) = try readHeader(file, size: size)
-        // A plain loop: each slot is tried once (a lazy compactMap(...).first would run Argon2id twice).
-        var opened: (Int, SecureBytes)?
-        for (i, s) in header.slots.enumerated() {
-            if let vk = s.unwrap(with: secret, vaultID: header.vaultID) {
-                opened = (i, vk)
-                break
-            }
-        }
-        guard let (slot, vk) = opened else {
-            throw VaultError(.wrongKey, "no key slot of \(path) opens with the \(secret.kindName) given")
-        }
+        let (slot, vk) = try unlock(header, headerBytes, path: path, secret: secret)
         let keys = Subkeys(vaultKey: vk)
-        guard Header.verifyMAC(headerBytes, key: keys.header) else {
-            throw VaultError(.tamperedHeader, "\(path): the header MAC does not verify")
-        }
         let body = size - UInt64(header.length)
         if header.formatVersion == 2 {
             let p = try PagedVault.open(file: file, path: path, header: header, vaultKey: vk, size: size, mode: mode, writerID: writerID,
@@ -361,6 +348,25 @@ public final class Vault {
         vault.unlockedSlot = slot
         vault.writerID = writerID
         return vault
+    }
+
+    /// The slot of `header` that `secret` opens and the vault key it wraps, once the header MAC verifies under it.
+    static func unlock(_ header: Header, _ headerBytes: [UInt8], path: String, secret: UnlockSecret) throws -> (slot: Int, vaultKey: SecureBytes) {
+        // A plain loop: each slot is tried once (a lazy compactMap(...).first would run Argon2id twice).
+        var opened: (Int, SecureBytes)?
+        for (i, s) in header.slots.enumerated() {
+            if let vk = s.unwrap(with: secret, vaultID: header.vaultID) {
+                opened = (i, vk)
+                break
+            }
+        }
+        guard let (slot, vk) = opened else {
+            throw VaultError(.wrongKey, "no key slot of \(path) opens with the \(secret.kindName) given")
+        }
+        guard Header.verifyMAC(headerBytes, key: Subkeys(vaultKey: vk).header) else {
+            throw VaultError(.tamperedHeader, "\(path): the header MAC does not verify")
+        }
+        return (slot, vk)
     }
 
     static func readHeader(_ file: File, size: UInt64) throws -> (Header, [UInt8]) {

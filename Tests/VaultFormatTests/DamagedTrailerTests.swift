@@ -89,7 +89,7 @@ final class DamagedTrailerTests: VaultTestCase {
     }
 
     /// The limit SPEC.md §8 names: a trailer whose last 15 bytes are zeros is whole, and damaged (a crash that
-    /// zeroed so few bytes reads as damage).
+    /// zeroed so few bytes reads as damage; `kcar recover --drop-damaged` goes back past it).
     func testATrailerEndingInFewerThan16ZerosIsDamage() throws {
         for version in [1, 2] {
             let (path, _, _, good) = try twoCommits(version: version)
@@ -121,5 +121,31 @@ final class DamagedTrailerTests: VaultTestCase {
         b[b.count - 1] ^= 1
         try write(path, b)
         XCTAssertEqual(openCode(path), .truncated)
+    }
+
+    /// `kcar recover --drop-damaged`: back to the commit before a damaged trailer on request, saying how many
+    /// bytes it dropped; the file is then the vault as that commit left it, byte for byte.
+    func testDroppingADamagedTrailerGoesBackToTheCommitBefore() throws {
+        for version in [1, 2] {
+            let (path, size, generation, good) = try twoCommits(version: version)
+            let before = try Vault.open(path: path, secret: secret)
+            let previousEnd = Int(before.fileOffset(before.version2?.tail.trailer.commitStart ?? before.tail.trailer.commitStart))
+            var b = good
+            b[b.count - size + 20] ^= 0x10
+            try write(path, b)
+            let r = try Vault.dropDamagedTail(path: path, secret: secret)
+            XCTAssertEqual(r.generation, generation - 1)
+            XCTAssertEqual(Int(r.dropped), good.count - previousEnd)
+            XCTAssertEqual(try Recipes.read(path), Array(good.prefix(previousEnd)))
+            let v = try Vault.open(path: path, secret: secret)
+            XCTAssertEqual(v.count, 2)
+            XCTAssertEqual(v.incompleteBytes, 0)
+            XCTAssertTrue(v.verify().isIntact)
+            // Nothing more to drop; a wrong key drops nothing.
+            XCTAssertEqual(try Vault.dropDamagedTail(path: path, secret: secret).dropped, 0)
+            try write(path, b)
+            XCTAssertThrowsError(try Vault.dropDamagedTail(path: path, secret: .keyFile(SecureBytes(copying: [UInt8](repeating: 9, count: 32)))))
+            XCTAssertEqual(try Recipes.read(path), b)
+        }
     }
 }
