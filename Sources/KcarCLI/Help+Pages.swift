@@ -664,8 +664,10 @@ extension Help {
             "textconv prints VAULT as text for git diff and git log -p: a line naming the vault, then one line per item in the "
             + "vault's order (class, then service and account, then id): class, name as kcar list prints it, value size, version "
             + "(time and writer, version 2), the other attributes as JSON; the value only with --values. Without a usable key "
-            + "(none given, a wrong one) or for a file it cannot read it prints the first line and why, and exits 0, so that "
-            + "git diff still shows which vault changed. With --values it counts what it would print first: past 64 MiB "
+            + "(none given, a wrong one) or for a file it cannot read it prints the first line and why, then a line describing "
+            + "the file: its size, its BLAKE2b-128 (as b2sum -l 128 prints it) and the generation and item count its last "
+            + "trailer claims (unauthenticated), and exits 0: two different files never print the same text, so git diff "
+            + "without the key still shows that a vault changed. With --values it counts what it would print first: past 64 MiB "
             + "(TEXTCONV_OUTPUT_MAX; values that compress a thousandfold print far more than the vault's size) it prints "
             + "nothing and exits 4.",
         ],

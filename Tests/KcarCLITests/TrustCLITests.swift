@@ -1,8 +1,9 @@
 import Foundation
 import XCTest
 
-/// Issue 22, point 8, on the built binary: a damaged last trailer is damage (exit 4), not an interrupted write
-/// that `list` reads past.
+/// Issue 22, points 2 and 8, on the built binary: `kcar git textconv` without a key prints different text for
+/// different files (so `git diff` shows a changed vault), and a damaged last trailer is damage (exit 4), not an
+/// interrupted write that `list` reads past.
 final class TrustCLITests: XCTestCase {
     var dir = ""
     var key = ""
@@ -50,6 +51,77 @@ final class TrustCLITests: XCTestCase {
     func text(_ r: KcarRun) -> String { String(decoding: r.out, as: UTF8.self) }
     /// The NAME column of `kcar list`.
     func names(_ r: KcarRun) -> [String] { text(r).split(separator: "\n").dropFirst().compactMap { $0.split(separator: " ").last.map(String.init) } }
+
+    // MARK: Point 2: git textconv without a key
+
+    func testKeylessTextconvDiffersWhenTheFilesDiffer() throws {
+        for version in [1, 2] {
+            let a = try vaultWithADeletion("v\(version).kcv", version: version)
+            let b = dir + "/copy-v\(version).kcv"
+            try FileManager.default.copyItem(atPath: a, toPath: b)
+            let ta = try run(["git", "textconv", a]), tb = try run(["git", "textconv", b])
+            XCTAssertEqual(ta.code, 0, ta.output)
+            XCTAssertEqual(ta.out, tb.out, "identical files, identical text")
+            XCTAssertEqual(ta.out, try run(["git", "textconv", a]).out, "stable")
+            let lines = text(ta).split(separator: "\n").map(String.init)
+            XCTAssertEqual(lines.count, 2, text(ta))
+            XCTAssertTrue(lines[0].hasPrefix("# kcar vault, format \(version)") && lines[0].contains("no key given"), lines[0])
+            // The size, the digest b2sum prints, and what the last trailer says (the delete is generation 2).
+            let digest = try XCTUnwrap(runProcess("/usr/bin/env", ["b2sum", "-l", "128", a], cwd: dir).out.split(separator: " ").first)
+            XCTAssertEqual(lines[1], "# file: \(try bytes(a).count) bytes, b2sum -l 128: \(digest); last trailer (unauthenticated): generation 2, 1 item")
+            // One more commit in one copy: the texts differ, in the second line.
+            try "new".write(toFile: dir + "/new.txt", atomically: true, encoding: .utf8)
+            try keyed(["add", b, "svc/c", "--value-file", dir + "/new.txt"])
+            let after = text(try run(["git", "textconv", b])).split(separator: "\n").map(String.init)
+            XCTAssertEqual(after[0], lines[0])
+            XCTAssertNotEqual(after[1], lines[1])
+            XCTAssertTrue(after[1].hasSuffix("generation 3, 2 items"), after[1])
+            // A change that keeps the size and the last trailer (a byte in the middle of the body) differs too.
+            var same = try bytes(a)
+            same[same.count / 2] ^= 1
+            try put(b, same)
+            XCTAssertNotEqual(try run(["git", "textconv", b]).out, ta.out)
+        }
+        // A file that is no vault: its size and digest still tell two apart.
+        try "hello".write(toFile: dir + "/x.kcv", atomically: true, encoding: .utf8)
+        try "hellp".write(toFile: dir + "/y.kcv", atomically: true, encoding: .utf8)
+        let x = try run(["git", "textconv", dir + "/x.kcv"]), y = try run(["git", "textconv", dir + "/y.kcv"])
+        XCTAssertEqual(x.code, 0)
+        XCTAssertTrue(text(x).hasPrefix("# not a readable kcar vault"), text(x))
+        XCTAssertNotEqual(x.out, y.out)
+    }
+
+    /// A real repository, no key anywhere: `git diff` of a vault changed by one commit is not empty.
+    func testGitDiffWithoutAKeyShowsAChangedVault() throws {
+        let repo = dir + "/repo"
+        try FileManager.default.createDirectory(atPath: repo, withIntermediateDirectories: true)
+        let bin = (CLITests.binary as NSString).deletingLastPathComponent
+        var env = environment
+        env["PATH"] = bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+        env["GIT_CONFIG_NOSYSTEM"] = "1"
+        for (k, v) in ["NAME": "t", "EMAIL": "t@example.com"] { env["GIT_AUTHOR_" + k] = v; env["GIT_COMMITTER_" + k] = v }
+        func git(_ args: [String]) throws -> ProcessResult {
+            let r = try runProcess("/usr/bin/env", ["git"] + args, env: env, cwd: repo)
+            XCTAssertEqual(r.code, 0, "git \(args.joined(separator: " ")): \(r.out)\(r.err)")
+            return r
+        }
+        _ = try git(["init", "-q"])
+        XCTAssertEqual(try runProcess(CLITests.binary, ["git", "setup"], env: env, cwd: repo).code, 0)
+        let vault = try vaultWithADeletion("v.kcv", version: 2)
+        try FileManager.default.moveItem(atPath: vault, toPath: repo + "/v.kcv")
+        _ = try git(["add", "."])
+        _ = try git(["commit", "-qm", "vault"])
+        try "new".write(toFile: dir + "/new.txt", atomically: true, encoding: .utf8)
+        try keyed(["add", repo + "/v.kcv", "svc/c", "--value-file", dir + "/new.txt"])
+        let diff = try git(["diff", "--", "v.kcv"]).out
+        let changed = diff.split(separator: "\n").filter { ($0.hasPrefix("-#") || $0.hasPrefix("+#")) && !$0.hasPrefix("---") && !$0.hasPrefix("+++") }
+        XCTAssertEqual(changed.count, 2, diff)
+        XCTAssertTrue(changed.contains { $0.hasPrefix("-# file: ") && $0.hasSuffix("generation 2, 1 item") }, diff)
+        XCTAssertTrue(changed.contains { $0.hasPrefix("+# file: ") && $0.hasSuffix("generation 3, 2 items") }, diff)
+        // And with the key, the item itself.
+        env["KCAR_KEY_FILE"] = key
+        XCTAssertTrue(try git(["diff", "--", "v.kcv"]).out.contains("\n+genp svc/c "))
+    }
 
     // MARK: Point 8: a damaged last trailer
 
