@@ -154,6 +154,32 @@ final class TrustCLITests: XCTestCase {
         }
     }
 
+    /// The same for a keychain group: every command refuses it (exit 4, not the commit before as a rollback),
+    /// `recover --group G --drop-damaged` goes back, and the group then reads as rolled back until accepted.
+    func testADamagedLastCommitOfAKeychainGroup() throws {
+        for account in ["a", "b"] {
+            let r = try runProcess(CLITests.binary, ["add", "--group", "g", "--service", "s", "--account", account], stdin: Data("v".utf8),
+                                   env: environment, cwd: dir)
+            XCTAssertEqual(r.code, 0, r.err)
+        }
+        XCTAssertEqual(try run(["delete", "--group", "g", "--service", "s", "--account", "b"]).code, 0)
+        let path = dir + "/kc/g.kcv"
+        var b = try bytes(path)
+        b[b.count - 60] ^= 0x02
+        try put(path, b)
+        for args in [["find", "--group", "g"], ["list", "--group", "g"], ["recover", "--group", "g"]] {
+            let r = try run(args)
+            XCTAssertEqual(r.code, 4, "\(args): \(r.output)")
+            XCTAssertTrue(r.err.contains("damaged index"), r.err)
+        }
+        let drop = try run(["recover", "--group", "g", "--drop-damaged"])
+        XCTAssertEqual(drop.code, 0, drop.output)
+        XCTAssertTrue(drop.err.contains("kcar groups --accept-rollback g"), drop.err)
+        XCTAssertEqual(try run(["find", "--group", "g"]).code, 14)
+        XCTAssertEqual(try run(["groups", "--accept-rollback", "g"]).code, 0)
+        XCTAssertEqual(names(try run(["list", "--group", "g"])), ["s/a", "s/b"])
+    }
+
     /// What a crash leaves (the file cut inside the last trailer) still reads the commit before, with a warning,
     /// and `verify` says incomplete commit (exit 5), as before.
     func testALastTrailerCutShortStillRecovers() throws {
