@@ -321,13 +321,23 @@ extension Help {
         ])
 
     static let recover = Page(
-        synopsis: ["recover VAULT [secret options]"],
+        synopsis: ["recover VAULT [--drop-damaged] [secret options]"],
         summary: "Cut off an incomplete last commit (an interrupted write).",
-        description: ["Cuts off the bytes of an incomplete last commit (exit 5 of the other commands).", groupNote],
-        options: vaultOptions,
+        description: ["Cuts off the bytes of an incomplete last commit (exit 5 of the other commands).",
+                      "A last commit whose trailer is whole but does not authenticate is damage, not an interrupted write: every "
+                      + "command refuses the vault (exit 4, damaged index) rather than read the commit before it, which would undo the "
+                      + "last commit without a word (an item it deleted back). With --drop-damaged, recover cuts the file back to the "
+                      + "last commit that authenticates, once it loads, and says how many bytes it dropped: what the dropped commit "
+                      + "changed is lost unless another copy (git, a backup) holds it. A keychain group then reads as rolled back "
+                      + "(exit 14) until kcar groups --accept-rollback G.", groupNote],
+        options: [O(name: "drop-damaged", kind: .flag,
+                    meaning: "also cut off a damaged last commit (a whole trailer that does not authenticate), back to the last one that does")]
+            + vaultOptions,
         examples: [
             Example(command: "recover secrets.kcv --key-file me.key", meaning: "back to the last complete commit"),
             Example(command: "recover --group personal", meaning: "the same for a keychain group"),
+            Example(command: "recover secrets.kcv --drop-damaged --key-file me.key",
+                    meaning: "back past a damaged last commit (exit 4 before), losing it"),
         ])
 
     static let archive = Page(
@@ -654,8 +664,10 @@ extension Help {
             "textconv prints VAULT as text for git diff and git log -p: a line naming the vault, then one line per item in the "
             + "vault's order (class, then service and account, then id): class, name as kcar list prints it, value size, version "
             + "(time and writer, version 2), the other attributes as JSON; the value only with --values. Without a usable key "
-            + "(none given, a wrong one) or for a file it cannot read it prints the first line and why, and exits 0, so that "
-            + "git diff still shows which vault changed. With --values it counts what it would print first: past 64 MiB "
+            + "(none given, a wrong one) or for a file it cannot read it prints the first line and why, then a line describing "
+            + "the file: its size, its BLAKE2b-128 (as b2sum -l 128 prints it) and the generation and item count its last "
+            + "trailer claims (unauthenticated), and exits 0: two different files never print the same text, so git diff "
+            + "without the key still shows that a vault changed. With --values it counts what it would print first: past 64 MiB "
             + "(TEXTCONV_OUTPUT_MAX; values that compress a thousandfold print far more than the vault's size) it prints "
             + "nothing and exits 4.",
         ],

@@ -121,7 +121,7 @@ enum Help {
         (1, "an unexpected internal failure"),
         (2, "usage: an unknown command or option, a missing or malformed argument"),
         (3, "wrong passphrase or key"),
-        (4, "damaged or invalid vault or archive (not a vault, unsupported version, tampered, truncated)"),
+        (4, "damaged or invalid vault or archive (not a vault, unsupported version, tampered, truncated, a damaged last commit: kcar recover --drop-damaged)"),
         (5, "incomplete last commit (an interrupted write; kcar recover cuts it off)"),
         (6, "item not found"),
         (7, "refusing to overwrite an existing file (--force replaces it)"),

@@ -53,6 +53,9 @@ enum ItemCommands {
         } catch let e as KeychainError where e.status == .missingEntitlement && e.reason == nil && givesSecret(args) {
             try s.directory.checkVault(group)
             warn("cannot read the key of group \(group): its generation record (rollback check) is not checked")
+        } catch let e as KeychainError where e.status == .decode && args.flag("drop-damaged") {
+            // `recover --drop-damaged` is for a vault that does not open: its file is checked as opening checks it.
+            try s.directory.checkVault(group)
         }
         // The command opens the vault itself; this store's copy is closed first.
         s.close()

@@ -51,6 +51,11 @@ enum Secrets {
         return try unlock(path, args, given: given, ask: ask) { try PagedVault.open(path: path, secret: $0, mode: mode, writerID: writer) }.0
     }
 
+    /// `kcar recover --drop-damaged`: ``Vault/dropDamagedTail(path:secret:lockTimeout:)`` with the secrets given, in turn.
+    static func dropDamagedTail(_ path: String, _ args: Arguments) throws -> (dropped: UInt64, generation: UInt64) {
+        try unlock(path, args, given: nil, ask: true) { try Vault.dropDamagedTail(path: path, secret: $0) }.0
+    }
+
     /// Opens `path` with each secret given in turn (or one asked for), going on past a wrong key.
     private static func unlock<V>(_ path: String, _ args: Arguments, given: [UnlockSecret]?, ask: Bool,
                                   open: (UnlockSecret) throws -> V) throws -> (V, UnlockSecret) {

@@ -24,6 +24,7 @@ extension GitCommand {
             header = try Vault.inspect(path: path).header
         } catch {
             Output.out.line(terminalSafe("# not a readable kcar vault: \(error)"))
+            if let line = fileLine(path, header: nil) { Output.out.line(line) }
             return .success
         }
         let head = "# kcar vault, format \(header.formatVersion), group \(JSON.string(header.group)), vault id \(Hex.encode(header.vaultID))"
@@ -31,6 +32,7 @@ extension GitCommand {
             let given = try Secrets.givenSecrets(args, orKeyOfGroup: header.group)
             guard !given.isEmpty else {
                 Output.out.line(terminalSafe(head + ": no key given (set \(Secrets.keyFileVariable) to its key file to see the items)"))
+                if let line = fileLine(path, header: header) { Output.out.line(line) }
                 return .success
             }
             if header.formatVersion == 1 {
@@ -74,10 +76,28 @@ extension GitCommand {
             throw CLIError(.damaged, "\(path): its values print to more than \(textconvOutputMax) bytes (TEXTCONV_OUTPUT_MAX); nothing printed (without --values the items print)")
         } catch let e as CLIError {
             Output.out.line(terminalSafe(head + ": " + e.message))
+            if let line = fileLine(path, header: header) { Output.out.line(line) }
         } catch {
             Output.out.line(terminalSafe(head + ": cannot read the items: \(error)"))
+            if let line = fileLine(path, header: header) { Output.out.line(line) }
         }
         return .success
+    }
+
+    /// The second line of a vault whose items are not shown (no key, a wrong one, a file it cannot read), so
+    /// that two different files never print the same text and `git diff` shows every change (issue 22, point
+    /// 2): the file's size, its BLAKE2b-128 (as `b2sum -l 128` prints it) and what its last trailer claims, its
+    /// generation and item count, which nothing authenticates without the key. Stable: the same bytes give the
+    /// same line. Nil if the file cannot be read.
+    static func fileLine(_ path: String, header: Header?) -> String? {
+        guard let s = try? KeylessSummary(path: path, header: header) else { return nil }
+        var line = "# file: \(s.fileSize) bytes, b2sum -l 128: \(Hex.encode(s.digest))"
+        if let generation = s.lastGeneration, let items = s.lastItemCount {
+            line += "; last trailer (unauthenticated): generation \(generation), \(count(Int(clamping: items), "item"))"
+        } else if header != nil {
+            line += "; no trailer at its end (an incomplete commit, or damage)"
+        }
+        return line
     }
 
     /// Prints `first` and the lines of `lines` with their values, once all of it is known to fit

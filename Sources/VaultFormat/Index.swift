@@ -247,6 +247,8 @@ protocol TrailerLayout {
     static var size: Int { get }
     static var magic: [UInt8] { get }
     static func candidate(_ b: ArraySlice<UInt8>, at: UInt64) -> Self?
+    /// The commit's generation (the trailer's own word until its MAC is checked).
+    var generation: UInt64 { get }
     /// What the trailer's MAC is taken over starts with this label (SPEC.md §8, Part 4 V7).
     static var macLabel: String { get }
 }

@@ -324,21 +324,8 @@ public final class Vault {
                      writerID: UInt64? = nil) throws -> Vault {
         let size = try file.size()
         let (header, headerBytes) = try readHeader(file, size: size)
-        // A plain loop: each slot is tried once (a lazy compactMap(...).first would run Argon2id twice).
-        var opened: (Int, SecureBytes)?
-        for (i, s) in header.slots.enumerated() {
-            if let vk = s.unwrap(with: secret, vaultID: header.vaultID) {
-                opened = (i, vk)
-                break
-            }
-        }
-        guard let (slot, vk) = opened else {
-            throw VaultError(.wrongKey, "no key slot of \(path) opens with the \(secret.kindName) given")
-        }
+        let (slot, vk) = try unlock(header, headerBytes, path: path, secret: secret)
         let keys = Subkeys(vaultKey: vk)
-        guard Header.verifyMAC(headerBytes, key: keys.header) else {
-            throw VaultError(.tamperedHeader, "\(path): the header MAC does not verify")
-        }
         let body = size - UInt64(header.length)
         if header.formatVersion == 2 {
             let p = try PagedVault.open(file: file, path: path, header: header, vaultKey: vk, size: size, mode: mode, writerID: writerID,
@@ -361,6 +348,25 @@ public final class Vault {
         vault.unlockedSlot = slot
         vault.writerID = writerID
         return vault
+    }
+
+    /// The slot of `header` that `secret` opens and the vault key it wraps, once the header MAC verifies under it.
+    static func unlock(_ header: Header, _ headerBytes: [UInt8], path: String, secret: UnlockSecret) throws -> (slot: Int, vaultKey: SecureBytes) {
+        // A plain loop: each slot is tried once (a lazy compactMap(...).first would run Argon2id twice).
+        var opened: (Int, SecureBytes)?
+        for (i, s) in header.slots.enumerated() {
+            if let vk = s.unwrap(with: secret, vaultID: header.vaultID) {
+                opened = (i, vk)
+                break
+            }
+        }
+        guard let (slot, vk) = opened else {
+            throw VaultError(.wrongKey, "no key slot of \(path) opens with the \(secret.kindName) given")
+        }
+        guard Header.verifyMAC(headerBytes, key: Subkeys(vaultKey: vk).header) else {
+            throw VaultError(.tamperedHeader, "\(path): the header MAC does not verify")
+        }
+        return (slot, vk)
     }
 
     static func readHeader(_ file: File, size: UInt64) throws -> (Header, [UInt8]) {
@@ -405,67 +411,8 @@ struct TailReader {
         return Trailer.decode(b, at: offset, vaultID: vaultID, key: keys.trailer)
     }
 
-    /// The last trailer that verifies, searching backward past an incomplete commit (SPEC.md §8): only
-    /// *candidates* (magic and fields consistent with their position, checked without the key) get a MAC,
-    /// and after ``Limits/trailerProbesMax`` candidates whose MAC fails the search gives up, so bytes
-    /// appended to a vault cost a scan, not a MAC per position.
-    func findLast() throws -> (Trailer, UInt64) {
-        guard bodySize >= UInt64(Trailer.size) else { throw VaultError(.truncated, "no complete commit after the header") }
-        var probes = Probes()
-        if let found = try validTrailer(from: 0, end: bodySize, probes: &probes) { return found }
-        throw VaultError(.truncated, "no complete commit after the header")
-    }
-
-    /// Counts the candidates whose MAC failed, up to ``Limits/trailerProbesMax``.
-    struct Probes {
-        var failed = 0
-    }
-
-    /// The valid trailer at the highest body offset p with `from` ≤ p and p + 96 ≤ `end`, examining offsets
-    /// from the highest down; nil if there is none. Throws once `probes` reaches ``Limits/trailerProbesMax``.
-    func validTrailer(from: UInt64, end: UInt64, probes: inout Probes) throws -> (Trailer, UInt64)? {
-        try validTrailer(Trailer.self, from: from, end: end, probes: &probes)
-    }
-
-    /// As ``validTrailer(from:end:probes:)``, for the trailer layout `T` (version 1's or version 2's).
-    func validTrailer<T: TrailerLayout>(_: T.Type, from: UInt64, end: UInt64, probes: inout Probes) throws -> (T, UInt64)? {
-        let size = UInt64(T.size)
-        guard end >= size, end - size >= from else { return nil }
-        // The first window is small (a file whose last commit is whole ends with its trailer: opening reads a
-        // few KiB, not a MiB, of a large vault); each next one doubles, up to 1 MiB.
-        var window: UInt64 = 4096
-        var hi = end - size + 1  // candidate positions are < hi
-        let m0 = T.magic[0]
-        while hi > from {
-            let lo = hi - from > window ? hi - window : from
-            window = min(window * 2, 1 << 20)
-            let bytes = try file.read(Int(hi - 1 + size - lo), at: headerLength + lo)
-            var p = Int(hi - lo) - 1
-            while p >= 0 {
-                // Cheap first: one byte, then the candidate's fields, and only then the MAC.
-                if bytes[p] == m0 {
-                    let raw = bytes[p..<p + T.size]
-                    if let t = T.candidate(raw, at: lo + UInt64(p)) {
-                        if Sodium.constantTimeEqual(Sodium.mac(key: keys.trailer, T.macInput(vaultID: vaultID, raw.prefix(T.size - 32))),
-                                                    Array(raw.suffix(32))) {
-                            return (t, lo + UInt64(p))
-                        }
-                        probes.failed += 1
-                        guard probes.failed < Limits.trailerProbesMax else {
-                            throw VaultError(.damagedIndex, "\(probes.failed) trailer candidates up to body offset \(lo + UInt64(p)) do not "
-                                             + "verify (TRAILER_PROBES_MAX): bytes were put there, not left by an interrupted write")
-                        }
-                    }
-                }
-                p -= 1
-            }
-            hi = lo
-        }
-        return nil
-    }
-
     func load() throws -> (Tail, [ItemID: Item]) {
-        let (last, lastOffset) = try findLast()
+        let (last, lastOffset) = try lastCommit(Trailer.self)
         // Walk back to the checkpoint.
         var chain = [(last, lastOffset)]
         while !chain[chain.count - 1].0.checkpoint {

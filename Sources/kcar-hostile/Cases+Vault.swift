@@ -69,10 +69,25 @@ func vaultCases() -> [HostileCase] {
             make: { try writeVault($0, try HostileVaults.trailerJunk(bytes: 19_000_000, structured: true)) },
             args: [command, "v.kcv"] + (keyed ? [key, "k.key"] : []), exits: keyed ? [4] : [0]))
     }
+    // Its last 96 bytes start with the magic: a whole trailer whose MAC fails, damage (SPEC.md §8, issue 22).
     cases.append(HostileCase(
         name: "vault/trailer-magic-junk", attack: "a valid vault followed by 19 MB of the trailer magic repeated: list",
         make: { try writeVault($0, try HostileVaults.trailerJunk(bytes: 19_000_000, structured: false)) },
-        args: ["list", "v.kcv", key, "k.key"], exits: [0, 5]))
+        args: ["list", "v.kcv", key, "k.key"], exits: [4]))
+    // Issue 22, point 8: one byte of the last commit's trailer changed is damage, not an interrupted write read
+    // past (the commit before it, where the item that commit deleted is back).
+    for version in [1, 2] {
+        for command in ["list", "verify"] {
+            cases.append(HostileCase(
+                name: "vault/last-trailer-flipped-v\(version)-\(command)",
+                attack: "a format \(version) vault whose last commit (a delete) has one byte of its trailer changed: \(command)",
+                make: { dir in
+                    try writeVault(dir, [])
+                    try writeFile(dir + "/v.kcv", try lastTrailerFlipped(dir + "/v.kcv", version: version))
+                },
+                args: [command, "v.kcv", key, "k.key"], exits: [4]))
+        }
+    }
     // Item 8: 65,537 items of 2^48 bytes each (their sizes sum past 2^64), extracted.
     cases.append(HostileCase(
         name: "vault/extract-size-sum", attack: "65,537 items of 2^48 bytes each in one record: extract",
@@ -127,5 +142,30 @@ private func cached(_ name: String, _ make: () throws -> CraftedVault) throws ->
     if let b = made[name] { return b }
     let b = try make().bytes
     made[name] = b
+    return b
+}
+
+/// A vault of two items made at `path` (format `version`), then a commit deleting one; its bytes with one byte
+/// of that commit's trailer changed.
+private func lastTrailerFlipped(_ path: String, version: Int) throws -> [UInt8] {
+    let slots: [SlotSecret] = [.keyFile(SecureBytes(copying: HostileVaults.key))]
+    var deleted: ItemID?
+    let add = { (tx: Transaction) in
+        for account in ["kept", "deleted"] {
+            var a = Attributes()
+            a[AttributeName.service] = .string("s")
+            a[AttributeName.account] = .string(account)
+            deleted = try tx.add(attributes: a, value: .bytes(Array(account.utf8)))
+        }
+    }
+    if version == 1 {
+        try Vault.create(path: path, group: "g", slots: slots, overwrite: true, add)
+    } else {
+        try Vault.create(path: path, group: "g", slots: slots, schema: .packed, overwrite: true, add)
+    }
+    let v = try Vault.open(path: path, secret: .keyFile(SecureBytes(copying: HostileVaults.key)), mode: .write)
+    try v.commit { tx in try tx.delete(deleted!) }
+    var b = try readFile(path)
+    b[b.count - 50] ^= 0x20
     return b
 }

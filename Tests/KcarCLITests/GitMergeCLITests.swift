@@ -218,12 +218,14 @@ final class GitMergeCLITests: XCTestCase {
         XCTAssertEqual(added.count, 1)
         XCTAssertTrue(added.first!.hasPrefix("genp svc2/acct7 size=7 version="), added.first!)
         XCTAssertTrue(try items(v).contains { $0.hasSuffix("value=\"changed\"") })
-        // Without a usable key: one line naming the vault, exit 0 (git diff goes on).
+        // Without a usable key: a line naming the vault and one describing the file (size, digest, last
+        // trailer: issue 22, point 2), exit 0 (git diff goes on).
         for r in [try run(["git", "textconv", v]), try run(["git", "textconv", v], env: ["KCAR_KEY_FILE": dir + "/missing.key"])] {
             XCTAssertEqual(r.code, 0, r.output)
             let lines = String(decoding: r.out, as: UTF8.self).split(separator: "\n")
-            XCTAssertEqual(lines.count, 1, r.output)
+            XCTAssertEqual(lines.count, 2, r.output)
             XCTAssertTrue(lines[0].hasPrefix("# kcar vault, format 2"), r.output)
+            XCTAssertTrue(lines[1].hasPrefix("# file: "), r.output)
         }
         let notVault = dir + "/not.kcv"
         try "hello".write(toFile: notVault, atomically: true, encoding: .utf8)

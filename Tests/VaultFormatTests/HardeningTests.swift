@@ -110,14 +110,23 @@ final class HardeningTests: VaultTestCase {
     func testTrailerSearchGivesUpAfterTheProbeLimit() throws {
         let junk = try write(try HostileVaults.trailerJunk(bytes: 96 * Limits.trailerProbesMax, structured: true))
         XCTAssertEqual(code { _ = try Vault.open(path: junk, secret: hostileSecret) }, .damagedIndex)
-        // One fewer: the search goes on and finds the vault's last commit.
-        let fewer = try write(try HostileVaults.trailerJunk(bytes: 96 * (Limits.trailerProbesMax - 1), structured: true), "f.kcv")
+        // One fewer: the search goes on and finds the vault's last commit. Junk that ends in a whole trailer
+        // whose MAC fails is damage, not an interrupted write (SPEC.md §8, issue 22): 3 more bytes make its end no
+        // trailer, so that the search is what is tested.
+        var fewerJunk = try HostileVaults.trailerJunk(bytes: 96 * (Limits.trailerProbesMax - 1), structured: true)
+        XCTAssertEqual(code { _ = try Vault.open(path: try self.write(fewerJunk, "d.kcv"), secret: hostileSecret) }, .damagedIndex)
+        fewerJunk.body += [0x5A, 0x5A, 0x5A]
+        let fewer = try write(fewerJunk, "f.kcv")
         let vault = try Vault.open(path: fewer, secret: hostileSecret)
         XCTAssertEqual(vault.count, 1)
-        XCTAssertEqual(vault.incompleteBytes, UInt64(96 * (Limits.trailerProbesMax - 1)))
-        // The bare magic, repeated, is no candidate at all: scanned past without a MAC.
-        let magic = try write(try HostileVaults.trailerJunk(bytes: 1 << 20, structured: false), "m.kcv")
-        XCTAssertEqual(try Vault.open(path: magic, secret: hostileSecret).incompleteBytes, 1 << 20)
+        XCTAssertEqual(vault.incompleteBytes, UInt64(96 * (Limits.trailerProbesMax - 1) + 3))
+        // The bare magic, repeated, is no candidate at all: scanned past without a MAC (but for the 96 bytes at
+        // the end, whose magic makes them a whole trailer: damage, as above).
+        var magicJunk = try HostileVaults.trailerJunk(bytes: 1 << 20, structured: false)
+        XCTAssertEqual(code { _ = try Vault.open(path: try self.write(magicJunk, "n.kcv"), secret: hostileSecret) }, .damagedIndex)
+        magicJunk.body += [0x5A, 0x5A, 0x5A]
+        let magic = try write(magicJunk, "m.kcv")
+        XCTAssertEqual(try Vault.open(path: magic, secret: hostileSecret).incompleteBytes, (1 << 20) + 3)
     }
 
     func testTrailerCandidateChecksFieldsAgainstThePosition() throws {

@@ -312,6 +312,7 @@ def find_last_commit2(vf, h):
     t = last_valid_trailer2(vf, h, 0, body_len, [0])
     if t is None:
         raise VaultError(TRUNCATED, "no valid KCARTRL2 trailer in the body")
+    v1.damaged_end(vf, h, t.pos, TRAILER2_MAGIC, TRAILER2_SIZE, trailer2_candidate, trailer2_mac_ok)
     return t, body_len - (t.pos + TRAILER2_SIZE)
 
 

@@ -651,15 +651,41 @@ def hidden_commits(vf, h, last):
         t = p
 
 
+ZERO_END_MIN = 16
+
+
+def damaged_end(vf, h, last_pos, magic=TRAILER_MAGIC, size=TRAILER_SIZE, candidate=None, mac_ok=None):
+    """§8, "a damaged last trailer is not an interrupted write": when at least a trailer's worth of bytes follows
+    the last valid trailer (at body offset last_pos) and the file's last `size` bytes are a complete trailer
+    (their magic in place, or the candidate rules holding with the magic aside; not ending in ZERO_END_MIN zero
+    bytes) whose MAC fails, the file is damaged index, not an incomplete commit. The version 2 reader passes its
+    trailer's magic, size, field rules and MAC (V7)."""
+    candidate = candidate or trailer_candidate
+    mac_ok = mac_ok or trailer_mac_ok
+    q = vf.size - h.length - size
+    if q < last_pos + size:
+        return
+    raw = vf.pread(h.length + q, size)
+    if raw[-ZERO_END_MIN:] == bytes(ZERO_END_MIN):
+        return
+    if raw[:len(magic)] != magic and candidate(magic + raw[len(magic):], q) is None:
+        return
+    if not mac_ok(h, raw):
+        raise VaultError(DAMAGED_INDEX, "the file ends in a complete trailer (body offset %d) whose MAC does not "
+                         "verify: damage, not an interrupted write (§8)" % q)
+
+
 def find_last_commit(vf, h):
     """Returns (trailer, incomplete_bytes), as §8 "Finding the last commit" says: offsets newest first, a
-    MAC only for a candidate, and at most TRAILER_PROBES_MAX candidates whose MAC fails."""
+    MAC only for a candidate, and at most TRAILER_PROBES_MAX candidates whose MAC fails; then the bytes after
+    it must not end in a damaged trailer."""
     body_len = vf.size - h.length
     if body_len < TRAILER_SIZE:
         raise VaultError(TRUNCATED, "no complete commit after the header")
     t = last_valid_trailer(vf, h, 0, body_len, [0])
     if t is None:
         raise VaultError(TRUNCATED, "no complete commit after the header")
+    damaged_end(vf, h, t.pos)
     return t, body_len - (t.pos + TRAILER_SIZE)
 
 

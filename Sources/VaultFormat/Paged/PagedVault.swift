@@ -170,10 +170,7 @@ package final class PagedVault {
     static func load(_ source: RecordSource, bodySize: UInt64) throws
         -> (IndexRoot, [(tree: TreeID, change: TreeWriter.Change)], Int, (TrailerV2, UInt64)) {
         let reader = TailReader(file: source.file, headerLength: source.headerLength, bodySize: bodySize, vaultID: source.vaultID, keys: source.keys)
-        var probes = TailReader.Probes()
-        guard let (last, lastOffset) = try reader.validTrailer(TrailerV2.self, from: 0, end: bodySize, probes: &probes) else {
-            throw VaultError(.truncated, "no complete commit after the header")
-        }
+        let (last, lastOffset) = try reader.lastCommit(TrailerV2.self)
         // Back to the fold, then the deltas oldest first.
         var chain = [(last, lastOffset)]
         while !chain[chain.count - 1].0.wroteRoot {
