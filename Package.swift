@@ -19,7 +19,9 @@ let package = Package(
         .target(name: "KcarKeychain", dependencies: ["VaultFormat", "KeyedArchive"]),
         .target(name: "KcarCLI", dependencies: ["VaultFormat", "KeyedArchive", "KcarKeychain"]),
         .executableTarget(name: "kcar", dependencies: ["KcarCLI"]),
-        .target(name: "FixtureRecipes", dependencies: ["VaultFormat"]),
+        // Vaults and archives built byte by byte, any rule broken at will: for tests, fixtures and kcar-hostile only.
+        .target(name: "Crafting", dependencies: ["VaultFormat", "KeyedArchive"]),
+        .target(name: "FixtureRecipes", dependencies: ["VaultFormat", "Crafting"]),
         .executableTarget(name: "kcar-fixtures", dependencies: ["FixtureRecipes", "VaultFormat"]),
         .executableTarget(name: "kcar-bench", dependencies: ["VaultFormat", "FixtureRecipes"]),
         .executableTarget(name: "kcar-scale-bench", dependencies: ["VaultFormat", "FixtureRecipes"]),
@@ -29,10 +31,10 @@ let package = Package(
         .executableTarget(name: "kcar-first-try", dependencies: ["KcarKeychain"]),
         .executableTarget(name: "kcar-stress", dependencies: ["VaultFormat", "FixtureRecipes"]),
         // Crafts hostile inputs and checks that each kcar command refuses them within named limits (issue 9).
-        .executableTarget(name: "kcar-hostile", dependencies: ["VaultFormat", "KeyedArchive", "FixtureRecipes"]),
-        .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat", "FixtureRecipes"]),
-        .testTarget(name: "KcarCLITests", dependencies: ["KcarCLI", "VaultFormat", "FixtureRecipes"]),
-        .testTarget(name: "KeyedArchiveTests", dependencies: ["KeyedArchive", "FixtureRecipes"]),
+        .executableTarget(name: "kcar-hostile", dependencies: ["VaultFormat", "KeyedArchive", "Crafting", "FixtureRecipes"]),
+        .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat", "Crafting", "FixtureRecipes"]),
+        .testTarget(name: "KcarCLITests", dependencies: ["KcarCLI", "VaultFormat", "Crafting", "FixtureRecipes"]),
+        .testTarget(name: "KeyedArchiveTests", dependencies: ["KeyedArchive", "Crafting", "FixtureRecipes"]),
         .testTarget(name: "KeychainTests", dependencies: ["KcarKeychain", "VaultFormat", "KeyedArchive", "FixtureRecipes"]),
     ],
     swiftLanguageModes: [.v6]
