@@ -1,5 +1,6 @@
 # kcar: make demo (set up, build, pack/list/verify/extract a sample, use a keychain), make test, make bench
-# (bench-keychain), make fixtures, make fuzz (libFuzzer targets, Fuzz/README.md).
+# (bench-keychain; the benchmark binaries are a package of their own, Benchmarks/), make fixtures, make fuzz
+# (libFuzzer targets, Fuzz/README.md).
 # make install (PREFIX, DESTDIR), make uninstall. make interop: the Python SPEC readers over the fixtures.
 # deps installs the Debian packages the build needs (make demo installs only these); test-deps adds what the tests
 # and the SPEC interop check need (python3-nacl for the readers written from SPEC.md; man-db, groff-base, zsh and
@@ -12,6 +13,10 @@ KCAR = .build/release/kcar
 # command relinks .build/release under another): the binary then needs no Swift toolchain (only the base
 # system's C and C++ runtimes, libsodium, zlib and libdeflate) and starts faster (no Swift libraries to load).
 SWIFT_RELEASE = swift build -c release --static-swift-stdlib
+# The benchmark binaries (kcar-bench, kcar-scale-bench, kcar-archive-bench, kcar-keychain-bench) are built in
+# Benchmarks/, a package that depends on this one by path, into Benchmarks/.build: neither `make test` nor a
+# package that depends on kcar compiles them. The scripts in scripts/bench build what they run.
+BENCH_RELEASE = $(SWIFT_RELEASE) --package-path Benchmarks
 
 # make install: the release binary, the man page kcar(1) and the bash, zsh and fish completions, the last three
 # printed by the binary itself from its command table (kcar help --man, kcar completion SHELL), so they
@@ -133,7 +138,8 @@ BENCH_PACKAGES := pigz age p7zip-full hyperfine time
 bench: deps
 	@missing=""; for p in $(BENCH_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then apt-get install -y -qq $$missing; fi
-	$(SWIFT_RELEASE)
+	$(SWIFT_RELEASE) --product kcar
+	$(BENCH_RELEASE)
 	bash scripts/bench/bench.sh --levels $(BENCH_ARGS)
 	$(MAKE) bench-keychain
 
@@ -165,4 +171,4 @@ fuzz: deps
 	bash scripts/fuzz/run.sh $(FUZZ_TARGET) $(FUZZ_SECONDS)
 
 clean:
-	rm -rf .build .build-fuzz $(PORTED)/.build
+	rm -rf .build .build-fuzz $(PORTED)/.build Benchmarks/.build

@@ -19,20 +19,22 @@ let package = Package(
         .target(name: "KcarKeychain", dependencies: ["VaultFormat", "KeyedArchive"]),
         .target(name: "KcarCLI", dependencies: ["VaultFormat", "KeyedArchive", "KcarKeychain"]),
         .executableTarget(name: "kcar", dependencies: ["KcarCLI"]),
-        .target(name: "FixtureRecipes", dependencies: ["VaultFormat"]),
+        // Test support, in no product (the benchmarks are a package of their own: Benchmarks/).
+        // Vaults and archives built byte by byte, any rule broken at will: for tests, fixtures and kcar-hostile only.
+        .target(name: "Crafting", dependencies: ["VaultFormat", "KeyedArchive"]),
+        // The seeded recipes of Fixtures/ (golden, malformed and hostile vaults) and helpers the tests share.
+        .target(name: "FixtureRecipes", dependencies: ["VaultFormat", "Crafting"]),
+        // Writes Fixtures/ and the SPEC's test vector from the recipes (make fixtures).
         .executableTarget(name: "kcar-fixtures", dependencies: ["FixtureRecipes", "VaultFormat"]),
-        .executableTarget(name: "kcar-bench", dependencies: ["VaultFormat", "FixtureRecipes"]),
-        .executableTarget(name: "kcar-scale-bench", dependencies: ["VaultFormat", "FixtureRecipes"]),
-        .executableTarget(name: "kcar-archive-bench", dependencies: ["KeyedArchive", "FixtureRecipes"]),
-        .executableTarget(name: "kcar-keychain-bench", dependencies: ["KcarKeychain", "VaultFormat", "FixtureRecipes"]),
         // The README's examples and the seeds' first calls as a whole process, for KeychainTests (issue 12).
         .executableTarget(name: "kcar-first-try", dependencies: ["KcarKeychain"]),
+        // The writer that the crash tests kill and the concurrency tests run beside others (KcarCLITests).
         .executableTarget(name: "kcar-stress", dependencies: ["VaultFormat", "FixtureRecipes"]),
         // Crafts hostile inputs and checks that each kcar command refuses them within named limits (issue 9).
-        .executableTarget(name: "kcar-hostile", dependencies: ["VaultFormat", "KeyedArchive", "FixtureRecipes"]),
-        .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat", "FixtureRecipes"]),
-        .testTarget(name: "KcarCLITests", dependencies: ["KcarCLI", "VaultFormat", "FixtureRecipes"]),
-        .testTarget(name: "KeyedArchiveTests", dependencies: ["KeyedArchive", "FixtureRecipes"]),
+        .executableTarget(name: "kcar-hostile", dependencies: ["VaultFormat", "KeyedArchive", "Crafting", "FixtureRecipes"]),
+        .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat", "Crafting", "FixtureRecipes"]),
+        .testTarget(name: "KcarCLITests", dependencies: ["KcarCLI", "VaultFormat", "Crafting", "FixtureRecipes"]),
+        .testTarget(name: "KeyedArchiveTests", dependencies: ["KeyedArchive", "Crafting", "FixtureRecipes"]),
         .testTarget(name: "KeychainTests", dependencies: ["KcarKeychain", "VaultFormat", "KeyedArchive", "FixtureRecipes"]),
     ],
     swiftLanguageModes: [.v6]

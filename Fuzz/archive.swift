@@ -7,6 +7,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Crafting
 @testable import KcarCLI
 @testable import KeyedArchive
 

@@ -2,6 +2,7 @@
 // Input: the first bytes of a vault file (the fixture .kcv files are the seeds).
 // Each input is parsed twice: as given, and with its length field and BLAKE2b checksum made consistent,
 // so that mutations reach the field and slot parsers behind the checksum.
+import Crafting
 @testable import VaultFormat
 
 /// Fixtures/keys/keyfile.key (0x20...0x3F): it opens the key-file slots of the fixtures.

@@ -8,6 +8,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Crafting
 @testable import KcarCLI
 @testable import KeyedArchive
 

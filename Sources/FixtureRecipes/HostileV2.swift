@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Crafting
 import VaultFormat
 
 /// Hostile version 2 vaults made with the key (issue 21 point 8), for kcar-hostile: each starts as a vault

@@ -1,3 +1,4 @@
+import Crafting
 import VaultFormat
 
 /// Malformed vaults, one scenario each, with the stage at which a reader must fail and the error it must give.

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Crafting
 import VaultFormat
 
 /// The malformed vaults of format version 2 (`Fixtures/vault-v2/malformed/`): each is a golden v2 vault

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Crafting
 import VaultFormat
 
 /// The golden vaults and malformed vaults of `Fixtures/vault/`, each made from fixed inputs and a seeded

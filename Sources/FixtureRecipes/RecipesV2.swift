@@ -1,3 +1,4 @@
+import Crafting
 import VaultFormat
 
 /// The golden vaults of format version 2 (SPEC.md Part 4) for `Fixtures/vault-v2/`, written through

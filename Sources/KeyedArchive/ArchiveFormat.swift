@@ -1,33 +1,33 @@
 /// The constants of the archive format (SPEC.md Part 2 §A2, §A5).
-enum ArchiveFormat {
+package enum ArchiveFormat {
     /// `89 4B 43 41` ("\x89KCA").
-    static let magic: [UInt8] = [0x89, 0x4B, 0x43, 0x41]
+    package static let magic: [UInt8] = [0x89, 0x4B, 0x43, 0x41]
     static let headerSize = 6
     /// Header flag bit 0: the archive is in canonical order (keys, fields, set elements sorted).
     static let flagSorted: UInt8 = 0x01
 
     /// Item tags (§A5).
-    enum Tag {
-        static let null: UInt8 = 0x00
+    package enum Tag {
+        package static let null: UInt8 = 0x00
         static let `false`: UInt8 = 0x01
         static let `true`: UInt8 = 0x02
-        static let int: UInt8 = 0x03
+        package static let int: UInt8 = 0x03
         static let uint: UInt8 = 0x04
         static let double: UInt8 = 0x05
         static let string: UInt8 = 0x06
         static let stringRef: UInt8 = 0x07
-        static let data: UInt8 = 0x08
+        package static let data: UInt8 = 0x08
         static let date: UInt8 = 0x09
         static let uuid: UInt8 = 0x0A
         static let url: UInt8 = 0x0B
         static let urlWithBase: UInt8 = 0x0C
-        static let array: UInt8 = 0x0D
-        static let dictionary: UInt8 = 0x0E
+        package static let array: UInt8 = 0x0D
+        package static let dictionary: UInt8 = 0x0E
         static let anyKeyDictionary: UInt8 = 0x0F
-        static let set: UInt8 = 0x10
+        package static let set: UInt8 = 0x10
         static let object: UInt8 = 0x11
-        static let shared: UInt8 = 0x12
-        static let sharedRef: UInt8 = 0x13
+        package static let shared: UInt8 = 0x12
+        package static let sharedRef: UInt8 = 0x13
     }
 
     static func zigzag(_ v: Int64) -> UInt64 { UInt64(bitPattern: (v &<< 1) ^ (v >> 63)) }

@@ -10,8 +10,8 @@ package enum DecodeWork {
 
 /// The key and associated-data prefix of one chunked stream (a record or an index segment, SPEC.md §6-7).
 /// Each block's AD is `prefix || u32 chunk_index || u8 last`.
-struct StreamKey: Sendable {
-    let key: SecureBytes
+package struct StreamKey: Sendable {
+    package let key: SecureBytes
     let adPrefix: [UInt8]
 
     init(key: SecureBytes, adPrefix: [UInt8]) {
@@ -28,15 +28,15 @@ struct StreamKey: Sendable {
         self.init(key: key, adPrefix: w.bytes)
     }
 
-    static func record(_ keys: Subkeys, vaultID: [UInt8], recordID: ID128) -> StreamKey {
+    package static func record(_ keys: Subkeys, vaultID: [UInt8], recordID: ID128) -> StreamKey {
         StreamKey(key: keys.record, label: "kcar-rec-v1", vaultID: vaultID, naming: recordID.bytes)
     }
 
-    static func index(_ keys: Subkeys, vaultID: [UInt8], generation: UInt64) -> StreamKey {
+    package static func index(_ keys: Subkeys, vaultID: [UInt8], generation: UInt64) -> StreamKey {
         StreamKey(key: keys.index, label: "kcar-idx-v1", vaultID: vaultID, naming: withUnsafeBytes(of: generation.littleEndian, Array.init))
     }
 
-    func ad(chunk: UInt32, last: Bool) -> [UInt8] {
+    package func ad(chunk: UInt32, last: Bool) -> [UInt8] {
         var w = ByteWriter(capacity: adPrefix.count + 5)
         w.append(contentsOf: adPrefix)
         w.appendLE(chunk)
@@ -47,21 +47,25 @@ struct StreamKey: Sendable {
 
 /// One chunk waiting to be compressed and sealed. Nonces are drawn before sealing, in stream order, so the
 /// output does not depend on which thread seals which chunk.
-struct ChunkJob: @unchecked Sendable {
+package struct ChunkJob: @unchecked Sendable {
     let plaintext: ArraySlice<UInt8>
     let index: UInt32
     let last: Bool
     let nonce: [UInt8]
     let key: StreamKey
+
+    package init(plaintext: ArraySlice<UInt8>, index: UInt32, last: Bool, nonce: [UInt8], key: StreamKey) {
+        (self.plaintext, self.index, self.last, self.nonce, self.key) = (plaintext, index, last, nonce, key)
+    }
 }
 
-enum Blocks {
+package enum Blocks {
     static let frameBytes = 4 + 24
     static let sealedMin = 1 + 4 + 1 + 16  // codec, length, at least one payload byte, tag
     static let sealedMax = Limits.chunkSize + 5 + 16
 
     /// Cuts `plaintext` into chunk jobs, drawing one nonce per chunk from `random`.
-    static func jobs(for plaintext: [UInt8], key: StreamKey, random: RandomSource) -> [ChunkJob] {
+    package static func jobs(for plaintext: [UInt8], key: StreamKey, random: RandomSource) -> [ChunkJob] {
         precondition(!plaintext.isEmpty)
         var jobs: [ChunkJob] = []
         var start = 0
@@ -78,7 +82,7 @@ enum Blocks {
 
     /// Compresses and seals one chunk into its on-disk block, in one buffer: the chunk is deflated (or copied)
     /// straight behind the frame and encrypted in place.
-    static func seal(_ job: ChunkJob, level: Int32) -> [UInt8] {
+    package static func seal(_ job: ChunkJob, level: Int32) -> [UInt8] {
         let n = job.plaintext.count
         let p0 = frameBytes  // where the block plaintext P starts
         var block = [UInt8](repeating: 0, count: p0 + 5 + n + Sodium.aeadTagBytes)

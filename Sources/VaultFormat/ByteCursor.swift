@@ -136,24 +136,24 @@ struct ByteReader {
 }
 
 /// An appending byte writer, the inverse of ``ByteReader``.
-struct ByteWriter {
-    private(set) var bytes: [UInt8] = []
+package struct ByteWriter {
+    package private(set) var bytes: [UInt8] = []
 
-    init(capacity: Int = 0) { bytes.reserveCapacity(capacity) }
+    package init(capacity: Int = 0) { bytes.reserveCapacity(capacity) }
 
-    mutating func append(_ b: UInt8) { bytes.append(b) }
-    mutating func append<S: Sequence>(contentsOf s: S) where S.Element == UInt8 { bytes.append(contentsOf: s) }
+    package mutating func append(_ b: UInt8) { bytes.append(b) }
+    package mutating func append<S: Sequence>(contentsOf s: S) where S.Element == UInt8 { bytes.append(contentsOf: s) }
     mutating func append(_ s: StaticString) {
         s.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
-    mutating func appendLE<T: FixedWidthInteger & UnsignedInteger>(_ v: T) {
+    package mutating func appendLE<T: FixedWidthInteger & UnsignedInteger>(_ v: T) {
         for i in 0..<MemoryLayout<T>.size { bytes.append(UInt8(truncatingIfNeeded: v >> (8 * i))) }
     }
 
     mutating func appendI64(_ v: Int64) { appendLE(UInt64(bitPattern: v)) }
 
-    mutating func appendVarint(_ value: UInt64) {
+    package mutating func appendVarint(_ value: UInt64) {
         var v = value
         while v >= 0x80 {
             bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
@@ -162,7 +162,7 @@ struct ByteWriter {
         bytes.append(UInt8(v))
     }
 
-    mutating func appendVarint(_ value: Int) { appendVarint(UInt64(value)) }
+    package mutating func appendVarint(_ value: Int) { appendVarint(UInt64(value)) }
 
     mutating func appendString(_ s: String) {
         let u = Array(s.utf8)

@@ -95,7 +95,7 @@ package enum Deflate {
     }
 
     /// A whole zlib stream however large it comes out (crafted fixtures only).
-    static func compressAlways(_ input: UnsafeRawBufferPointer, level: Int32) -> [UInt8] {
+    package static func compressAlways(_ input: UnsafeRawBufferPointer, level: Int32) -> [UInt8] {
         withCompressor(level: level) { c in
             let bound = libdeflate_zlib_compress_bound(c, input.count)
             var out = [UInt8](repeating: 0, count: bound)

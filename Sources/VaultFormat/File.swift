@@ -6,7 +6,7 @@ import Musl
 
 /// A POSIX file descriptor with the few operations a vault needs. Errors are ``VaultError/Code/io`` naming
 /// the path and the system's message; a short read is ``VaultError/Code/truncated``.
-final class File {
+package final class File {
     let fd: Int32
     let path: String
 
@@ -25,7 +25,7 @@ final class File {
     static func openRead(_ path: String) throws -> File { try openExisting(path, flags: O_RDONLY) }
 
     /// Opens an existing vault for reading and writing.
-    static func openReadWrite(_ path: String) throws -> File { try openExisting(path, flags: O_RDWR) }
+    package static func openReadWrite(_ path: String) throws -> File { try openExisting(path, flags: O_RDWR) }
 
     /// Opens an existing file that must be a regular file (issue 9, item 7): a FIFO, device, socket or folder
     /// at a vault's path is refused with ``VaultError/Code/unsafeFile`` before it is opened, so nothing
@@ -75,7 +75,7 @@ final class File {
 
     static func adopt(fd: Int32, path: String) -> File { File(fd: fd, path: path) }
 
-    func size() throws -> UInt64 {
+    package func size() throws -> UInt64 {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw File.errnoError("cannot stat", path) }
         return UInt64(st.st_size)
@@ -99,7 +99,7 @@ final class File {
     }
 
     /// Reads exactly `count` bytes at `offset`.
-    func read(_ count: Int, at offset: UInt64) throws -> [UInt8] {
+    package func read(_ count: Int, at offset: UInt64) throws -> [UInt8] {
         var out = [UInt8](repeating: 0, count: count)
         try out.withUnsafeMutableBytes { try readFully(into: $0, at: offset) }
         return out
@@ -143,7 +143,7 @@ final class File {
         }
     }
 
-    func write(_ bytes: [UInt8], at offset: UInt64) throws {
+    package func write(_ bytes: [UInt8], at offset: UInt64) throws {
         try bytes.withUnsafeBytes { try write($0, at: offset) }
     }
 

@@ -1,11 +1,11 @@
 /// The subkeys derived once per open from the vault key (SPEC.md §2).
-struct Subkeys: Sendable {
-    let header: SecureBytes
-    let trailer: SecureBytes
+package struct Subkeys: Sendable {
+    package let header: SecureBytes
+    package let trailer: SecureBytes
     let index: SecureBytes
     let record: SecureBytes
 
-    init(vaultKey: SecureBytes) {
+    package init(vaultKey: SecureBytes) {
         header = Sodium.deriveSubkey(vaultKey, id: 1)
         trailer = Sodium.deriveSubkey(vaultKey, id: 2)
         index = Sodium.deriveSubkey(vaultKey, id: 3)
@@ -44,7 +44,7 @@ public enum KeySlot: Hashable, Sendable {
         return w.bytes
     }
 
-    func encode() -> [UInt8] {
+    package func encode() -> [UInt8] {
         var w = ByteWriter()
         w.append(kind)
         switch self {
@@ -85,7 +85,7 @@ public enum KeySlot: Hashable, Sendable {
     }
 
     /// Wraps `vaultKey` for `secret`.
-    static func make(for secret: SlotSecret, vaultKey: SecureBytes, vaultID: [UInt8], random: RandomSource) throws -> KeySlot {
+    package static func make(for secret: SlotSecret, vaultKey: SecureBytes, vaultID: [UInt8], random: RandomSource) throws -> KeySlot {
         switch secret {
         case .passphrase(let pass, let params):
             try params.check(.invalidArgument)
@@ -116,7 +116,7 @@ public enum KeySlot: Hashable, Sendable {
     public func opens(with secret: UnlockSecret, vaultID: [UInt8]) -> Bool { unwrap(with: secret, vaultID: vaultID) != nil }
 
     /// The vault key, if `secret` opens this slot.
-    func unwrap(with secret: UnlockSecret, vaultID: [UInt8]) -> SecureBytes? {
+    package func unwrap(with secret: UnlockSecret, vaultID: [UInt8]) -> SecureBytes? {
         switch (self, secret) {
         case (.passphrase(let p, let salt, let nonce, let wrapped), .passphrase(let pass)):
             guard let kek = Sodium.pwhash(pass, salt: salt, params: p),
@@ -163,9 +163,9 @@ public enum UnlockSecret: Sendable {
 public struct Header: Sendable {
     public static let magic: [UInt8] = [0x89, 0x4B, 0x43, 0x56, 0x0D, 0x0A, 0x1A, 0x0A]
     public static let version: UInt16 = 1
-    static let tagVaultID: UInt16 = 0x8001
-    static let tagGroup: UInt16 = 0x8002
-    static let tagSlot: UInt16 = 0x8010
+    package static let tagVaultID: UInt16 = 0x8001
+    package static let tagGroup: UInt16 = 0x8002
+    package static let tagSlot: UInt16 = 0x8010
     static let critical: UInt16 = 0x8000
 
     /// 16 random bytes, fixed for the vault's life.
@@ -254,8 +254,8 @@ public struct Header: Sendable {
 
     /// Steps 1-3 of SPEC.md §4: magic, version, length, checksum, fields. `prefix` holds at least the
     /// first 16 bytes of the file (more is fine); `readRest` fetches the whole header once its length is known.
-    static func parse(prefix: [UInt8], fileSize: UInt64, versions: ClosedRange<UInt16> = 1...1,
-                      readRest: (Int) throws -> [UInt8]) throws -> (Header, [UInt8]) {
+    package static func parse(prefix: [UInt8], fileSize: UInt64, versions: ClosedRange<UInt16> = 1...1,
+                              readRest: (Int) throws -> [UInt8]) throws -> (Header, [UInt8]) {
         guard prefix.count >= 16, Array(prefix[0..<8]) == magic else { throw VaultError(.notAVault) }
         let version = prefix.readLE(UInt16.self, at: 8)
         guard versions.contains(version) else {
@@ -309,7 +309,7 @@ public struct Header: Sendable {
     }
 
     /// Step 5: the MAC over `bytes` (the whole header as read), in constant time.
-    static func verifyMAC(_ bytes: [UInt8], key: SecureBytes) -> Bool {
+    package static func verifyMAC(_ bytes: [UInt8], key: SecureBytes) -> Bool {
         let n = bytes.count
         return Sodium.constantTimeEqual(Sodium.mac(key: key, Array(bytes[0..<n - 32])), Array(bytes[n - 32..<n]))
     }

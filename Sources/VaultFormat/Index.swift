@@ -15,7 +15,7 @@ enum IndexOperation {
     }
 }
 
-enum IndexCodec {
+package enum IndexCodec {
     static func encode(_ ops: [IndexOperation]) -> [UInt8] {
         var w = ByteWriter(capacity: ops.count * 128 + 8)
         w.appendVarint(ops.count)
@@ -33,7 +33,7 @@ enum IndexCodec {
         return w.bytes
     }
 
-    static func encodeEntry(_ item: Item, into w: inout ByteWriter) {
+    package static func encodeEntry(_ item: Item, into w: inout ByteWriter) {
         w.appendString(item.itemClass.rawValue)
         w.appendVarint(item.attributes.count)
         encodeAttributes(item.attributes, into: &w)
@@ -265,10 +265,10 @@ extension TrailerLayout {
 }
 
 /// The fixed-size commit trailer (SPEC.md §8).
-struct Trailer: Equatable, TrailerLayout {
+package struct Trailer: Equatable, TrailerLayout {
     static let size = 96
     static let magic = Array("KCARTRL1".utf8)
-    static let noPrevious = UInt64.max
+    package static let noPrevious = UInt64.max
 
     var generation: UInt64
     var commitStart: UInt64
@@ -279,9 +279,15 @@ struct Trailer: Equatable, TrailerLayout {
     var checkpoint: Bool
     var chain: UInt16
 
+    package init(generation: UInt64, commitStart: UInt64, indexOffset: UInt64, indexLength: UInt64, previous: UInt64,
+                 itemCount: UInt32, checkpoint: Bool, chain: UInt16) {
+        (self.generation, self.commitStart, self.indexOffset, self.indexLength) = (generation, commitStart, indexOffset, indexLength)
+        (self.previous, self.itemCount, self.checkpoint, self.chain) = (previous, itemCount, checkpoint, chain)
+    }
+
     static let macLabel = "kcar-trl-v1"
 
-    func encode(vaultID: [UInt8], key: SecureBytes) -> [UInt8] {
+    package func encode(vaultID: [UInt8], key: SecureBytes) -> [UInt8] {
         var w = ByteWriter(capacity: Trailer.size)
         w.append(contentsOf: Trailer.magic)
         w.appendLE(generation)

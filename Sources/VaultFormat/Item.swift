@@ -179,12 +179,16 @@ func utf8Precedes(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt
 }
 
 /// Where an item's value lives: a member of one record (SPEC.md §6, §7).
-struct RecordLocation: Hashable, Sendable {
+package struct RecordLocation: Hashable, Sendable {
     var recordID: ID128
     var offset: UInt64
     var length: UInt64
     var member: Int
     var dataOffset: UInt64
+
+    package init(recordID: ID128, offset: UInt64, length: UInt64, member: Int, dataOffset: UInt64) {
+        (self.recordID, self.offset, self.length, self.member, self.dataOffset) = (recordID, offset, length, member, dataOffset)
+    }
 }
 
 /// One item of a vault: its id, class, attributes and the size of its value. The value itself is read
@@ -196,6 +200,10 @@ public struct Item: Hashable, Sendable {
     /// Bytes of the value.
     public internal(set) var size: UInt64
     var location: RecordLocation
+
+    package init(id: ItemID, itemClass: ItemClass, attributes: Attributes, size: UInt64, location: RecordLocation) {
+        (self.id, self.itemClass, self.attributes, self.size, self.location) = (id, itemClass, attributes, size, location)
+    }
 
     /// The `svce` attribute, when it is a string.
     public var service: String? { attributes.string(AttributeName.service) }

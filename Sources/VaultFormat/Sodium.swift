@@ -8,11 +8,11 @@ package enum Sodium {
         precondition(initResult >= 0, "sodium_init failed")
     }
 
-    static let aeadNonceBytes = 24
+    package static let aeadNonceBytes = 24
     static let aeadTagBytes = 16
 
     /// XChaCha20-Poly1305-IETF encryption; returns ciphertext || tag.
-    static func seal(key: SecureBytes, nonce: [UInt8], plaintext: UnsafeRawBufferPointer, ad: [UInt8]) -> [UInt8] {
+    package static func seal(key: SecureBytes, nonce: [UInt8], plaintext: UnsafeRawBufferPointer, ad: [UInt8]) -> [UInt8] {
         ensureInitialized()
         var out = [UInt8](repeating: 0, count: plaintext.count + aeadTagBytes)
         var outLen: UInt64 = 0
@@ -64,12 +64,12 @@ package enum Sodium {
         return out
     }
 
-    static func hash(_ data: [UInt8], outputBytes: Int = 32) -> [UInt8] {
+    package static func hash(_ data: [UInt8], outputBytes: Int = 32) -> [UInt8] {
         data.withUnsafeBytes { hash($0, outputBytes: outputBytes) }
     }
 
     /// Keyed BLAKE2b-256.
-    static func mac(key: SecureBytes, _ data: [UInt8]) -> [UInt8] {
+    package static func mac(key: SecureBytes, _ data: [UInt8]) -> [UInt8] {
         ensureInitialized()
         var out = [UInt8](repeating: 0, count: 32)
         crypto_generichash(&out, 32, data, UInt64(data.count), key.baseAddress, key.count)

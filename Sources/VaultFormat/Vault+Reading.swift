@@ -20,11 +20,15 @@ extension Vault {
 }
 
 /// Reads item values from the records of one vault file (either format version: records are §6's in both).
-struct RecordSource {
+package struct RecordSource {
     let file: File
-    let headerLength: UInt64
-    let vaultID: [UInt8]
-    let keys: Subkeys
+    package let headerLength: UInt64
+    package let vaultID: [UInt8]
+    package let keys: Subkeys
+
+    package init(file: File, headerLength: UInt64, vaultID: [UInt8], keys: Subkeys) {
+        (self.file, self.headerLength, self.vaultID, self.keys) = (file, headerLength, vaultID, keys)
+    }
 
     /// A reader over the blocks of the record at `l`.
     func recordReader(_ l: RecordLocation, fail: @escaping (String) -> VaultError) -> BlockReader {
@@ -104,7 +108,7 @@ extension BlockReader {
 }
 
 /// A record's member table (SPEC.md §6).
-struct MemberTable {
+package struct MemberTable {
     var members: [(id: ItemID, size: UInt64)]
     /// Data offset of each member.
     var offsets: [UInt64]
@@ -171,7 +175,7 @@ struct MemberTable {
     /// Bytes of `v` as a varint.
     static func varintLength(_ v: UInt64) -> Int { max(1, (64 - v.leadingZeroBitCount + 6) / 7) }
 
-    static func encode(_ members: [(id: ItemID, size: UInt64)]) -> [UInt8] {
+    package static func encode(_ members: [(id: ItemID, size: UInt64)]) -> [UInt8] {
         var w = ByteWriter(capacity: 2 + members.count * 20)
         w.appendVarint(members.count)
         for m in members {

@@ -1,3 +1,4 @@
+import Crafting
 import KeyedArchive
 
 /// A case whose one crafted file is `name` (written from `bytes`), handed to kcar with `args`, and refused

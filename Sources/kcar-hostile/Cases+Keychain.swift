@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Crafting
 import VaultFormat
 
 /// Hostile inputs for the keychain area (issue 9). Each case is a keychain folder `kc` in the case folder

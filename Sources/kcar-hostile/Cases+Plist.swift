@@ -1,3 +1,4 @@
+import Crafting
 import KeyedArchive
 
 /// Hostile inputs for the plist area (issue 9). Each case is one crafted file and the command handed it.

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Crafting
 import VaultFormat
 
 /// Hostile inputs for the vault area (issue 9). Each case is one crafted file and the command handed it.

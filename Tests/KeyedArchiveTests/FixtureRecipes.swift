@@ -1,3 +1,4 @@
+import Crafting
 import Foundation
 import KeyedArchive
 

@@ -1,3 +1,4 @@
+import Crafting
 import Foundation
 @testable import KeyedArchive
 import XCTest

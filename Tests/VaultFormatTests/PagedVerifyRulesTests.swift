@@ -1,3 +1,4 @@
+import Crafting
 import FixtureRecipes
 import Foundation
 @testable import VaultFormat

@@ -98,10 +98,11 @@ if [[ -z $KCAR ]]; then
     fi
 fi
 [[ -x $KCAR ]] || die "no kcar binary at $KCAR"
-KCAR_BENCH="$(dirname "$KCAR")/kcar-bench"
+# kcar-bench is built in the package of the benchmarks (Benchmarks/), against this checkout's libraries.
+KCAR_BENCH="$(cd "$REPO" && swift build -c release --package-path Benchmarks --show-bin-path)/kcar-bench"
 if [[ $BUILD == 1 || ! -x $KCAR_BENCH ]]; then
-    log "building kcar-bench (swift build -c release --static-swift-stdlib --product kcar-bench)"
-    if ! (cd "$REPO" && swift build -c release --static-swift-stdlib --product kcar-bench) >&2; then
+    log "building kcar-bench (swift build -c release --static-swift-stdlib --package-path Benchmarks --product kcar-bench)"
+    if ! (cd "$REPO" && swift build -c release --static-swift-stdlib --package-path Benchmarks --product kcar-bench) >&2; then
         log "WARNING: kcar-bench does not build; the in-process figures are skipped"
     fi
 fi

@@ -5,7 +5,8 @@
 #
 #   scripts/bench/keychain-bench.sh [options]
 #
-#   --no-build         use the release binaries as they are (default: nice -n 19 swift build -c release --static-swift-stdlib)
+#   --no-build         use the release binaries as they are (default: nice -n 19 swift build -c release
+#                      --static-swift-stdlib, of kcar here and of kcar-keychain-bench in Benchmarks/)
 #   --items N          items in the big group (default 10000)
 #   --runs N           hyperfine runs of each whole-process timing, after 5 warm-up runs (default 40)
 #   --slow-runs N      runs of slow peer commands (keepassxc-cli add, 10,000 SQLite inserts; default 10)
@@ -98,13 +99,13 @@ HAVE_KP=0; [[ $KEEPASS == 1 ]] && have keepassxc-cli && HAVE_KP=1
 
 cd "$REPO"
 if [[ $BUILD == 1 ]]; then
-    log "nice -n 19 swift build -c release --static-swift-stdlib"
-    nice -n 19 swift build -c release --static-swift-stdlib >&2
+    log "nice -n 19 swift build -c release --static-swift-stdlib (kcar, and kcar-keychain-bench in Benchmarks/)"
+    nice -n 19 swift build -c release --static-swift-stdlib --product kcar >&2
+    nice -n 19 swift build -c release --static-swift-stdlib --package-path Benchmarks --product kcar-keychain-bench >&2
 fi
-BIN=$(swift build -c release --show-bin-path)
-KCAR="$BIN/kcar"
-KBENCH="$BIN/kcar-keychain-bench"
-[[ -x $KCAR && -x $KBENCH ]] || die "no release binaries in $BIN (run without --no-build)"
+KCAR="$(swift build -c release --show-bin-path)/kcar"
+KBENCH="$(swift build -c release --package-path Benchmarks --show-bin-path)/kcar-keychain-bench"
+[[ -x $KCAR && -x $KBENCH ]] || die "no release binaries $KCAR and $KBENCH (run without --no-build)"
 
 if [[ -n $WORK_ARG ]]; then
     mkdir -p "$WORK_ARG"

@@ -25,7 +25,7 @@ for p in hyperfine age git; do
     command -v "$p" >/dev/null || { echo "installing $p"; apt-get install -y -qq "$p" >/dev/null; }
 done
 swift build -c release --static-swift-stdlib --product kcar >/dev/null
-swift build -c release --static-swift-stdlib --product kcar-scale-bench >/dev/null
+swift build -c release --static-swift-stdlib --package-path Benchmarks --product kcar-scale-bench >/dev/null
 K=$PWD/.build/release/kcar
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
@@ -33,8 +33,8 @@ trap 'rm -rf "$W"' EXIT
 export XDG_STATE_HOME="$W/state"
 printf '# %s, %s cores, load %s; %s items; age %s, %s\n' "$(date -u +%FT%TZ)" "$(nproc)" \
     "$(cut -d' ' -f1-3 /proc/loadavg)" "$N" "$(age --version)" "$(git --version)"
-KCAR_SCALE_ONLY=v2 .build/release/kcar-scale-bench build "$N" "$W" >/dev/null
-.build/release/kcar-scale-bench merge-sides "$W"
+KCAR_SCALE_ONLY=v2 Benchmarks/.build/release/kcar-scale-bench build "$N" "$W" >/dev/null
+Benchmarks/.build/release/kcar-scale-bench merge-sides "$W"
 age-keygen -o "$W/age.key" 2>/dev/null
 for s in base ours theirs; do age -r "$(age-keygen -y "$W/age.key")" -o "$W/$s.age" "$W/$s.txt"; done
 cat > "$W/manual-merge.sh" <<'EOF'

@@ -21,8 +21,8 @@ done
 for p in hyperfine sqlite3; do
     command -v "$p" >/dev/null || { echo "installing $p"; apt-get install -y -qq "$p" >/dev/null; }
 done
-swift build -c release --static-swift-stdlib --product kcar-scale-bench >/dev/null
-B=.build/release/kcar-scale-bench
+swift build -c release --static-swift-stdlib --package-path Benchmarks --product kcar-scale-bench >/dev/null
+B=Benchmarks/.build/release/kcar-scale-bench
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 printf '# %s, %s cores; sqlite3 %s\n' "$(date -u +%FT%TZ)" "$(nproc)" "$(sqlite3 --version | cut -d' ' -f1)"

@@ -22,12 +22,12 @@ while [[ $# -gt 0 ]]; do
     esac
     shift
 done
-swift build -c release --static-swift-stdlib --product kcar-scale-bench >/dev/null
+swift build -c release --static-swift-stdlib --package-path Benchmarks --product kcar-scale-bench >/dev/null
 if [[ -z "$KCAR" ]]; then
     swift build -c release --static-swift-stdlib --product kcar >/dev/null
     KCAR=.build/release/kcar
 fi
-B=.build/release/kcar-scale-bench
+B=Benchmarks/.build/release/kcar-scale-bench
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 HYPERFINE=$(command -v hyperfine || true)

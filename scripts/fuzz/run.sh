@@ -54,6 +54,8 @@ module VaultFormat
 module KeyedArchive
 module KcarKeychain "$MOD/libVaultFormat.a" "$MOD/libKeyedArchive.a"
 module KcarCLI "$MOD/libVaultFormat.a" "$MOD/libKeyedArchive.a" "$MOD/libKcarKeychain.a"
+# The seeds of header, archive and plist are crafted (Sources/Crafting, a test-support module).
+module Crafting "$MOD/libVaultFormat.a" "$MOD/libKeyedArchive.a"
 
 # Each target: Fuzz/Common.swift + Fuzz/<target>.swift (+ the vault seed helper for index and record, the
 # value helpers for archive and plist).
@@ -68,7 +70,7 @@ build_target() {
 	if [ -f "$exe" ] && [ -z "$(find "${srcs[@]}" "$MOD"/*.a -newer "$exe" -print -quit)" ]; then return; fi
 	echo "building fuzz-$t"
 	"${NICE[@]}" "${SWIFTC[@]}" -swift-version 5 -module-name "Fuzz_$t" "${srcs[@]}" -I "$MOD" -L "$MOD" \
-		-lKcarCLI -lKcarKeychain -lKeyedArchive -lVaultFormat "${CFLAGS[@]}" -lsodium -lz -ldeflate -o "$exe" 2>&1 | quiet
+		-lKcarCLI -lKcarKeychain -lCrafting -lKeyedArchive -lVaultFormat "${CFLAGS[@]}" -lsodium -lz -ldeflate -o "$exe" 2>&1 | quiet
 	[ -f "$exe" ]
 }
 for t in "${targets[@]}"; do build_target "$t"; done

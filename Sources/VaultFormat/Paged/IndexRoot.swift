@@ -40,15 +40,15 @@ package struct Retention: Hashable, Sendable {
 }
 
 /// The index root a commit's trailer names (V4).
-struct IndexRoot: Hashable, Sendable {
-    var items: PageRef?
-    var attributes: PageRef?
-    var history: PageRef?
-    var liveItems: UInt64 = 0
-    var tombstones: UInt64 = 0
-    var historyEntries: UInt64 = 0
+package struct IndexRoot: Hashable, Sendable {
+    package var items: PageRef?
+    package var attributes: PageRef?
+    package var history: PageRef?
+    package var liveItems: UInt64 = 0
+    package var tombstones: UInt64 = 0
+    package var historyEntries: UInt64 = 0
     var schema: PagedSchema
-    var clock: UInt64 = 0
+    package var clock: UInt64 = 0
     var retention = Retention()
     /// Body bytes the index no longer needs, as the folds counted them (V8.1): a hint for the compaction
     /// policy only, which a hostile file may set to anything.
@@ -73,7 +73,7 @@ struct IndexRoot: Hashable, Sendable {
         }
     }
 
-    func encode() -> [UInt8] {
+    package func encode() -> [UInt8] {
         var w = ByteWriter(capacity: 256)
         w.append(3)
         w.append(0)
@@ -166,26 +166,26 @@ struct IndexRoot: Hashable, Sendable {
 }
 
 /// The 128-byte commit trailer of version 2 (V7).
-struct TrailerV2: Equatable, TrailerLayout {
-    static let size = 128
+package struct TrailerV2: Equatable, TrailerLayout {
+    package static let size = 128
     static let magic = Array("KCARTRL2".utf8)
-    static let none = UInt64.max
+    package static let none = UInt64.max
 
-    var generation: UInt64
-    var commitStart: UInt64
-    var previous: UInt64
-    var rootOffset: UInt64
-    var rootLength: UInt64
-    var rootID: ID128
-    var deltaOffset: UInt64
-    var deltaLength: UInt64
-    var itemCount: UInt64
-    var wroteRoot: Bool
-    var chain: UInt16
+    package var generation: UInt64
+    package var commitStart: UInt64
+    package var previous: UInt64
+    package var rootOffset: UInt64
+    package var rootLength: UInt64
+    package var rootID: ID128
+    package var deltaOffset: UInt64
+    package var deltaLength: UInt64
+    package var itemCount: UInt64
+    package var wroteRoot: Bool
+    package var chain: UInt16
 
     static let macLabel = "kcar-trl-v2"
 
-    func encode(vaultID: [UInt8], key: SecureBytes) -> [UInt8] {
+    package func encode(vaultID: [UInt8], key: SecureBytes) -> [UInt8] {
         var w = ByteWriter(capacity: TrailerV2.size)
         w.append(contentsOf: TrailerV2.magic)
         for v in [generation, commitStart, previous, rootOffset, rootLength] { w.appendLE(v) }

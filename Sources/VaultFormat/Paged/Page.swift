@@ -153,7 +153,7 @@ package enum PageCodec {
     /// Tables, entry count and entries: shared by leaves and delta segments (V6). With `op`, each entry's
     /// `rest` starts with its operation byte, written before the table positions (as ``decodeLeafEntries``
     /// reads it).
-    static func encodeLeafEntries(_ entries: [LeafEntry], hasTables: Bool, op: Bool = false, into w: inout ByteWriter) {
+    package static func encodeLeafEntries(_ entries: [LeafEntry], hasTables: Bool, op: Bool = false, into w: inout ByteWriter) {
         var records: [ID128: Int] = [:]
         var writers: [UInt64: Int] = [:]
         if hasTables {

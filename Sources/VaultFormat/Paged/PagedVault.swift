@@ -167,7 +167,7 @@ package final class PagedVault {
     }
 
     /// Finds the last commit, reads its root and applies its delta chain (V6, V7).
-    static func load(_ source: RecordSource, bodySize: UInt64) throws
+    package static func load(_ source: RecordSource, bodySize: UInt64) throws
         -> (IndexRoot, [(tree: TreeID, change: TreeWriter.Change)], Int, (TrailerV2, UInt64)) {
         let reader = TailReader(file: source.file, headerLength: source.headerLength, bodySize: bodySize, vaultID: source.vaultID, keys: source.keys)
         let (last, lastOffset) = try reader.lastCommit(TrailerV2.self)

@@ -4,18 +4,18 @@ import Glibc
 
 extension StreamKey {
     /// A page's blocks (SPEC.md Part 4, V3.2): `"kcar-pg-v2" || vault_id || page_id`.
-    static func page(_ keys: Subkeys, vaultID: [UInt8], pageID: ID128) -> StreamKey {
+    package static func page(_ keys: Subkeys, vaultID: [UInt8], pageID: ID128) -> StreamKey {
         StreamKey(key: keys.index, label: "kcar-pg-v2", vaultID: vaultID, naming: pageID.bytes)
     }
 
     /// A delta segment's blocks (V6): `"kcar-dlt-v2" || vault_id || u64 generation`.
-    static func delta(_ keys: Subkeys, vaultID: [UInt8], generation: UInt64) -> StreamKey {
+    package static func delta(_ keys: Subkeys, vaultID: [UInt8], generation: UInt64) -> StreamKey {
         StreamKey(key: keys.index, label: "kcar-dlt-v2", vaultID: vaultID, naming: withUnsafeBytes(of: generation.littleEndian, Array.init))
     }
 }
 
 /// Sealing and opening the index structures of version 2: pages, roots and delta segments.
-enum PagedSealing {
+package enum PagedSealing {
     /// The most plaintext a structure of `stored` sealed bytes may open to (`PAGE_EXPANSION_MAX`).
     static func expansionBound(_ stored: UInt64) -> UInt64 {
         let (m, o) = stored.multipliedReportingOverflow(by: UInt64(PagedLimits.pageExpansionMax))
@@ -24,7 +24,7 @@ enum PagedSealing {
 
     /// Seals `plain` into blocks, compressed where that helps, unless compressing would break the expansion
     /// bound: then every chunk is stored as it is (fresh nonces: a sealed attempt is never reused).
-    static func seal(_ plain: [UInt8], key: StreamKey, random: RandomSource, level: Int32) -> [UInt8] {
+    package static func seal(_ plain: [UInt8], key: StreamKey, random: RandomSource, level: Int32) -> [UInt8] {
         var sealed = Blocks.jobs(for: plain, key: key, random: random).flatMap { Blocks.seal($0, level: level) }
         if UInt64(plain.count) > expansionBound(UInt64(sealed.count)) {
             sealed = Blocks.jobs(for: plain, key: key, random: random).flatMap { Blocks.seal($0, level: 0) }
@@ -34,8 +34,8 @@ enum PagedSealing {
 
     /// Opens the blocks at body extent [offset, offset + length): at most `max` plaintext bytes and the
     /// expansion bound, each checked before the chunk that would pass it is inflated.
-    static func open(_ source: RecordSource, key: StreamKey, offset: UInt64, length: UInt64, max: Int,
-                     fail: @escaping (String) -> VaultError) throws -> [UInt8] {
+    package static func open(_ source: RecordSource, key: StreamKey, offset: UInt64, length: UInt64, max: Int,
+                             fail: @escaping (String) -> VaultError) throws -> [UInt8] {
         let bound = min(UInt64(max), expansionBound(length))
         var reader = BlockReader(file: source.file, key: key, start: source.headerLength + offset,
                                  end: source.headerLength + offset + length, fail: fail)
@@ -49,13 +49,13 @@ enum PagedSealing {
 
 /// Pages in a vault file's body. Reading checks extents against `limit` (the end of what the commit being
 /// read may name) and keeps decoded pages in a small cache; writing seals and appends at `position`.
-final class FilePageStore: PageStore {
+package final class FilePageStore: PageStore {
     let source: RecordSource
     /// Pages must end at or before this body offset.
-    var limit: UInt64
+    package var limit: UInt64
     /// Where the next page is written (body offset), when writing.
-    var position: UInt64
-    var random: RandomSource = SystemRandom.shared
+    package var position: UInt64
+    package var random: RandomSource = SystemRandom.shared
     var level: Int32 = 6
     /// Decoded pages: branches apart from leaves, so that a run of lookups over a large tree, which misses
     /// on leaves, keeps the paths above them (a tree has about one branch per hundred leaves).
@@ -69,13 +69,13 @@ final class FilePageStore: PageStore {
     /// of MiB decoded) would only push out the pages lookups use (``PagedVault/streaming(_:)``).
     var keepsLeaves = true
 
-    init(source: RecordSource, limit: UInt64) {
+    package init(source: RecordSource, limit: UInt64) {
         self.source = source
         self.limit = limit
         position = limit
     }
 
-    func read(_ ref: PageRef) throws -> Page {
+    package func read(_ ref: PageRef) throws -> Page {
         var key = ref
         key.count = 0
         if let p = branches[key] ?? cache[key] { return p }
@@ -98,7 +98,7 @@ final class FilePageStore: PageStore {
         if case .branch = page.content { branches[key] = page } else if keepsLeaves { cache[key] = page }
     }
 
-    func write(_ page: Page) throws -> PageRef {
+    package func write(_ page: Page) throws -> PageRef {
         if case .leaf(let entries) = page.content { try PageCodec.checkOneExtentPerRecord(entries) }
         let plain = PageCodec.encode(page)
         guard plain.count <= PagedLimits.pageMax else { throw VaultError(.invalidArgument, "a page of \(plain.count) bytes (PAGE_MAX)") }
@@ -115,7 +115,7 @@ final class FilePageStore: PageStore {
     }
 
     /// Seals and appends a structure that is not a tree page (root, delta segment) at `position`.
-    func append(_ plain: [UInt8], key: StreamKey) throws -> (offset: UInt64, length: UInt64) {
+    package func append(_ plain: [UInt8], key: StreamKey) throws -> (offset: UInt64, length: UInt64) {
         let sealed = PagedSealing.seal(plain, key: key, random: random, level: level)
         let offset = position
         try source.file.write(sealed, at: source.headerLength + position)

@@ -13,7 +13,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import FixtureRecipes
+import BenchSupport
 import KcarKeychain
 import VaultFormat
 

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import FixtureRecipes
+import BenchSupport
 import VaultFormat
 
 // The scale benchmark of issue 10 (scripts/bench/scale-bench.sh, `make bench-scale`): the same N generic
@@ -59,7 +59,17 @@ func writeFile(_ path: String, _ bytes: [UInt8]) {
     _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     close(fd)
 }
-func copyFile(_ from: String, _ to: String) throws { writeFile(to, try Recipes.read(from)) }
+func copyFile(_ from: String, _ to: String) {
+    let src = open(from, O_RDONLY), dst = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    defer { close(src); close(dst) }
+    guard src >= 0, dst >= 0 else { die("cannot copy \(from) to \(to)") }
+    var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    while true {
+        let n = read(src, &buffer, buffer.count)
+        guard n >= 0, n == 0 || buffer.withUnsafeBytes({ write(dst, $0.baseAddress, n) }) == n else { die("cannot copy \(from) to \(to)") }
+        if n == 0 { return }
+    }
+}
 
 /// Copies DIR/v2.kcv to base, ours and theirs .kcv, then makes 100 updates on each side, 10 of them to the same
 /// items (the "merge" figures). Each side is also written as the plain text the manual path keeps
@@ -67,7 +77,7 @@ func copyFile(_ from: String, _ to: String) throws { writeFile(to, try Recipes.r
 /// item, in the vault's order.
 func prepareMergeSides(_ dir: String) throws {
     let secret = secretIn(dir)
-    for name in ["base", "ours", "theirs"] { try copyFile(dir + "/v2.kcv", dir + "/\(name).kcv") }
+    for name in ["base", "ours", "theirs"] { copyFile(dir + "/v2.kcv", dir + "/\(name).kcv") }
     for (name, range, writer) in [("ours", 0..<100, UInt64(2)), ("theirs", 90..<190, 3)] {
         let v = try PagedVault.open(path: dir + "/\(name).kcv", secret: secret, mode: .write, writerID: writer)
         try v.commit { tx in
@@ -245,7 +255,7 @@ do {
         }
         let dir = args[3], secret = secretIn(dir), autoCompact = args.count == 5
         let path = dir + "/commits.kcv"
-        try copyFile(dir + "/v2.kcv", path)
+        copyFile(dir + "/v2.kcv", path)
         let before = fileSize(path)
         let v = try PagedVault.open(path: path, secret: secret, mode: .write)
         var k = 0, compactions = 0, largest = before

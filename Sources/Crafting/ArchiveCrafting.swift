@@ -1,3 +1,5 @@
+import KeyedArchive
+
 /// Builds hostile archives and property lists byte by byte, with full control over every field: for tests and
 /// the hostile-input harness (`kcar-hostile`) only. Writers of real archives use ``ArchiveSerialization`` and
 /// ``NSKeyedArchive``.

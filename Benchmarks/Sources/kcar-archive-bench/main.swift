@@ -21,8 +21,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BenchSupport
 import Foundation
-import FixtureRecipes
 import KeyedArchive
 
 // MARK: - Options

@@ -1,3 +1,5 @@
+import VaultFormat
+
 /// Builds vault bytes piece by piece, with full control over every field: for test vectors and malformed
 /// fixtures only (`kcar-fixtures`, tests). Writers of real vaults use ``Vault``.
 package struct CraftedVault {

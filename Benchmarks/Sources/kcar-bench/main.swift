@@ -12,7 +12,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import FixtureRecipes
+import BenchSupport
 import VaultFormat
 
 // MARK: - Helpers
@@ -437,8 +437,8 @@ func runSolid(_ args: ArraySlice<String>) {
     let a = Array(args)
     guard a.count == 3, let members = Int(a[1]), let records = Int(a[2]), members > 1, records > 0 else { usage() }
     let dir = a[0]
-    let slots: [SlotSecret] = [.keyFile(SecureBytes(copying: Recipes.keyFile))]
-    let secret = UnlockSecret.keyFile(SecureBytes(copying: Recipes.keyFile))
+    let slots: [SlotSecret] = [.keyFile(SecureBytes(copying: fixtureKeyFile))]
+    let secret = UnlockSecret.keyFile(SecureBytes(copying: fixtureKeyFile))
     let schema = PagedSchema(classes: ["genp": ClassSchema(keyAttributes: [("svce", .string("")), ("acct", .string(""))])])
     func attrs(_ i: Int, own: Bool) -> Attributes {
         var a = Attributes(["svce": .string("s"), "acct": .string("a\(i)")])
@@ -496,7 +496,7 @@ func runSolid(_ args: ArraySlice<String>) {
 func runSolidCopy(_ args: ArraySlice<String>) {
     let a = Array(args)
     guard a.count == 2 else { usage() }
-    let secret = UnlockSecret.keyFile(SecureBytes(copying: Recipes.keyFile))
+    let secret = UnlockSecret.keyFile(SecureBytes(copying: fixtureKeyFile))
     var before = rusage(), after = rusage()
     let who = __rusage_who_t(RUSAGE_SELF.rawValue)
     getrusage(who, &before)

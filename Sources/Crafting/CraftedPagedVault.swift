@@ -1,3 +1,5 @@
+import VaultFormat
+
 /// Surgery on a version 2 vault (SPEC.md Part 4), for malformed fixtures only: reads the last commit of a
 /// file whose secret is known, and appends crafted pages, roots, delta segments and trailers sealed under
 /// the vault's keys, so that each malformed file breaks exactly one rule. Writers of real vaults use
@@ -16,29 +18,7 @@ package final class CraftedPagedVault {
     }
 
     /// The trailer fields (V7), as they will be written (the MAC is computed over them as they are).
-    package struct Trailer {
-        package var generation: UInt64
-        package var commitStart: UInt64
-        package var previous: UInt64
-        package var rootOffset: UInt64
-        package var rootLength: UInt64
-        package var rootID: ID128
-        package var deltaOffset: UInt64
-        package var deltaLength: UInt64
-        package var itemCount: UInt64
-        package var wroteRoot: Bool
-        package var chain: UInt16
-
-        init(_ t: TrailerV2) {
-            (generation, commitStart, previous, rootOffset, rootLength, rootID) = (t.generation, t.commitStart, t.previous, t.rootOffset, t.rootLength, t.rootID)
-            (deltaOffset, deltaLength, itemCount, wroteRoot, chain) = (t.deltaOffset, t.deltaLength, t.itemCount, t.wroteRoot, t.chain)
-        }
-
-        var v2: TrailerV2 {
-            TrailerV2(generation: generation, commitStart: commitStart, previous: previous, rootOffset: rootOffset, rootLength: rootLength,
-                      rootID: rootID, deltaOffset: deltaOffset, deltaLength: deltaLength, itemCount: itemCount, wroteRoot: wroteRoot, chain: chain)
-        }
-    }
+    package typealias Trailer = TrailerV2
 
     let file: File
     let source: RecordSource
@@ -65,7 +45,7 @@ package final class CraftedPagedVault {
         let (root, _, _, tail) = try PagedVault.load(source, bodySize: size - UInt64(header.length))
         self.file = file
         indexRoot = root
-        last = Trailer(tail.0)
+        last = tail.0
         lastOffset = tail.1
         commitStart = tail.1 + UInt64(TrailerV2.size)
         store = FilePageStore(source: source, limit: commitStart)
@@ -147,13 +127,13 @@ package final class CraftedPagedVault {
     package func rewriteLastTrailer(_ edit: (inout Trailer) -> Void) throws {
         var t = last
         edit(&t)
-        try file.write(t.v2.encode(vaultID: source.vaultID, key: source.keys.trailer), at: source.headerLength + lastOffset)
+        try file.write(t.encode(vaultID: source.vaultID, key: source.keys.trailer), at: source.headerLength + lastOffset)
         last = t
     }
 
     func appendTrailer(_ t: Trailer) throws {
         let at = store.position
-        try file.write(t.v2.encode(vaultID: source.vaultID, key: source.keys.trailer), at: source.headerLength + at)
+        try file.write(t.encode(vaultID: source.vaultID, key: source.keys.trailer), at: source.headerLength + at)
         store.position += UInt64(TrailerV2.size)
         store.limit = store.position
         last = t
