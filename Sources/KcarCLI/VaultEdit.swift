@@ -61,9 +61,10 @@ enum VaultEdit {
     /// replaced if it exists, stored as pack stores a file of mode 0600. One commit.
     static func addValue(_ args: Arguments) throws -> ExitCode {
         let (vaultPath, names) = try vaultAndNames(args, "add VAULT NAME --value-file FILE: give the item's name (service/account)")
-        guard names.count == 1, let (service, account) = ItemPath.parse(names[0]), let account, !service.isEmpty, !account.isEmpty else {
-            throw CLIError.usage("add VAULT NAME --value-file FILE takes one NAME, service/account as kcar list prints it")
-        }
+        // A name without `/` is a top-level item (SPEC.md §7.1), as list prints it.
+        guard names.count == 1, let parsed = ItemPath.parse(names[0]) else { throw valueUsage }
+        let (service, account) = parsed.account == nil && !names[0].contains("/") ? ("", parsed.service) : (parsed.service, parsed.account ?? "")
+        guard !account.isEmpty, !service.isEmpty || ItemPath.isTopLevel(service: service, account: account) else { throw valueUsage }
         guard args.value("directory") == nil, args.all("exclude").isEmpty, !args.flag("dereference") else {
             throw CLIError.usage("--value-file gives one item's value: -C, --exclude and -h are for files below a folder")
         }
@@ -71,7 +72,7 @@ enum VaultEdit {
         defer { wipe(&value) }
         let vault = try openVault(vaultPath, args, mode: .write)
         let name = Name(service, account)
-        let parts = service.split(separator: "/").map(String.init) + account.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        let parts = ItemPath.components(service: service, account: account)
         var replaced = false
         try vault.commit(options: WriteOptions(level: Int32(try args.int("level", in: 0...12) ?? 6))) { tx in
             var old: ItemID?
@@ -94,6 +95,9 @@ enum VaultEdit {
         if !args.flag("quiet") { warn((replaced ? "replaced " : "added ") + "\(names[0]) in \(vaultPath)") }
         return .success
     }
+
+    static let valueUsage = CLIError.usage("add VAULT NAME --value-file FILE takes one NAME, service/account (or a top-level item's name) "
+        + "as kcar list prints it")
 
     static func add(_ args: Arguments) throws -> ExitCode {
         if args.value("value-file") != nil { return try addValue(args) }
