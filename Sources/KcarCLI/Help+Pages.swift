@@ -431,7 +431,10 @@ extension Help {
                       + "a duplicate is exit 11.",
                       "With VAULT PATH... (as 7z a, tar -r): adds the files, links and empty folders at each PATH below DIR (-C, default "
                       + ".) to the packed vault VAULT, as pack would store them (the first component of a PATH is the service, a file "
-                      + "directly in DIR a top-level item; a folder adds everything below it, . all of DIR). An item of the same name is replaced. One commit, opened with the "
+                      + "directly in DIR a top-level item; a folder adds everything below it, . all of DIR). A PATH typed from the wrong "
+                      + "folder is warned about on standard error (the add goes ahead): one whose first component S becomes a new service "
+                      + "while the folder DIR/S holds a name VAULT already has (a service or a top-level item), so that S is likely the "
+                      + "folder VAULT was packed from; the warning gives the -C S form. An item of the same name is replaced. One commit, opened with the "
                       + "vault's secret: all of it or, on any failure, nothing (the vault as it was). VAULT must exist (pack makes one) "
                       + "and cannot be - (it is changed in place). A new item where the vault has a file that would have to be its "
                       + "folder, or the reverse, is refused (exit 7). Exit 9 if inputs were skipped, each named.",

@@ -108,4 +108,28 @@ final class TopLevelPackTests: XCTestCase {
         XCTAssertEqual(try names("v.kcv"), ["api-token", "svc/a"])
         XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "api-token", "--key-file", "k.key"]).out, Data("tok".utf8))
     }
+
+    func testAddWarnsAboutAPathTypedFromTheFolderAbove() throws {
+        try write("secrets/svc/a", "one")
+        try kcar(["pack", "v.kcv", "secrets", "--key-file", "k.key"])
+        try kcar(["pack", "w.kcv", "secrets", "--key-file", "k.key"])
+        try write("secrets/x", "new")
+        // Typed beside `secrets`, the folder v.kcv was packed from: added (service `secrets`), with a warning that
+        // says what was likely meant.
+        let wrong = try kcar(["add", "v.kcv", "secrets/x", "--key-file", "k.key"])
+        XCTAssertTrue(wrong.err.contains("kcar: warning: secrets/x makes a new service secrets, but secrets/ holds svc, which v.kcv already has"),
+                      wrong.err)
+        XCTAssertTrue(wrong.err.contains("(kcar add v.kcv -C secrets x)"), wrong.err)
+        XCTAssertEqual(try names("v.kcv"), ["secrets/x", "svc/a"])
+        // The right form: a top-level item, no warning; nor for a new service that holds nothing the vault has.
+        let right = try kcar(["add", "v.kcv", "-C", "secrets", "x", "--key-file", "k.key"])
+        XCTAssertFalse(right.err.contains("warning"), right.err)
+        try write("secrets/mail/pw", "pw")
+        let new = try kcar(["add", "v.kcv", "-C", "secrets", "mail/pw", "--key-file", "k.key"])
+        XCTAssertFalse(new.err.contains("warning"), new.err)
+        XCTAssertEqual(try names("v.kcv"), ["mail/pw", "secrets/x", "svc/a", "x"])
+        // The whole folder typed from above is flagged too.
+        let whole = try kcar(["add", "w.kcv", "secrets", "--key-file", "k.key"])
+        XCTAssertTrue(whole.err.contains("(kcar add w.kcv -C secrets .)"), whole.err)
+    }
 }
