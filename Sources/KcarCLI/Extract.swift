@@ -291,7 +291,7 @@ enum Extract {
     }
 
     /// Items named by `wanted` (a name as `list` prints it, or a service name, with or without a trailing
-    /// slash, for all its items; a folder's name, with or without its trailing slash, for it and every item
+    /// slash, for all its items; a name without `/` also selects the top-level item of that name; a folder's name, with or without its trailing slash, for it and every item
     /// below it, as tar takes a folder), all if none. Names are decoded and compared with the attributes, so
     /// no name is built for items that are not asked for.
     static func select(_ vault: Vault, _ wanted: [String]) throws -> [Item] {
@@ -310,8 +310,11 @@ enum Extract {
                 func below(_ a: String?, _ folder: String) -> Bool {
                     a.map { $0.utf8.starts(with: folder.utf8) && $0.utf8.dropFirst(folder.utf8.count).first == 0x2F } ?? false
                 }
+                // A name without `/` is also the top-level item of that name (SPEC.md §7.1), as list prints it.
+                let topLevel = !w.contains("/") && !service.isEmpty ? service : nil
                 matches = try matching(vault) { item in
                     same(item.service, service) && (account.map { same(item.account, $0) || below(item.account, $0) } ?? true)
+                        || topLevel.map { same(item.service, "") && same(item.account, $0) } ?? false
                 }
                 matches.sort { ($0.account ?? "").utf8.lexicographicallyPrecedes(($1.account ?? "").utf8) }
             }

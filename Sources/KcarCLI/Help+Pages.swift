@@ -101,16 +101,17 @@ extension Help {
 
 
     static let pack = Page(
-        synopsis: ["pack VAULT DIR [options]", "pack VAULT --items FILE.json [--group G] [slot options]",
+        synopsis: ["pack VAULT DIR [options]", "pack VAULT FILE [options]", "pack VAULT --items FILE.json [--group G] [slot options]",
                    "pack VAULT --group G [--keychain DIR] [slot options]"],
         summary: "Make a vault from a folder, an item file or a keychain's access group.",
         description: [
             "Every first-level folder of DIR is a service; every regular file below it is a generic-password item whose account is "
-            + "its path below the service folder. A symbolic link is stored as a link (its target, not followed; with -h, "
+            + "its path below the service folder. A file directly in DIR is a top-level item: the default service (the empty one), "
+            + "its name as the account; list names it by its name alone and extract writes it back directly in its folder, so "
+            + "DIR comes back as it was. pack VAULT FILE stores one regular file that way. A symbolic link is stored as a link (its target, not followed; with -h, "
             + "--dereference, what it points at), and a folder in which nothing is stored as a folder item, so extract makes them "
             + "again. Modification times and permission bits are kept (setuid, setgid and sticky are not); extract restores the "
-            + "modes with -p only. Devices, FIFOs, sockets, non-UTF-8 names and files directly in DIR are reported and skipped "
-            + "(exit 9); so is an input swapped for a link, a FIFO or another file after the listing (nothing is followed or "
+            + "modes with -p only. Devices, FIFOs, sockets and non-UTF-8 names are reported and skipped (exit 9); so is an input swapped for a link, a FIFO or another file after the listing (nothing is followed or "
             + "waited on). VAULT - writes the vault to standard output, which must not be a terminal (unless --force). --items - "
             + "reads the item file from standard input. kcar add VAULT PATH... adds files to a packed vault later.",
             "With --items, or --group G and no DIR: a vault of the items of an item file (extract --items), or of the keychain's "
@@ -135,7 +136,8 @@ extension Help {
         examples: [
             Example(command: "pack secrets.kcv ./secrets --key-file me.key", meaning: "a vault of the folder ./secrets, opened by me.key"),
             Example(command: "pack backup.kcv ~/notes --recipient alice.pub --exclude '*.tmp'",
-                    meaning: "a vault only Alice's X25519 secret key opens, without the .tmp files"),
+                    meaning: "a vault only Alice's X25519 secret key opens, without the .tmp files (files directly in ~/notes included)"),
+            Example(command: "pack token.kcv ./token.txt --key-file me.key", meaning: "one file: extract writes token.txt back"),
             Example(command: "pack - ./secrets --passphrase-file pw.txt | ssh host 'cat > s.kcv'", meaning: "the vault on standard output"),
         ])
 
@@ -165,8 +167,8 @@ extension Help {
         synopsis: ["extract VAULT [-C DIR] [ITEM...] [options]", "extract VAULT --stdout ITEM", "extract VAULT --items FILE.json"],
         summary: "Write the items of a vault back as files.",
         description: [
-            "Writes items to DIR/service/account (ITEM as kcar list names it; a service or folder name selects everything below "
-            + "it). Never writes outside DIR, follows no symlink below it, writes each file under a temporary name and renames it "
+            "Writes items to DIR/service/account, and a top-level item (a file packed directly in its folder, or alone) to "
+            + "DIR/name (ITEM as kcar list names it; a service or folder name selects everything below it). Never writes outside DIR, follows no symlink below it, writes each file under a temporary name and renames it "
             + "only once its content authenticated.",
             "Modes: files are 0600 (0700 when the packed file was executable by its owner), folders 0700; -p restores the "
             + "permission bits pack stored (never setuid, setgid or sticky), whatever the umask, folders' last.",
@@ -428,13 +430,16 @@ extension Help {
                       "Uniqueness is Apple's: genp service+account, inet server+protocol+port+path+account+..., and synchronizable; "
                       + "a duplicate is exit 11.",
                       "With VAULT PATH... (as 7z a, tar -r): adds the files, links and empty folders at each PATH below DIR (-C, default "
-                      + ".) to the packed vault VAULT, as pack would store them (the first component of a PATH is the service; a folder "
-                      + "adds everything below it, . all of DIR). An item of the same name is replaced. One commit, opened with the "
+                      + ".) to the packed vault VAULT, as pack would store them (the first component of a PATH is the service, a file "
+                      + "directly in DIR a top-level item; a folder adds everything below it, . all of DIR). A PATH typed from the wrong "
+                      + "folder is warned about on standard error (the add goes ahead): one whose first component S becomes a new service "
+                      + "while the folder DIR/S holds a name VAULT already has (a service or a top-level item), so that S is likely the "
+                      + "folder VAULT was packed from; the warning gives the -C S form. An item of the same name is replaced. One commit, opened with the "
                       + "vault's secret: all of it or, on any failure, nothing (the vault as it was). VAULT must exist (pack makes one) "
                       + "and cannot be - (it is changed in place). A new item where the vault has a file that would have to be its "
                       + "folder, or the reverse, is refused (exit 7). Exit 9 if inputs were skipped, each named.",
                       "With VAULT NAME --value-file FILE (- standard input, one trailing newline dropped unless --keep-newline): the item "
-                      + "NAME (service/account, as list prints it) gets that value, added or replaced, stored as pack stores a file of "
+                      + "NAME (service/account, or a top-level item's name, as list prints it) gets that value, added or replaced, stored as pack stores a file of "
                       + "mode 0600: a packed vault changes one secret with no plaintext file written anywhere."],
         options: keychainOptions + selectorOptions + [
             O(name: "value-file", kind: .value, argument: "FILE", meaning: "read the value from FILE, byte for byte (- standard input)",

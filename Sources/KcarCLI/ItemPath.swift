@@ -1,7 +1,8 @@
 import VaultFormat
 
 /// How an item is named in `list`, on the command line and on disk: `service/account`, each path component
-/// percent-encoded where it would be unsafe (SPEC-independent, README "Item names").
+/// percent-encoded where it would be unsafe (SPEC-independent, README "Item names"); a top-level item (SPEC.md
+/// §7.1: the empty service, a one-component account) by its account alone.
 enum ItemPath {
     /// `%` alone stands for an empty component; `.` and `..` become `%2E` and `%2E%2E`; `%`, control
     /// characters and (in the service) `/` become `%XX`.
@@ -57,8 +58,14 @@ enum ItemPath {
         return components(service: s, account: a)
     }
 
+    /// Whether an item of this service and account is a top-level item (SPEC.md §7.1): the empty service (pack's
+    /// default service, for files directly in DIR) with an account of one non-empty component. It is named by its
+    /// account alone and written directly in extract's folder.
+    static func isTopLevel(service s: String, account a: String) -> Bool { s.isEmpty && !a.isEmpty && !a.utf8.contains(0x2F) }
+
     static func components(service s: String, account a: String) -> [String] {
-        [component(s, slash: true)] + a.split(separator: "/", omittingEmptySubsequences: false).map { component(String($0), slash: false) }
+        if isTopLevel(service: s, account: a) { return [component(a, slash: false)] }
+        return [component(s, slash: true)] + a.split(separator: "/", omittingEmptySubsequences: false).map { component(String($0), slash: false) }
     }
 
     /// Whether ``component(_:slash:)`` leaves every `/`-separated part of `s` as it is (with `slash`, `s` is one

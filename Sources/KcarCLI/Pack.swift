@@ -69,9 +69,11 @@ enum Pack {
         let vaultPath = p[0]
         let level = Int32(try args.int("level", in: 0...12) ?? 6)
         if fromItems { return try packItems(vaultPath, args, level: level) }
-        let dir = p[1]
         let group = args.value("group") ?? "default"
-        let (entries, folders, problems) = try walk(dir, excludes: args.all("exclude"), dereference: args.flag("dereference"))
+        let (dir, only) = try source(p[1])
+        // A single file, given as any path is, is followed if it is a link (its folder is listed for it alone).
+        let (entries, folders, problems) = try walk(dir, excludes: args.all("exclude"), dereference: args.flag("dereference") || only != nil,
+                                                    only: only)
         for problem in problems { warn("skipped \(problem)") }
         DebugSeam.pause("pack-listed")
         let slots = try Secrets.newSlots(args)
@@ -109,6 +111,22 @@ enum Pack {
             warn("packed \(count(entries.count - changed, "item")) into \(vaultPath)")
         }
         return problems.isEmpty && changed == 0 ? .success : .skipped
+    }
+
+    /// What `pack VAULT PATH` lists: a folder as it is (nil: all of it), or a regular file as the one name to
+    /// list in its folder, so that it is stored as a top-level item (SPEC.md §7.1). Both followed if links.
+    static func source(_ path: String) throws -> (root: String, only: [[String]]?) {
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw CLIError(.io, "\(path): \(String(cString: strerror(errno)))") }
+        switch st.st_mode & S_IFMT {
+        case S_IFDIR: return (path, nil)
+        case S_IFREG:
+            // A regular file's path names a file, never `.`, `..` or one ending in `/`.
+            guard let slash = path.lastIndex(of: "/") else { return (".", [[path]]) }
+            let parent = String(path[..<slash])
+            return (parent.isEmpty ? "/" : parent, [[String(path[path.index(after: slash)...])]])
+        default: throw CLIError(.io, "\(path) is neither a folder nor a regular file (a device, FIFO or socket)")
+        }
     }
 
     /// The bytes the listed files add up to, for a progress bar on a terminal (0: none shown).
@@ -372,21 +390,14 @@ enum Pack {
                                         account: here.service == nil ? "" : here.account + name + "/")
                     children.append(child)
                     if wanted { candidates[index] = child }
+                // Directly in the root: a top-level item, of the empty service (SPEC.md §7.1).
                 case S_IFREG where wanted:
-                    if let service = here.service {
-                        entries.append(Entry(service: service, account: here.account + name, path: childPath, folder: here.index, name: rawName,
-                                             source: .file(dev: UInt64(st.st_dev), ino: UInt64(st.st_ino), size: UInt64(max(0, st.st_size)), follow: follow)))
-                    } else {
-                        problems.append("\(childPath): a file directly in \(root) has no service folder")
-                    }
+                    entries.append(Entry(service: here.service ?? "", account: here.account + name, path: childPath, folder: here.index, name: rawName,
+                                         source: .file(dev: UInt64(st.st_dev), ino: UInt64(st.st_ino), size: UInt64(max(0, st.st_size)), follow: follow)))
                 case S_IFLNK where wanted:
-                    guard let service = here.service else {
-                        problems.append("\(childPath): a symbolic link directly in \(root) has no service folder")
-                        continue
-                    }
                     switch readLink(fd, rawName) {
                     case .success(let target):
-                        entries.append(Entry(service: service, account: here.account + name, path: childPath, folder: here.index, name: rawName,
+                        entries.append(Entry(service: here.service ?? "", account: here.account + name, path: childPath, folder: here.index, name: rawName,
                                              source: .link(target: target, mtime: nanoseconds(st.st_mtim))))
                     case .failure(let reason): problems.append("\(childPath): \(reason)")
                     }

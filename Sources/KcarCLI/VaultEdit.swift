@@ -61,9 +61,10 @@ enum VaultEdit {
     /// replaced if it exists, stored as pack stores a file of mode 0600. One commit.
     static func addValue(_ args: Arguments) throws -> ExitCode {
         let (vaultPath, names) = try vaultAndNames(args, "add VAULT NAME --value-file FILE: give the item's name (service/account)")
-        guard names.count == 1, let (service, account) = ItemPath.parse(names[0]), let account, !service.isEmpty, !account.isEmpty else {
-            throw CLIError.usage("add VAULT NAME --value-file FILE takes one NAME, service/account as kcar list prints it")
-        }
+        // A name without `/` is a top-level item (SPEC.md §7.1), as list prints it.
+        guard names.count == 1, let parsed = ItemPath.parse(names[0]) else { throw valueUsage }
+        let (service, account) = parsed.account == nil && !names[0].contains("/") ? ("", parsed.service) : (parsed.service, parsed.account ?? "")
+        guard !account.isEmpty, !service.isEmpty || ItemPath.isTopLevel(service: service, account: account) else { throw valueUsage }
         guard args.value("directory") == nil, args.all("exclude").isEmpty, !args.flag("dereference") else {
             throw CLIError.usage("--value-file gives one item's value: -C, --exclude and -h are for files below a folder")
         }
@@ -71,7 +72,7 @@ enum VaultEdit {
         defer { wipe(&value) }
         let vault = try openVault(vaultPath, args, mode: .write)
         let name = Name(service, account)
-        let parts = service.split(separator: "/").map(String.init) + account.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        let parts = ItemPath.components(service: service, account: account)
         var replaced = false
         try vault.commit(options: WriteOptions(level: Int32(try args.int("level", in: 0...12) ?? 6))) { tx in
             var old: ItemID?
@@ -95,6 +96,9 @@ enum VaultEdit {
         return .success
     }
 
+    static let valueUsage = CLIError.usage("add VAULT NAME --value-file FILE takes one NAME, service/account (or a top-level item's name) "
+        + "as kcar list prints it")
+
     static func add(_ args: Arguments) throws -> ExitCode {
         if args.value("value-file") != nil { return try addValue(args) }
         let (vaultPath, rest) = try vaultAndNames(args, "add VAULT PATH...: give the files or folders to add, below -C DIR (default .)")
@@ -116,12 +120,15 @@ enum VaultEdit {
             let added = Set(entries.map { Name($0.service, $0.account) })
             var existing: [Name: ItemID] = [:]
             var taken = Extract.PathSet()
+            var named = Set<[UInt8]>()
             for item in tx.items {
                 guard let s = item.service, let a = item.account, let parts = ItemPath.components(item) else { continue }
                 let name = Name(s, a)
                 existing[name] = item.id
+                named.insert(Array(parts[0].utf8))
                 if !added.contains(name) { _ = taken.insert(parts, folder: ItemPath.isFolder(item)) }
             }
+            for hint in likelyWrong(rest, paths, dir: dir, entries: entries, named: named, vault: vaultPath) { warn("warning: " + hint) }
             for e in entries {
                 if let c = taken.insert(e.parts, folder: e.isFolder) {
                     throw CLIError(.exists, "nothing added to \(vaultPath): " + c.message(root: "VAULT"))
@@ -151,6 +158,32 @@ enum VaultEdit {
             warn("added \(count(new, "item")) to \(vaultPath)" + (replaced > 0 ? ", replaced \(count(replaced, "item"))" : ""))
         }
         return problems.isEmpty && skipped == 0 ? .success : .skipped
+    }
+
+    /// Why a PATH is likely relative to the wrong folder (issue 22, point 4: `add VAULT secrets/x` typed in the
+    /// folder above the one VAULT was packed from makes a service `secrets`). A PATH is flagged when its first
+    /// component S becomes a new service (no item of the vault is named S or below S) and the folder DIR/S
+    /// holds a name the vault already has as a first component (a service or a top-level item): S is then
+    /// likely the folder VAULT was packed from. `named`: the first components of the vault's item names.
+    static func likelyWrong(_ given: [String], _ paths: [[String]], dir: String, entries: [Pack.Entry], named: Set<[UInt8]>,
+                            vault: String) -> [String] {
+        guard !named.isEmpty else { return [] }
+        var hints: [String] = [], seen = Set<String>()
+        for (path, parts) in zip(given, paths) {
+            guard let s = parts.first, seen.insert(s).inserted, !named.contains(Array(ItemPath.component(s, slash: true).utf8)),
+                  entries.contains(where: { !$0.service.isEmpty && $0.service == s }) else { continue }
+            let folder = dir + "/" + s
+            let fd = open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            defer { close(fd) }
+            guard let inside = try? Pack.listDirectory(fd, path: folder),
+                  let known = inside.first(where: { named.contains(Array(ItemPath.component($0.1, slash: true).utf8)) }) else { continue }
+            let rest = parts.count > 1 ? parts.dropFirst().joined(separator: "/") : "."
+            let c = dir == "." ? s : folder
+            hints.append("\(path) makes a new service \(s), but \(c)/ holds \(known.1), which \(vault) already has: if \(vault) was packed "
+                         + "from \(s), the path is below it (kcar add \(vault) -C \(c) \(rest))")
+        }
+        return hints
     }
 
     static func delete(_ args: Arguments) throws -> ExitCode {

@@ -171,7 +171,9 @@ final class NewcomerTests: XCTestCase {
         XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "github.com/ci", "--key-file", "k.key"], expect: 0).out, Data("tok2".utf8))
         let long = String(decoding: try kcar(["list", "v.kcv", "github.com/ci", "--long", "--key-file", "k.key"], expect: 0).out, as: UTF8.self)
         XCTAssertTrue(long.contains("-rw-------"), long)
-        _ = try kcar(["add", "v.kcv", "nameonly", "--value-file", "-", "--key-file", "k.key"], expect: 2)
+        // A name without `/` is a top-level item (issue 22, point 4); a service alone names no item.
+        _ = try kcar(["add", "v.kcv", "svc/", "--value-file", "-", "--key-file", "k.key"], expect: 2)
+        _ = try kcar(["add", "v.kcv", "%/a/b", "--value-file", "-", "--key-file", "k.key"], expect: 2)
         // git setup in a repository holding a plaintext tree warns of it.
         XCTAssertEqual(try runProcess("/usr/bin/env", ["git", "init", "-q"], env: ["HOME": dir + "/home"], cwd: dir).code, 0)
         let setup = try kcar(["git", "setup"], expect: 0)
