@@ -14,14 +14,16 @@ struct ArchiveReader {
     private var strings: [String] = []
     private var stringSet: Set<ExactString> = []
     /// Shared definitions by index: the box once complete (nil while its value is being read), its expanded
-    /// size and its height (the levels it spans, references expanded).
-    private var shared: [(box: ArchiveShared?, size: Int, height: Int)] = []
+    /// size and its height (the levels it spans, references expanded); in a sorted archive, also the box with
+    /// the order of what it holds.
+    private var shared: [(box: ArchiveShared?, size: Int, height: Int, ordered: ArchiveOrderedValue?)] = []
     private var values = 0
     private var expanded = 0
     /// The deepest level reached so far inside the innermost open shared definition (or the root), with
     /// references expanded (SPEC.md Part 2 §A3, `DEPTH_MAX`).
     private var deepest = 0
-    private let sortKeys: ArchiveSortKeys
+    /// The sort keys of a sorted archive's elements and keys (one `SORT_KEYS_MAX` budget).
+    let sortKeys: ArchiveSortKeys
     /// Bytes of strings at every use so far (`STRING_USES_MAX`).
     private var stringUses = 0
     /// The weight of the set elements and any-key keys so far, nested ones at every level (`ELEMENT_WEIGHT_MAX`).
@@ -49,10 +51,35 @@ struct ArchiveReader {
         var sharedStart = 0
         var sharedDepth = 0
         var outerDeepest = 0
+        /// Sorted archives: the order inside the children read so far (ArchiveOrderedValue), so that a sort key
+        /// never orders again what was read in order: a set's elements or an any-key dictionary's keys (all),
+        /// the any-key values, and for the other kinds the children with something to order.
+        var orderedElements: [ArchiveOrderedValue] = []
+        var orderedValues: [ArchiveOrderedValue] = []
+        var orderedItems: [Int: ArchiveOrderedValue] = [:]
+        var orderedFields: [String: ArchiveOrderedValue] = [:]
+        /// The sort-key bytes this set's or any-key dictionary's order counted.
+        var orderCost = 0
 
         init(_ kind: Kind, remaining: Int) {
             self.kind = kind
             self.remaining = remaining
+        }
+
+        /// The order inside `value`, this container once complete (sorted archives; nil otherwise, or when there
+        /// is nothing to order in it).
+        func ordered(_ value: ArchiveValue) -> ArchiveOrderedValue? {
+            switch kind {
+            case .set:
+                return orderedElements.isEmpty ? nil : ArchiveOrderedValue(value, .elements(orderedElements, cost: orderCost))
+            case .anyKeyDictionary:
+                guard !orderedElements.isEmpty else { return nil }
+                let entries = zip(orderedElements, orderedValues).map { (key: $0, value: $1) }
+                return ArchiveOrderedValue(value, .entries(entries, cost: orderCost))
+            case .array: return orderedItems.isEmpty ? nil : ArchiveOrderedValue(value, .items(orderedItems))
+            case .dictionary, .object: return orderedFields.isEmpty ? nil : ArchiveOrderedValue(value, .fields(orderedFields))
+            case .shared: return nil  // made when the box is
+            }
         }
     }
 
@@ -107,6 +134,7 @@ struct ArchiveReader {
             }
             let tag = try readByte()
             var value: ArchiveValue
+            var ordered: ArchiveOrderedValue?  // nil: nothing inside to order (or not a sorted archive)
             switch tag {
             case ArchiveFormat.Tag.sharedRef:
                 let raw = try readVarint()
@@ -124,6 +152,7 @@ struct ArchiveReader {
                 deepest = max(deepest, depth + height - 1)
                 try addExpanded(shared[index].size, at: start)
                 value = .shared(box)
+                ordered = shared[index].ordered
             case ArchiveFormat.Tag.shared:
                 try addExpanded(1, at: start)
                 var frame = Frame(.shared, remaining: 1)
@@ -132,7 +161,7 @@ struct ArchiveReader {
                 frame.sharedDepth = depth
                 frame.outerDeepest = deepest
                 deepest = depth
-                shared.append((nil, 0, 0))
+                shared.append((nil, 0, 0, nil))
                 stack.append(frame)
                 continue
             case ArchiveFormat.Tag.array, ArchiveFormat.Tag.set:
@@ -184,26 +213,29 @@ struct ArchiveReader {
                 case .shared:
                     let frame = stack.removeLast()
                     let box = ArchiveShared(value)
-                    shared[frame.sharedIndex] = (box, expanded - frame.sharedStart, deepest - frame.sharedDepth + 1)
-                    deepest = max(deepest, frame.outerDeepest)
                     value = .shared(box)
+                    if let o = ordered { ordered = ArchiveOrderedValue(shared: value, contents: o) }
+                    shared[frame.sharedIndex] = (box, expanded - frame.sharedStart, deepest - frame.sharedDepth + 1, ordered)
+                    deepest = max(deepest, frame.outerDeepest)
                     continue
                 case .array:
+                    if let o = ordered { stack[top].orderedItems[stack[top].items.count] = o }
                     stack[top].items.append(value)
                 case .set:
                     try limits.addElementWeight(of: value, to: &elementWeight, at: at)
-                    try checkSortOrder(of: value, in: &stack[top], at: at)
+                    try checkSortOrder(of: value, ordered, in: &stack[top], at: at)
                     guard stack[top].elements.insert(value).inserted else {
                         throw ArchiveError(.duplicateKey, at: at, "set element repeated")
                     }
                 case .dictionary, .object:
                     let key = stack[top].key ?? ""
                     stack[top].fields[key] = value
+                    if let o = ordered { stack[top].orderedFields[key] = o }
                     stack[top].key = nil
                 case .anyKeyDictionary:
                     guard let key = stack[top].anyKey else {
                         try limits.addElementWeight(of: value, to: &elementWeight, at: at)
-                        try checkSortOrder(of: value, in: &stack[top], at: at)
+                        try checkSortOrder(of: value, ordered, in: &stack[top], at: at)
                         guard stack[top].entries[value] == nil else {
                             throw ArchiveError(.duplicateKey, at: at, "any-key dictionary key repeated")
                         }
@@ -211,6 +243,7 @@ struct ArchiveReader {
                         break
                     }
                     stack[top].entries[key] = value
+                    if sorted { stack[top].orderedValues.append(ordered ?? ArchiveOrderedValue(unordered: value)) }
                     stack[top].anyKey = nil
                 }
                 if stack[top].kind == .anyKeyDictionary, stack[top].anyKey != nil { break }
@@ -225,6 +258,7 @@ struct ArchiveReader {
                 case .anyKeyDictionary: value = .anyKeyDictionary(frame.entries)
                 case .shared: break  // closed above
                 }
+                ordered = frame.ordered(value)
             }
             if stack.isEmpty { return value }
         }
@@ -242,13 +276,18 @@ struct ArchiveReader {
         frame.key = key
     }
 
-    private func checkSortOrder(of value: ArchiveValue, in frame: inout Frame, at: Int) throws {
+    /// A set element's or any-key key's sort key comes after the previous one's (sorted archives). The order
+    /// inside it is that it was read in (checked): its sort key writes it without ordering anything again.
+    private func checkSortOrder(of value: ArchiveValue, _ ordered: ArchiveOrderedValue?, in frame: inout Frame, at: Int) throws {
         guard sorted else { return }
-        let key = try sortKeys.key(of: value)
+        let element = ordered ?? ArchiveOrderedValue(unordered: value)
+        let (key, cost) = try sortKeys.elementKey(of: element)
         if let last = frame.lastSortKey, ![UInt8].precedes(last, key) {
             throw ArchiveError(.nonCanonical, at: at, "element out of order")
         }
         frame.lastSortKey = key
+        frame.orderedElements.append(element)
+        frame.orderCost += cost
     }
 
     private mutating func readScalar(tag: UInt8, at start: Int) throws -> ArchiveValue {
