@@ -60,6 +60,9 @@ struct ArchiveReader {
         var orderedFields: [String: ArchiveOrderedValue] = [:]
         /// The sort-key bytes this set's or any-key dictionary's order counted.
         var orderCost = 0
+        /// The weight (§A3) of the children so far, with the field names and class name: the container then
+        /// weighs 1 more, so no set element is walked again to weigh it.
+        var weight = 0
 
         init(_ kind: Kind, remaining: Int) {
             self.kind = kind
@@ -134,6 +137,7 @@ struct ArchiveReader {
             }
             let tag = try readByte()
             var value: ArchiveValue
+            var weight = 1  // of `value`, §A3 (a shared value weighs 1)
             var ordered: ArchiveOrderedValue?  // nil: nothing inside to order (or not a sorted archive)
             switch tag {
             case ArchiveFormat.Tag.sharedRef:
@@ -173,7 +177,8 @@ struct ArchiveReader {
                     break
                 }
                 var frame = Frame(kind, remaining: count)
-                if kind == .array { frame.items.reserveCapacity(min(count, 1 << 16)) }
+                // A set that grows hashes its elements again, all of a nested set's values with each.
+                if kind == .array { frame.items.reserveCapacity(min(count, 1 << 16)) } else { frame.elements.reserveCapacity(min(count, 1 << 12)) }
                 stack.append(frame)
                 continue
             case ArchiveFormat.Tag.dictionary, ArchiveFormat.Tag.anyKeyDictionary, ArchiveFormat.Tag.object:
@@ -195,15 +200,19 @@ struct ArchiveReader {
                     case .object: value = .object(ArchiveObject(className: className))
                     default: value = .anyKeyDictionary([:])
                     }
+                    weight = ArchiveLimits.ownWeight(of: value)
                     break
                 }
                 var frame = Frame(kind, remaining: count)
                 frame.className = className
+                frame.weight = className.utf8.count
+                if kind == .anyKeyDictionary { frame.entries.reserveCapacity(min(count, 1 << 12)) }
                 stack.append(frame)
                 continue
             default:
                 try addExpanded(1, at: start)
                 value = try readScalar(tag: tag, at: start)
+                weight = ArchiveLimits.ownWeight(of: value)
             }
 
             // Hand the finished value to the open containers, closing each one it completes.
@@ -217,12 +226,13 @@ struct ArchiveReader {
                     if let o = ordered { ordered = ArchiveOrderedValue(shared: value, contents: o) }
                     shared[frame.sharedIndex] = (box, expanded - frame.sharedStart, deepest - frame.sharedDepth + 1, ordered)
                     deepest = max(deepest, frame.outerDeepest)
+                    weight = 1
                     continue
                 case .array:
                     if let o = ordered { stack[top].orderedItems[stack[top].items.count] = o }
                     stack[top].items.append(value)
                 case .set:
-                    try limits.addElementWeight(of: value, to: &elementWeight, at: at)
+                    try limits.addElementWeight(weight, to: &elementWeight, at: at)
                     try checkSortOrder(of: value, ordered, in: &stack[top], at: at)
                     guard stack[top].elements.insert(value).inserted else {
                         throw ArchiveError(.duplicateKey, at: at, "set element repeated")
@@ -230,11 +240,12 @@ struct ArchiveReader {
                 case .dictionary, .object:
                     let key = stack[top].key ?? ""
                     stack[top].fields[key] = value
+                    stack[top].weight += key.utf8.count
                     if let o = ordered { stack[top].orderedFields[key] = o }
                     stack[top].key = nil
                 case .anyKeyDictionary:
                     guard let key = stack[top].anyKey else {
-                        try limits.addElementWeight(of: value, to: &elementWeight, at: at)
+                        try limits.addElementWeight(weight, to: &elementWeight, at: at)
                         try checkSortOrder(of: value, ordered, in: &stack[top], at: at)
                         guard stack[top].entries[value] == nil else {
                             throw ArchiveError(.duplicateKey, at: at, "any-key dictionary key repeated")
@@ -246,6 +257,7 @@ struct ArchiveReader {
                     if sorted { stack[top].orderedValues.append(ordered ?? ArchiveOrderedValue(unordered: value)) }
                     stack[top].anyKey = nil
                 }
+                stack[top].weight += weight
                 if stack[top].kind == .anyKeyDictionary, stack[top].anyKey != nil { break }
                 stack[top].remaining -= 1
                 guard stack[top].remaining == 0 else { break }
@@ -259,6 +271,7 @@ struct ArchiveReader {
                 case .shared: break  // closed above
                 }
                 ordered = frame.ordered(value)
+                weight = 1 + frame.weight
             }
             if stack.isEmpty { return value }
         }

@@ -197,6 +197,31 @@ final class ElementWeightTests: XCTestCase {
         }
     }
 
+    /// The reader adds up each value's weight as it reads it (nothing is walked again); the writer walks each
+    /// element: both come to the same total for values of every kind, shared ones included.
+    func testTheReaderWeighsWhatTheWriterWeighs() throws {
+        let box = ArchiveValue.object("Ü", ["é": .url(URL(string: "a/b", relativeTo: URL(string: "https://x.example/")!)!)]).makeShared()
+        let value = ArchiveValue.set([
+            .set([box, .data(Data([1, 2, 3])), .string("ab"), .dictionary(["kk": .set([.null, box])])]),
+            .anyKeyDictionary([.set([.int(1)]): .string("v"), .array([box, .uuid(UUID())]): .null]),
+            box, .object("O", [:]), .dictionary([:]), .set([]), .date(Date(timeIntervalSinceReferenceDate: 1)),
+        ])
+        /// The least `ELEMENT_WEIGHT_MAX` that lets `work` through.
+        func least(_ work: (ArchiveLimits) throws -> Void) -> Int {
+            var (low, high) = (0, 10_000)
+            while low < high {
+                let mid = (low + high) / 2
+                if (try? work(ArchiveLimits(maxElementWeight: mid))) != nil { high = mid } else { low = mid + 1 }
+            }
+            return low
+        }
+        let bytes = try ArchiveSerialization.bytes(from: value)
+        let read = least { _ = try ArchiveSerialization.value(from: bytes, limits: $0) }
+        XCTAssertEqual(read, least { _ = try ArchiveSerialization.bytes(from: value, limits: $0) })
+        XCTAssertEqual(read, least { _ = try ArchiveSerialization.value(from: ArchiveSerialization.bytes(from: value, options: .deterministic), limits: $0) })
+        XCTAssertGreaterThan(read, 50)
+    }
+
     /// The attack's shape, refused after the work the limit allows (a lowered one here, for a debug build; the
     /// default one in kcar-hostile's `archive/nested-sets`).
     func testTheReportedNestingIsRefused() {
