@@ -125,6 +125,14 @@ public final class ArchiveSortKeys {
         try write(ordered(value), countingOrders: false)
     }
 
+    /// `items` in ascending sort-key order of their values: the canonical order of set elements and any-key
+    /// entries. Each item's sort key is computed as ``key(of:)`` computes it; the writer, the reader and the
+    /// printer order a whole value with ``ordered(_:)`` instead, each set once.
+    public func sorted<T>(_ items: [T], by value: (T) -> ArchiveValue) throws -> [T] {
+        let keys = try items.map { try key(of: value($0)) }
+        return zip(keys, items).sorted { [UInt8].precedes($0.0, $1.0) }.map(\.1)
+    }
+
     /// The sort key of a set element or any-key key whose inner order is worked out, and the bytes it counted:
     /// its own, and again those of ordering each set inside it (as if it ordered them from scratch, §A3).
     func elementKey(of value: ArchiveOrderedValue) throws -> (key: [UInt8], cost: Int) {

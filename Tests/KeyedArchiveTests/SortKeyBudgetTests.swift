@@ -97,6 +97,9 @@ final class SortKeyBudgetTests: XCTestCase {
         XCTAssertEqual(try ArchiveSerialization.bytes(from: value, options: .deterministic), bytes)
         let exported = try NSKeyedArchive.importValue(from: try NSKeyedArchive.exportValue(value))
         XCTAssertEqual(try ArchiveSerialization.bytes(from: exported, options: .deterministic), bytes)
+        // The public sort of a list agrees (128 before 127: sort keys compare as bytes, §A6).
+        let list: [ArchiveValue] = [.string("a"), .int(127), .set([inner, box]), .int(128)]
+        XCTAssertEqual(try ArchiveSortKeys().sorted(list, by: { $0 }), [.int(128), .int(127), .string("a"), .set([inner, box])])
     }
 
     /// The attack at its full size, refused by the default limit before the work is done.
