@@ -45,6 +45,11 @@ func exercise(_ v: ArchiveValue) {
         let bytes: [UInt8]
         do {
             bytes = try ArchiveSerialization.bytes(from: v, options: options)
+        } catch let e as ArchiveError where options == .deterministic && e.code == .sortKeyLimit {
+            // Sets nested deep in set elements: their sort keys pass SORT_KEYS_MAX, and the value is written
+            // without the sorted flag (SPEC.md Part 2 §A3). Refusing it took seconds before each set's order
+            // was worked out once, so the fuzzer met the timeout first.
+            continue
         } catch {
             fatalError("a value that read does not write (\(options)): \(error)")
         }

@@ -13,8 +13,9 @@ enum ArchiveCommand {
     static func show(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("archive", "show"))
         let path = try args.positionals(["FILE"])[0]
-        let value = try load(path)
         let indent = !args.flag("json")
+        // The order of every set and any-key dictionary is worked out once, for both passes.
+        let value = try ArchiveSortKeys().ordered(load(path))
         // A first pass counts the bytes, so nothing is printed unless all of it fits `SHOW_OUTPUT_MAX`.
         var counter = JSONPrinter(indent: indent, sink: JSONCounter())
         do {
@@ -122,7 +123,9 @@ struct JSONWriter: JSONSink {
 /// The JSON form of a value, `kcar archive show` (SPEC.md Part 2 §A12): scalars as themselves; data, dates,
 /// UUIDs, URLs, sets, any-key dictionaries, objects, non-finite doubles and dictionaries with a key starting
 /// with `$` as objects of one `$` key (objects: `$class` and `$fields`); shared values printed at every use.
-/// Recursion is bounded: a value read from an archive is at most `DEPTH_MAX` deep, references expanded.
+/// Recursion is bounded: a value read from an archive is at most `DEPTH_MAX` deep, references expanded. Sets and
+/// any-key dictionaries come in the order ``ArchiveSortKeys/ordered(_:)`` works out, once for the whole value,
+/// however often a shared value holding them is printed.
 struct JSONPrinter<Sink: JSONSink> {
     /// `SHOW_OUTPUT_MAX`: bytes of JSON `archive show` prints at most (a value that would print more is
     /// refused before anything is printed: exit 4).
@@ -133,13 +136,21 @@ struct JSONPrinter<Sink: JSONSink> {
     /// One `SORT_KEYS_MAX` budget for the order of every set and any-key dictionary printed.
     let sortKeys = ArchiveSortKeys()
 
+    /// A newline and the indentation of each depth up to 64, made once: every line of an indented print
+    /// starts with one (made anew for each line, they were a fifth of the time of a large print).
+    private let newlines: [String]
+
     init(indent: Bool, sink: Sink) {
         self.indent = indent
+        newlines = indent ? (0...64).map { "\n" + String(repeating: "  ", count: $0) } : []
         self.sink = sink
     }
 
-    mutating func print(_ v: ArchiveValue, depth: Int = 0) throws {
-        switch v {
+    /// Prints `v`, whose order is worked out first.
+    mutating func print(_ v: ArchiveValue) throws { try print(sortKeys.ordered(v)) }
+
+    mutating func print(_ o: ArchiveOrderedValue, depth: Int = 0) throws {
+        switch o.value {
         case .null: try sink.write("null")
         case .bool(let b): try sink.write(b ? "true" : "false")
         case .int(let i): try sink.write(String(i))
@@ -152,24 +163,24 @@ struct JSONPrinter<Sink: JSONSink> {
             try sink.write("\"" + newline(depth) + "}")
         case .date(let d):
             let t = d.timeIntervalSinceReferenceDate
-            if let text = Self.iso8601(sinceReferenceDate: t) {
-                try object([("$date", .string(text))], depth)
+            if let iso = Self.iso8601(sinceReferenceDate: t) {
+                try text("$date", iso, depth)
             } else {
                 try sink.write("{" + key("$date", depth) + "{" + key("$seconds", depth + 1))
                 try double(t, depth + 2)
                 try sink.write(newline(depth + 1) + "}" + newline(depth) + "}")
             }
-        case .uuid(let u): try object([("$uuid", .string(u.uuidString.uppercased()))], depth)
+        case .uuid(let u): try text("$uuid", u.uuidString.uppercased(), depth)
         case .url(let url):
             if let base = url.baseURL {
                 try sink.write("{" + key("$url", depth) + "{" + key("base", depth + 1) + JSON.string(base.absoluteString) + ","
                     + key("relative", depth + 1) + JSON.string(url.relativeString) + newline(depth + 1) + "}" + newline(depth) + "}")
             } else {
-                try object([("$url", .string(url.relativeString))], depth)
+                try text("$url", url.relativeString, depth)
             }
-        case .array(let a): try array(a, depth)
+        case .array: try array(o.items, depth)
         case .dictionary(let d):
-            let pairs = d.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map { ($0.key, $0.value) }
+            let pairs = o.fields.map { ($0.key, $0.value) }
             // A key starting with `$` could be read as one of the forms above: such a dictionary is wrapped.
             if d.keys.contains(where: { $0.utf8.first == UInt8(ascii: "$") }) {
                 try sink.write("{" + key("$dictionary", depth))
@@ -178,10 +189,9 @@ struct JSONPrinter<Sink: JSONSink> {
             } else {
                 try object(pairs, depth)
             }
-        case .anyKeyDictionary(let d):
-            let pairs = try sortKeys.sorted(d.map { (key: $0.key, value: $0.value) }, by: \.key)
+        case .anyKeyDictionary:
             try sink.write("{" + key("$dict", depth) + "[")
-            for (i, p) in pairs.enumerated() {
+            for (i, p) in o.entries.enumerated() {
                 if i > 0 { try sink.write(",") }
                 try sink.write(newline(depth + 2) + "[")
                 try print(p.key, depth: depth + 2)
@@ -190,15 +200,15 @@ struct JSONPrinter<Sink: JSONSink> {
                 try sink.write("]")
             }
             try sink.write(newline(depth + 1) + "]" + newline(depth) + "}")
-        case .set(let s):
+        case .set:
             try sink.write("{" + key("$set", depth))
-            try array(try sortKeys.sorted(Array(s), by: { $0 }), depth + 1)
+            try array(o.elements, depth + 1)
             try sink.write(newline(depth) + "}")
-        case .object(let o):
-            try sink.write("{" + key("$class", depth) + JSON.string(o.className) + "," + key("$fields", depth))
-            try object(o.fields.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map { ($0.key, $0.value) }, depth + 1)
+        case .object(let x):
+            try sink.write("{" + key("$class", depth) + JSON.string(x.className) + "," + key("$fields", depth))
+            try object(o.fields.map { ($0.key, $0.value) }, depth + 1)
             try sink.write(newline(depth) + "}")
-        case .shared(let box): try print(box.value, depth: depth)
+        case .shared: try print(o.contents, depth: depth)
         }
     }
 
@@ -206,7 +216,7 @@ struct JSONPrinter<Sink: JSONSink> {
     /// the same, with `.0` on integral values below 10^15); NaN and the infinities as `{"$double": ...}`.
     private mutating func double(_ d: Double, _ depth: Int) throws {
         if d.isNaN || d.isInfinite {
-            try object([("$double", .string(d.isNaN ? "NaN" : d < 0 ? "-Infinity" : "Infinity"))], depth)
+            try text("$double", d.isNaN ? "NaN" : d < 0 ? "-Infinity" : "Infinity", depth)
         } else if d == d.rounded(), abs(d) < 1e15 {
             try sink.write(d.sign == .minus && d == 0 ? "-0.0" : String(Int64(d)) + ".0")
         } else {
@@ -231,10 +241,18 @@ struct JSONPrinter<Sink: JSONSink> {
         return KcarCLI.iso8601(seconds: seconds + 978_307_200, nanoseconds: nanoseconds)
     }
 
-    private func newline(_ depth: Int) -> String { indent ? "\n" + String(repeating: "  ", count: depth) : "" }
+    private func newline(_ depth: Int) -> String {
+        guard indent else { return "" }
+        return depth < newlines.count ? newlines[depth] : "\n" + String(repeating: "  ", count: depth)
+    }
     private func key(_ k: String, _ depth: Int) -> String { newline(depth + 1) + JSON.string(k) + (indent ? ": " : ":") }
 
-    private mutating func object(_ pairs: [(String, ArchiveValue)], _ depth: Int) throws {
+    /// `{"<name>": "<string>"}`.
+    private mutating func text(_ name: String, _ string: String, _ depth: Int) throws {
+        try object([(name, ArchiveOrderedValue(unordered: .string(string)))], depth)
+    }
+
+    private mutating func object(_ pairs: [(String, ArchiveOrderedValue)], _ depth: Int) throws {
         try sink.write("{")
         for (i, (k, v)) in pairs.enumerated() {
             if i > 0 { try sink.write(",") }
@@ -244,7 +262,7 @@ struct JSONPrinter<Sink: JSONSink> {
         try sink.write(pairs.isEmpty ? "}" : newline(depth) + "}")
     }
 
-    private mutating func array(_ items: [ArchiveValue], _ depth: Int) throws {
+    private mutating func array(_ items: [ArchiveOrderedValue], _ depth: Int) throws {
         try sink.write("[")
         for (i, v) in items.enumerated() {
             if i > 0 { try sink.write(",") }

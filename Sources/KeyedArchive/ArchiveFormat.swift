@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The constants of the archive format (SPEC.md Part 2 §A2, §A5).
 package enum ArchiveFormat {
     /// `89 4B 43 41` ("\x89KCA").
@@ -39,7 +45,13 @@ package enum ArchiveFormat {
 struct ExactString: Hashable {
     let string: String
 
-    static func == (a: ExactString, b: ExactString) -> Bool { a.string.utf8.elementsEqual(b.string.utf8) }
+    /// The lengths, then the bytes with `memcmp` (a hash table compares a key with every entry it probes, and
+    /// `elementsEqual` on two UTF-8 views goes byte by byte through their common prefix).
+    static func == (a: ExactString, b: ExactString) -> Bool {
+        var x = a.string, y = b.string
+        guard x.utf8.count == y.utf8.count else { return false }
+        return x.withUTF8 { p in y.withUTF8 { q in p.count == 0 || memcmp(p.baseAddress!, q.baseAddress!, p.count) == 0 } }
+    }
 
     func hash(into hasher: inout Hasher) {
         var s = string
@@ -50,7 +62,15 @@ struct ExactString: Hashable {
 extension Array where Element == UInt8 {
     /// Bytewise order, a shorter prefix first: the canonical order of keys and sort keys.
     @inline(__always)
-    static func precedes(_ a: [UInt8], _ b: [UInt8]) -> Bool { a.lexicographicallyPrecedes(b) }
+    static func precedes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        a.withUnsafeBufferPointer { p in
+            b.withUnsafeBufferPointer { q in
+                let n = Swift.min(p.count, q.count)
+                let c = n == 0 ? 0 : memcmp(p.baseAddress!, q.baseAddress!, n)
+                return c != 0 ? c < 0 : p.count < q.count
+            }
+        }
+    }
 }
 
 extension String {

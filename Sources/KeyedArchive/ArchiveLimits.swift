@@ -72,11 +72,8 @@ public struct ArchiveLimits: Hashable, Sendable {
     func addElementWeight(of value: ArchiveValue, to total: inout Int, at offset: Int? = nil) throws {
         var stack = [value]
         while let v = stack.popLast() {
-            total += 1
+            total += Self.ownWeight(of: v)
             switch v {
-            case .string(let s): total += s.utf8.count
-            case .data(let d): total += d.count
-            case .url(let u): total += u.relativeString.utf8.count + (u.baseURL?.absoluteString.utf8.count ?? 0)
             case .array(let a): stack += a
             case .dictionary(let d):
                 for (k, x) in d {
@@ -88,16 +85,39 @@ public struct ArchiveLimits: Hashable, Sendable {
                 stack += d.values
             case .set(let s): stack += s
             case .object(let o):
-                total += o.className.utf8.count
                 for (k, x) in o.fields {
                     total += k.utf8.count
                     stack.append(x)
                 }
             default: break  // a shared box counts 1: its contents are hashed once, when it is made
             }
-            guard total <= maxElementWeight else {
-                throw ArchiveError(.expansionLimit, at: offset, "set elements and keys weighing more than \(maxElementWeight)")
-            }
+            try checkElementWeight(total, at: offset)
+        }
+    }
+
+    /// Adds `weight`, the weight of a set element or any-key key known already (the reader adds up each value's
+    /// as it reads it), to `total`; throws once it passes ``maxElementWeight``.
+    func addElementWeight(_ weight: Int, to total: inout Int, at offset: Int? = nil) throws {
+        total += weight  // each at most the input's bytes and items: no overflow
+        try checkElementWeight(total, at: offset)
+    }
+
+    private func checkElementWeight(_ total: Int, at offset: Int?) throws {
+        guard total <= maxElementWeight else {
+            throw ArchiveError(.expansionLimit, at: offset, "set elements and keys weighing more than \(maxElementWeight)")
+        }
+    }
+
+    /// What a value weighs without the values inside it (§A3): 1, and the bytes of a string, a data value, a
+    /// URL's strings or an object's class name (a dictionary's keys and an object's field names are added
+    /// with the values they hold).
+    static func ownWeight(of value: ArchiveValue) -> Int {
+        switch value {
+        case .string(let s): 1 + s.utf8.count
+        case .data(let d): 1 + d.count
+        case .url(let u): 1 + u.relativeString.utf8.count + (u.baseURL?.absoluteString.utf8.count ?? 0)
+        case .object(let o): 1 + o.className.utf8.count
+        default: 1
         }
     }
 

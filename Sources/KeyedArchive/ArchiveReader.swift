@@ -14,14 +14,16 @@ struct ArchiveReader {
     private var strings: [String] = []
     private var stringSet: Set<ExactString> = []
     /// Shared definitions by index: the box once complete (nil while its value is being read), its expanded
-    /// size and its height (the levels it spans, references expanded).
-    private var shared: [(box: ArchiveShared?, size: Int, height: Int)] = []
+    /// size and its height (the levels it spans, references expanded); in a sorted archive, also the box with
+    /// the order of what it holds.
+    private var shared: [(box: ArchiveShared?, size: Int, height: Int, ordered: ArchiveOrderedValue?)] = []
     private var values = 0
     private var expanded = 0
     /// The deepest level reached so far inside the innermost open shared definition (or the root), with
     /// references expanded (SPEC.md Part 2 §A3, `DEPTH_MAX`).
     private var deepest = 0
-    private let sortKeys: ArchiveSortKeys
+    /// The sort keys of a sorted archive's elements and keys (one `SORT_KEYS_MAX` budget).
+    let sortKeys: ArchiveSortKeys
     /// Bytes of strings at every use so far (`STRING_USES_MAX`).
     private var stringUses = 0
     /// The weight of the set elements and any-key keys so far, nested ones at every level (`ELEMENT_WEIGHT_MAX`).
@@ -49,10 +51,38 @@ struct ArchiveReader {
         var sharedStart = 0
         var sharedDepth = 0
         var outerDeepest = 0
+        /// Sorted archives: the order inside the children read so far (ArchiveOrderedValue), so that a sort key
+        /// never orders again what was read in order: a set's elements or an any-key dictionary's keys (all),
+        /// the any-key values, and for the other kinds the children with something to order.
+        var orderedElements: [ArchiveOrderedValue] = []
+        var orderedValues: [ArchiveOrderedValue] = []
+        var orderedItems: [Int: ArchiveOrderedValue] = [:]
+        var orderedFields: [String: ArchiveOrderedValue] = [:]
+        /// The sort-key bytes this set's or any-key dictionary's order counted.
+        var orderCost = 0
+        /// The weight (§A3) of the children so far, with the field names and class name: the container then
+        /// weighs 1 more, so no set element is walked again to weigh it.
+        var weight = 0
 
         init(_ kind: Kind, remaining: Int) {
             self.kind = kind
             self.remaining = remaining
+        }
+
+        /// The order inside `value`, this container once complete (sorted archives; nil otherwise, or when there
+        /// is nothing to order in it).
+        func ordered(_ value: ArchiveValue) -> ArchiveOrderedValue? {
+            switch kind {
+            case .set:
+                return orderedElements.isEmpty ? nil : ArchiveOrderedValue(value, .elements(orderedElements, cost: orderCost))
+            case .anyKeyDictionary:
+                guard !orderedElements.isEmpty else { return nil }
+                let entries = zip(orderedElements, orderedValues).map { (key: $0, value: $1) }
+                return ArchiveOrderedValue(value, .entries(entries, cost: orderCost))
+            case .array: return orderedItems.isEmpty ? nil : ArchiveOrderedValue(value, .items(orderedItems))
+            case .dictionary, .object: return orderedFields.isEmpty ? nil : ArchiveOrderedValue(value, .fields(orderedFields))
+            case .shared: return nil  // made when the box is
+            }
         }
     }
 
@@ -107,6 +137,8 @@ struct ArchiveReader {
             }
             let tag = try readByte()
             var value: ArchiveValue
+            var weight = 1  // of `value`, §A3 (a shared value weighs 1)
+            var ordered: ArchiveOrderedValue?  // nil: nothing inside to order (or not a sorted archive)
             switch tag {
             case ArchiveFormat.Tag.sharedRef:
                 let raw = try readVarint()
@@ -124,6 +156,7 @@ struct ArchiveReader {
                 deepest = max(deepest, depth + height - 1)
                 try addExpanded(shared[index].size, at: start)
                 value = .shared(box)
+                ordered = shared[index].ordered
             case ArchiveFormat.Tag.shared:
                 try addExpanded(1, at: start)
                 var frame = Frame(.shared, remaining: 1)
@@ -132,7 +165,7 @@ struct ArchiveReader {
                 frame.sharedDepth = depth
                 frame.outerDeepest = deepest
                 deepest = depth
-                shared.append((nil, 0, 0))
+                shared.append((nil, 0, 0, nil))
                 stack.append(frame)
                 continue
             case ArchiveFormat.Tag.array, ArchiveFormat.Tag.set:
@@ -144,7 +177,8 @@ struct ArchiveReader {
                     break
                 }
                 var frame = Frame(kind, remaining: count)
-                if kind == .array { frame.items.reserveCapacity(min(count, 1 << 16)) }
+                // A set that grows hashes its elements again, all of a nested set's values with each.
+                if kind == .array { frame.items.reserveCapacity(min(count, 1 << 16)) } else { frame.elements.reserveCapacity(min(count, 1 << 12)) }
                 stack.append(frame)
                 continue
             case ArchiveFormat.Tag.dictionary, ArchiveFormat.Tag.anyKeyDictionary, ArchiveFormat.Tag.object:
@@ -166,15 +200,19 @@ struct ArchiveReader {
                     case .object: value = .object(ArchiveObject(className: className))
                     default: value = .anyKeyDictionary([:])
                     }
+                    weight = ArchiveLimits.ownWeight(of: value)
                     break
                 }
                 var frame = Frame(kind, remaining: count)
                 frame.className = className
+                frame.weight = className.utf8.count
+                if kind == .anyKeyDictionary { frame.entries.reserveCapacity(min(count, 1 << 12)) }
                 stack.append(frame)
                 continue
             default:
                 try addExpanded(1, at: start)
                 value = try readScalar(tag: tag, at: start)
+                weight = ArchiveLimits.ownWeight(of: value)
             }
 
             // Hand the finished value to the open containers, closing each one it completes.
@@ -184,26 +222,31 @@ struct ArchiveReader {
                 case .shared:
                     let frame = stack.removeLast()
                     let box = ArchiveShared(value)
-                    shared[frame.sharedIndex] = (box, expanded - frame.sharedStart, deepest - frame.sharedDepth + 1)
-                    deepest = max(deepest, frame.outerDeepest)
                     value = .shared(box)
+                    if let o = ordered { ordered = ArchiveOrderedValue(shared: value, contents: o) }
+                    shared[frame.sharedIndex] = (box, expanded - frame.sharedStart, deepest - frame.sharedDepth + 1, ordered)
+                    deepest = max(deepest, frame.outerDeepest)
+                    weight = 1
                     continue
                 case .array:
+                    if let o = ordered { stack[top].orderedItems[stack[top].items.count] = o }
                     stack[top].items.append(value)
                 case .set:
-                    try limits.addElementWeight(of: value, to: &elementWeight, at: at)
-                    try checkSortOrder(of: value, in: &stack[top], at: at)
+                    try limits.addElementWeight(weight, to: &elementWeight, at: at)
+                    try checkSortOrder(of: value, ordered, in: &stack[top], at: at)
                     guard stack[top].elements.insert(value).inserted else {
                         throw ArchiveError(.duplicateKey, at: at, "set element repeated")
                     }
                 case .dictionary, .object:
                     let key = stack[top].key ?? ""
                     stack[top].fields[key] = value
+                    stack[top].weight += key.utf8.count
+                    if let o = ordered { stack[top].orderedFields[key] = o }
                     stack[top].key = nil
                 case .anyKeyDictionary:
                     guard let key = stack[top].anyKey else {
-                        try limits.addElementWeight(of: value, to: &elementWeight, at: at)
-                        try checkSortOrder(of: value, in: &stack[top], at: at)
+                        try limits.addElementWeight(weight, to: &elementWeight, at: at)
+                        try checkSortOrder(of: value, ordered, in: &stack[top], at: at)
                         guard stack[top].entries[value] == nil else {
                             throw ArchiveError(.duplicateKey, at: at, "any-key dictionary key repeated")
                         }
@@ -211,8 +254,10 @@ struct ArchiveReader {
                         break
                     }
                     stack[top].entries[key] = value
+                    if sorted { stack[top].orderedValues.append(ordered ?? ArchiveOrderedValue(unordered: value)) }
                     stack[top].anyKey = nil
                 }
+                stack[top].weight += weight
                 if stack[top].kind == .anyKeyDictionary, stack[top].anyKey != nil { break }
                 stack[top].remaining -= 1
                 guard stack[top].remaining == 0 else { break }
@@ -225,6 +270,8 @@ struct ArchiveReader {
                 case .anyKeyDictionary: value = .anyKeyDictionary(frame.entries)
                 case .shared: break  // closed above
                 }
+                ordered = frame.ordered(value)
+                weight = 1 + frame.weight
             }
             if stack.isEmpty { return value }
         }
@@ -242,13 +289,18 @@ struct ArchiveReader {
         frame.key = key
     }
 
-    private func checkSortOrder(of value: ArchiveValue, in frame: inout Frame, at: Int) throws {
+    /// A set element's or any-key key's sort key comes after the previous one's (sorted archives). The order
+    /// inside it is that it was read in (checked): its sort key writes it without ordering anything again.
+    private func checkSortOrder(of value: ArchiveValue, _ ordered: ArchiveOrderedValue?, in frame: inout Frame, at: Int) throws {
         guard sorted else { return }
-        let key = try sortKeys.key(of: value)
+        let element = ordered ?? ArchiveOrderedValue(unordered: value)
+        let (key, cost) = try sortKeys.elementKey(of: element)
         if let last = frame.lastSortKey, ![UInt8].precedes(last, key) {
             throw ArchiveError(.nonCanonical, at: at, "element out of order")
         }
         frame.lastSortKey = key
+        frame.orderedElements.append(element)
+        frame.orderCost += cost
     }
 
     private mutating func readScalar(tag: UInt8, at start: Int) throws -> ArchiveValue {

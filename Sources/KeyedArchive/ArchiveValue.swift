@@ -100,7 +100,7 @@ extension ArchiveValue: Hashable {
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(kind)
+        hasher.combine(hashTag)
         switch self {
         case .null: break
         case .bool(let v): hasher.combine(v)
@@ -120,6 +120,29 @@ extension ArchiveValue: Hashable {
         case .set(let v): hasher.combine(v)
         case .object(let v): hasher.combine(v)
         case .shared(let v): hasher.combine(v)
+        }
+    }
+
+    /// The kind as a number: hashing ``kind``'s name would hash a string for every value (nested sets hash
+    /// every value inside them with a hasher of its own).
+    private var hashTag: UInt8 {
+        switch self {
+        case .null: 0
+        case .bool: 1
+        case .int: 2
+        case .uint: 3
+        case .double: 4
+        case .string: 5
+        case .data: 6
+        case .date: 7
+        case .uuid: 8
+        case .url: 9
+        case .array: 10
+        case .dictionary: 11
+        case .anyKeyDictionary: 12
+        case .set: 13
+        case .object: 14
+        case .shared: 15
         }
     }
 }

@@ -14,6 +14,10 @@ struct ArchiveWriter {
     private let sortKeys: ArchiveSortKeys
     /// Whether `out` is itself a sort key, so counts against `sortKeys` as it grows.
     private let isSortKey: Bool
+    /// Whether each set and any-key dictionary written counts again what ordering it cost: in the sort key of
+    /// an element, as if it were ordered from scratch (SPEC.md Part 2 §A3); not where its order was worked out
+    /// (and counted) for this very writing.
+    private let countsOrders: Bool
     private var strings: [ExactString: Int] = [:]
     private var sharedIndex: [ObjectIdentifier: Int] = [:]
     /// Expanded size and height of each shared definition; nil while it is being written.
@@ -31,19 +35,27 @@ struct ArchiveWriter {
     private var elementWeight = 0
 
     private enum Task {
-        case item(ArchiveValue, depth: Int)
+        case item(ArchiveOrderedValue, depth: Int)
         case key(String)
         case endShared(index: Int, start: Int, depth: Int, outerDeepest: Int)
     }
 
-    init(sorted: Bool, limits: ArchiveLimits, sortKeys: ArchiveSortKeys? = nil, isSortKey: Bool = false) {
+    init(sorted: Bool, limits: ArchiveLimits, sortKeys: ArchiveSortKeys? = nil, isSortKey: Bool = false,
+         countsOrders: Bool = false) {
         self.sorted = sorted
         self.limits = limits
         self.sortKeys = sortKeys ?? ArchiveSortKeys(limits: limits)
         self.isSortKey = isSortKey
+        self.countsOrders = countsOrders
     }
 
+    /// Writes `root`, in canonical order if sorted: the order of its sets and any-key dictionaries is worked
+    /// out first, each once (``ArchiveSortKeys/ordered(_:)``).
     mutating func write(_ root: ArchiveValue) throws {
+        try write(sorted ? sortKeys.ordered(root) : ArchiveOrderedValue(unordered: root))
+    }
+
+    mutating func write(_ root: ArchiveOrderedValue) throws {
         var stack: [Task] = [.item(root, depth: 1)]
         while let task = stack.popLast() {
             switch task {
@@ -72,7 +84,17 @@ struct ArchiveWriter {
         throw ArchiveError(.sortKeyLimit, "sort keys of more than \(limits.maxSortKeyBytes) bytes")
     }
 
-    private mutating func writeItem(_ value: ArchiveValue, depth: Int, stack: inout [Task]) throws {
+    /// In an element's sort key, a set or any-key dictionary counts the sort keys ordering it cost, as the
+    /// sort keys computed inside this one (§A3), without computing them again.
+    private func countOrder(of item: ArchiveOrderedValue) throws {
+        guard countsOrders else { return }
+        let cost = item.orderCost
+        try checkSortKeyBudget(adding: cost)
+        sortKeys.remaining -= cost
+    }
+
+    private mutating func writeItem(_ item: ArchiveOrderedValue, depth: Int, stack: inout [Task]) throws {
+        let value = item.value
         guard depth <= limits.maxDepth else { throw ArchiveError(.depthLimit, "depth \(depth)") }
         deepest = max(deepest, depth)
         values += 1
@@ -100,7 +122,7 @@ struct ArchiveWriter {
             out.append(ArchiveFormat.Tag.shared)
             stack.append(.endShared(index: index, start: start, depth: depth, outerDeepest: deepest))
             deepest = depth
-            stack.append(.item(box.value, depth: depth + 1))
+            stack.append(.item(item.contents, depth: depth + 1))
             return
         }
         try addExpanded(1)
@@ -152,48 +174,54 @@ struct ArchiveWriter {
         case .array(let items):
             out.append(ArchiveFormat.Tag.array)
             appendVarint(UInt64(items.count))
-            for item in items.reversed() { stack.append(.item(item, depth: depth + 1)) }
+            for i in items.indices.reversed() { stack.append(.item(item.item(i, items[i]), depth: depth + 1)) }
         case .dictionary(let d):
             out.append(ArchiveFormat.Tag.dictionary)
             appendVarint(UInt64(d.count))
-            pushFields(d, depth: depth, stack: &stack)
+            pushFields(d, of: item, depth: depth, stack: &stack)
         case .object(let o):
             out.append(ArchiveFormat.Tag.object)
             guard !o.className.isEmpty else { throw ArchiveError(.invalidValue, "empty class name") }
             try writeStringSlot(o.className)
             appendVarint(UInt64(o.fields.count))
-            pushFields(o.fields, depth: depth, stack: &stack)
+            pushFields(o.fields, of: item, depth: depth, stack: &stack)
         case .anyKeyDictionary(let d):
             out.append(ArchiveFormat.Tag.anyKeyDictionary)
             appendVarint(UInt64(d.count))
-            var entries = d.map { (key: $0.key, value: $0.value) }
-            if sorted { entries = try sortKeys.sorted(entries, by: \.key) }
-            for e in entries.reversed() {
+            try countOrder(of: item)
+            for e in ordered(item).entries.reversed() {
                 stack.append(.item(e.value, depth: depth + 1))
                 try pushElement(e.key, depth: depth + 1, stack: &stack)
             }
         case .set(let s):
             out.append(ArchiveFormat.Tag.set)
             appendVarint(UInt64(s.count))
-            var elements = Array(s)
-            if sorted { elements = try sortKeys.sorted(elements, by: { $0 }) }
-            for e in elements.reversed() { try pushElement(e, depth: depth + 1, stack: &stack) }
+            try countOrder(of: item)
+            for e in ordered(item).elements.reversed() { try pushElement(e, depth: depth + 1, stack: &stack) }
         case .shared: break  // handled above
         }
     }
 
     /// A set element or any-key key: weighed against `ELEMENT_WEIGHT_MAX` as the reader weighs it (not inside
     /// a sort key, whose bytes count against `SORT_KEYS_MAX`).
-    private mutating func pushElement(_ value: ArchiveValue, depth: Int, stack: inout [Task]) throws {
-        if !isSortKey { try limits.addElementWeight(of: value, to: &elementWeight) }
-        stack.append(.item(value, depth: depth))
+    private mutating func pushElement(_ element: ArchiveOrderedValue, depth: Int, stack: inout [Task]) throws {
+        if !isSortKey { try limits.addElementWeight(of: element.value, to: &elementWeight) }
+        stack.append(.item(element, depth: depth))
     }
 
-    private func pushFields(_ d: [String: ArchiveValue], depth: Int, stack: inout [Task]) {
+    /// A set or any-key dictionary in canonical order if sorted (its order is worked out: every one of a
+    /// sorted writer's is, by ``ArchiveSortKeys/ordered(_:)`` or as a sorted archive was read), else in hash
+    /// order.
+    private func ordered(_ item: ArchiveOrderedValue) -> ArchiveOrderedValue {
+        precondition(!sorted || item.parts != nil || item.elements.count + item.entries.count < 2, "order not worked out")
+        return item
+    }
+
+    private func pushFields(_ d: [String: ArchiveValue], of item: ArchiveOrderedValue, depth: Int, stack: inout [Task]) {
         var entries = d.map { (key: $0.key, value: $0.value) }
         if sorted { entries.sort { $0.key.utf8Precedes($1.key) } }
         for e in entries.reversed() {
-            stack.append(.item(e.value, depth: depth + 1))
+            stack.append(.item(item.field(e.key, e.value), depth: depth + 1))
             stack.append(.key(e.key))
         }
     }
@@ -244,32 +272,3 @@ struct ArchiveWriter {
     }
 }
 
-
-/// Sort keys (SPEC.md Part 2 §A6) computed against one `SORT_KEYS_MAX` budget (§A3): the reader or writer of
-/// one archive, or a printer of one value, computes all of its sort keys with one instance, so that the bytes
-/// they add up to, nested ones included, stay within ``ArchiveLimits/maxSortKeyBytes``.
-public final class ArchiveSortKeys {
-    let limits: ArchiveLimits
-    /// Bytes left; a sort key being written counts against it as it grows.
-    var remaining: Int
-
-    public init(limits: ArchiveLimits = .default) {
-        self.limits = limits
-        remaining = limits.maxSortKeyBytes
-    }
-
-    /// The sort key of `value`. Throws *sort key limit exceeded* once the sort keys of this instance, this one
-    /// and those computed while writing it included, pass the budget.
-    public func key(of value: ArchiveValue) throws -> [UInt8] {
-        var writer = ArchiveWriter(sorted: true, limits: limits, sortKeys: self, isSortKey: true)
-        try writer.write(value)
-        remaining -= writer.out.count + writer.referencedBytes  // within it: checked as they grew
-        return writer.out
-    }
-
-    /// `values` in ascending sort-key order: the canonical order of set elements and any-key entries.
-    public func sorted<T>(_ items: [T], by value: (T) -> ArchiveValue) throws -> [T] {
-        let keys = try items.map { try key(of: value($0)) }
-        return zip(keys, items).sorted { [UInt8].precedes($0.0, $1.0) }.map(\.1)
-    }
-}

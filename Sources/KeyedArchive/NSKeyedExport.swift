@@ -16,12 +16,12 @@ import Foundation
 struct NSKeyedExporter {
     private let limits: ArchiveLimits
     private var objects: [PropertyList] = [.string("$null")]
-    private var pending: [(index: Int, value: ArchiveValue, depth: Int)] = []
+    private var pending: [(index: Int, value: ArchiveOrderedValue, depth: Int)] = []
     private var strings: [ExactString: Int] = [:]
     private var boxes: [ObjectIdentifier: Int] = [:]
     private var classes: [String: Int] = [:]
     private var null: Int?
-    /// One `SORT_KEYS_MAX` budget for every set and any-key dictionary of the export.
+    /// One `SORT_KEYS_MAX` budget for ordering every set and any-key dictionary of the export.
     private let sortKeys: ArchiveSortKeys
 
     init(limits: ArchiveLimits) {
@@ -30,7 +30,9 @@ struct NSKeyedExporter {
     }
 
     mutating func archive(_ root: ArchiveValue) throws -> PropertyList {
-        let rootUID = try uid(root, depth: 1)
+        // Sets and any-key dictionaries in canonical order (SPEC.md Part 2 §A6), so the same value gives the
+        // same archive: worked out once for the whole value.
+        let rootUID = try uid(sortKeys.ordered(root), depth: 1)
         while let (index, value, depth) = pending.popLast() {
             objects[index] = try entry(for: value, depth: depth)
         }
@@ -43,19 +45,20 @@ struct NSKeyedExporter {
     }
 
     /// The UID of `value`: the existing one for a string or a shared box already met, else a new object.
-    private mutating func uid(_ value: ArchiveValue, depth: Int) throws -> PropertyList {
+    private mutating func uid(_ value: ArchiveOrderedValue, depth: Int) throws -> PropertyList {
         guard depth <= limits.maxDepth else { throw ArchiveError(.depthLimit, "depth \(depth)") }
-        var v = value
+        var o = value
         var met: [ObjectIdentifier] = []
-        while case .shared(let box) = v {
+        while case .shared(let box) = o.value {
             let id = ObjectIdentifier(box)
             if let index = boxes[id] {
                 for m in met { boxes[m] = index }
                 return .uid(UInt64(index))
             }
             met.append(id)
-            v = box.value
+            o = o.contents
         }
+        let v = o.value
         if case .string(let s) = v, let index = strings[ExactString(string: s)] {
             for m in met { boxes[m] = index }
             return .uid(UInt64(index))
@@ -75,8 +78,12 @@ struct NSKeyedExporter {
         case .null: null = index
         default: break
         }
-        pending.append((index, v, depth))
+        pending.append((index, o, depth))
         return .uid(UInt64(index))
+    }
+
+    private mutating func uid(_ value: ArchiveValue, depth: Int) throws -> PropertyList {
+        try uid(ArchiveOrderedValue(unordered: value), depth: depth)
     }
 
     private mutating func classUID(_ name: String) -> PropertyList {
@@ -95,9 +102,9 @@ struct NSKeyedExporter {
         return .dictionary(d)
     }
 
-    private mutating func entry(for value: ArchiveValue, depth: Int) throws -> PropertyList {
+    private mutating func entry(for item: ArchiveOrderedValue, depth: Int) throws -> PropertyList {
         let next = depth + 1
-        switch value {
+        switch item.value {
         case .null: return instance("NSNull", [:])
         case .bool(let b): return .bool(b)
         case .int(let i): return .int(i)
@@ -124,22 +131,21 @@ struct NSKeyedExporter {
                 base = try uid(.url(absolute), depth: next)
             }
             return instance("NSURL", ["NS.base": base, "NS.relative": try uid(.string(url.relativeString), depth: next)])
-        case .array(let items):
-            return instance("NSArray", ["NS.objects": .array(try items.map { try uid($0, depth: next) })])
-        case .set(let elements):
-            let sorted = try sortedBySortKey(Array(elements))
-            return instance("NSSet", ["NS.objects": .array(try sorted.map { try uid($0, depth: next) })])
-        case .dictionary(let d):
-            let keys = d.keys.sorted { $0.utf8Precedes($1) }
+        case .array:
+            return instance("NSArray", ["NS.objects": .array(try item.items.map { try uid($0, depth: next) })])
+        case .set:
+            return instance("NSSet", ["NS.objects": .array(try item.elements.map { try uid($0, depth: next) })])
+        case .dictionary:
+            let fields = item.fields
             return instance("NSDictionary", [
-                "NS.keys": .array(try keys.map { try uid(.string($0), depth: next) }),
-                "NS.objects": .array(try keys.map { try uid(d[$0] ?? .null, depth: next) }),
+                "NS.keys": .array(try fields.map { try uid(.string($0.key), depth: next) }),
+                "NS.objects": .array(try fields.map { try uid($0.value, depth: next) }),
             ])
-        case .anyKeyDictionary(let d):
-            let keys = try sortedBySortKey(Array(d.keys))
+        case .anyKeyDictionary:
+            let entries = item.entries
             return instance("NSDictionary", [
-                "NS.keys": .array(try keys.map { try uid($0, depth: next) }),
-                "NS.objects": .array(try keys.map { try uid(d[$0] ?? .null, depth: next) }),
+                "NS.keys": .array(try entries.map { try uid($0.key, depth: next) }),
+                "NS.objects": .array(try entries.map { try uid($0.value, depth: next) }),
             ])
         case .object(let o):
             guard !o.className.isEmpty, !NSKeyedArchive.standardClasses.contains(o.className) else {
@@ -149,16 +155,9 @@ struct NSKeyedExporter {
                 throw ArchiveError(.notExportable, "a field name starts with $")
             }
             var fields: [String: PropertyList] = [:]
-            for key in o.fields.keys.sorted(by: { $0.utf8Precedes($1) }) {
-                fields[key] = try uid(o.fields[key] ?? .null, depth: next)
-            }
+            for (key, value) in item.fields { fields[key] = try uid(value, depth: next) }
             return instance(o.className, fields)
-        case .shared(let box): return try entry(for: box.value, depth: depth)  // unwrapped by uid(_:depth:)
+        case .shared: return try entry(for: item.contents, depth: depth)  // unwrapped by uid(_:depth:)
         }
-    }
-
-    /// Elements in canonical order (SPEC.md Part 2 §A6), so the same value gives the same archive.
-    private func sortedBySortKey(_ values: [ArchiveValue]) throws -> [ArchiveValue] {
-        try sortKeys.sorted(values, by: { $0 })
     }
 }

@@ -33,6 +33,14 @@ func archiveCases() -> [HostileCase] {
         },
         refusedFile("archive/nested-sets", "505 nested sets around 990,000 ints (2 MB): each level hashes all again",
                     "a.kca", convert) { ArchiveCrafting.nestedSets(levels: 505, values: 990_000) },
+        // Sets nested in set elements, each ordered again inside every sort key around it before each set's order
+        // was worked out once: these took 47 s, 16 s and 19 s of CPU (the 23 levels are the largest that fit).
+        HostileCase(name: "archive/nested-sets-sort-keys-show", attack: "23 levels of sets nested in set elements, sorted (78 bytes): 67,108,788 bytes of sort keys, just within the limit",
+                    make: { try writeFile($0 + "/a.kca", ArchiveCrafting.setChain(levels: 23, sorted: true)) }, args: show, exits: [0]),
+        refusedFile("archive/nested-sets-sort-keys-deepest", "510 levels of sets nested in set elements (1.5 KB), converted", "a.kca",
+                    convert) { ArchiveCrafting.setChain(levels: 510) },
+        refusedFile("archive/nested-sets-sort-keys-copies", "23,809 chains of 20 levels of nested sets (a million items, 1.5 MB), printed",
+                    "a.kca", show) { ArchiveCrafting.setChains(levels: 20, copies: 23_809) },
         refusedFile("archive/combining-key", "a dictionary key of 200,000 combining marks of two classes in turn (400 KB)",
                     "a.kca", show) { ArchiveCrafting.combiningKey(marks: 200_000) },
     ]

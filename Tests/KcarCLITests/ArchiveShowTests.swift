@@ -65,6 +65,26 @@ final class ArchiveShowTests: XCTestCase {
         XCTAssertTrue(try runKcar(["archive", "show", "a.kca"], in: dir).err.contains("bytes of JSON; not printed"))
     }
 
+    /// Sets nested 22 deep in set elements (the archive fuzz finding, `Fixtures/fuzz/archive`): printed in
+    /// canonical order, the same JSON as the sorted archive converted from it, with each set ordered once (it
+    /// took 9.8 s of CPU when every set was ordered again inside each sort key around it); sets nested so
+    /// deep that their sort keys pass `SORT_KEYS_MAX` are refused, by show and convert alike.
+    func testNestedSetsPrintInCanonicalOrder() throws {
+        let fixture = CLITests.repo.appendingPathComponent("Fixtures/fuzz/archive/timeout-nested-sets-ordered-at-every-level.kca")
+        let shown = try show(try [UInt8](Data(contentsOf: fixture)))
+        XCTAssertTrue(shown.hasPrefix(#"{"$set":[{"$set":[true]},{"$set":[true,{"$set":[true,"#), shown)
+        XCTAssertEqual(try runKcar(["archive", "convert", "a.kca", "b.kca", "--to", "kcar"], in: dir).code, 0)
+        XCTAssertEqual(String(decoding: try runKcar(["archive", "show", "b.kca", "--json"], in: dir).out, as: UTF8.self), shown)
+        // {true, {true, ... {true}}}, 24 levels: 134 MB of sort keys, counted as SPEC §A3 counts them.
+        var deep: [UInt8] = header
+        for _ in 0..<24 { deep += [0x10, 0x02, 0x02] }
+        deep += [0x10, 0x01, 0x02]
+        XCTAssertEqual(try show(deep, expect: 4), "")
+        let r = try runKcar(["archive", "convert", "a.kca", "c.kca", "--to", "kcar"], in: dir)
+        XCTAssertEqual(r.code, 4)
+        XCTAssertTrue(r.err.contains("sort key limit exceeded"), r.err)
+    }
+
     /// `convert --to kcar` writes canonical order by default: the same bytes in every process.
     func testConvertIsDeterministic() throws {
         var set = header + [0x10, 0x20]

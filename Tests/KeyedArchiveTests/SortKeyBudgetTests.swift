@@ -39,6 +39,70 @@ final class SortKeyBudgetTests: XCTestCase {
         }
     }
 
+    /// Sets nested in set elements: each set's order is worked out once, one sort key per element, and the sort
+    /// keys count as §A3 says, each set ordered again inside every sort key around it (twice the bytes per
+    /// level). 23 levels are 67,108,788 bytes, just within `SORT_KEYS_MAX`; before, they were 25 million sort
+    /// keys (30 s of CPU to convert). 24 levels pass the limit, and are refused as soon as they do; with the
+    /// limit raised they read, and count what §A3 says.
+    func testNestedSetsAreOrderedOnceAndCountedAtEveryLevel() throws {
+        let fits = ArchiveCrafting.setChain(levels: 23, sorted: true)
+        var reader = ArchiveReader(bytes: fits, limits: .default)
+        let value = try reader.readArchive()
+        XCTAssertEqual(reader.sortKeys.written, 47)  // 23 sets of 2 elements, the innermost of 1
+        XCTAssertEqual(reader.sortKeys.counted, 67_108_788)
+        let keys = ArchiveSortKeys()
+        var writer = ArchiveWriter(sorted: true, limits: .default, sortKeys: keys)
+        try writer.write(value)
+        XCTAssertEqual(ArchiveCrafting.header(sorted: true) + writer.out, fits)
+        XCTAssertEqual(keys.written, 47)
+        XCTAssertEqual(keys.counted, 67_108_788)
+
+        assertArchiveError(.sortKeyLimit) { try ArchiveSerialization.value(from: ArchiveCrafting.setChain(levels: 24, sorted: true)) }
+        var raised = ArchiveReader(bytes: ArchiveCrafting.setChain(levels: 24, sorted: true), limits: ArchiveLimits(maxSortKeyBytes: 1 << 40))
+        XCTAssertNoThrow(try raised.readArchive())
+        XCTAssertEqual(raised.sortKeys.written, 49)
+        XCTAssertEqual(raised.sortKeys.counted, 134_217_649)
+        let deeper = try ArchiveSerialization.value(from: ArchiveCrafting.setChain(levels: 24))  // unsorted: no sort key
+        assertArchiveError(.sortKeyLimit) { try ArchiveSerialization.bytes(from: deeper, options: .deterministic) }
+        XCTAssertNoThrow(try ArchiveSerialization.bytes(from: deeper))
+        // As deep as DEPTH_MAX allows: refused once the count passes the limit, 24 levels from the bottom.
+        let deepest = try ArchiveSerialization.value(from: ArchiveCrafting.setChain(levels: 510))
+        let more = ArchiveSortKeys()
+        assertArchiveError(.sortKeyLimit) { try more.ordered(deepest) }
+        XCTAssertLessThanOrEqual(more.written, 49)
+        // 100 chains of 20 levels: one budget for all of them, refused after 8.
+        let many = try ArchiveSerialization.value(from: ArchiveCrafting.setChains(levels: 20, copies: 100))
+        let all = ArchiveSortKeys()
+        assertArchiveError(.sortKeyLimit) { try all.ordered(many) }
+        XCTAssertLessThanOrEqual(all.written, 9 * 41)
+    }
+
+    /// Sets inside any-key keys, shared boxes, dictionaries, objects and arrays: the order worked out once is
+    /// the canonical one (the reader checks it), and a box's is worked out once however often it is used.
+    func testTheOrderWorkedOutOnceIsCanonical() throws {
+        let inner = ArchiveValue.set([.int(3), .string("b"), .set([.int(1), .array([.set([.null, .bool(false)])])])])
+        let box = ArchiveValue.set([inner, .int(7)]).makeShared()
+        let value = ArchiveValue.array([
+            .anyKeyDictionary([inner: box, .set([box]): .int(1), .int(2): .set([box, inner])]),
+            .dictionary(["k": .set([.array([box, box]), .object("C", ["f": inner])])]),
+            box, .set([]), .set([box]),
+        ])
+        let keys = ArchiveSortKeys()
+        var writer = ArchiveWriter(sorted: true, limits: .default, sortKeys: keys)
+        try writer.write(value)
+        let bytes = ArchiveCrafting.header(sorted: true) + writer.out
+        var reader = ArchiveReader(bytes: bytes, limits: .default)
+        XCTAssertEqual(try reader.readArchive(), value)
+        XCTAssertEqual(reader.sortKeys.counted, keys.counted)
+        XCTAssertEqual(reader.sortKeys.written, keys.written)
+        XCTAssertEqual(try ArchiveSerialization.bytes(from: value, options: .deterministic), bytes)
+        let exported = try NSKeyedArchive.importValue(from: try NSKeyedArchive.exportValue(value))
+        XCTAssertEqual(try ArchiveSerialization.bytes(from: exported, options: .deterministic), bytes)
+        // The public sort of a list agrees (128 before 127: sort keys compare as bytes, §A6).
+        let list: [ArchiveValue] = [.string("a"), .int(127), .set([inner, box]), .int(128)]
+        XCTAssertEqual(try ArchiveSortKeys().sorted(list, by: { $0 }), [.int(128), .int(127), .string("a"), .set([inner, box])])
+    }
+
     /// The attack at its full size, refused by the default limit before the work is done.
     func testTheReportedArchiveIsRefused() {
         let bytes = ArchiveCrafting.sharedDataInSet(dataBytes: 4_000_000, elements: 63)
@@ -135,6 +199,31 @@ final class ElementWeightTests: XCTestCase {
             XCTAssertNoThrow(try ArchiveSerialization.bytes(from: value, limits: ArchiveLimits(maxElementWeight: 54)))
             XCTAssertThrowsError(try ArchiveSerialization.bytes(from: value, limits: ArchiveLimits(maxElementWeight: 53)))
         }
+    }
+
+    /// The reader adds up each value's weight as it reads it (nothing is walked again); the writer walks each
+    /// element: both come to the same total for values of every kind, shared ones included.
+    func testTheReaderWeighsWhatTheWriterWeighs() throws {
+        let box = ArchiveValue.object("Ü", ["é": .url(URL(string: "a/b", relativeTo: URL(string: "https://x.example/")!)!)]).makeShared()
+        let value = ArchiveValue.set([
+            .set([box, .data(Data([1, 2, 3])), .string("ab"), .dictionary(["kk": .set([.null, box])])]),
+            .anyKeyDictionary([.set([.int(1)]): .string("v"), .array([box, .uuid(UUID())]): .null]),
+            box, .object("O", [:]), .dictionary([:]), .set([]), .date(Date(timeIntervalSinceReferenceDate: 1)),
+        ])
+        /// The least `ELEMENT_WEIGHT_MAX` that lets `work` through.
+        func least(_ work: (ArchiveLimits) throws -> Void) -> Int {
+            var (low, high) = (0, 10_000)
+            while low < high {
+                let mid = (low + high) / 2
+                if (try? work(ArchiveLimits(maxElementWeight: mid))) != nil { high = mid } else { low = mid + 1 }
+            }
+            return low
+        }
+        let bytes = try ArchiveSerialization.bytes(from: value)
+        let read = least { _ = try ArchiveSerialization.value(from: bytes, limits: $0) }
+        XCTAssertEqual(read, least { _ = try ArchiveSerialization.bytes(from: value, limits: $0) })
+        XCTAssertEqual(read, least { _ = try ArchiveSerialization.value(from: ArchiveSerialization.bytes(from: value, options: .deterministic), limits: $0) })
+        XCTAssertGreaterThan(read, 50)
     }
 
     /// The attack's shape, refused after the work the limit allows (a lowered one here, for a debug build; the
