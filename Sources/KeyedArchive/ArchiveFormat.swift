@@ -16,7 +16,7 @@ package enum ArchiveFormat {
     package enum Tag {
         package static let null: UInt8 = 0x00
         static let `false`: UInt8 = 0x01
-        static let `true`: UInt8 = 0x02
+        package static let `true`: UInt8 = 0x02
         package static let int: UInt8 = 0x03
         static let uint: UInt8 = 0x04
         static let double: UInt8 = 0x05

@@ -1,5 +1,6 @@
 import Foundation
 @testable import KeyedArchive
+import Crafting
 import XCTest
 
 /// Inputs the fuzz targets (Fuzz/) found, kept in `Fixtures/fuzz/<target>/`, each with what it must do now.
