@@ -7,7 +7,7 @@ let package = Package(
         .library(name: "VaultFormat", targets: ["VaultFormat"]),
         .library(name: "KeyedArchive", targets: ["KeyedArchive"]),
         .library(name: "KcarKeychain", targets: ["KcarKeychain"]),
-        .executable(name: "kcar", targets: ["kcar"]),
+        .executable(name: "kcar", targets: ["kcar"])
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
@@ -31,11 +31,13 @@ let package = Package(
         // The writer that the crash tests kill and the concurrency tests run beside others (KcarCLITests).
         .executableTarget(name: "kcar-stress", dependencies: ["VaultFormat", "FixtureRecipes"]),
         // Crafts hostile inputs and checks that each kcar command refuses them within named limits (issue 9).
-        .executableTarget(name: "kcar-hostile", dependencies: ["VaultFormat", "KeyedArchive", "Crafting", "FixtureRecipes"]),
+        .executableTarget(
+            name: "kcar-hostile", dependencies: ["VaultFormat", "KeyedArchive", "Crafting", "FixtureRecipes"]),
         .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat", "Crafting", "FixtureRecipes"]),
         .testTarget(name: "KcarCLITests", dependencies: ["KcarCLI", "VaultFormat", "Crafting", "FixtureRecipes"]),
         .testTarget(name: "KeyedArchiveTests", dependencies: ["KeyedArchive", "Crafting", "FixtureRecipes"]),
-        .testTarget(name: "KeychainTests", dependencies: ["KcarKeychain", "VaultFormat", "KeyedArchive", "FixtureRecipes"]),
+        .testTarget(
+            name: "KeychainTests", dependencies: ["KcarKeychain", "VaultFormat", "KeyedArchive", "FixtureRecipes"])
     ],
     swiftLanguageModes: [.v6]
 )

@@ -25,17 +25,23 @@ let package = Package(
         // Timing, `name value unit` lines and temporary folders for the benchmark binaries; their seeded inputs.
         .target(name: "BenchSupport"),
         // In-process timings of VaultFormat for scripts/bench/bench.sh (key derivation, items, append, solid).
-        .executableTarget(name: "kcar-bench", dependencies: ["BenchSupport", .product(name: "VaultFormat", package: "kcar")],
-                          packageAccess: false, swiftSettings: kcarEngine),
+        .executableTarget(
+            name: "kcar-bench", dependencies: ["BenchSupport", .product(name: "VaultFormat", package: "kcar")],
+            packageAccess: false, swiftSettings: kcarEngine),
         // Issue 10's scale table and issue 11's merge: version 1 against version 2 at 1k to 1M items.
-        .executableTarget(name: "kcar-scale-bench", dependencies: ["BenchSupport", .product(name: "VaultFormat", package: "kcar")],
-                          packageAccess: false, swiftSettings: kcarEngine),
+        .executableTarget(
+            name: "kcar-scale-bench", dependencies: ["BenchSupport", .product(name: "VaultFormat", package: "kcar")],
+            packageAccess: false, swiftSettings: kcarEngine),
         // KeyedArchive against Foundation's coders and NSKeyedArchiver (issue 3).
-        .executableTarget(name: "kcar-archive-bench", dependencies: ["BenchSupport", .product(name: "KeyedArchive", package: "kcar")]),
+        .executableTarget(
+            name: "kcar-archive-bench", dependencies: ["BenchSupport", .product(name: "KeyedArchive", package: "kcar")]),
         // In-process timings of the keychain for scripts/bench/keychain-bench.sh.
-        .executableTarget(name: "kcar-keychain-bench",
-                          dependencies: ["BenchSupport", .product(name: "KcarKeychain", package: "kcar"),
-                                         .product(name: "VaultFormat", package: "kcar")]),
+        .executableTarget(
+            name: "kcar-keychain-bench",
+            dependencies: [
+                "BenchSupport", .product(name: "KcarKeychain", package: "kcar"),
+                .product(name: "VaultFormat", package: "kcar")
+            ])
     ],
     swiftLanguageModes: [.v6]
 )

@@ -12,7 +12,9 @@ func isSmall(_ v: ArchiveValue, _ budget: Int = 50_000) -> Bool {
         switch x {
         case .array(let a): stack += a
         case .dictionary(let d): stack += d.values
-        case .anyKeyDictionary(let d): stack += d.keys; stack += d.values
+        case .anyKeyDictionary(let d):
+            stack += d.keys
+            stack += d.values
         case .set(let s): stack += s
         case .object(let o): stack += o.fields.values
         case .shared(let b): stack.append(b.value)

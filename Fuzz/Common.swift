@@ -3,7 +3,7 @@
 //   func seeds(repo: String) -> [[UInt8]]       seed inputs made in code (written by `run.sh`, see below)
 // Only crashes count: traps (precondition, bounds, overflow), sanitizer reports, huge memory, timeouts.
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @_cdecl("LLVMFuzzerTestOneInput")

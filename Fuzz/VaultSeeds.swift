@@ -14,14 +14,15 @@ struct DecryptedVault {
 let fixtureSecrets: [UnlockSecret] = [
     .keyFile(SecureBytes(copying: (0x20...0x3F).map { UInt8($0) })),
     .keyFile(SecureBytes(copying: (0x40...0x5F).map { UInt8($0) })),
-    .passphrase(SecureBytes(copying: Array("correct horse battery staple".utf8))),
+    .passphrase(SecureBytes(copying: Array("correct horse battery staple".utf8)))
 ]
 
 /// Opens as much of the vault at `path` as opens (malformed fixtures too) and decrypts it.
 func decryptFixture(_ path: String) -> DecryptedVault {
     var out = DecryptedVault()
     guard let file = try? File.openRead(path), let size = try? file.size(),
-          let (header, _) = try? Vault.readHeader(file, size: size) else { return out }
+        let (header, _) = try? Vault.readHeader(file, size: size)
+    else { return out }
     var vaultKey: SecureBytes?
     search: for slot in header.slots {
         for secret in fixtureSecrets {
@@ -34,14 +35,17 @@ func decryptFixture(_ path: String) -> DecryptedVault {
     guard let vaultKey else { return out }
     let keys = Subkeys(vaultKey: vaultKey)
     let headerLength = UInt64(header.length)
-    let reader = TailReader(file: file, headerLength: headerLength, bodySize: size - headerLength, vaultID: header.vaultID, keys: keys)
+    let reader = TailReader(
+        file: file, headerLength: headerLength, bodySize: size - headerLength, vaultID: header.vaultID, keys: keys)
     guard var (t, _) = try? reader.findLast() else { return out }
     var extents: [ID128: (offset: UInt64, length: UInt64)] = [:]
     for _ in 0..<Limits.chainMax * 4 {
         if let plain = try? reader.segmentPlaintext(t) {
             out.segments.append((plain, t.checkpoint))
             try? IndexCodec.forEach(plain, checkpoint: false) { op in
-                if case .put(let item) = op { extents[item.location.recordID] = (item.location.offset, item.location.length) }
+                if case .put(let item) = op {
+                    extents[item.location.recordID] = (item.location.offset, item.location.length)
+                }
             }
         }
         guard t.previous != Trailer.noPrevious, let p = try? reader.trailer(at: t.previous) else { break }
@@ -49,7 +53,8 @@ func decryptFixture(_ path: String) -> DecryptedVault {
     }
     for (id, e) in extents.sorted(by: { $0.value.offset < $1.value.offset }) {
         guard let end = e.offset.adding(e.length), end <= size - headerLength,
-              let raw = try? file.read(Int(e.length), at: headerLength + e.offset) else { continue }
+            let raw = try? file.read(Int(e.length), at: headerLength + e.offset)
+        else { continue }
         let key = StreamKey.record(keys, vaultID: header.vaultID, recordID: id)
         var blocks: [[UInt8]] = []
         var p = 0
@@ -58,8 +63,11 @@ func decryptFixture(_ path: String) -> DecryptedVault {
             let n = Int(raw.readLE(UInt32.self, at: p))
             guard n >= Sodium.aeadTagBytes, p + Blocks.frameBytes + n <= raw.count else { break }
             let end = p + Blocks.frameBytes + n
-            guard let plain = Sodium.open(key: key.key, nonce: Array(raw[p + 4..<p + 28]), ciphertext: Array(raw[p + 28..<end]),
-                                          ad: key.ad(chunk: index, last: end == raw.count)) else { break }
+            guard
+                let plain = Sodium.open(
+                    key: key.key, nonce: Array(raw[p + 4..<p + 28]), ciphertext: Array(raw[p + 28..<end]),
+                    ad: key.ad(chunk: index, last: end == raw.count))
+            else { break }
             blocks.append(plain)
             p = end
             index += 1

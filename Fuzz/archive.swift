@@ -1,15 +1,17 @@
+import Crafting
+
+@testable import KcarCLI
+@testable import KeyedArchive
+
 // Target `archive`: the keyed-archive reader (Sources/KeyedArchive: ArchiveReader through
 // ArchiveSerialization.value, and ArchiveDecoder on top). Input: archive bytes (Fixtures/archive are seeds).
 // What reads must write back (plain and deterministic) to bytes that read as the same value, decode into a
 // few Codable types without trapping, and print as `kcar archive show` prints it.
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
-import Crafting
-@testable import KcarCLI
-@testable import KeyedArchive
 
 struct Address: Codable {
     var city: String
@@ -32,10 +34,11 @@ final class Node: Codable {
     var next: Node?
 }
 
-let decoder = ArchiveDecoder(registry: ArchiveTypeRegistry()
-    .registering(UserData.self, as: "UserData", aliases: ["MyApp.UserData"])
-    .registering(Address.self, as: "Address")
-    .registering(Node.self, as: "Node"))
+let decoder = ArchiveDecoder(
+    registry: ArchiveTypeRegistry()
+        .registering(UserData.self, as: "UserData", aliases: ["MyApp.UserData"])
+        .registering(Address.self, as: "Address")
+        .registering(Node.self, as: "Node"))
 
 /// Checks every value that reads: written again it reads as itself; decoding and printing do not trap.
 func exercise(_ v: ArchiveValue) {
@@ -89,17 +92,23 @@ func fuzzOne(_ input: [UInt8]) {
 
 func seeds(repo: String) -> [[UInt8]] {
     let values: [ArchiveValue] = [
-        .array([.null, .bool(true), .int(-1), .uint(.max), .double(.nan), .string("é"), .data(Data([1, 2])),
-                .date(Date(timeIntervalSinceReferenceDate: -1e300)), .uuid(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!),
-                .url(URL(string: "b/c", relativeTo: URL(string: "https://x.example/a/"))!)]),
+        .array([
+            .null, .bool(true), .int(-1), .uint(.max), .double(.nan), .string("é"), .data(Data([1, 2])),
+            .date(Date(timeIntervalSinceReferenceDate: -1e300)),
+            .uuid(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!),
+            .url(URL(string: "b/c", relativeTo: URL(string: "https://x.example/a/"))!)
+        ]),
         .dictionary(["a": .set([.int(1), .string("1")]), "b": .anyKeyDictionary([.array([.int(1)]): .null])]),
-        .object(ArchiveObject(className: "UserData", fields: ["userName": .string("x"), "tags": .array([.string("t")])])),
+        .object(
+            ArchiveObject(className: "UserData", fields: ["userName": .string("x"), "tags": .array([.string("t")])]))
     ]
     let box = ArchiveShared(.dictionary(["k": .int(1)]))
     // Chains of shared definitions (SharedDepthTests): at the depth limit, past it, and before an unknown tag.
-    var out: [[UInt8]] = [ArchiveCrafting.sharedChain(255), ArchiveCrafting.sharedChain(256),
-                          ArchiveCrafting.sharedChain(200, then: [0xFF]), ArchiveCrafting.combiningKey(marks: 31),
-                          ArchiveCrafting.sharedDataInSet(dataBytes: 100, elements: 50)]
+    var out: [[UInt8]] = [
+        ArchiveCrafting.sharedChain(255), ArchiveCrafting.sharedChain(256),
+        ArchiveCrafting.sharedChain(200, then: [0xFF]), ArchiveCrafting.combiningKey(marks: 31),
+        ArchiveCrafting.sharedDataInSet(dataBytes: 100, elements: 50)
+    ]
     for v in values + [.array([.shared(box), .shared(box), .shared(ArchiveShared(.shared(box)))])] {
         out.append(try! ArchiveSerialization.bytes(from: v))
         out.append(try! ArchiveSerialization.bytes(from: v, options: .deterministic))

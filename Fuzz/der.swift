@@ -19,7 +19,8 @@ func fuzzOne(_ input: [UInt8]) {
             precondition((try? DERTree.parse(part))?.encode() == part, "a certificate part is not DER")
             precondition(contains(input, part), "a certificate part that is not in the input")
         }
-        precondition(contains(input, c.serialNumber) && contains(input, c.publicKey), "a field that is not in the input")
+        precondition(
+            contains(input, c.serialNumber) && contains(input, c.publicKey), "a field that is not in the input")
         precondition(c.publicKeyHash.count == 20, "SHA-1 is 20 bytes")
         // The certificate's key, as a key item would hold it, reads as a key or fails cleanly.
         _ = try? KeyInfo(der: c.subjectPublicKeyInfo)
@@ -49,7 +50,9 @@ func seeds(repo: String) -> [[UInt8]] {
     var nested: [UInt8] = [0x05, 0x00]
     for _ in 0..<DERLimits.depthMax { nested = [0x30] + DERTree.lengthBytes(nested.count) + nested }
     out.append(nested)
-    out.append([0x30, 0x13, 0x01, 0x01, 0xFF, 0x02, 0x01, 0x00, 0x03, 0x02, 0x07, 0x80, 0x06, 0x03, 0x55, 0x1D, 0x0E,
-                0x05, 0x00, 0xA0, 0x00])
+    out.append([
+        0x30, 0x13, 0x01, 0x01, 0xFF, 0x02, 0x01, 0x00, 0x03, 0x02, 0x07, 0x80, 0x06, 0x03, 0x55, 0x1D, 0x0E,
+        0x05, 0x00, 0xA0, 0x00
+    ])
     return out
 }

@@ -3,6 +3,7 @@
 // Each input is parsed twice: as given, and with its length field and BLAKE2b checksum made consistent,
 // so that mutations reach the field and slot parsers behind the checksum.
 import Crafting
+
 @testable import VaultFormat
 
 /// Fixtures/keys/keyfile.key (0x20...0x3F): it opens the key-file slots of the fixtures.
@@ -33,14 +34,17 @@ func check(_ file: [UInt8]) {
     precondition(!h.slots.isEmpty && h.slots.count <= Limits.slotsMax && h.vaultID.count == 16)
     _ = Header.verifyMAC(bytes, key: macKey)
     for s in h.slots {
-        guard let again = try? KeySlot.decode(s.encode()), again == s else { fatalError("slot does not round-trip: \(s)") }
+        guard let again = try? KeySlot.decode(s.encode()), again == s else {
+            fatalError("slot does not round-trip: \(s)")
+        }
         _ = s.kindName
         if case .passphrase = s { continue }  // Argon2id: too slow per input, and not a parser
         _ = s.unwrap(with: .keyFile(keyFile), vaultID: h.vaultID)
     }
     // A header made of the parsed fields writes bytes that parse back to the same fields.
     let written = Header(vaultID: h.vaultID, group: h.group, slots: h.slots).encode(macKey: macKey)
-    guard let (h2, b2) = try? Header.parse(prefix: written, fileSize: UInt64(written.count), readRest: { _ in written }) else {
+    guard let (h2, b2) = try? Header.parse(prefix: written, fileSize: UInt64(written.count), readRest: { _ in written })
+    else {
         fatalError("a parsed header, written again, does not parse")
     }
     precondition(h2.vaultID == h.vaultID && h2.group == h.group && h2.slots == h.slots && h2.unknownFields.isEmpty)
@@ -48,8 +52,9 @@ func check(_ file: [UInt8]) {
     // Every rewrite keeps the unknown non-critical fields (SPEC.md §4): written again with them, a header
     // gives back its own bytes up to the MAC (parsing is canonical).
     let kept = h.with(slots: h.slots).encode(macKey: macKey)
-    precondition(kept.count == bytes.count && kept[0..<kept.count - 32] == bytes[0..<bytes.count - 32],
-                 "a parsed header, written again with its unknown fields, gives other bytes")
+    precondition(
+        kept.count == bytes.count && kept[0..<kept.count - 32] == bytes[0..<bytes.count - 32],
+        "a parsed header, written again with its unknown fields, gives other bytes")
 }
 
 func seeds(repo: String) -> [[UInt8]] {
@@ -57,16 +62,25 @@ func seeds(repo: String) -> [[UInt8]] {
     let id = [UInt8](repeating: 0xA5, count: 16)
     let p = KDFParameters.minimum
     let slots: [KeySlot] = [
-        .passphrase(p, salt: [UInt8](repeating: 1, count: 16), nonce: [UInt8](repeating: 2, count: 24), wrapped: [UInt8](repeating: 3, count: 48)),
+        .passphrase(
+            p, salt: [UInt8](repeating: 1, count: 16), nonce: [UInt8](repeating: 2, count: 24),
+            wrapped: [UInt8](repeating: 3, count: 48)),
         .keyFile(nonce: [UInt8](repeating: 4, count: 24), wrapped: [UInt8](repeating: 5, count: 48)),
-        .recipient(sealed: [UInt8](repeating: 6, count: 96)),
+        .recipient(sealed: [UInt8](repeating: 6, count: 96))
     ]
     var out: [[UInt8]] = []
     for s in slots { out.append(Header(vaultID: id, group: "g", slots: [s]).encode(macKey: macKey)) }
-    out.append(Header(vaultID: id, group: String(repeating: "x", count: Limits.groupMax), slots: slots).encode(macKey: macKey))
-    out.append(Header(vaultID: id, group: "many", slots: Array(repeating: slots[1], count: Limits.slotsMax)).encode(macKey: macKey))
+    out.append(
+        Header(vaultID: id, group: String(repeating: "x", count: Limits.groupMax), slots: slots).encode(macKey: macKey))
+    out.append(
+        Header(vaultID: id, group: "many", slots: Array(repeating: slots[1], count: Limits.slotsMax)).encode(
+            macKey: macKey))
     // An unknown non-critical field (tags ascend: it comes first).
-    out.append(CraftedVault.header(fields: [(0x0100, [1, 2, 3]), (Header.tagVaultID, id), (Header.tagGroup, Array("g".utf8)),
-                                            (Header.tagSlot, slots[1].encode())], macKey: macKey))
+    out.append(
+        CraftedVault.header(
+            fields: [
+                (0x0100, [1, 2, 3]), (Header.tagVaultID, id), (Header.tagGroup, Array("g".utf8)),
+                (Header.tagSlot, slots[1].encode())
+            ], macKey: macKey))
     return out
 }

@@ -7,17 +7,21 @@
 @testable import VaultFormat
 
 /// The trailer the segment hangs from: records must end before its index offset.
-let trailer = Trailer(generation: 2, commitStart: 0, indexOffset: 1 << 40, indexLength: 1 << 20, previous: Trailer.noPrevious,
-                      itemCount: 0, checkpoint: true, chain: 0)
+let trailer = Trailer(
+    generation: 2, commitStart: 0, indexOffset: 1 << 40, indexLength: 1 << 20, previous: Trailer.noPrevious,
+    itemCount: 0, checkpoint: true, chain: 0)
 
 /// A vault around the state, for the item views (`items`, `deadBytes`).
 let vault: Vault = {
     let header = Header(vaultID: [UInt8](repeating: 1, count: 16), group: "fuzz", slots: [])
     let file = try! File.openRead("/dev/null")
-    let tail = Tail(trailer: trailer, offset: trailer.indexOffset + trailer.indexLength, checkpointBytes: trailer.indexLength,
-                    deltaBytes: 0)
-    return Vault(path: "/dev/null", header: header, headerBytes: [], file: file, vaultKey: SecureBytes(copying: [UInt8](repeating: 9, count: 32)), state: [:],
-                 tail: tail, incompleteBytes: 0, mode: .read)
+    let tail = Tail(
+        trailer: trailer, offset: trailer.indexOffset + trailer.indexLength, checkpointBytes: trailer.indexLength,
+        deltaBytes: 0)
+    return Vault(
+        path: "/dev/null", header: header, headerBytes: [], file: file,
+        vaultKey: SecureBytes(copying: [UInt8](repeating: 9, count: 32)), state: [:],
+        tail: tail, incompleteBytes: 0, mode: .read)
 }()
 
 /// The operations of a segment, or nil if it does not decode; what decodes must encode to the same bytes.
@@ -37,11 +41,14 @@ func decode(_ input: [UInt8], checkpoint: Bool) -> [IndexOperation]? {
     var offset = 0
     let step = 1 + Int(input.first ?? 0) % 13
     var budget = 0
-    let piecewise = (try? IndexCodec.forEach(chunks: {
-        guard offset < input.count else { return nil }
-        defer { offset += step }
-        return Array(input[offset..<min(offset + step, input.count)])
-    }, countMax: input.count / 17, checkpoint: checkpoint, budget: &budget) { streamed.append($0) }) != nil
+    let piecewise =
+        (try? IndexCodec.forEach(
+            chunks: {
+                guard offset < input.count else { return nil }
+                defer { offset += step }
+                return Array(input[offset..<min(offset + step, input.count)])
+            }, countMax: input.count / 17, checkpoint: checkpoint, budget: &budget
+        ) { streamed.append($0) }) != nil
     precondition(piecewise == whole, "a segment decodes whole but not in pieces, or the other way")
     guard whole else { return nil }
     precondition(IndexCodec.encode(streamed) == input && budget == ops.count, "a segment decoded in pieces differs")
@@ -66,9 +73,11 @@ func fuzzOne(_ input: [UInt8]) {
         // Deletes need items to remove: the ones the checkpoint did not make are stood in for.
         var delta = state
         for case .delete(let id) in ops where delta[id] == nil {
-            delta[id] = Item(id: id, itemClass: .genericPassword, attributes: Attributes(), size: 0,
-                             location: RecordLocation(recordID: id.raw, offset: (1 << 39) + UInt64(delta.count) * 16, length: 1,
-                                                      member: 0, dataOffset: 0))
+            delta[id] = Item(
+                id: id, itemClass: .genericPassword, attributes: Attributes(), size: 0,
+                location: RecordLocation(
+                    recordID: id.raw, offset: (1 << 39) + UInt64(delta.count) * 16, length: 1,
+                    member: 0, dataOffset: 0))
         }
         if apply(ops, to: &delta) { state = delta }
     }
@@ -95,21 +104,28 @@ func seeds(repo: String) -> [[UInt8]] {
     var out = decryptedFixtures(repo: repo).flatMap { $0.segments.map(\.plaintext) }
     // Synthetic: every attribute type, a delete, and records shared by several items.
     func id(_ b: UInt8) -> ItemID { ItemID([UInt8](repeating: b, count: 16)) }
-    func item(_ b: UInt8, record: UInt8, offset: UInt64, member: Int, dataOffset: UInt64, size: UInt64,
-              _ attrs: [String: AttributeValue]) -> Item {
-        Item(id: id(b), itemClass: .genericPassword, attributes: Attributes(attrs), size: size,
-             location: RecordLocation(recordID: ID128([UInt8](repeating: record, count: 16)), offset: offset, length: 100,
-                                      member: member, dataOffset: dataOffset))
+    func item(
+        _ b: UInt8, record: UInt8, offset: UInt64, member: Int, dataOffset: UInt64, size: UInt64,
+        _ attrs: [String: AttributeValue]
+    ) -> Item {
+        Item(
+            id: id(b), itemClass: .genericPassword, attributes: Attributes(attrs), size: size,
+            location: RecordLocation(
+                recordID: ID128([UInt8](repeating: record, count: 16)), offset: offset, length: 100,
+                member: member, dataOffset: dataOffset))
     }
     let all: [String: AttributeValue] = [
         "svce": .string("example.com"), "acct": .string("a/b//c"), "mdat": .date(nanoseconds: -1),
-        "cdat": .date(nanoseconds: .max), "port": .integer(.min), "sync": .bool(true), "gena": .data([0, 1, 2]),
+        "cdat": .date(nanoseconds: .max), "port": .integer(.min), "sync": .bool(true), "gena": .data([0, 1, 2])
     ]
     let puts: [IndexOperation] = [
         .put(item(1, record: 9, offset: 0, member: 0, dataOffset: 0, size: 5, all)),
-        .put(item(2, record: 9, offset: 0, member: 1, dataOffset: 5, size: 0, ["svce": .string("%"), "acct": .string("")])),
+        .put(
+            item(
+                2, record: 9, offset: 0, member: 1, dataOffset: 5, size: 0, ["svce": .string("%"), "acct": .string("")])
+        ),
         .put(item(3, record: 8, offset: 100, member: 0, dataOffset: 0, size: 1 << 40, ["svce": .string("..")])),
-        .put(item(4, record: 7, offset: 200, member: 0, dataOffset: 0, size: 0, [:])),
+        .put(item(4, record: 7, offset: 200, member: 0, dataOffset: 0, size: 0, [:]))
     ]
     out.append(IndexCodec.encode(puts))
     out.append(IndexCodec.encode([puts[0], .delete(id(2)), puts[2]]))

@@ -6,15 +6,20 @@
 // against an empty tree.
 @testable import VaultFormat
 
-let schema = PagedSchema(classes: ["genp": ClassSchema(keyAttributes: [("sync", .bool(false)), ("svce", .string("")), ("acct", .string(""))])],
-                         indexed: ["@*"])
+let schema = PagedSchema(
+    classes: [
+        "genp": ClassSchema(keyAttributes: [("sync", .bool(false)), ("svce", .string("")), ("acct", .string(""))])
+    ],
+    indexed: ["@*"])
 
 /// Pages named by the position of their bytes in the input (id = position, offset = position).
 final class InputPages: PageStore {
     let pages: [[UInt8]]
     init(_ pages: [[UInt8]]) { self.pages = pages }
     func read(_ ref: PageRef) throws -> Page {
-        guard ref.id.hi == 0, ref.id.lo < UInt64(pages.count), ref.offset == ref.id.lo, ref.length == UInt64(pages[Int(ref.id.lo)].count) else {
+        guard ref.id.hi == 0, ref.id.lo < UInt64(pages.count), ref.offset == ref.id.lo,
+            ref.length == UInt64(pages[Int(ref.id.lo)].count)
+        else {
             throw VaultError(.damagedIndex, "no such page")
         }
         return try PageCodec.decode(pages[Int(ref.id.lo)])
@@ -35,7 +40,9 @@ func fuzzOne(_ input: [UInt8]) {
             precondition(DeltaCodec.encode(d) == body, "a delta segment is not canonical")
             for (tree, c) in d where tree == .items {
                 if case .put(let e) = c, let s = try? ItemEntries.decode(e, schema: schema), let item = s.item {
-                    precondition(ItemEntries.entry(item, version: s.version, schema: schema) == e, "an item entry is not canonical")
+                    precondition(
+                        ItemEntries.entry(item, version: s.version, schema: schema) == e,
+                        "an item entry is not canonical")
                 }
             }
         }
@@ -48,7 +55,9 @@ func fuzzOne(_ input: [UInt8]) {
             let s = schema.classes[k.itemClass]
             var a = Attributes()
             for (i, v) in k.values.enumerated() { a[s!.keyAttributes[i].name] = v }
-            precondition(ItemKey.make(class: k.itemClass, attributes: a, schema: s, id: k.id).key == body, "an item key is not canonical")
+            precondition(
+                ItemKey.make(class: k.itemClass, attributes: a, schema: s, id: k.id).key == body,
+                "an item key is not canonical")
         }
     default:
         var pages: [[UInt8]] = []
@@ -67,13 +76,22 @@ func fuzzOne(_ input: [UInt8]) {
             var verified: [LeafEntry] = []
             let ok = (try? reader.verify { verified.append($0) }) != nil
             var scanned: [LeafEntry] = []
-            let scanOK = (try? reader.scan { scanned.append($0); return true }) != nil
+            let scanOK =
+                (try? reader.scan {
+                    scanned.append($0)
+                    return true
+                }) != nil
             if ok { precondition(scanOK && scanned == verified, "verify and scan disagree on a valid tree") }
-            for i in verified.indices.dropFirst() { precondition(verified[i - 1].key.lexicographicallyPrecedes(verified[i].key)) }
+            for i in verified.indices.dropFirst() {
+                precondition(verified[i - 1].key.lexicographicallyPrecedes(verified[i].key))
+            }
             // The merge's walk (V9): against an empty tree it finds every entry, against the tree itself none;
             // on a forged tree it ends (with an error, or not).
             var differences: [LeafEntry] = []
-            let diffOK = (try? TreeDiff.walk(TreeReader(store: store, tree: tree, top: nil), reader) { differences.append($0.b!) }) != nil
+            let diffOK =
+                (try? TreeDiff.walk(TreeReader(store: store, tree: tree, top: nil), reader) {
+                    differences.append($0.b!)
+                }) != nil
             if ok { precondition(diffOK && differences == verified, "the walk against an empty tree misses entries") }
             var none = 0
             _ = try? TreeDiff.walk(reader, reader) { _ in none += 1 }
@@ -92,8 +110,11 @@ func seeds(repo: String) -> [[UInt8]] {
         a["acct"] = .string("u\(i)")
         a["@team"] = .string("t\(i % 3)")
         let id = ItemID([UInt8](repeating: UInt8(i % 256), count: 15) + [UInt8(i / 256)])
-        let item = Item(id: id, itemClass: .genericPassword, attributes: a, size: UInt64(i),
-                        location: RecordLocation(recordID: ID128(hi: UInt64(i / 50), lo: 1), offset: UInt64(i / 50) * 100, length: 100, member: i % 50, dataOffset: 0))
+        let item = Item(
+            id: id, itemClass: .genericPassword, attributes: a, size: UInt64(i),
+            location: RecordLocation(
+                recordID: ID128(hi: UInt64(i / 50), lo: 1), offset: UInt64(i / 50) * 100, length: 100, member: i % 50,
+                dataOffset: 0))
         entries.append(ItemEntries.entry(item, version: Version(hlc: UInt64(i) << 16, writer: 7), schema: schema))
     }
     entries.sort { $0.key.lexicographicallyPrecedes($1.key) }
@@ -103,11 +124,17 @@ func seeds(repo: String) -> [[UInt8]] {
     order += store.pages.keys.filter { $0 != top.id }.sorted()
     func reframe(_ p: Page) -> Page {
         guard case .branch(let c) = p.content else { return p }
-        return Page(tree: p.tree, level: p.level, content: .branch(c.map { e in
-            let i = UInt64(order.firstIndex(of: e.child.id)!)
-            let bytes = PageCodec.encode(reframe(try! store.read(e.child)))
-            return (e.key, PageRef(id: ID128(hi: 0, lo: i), offset: i, length: UInt64(bytes.count), count: e.child.count))
-        }))
+        return Page(
+            tree: p.tree, level: p.level,
+            content: .branch(
+                c.map { e in
+                    let i = UInt64(order.firstIndex(of: e.child.id)!)
+                    let bytes = PageCodec.encode(reframe(try! store.read(e.child)))
+                    return (
+                        e.key,
+                        PageRef(id: ID128(hi: 0, lo: i), offset: i, length: UInt64(bytes.count), count: e.child.count)
+                    )
+                }))
     }
     var tree: [UInt8] = [5]
     for id in order {
@@ -117,7 +144,12 @@ func seeds(repo: String) -> [[UInt8]] {
     }
     out.append(tree)
     out.append([1] + IndexRoot(items: top, liveItems: 300, schema: schema, clock: 99).encode())
-    out.append([2] + DeltaCodec.encode([(.items, .put(entries[0])), (.items, .remove(entries[1].key)), (.attributes, .put(LeafEntry(key: [1, 2])))]))
+    out.append(
+        [2]
+            + DeltaCodec.encode([
+                (.items, .put(entries[0])), (.items, .remove(entries[1].key)),
+                (.attributes, .put(LeafEntry(key: [1, 2])))
+            ]))
     out.append([4] + entries[5].key)
     return out
 }

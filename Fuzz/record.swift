@@ -1,3 +1,5 @@
+@testable import VaultFormat
+
 // Target `record`: a record's chunk stream and member table, below the encryption (SPEC.md §6): block
 // plaintexts P (codec || u32 chunk length || payload) go through inflation (Deflate.swift), the block
 // readers (Blocks.swift: BlockReader, Blocks.openAll) and the member table (Vault+Reading.swift), by way of
@@ -11,9 +13,8 @@
 // Oracle: an independent reading (each block opened alone, the table parsed from their concatenation)
 // says which items are intact and what their bytes are; the three reading paths must agree with it.
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
-@testable import VaultFormat
 
 let vaultID = [UInt8](repeating: 3, count: 16)
 let recordID = ID128(hi: 0x0011_2233_4455_6677, lo: 0x8899_AABB_CCDD_EEFF)
@@ -25,12 +26,14 @@ let maxItems = 1024
 
 let vault: Vault = {
     let header = Header(vaultID: vaultID, group: "fuzz", slots: [])
-    let trailer = Trailer(generation: 1, commitStart: 0, indexOffset: 1 << 40, indexLength: 1, previous: Trailer.noPrevious,
-                          itemCount: 0, checkpoint: true, chain: 0)
+    let trailer = Trailer(
+        generation: 1, commitStart: 0, indexOffset: 1 << 40, indexLength: 1, previous: Trailer.noPrevious,
+        itemCount: 0, checkpoint: true, chain: 0)
     let tail = Tail(trailer: trailer, offset: trailer.indexOffset + 1, checkpointBytes: 1, deltaBytes: 0)
-    return Vault(path: "record", header: header, headerBytes: [], file: try! File.openRead("/dev/null"),
-                 vaultKey: SecureBytes(copying: [UInt8](repeating: 9, count: 32)), state: [:], tail: tail, incompleteBytes: 0,
-                 mode: .read)
+    return Vault(
+        path: "record", header: header, headerBytes: [], file: try! File.openRead("/dev/null"),
+        vaultKey: SecureBytes(copying: [UInt8](repeating: 9, count: 32)), state: [:], tail: tail, incompleteBytes: 0,
+        mode: .read)
 }()
 let key = StreamKey.record(vault.keys, vaultID: vaultID, recordID: recordID)
 
@@ -86,7 +89,9 @@ func fuzzOne(_ bytes: [UInt8]) {
     var sealedBlocks: [[UInt8]] = []
     for (i, p) in input.blocks.enumerated() {
         let sealed = p.withUnsafeBytes {
-            Sodium.seal(key: key.key, nonce: nonce, plaintext: $0, ad: key.ad(chunk: UInt32(i), last: i == input.blocks.count - 1))
+            Sodium.seal(
+                key: key.key, nonce: nonce, plaintext: $0,
+                ad: key.ad(chunk: UInt32(i), last: i == input.blocks.count - 1))
         }
         for k in 0..<4 { raw.append(UInt8(truncatingIfNeeded: sealed.count >> (8 * k))) }
         raw += nonce + sealed
@@ -98,8 +103,10 @@ func fuzzOne(_ bytes: [UInt8]) {
     var allOpen = !input.blocks.isEmpty
     for (i, sealed) in sealedBlocks.enumerated() {
         guard sealed.count >= Blocks.sealedMin, sealed.count <= Blocks.sealedMax,
-              let chunk = try? Blocks.open(nonce: nonce, sealed: sealed, key: key, index: UInt32(i), last: i == sealedBlocks.count - 1,
-                                           fail: fail) else {
+            let chunk = try? Blocks.open(
+                nonce: nonce, sealed: sealed, key: key, index: UInt32(i), last: i == sealedBlocks.count - 1,
+                fail: fail)
+        else {
             allOpen = false
             break
         }
@@ -111,8 +118,10 @@ func fuzzOne(_ bytes: [UInt8]) {
     // The items the index would name: every member of the table, and perhaps one that lies.
     var items: [Item] = []
     func item(_ id: ItemID, member: Int, size: UInt64, dataOffset: UInt64) -> Item {
-        Item(id: id, itemClass: .genericPassword, attributes: Attributes(), size: size,
-             location: RecordLocation(recordID: recordID, offset: 0, length: UInt64(raw.count), member: member, dataOffset: dataOffset))
+        Item(
+            id: id, itemClass: .genericPassword, attributes: Attributes(), size: size,
+            location: RecordLocation(
+                recordID: recordID, offset: 0, length: UInt64(raw.count), member: member, dataOffset: dataOffset))
     }
     if let table {
         var seen = Set<ItemID>()  // the table may name an id twice; the index names each item once
@@ -121,8 +130,12 @@ func fuzzOne(_ bytes: [UInt8]) {
         }
     }
     if let lie = input.lie {
-        let real = table.flatMap { lie.member < $0.members.count ? ($0.members[lie.member], $0.offsets[lie.member]) : nil }
-        let id = lie.mode & 1 != 0 ? real?.0.id ?? ItemID(raw: ID128(hi: 0, lo: 0)) : ItemID(raw: ID128(hi: 1, lo: UInt64(lie.size)))
+        let real = table.flatMap {
+            lie.member < $0.members.count ? ($0.members[lie.member], $0.offsets[lie.member]) : nil
+        }
+        let id =
+            lie.mode & 1 != 0
+            ? real?.0.id ?? ItemID(raw: ID128(hi: 0, lo: 0)) : ItemID(raw: ID128(hi: 1, lo: UInt64(lie.size)))
         let size = lie.mode & 2 != 0 ? real?.0.size ?? 0 : UInt64(lie.size)
         let dataOffset = lie.mode & 4 != 0 ? real?.1 ?? 0 : UInt64(lie.mode >> 3)
         items.removeAll { $0.id == id }
@@ -147,8 +160,9 @@ func fuzzOne(_ bytes: [UInt8]) {
     defer { vault.state = [:] }
     // The commit's index follows the record, so verify's search of its records region for a hidden trailer
     // (SPEC.md §8) covers the record's own bytes, as in a real file.
-    let t = Trailer(generation: 1, commitStart: 0, indexOffset: UInt64(raw.count), indexLength: 1, previous: Trailer.noPrevious,
-                    itemCount: UInt32(items.count), checkpoint: true, chain: 0)
+    let t = Trailer(
+        generation: 1, commitStart: 0, indexOffset: UInt64(raw.count), indexLength: 1, previous: Trailer.noPrevious,
+        itemCount: UInt32(items.count), checkpoint: true, chain: 0)
     vault.tail = Tail(trailer: t, offset: UInt64(raw.count) + 1, checkpointBytes: 1, deltaBytes: 0)
 
     // One item at a time (BlockReader, the member table read incrementally, the streaming loop).
@@ -156,7 +170,9 @@ func fuzzOne(_ bytes: [UInt8]) {
         let want = expected(item)
         do {
             let got = try vault.read(item)
-            guard let want, got == want else { fatalError("Vault.read returned bytes the oracle does not: \(item.location)") }
+            guard let want, got == want else {
+                fatalError("Vault.read returned bytes the oracle does not: \(item.location)")
+            }
         } catch let e as VaultError {
             precondition(e.code == .damagedRecord, "\(e)")
             // Reading stops after the item's data: only a damaged record up to there may fail.
@@ -169,21 +185,25 @@ func fuzzOne(_ bytes: [UInt8]) {
     // verify: the whole record (Blocks.openAll in parallel, then per record with BlockReader on failure).
     let intact = wholeRecord && items.allSatisfy { expected($0) != nil }
     let report = vault.verify()
-    precondition(report.isIntact == intact, "verify says intact \(report.isIntact), the oracle \(intact): \(report.problems)")
+    precondition(
+        report.isIntact == intact, "verify says intact \(report.isIntact), the oracle \(intact): \(report.problems)")
     precondition(report.problems.allSatisfy { $0.code == .damagedRecord })
 
     // readValues (extract): each item's bytes in member order.
     var values: [ItemID: [UInt8]] = [:]
     var current: ItemID?
     do {
-        try vault.readValues(of: items, begin: { item, _ in
-            precondition(current == nil)
-            current = item.id
-            values[item.id] = []
-        }, bytes: { values[current!]! += $0 }, end: { item in
-            precondition(current == item.id)
-            current = nil
-        })
+        try vault.readValues(
+            of: items,
+            begin: { item, _ in
+                precondition(current == nil)
+                current = item.id
+                values[item.id] = []
+            }, bytes: { values[current!]! += $0 },
+            end: { item in
+                precondition(current == item.id)
+                current = nil
+            })
         precondition(intact, "readValues succeeded on a record the oracle finds damaged")
         for item in items { precondition(values[item.id] == expected(item), "readValues returned other bytes") }
     } catch let e as VaultError {
@@ -209,15 +229,20 @@ func seeds(repo: String) -> [[UInt8]] {
         return out + (compressed ? chunk.withUnsafeBytes { Deflate.compressAlways($0, level: 6) } : chunk)
     }
     let values: [[UInt8]] = [Array("hunter2".utf8), [], Array(repeating: 0x41, count: 300)]
-    let plain = MemberTable.encode(values.enumerated().map { (id(UInt8($0.offset + 1)), UInt64($0.element.count)) }) + values.joined()
+    let plain =
+        MemberTable.encode(values.enumerated().map { (id(UInt8($0.offset + 1)), UInt64($0.element.count)) })
+        + values.joined()
     out.append(Input(blocks: [p(plain, compressed: false)]).bytes)
     out.append(Input(blocks: [p(plain, compressed: true)]).bytes)
     // Two full chunks and a short one: 2 MiB + 10 bytes of zeros in one member.
     let big = MemberTable.encode([(id(7), UInt64(2 * Limits.chunkSize + 10) - 18)])
     let whole = big + [UInt8](repeating: 0, count: 2 * Limits.chunkSize + 10 - big.count)
-    out.append(Input(blocks: [p(Array(whole[0..<Limits.chunkSize]), compressed: true),
-                              p(Array(whole[Limits.chunkSize..<2 * Limits.chunkSize]), compressed: true),
-                              p(Array(whole[(2 * Limits.chunkSize)...]), compressed: false)]).bytes)
+    out.append(
+        Input(blocks: [
+            p(Array(whole[0..<Limits.chunkSize]), compressed: true),
+            p(Array(whole[Limits.chunkSize..<2 * Limits.chunkSize]), compressed: true),
+            p(Array(whole[(2 * Limits.chunkSize)...]), compressed: false)
+        ]).bytes)
     // A zlib stream of 2 MiB declared as 1 KiB (a bomb that must stop at the declared length).
     var bomb = p([UInt8](repeating: 0, count: 2 * Limits.chunkSize), compressed: true)
     bomb.replaceSubrange(1..<5, with: [0, 4, 0, 0])

@@ -5,7 +5,9 @@ import KeyedArchive
 /// ``NSKeyedArchive``.
 package enum ArchiveCrafting {
     /// A kcar archive header (SPEC.md Part 2 §A2), sorted or not.
-    package static func header(sorted: Bool) -> [UInt8] { ArchiveFormat.magic + [KeyedArchive.formatVersion, sorted ? 1 : 0] }
+    package static func header(sorted: Bool) -> [UInt8] {
+        ArchiveFormat.magic + [KeyedArchive.formatVersion, sorted ? 1 : 0]
+    }
 
     /// A minimal LEB128 varint.
     package static func varint(_ value: Int) -> [UInt8] {
@@ -51,7 +53,9 @@ package enum ArchiveCrafting {
     /// times: a small archive whose JSON (base64 at every use) is large.
     package static func sharedDataUses(dataBytes: Int, uses: Int) -> [UInt8] {
         var out = header(sorted: false) + [ArchiveFormat.Tag.array] + varint(uses)
-        out += [ArchiveFormat.Tag.shared, ArchiveFormat.Tag.data] + varint(dataBytes) + [UInt8](repeating: 0x41, count: dataBytes)
+        out +=
+            [ArchiveFormat.Tag.shared, ArchiveFormat.Tag.data] + varint(dataBytes)
+            + [UInt8](repeating: 0x41, count: dataBytes)
         for _ in 1..<uses { out += [ArchiveFormat.Tag.sharedRef, 0] }
         return out
     }
@@ -65,7 +69,9 @@ package enum ArchiveCrafting {
     /// An archive whose root is a dictionary of one key: `base` followed by `marks` combining marks.
     package static func combiningKey(base: String = "a", marks: Int) -> [UInt8] {
         let key = Array((base + combiningMarks(marks)).utf8)
-        return header(sorted: false) + [ArchiveFormat.Tag.dictionary, 1, 0] + varint(key.count) + key + [ArchiveFormat.Tag.null]
+        return header(sorted: false) + [ArchiveFormat.Tag.dictionary, 1, 0] + varint(key.count) + key + [
+            ArchiveFormat.Tag.null
+        ]
     }
 
     /// `[{k: null}, {k: null}, ...]`: `dictionaries` dictionaries sharing one key `k` of `keyBytes` bytes,
@@ -114,8 +120,9 @@ package enum ArchiveCrafting {
         let dictionary: [UInt8] = [0xD1] + bigEndian(0, 4) + bigEndian(1, 4)  // key object 0, value object 1
         var array = marker(0xA, count: n)
         for i in 0..<n { array += bigEndian(2 + i, 4) }
-        return binaryPlist(objects: [key, [0x09]] + [[UInt8]](repeating: dictionary, count: n) + [array],
-                           table: Array(0..<(n + 3)), top: n + 2, refSize: 4)
+        return binaryPlist(
+            objects: [key, [0x09]] + [[UInt8]](repeating: dictionary, count: n) + [array],
+            table: Array(0..<(n + 3)), top: n + 2, refSize: 4)
     }
 
     /// A `bplist00` from its object bytes: `objects` are laid out in order after the magic, `table` gives the
@@ -152,7 +159,8 @@ package enum ArchiveCrafting {
         let data = marker(0x4, count: dataBytes) + [UInt8](repeating: 0x5A, count: dataBytes)
         var array = marker(0xA, count: aliases)
         for i in 0..<aliases { array += bigEndian(i, 4) }
-        return binaryPlist(objects: [data, array], table: [Int](repeating: 0, count: aliases) + [1], top: aliases, refSize: 4)
+        return binaryPlist(
+            objects: [data, array], table: [Int](repeating: 0, count: aliases) + [1], top: aliases, refSize: 4)
     }
 
     /// A `bplist00` of `count` data objects that overlap: each starts 6 bytes after the previous one and runs
@@ -170,8 +178,10 @@ package enum ArchiveCrafting {
         var table: [UInt8] = []
         for k in 0..<count { table += bigEndian(8 + 6 * k, 4) }
         table += bigEndian(tableStart - array.count, 4)
-        out.replaceSubrange(tableStart..<out.count, with: table + [0, 0, 0, 0, 0, 0, 4, 4] + bigEndian(count + 1, 8)
-                            + bigEndian(count, 8) + bigEndian(tableStart, 8))
+        out.replaceSubrange(
+            tableStart..<out.count,
+            with: table + [0, 0, 0, 0, 0, 0, 4, 4] + bigEndian(count + 1, 8)
+                + bigEndian(count, 8) + bigEndian(tableStart, 8))
         return out
     }
     /// An NSKeyedArchiver `bplist00` whose `$objects` are `$null`, an NSArray of `uids` UIDs all naming the
@@ -186,8 +196,9 @@ package enum ArchiveCrafting {
             string("$archiver"), string("NSKeyedArchiver"), string("$version"), [0x12] + bigEndian(100_000, 4),  // 0-3
             string("$top"), container(0xD, [6, 7]), string("root"), [0x80, 1], string("$objects"), [],  // 4-9
             string("$null"), string("NS.objects"), string("$class"), [0x80, 3], [0x80, 2], [0x10, 5],  // 10-15
-            string("$classname"), string("NSArray"), string("$classes"), container(0xA, [17, 20]), string("NSObject"),  // 16-20
-            container(0xD, [16, 18, 17, 19]),  // 21: the class
+            // 16-20
+            string("$classname"), string("NSArray"), string("$classes"), container(0xA, [17, 20]), string("NSObject"),
+            container(0xD, [16, 18, 17, 19])  // 21: the class
         ]
         let uidList = marker(0xA, count: uids) + [UInt8](repeating: 14, count: uids)  // every UID 2
         var arrayObjects: [Int] = []

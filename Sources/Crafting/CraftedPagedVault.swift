@@ -34,8 +34,10 @@ package final class CraftedPagedVault {
     package init(path: String, secret: UnlockSecret, random: RandomSource) throws {
         let file = try File.openReadWrite(path)
         let size = try file.size()
-        let (header, headerBytes) = try Header.parse(prefix: try file.read(Int(min(size, 4096)), at: 0), fileSize: size,
-                                                     versions: 2...2) { try file.read($0, at: 0) }
+        let (header, headerBytes) = try Header.parse(
+            prefix: try file.read(Int(min(size, 4096)), at: 0), fileSize: size,
+            versions: 2...2
+        ) { try file.read($0, at: 0) }
         guard let vk = header.slots.lazy.compactMap({ $0.unwrap(with: secret, vaultID: header.vaultID) }).first else {
             throw VaultError(.wrongKey)
         }
@@ -53,8 +55,10 @@ package final class CraftedPagedVault {
     }
 
     package var root: Root {
-        Root(items: indexRoot.items, attributes: indexRoot.attributes, history: indexRoot.history, liveItems: indexRoot.liveItems,
-             tombstones: indexRoot.tombstones, historyEntries: indexRoot.historyEntries, clock: indexRoot.clock)
+        Root(
+            items: indexRoot.items, attributes: indexRoot.attributes, history: indexRoot.history,
+            liveItems: indexRoot.liveItems,
+            tombstones: indexRoot.tombstones, historyEntries: indexRoot.historyEntries, clock: indexRoot.clock)
     }
 
     package func page(_ ref: PageRef) throws -> Page { try store.read(ref) }
@@ -67,8 +71,10 @@ package final class CraftedPagedVault {
     package func writeRaw(_ plain: [UInt8], count: UInt64, compress: Bool) throws -> PageRef {
         let id = ID128(store.random.bytes(16))
         let key = StreamKey.page(source.keys, vaultID: source.vaultID, pageID: id)
-        let sealed = compress ? Blocks.jobs(for: plain, key: key, random: store.random).flatMap { Blocks.seal($0, level: 9) }
-                              : PagedSealing.seal(plain, key: key, random: store.random, level: 6)
+        let sealed =
+            compress
+            ? Blocks.jobs(for: plain, key: key, random: store.random).flatMap { Blocks.seal($0, level: 9) }
+            : PagedSealing.seal(plain, key: key, random: store.random, level: 6)
         try file.write(sealed, at: source.headerLength + store.position)
         let ref = PageRef(id: id, offset: store.position, length: UInt64(sealed.count), count: count)
         store.position += UInt64(sealed.count)
@@ -79,8 +85,10 @@ package final class CraftedPagedVault {
     /// The plaintext of the last commit's delta segment (none for a fold).
     package func lastDelta() throws -> [UInt8]? {
         guard !last.wroteRoot else { return nil }
-        return try PagedSealing.open(source, key: .delta(source.keys, vaultID: source.vaultID, generation: last.generation),
-                                     offset: last.deltaOffset, length: last.deltaLength, max: PagedLimits.deltaMax) { VaultError(.damagedIndex, $0) }
+        return try PagedSealing.open(
+            source, key: .delta(source.keys, vaultID: source.vaultID, generation: last.generation),
+            offset: last.deltaOffset, length: last.deltaLength, max: PagedLimits.deltaMax
+        ) { VaultError(.damagedIndex, $0) }
     }
 
     /// Appends a fold commit: `edit` changes the root, `trailer` the trailer fields before the MAC.
@@ -96,10 +104,13 @@ package final class CraftedPagedVault {
         newRoot.historyEntries = r.historyEntries
         newRoot.clock = r.clock
         let rootID = ID128(store.random.bytes(16))
-        let (offset, length) = try store.append(newRoot.encode(), key: .page(source.keys, vaultID: source.vaultID, pageID: rootID))
+        let (offset, length) = try store.append(
+            newRoot.encode(), key: .page(source.keys, vaultID: source.vaultID, pageID: rootID))
         var t = last
         (t.generation, t.commitStart, t.previous) = (last.generation + 1, commitStart, lastOffset)
-        (t.rootOffset, t.rootLength, t.rootID, t.deltaOffset, t.deltaLength) = (offset, length, rootID, TrailerV2.none, 0)
+        (t.rootOffset, t.rootLength, t.rootID, t.deltaOffset, t.deltaLength) = (
+            offset, length, rootID, TrailerV2.none, 0
+        )
         (t.itemCount, t.wroteRoot, t.chain) = (r.liveItems, true, 0)
         trailer(&t)
         try appendTrailer(t)
@@ -111,8 +122,10 @@ package final class CraftedPagedVault {
     package func delta(_ plain: [UInt8], compress: Bool = false, trailer: (inout Trailer) -> Void = { _ in }) throws {
         let generation = last.generation + 1
         let key = StreamKey.delta(source.keys, vaultID: source.vaultID, generation: generation)
-        let sealed = compress ? Blocks.jobs(for: plain, key: key, random: store.random).flatMap { Blocks.seal($0, level: 9) }
-                              : PagedSealing.seal(plain, key: key, random: store.random, level: 6)
+        let sealed =
+            compress
+            ? Blocks.jobs(for: plain, key: key, random: store.random).flatMap { Blocks.seal($0, level: 9) }
+            : PagedSealing.seal(plain, key: key, random: store.random, level: 6)
         let offset = store.position
         try file.write(sealed, at: source.headerLength + offset)
         store.position += UInt64(sealed.count)
@@ -127,7 +140,8 @@ package final class CraftedPagedVault {
     package func rewriteLastTrailer(_ edit: (inout Trailer) -> Void) throws {
         var t = last
         edit(&t)
-        try file.write(t.encode(vaultID: source.vaultID, key: source.keys.trailer), at: source.headerLength + lastOffset)
+        try file.write(
+            t.encode(vaultID: source.vaultID, key: source.keys.trailer), at: source.headerLength + lastOffset)
         last = t
     }
 

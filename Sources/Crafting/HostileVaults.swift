@@ -6,7 +6,8 @@ package enum HostileVaults {
     package static let key = [UInt8](repeating: 7, count: 32)
 
     package static func vault(group: String = "g") throws -> CraftedVault {
-        try CraftedVault(keyFile: key, group: group, random: DeterministicRandom(seed: [UInt8](repeating: 3, count: 32)))
+        try CraftedVault(
+            keyFile: key, group: group, random: DeterministicRandom(seed: [UInt8](repeating: 3, count: 32)))
     }
 
     package static func u32(_ v: Int) -> [UInt8] {
@@ -22,7 +23,9 @@ package enum HostileVaults {
     }
 
     /// The n-th id of a series: ascending in n, and compressible (what an attacker would write).
-    package static func id(_ n: Int, _ tag: UInt8 = 0) -> [UInt8] { [tag] + [UInt8](repeating: 0, count: 11) + u32(n).reversed() }
+    package static func id(_ n: Int, _ tag: UInt8 = 0) -> [UInt8] {
+        [tag] + [UInt8](repeating: 0, count: 11) + u32(n).reversed()
+    }
 
     /// The n-th id of a series, ascending in n, 12 of its 16 bytes random-looking as a writer's ids are (an
     /// index stores at least 16 bytes per operation, SPEC.md §7: crafted vaults that must open use these).
@@ -31,18 +34,24 @@ package enum HostileVaults {
     }
 
     /// An index entry by raw fields: class `genp`, the given data attributes (names a000..), string svce/acct.
-    package static func entry(service: String? = nil, account: String? = nil, dataAttributes: Int = 0, attributeBytes: Int = 0,
-                      salt: [UInt8]? = nil, size: UInt64, recordID: [UInt8], offset: UInt64, length: UInt64, member: Int = 0,
-                      dataOffset: UInt64 = 0) -> [UInt8] {
+    package static func entry(
+        service: String? = nil, account: String? = nil, dataAttributes: Int = 0, attributeBytes: Int = 0,
+        salt: [UInt8]? = nil, size: UInt64, recordID: [UInt8], offset: UInt64, length: UInt64, member: Int = 0,
+        dataOffset: UInt64 = 0
+    ) -> [UInt8] {
         var w: [UInt8] = varint(4) + Array("genp".utf8)
         var attrs: [([UInt8], [UInt8])] = []
         for i in 0..<dataAttributes {
             let name = Array("a\(String(1000 + i).dropFirst())".utf8)
             attrs.append((name, [5] + varint(UInt64(attributeBytes)) + [UInt8](repeating: 0, count: attributeBytes)))
         }
-        if let account { attrs.append((Array("acct".utf8), [1] + varint(UInt64(account.utf8.count)) + Array(account.utf8))) }
+        if let account {
+            attrs.append((Array("acct".utf8), [1] + varint(UInt64(account.utf8.count)) + Array(account.utf8)))
+        }
         if let salt { attrs.append((Array("salt".utf8), [5] + varint(UInt64(salt.count)) + salt)) }
-        if let service { attrs.append((Array("svce".utf8), [1] + varint(UInt64(service.utf8.count)) + Array(service.utf8))) }
+        if let service {
+            attrs.append((Array("svce".utf8), [1] + varint(UInt64(service.utf8.count)) + Array(service.utf8)))
+        }
         w += varint(UInt64(attrs.count))
         for (n, v) in attrs { w += varint(UInt64(n.count)) + n + v }
         w += varint(size) + recordID + varint(offset) + varint(length) + varint(UInt64(member)) + varint(dataOffset)
@@ -50,8 +59,11 @@ package enum HostileVaults {
     }
 
     /// A stored record of one member holding `value`.
-    package static func smallRecord(_ v: inout CraftedVault, id recordID: [UInt8], member: [UInt8], value: [UInt8]) -> (UInt64, UInt64) {
-        v.appendRecord(id: recordID, blocks: [.stored(CraftedVault.recordPlaintext([(member, value)]), index: 0, last: true)])
+    package static func smallRecord(_ v: inout CraftedVault, id recordID: [UInt8], member: [UInt8], value: [UInt8]) -> (
+        UInt64, UInt64
+    ) {
+        v.appendRecord(
+            id: recordID, blocks: [.stored(CraftedVault.recordPlaintext([(member, value)]), index: 0, last: true)])
     }
 
     /// `records` records of `chunksPerRecord` chunks of 1 MiB of zeros (zlib), each member table declaring one
@@ -62,18 +74,28 @@ package enum HostileVaults {
         let zeros = CraftedVault.zlib([UInt8](repeating: 0, count: mib))
         var ops: [(op: UInt8, id: [UInt8], entry: [UInt8])] = []
         for r in 0..<records {
-            let itemID = randomID(r, 1), recordID = randomID(r, 2)
+            let itemID = randomID(r, 1)
+            let recordID = randomID(r, 2)
             var first = CraftedVault.recordPlaintext([(itemID, [UInt8](repeating: 0, count: 10))])
             first += [UInt8](repeating: 0, count: mib - first.count)
-            var blocks = [CraftedVault.Block(p: [1] + u32(mib) + CraftedVault.zlib(first), index: 0, last: chunksPerRecord == 1)]
+            var blocks = [
+                CraftedVault.Block(p: [1] + u32(mib) + CraftedVault.zlib(first), index: 0, last: chunksPerRecord == 1)
+            ]
             for c in 1..<max(chunksPerRecord, 1) {
-                blocks.append(CraftedVault.Block(p: [1] + u32(mib) + zeros, index: UInt32(c), last: c == chunksPerRecord - 1))
+                blocks.append(
+                    CraftedVault.Block(p: [1] + u32(mib) + zeros, index: UInt32(c), last: c == chunksPerRecord - 1))
             }
             let (offset, length) = v.appendRecord(id: recordID, blocks: blocks)
-            ops.append((1, itemID, entry(service: "s", account: "a\(r)", size: 10, recordID: recordID, offset: offset, length: length)))
+            ops.append(
+                (
+                    1, itemID,
+                    entry(service: "s", account: "a\(r)", size: 10, recordID: recordID, offset: offset, length: length)
+                ))
         }
         let index = v.appendIndex(CraftedVault.indexPlaintext(ops), generation: 1)
-        v.appendTrailer(generation: 1, commitStart: 0, index: index, previous: nil, itemCount: UInt32(records), checkpoint: true, chain: 0)
+        v.appendTrailer(
+            generation: 1, commitStart: 0, index: index, previous: nil, itemCount: UInt32(records), checkpoint: true,
+            chain: 0)
         return v
     }
 
@@ -82,11 +104,14 @@ package enum HostileVaults {
     /// time: the harness's own memory stays small (a child's peak RSS starts from its parent's).
     /// With `checkpoints`, every commit is a checkpoint of the same items instead (a long history of
     /// superseded segments, which only verify reads).
-    package static func chainVault(segments: Int, itemsPerSegment: Int, checkpoints: Bool = false, group: String = "g") throws -> CraftedVault {
+    package static func chainVault(segments: Int, itemsPerSegment: Int, checkpoints: Bool = false, group: String = "g")
+        throws -> CraftedVault
+    {
         var v = try vault(group: group)
         let recordID = id(0, 9)
         let (offset, length) = smallRecord(&v, id: recordID, member: id(0, 8), value: [1])
-        let e = entry(dataAttributes: 256, attributeBytes: 65_536, size: 1, recordID: recordID, offset: offset, length: length)
+        let e = entry(
+            dataAttributes: 256, attributeBytes: 65_536, size: 1, recordID: recordID, offset: offset, length: length)
         var previous: UInt64? = nil
         for s in 0..<segments {
             let start = UInt64(v.body.count)
@@ -94,9 +119,10 @@ package enum HostileVaults {
             let first = checkpoints ? 0 : s * itemsPerSegment
             let (total, bytes) = series(itemsPerSegment, opLength: 17 + e.count) { k in [[1] + id(first + k, 1), e] }
             let index = v.appendIndex(length: total, generation: generation, bytes: bytes)
-            v.appendTrailer(generation: generation, commitStart: previous == nil ? 0 : start, index: index, previous: previous,
-                            itemCount: UInt32((checkpoints ? 1 : s + 1) * itemsPerSegment), checkpoint: checkpoints || s == 0,
-                            chain: checkpoints ? 0 : UInt16(s))
+            v.appendTrailer(
+                generation: generation, commitStart: previous == nil ? 0 : start, index: index, previous: previous,
+                itemCount: UInt32((checkpoints ? 1 : s + 1) * itemsPerSegment), checkpoint: checkpoints || s == 0,
+                chain: checkpoints ? 0 : UInt16(s))
             previous = UInt64(v.body.count) - 96
         }
         return v
@@ -105,12 +131,22 @@ package enum HostileVaults {
     /// One item in a valid vault.
     package static func oneItem(generation: UInt64 = 1) throws -> CraftedVault {
         var v = try vault()
-        let recordID = id(0, 9), itemID = id(0, 1)
+        let recordID = id(0, 9)
+        let itemID = id(0, 1)
         let (offset, length) = smallRecord(&v, id: recordID, member: itemID, value: Array("secret".utf8))
-        let index = v.appendIndex(CraftedVault.indexPlaintext([(1, itemID, entry(service: "s", account: "a", size: 6, recordID: recordID,
-                                                                                    offset: offset, length: length))]),
-                                  generation: generation)
-        v.appendTrailer(generation: generation, commitStart: 0, index: index, previous: nil, itemCount: 1, checkpoint: true, chain: 0)
+        let index = v.appendIndex(
+            CraftedVault.indexPlaintext([
+                (
+                    1, itemID,
+                    entry(
+                        service: "s", account: "a", size: 6, recordID: recordID,
+                        offset: offset, length: length)
+                )
+            ]),
+            generation: generation)
+        v.appendTrailer(
+            generation: generation, commitStart: 0, index: index, previous: nil, itemCount: 1, checkpoint: true,
+            chain: 0)
         return v
     }
 
@@ -150,11 +186,19 @@ package enum HostileVaults {
         var ops: [(op: UInt8, id: [UInt8], entry: [UInt8])] = []
         for i in 0..<items {
             let itemID = randomID(i, 1)
-            ops.append((1, itemID, entry(service: "s", account: "a\(i)", salt: Array(itemID.suffix(8)), size: 1 << 48, recordID: recordID,
-                                         offset: offset, length: length, member: i % 65_536)))
+            ops.append(
+                (
+                    1, itemID,
+                    entry(
+                        service: "s", account: "a\(i)", salt: Array(itemID.suffix(8)), size: 1 << 48,
+                        recordID: recordID,
+                        offset: offset, length: length, member: i % 65_536)
+                ))
         }
         let index = v.appendIndex(CraftedVault.indexPlaintext(ops), generation: 1)
-        v.appendTrailer(generation: 1, commitStart: 0, index: index, previous: nil, itemCount: UInt32(items), checkpoint: true, chain: 0)
+        v.appendTrailer(
+            generation: 1, commitStart: 0, index: index, previous: nil, itemCount: UInt32(items), checkpoint: true,
+            chain: 0)
         return v
     }
 
@@ -162,13 +206,22 @@ package enum HostileVaults {
     /// its records region holds the whole first commit, trailer included (SPEC.md §8).
     package static func hiddenCommit() throws -> CraftedVault {
         var v = try oneItem()
-        let recordID = id(0, 9), itemID = id(0, 1)
+        let recordID = id(0, 9)
+        let itemID = id(0, 1)
         // oneItem's record is its first bytes: the stored block of a 6-byte value.
         let length = UInt64(28 + 16 + 5 + CraftedVault.recordPlaintext([(itemID, Array("secret".utf8))]).count)
-        let index = v.appendIndex(CraftedVault.indexPlaintext([(1, itemID, entry(service: "s", account: "a", size: 6, recordID: recordID,
-                                                                                 offset: 0, length: length))]),
-                                  generation: 2)
-        v.appendTrailer(generation: 2, commitStart: 0, index: index, previous: nil, itemCount: 1, checkpoint: true, chain: 0)
+        let index = v.appendIndex(
+            CraftedVault.indexPlaintext([
+                (
+                    1, itemID,
+                    entry(
+                        service: "s", account: "a", size: 6, recordID: recordID,
+                        offset: 0, length: length)
+                )
+            ]),
+            generation: 2)
+        v.appendTrailer(
+            generation: 2, commitStart: 0, index: index, previous: nil, itemCount: 1, checkpoint: true, chain: 0)
         return v
     }
 
@@ -186,10 +239,15 @@ package enum HostileVaults {
         let (total, bytes) = series(items, opLength: 17 + e.count) { k in
             guard salted else { return [[1] + id(k, 1), e] }
             let cut = saltAt - 17
-            return [[1] + randomID(k, 1), Array(e[..<cut]), Sodium.hash([7] + u32(k), outputBytes: 8), Array(e[(cut + 8)...])]
+            return [
+                [1] + randomID(k, 1), Array(e[..<cut]), Sodium.hash([7] + u32(k), outputBytes: 8),
+                Array(e[(cut + 8)...])
+            ]
         }
         let index = v.appendIndex(length: total, generation: 1, bytes: bytes)
-        v.appendTrailer(generation: 1, commitStart: 0, index: index, previous: nil, itemCount: UInt32(items), checkpoint: true, chain: 0)
+        v.appendTrailer(
+            generation: 1, commitStart: 0, index: index, previous: nil, itemCount: UInt32(items), checkpoint: true,
+            chain: 0)
         return v
     }
 
@@ -197,30 +255,33 @@ package enum HostileVaults {
     /// parts are shared arrays, not copied per call): its length, and its bytes [from, from + count) on demand.
     static func series(_ n: Int, opLength: Int, op: @escaping (Int) -> [[UInt8]]) -> (Int, (Int, Int) -> [UInt8]) {
         let head = varint(UInt64(n))
-        return (head.count + n * opLength, { from, count in
-            var out: [UInt8] = []
-            out.reserveCapacity(count)
-            var p = from
-            while out.count < count {
-                if p < head.count {
-                    out.append(head[p])
-                    p += 1
-                    continue
-                }
-                var o = (p - head.count) % opLength
-                for part in op((p - head.count) / opLength) {
-                    guard out.count < count else { break }
-                    if o >= part.count {
-                        o -= part.count
+        return (
+            head.count + n * opLength,
+            { from, count in
+                var out: [UInt8] = []
+                out.reserveCapacity(count)
+                var p = from
+                while out.count < count {
+                    if p < head.count {
+                        out.append(head[p])
+                        p += 1
                         continue
                     }
-                    let m = min(count - out.count, part.count - o)
-                    out += part[o..<o + m]
-                    p += m
-                    o = 0
+                    var o = (p - head.count) % opLength
+                    for part in op((p - head.count) / opLength) {
+                        guard out.count < count else { break }
+                        if o >= part.count {
+                            o -= part.count
+                            continue
+                        }
+                        let m = min(count - out.count, part.count - o)
+                        out += part[o..<o + m]
+                        p += m
+                        o = 0
+                    }
                 }
+                return out
             }
-            return out
-        })
+        )
     }
 }

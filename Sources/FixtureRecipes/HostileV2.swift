@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Crafting
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Hostile version 2 vaults made with the key (issue 21 point 8), for kcar-hostile: each starts as a vault
 /// that ``PagedVault`` writes (so its header, slots, records and MACs are real), then ``CraftedPagedVault``
@@ -15,7 +16,9 @@ package enum HostileV2 {
     /// The writer id of every commit the builders make.
     package static let writer: UInt64 = 0x4859_5354_0000_0001
 
-    static func random(_ n: UInt8) -> DeterministicRandom { DeterministicRandom(seed: [0x48, n] + [UInt8](repeating: 0x56, count: 30)) }
+    static func random(_ n: UInt8) -> DeterministicRandom {
+        DeterministicRandom(seed: [0x48, n] + [UInt8](repeating: 0x56, count: 30))
+    }
 
     static func attributes(_ service: String, _ account: String) -> Attributes {
         Attributes(["svce": .string(service), "acct": .string(account)])
@@ -40,11 +43,14 @@ package enum HostileV2 {
     /// A packed-schema vault at `path` whose commits are `commits` (each one transaction at real time, by
     /// ``writer``), then compacted so that its items sit in the trees (one fold, no pending delta).
     @discardableResult
-    static func base(_ path: String, seed: UInt8, retention: Retention = .init(), compacted: Bool = true,
-                     _ commits: [(PagedVault, PagedTransaction) throws -> Void]) throws -> PagedVault {
+    static func base(
+        _ path: String, seed: UInt8, retention: Retention = .init(), compacted: Bool = true,
+        _ commits: [(PagedVault, PagedTransaction) throws -> Void]
+    ) throws -> PagedVault {
         let r = random(seed)
-        try PagedVault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: key))], schema: .packed, retention: retention,
-                              overwrite: true, random: r)
+        try PagedVault.create(
+            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: key))], schema: .packed, retention: retention,
+            overwrite: true, random: r)
         var v = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: writer)
         for c in commits { try v.commit(random: r, autoCompact: false) { tx in try c(v, tx) } }
         if compacted {
@@ -71,8 +77,10 @@ package enum HostileV2 {
     /// Writes a tree of `count` entries (`entry(i)` ascending in i), `perLeaf` to a leaf and `fanout` children
     /// to a branch; returns its top reference. With `height`, single-child branches are stacked on the top
     /// until the tree has that many levels (V3.2: a reader accepts them).
-    static func tree(_ v: CraftedPagedVault, _ tree: TreeID, count: Int, perLeaf: Int, fanout: Int = 4096, height: Int? = nil,
-                     _ entry: (Int) -> LeafEntry) throws -> PageRef {
+    static func tree(
+        _ v: CraftedPagedVault, _ tree: TreeID, count: Int, perLeaf: Int, fanout: Int = 4096, height: Int? = nil,
+        _ entry: (Int) -> LeafEntry
+    ) throws -> PageRef {
         var level: [(key: [UInt8], child: PageRef)] = []
         var i = 0
         while i < count {
@@ -139,8 +147,9 @@ package enum HostileV2 {
                 for i in batch..<min(batch + 10, items) {
                     var a = attributes("s", String(repeating: "k", count: 4_000) + String(i))
                     for d in 0..<250 {
-                        a["d" + String(1000 + d).dropFirst()] = .data((0..<500).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
-                                                                      + [UInt8](repeating: 0, count: 3_500))
+                        a["d" + String(1000 + d).dropFirst()] = .data(
+                            (0..<500).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+                                + [UInt8](repeating: 0, count: 3_500))
                     }
                     try tx.add(attributes: a, value: [UInt8(i & 0xFF)])
                 }
@@ -174,14 +183,22 @@ package enum HostileV2 {
 
     package static func forged(_ dir: String, _ f: Forgery) throws {
         let v = dir + "/v.kcv"
-        try base(v, seed: 5, [{ _, tx in
-            for i in 0..<3_000 { try tx.add(attributes: attributes("s", "a\(i)"), value: Array("value \(i)".utf8)) }
-        }])
+        try base(
+            v, seed: 5,
+            [
+                { _, tx in
+                    for i in 0..<3_000 {
+                        try tx.add(attributes: attributes("s", "a\(i)"), value: Array("value \(i)".utf8))
+                    }
+                }
+            ])
         try copy(v, dir + "/o.kcv")
         let c = try crafted(v, seed: 6)
         let topRef = c.root.items!
         let top = try c.page(topRef)
-        guard case .branch(var children) = top.content, children.count > 2 else { throw VaultError(.invalidArgument, "recipe: the items top is a leaf") }
+        guard case .branch(var children) = top.content, children.count > 2 else {
+            throw VaultError(.invalidArgument, "recipe: the items top is a leaf")
+        }
         func fold(_ kids: [(key: [UInt8], child: PageRef)], level: Int? = nil, count: UInt64? = nil) throws {
             let ref = try c.write(Page(tree: .items, level: level ?? top.level, content: .branch(kids)))
             try c.fold { r in
@@ -218,7 +235,8 @@ package enum HostileV2 {
             try fold(children)
         case .onRoot:
             let t = c.last
-            children[0].child = PageRef(id: t.rootID, offset: t.rootOffset, length: t.rootLength, count: children[0].child.count)
+            children[0].child = PageRef(
+                id: t.rootID, offset: t.rootOffset, length: t.rootLength, count: children[0].child.count)
             try fold(children)
         case .idsSwapped:
             (children[0].child.id, children[1].child.id) = (children[1].child.id, children[0].child.id)
@@ -228,8 +246,13 @@ package enum HostileV2 {
             let first = children[0]
             var kids = [first]
             let last = try c.page(first.child).lastKey
-            for i in 1..<PagedLimits.pageEntriesMax { kids.append((last + HostileVaults.u32(i).reversed(), first.child)) }
-            try fold(kids, count: first.child.count * UInt64(kids.count) > UInt64(Limits.itemsMax) ? UInt64(Limits.itemsMax) : first.child.count * UInt64(kids.count))
+            for i in 1..<PagedLimits.pageEntriesMax {
+                kids.append((last + HostileVaults.u32(i).reversed(), first.child))
+            }
+            try fold(
+                kids,
+                count: first.child.count * UInt64(kids.count) > UInt64(Limits.itemsMax)
+                    ? UInt64(Limits.itemsMax) : first.child.count * UInt64(kids.count))
         }
     }
 
@@ -249,14 +272,20 @@ package enum HostileV2 {
         for s in 0..<segments {
             var list: [LeafEntry] = []
             if removes {
-                list = (0..<PagedLimits.pageEntriesMax).map { LeafEntry(key: [1] + withID(e.key, s * 100_000 + $0, tag: 0xEE), rest: [2]) }
+                list = (0..<PagedLimits.pageEntriesMax).map {
+                    LeafEntry(key: [1] + withID(e.key, s * 100_000 + $0, tag: 0xEE), rest: [2])
+                }
             } else {
                 list.append(LeafEntry(key: [1] + e.key, record: e.record, writer: e.writer, rest: [1] + e.rest))
                 var n = 0
                 while true {
                     // ordered-string("x") || typed data (n, 3 bytes, escaped) || the item's key
                     var k: [UInt8] = [2, 0x78, 0, 1, 5]
-                    KeyCoding.appendEscaped([UInt8(truncatingIfNeeded: n >> 16), UInt8(truncatingIfNeeded: n >> 8), UInt8(truncatingIfNeeded: n)], to: &k)
+                    KeyCoding.appendEscaped(
+                        [
+                            UInt8(truncatingIfNeeded: n >> 16), UInt8(truncatingIfNeeded: n >> 8),
+                            UInt8(truncatingIfNeeded: n)
+                        ], to: &k)
                     k += [0, 1] + e.key
                     list.append(LeafEntry(key: k, rest: [1]))
                     n += 1
@@ -283,18 +312,31 @@ package enum HostileV2 {
 
     /// `items` items, each with `HISTORY_KEEP_MAX` kept versions (retention keeps them all), every version
     /// naming the one earlier value of the first item: 128 KiB inside a solid record.
-    package static func historyBomb(_ dir: String, items: Int = 1_000, versions: Int = PagedLimits.historyKeepMax) throws {
+    package static func historyBomb(_ dir: String, items: Int = 1_000, versions: Int = PagedLimits.historyKeepMax)
+        throws
+    {
         let v = dir + "/v.kcv"
         var rng = SplitMix64(state: 0x415)
         let big = (0..<131_072).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
-        try base(v, seed: 9, retention: Retention(keep: PagedLimits.historyKeepMax, days: 3_650, tombstoneDays: 3_650), [
-            { _, tx in for i in 0..<items { try tx.add(attributes: attributes("s", "a\(i)"), value: i == 0 ? big : Array("v\(i)".utf8)) } },
-            { v, tx in try tx.update(try v.items(class: .genericPassword, keyValues: [.string("s"), .string("a0")])[0], value: [0]) },
-        ])
+        try base(
+            v, seed: 9, retention: Retention(keep: PagedLimits.historyKeepMax, days: 3_650, tombstoneDays: 3_650),
+            [
+                { _, tx in
+                    for i in 0..<items {
+                        try tx.add(attributes: attributes("s", "a\(i)"), value: i == 0 ? big : Array("v\(i)".utf8))
+                    }
+                },
+                { v, tx in
+                    try tx.update(
+                        try v.items(class: .genericPassword, keyValues: [.string("s"), .string("a0")])[0], value: [0])
+                }
+            ])
         try copy(v, dir + "/o.kcv")
         let c = try crafted(v, seed: 10)
         let live = try entries(c, c.root.items)
-        guard let h = try entries(c, c.root.history).first else { throw VaultError(.invalidArgument, "recipe: no history") }
+        guard let h = try entries(c, c.root.history).first else {
+            throw VaultError(.invalidArgument, "recipe: no history")
+        }
         let ids = live.map { Array($0.key.suffix(16)) }.sorted { $0.lexicographicallyPrecedes($1) }
         let hlc = h.key[16..<24].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         let total = ids.count * versions
@@ -304,7 +346,9 @@ package enum HostileV2 {
             // they are stored deflated (a page that deflates better is stored as it is: 45 MB here).
             var noise = SplitMix64(state: UInt64(i))
             let w = HostileVaults.u32(Int(truncatingIfNeeded: noise.next() & 0xFFFF_FFFF))
-            let key = ids[i / versions] + (0..<8).map { UInt8(truncatingIfNeeded: t >> (56 - 8 * UInt64($0))) } + w + Array(h.key.suffix(4))
+            let key =
+                ids[i / versions] + (0..<8).map { UInt8(truncatingIfNeeded: t >> (56 - 8 * UInt64($0))) } + w
+                + Array(h.key.suffix(4))
             return LeafEntry(key: key, record: h.record, writer: h.writer, rest: h.rest)
         }
         try c.fold { r in
@@ -316,18 +360,25 @@ package enum HostileV2 {
     /// `live` items, then an items tree that also holds `tombstones` tombstones (retention keeps them).
     package static func tombstoneBomb(_ dir: String, live: Int = 100, tombstones: Int = 1_000_000) throws {
         let v = dir + "/v.kcv"
-        try base(v, seed: 11, retention: Retention(keep: 10, days: 3_650, tombstoneDays: 3_650), [
-            { _, tx in for i in 0..<live { try tx.add(attributes: attributes("s", "a\(i)"), value: Array("v\(i)".utf8)) } },
-            { _, tx in try tx.add(attributes: attributes("t", "x"), value: [1]) },
-            { v, tx in try tx.delete(try v.items(class: .genericPassword, keyValues: [.string("t"), .string("x")])[0]) },
-        ])
+        try base(
+            v, seed: 11, retention: Retention(keep: 10, days: 3_650, tombstoneDays: 3_650),
+            [
+                { _, tx in
+                    for i in 0..<live { try tx.add(attributes: attributes("s", "a\(i)"), value: Array("v\(i)".utf8)) }
+                },
+                { _, tx in try tx.add(attributes: attributes("t", "x"), value: [1]) },
+                { v, tx in
+                    try tx.delete(try v.items(class: .genericPassword, keyValues: [.string("t"), .string("x")])[0])
+                }
+            ])
         try copy(v, dir + "/o.kcv")
         let c = try crafted(v, seed: 12)
         let all = try entries(c, c.root.items)
         guard let t = all.last, t.record == nil else { throw VaultError(.invalidArgument, "recipe: no tombstone last") }
         let kept = Array(all.dropLast())
         let top = try tree(c, .items, count: kept.count + tombstones, perLeaf: 50_000) { i in
-            i < kept.count ? kept[i] : LeafEntry(key: withID(t.key, i - kept.count), record: nil, writer: t.writer, rest: t.rest)
+            i < kept.count
+                ? kept[i] : LeafEntry(key: withID(t.key, i - kept.count), record: nil, writer: t.writer, rest: t.rest)
         }
         try c.fold { r in
             r.items = top
@@ -346,8 +397,9 @@ package enum HostileV2 {
         for (name, bomb) in [("o.kcv", false), ("v.kcv", true)] {
             let path = dir + "/" + name
             try write(path, try solidV1(members: bomb ? members : 0, valueBytes: valueBytes))
-            try Vault.open(path: path, secret: secret, mode: .write).upgradeToVersion2(schema: .packed, retention: Retention(keep: 0),
-                                                                                   writerID: writer, random: random(13))
+            try Vault.open(path: path, secret: secret, mode: .write).upgradeToVersion2(
+                schema: .packed, retention: Retention(keep: 0),
+                writerID: writer, random: random(13))
         }
         let v = try PagedVault.open(path: dir + "/v.kcv", secret: secret, mode: .write, writerID: writer)
         try v.commit(random: random(14), autoCompact: false) { tx in
@@ -356,12 +408,15 @@ package enum HostileV2 {
     }
 
     static func solidV1(members: Int, valueBytes: Int) throws -> [UInt8] {
-        var v = try CraftedVault(keyFile: key, group: "g", random: DeterministicRandom(seed: [0x48, 0x51] + [UInt8](repeating: 0x56, count: 30)))
+        var v = try CraftedVault(
+            keyFile: key, group: "g",
+            random: DeterministicRandom(seed: [0x48, 0x51] + [UInt8](repeating: 0x56, count: 30)))
         var ops: [(op: UInt8, id: [UInt8], entry: [UInt8])] = []
         if members > 0 {
             let recordID = HostileVaults.id(1, 9)
             let ids = (0..<members).map { HostileVaults.randomID($0, 1) }
-            let table = CraftedVault.recordPlaintext(ids.map { ($0, []) }, declaredSizes: Array(repeating: UInt64(valueBytes), count: members))
+            let table = CraftedVault.recordPlaintext(
+                ids.map { ($0, []) }, declaredSizes: Array(repeating: UInt64(valueBytes), count: members))
             let total = table.count + members * valueBytes
             let mib = Limits.chunkSize
             let zeros = CraftedVault.zlib([UInt8](repeating: 0, count: mib))
@@ -370,23 +425,42 @@ package enum HostileV2 {
             while at < total {
                 let n = min(mib, total - at)
                 var chunk: [UInt8]
-                if at == 0 { chunk = CraftedVault.zlib(table + [UInt8](repeating: 0, count: n - table.count)) }
-                else if n == mib { chunk = zeros }
-                else { chunk = CraftedVault.zlib([UInt8](repeating: 0, count: n)) }
-                blocks.append(CraftedVault.Block(p: [1] + HostileVaults.u32(n) + chunk, index: UInt32(blocks.count), last: at + n == total))
+                if at == 0 {
+                    chunk = CraftedVault.zlib(table + [UInt8](repeating: 0, count: n - table.count))
+                } else if n == mib {
+                    chunk = zeros
+                } else {
+                    chunk = CraftedVault.zlib([UInt8](repeating: 0, count: n))
+                }
+                blocks.append(
+                    CraftedVault.Block(
+                        p: [1] + HostileVaults.u32(n) + chunk, index: UInt32(blocks.count), last: at + n == total))
                 at += n
             }
             let (offset, length) = v.appendRecord(id: recordID, blocks: blocks)
             for (i, id) in ids.enumerated() {
-                ops.append((1, id, HostileVaults.entry(service: "s", account: "a\(i)", size: UInt64(valueBytes), recordID: recordID, offset: offset,
-                                                      length: length, member: i, dataOffset: UInt64(i * valueBytes))))
+                ops.append(
+                    (
+                        1, id,
+                        HostileVaults.entry(
+                            service: "s", account: "a\(i)", size: UInt64(valueBytes), recordID: recordID,
+                            offset: offset,
+                            length: length, member: i, dataOffset: UInt64(i * valueBytes))
+                    ))
             }
         }
-        let keepID = HostileVaults.randomID(0, 3), keepRecord = HostileVaults.id(2, 9)
+        let keepID = HostileVaults.randomID(0, 3)
+        let keepRecord = HostileVaults.id(2, 9)
         let (o, l) = HostileVaults.smallRecord(&v, id: keepRecord, member: keepID, value: [1, 2, 3])
-        ops.append((1, keepID, HostileVaults.entry(service: "s", account: "keep", size: 3, recordID: keepRecord, offset: o, length: l)))
+        ops.append(
+            (
+                1, keepID,
+                HostileVaults.entry(service: "s", account: "keep", size: 3, recordID: keepRecord, offset: o, length: l)
+            ))
         let index = v.appendIndex(CraftedVault.indexPlaintext(ops), generation: 1)
-        v.appendTrailer(generation: 1, commitStart: 0, index: index, previous: nil, itemCount: UInt32(ops.count), checkpoint: true, chain: 0)
+        v.appendTrailer(
+            generation: 1, commitStart: 0, index: index, previous: nil, itemCount: UInt32(ops.count), checkpoint: true,
+            chain: 0)
         return v.bytes
     }
 
@@ -403,7 +477,13 @@ package enum HostileV2 {
 
     package static func spliced(_ dir: String, _ s: Splice) throws {
         let v = dir + "/v.kcv"
-        try base(v, seed: 15, [{ _, tx in for i in 0..<100 { try tx.add(attributes: attributes("s", "a\(i)"), value: Array("v\(i)".utf8)) } }])
+        try base(
+            v, seed: 15,
+            [
+                { _, tx in
+                    for i in 0..<100 { try tx.add(attributes: attributes("s", "a\(i)"), value: Array("v\(i)".utf8)) }
+                }
+            ])
         try copy(v, dir + "/o.kcv")
         switch s {
         case .otherCopyCommit:
@@ -413,7 +493,9 @@ package enum HostileV2 {
             let forkAt = try Recipes.read(v).count
             for (path, account) in [(a, "from-a"), (v, "from-b")] {
                 let p = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: writer)
-                try p.commit(random: random(16), autoCompact: false) { tx in try tx.add(attributes: attributes("s", account), value: [7]) }
+                try p.commit(random: random(16), autoCompact: false) { tx in
+                    try tx.add(attributes: attributes("s", account), value: [7])
+                }
             }
             try write(v, try Recipes.read(v) + Recipes.read(a)[forkAt...])
         case .generationJump:

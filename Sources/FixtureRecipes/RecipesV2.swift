@@ -18,9 +18,13 @@ package enum RecipesV2 {
     /// The keychain-like schema (SPEC.md Part 3 §K4 primary keys, shortened for inet) with `@*` and `labl`
     /// indexed.
     package static let keychainSchema = PagedSchema(
-        classes: ["genp": ClassSchema(keyAttributes: [("sync", .bool(false)), ("svce", .string("")), ("acct", .string(""))]),
-                  "inet": ClassSchema(keyAttributes: [("sync", .bool(false)), ("srvr", .string("")), ("port", .integer(0)),
-                                                      ("acct", .string(""))])],
+        classes: [
+            "genp": ClassSchema(keyAttributes: [("sync", .bool(false)), ("svce", .string("")), ("acct", .string(""))]),
+            "inet": ClassSchema(keyAttributes: [
+                ("sync", .bool(false)), ("srvr", .string("")), ("port", .integer(0)),
+                ("acct", .string(""))
+            ])
+        ],
         indexed: ["@*", "labl"])
 
     /// What a golden vault holds, as its recipe meant it (not as a reader reads it back).
@@ -49,8 +53,9 @@ package enum RecipesV2 {
             self.path = path
             self.schema = schema
             random = DeterministicRandom(seed: RecipesV2.seed(seed))
-            try PagedVault.create(path: path, group: group, slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema,
-                                  overwrite: true, random: random)
+            try PagedVault.create(
+                path: path, group: group, slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema,
+                overwrite: true, random: random)
             vault = try PagedVault.open(path: path, secret: Recipes.keySecret, mode: .write, writerID: writerA)
         }
 
@@ -64,7 +69,9 @@ package enum RecipesV2 {
             try vault.commit(random: random, now: { now }, body)
         }
 
-        func add(_ tx: PagedTransaction, _ a: Attributes, _ value: [UInt8], class c: ItemClass = .genericPassword) throws {
+        func add(_ tx: PagedTransaction, _ a: Attributes, _ value: [UInt8], class c: ItemClass = .genericPassword)
+            throws
+        {
             let id = try tx.add(class: c, attributes: a, value: value)
             expected.items[id] = (c, a, value)
         }
@@ -104,22 +111,39 @@ package enum RecipesV2 {
 
     package static var goldens: [Golden] {
         [
-            Golden(name: "one-item", summary: "one item (genp example.com/alice = hunter2), packed schema, one delta commit after the empty fold",
-                   build: buildOneItem),
-            Golden(name: "many-items", summary: "2,000 items of 20 services in 5 commits (4 folds of 500/500/500/490 items, then a delta of 10): items tree of height 2",
-                   build: buildManyItems),
-            Golden(name: "history", summary: "updates, deletes (tombstones), a key change and two writers; history in the trees and 3 delta segments pending",
-                   build: buildHistory),
-            Golden(name: "compacted", summary: "history.kcv compacted (PagedVault.compact, 100 s after its first commit): one fold built bottom-up, with the same items, tombstones and history (all younger than the retention's 90 days)",
-                   build: buildCompacted),
-            Golden(name: "keychain", summary: "keychain-like schema (genp, inet with sync/port key attributes), @* and labl indexed: 300 items (a fold) with absent key attributes and a class without schema, then an attribute update and a delete (by writer B) pending",
-                   build: buildKeychain),
+            Golden(
+                name: "one-item",
+                summary:
+                    "one item (genp example.com/alice = hunter2), packed schema, one delta commit after the empty fold",
+                build: buildOneItem),
+            Golden(
+                name: "many-items",
+                summary:
+                    "2,000 items of 20 services in 5 commits (4 folds of 500/500/500/490 items, then a delta of 10): items tree of height 2",
+                build: buildManyItems),
+            Golden(
+                name: "history",
+                summary:
+                    "updates, deletes (tombstones), a key change and two writers; history in the trees and 3 delta segments pending",
+                build: buildHistory),
+            Golden(
+                name: "compacted",
+                summary:
+                    "history.kcv compacted (PagedVault.compact, 100 s after its first commit): one fold built bottom-up, with the same items, tombstones and history (all younger than the retention's 90 days)",
+                build: buildCompacted),
+            Golden(
+                name: "keychain",
+                summary:
+                    "keychain-like schema (genp, inet with sync/port key attributes), @* and labl indexed: 300 items (a fold) with absent key attributes and a class without schema, then an attribute update and a delete (by writer B) pending",
+                build: buildKeychain)
         ]
     }
 
     static func buildOneItem(_ path: String) throws -> Expected {
         let v = try Session(path: path, seed: 20, group: "com.example.shared", schema: .packed)
-        try v.commit { tx in try v.add(tx, Recipes.attributes("example.com", "alice", Recipes.epoch), Array("hunter2".utf8)) }
+        try v.commit { tx in
+            try v.add(tx, Recipes.attributes("example.com", "alice", Recipes.epoch), Array("hunter2".utf8))
+        }
         return v.expected
     }
 
@@ -141,7 +165,8 @@ package enum RecipesV2 {
         let v = try Session(path: path, seed: 22, group: "history", schema: .packed)
         func key(_ i: Int) -> [AttributeValue] { [s("app"), s("a\(i)")] }
         // 1: 300 items, a fold (more than 256 changes).
-        try v.commit { tx in for i in 0..<300 { try v.add(tx, attributes("app", "a\(i)", i), Array("value \(i)".utf8)) } }
+        try v.commit { tx in for i in 0..<300 { try v.add(tx, attributes("app", "a\(i)", i), Array("value \(i)".utf8)) }
+        }
         // 2-4: delta commits.
         try v.commit { tx in try v.update(tx, try v.item(key(1)), value: Array("one, changed".utf8)) }
         try v.commit { tx in try v.delete(tx, try v.item(key(2))) }
@@ -166,7 +191,9 @@ package enum RecipesV2 {
             try v.delete(tx, try v.item(key(5)))
             try v.add(tx, attributes("app", "new", 1000), Array("added last".utf8))
         }
-        try v.commit(writer: writerB) { tx in try v.update(tx, try v.item(key(6)), value: Array("six, by writer B".utf8)) }
+        try v.commit(writer: writerB) { tx in
+            try v.update(tx, try v.item(key(6)), value: Array("six, by writer B".utf8))
+        }
         return v.expected
     }
 
@@ -179,7 +206,9 @@ package enum RecipesV2 {
 
     static func buildKeychain(_ path: String) throws -> Expected {
         let v = try Session(path: path, seed: 23, group: "com.example.keychain", schema: keychainSchema)
-        let genp = ItemClass.genericPassword, inet = ItemClass(rawValue: "inet"), keys = ItemClass(rawValue: "keys")
+        let genp = ItemClass.genericPassword
+        let inet = ItemClass(rawValue: "inet")
+        let keys = ItemClass(rawValue: "keys")
         try v.commit { tx in
             var a = attributes("github.com", "ci", 1)
             a["@team"] = s("ops")
@@ -191,19 +220,31 @@ package enum RecipesV2 {
             // Both key strings present with the default value: absent bits clear.
             a = Attributes(["svce": s(""), "acct": s(""), "@team": s("ops"), "@n": .integer(-5)])
             try v.add(tx, a, Array("empty key values".utf8), class: genp)
-            a = Attributes(["sync": .bool(true), "svce": s("icloud"), "acct": s("me"), "@when": .date(nanoseconds: Recipes.epoch)])
+            a = Attributes([
+                "sync": .bool(true), "svce": s("icloud"), "acct": s("me"), "@when": .date(nanoseconds: Recipes.epoch)
+            ])
             try v.add(tx, a, Array("synchronizable".utf8), class: genp)
-            a = Attributes(["svce": s("nul\u{0}byte"), "acct": s("ünïcødé"), "@blob": .data([0, 1, 0xFF]), "@team": s("ops")])
+            a = Attributes([
+                "svce": s("nul\u{0}byte"), "acct": s("ünïcødé"), "@blob": .data([0, 1, 0xFF]), "@team": s("ops")
+            ])
             try v.add(tx, a, [], class: genp)
-            a = Attributes(["srvr": s("example.org"), "port": .integer(443), "acct": s("alice"), "ptcl": s("htps"), "@team": s("ops")])
+            a = Attributes([
+                "srvr": s("example.org"), "port": .integer(443), "acct": s("alice"), "ptcl": s("htps"),
+                "@team": s("ops")
+            ])
             try v.add(tx, a, Array("inet alice".utf8), class: inet)
-            a = Attributes(["srvr": s("example.org"), "port": .integer(-1), "acct": s("bob"), "labl": s("bob at example.org")])
+            a = Attributes([
+                "srvr": s("example.org"), "port": .integer(-1), "acct": s("bob"), "labl": s("bob at example.org")
+            ])
             try v.add(tx, a, Array("inet bob".utf8), class: inet)
             a = Attributes(["labl": s("signing key"), "@team": s("sec"), "kcls": .integer(1)])
             try v.add(tx, a, Recipes.noise(64, seed: 23), class: keys)
             // 292 more (300 changes in all: a fold, so the attributes tree has pages).
             for i in 0..<292 {
-                a = Attributes(["svce": s("filler.\(i % 13)"), "acct": s("user\(i)"), "@team": s("t\(i % 7)"), "labl": s("filler \(i)")])
+                a = Attributes([
+                    "svce": s("filler.\(i % 13)"), "acct": s("user\(i)"), "@team": s("t\(i % 7)"),
+                    "labl": s("filler \(i)")
+                ])
                 try v.add(tx, a, Array("filler value \(i)".utf8), class: genp)
             }
         }
@@ -213,7 +254,9 @@ package enum RecipesV2 {
             a["@team"] = s("dev")
             try v.update(tx, i, attributes: a)
         }
-        try v.commit(writer: writerB) { tx in try v.delete(tx, try v.item([.bool(false), s("example.org"), .integer(-1), s("bob")], class: inet)) }
+        try v.commit(writer: writerB) { tx in
+            try v.delete(tx, try v.item([.bool(false), s("example.org"), .integer(-1), s("bob")], class: inet))
+        }
         return v.expected
     }
 
@@ -260,7 +303,9 @@ package enum RecipesV2 {
         for (n, (name, e)) in all.enumerated() {
             let items = e.items.values.map { it -> String in
                 let attrs = it.attributes.map { "\(json($0.name)): \(json($0.value))" }.joined(separator: ", ")
-                let value = it.value.count <= 32 ? "\"value_hex\": \"\(Hex.encode(it.value))\""
+                let value =
+                    it.value.count <= 32
+                    ? "\"value_hex\": \"\(Hex.encode(it.value))\""
                     : "\"size\": \(it.value.count), \"blake2b\": \"\(Hex.encode(CraftedPagedVault.digest(it.value)))\""
                 return "{\"class\": \(json(it.itemClass.rawValue)), \"attributes\": {\(attrs)}, \(value)}"
             }.sorted()
@@ -274,5 +319,5 @@ package enum RecipesV2 {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif

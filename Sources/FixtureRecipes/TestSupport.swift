@@ -30,77 +30,81 @@ package func stateDigest(_ state: [String: [UInt8]]) -> UInt64 {
 }
 
 #if canImport(Glibc)
-import Glibc
-import VaultFormat
+    import Glibc
+    import VaultFormat
 
-/// A vault at `path` opened by the fixtures' key file, of generic passwords (service, account, further
-/// attributes, value): hostile packed vaults as an attacker would make them with the library.
-package func keyFileVault(_ path: String, group: String = "g", _ items: [(String, String, [String: AttributeValue], [UInt8])]) throws {
-    try Vault.create(path: path, group: group, slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], overwrite: true) { tx in
-        for (s, a, more, v) in items {
-            var attributes = Attributes(more)
-            attributes[AttributeName.service] = .string(s)
-            attributes[AttributeName.account] = .string(a)
-            try tx.add(attributes: attributes, value: .bytes(v))
+    /// A vault at `path` opened by the fixtures' key file, of generic passwords (service, account, further
+    /// attributes, value): hostile packed vaults as an attacker would make them with the library.
+    package func keyFileVault(
+        _ path: String, group: String = "g", _ items: [(String, String, [String: AttributeValue], [UInt8])]
+    ) throws {
+        try Vault.create(
+            path: path, group: group, slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], overwrite: true
+        ) { tx in
+            for (s, a, more, v) in items {
+                var attributes = Attributes(more)
+                attributes[AttributeName.service] = .string(s)
+                attributes[AttributeName.account] = .string(a)
+                try tx.add(attributes: attributes, value: .bytes(v))
+            }
         }
     }
-}
 
-/// A small tmpfs mounted for a test (full-disk and read-only-file-system tests). `mount` returns nil when
-/// mounting is not permitted (not root, no CAP_SYS_ADMIN, a restricted container): the test then skips.
-/// `unmount` is safe to call twice and detaches lazily if something still holds a file open.
-package final class ScratchMount {
-    package let path: String
-    private var mounted = true
+    /// A small tmpfs mounted for a test (full-disk and read-only-file-system tests). `mount` returns nil when
+    /// mounting is not permitted (not root, no CAP_SYS_ADMIN, a restricted container): the test then skips.
+    /// `unmount` is safe to call twice and detaches lazily if something still holds a file open.
+    package final class ScratchMount {
+        package let path: String
+        private var mounted = true
 
-    private init(path: String) { self.path = path }
+        private init(path: String) { self.path = path }
 
-    package static func mount(at path: String, size: String) -> ScratchMount? {
-        guard mkdir(path, 0o700) == 0 || errno == EEXIST else { return nil }
-        guard Glibc.mount("tmpfs", path, "tmpfs", 0, "size=\(size),mode=0700") == 0 else {
+        package static func mount(at path: String, size: String) -> ScratchMount? {
+            guard mkdir(path, 0o700) == 0 || errno == EEXIST else { return nil }
+            guard Glibc.mount("tmpfs", path, "tmpfs", 0, "size=\(size),mode=0700") == 0 else {
+                rmdir(path)
+                return nil
+            }
+            return ScratchMount(path: path)
+        }
+
+        /// Makes the file system read-only (fails, returning false, while a file on it is open for writing).
+        package func remountReadOnly() -> Bool {
+            Glibc.mount(nil, path, nil, UInt(MS_REMOUNT | MS_RDONLY), nil) == 0
+        }
+
+        package func remountReadWrite() -> Bool {
+            Glibc.mount(nil, path, nil, UInt(MS_REMOUNT), nil) == 0
+        }
+
+        /// Bytes still free.
+        package var freeBytes: UInt64 {
+            var s = statvfs()
+            guard statvfs(path, &s) == 0 else { return 0 }
+            return UInt64(s.f_bavail) * UInt64(s.f_frsize)
+        }
+
+        /// Fills the file system up with `name`, leaving at most `leave` bytes free (rounded to pages).
+        package func fill(_ name: String, leave: UInt64 = 0) {
+            let fd = open(path + "/" + name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { return }
+            defer { close(fd) }
+            let page = [UInt8](repeating: 0xA5, count: 4096)
+            while freeBytes > leave {
+                let n = page.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, $0.count) }
+                if n <= 0 { break }
+            }
+        }
+
+        package func unmount() {
+            guard mounted else { return }
+            if umount2(path, 0) != 0 { umount2(path, Int32(MNT_DETACH)) }
+            mounted = false
             rmdir(path)
-            return nil
         }
-        return ScratchMount(path: path)
-    }
 
-    /// Makes the file system read-only (fails, returning false, while a file on it is open for writing).
-    package func remountReadOnly() -> Bool {
-        Glibc.mount(nil, path, nil, UInt(MS_REMOUNT | MS_RDONLY), nil) == 0
+        deinit { unmount() }
     }
-
-    package func remountReadWrite() -> Bool {
-        Glibc.mount(nil, path, nil, UInt(MS_REMOUNT), nil) == 0
-    }
-
-    /// Bytes still free.
-    package var freeBytes: UInt64 {
-        var s = statvfs()
-        guard statvfs(path, &s) == 0 else { return 0 }
-        return UInt64(s.f_bavail) * UInt64(s.f_frsize)
-    }
-
-    /// Fills the file system up with `name`, leaving at most `leave` bytes free (rounded to pages).
-    package func fill(_ name: String, leave: UInt64 = 0) {
-        let fd = open(path + "/" + name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return }
-        defer { close(fd) }
-        let page = [UInt8](repeating: 0xA5, count: 4096)
-        while freeBytes > leave {
-            let n = page.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, $0.count) }
-            if n <= 0 { break }
-        }
-    }
-
-    package func unmount() {
-        guard mounted else { return }
-        if umount2(path, 0) != 0 { umount2(path, Int32(MNT_DETACH)) }
-        mounted = false
-        rmdir(path)
-    }
-
-    deinit { unmount() }
-}
 #endif
 
 /// The concurrency test's batches: writer `writer`'s commit `commit` puts items `i0`..`i(n-1)` of service

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import KeyedArchive
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `kcar archive show FILE [--json]` and `kcar archive convert IN OUT [--to kcar|nskeyed] [--deterministic]`.
 enum ArchiveCommand {
@@ -21,7 +22,10 @@ enum ArchiveCommand {
         do {
             try counter.print(value)
         } catch is JSONCounter.Full {
-            throw CLIError(.damaged, "\(path): the value prints to more than \(JSONPrinter<JSONCounter>.outputMax) bytes of JSON; not printed")
+            throw CLIError(
+                .damaged,
+                "\(path): the value prints to more than \(JSONPrinter<JSONCounter>.outputMax) bytes of JSON; not printed"
+            )
         }
         var printer = JSONPrinter(indent: indent, sink: JSONWriter())
         try printer.print(value)
@@ -71,7 +75,9 @@ enum ArchiveCommand {
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw CLIError(.io, "cannot stat \(path)") }
-        guard st.st_size <= max else { throw CLIError(.damaged, "\(path): \(st.st_size) bytes, more than the \(max)-byte limit") }
+        guard st.st_size <= max else {
+            throw CLIError(.damaged, "\(path): \(st.st_size) bytes, more than the \(max)-byte limit")
+        }
         var out = [UInt8](repeating: 0, count: Int(st.st_size))
         var done = 0
         while done < out.count {
@@ -173,8 +179,10 @@ struct JSONPrinter<Sink: JSONSink> {
         case .uuid(let u): try text("$uuid", u.uuidString.uppercased(), depth)
         case .url(let url):
             if let base = url.baseURL {
-                try sink.write("{" + key("$url", depth) + "{" + key("base", depth + 1) + JSON.string(base.absoluteString) + ","
-                    + key("relative", depth + 1) + JSON.string(url.relativeString) + newline(depth + 1) + "}" + newline(depth) + "}")
+                try sink.write(
+                    "{" + key("$url", depth) + "{" + key("base", depth + 1) + JSON.string(base.absoluteString) + ","
+                        + key("relative", depth + 1) + JSON.string(url.relativeString) + newline(depth + 1) + "}"
+                        + newline(depth) + "}")
             } else {
                 try text("$url", url.relativeString, depth)
             }
@@ -228,7 +236,8 @@ struct JSONPrinter<Sink: JSONSink> {
     /// years 0000 to 9999; nil for any other date (earlier, later, NaN or infinite).
     static func iso8601(sinceReferenceDate t: Double) -> String? {
         // 0000-01-01T00:00:00Z and 10000-01-01T00:00:00Z, in seconds since 2001-01-01.
-        let first = -63_145_526_400.0, end = 252_423_993_600.0
+        let first = -63_145_526_400.0
+        let end = 252_423_993_600.0
         guard t.isFinite, t >= first, t < end else { return nil }
         let whole = t.rounded(.down)
         var seconds = Int64(whole)  // within the range above: exact
@@ -245,7 +254,9 @@ struct JSONPrinter<Sink: JSONSink> {
         guard indent else { return "" }
         return depth < newlines.count ? newlines[depth] : "\n" + String(repeating: "  ", count: depth)
     }
-    private func key(_ k: String, _ depth: Int) -> String { newline(depth + 1) + JSON.string(k) + (indent ? ": " : ":") }
+    private func key(_ k: String, _ depth: Int) -> String {
+        newline(depth + 1) + JSON.string(k) + (indent ? ": " : ":")
+    }
 
     /// `{"<name>": "<string>"}`.
     private mutating func text(_ name: String, _ string: String, _ depth: Int) throws {

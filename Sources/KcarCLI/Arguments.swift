@@ -48,7 +48,9 @@ struct Arguments {
                 name = s.name
                 // `-Cdir` is `-C dir`, as tar and getopt read an option's value attached to its letter.
                 if a.count > 2 {
-                    guard s.kind != .flag else { throw CLIError.usage("-\(letter) takes no value (and flags are not combined): \(a.prefix(2))") }
+                    guard s.kind != .flag else {
+                        throw CLIError.usage("-\(letter) takes no value (and flags are not combined): \(a.prefix(2))")
+                    }
                     inline = String(a.dropFirst(2))
                 }
             }
@@ -59,7 +61,9 @@ struct Arguments {
                 flags.insert(name)
             case .value, .repeated:
                 let v: String
-                if let inline { v = inline } else {
+                if let inline {
+                    v = inline
+                } else {
                     guard i < args.count else { throw CLIError.usage("--\(name) needs a value") }
                     v = args[i]
                     i += 1
@@ -90,8 +94,10 @@ struct Arguments {
         guard positionals.count >= names.count - optional, positionals.count <= names.count else {
             if positionals.count > names.count {
                 let extra = positionals[names.count]
-                throw CLIError.usage(names.isEmpty ? "unexpected argument '\(extra)': this command takes options only"
-                                     : "unexpected argument '\(extra)' after \(names.joined(separator: " "))")
+                throw CLIError.usage(
+                    names.isEmpty
+                        ? "unexpected argument '\(extra)': this command takes options only"
+                        : "unexpected argument '\(extra)' after \(names.joined(separator: " "))")
             }
             throw CLIError.usage("expected \(names.joined(separator: " "))")
         }

@@ -30,7 +30,8 @@ package enum Bech32 {
     /// Regroups `data` from `from`-bit to `to`-bit values; `pad` for encoding, and when decoding the
     /// leftover bits must be fewer than `from` and zero (nil otherwise).
     static func convert(_ data: [UInt8], from: Int, to: Int, pad: Bool) -> [UInt8]? {
-        var acc = 0, bits = 0
+        var acc = 0
+        var bits = 0
         var out: [UInt8] = []
         let maxv = (1 << to) - 1
         for v in data {
@@ -66,7 +67,8 @@ package enum Bech32 {
 
     package static func decode(_ bytes: [UInt8]) -> (hrp: String, data: [UInt8])? {
         guard bytes.allSatisfy({ $0 >= 33 && $0 <= 126 }) else { return nil }
-        let hasLower = bytes.contains { $0 >= 97 && $0 <= 122 }, hasUpper = bytes.contains { $0 >= 65 && $0 <= 90 }
+        let hasLower = bytes.contains { $0 >= 97 && $0 <= 122 }
+        let hasUpper = bytes.contains { $0 >= 65 && $0 <= 90 }
         guard !(hasLower && hasUpper) else { return nil }
         var lower = bytes.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }
         var five: [UInt8] = []
@@ -97,7 +99,8 @@ package enum AgeKey {
 
     /// The 32-byte public key of an `age1...` recipient, or nil.
     package static func recipient(_ text: String) -> [UInt8]? {
-        guard text.hasPrefix("age1"), let (hrp, data) = Bech32.decode(text), hrp == recipientHRP, data.count == 32 else { return nil }
+        guard text.hasPrefix("age1"), let (hrp, data) = Bech32.decode(text), hrp == recipientHRP, data.count == 32
+        else { return nil }
         return data
     }
 

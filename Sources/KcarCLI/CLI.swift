@@ -47,17 +47,20 @@ public enum CLI {
         Command("docker-credential", Help.dockerCredential, DockerCredential.run),
         Command("help", Help.helpPage, CLI.help),
         Command("version", Help.versionPage, CLI.version),
-        Command("completion", Help.completionPage, Completion.run),
+        Command("completion", Help.completionPage, Completion.run)
     ]
 
     static func command(_ name: String) -> Command? { commands.first { $0.name == name } }
 
     /// Runs the subcommand `argv[0]` of `name` (`archive show`, `git setup`): one of `table`, in the order
     /// their usage lists them.
-    static func subcommand(_ name: String, _ argv: [String], _ table: [(name: String, usage: String, run: ([String]) throws -> ExitCode)]) throws -> ExitCode {
+    static func subcommand(
+        _ name: String, _ argv: [String], _ table: [(name: String, usage: String, run: ([String]) throws -> ExitCode)]
+    ) throws -> ExitCode {
         let known = table.map(\.name).joined(separator: ", ")
         guard let sub = argv.first else {
-            throw CLIError.usage("expected " + table.map { "`\(name) \($0.name) \($0.usage)`" }.joined(separator: " or "))
+            throw CLIError.usage(
+                "expected " + table.map { "`\(name) \($0.name) \($0.usage)`" }.joined(separator: " or "))
         }
         guard let entry = table.first(where: { $0.name == sub }) else {
             throw CLIError.usage("unknown \(name) command '\(terminalSafe(String(sub.prefix(64))))' (\(known))")
@@ -107,14 +110,16 @@ public enum CLI {
         let scored = commands.map { (name: $0.name, distance: editDistance(name, $0.name)) }.filter { $0.distance <= 2 }
         let safe = terminalSafe(String(name.prefix(64)))
         if let best = scored.min(by: { $0.distance < $1.distance }) {
-            return CLIError.usage("unknown command '\(safe)'; did you mean `\(best.name)`? (`kcar help` lists the commands)")
+            return CLIError.usage(
+                "unknown command '\(safe)'; did you mean `\(best.name)`? (`kcar help` lists the commands)")
         }
         return CLIError.usage("unknown command '\(safe)'; `kcar help` lists the commands")
     }
 
     /// Levenshtein distance over Unicode scalars; a name longer than 64 scalars is never near a command.
     static func editDistance(_ a: String, _ b: String) -> Int {
-        let x = Array(a.unicodeScalars), y = Array(b.unicodeScalars)
+        let x = Array(a.unicodeScalars)
+        let y = Array(b.unicodeScalars)
         guard x.count <= 64 else { return Int.max }
         guard !x.isEmpty, !y.isEmpty else { return x.count + y.count }
         var row = Array(0...y.count)
@@ -173,7 +178,9 @@ public enum CLI {
         }
         // A commit whose automatic compaction failed still succeeded (exit 0): said where it happens.
         Vault.reportCompactionFailures { path, e in
-            warn("\(path): committed, but the automatic compaction after it failed (\(e)); deleted values stay in the file until `kcar compact` succeeds")
+            warn(
+                "\(path): committed, but the automatic compaction after it failed (\(e)); deleted values stay in the file until `kcar compact` succeeds"
+            )
         }
         do {
             return try command.run(rest).rawValue
@@ -193,7 +200,8 @@ public enum CLI {
             // file, the rule it breaks and the command that fixes it.
             warn(e.reason == .unsafeFile ? e.message : e.description)
             if e.status == .duplicateItem, name == "add" {
-                Output.err.line("`kcar update` with the same selectors changes its value and attributes (`kcar delete` removes it)")
+                Output.err.line(
+                    "`kcar update` with the same selectors changes its value and attributes (`kcar delete` removes it)")
             }
             return ExitCode.of(e).rawValue
         } catch let e as ArchiveError {
@@ -211,7 +219,9 @@ public enum CLI {
 func vaultArguments(_ args: Arguments, _ names: [String], optional: Int = 0) throws -> [String] {
     guard let group = args.value("group") else { return try args.positionals(names, optional: optional) }
     guard args.positionals.count < names.count else {
-        throw CLIError.usage("--group \(group) names the vault (the group's vault in the keychain): give VAULT \(args.positionals[0]) or --group, not both")
+        throw CLIError.usage(
+            "--group \(group) names the vault (the group's vault in the keychain): give VAULT \(args.positionals[0]) or --group, not both"
+        )
     }
     let rest = try args.positionals(Array(names.dropFirst()), optional: optional)
     return [try ItemCommands.groupVaultPath(args, group)] + rest
@@ -224,8 +234,9 @@ func openVault(_ path: String, _ args: Arguments, mode: OpenMode = .read, itemsO
     let (vault, _) = try Secrets.unlockVault(path, args, mode: mode, itemsOnDemand: itemsOnDemand)
     try ItemCommands.checkRollback(vault, args)
     if vault.incompleteBytes > 0, mode == .read {
-        warn("\(path): \(vault.incompleteBytes) bytes of an incomplete commit follow generation \(vault.generation); " +
-             "working on the last complete commit (`kcar recover` cuts them off)")
+        warn(
+            "\(path): \(vault.incompleteBytes) bytes of an incomplete commit follow generation \(vault.generation); "
+                + "working on the last complete commit (`kcar recover` cuts them off)")
     }
     return vault
 }
@@ -233,7 +244,8 @@ func openVault(_ path: String, _ args: Arguments, mode: OpenMode = .read, itemsO
 /// A command that changes a vault file in place has no use for `-`.
 func refuseStandardInput(_ path: String) throws {
     guard path == "-" else { return }
-    throw CLIError.usage("VAULT - (standard input) is for list, extract, verify and info; this command changes a vault file in place")
+    throw CLIError.usage(
+        "VAULT - (standard input) is for list, extract, verify and info; this command changes a vault file in place")
 }
 
 /// The file a command is reading (a vault, an archive, an item file), so that an error from inside it names

@@ -39,9 +39,10 @@ enum Completion {
         for c in CLI.commands {
             out += "    \(c.name))\n        case \"$prev\" in\n"
             for o in c.page.options where o.kind != .flag {
-                let action = o.completes.action(file: "COMPREPLY=($(compgen -f -- \"$cur\"))",
-                                                directory: "COMPREPLY=($(compgen -d -- \"$cur\"))",
-                                                words: { "COMPREPLY=($(compgen -W \"\($0)\" -- \"$cur\"))" }, nothing: "COMPREPLY=()")
+                let action = o.completes.action(
+                    file: "COMPREPLY=($(compgen -f -- \"$cur\"))",
+                    directory: "COMPREPLY=($(compgen -d -- \"$cur\"))",
+                    words: { "COMPREPLY=($(compgen -W \"\($0)\" -- \"$cur\"))" }, nothing: "COMPREPLY=()")
                 out += "        \(optionWords(o).joined(separator: "|"))) \(action); return ;;\n"
             }
             out += "        esac\n"
@@ -97,17 +98,21 @@ enum Completion {
             out += "  \(c.name))\n    _arguments -s \\\n"
             for o in c.page.options {
                 let names = optionWords(o)
-                let prefix = o.kind == .repeated ? "'*'" : (names.count > 1 ? "'(\(names.joined(separator: " ")))'" : "")
+                let prefix =
+                    o.kind == .repeated ? "'*'" : (names.count > 1 ? "'(\(names.joined(separator: " ")))'" : "")
                 let name = names.count > 1 ? "{\(names.joined(separator: ","))}" : names[0]
                 var spec = prefix + name + "'[\(zshText(o.meaning))]"
                 if let arg = o.argument {
-                    let action = o.completes.action(file: "_files", directory: "_files -/", words: { "(\($0))" }, nothing: " ")
+                    let action = o.completes.action(
+                        file: "_files", directory: "_files -/", words: { "(\($0))" }, nothing: " ")
                     spec += ":\(zshText(arg)):\(action)"
                 }
                 out += "      \(spec)' \\\n"
             }
             let w = words(c)
-            out += w.isEmpty ? "      '*:file:_files'\n" : "      '1:subcommand:(\(w.joined(separator: " ")))' '*:file:_files'\n"
+            out +=
+                w.isEmpty
+                ? "      '*:file:_files'\n" : "      '1:subcommand:(\(w.joined(separator: " ")))' '*:file:_files'\n"
             out += "    ;;\n"
         }
         out += """
@@ -129,18 +134,23 @@ enum Completion {
         var out = "# fish completion for kcar, made by `kcar completion fish`\ncomplete -c kcar -f\n"
         let all = CLI.commands.map(\.name).joined(separator: " ")
         for c in CLI.commands {
-            out += "complete -c kcar -n 'not __fish_seen_subcommand_from \(all)' -a \(c.name) -d \(fishQuote(c.page.summary))\n"
+            out +=
+                "complete -c kcar -n 'not __fish_seen_subcommand_from \(all)' -a \(c.name) -d \(fishQuote(c.page.summary))\n"
         }
         for c in CLI.commands {
             let when = "-n '__fish_seen_subcommand_from \(c.name)'"
             let w = words(c)
-            out += w.isEmpty ? "complete -c kcar \(when) -F\n" : "complete -c kcar \(when) -a \(fishQuote(w.joined(separator: " ")))\n"
+            out +=
+                w.isEmpty
+                ? "complete -c kcar \(when) -F\n"
+                : "complete -c kcar \(when) -a \(fishQuote(w.joined(separator: " ")))\n"
             for o in c.page.options {
                 var line = "complete -c kcar \(when) -l \(o.name)"
                 if let s = o.short { line += " -s \(s)" }
                 if o.argument != nil {
-                    line += o.completes.action(file: " -r -F", directory: " -x -a '(__fish_complete_directories)'",
-                                               words: { " -x -a " + fishQuote($0) }, nothing: " -x")
+                    line += o.completes.action(
+                        file: " -r -F", directory: " -x -a '(__fish_complete_directories)'",
+                        words: { " -x -a " + fishQuote($0) }, nothing: " -x")
                 }
                 out += line + " -d \(fishQuote(o.meaning))\n"
             }

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import KcarKeychain
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `kcar credential get|store|erase` (also run as `git-credential-kcar`): git's credential helper protocol
 /// (`git help credential`) over internet-password items of one access group.
@@ -41,7 +42,9 @@ enum Credential {
         var expiry: String? { fields["password_expiry_utc"] }
         var refreshToken: String? { fields["oauth_refresh_token"] }
 
-        static let used: Set<String> = ["protocol", "host", "path", "username", "password", "password_expiry_utc", "oauth_refresh_token"]
+        static let used: Set<String> = [
+            "protocol", "host", "path", "username", "password", "password_expiry_utc", "oauth_refresh_token"
+        ]
 
         init(_ bytes: [UInt8]) throws {
             for line in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
@@ -61,7 +64,9 @@ enum Credential {
 
     static func run(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("credential"))
-        guard let action = try args.positionals(["get|store|erase"]).first else { throw CLIError.usage("expected get, store or erase") }
+        guard let action = try args.positionals(["get|store|erase"]).first else {
+            throw CLIError.usage("expected get, store or erase")
+        }
         let group = CredentialServer.group(args, environment: groupVariable, default: defaultGroup)
         // git's protocol: a helper ignores an operation it does not know (future ones), silently.
         guard ["get", "store", "erase"].contains(action) else { return .success }
@@ -82,7 +87,9 @@ enum Credential {
         var a = Attributes()
         if let p = r.protocolName {
             guard let code = CredentialServer.protocolCodes[p] else {
-                warn("credential: protocol \(CredentialServer.shown(p)) has no Apple protocol code; kcar keeps no credentials for it")
+                warn(
+                    "credential: protocol \(CredentialServer.shown(p)) has no Apple protocol code; kcar keeps no credentials for it"
+                )
                 return nil
             }
             a["ptcl"] = .string(code)
@@ -109,8 +116,11 @@ enum Credential {
     static func refreshQuery(_ credential: Attributes, group: String) -> ItemQuery {
         var port: Int64 = 0
         if case .integer(let p)? = credential["port"] { port = p }
-        let parts = [credential.string("ptcl") ?? "", credential.string("srvr") ?? "", String(port), credential.string("path") ?? "",
-                     credential.string("acct") ?? ""]
+        let parts = [
+            credential.string("ptcl") ?? "", credential.string("srvr") ?? "", String(port),
+            credential.string("path") ?? "",
+            credential.string("acct") ?? ""
+        ]
         var a = Attributes()
         a["svce"] = .string(refreshService)
         a["acct"] = .string(parts.map { "\($0.utf8.count):\($0)" }.joined())
@@ -124,12 +134,18 @@ enum Credential {
             var value = try s.value(of: item)
             defer { wipe(&value) }
             let user = item.attributes.string("acct") ?? ""
-            guard let password = CredentialServer.text(value, lineSafe: true), CredentialServer.text(Array(user.utf8), lineSafe: true) != nil else {
-                warn("credential: item \(item.id) of group \(group) holds a line break, NUL or non-UTF-8 byte git cannot take; skipped")
+            guard let password = CredentialServer.text(value, lineSafe: true),
+                CredentialServer.text(Array(user.utf8), lineSafe: true) != nil
+            else {
+                warn(
+                    "credential: item \(item.id) of group \(group) holds a line break, NUL or non-UTF-8 byte git cannot take; skipped"
+                )
                 continue
             }
             var lines = "username=\(user)\npassword=\(password)\n"
-            if let expiry = item.attributes.string("@password_expiry_utc") { lines += "password_expiry_utc=\(expiry)\n" }
+            if let expiry = item.attributes.string("@password_expiry_utc") {
+                lines += "password_expiry_utc=\(expiry)\n"
+            }
             if let companion = try s.find(refreshQuery(item.attributes, group: group)).first {
                 var token = try s.value(of: companion)
                 defer { wipe(&token) }
@@ -142,7 +158,9 @@ enum Credential {
 
     static func store(_ r: Request, _ args: Arguments, _ group: String) throws {
         // As git's credential-store: a credential without these is not kept.
-        guard let p = r.protocolName, let host = r.host, let user = r.username, let password = r.password else { return }
+        guard let p = r.protocolName, let host = r.host, let user = r.username, let password = r.password else {
+            return
+        }
         guard let q = try query(r, group: group, exact: true) else { return }
         var attributes = q.attributes
         for name in ["sdmn", "atyp"] { attributes[name] = nil }

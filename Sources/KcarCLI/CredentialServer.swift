@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import KcarKeychain
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// What the git and docker credential helpers share: reading their request from standard input within a
 /// limit, the keychain group they keep their items in, and the internet-password attributes of a server
@@ -17,7 +18,7 @@ enum CredentialServer {
         "https": "htps", "http": "http", "ftp": "ftp ", "ftps": "ftps", "ssh": "ssh ", "imap": "imap",
         "imaps": "imps", "smtp": "smtp", "pop3": "pop3", "pop3s": "pops", "ldap": "ldap", "ldaps": "ldps",
         "telnet": "teln", "telnets": "tels", "socks": "sox ", "smb": "smb ", "afp": "afp ", "irc": "irc ",
-        "ircs": "ircs", "nntp": "nntp", "nntps": "ntps", "rtsp": "rtsp", "ipp": "ipp ", "svn": "svn ",
+        "ircs": "ircs", "nntp": "nntp", "nntps": "ntps", "rtsp": "rtsp", "ipp": "ipp ", "svn": "svn "
     ]
 
     /// Standard input up to its end, or up to the first empty line when `stopAtBlankLine` (git's protocol:
@@ -27,7 +28,8 @@ enum CredentialServer {
         var buf = [UInt8](repeating: 0, count: 1 << 14)
         defer { wipe(&buf) }
         // Where the line being read starts, and how far the bytes were scanned for line ends.
-        var lineStart = 0, scanned = 0
+        var lineStart = 0
+        var scanned = 0
         while true {
             if stopAtBlankLine {
                 while scanned < out.count {
@@ -45,7 +47,9 @@ enum CredentialServer {
             }
             let n = buf.withUnsafeMutableBytes { read(0, $0.baseAddress!, $0.count) }
             if n < 0, errno == EINTR { continue }
-            if n < 0 { throw CLIError(.io, "cannot read the \(what) from standard input: \(String(cString: strerror(errno)))") }
+            if n < 0 {
+                throw CLIError(.io, "cannot read the \(what) from standard input: \(String(cString: strerror(errno)))")
+            }
             if n == 0 { return out }
             guard out.count + n <= requestMax else {
                 wipe(&out)
@@ -62,7 +66,9 @@ enum CredentialServer {
         var portText: Substring?
         if name.hasPrefix("["), let close = name.firstIndex(of: "]") {
             let after = name[name.index(after: close)...]
-            guard after.isEmpty || after.hasPrefix(":") else { throw CLIError.usage("host \(shown(host)): text after ]") }
+            guard after.isEmpty || after.hasPrefix(":") else {
+                throw CLIError.usage("host \(shown(host)): text after ]")
+            }
             if after.hasPrefix(":") { portText = after.dropFirst() }
             name = name[name.index(after: name.startIndex)..<close]
         } else if let colon = name.lastIndex(of: ":") {
@@ -71,7 +77,8 @@ enum CredentialServer {
         }
         guard let portText else { return (String(name), 0) }
         guard !portText.isEmpty, portText.utf8.count <= 5, portText.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
-              let port = Int64(portText), (1...65_535).contains(port) else {
+            let port = Int64(portText), (1...65_535).contains(port)
+        else {
             throw CLIError.usage("host \(shown(host)): the port is not a number from 1 to 65535")
         }
         return (String(name), port)

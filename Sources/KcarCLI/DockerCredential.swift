@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import FoundationEssentials
 import KcarKeychain
 import KeyedArchive
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `kcar docker-credential store|get|erase|list` (also run as `docker-credential-kcar`): the protocol of
 /// docker/docker-credential-helpers over internet-password items of one access group.
@@ -65,7 +66,9 @@ enum DockerCredential {
 
     static func perform(_ argv: [String]) throws {
         let args = try Arguments(argv, specs: CLI.specs("docker-credential"))
-        guard let action = try args.positionals(["store|get|erase|list|version"]).first else { throw CLIError.usage("expected an action") }
+        guard let action = try args.positionals(["store|get|erase|list|version"]).first else {
+            throw CLIError.usage("expected an action")
+        }
         let group = CredentialServer.group(args, environment: groupVariable, default: defaultGroup)
         switch action {
         case "store": try store(args, group)
@@ -86,7 +89,9 @@ enum DockerCredential {
         if let sep = lower.firstRange(of: "://") {
             scheme = String(lower[..<sep.lowerBound])
             rest = lower[sep.upperBound...]
-            guard scheme == "https" || scheme == "http" else { throw CLIError.usage("unsupported scheme: \(CredentialServer.shown(scheme))") }
+            guard scheme == "https" || scheme == "http" else {
+                throw CLIError.usage("unsupported scheme: \(CredentialServer.shown(scheme))")
+            }
         } else if rest.hasPrefix("//") {
             rest = rest.dropFirst(2)
         }
@@ -111,7 +116,9 @@ enum DockerCredential {
     /// The server URL of a get or erase: standard input with surrounding white space removed.
     static func readServerURL() throws -> String {
         let bytes = try CredentialServer.readRequest(what: "server URL", stopAtBlankLine: false)
-        guard let text = String(validating: bytes, as: UTF8.self) else { throw CLIError.usage("the server URL is not UTF-8") }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw CLIError.usage("the server URL is not UTF-8")
+        }
         let scalars = Array(text.unicodeScalars)
         var (lo, hi) = (0, scalars.count)
         while lo < hi, scalars[lo].properties.isWhitespace { lo += 1 }
@@ -130,7 +137,8 @@ enum DockerCredential {
         do {
             request = try JSONDecoder().decode(StoreRequest.self, from: Data(input))
         } catch {
-            throw CLIError.usage("the credentials on standard input are not a JSON object of ServerURL, Username and Secret strings")
+            throw CLIError.usage(
+                "the credentials on standard input are not a JSON object of ServerURL, Username and Secret strings")
         }
         guard let url = request.ServerURL, !url.isEmpty else { throw CLIError.usage("no credentials server URL") }
         guard let user = request.Username, !user.isEmpty else { throw CLIError.usage("no credentials username") }
@@ -157,10 +165,12 @@ enum DockerCredential {
         var value = try s.value(of: item)
         defer { wipe(&value) }
         guard let secret = CredentialServer.text(value, lineSafe: false) else {
-            throw CLIError(.damaged, "item \(item.id) of group \(group): its secret is not UTF-8, which docker cannot take")
+            throw CLIError(
+                .damaged, "item \(item.id) of group \(group): its secret is not UTF-8, which docker cannot take")
         }
-        Output.out.line("{\"ServerURL\":\(JSON.string(url)),\"Username\":\(JSON.string(item.attributes.string("acct") ?? "")),"
-                        + "\"Secret\":\(JSON.string(secret))}")
+        Output.out.line(
+            "{\"ServerURL\":\(JSON.string(url)),\"Username\":\(JSON.string(item.attributes.string("acct") ?? "")),"
+                + "\"Secret\":\(JSON.string(secret))}")
     }
 
     static func erase(_ args: Arguments, _ group: String) throws {
@@ -186,7 +196,8 @@ enum DockerCredential {
         }
         // Go's encoding/json writes a map's keys sorted, by their bytes.
         let pairs = users.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }
-        Output.out.line("{" + pairs.map { "\(JSON.string($0.key)):\(JSON.string($0.value))" }.joined(separator: ",") + "}")
+        Output.out.line(
+            "{" + pairs.map { "\(JSON.string($0.key)):\(JSON.string($0.value))" }.joined(separator: ",") + "}")
     }
 
     /// The URL of an item another program added (without docker's server URL attribute).

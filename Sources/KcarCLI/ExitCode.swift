@@ -40,7 +40,8 @@ public struct ExitCode: RawRepresentable, Hashable, Sendable {
     static func of(_ code: VaultError.Code) -> ExitCode {
         switch code {
         case .wrongKey: return .wrongKey
-        case .notAVault, .unsupportedVersion, .damagedHeader, .tamperedHeader, .truncated, .damagedIndex, .damagedRecord:
+        case .notAVault, .unsupportedVersion, .damagedHeader, .tamperedHeader, .truncated, .damagedIndex,
+            .damagedRecord:
             return .damaged
         case .incompleteCommit: return .incompleteCommit
         // A stale handle names an item that, as given, is no longer in the vault.

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import KcarKeychain
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `kcar list` and `kcar extract`.
 enum Extract {
@@ -13,11 +14,15 @@ enum Extract {
             // `list VAULT --group G` gives the vault twice: a first word that is a file or ends in .kcv is taken as a
             // VAULT, not an ITEM (names of items are service/account; a name ending in .kcv can be given as %id/).
             if let first = positionals.first, first.hasSuffix(".kcv") || access(first, F_OK) == 0 {
-                throw CLIError.usage("--group \(group) names the vault (the group's vault in the keychain): give VAULT \(first) or --group, not both")
+                throw CLIError.usage(
+                    "--group \(group) names the vault (the group's vault in the keychain): give VAULT \(first) or --group, not both"
+                )
             }
             positionals.insert(try ItemCommands.groupVaultPath(args, group), at: 0)
         }
-        guard let path = try positionals.first.map(StandardStreams.vaultInput) else { throw CLIError.usage("expected VAULT [ITEM...]") }
+        guard let path = try positionals.first.map(StandardStreams.vaultInput) else {
+            throw CLIError.usage("expected VAULT [ITEM...]")
+        }
         // Streamed (issue 10): a version 2 vault's items are read from its trees one page at a time, in key
         // order, never all held (a version 1 vault's index is in memory anyway). ITEM arguments select as
         // extract's do (tar tf ARCHIVE NAME...): only the selected items are held.
@@ -42,8 +47,11 @@ enum Extract {
             // `--long` adds a MODE column (`-rw-r--r--`, as tar -tv prints it). A folder is named with a trailing
             // `/`, a link `name -> target`, as tar lists them.
             let long = args.flag("long")
-            let columns: [Table.Column] = (long ? [.init(title: "MODE")] : []) + [.init(title: "SIZE", rightAligned: true),
-                                                                                  .init(title: "MODIFIED (UTC)"), .init(title: "NAME")]
+            let columns: [Table.Column] =
+                (long ? [.init(title: "MODE")] : []) + [
+                    .init(title: "SIZE", rightAligned: true),
+                    .init(title: "MODIFIED (UTC)"), .init(title: "NAME")
+                ]
             var largest: UInt64 = 0
             try forEachItem(inOrder: false) { item in
                 largest = max(largest, item.size)
@@ -56,8 +64,12 @@ enum Extract {
                 let cls = item.itemClass == .genericPassword ? "" : "  [\(terminalSafe(item.itemClass.rawValue))]"
                 var name = terminalSafe(ItemPath.name(item))
                 if case .link(let target) = kind.kind { name += " -> " + terminalSafe(target) }
-                Output.out.line(Table.line((long ? [kind.modeString] : []) + [String(item.size), item.modified.map { tableDate(nanoseconds: $0) } ?? "-",
-                                            name + cls], widths, columns))
+                Output.out.line(
+                    Table.line(
+                        (long ? [kind.modeString] : []) + [
+                            String(item.size), item.modified.map { tableDate(nanoseconds: $0) } ?? "-",
+                            name + cls
+                        ], widths, columns))
                 return true
             }
         }
@@ -69,19 +81,26 @@ enum Extract {
     static func json(_ item: Item) -> String {
         var extra = [("name", JSON.string(ItemPath.name(item)))]
         let a = item.attributes
-        if a[PackedKind.modeAttribute] != nil || a[PackedKind.linkAttribute] != nil || a[PackedKind.folderAttribute] != nil {
+        if a[PackedKind.modeAttribute] != nil || a[PackedKind.linkAttribute] != nil
+            || a[PackedKind.folderAttribute] != nil
+        {
             let kind = PackedKind.lenient(item)
             switch kind.kind {
             case .file: extra.append(("type", JSON.string("file")))
             case .folder: extra.append(("type", JSON.string("folder")))
             case .link(let target): extra += [("type", JSON.string("link")), ("target", JSON.string(target))]
             }
-            extra.append(("mode", kind.mode.map { m in
-                let octal = String(m, radix: 8)
-                return JSON.string(String(repeating: "0", count: max(0, 4 - octal.count)) + octal)
-            } ?? "null"))
+            extra.append(
+                (
+                    "mode",
+                    kind.mode.map { m in
+                        let octal = String(m, radix: 8)
+                        return JSON.string(String(repeating: "0", count: max(0, 4 - octal.count)) + octal)
+                    } ?? "null"
+                ))
         }
-        return ItemJSON.object(id: item.id, class: item.itemClass, attributes: item.attributes, size: item.size, extra: extra)
+        return ItemJSON.object(
+            id: item.id, class: item.itemClass, attributes: item.attributes, size: item.size, extra: extra)
     }
 
     /// `--stdout`: the value, streamed to a pipe or file. A terminal gets it as `get` gives it
@@ -96,7 +115,9 @@ enum Extract {
             if Output.out.isTerminal, last != 10 { Output.out.write("\n") }
             return
         }
-        guard item.size <= UInt64(StandardStreams.terminalValueMax) else { throw StandardStreams.refusal(ItemPath.name(item)) }
+        guard item.size <= UInt64(StandardStreams.terminalValueMax) else {
+            throw StandardStreams.refusal(ItemPath.name(item))
+        }
         var value = try vault.read(item)
         defer { wipe(&value) }
         try StandardStreams.writeValue(value, name: ItemPath.name(item), force: force)
@@ -106,7 +127,9 @@ enum Extract {
         let args = try Arguments(argv, specs: CLI.specs("extract"))
         var positionals = args.positionals
         if let group = args.value("group") { positionals.insert(try ItemCommands.groupVaultPath(args, group), at: 0) }
-        guard let path = try positionals.first.map(StandardStreams.vaultInput) else { throw CLIError.usage("expected VAULT [ITEM...]") }
+        guard let path = try positionals.first.map(StandardStreams.vaultInput) else {
+            throw CLIError.usage("expected VAULT [ITEM...]")
+        }
         let wanted = Array(positionals.dropFirst())
         // A version 2 vault's items are not all read at open: those selected are, in one scan of its trees.
         let vault = try openVault(path, args, itemsOnDemand: true)
@@ -121,27 +144,36 @@ enum Extract {
             // One pass over the records, in file order, each decoded once (issue 9, item 14: reading the items
             // one by one decoded a shared record once per member), written as it is read.
             guard selected.count <= ItemFile.itemsMax else {
-                throw CLIError.usage("\(selected.count) items: an item file holds at most \(ItemFile.itemsMax) (SPEC.md §K7); select fewer with ITEM arguments")
+                throw CLIError.usage(
+                    "\(selected.count) items: an item file holds at most \(ItemFile.itemsMax) (SPEC.md §K7); select fewer with ITEM arguments"
+                )
             }
             let staged: StagedFile?
-            if file == "-" { staged = nil } else {
-                if !args.flag("force"), Keys.exists(file) { throw CLIError(.exists, "\(file) exists (--force replaces it)") }
+            if file == "-" {
+                staged = nil
+            } else {
+                if !args.flag("force"), Keys.exists(file) {
+                    throw CLIError(.exists, "\(file) exists (--force replaces it)")
+                }
                 staged = try StagedFile(file, mode: 0o600)
             }
             let writer = try ItemFile.Writer(group: vault.header.group) { bytes in
                 if let staged { try staged.append(bytes) } else { try Output.out.writeBytes(bytes) }
             }
-            try vault.readValues(of: selected, begin: { item, _ in try writer.begin(item) },
-                                 bytes: { chunk in
-                                     try writer.value(chunk)
-                                     DebugSeam.pause("extract-writing")
-                                 }, end: { _ in try writer.end() })
+            try vault.readValues(
+                of: selected, begin: { item, _ in try writer.begin(item) },
+                bytes: { chunk in
+                    try writer.value(chunk)
+                    DebugSeam.pause("extract-writing")
+                }, end: { _ in try writer.end() })
             try writer.finish()
             try staged?.place(force: args.flag("force"))
             return deviceOnly > 0 && !args.flag("include-device-only") ? .skipped : .success
         }
         if args.flag("stdout") {
-            guard selected.count == 1, wanted.count == 1 else { throw CLIError.usage("--stdout takes exactly one ITEM") }
+            guard selected.count == 1, wanted.count == 1 else {
+                throw CLIError.usage("--stdout takes exactly one ITEM")
+            }
             try printValue(vault, selected[0], force: args.flag("force"))
             return .success
         }
@@ -160,7 +192,8 @@ enum Extract {
             let name = parts.joined(separator: "/")
             // NAME_MAX: such an item cannot be a file here, like an item without a name (each reported).
             guard parts.allSatisfy({ $0.utf8.count <= 255 }) else {
-                warn("skipped \(name): a path component is over 255 bytes, too long for a file name (--stdout reads it)")
+                warn(
+                    "skipped \(name): a path component is over 255 bytes, too long for a file name (--stdout reads it)")
                 skipped += 1
                 continue
             }
@@ -174,9 +207,12 @@ enum Extract {
             }
             // A link made by extract never leads out of DIR unless asked (--unsafe-links): a vault's `x -> /etc`
             // or `x -> ../../.ssh` is what a later write through the link, by anyone, would follow.
-            if case .link(let target) = kind.kind, !args.flag("unsafe-links"), !PackedKind.isContained(target, at: parts) {
-                warn("skipped \(name) -> \(target): the link would lead out of \(dir) (an absolute target, or .. past it or after "
-                     + "a name); --unsafe-links creates it")
+            if case .link(let target) = kind.kind, !args.flag("unsafe-links"),
+                !PackedKind.isContained(target, at: parts)
+            {
+                warn(
+                    "skipped \(name) -> \(target): the link would lead out of \(dir) (an absolute target, or .. past it or after "
+                        + "a name); --unsafe-links creates it")
                 skipped += 1
                 continue
             }
@@ -194,27 +230,33 @@ enum Extract {
         }
         let files = plan.filter { $0.kind.kind == .file }
         // Sizes come from the index (each up to 2^48, unproven until read): summed without overflow.
-        let progress = Progress(label: "extract", total: files.reduce(UInt64(0)) { sum, p in
-            let (r, over) = sum.addingReportingOverflow(p.item.size)
-            return over ? .max : r
-        })
+        let progress = Progress(
+            label: "extract",
+            total: files.reduce(UInt64(0)) { sum, p in
+                let (r, over) = sum.addingReportingOverflow(p.item.size)
+                return over ? .max : r
+            })
         defer { progress.finish() }
         let byID = Dictionary(uniqueKeysWithValues: files.map { ($0.item.id, $0) })
         var current: SafeWriter.Pending?
         defer { current?.abandon() }
-        try vault.readValues(of: files.map(\.item), begin: { item, whole in
-            let p = byID[item.id]!
-            current = try writer.begin(p.parts, authenticated: whole, mode: p.kind.permissions(preserve: false))
-        }, bytes: { chunk in
-            try current!.append(chunk)
-            DebugSeam.pause("extract-writing")
-            progress.advance(UInt64(chunk.count))
-        }, end: { item in
-            let p = byID[item.id]!
-            try current!.commit(modified: item.modified, mode: preserve ? p.kind.permissions(preserve: true) : nil)
-            current = nil
-            listing?.line(terminalSafe(p.parts.joined(separator: "/")))
-        })
+        try vault.readValues(
+            of: files.map(\.item),
+            begin: { item, whole in
+                let p = byID[item.id]!
+                current = try writer.begin(p.parts, authenticated: whole, mode: p.kind.permissions(preserve: false))
+            },
+            bytes: { chunk in
+                try current!.append(chunk)
+                DebugSeam.pause("extract-writing")
+                progress.advance(UInt64(chunk.count))
+            },
+            end: { item in
+                let p = byID[item.id]!
+                try current!.commit(modified: item.modified, mode: preserve ? p.kind.permissions(preserve: true) : nil)
+                current = nil
+                listing?.line(terminalSafe(p.parts.joined(separator: "/")))
+            })
         for p in plan {
             guard case .link(let target) = p.kind.kind else { continue }
             try writer.makeLink(p.parts, target: target, modified: p.item.modified)
@@ -223,7 +265,8 @@ enum Extract {
         // Folders' modes (-p) and times last, deepest first: a folder made read-only, or its time, is not
         // changed again by what is written into it.
         for p in plan.filter({ $0.kind.kind == .folder }).sorted(by: { $0.parts.count > $1.parts.count }) {
-            try writer.finishFolder(p.parts, mode: preserve ? p.kind.permissions(preserve: true) : nil, modified: p.item.modified)
+            try writer.finishFolder(
+                p.parts, mode: preserve ? p.kind.permissions(preserve: true) : nil, modified: p.item.modified)
         }
         return skipped == 0 && (deviceOnly == 0 || args.flag("include-device-only")) ? .success : .skipped
     }
@@ -234,7 +277,8 @@ enum Extract {
         let twice: Bool
 
         func message(root: String) -> String {
-            twice ? "two items would be written to \(root)/\(path)"
+            twice
+                ? "two items would be written to \(root)/\(path)"
                 : "an item would be written to \(root)/\(path), which another item needs as a folder"
         }
     }
@@ -303,17 +347,21 @@ enum Extract {
             // `svc/a/` names the folder svc/a (a file's name never ends with `/`: an empty last component is `%`).
             let name = w.hasSuffix("/") && w.dropLast().contains("/") ? String(w.dropLast()) : w
             if name.hasPrefix("%id/") {
-                if let id = ItemID(hex: String(name.dropFirst(4))), let item = try vault.findItem(id) { matches = [item] }
+                if let id = ItemID(hex: String(name.dropFirst(4))), let item = try vault.findItem(id) {
+                    matches = [item]
+                }
             } else if let (service, account) = ItemPath.parse(name) {
                 // Bytewise: a name selects the item with exactly those bytes, not its other normalisations.
                 func same(_ a: String?, _ b: String) -> Bool { a.map { $0.utf8.elementsEqual(b.utf8) } ?? false }
                 func below(_ a: String?, _ folder: String) -> Bool {
-                    a.map { $0.utf8.starts(with: folder.utf8) && $0.utf8.dropFirst(folder.utf8.count).first == 0x2F } ?? false
+                    a.map { $0.utf8.starts(with: folder.utf8) && $0.utf8.dropFirst(folder.utf8.count).first == 0x2F }
+                        ?? false
                 }
                 // A name without `/` is also the top-level item of that name (SPEC.md §7.1), as list prints it.
                 let topLevel = !w.contains("/") && !service.isEmpty ? service : nil
                 matches = try matching(vault) { item in
-                    same(item.service, service) && (account.map { same(item.account, $0) || below(item.account, $0) } ?? true)
+                    same(item.service, service)
+                        && (account.map { same(item.account, $0) || below(item.account, $0) } ?? true)
                         || topLevel.map { same(item.service, "") && same(item.account, $0) } ?? false
                 }
                 matches.sort { ($0.account ?? "").utf8.lexicographicallyPrecedes(($1.account ?? "").utf8) }
@@ -379,7 +427,8 @@ final class SafeWriter {
 
     static func checkNames(_ parts: [String]) throws {
         for p in parts where p.isEmpty || p == "." || p == ".." || p.utf8.count > 255 || p.utf8.contains(0) {
-            throw CLIError(.io, "refusing to write \(parts.joined(separator: "/")): a path component is unsafe or over 255 bytes")
+            throw CLIError(
+                .io, "refusing to write \(parts.joined(separator: "/")): a path component is unsafe or over 255 bytes")
         }
     }
 
@@ -421,7 +470,10 @@ final class SafeWriter {
             }
             if owned { close(dir) }
             guard next >= 0 else {
-                throw CLIError(.io, "refusing to write \(rootPath)/\(parts.joined(separator: "/")): \(p) is a symbolic link or not a folder")
+                throw CLIError(
+                    .io,
+                    "refusing to write \(rootPath)/\(parts.joined(separator: "/")): \(p) is a symbolic link or not a folder"
+                )
             }
             dir = next
             // Kept in the chain up to chainMax levels (descriptors are few); deeper ones are opened on the way.
@@ -446,7 +498,10 @@ final class SafeWriter {
     func finishFolder(_ parts: [String], mode: UInt32?, modified: Int64?) throws {
         guard let fd = try openFolder(parts, create: false, display: parts) else { return }
         if let mode, fchmod(fd, mode_t(mode)) != 0 {
-            throw CLIError(.io, "cannot set the mode of \(rootPath)/\(parts.joined(separator: "/")): \(String(cString: strerror(errno)))")
+            throw CLIError(
+                .io,
+                "cannot set the mode of \(rootPath)/\(parts.joined(separator: "/")): \(String(cString: strerror(errno)))"
+            )
         }
         if let modified {
             var times = SafeWriter.times(modified)
@@ -462,7 +517,9 @@ final class SafeWriter {
         let dir = try folder(parts, create: true)!
         let name = parts.last!
         if symlinkat(target, dir, name) != 0 {
-            guard errno == EEXIST else { throw CLIError(.io, "cannot create the link \(display): \(String(cString: strerror(errno)))") }
+            guard errno == EEXIST else {
+                throw CLIError(.io, "cannot create the link \(display): \(String(cString: strerror(errno)))")
+            }
             guard force else { throw CLIError(.exists, "\(display) exists (--force replaces it)") }
             var st = stat()
             if fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0, st.st_mode & S_IFMT == S_IFDIR {
@@ -536,7 +593,9 @@ final class SafeWriter {
             }
             if let temp {
                 if force {
-                    guard renameat(dir, temp, dir, name) == 0 else { throw CLIError(.io, "cannot write \(display): \(String(cString: strerror(errno)))") }
+                    guard renameat(dir, temp, dir, name) == 0 else {
+                        throw CLIError(.io, "cannot write \(display): \(String(cString: strerror(errno)))")
+                    }
                 } else {
                     guard linkat(dir, temp, dir, name, 0) == 0 else {
                         if errno == EEXIST { throw CLIError(.exists, "\(display) exists (--force replaces it)") }
@@ -586,12 +645,16 @@ final class SafeWriter {
                 if errno == EEXIST { throw CLIError(.exists, "\(display) exists (--force replaces it)") }
                 throw CLIError(.io, "cannot create \(display): \(String(cString: strerror(errno)))")
             }
-            return Pending(dir: dir, fd: fd, temp: nil, name: name, display: display, force: false, registration: registration)
+            return Pending(
+                dir: dir, fd: fd, temp: nil, name: name, display: display, force: false, registration: registration)
         }
-        let (fd, temp, registration) = try LockedTemporary.extracted.create(in: dir, mode: mode_t(mode), display: display) {
+        let (fd, temp, registration) = try LockedTemporary.extracted.create(
+            in: dir, mode: mode_t(mode), display: display
+        ) {
             TemporaryFiles.register($0, in: dir)
         }
-        return Pending(dir: dir, fd: fd, temp: temp, name: name, display: display, force: force, registration: registration)
+        return Pending(
+            dir: dir, fd: fd, temp: temp, name: name, display: display, force: force, registration: registration)
     }
 
     /// Folders already cleaned of stale temporaries in this run.

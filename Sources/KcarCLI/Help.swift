@@ -40,7 +40,8 @@ enum Help {
         }
 
         func meaning(_ text: String) -> Option {
-            var o = Option(name: name, kind: kind, short: short, argument: argument, meaning: text, completes: completes)
+            var o = Option(
+                name: name, kind: kind, short: short, argument: argument, meaning: text, completes: completes)
             o.only = only
             return o
         }
@@ -88,7 +89,10 @@ enum Help {
             let width = min(26, (page.options.map(\.label.count).max() ?? 0) + 2)
             for o in page.options {
                 let label = "  " + o.label
-                let pad = label.count < width + 2 ? String(repeating: " ", count: width + 2 - label.count) : "\n" + String(repeating: " ", count: width + 2)
+                let pad =
+                    label.count < width + 2
+                    ? String(repeating: " ", count: width + 2 - label.count)
+                    : "\n" + String(repeating: " ", count: width + 2)
                 out += label + pad + o.meaning + "\n"
             }
         }
@@ -103,7 +107,8 @@ enum Help {
     /// `text` cut into lines of at most 100 columns, each indented by `indent` spaces.
     static func wrap(_ text: String, indent: Int, width: Int = 100) -> String {
         let pad = String(repeating: " ", count: indent)
-        var out = "", line = ""
+        var out = ""
+        var line = ""
         for word in text.split(separator: " ", omittingEmptySubsequences: true) {
             if !line.isEmpty, pad.count + line.count + 1 + word.count > width {
                 out += pad + line + "\n"
@@ -121,29 +126,38 @@ enum Help {
         (1, "an unexpected internal failure"),
         (2, "usage: an unknown command or option, a missing or malformed argument"),
         (3, "wrong passphrase or key"),
-        (4, "damaged or invalid vault or archive (not a vault, unsupported version, tampered, truncated, a damaged last commit: kcar recover --drop-damaged)"),
+        (
+            4,
+            "damaged or invalid vault or archive (not a vault, unsupported version, tampered, truncated, a damaged last commit: kcar recover --drop-damaged)"
+        ),
         (5, "incomplete last commit (an interrupted write; kcar recover cuts it off)"),
         (6, "item not found"),
         (7, "refusing to overwrite an existing file (--force replaces it)"),
         (8, "I/O error (missing file, permission, full disk, symlinked output folder)"),
-        (9, "pack, add or extract skipped inputs it cannot store or name, or unsafe links (each named on standard error)"),
+        (
+            9,
+            "pack, add or extract skipped inputs it cannot store or name, or unsafe links (each named on standard error)"
+        ),
         (10, "no secret given and no terminal to ask on"),
         (11, "duplicate item"),
         (12, "missing entitlement: the access group is outside the process's list, or its key is unreadable"),
         (13, "lock timeout: another process held the vault's lock"),
         (14, "the group's vault was rolled back to an older copy (kcar groups --accept-rollback G)"),
         (15, "unsafe file: owner, mode, symlink or file type kcar refuses"),
-        (16, "clock ahead: a copy to merge, sync or join holds versions more than a day ahead of this machine's clock"),
+        (16, "clock ahead: a copy to merge, sync or join holds versions more than a day ahead of this machine's clock")
     ]
 
     /// The environment variables kcar reads.
     static let environment: [(name: String, meaning: String)] = [
         ("KCAR_PASSPHRASE", "a passphrase; taken out of the environment at start-up, so no child process sees it"),
-        ("KCAR_KEY_FILE", "a key file used when no other secret is given (how git's merge driver and diff find the key)"),
+        (
+            "KCAR_KEY_FILE",
+            "a key file used when no other secret is given (how git's merge driver and diff find the key)"
+        ),
         ("KCAR_KEYCHAIN", "the keychain directory when --keychain is not given"),
         ("KCAR_ACCESS_GROUPS", "this process's access groups (A,B) when --groups is not given"),
         ("XDG_DATA_HOME", "the keychain is $XDG_DATA_HOME/kcar when neither --keychain nor KCAR_KEYCHAIN is set"),
-        ("HOME", "the keychain is ~/.local/share/kcar when XDG_DATA_HOME is not set either"),
+        ("HOME", "the keychain is ~/.local/share/kcar when XDG_DATA_HOME is not set either")
     ]
 
     /// The files kcar uses.
@@ -151,7 +165,7 @@ enum Help {
         ("~/.local/share/kcar/", "the default keychain directory (mode 0700)"),
         ("KEYCHAIN/G.kcv", "the vault of access group G"),
         ("KEYCHAIN/G.key", "the key file of access group G (mode 0600; who can read it may use G)"),
-        ("KEYCHAIN/.kcar-shared", "names the Unix group a keychain is shared with (kcar init --shared-group)"),
+        ("KEYCHAIN/.kcar-shared", "names the Unix group a keychain is shared with (kcar init --shared-group)")
     ]
 
     /// The text `kcar help` and `kcar --help` print after the command list.

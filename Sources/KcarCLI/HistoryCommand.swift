@@ -24,28 +24,43 @@ enum HistoryCommand {
             // The rows of the table, as JSON: the current version (if the item has an entry), then the kept ones.
             func row(_ version: String, _ v: Version, _ why: String, _ size: UInt64?) -> String {
                 let (time, writer) = split(v)
-                return JSON.object([("version", JSON.string(version)), ("time", JSON.string(time)), ("writer", JSON.string(writer)),
-                                    ("why", JSON.string(why)), ("size", size.map { String($0) } ?? "null")])
+                return JSON.object([
+                    ("version", JSON.string(version)), ("time", JSON.string(time)), ("writer", JSON.string(writer)),
+                    ("why", JSON.string(why)), ("size", size.map { String($0) } ?? "null")
+                ])
             }
-            var rows = state.map { [row("current", $0.version, $0.item == nil ? "deleted" : "live", $0.item?.size)] } ?? []
-            for (n, k) in kept.reversed().enumerated() { rows.append(row(String(n + 1), k.version, reasons[k.why] ?? "?", k.item.size)) }
-            Output.out.line(JSON.object([("name", JSON.string(ItemPath.name(item))), ("id", JSON.string("\(item.id)")),
-                                         ("class", JSON.string(item.itemClass.rawValue)), ("versions", JSON.array(rows))]))
+            var rows =
+                state.map { [row("current", $0.version, $0.item == nil ? "deleted" : "live", $0.item?.size)] } ?? []
+            for (n, k) in kept.reversed().enumerated() {
+                rows.append(row(String(n + 1), k.version, reasons[k.why] ?? "?", k.item.size))
+            }
+            Output.out.line(
+                JSON.object([
+                    ("name", JSON.string(ItemPath.name(item))), ("id", JSON.string("\(item.id)")),
+                    ("class", JSON.string(item.itemClass.rawValue)), ("versions", JSON.array(rows))
+                ]))
             return .success
         }
         Output.out.line(terminalSafe("\(ItemPath.name(item)) (item \(item.id), class \(item.itemClass.rawValue))"))
-        var table = Table([.init(title: "VERSION"), .init(title: "TIME (UTC)"), .init(title: "WRITER"), .init(title: "WHY"),
-                           .init(title: "SIZE", rightAligned: true)])
+        var table = Table([
+            .init(title: "VERSION"), .init(title: "TIME (UTC)"), .init(title: "WRITER"), .init(title: "WHY"),
+            .init(title: "SIZE", rightAligned: true)
+        ])
         if let state {
             let (time, writer) = marked(state.version)
-            table.add(["current", time, writer, state.item == nil ? "deleted" : "live", state.item.map { String($0.size) } ?? "-"])
+            table.add([
+                "current", time, writer, state.item == nil ? "deleted" : "live",
+                state.item.map { String($0.size) } ?? "-"
+            ])
         }
         for (n, k) in kept.reversed().enumerated() {
             let (time, writer) = marked(k.version)
             table.add([String(n + 1), time, writer, reasons[k.why] ?? "?", String(k.item.size)])
         }
         table.lines().forEach { Output.out.line($0) }
-        if kept.isEmpty { Output.out.line("no kept versions (the vault's retention keeps them from updates, deletions and merges)") }
+        if kept.isEmpty {
+            Output.out.line("no kept versions (the vault's retention keeps them from updates, deletions and merges)")
+        }
         return .success
     }
 
@@ -56,7 +71,10 @@ enum HistoryCommand {
         let (item, _, kept) = try resolve(vault, name)
         try vault.compact(droppingHistoryOf: [item.id])
         if !args.flag("quiet") {
-            Output.out.line(terminalSafe("\(ItemPath.name(item)): \(count(kept.count, "kept version")) dropped; their values have left the file"))
+            Output.out.line(
+                terminalSafe(
+                    "\(ItemPath.name(item)): \(count(kept.count, "kept version")) dropped; their values have left the file"
+                ))
         }
         return .success
     }
@@ -64,18 +82,25 @@ enum HistoryCommand {
     static func restore(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("restore"))
         let p = try vaultArguments(args, ["VAULT", "ITEM"])
-        guard let n = try args.int("version", in: 1...1000) else { throw CLIError.usage("--version N names the kept version (kcar history numbers them)") }
+        guard let n = try args.int("version", in: 1...1000) else {
+            throw CLIError.usage("--version N names the kept version (kcar history numbers them)")
+        }
         try refuseStandardInput(p[0])
         let vault = try open(p[0], args, mode: .write)
         let (_, state, kept) = try resolve(vault, p[1])
         guard n <= kept.count else {
-            throw CLIError(.notFound, "\(p[1]) has \(count(kept.count, "kept version")); no version \(n) (kcar history lists them)")
+            throw CLIError(
+                .notFound, "\(p[1]) has \(count(kept.count, "kept version")); no version \(n) (kcar history lists them)"
+            )
         }
         let k = kept[kept.count - n]
         let value = try vault.read(k.item)
         try vault.commit { tx in try tx.restore(k.item, value: value, over: state) }
         if !args.flag("quiet") {
-            Output.out.line(terminalSafe("\(ItemPath.name(k.item)): version \(n) (\(GitCommand.describe(k.version))) restored as a new version"))
+            Output.out.line(
+                terminalSafe(
+                    "\(ItemPath.name(k.item)): version \(n) (\(GitCommand.describe(k.version))) restored as a new version"
+                ))
         }
         return .success
     }
@@ -92,9 +117,12 @@ enum HistoryCommand {
         Subject.set(path)
         let header = try Vault.inspect(path: path).header
         if header.formatVersion == 1 {
-            throw CLIError(.damaged, "\(path) is a version 1 vault, which keeps no versions: `kcar upgrade \(path)` makes it version 2")
+            throw CLIError(
+                .damaged,
+                "\(path) is a version 1 vault, which keeps no versions: `kcar upgrade \(path)` makes it version 2")
         }
-        return try Secrets.unlockPaged(path, args, mode: mode, given: try Secrets.givenSecrets(args, orKeyOfGroup: header.group))
+        return try Secrets.unlockPaged(
+            path, args, mode: mode, given: try Secrets.givenSecrets(args, orKeyOfGroup: header.group))
     }
 
     /// The item ITEM names: a name as `list` prints it (service/account) or `%id/` and its id, among the live
@@ -118,9 +146,13 @@ enum HistoryCommand {
             }
             found = last.keys.sorted().compactMap { last[$0] }
         }
-        guard let item = found.first else { throw CLIError(.notFound, "no item \(name) in \(vault.path), live or kept") }
+        guard let item = found.first else {
+            throw CLIError(.notFound, "no item \(name) in \(vault.path), live or kept")
+        }
         guard found.count == 1 else {
-            throw CLIError.usage("\(name) names \(found.count) items; name one by its id: " + found.map { "%id/\($0.id)" }.joined(separator: ", "))
+            throw CLIError.usage(
+                "\(name) names \(found.count) items; name one by its id: "
+                    + found.map { "%id/\($0.id)" }.joined(separator: ", "))
         }
         return (item, try vault.state(of: item), try vault.keptVersions(of: item.id))
     }

@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import FoundationEssentials
 import KcarKeychain
 import KeyedArchive
 import Synchronization
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `kcar init | add | get | find | update | delete | groups | import`: SecItem semantics from the shell,
 /// over a keychain directory (SPEC.md Part 3).
@@ -18,7 +19,9 @@ enum ItemCommands {
         let groups = try args.value("groups").map(KeychainStore.parseGroupList)
         var timeout = 10.0
         if let t = args.value("lock-timeout") {
-            guard let v = Double(t), v >= 0, v <= 86_400 else { throw CLIError.usage("--lock-timeout takes seconds (0 to 86400)") }
+            guard let v = Double(t), v >= 0, v <= 86_400 else {
+                throw CLIError.usage("--lock-timeout takes seconds (0 to 86400)")
+            }
             timeout = v
         }
         return try KeychainStore(directory: try directory(args), accessGroups: groups, lockTimeout: timeout)
@@ -37,7 +40,9 @@ enum ItemCommands {
         init(_ path: String) {
             var st = stat()
             guard stat(path, &st) == 0 else { return }
-            (inode, size, mtime, mtimeNanoseconds) = (UInt64(st.st_ino), Int64(st.st_size), st.st_mtim.tv_sec, st.st_mtim.tv_nsec)
+            (inode, size, mtime, mtimeNanoseconds) = (
+                UInt64(st.st_ino), Int64(st.st_size), st.st_mtim.tv_sec, st.st_mtim.tv_nsec
+            )
         }
     }
 
@@ -47,7 +52,9 @@ enum ItemCommands {
     static func groupVaultPath(_ args: Arguments, _ group: String) throws -> String {
         let s = try store(args)
         try s.entitle(group)
-        guard s.directory.exists(group) else { throw KeychainError(.itemNotFound, "no access group \(group) in \(s.directory.path)") }
+        guard s.directory.exists(group) else {
+            throw KeychainError(.itemNotFound, "no access group \(group) in \(s.directory.path)")
+        }
         do {
             try s.withVault(group: group) { _ in }
         } catch let e as KeychainError where e.status == .missingEntitlement && e.reason == nil && givesSecret(args) {
@@ -115,8 +122,9 @@ enum ItemCommands {
 
     static let classNames: [String: ItemClass] = [
         "genp": .genericPassword, "generic-password": .genericPassword, "inet": .internetPassword,
-        "internet-password": .internetPassword, "cert": .certificate, "certificate": .certificate, "keys": .key, "key": .key,
-        "idnt": .identity, "identity": .identity,
+        "internet-password": .internetPassword, "cert": .certificate, "certificate": .certificate, "keys": .key,
+        "key": .key,
+        "idnt": .identity, "identity": .identity
     ]
 
     static func itemClass(_ args: Arguments) throws -> ItemClass {
@@ -128,8 +136,10 @@ enum ItemCommands {
     /// The attributes the selector options name.
     static func selection(_ args: Arguments, class c: ItemClass) throws -> Attributes {
         var a = Attributes()
-        for (option, name) in [("service", "svce"), ("account", "acct"), ("label", "labl"), ("server", "srvr"),
-                               ("protocol", "ptcl"), ("path", "path")] {
+        for (option, name) in [
+            ("service", "svce"), ("account", "acct"), ("label", "labl"), ("server", "srvr"),
+            ("protocol", "ptcl"), ("path", "path")
+        ] {
             if let v = args.value(option) { a[name] = .string(v) }
         }
         if let p = args.value("port") {
@@ -146,13 +156,19 @@ enum ItemCommands {
     /// `NAME[:TYPE]=VALUE`: NAME is a user attribute, or Apple's when written as a `kSecAttr...` constant name;
     /// TYPE (user attributes only) is string (default), int, bool, date (RFC 3339 UTC), data (base64) or hex.
     static func parseAttribute(_ text: String, class c: ItemClass) throws -> (String, AttributeValue) {
-        guard let eq = text.firstIndex(of: "=") else { throw CLIError.usage("--attr takes NAME=VALUE or NAME:TYPE=VALUE") }
+        guard let eq = text.firstIndex(of: "=") else {
+            throw CLIError.usage("--attr takes NAME=VALUE or NAME:TYPE=VALUE")
+        }
         var name = String(text[..<eq])
         let raw = String(text[text.index(after: eq)...])
         var type = "string"
         if name.hasPrefix("kSecAttr") {
-            guard let index = Schema.indexName(name) else { throw CLIError.usage("\(name) is not an attribute kcar knows") }
-            guard let kind = Schema.kindOf(index, class: c) else { throw CLIError.usage("\(name) is not an attribute of \(c) items") }
+            guard let index = Schema.indexName(name) else {
+                throw CLIError.usage("\(name) is not an attribute kcar knows")
+            }
+            guard let kind = Schema.kindOf(index, class: c) else {
+                throw CLIError.usage("\(name) is not an attribute of \(c) items")
+            }
             return (index, try typed(raw, kind: kind, name: name))
         }
         if let colon = name.lastIndex(of: ":") {
@@ -160,8 +176,12 @@ enum ItemCommands {
             name = String(name[..<colon])
         }
         guard !name.isEmpty else { throw CLIError.usage("--attr needs a name before =") }
-        let kinds: [String: AttributeKind] = ["string": .string, "int": .integer, "bool": .bool, "date": .date, "data": .data, "hex": .data]
-        guard let kind = kinds[type] else { throw CLIError.usage("attribute type \(type): use string, int, bool, date, data or hex") }
+        let kinds: [String: AttributeKind] = [
+            "string": .string, "int": .integer, "bool": .bool, "date": .date, "data": .data, "hex": .data
+        ]
+        guard let kind = kinds[type] else {
+            throw CLIError.usage("attribute type \(type): use string, int, bool, date, data or hex")
+        }
         if type == "hex" {
             guard let b = Hex.decode(raw) else { throw CLIError.usage("\(name): not hexadecimal") }
             return ("@" + name, .data(b))
@@ -179,10 +199,14 @@ enum ItemCommands {
             guard raw == "true" || raw == "false" else { throw CLIError.usage("\(name) takes true or false") }
             return .bool(raw == "true")
         case .date:
-            guard let ns = parseISO8601(raw) else { throw CLIError.usage("\(name) takes a date as 2026-11-30T12:00:00Z") }
+            guard let ns = parseISO8601(raw) else {
+                throw CLIError.usage("\(name) takes a date as 2026-11-30T12:00:00Z")
+            }
             return .date(nanoseconds: ns)
         case .data:
-            guard let d = Base64.decode(Array(raw.utf8)) else { throw CLIError.usage("\(name) takes base64 (standard, padded)") }
+            guard let d = Base64.decode(Array(raw.utf8)) else {
+                throw CLIError.usage("\(name) takes base64 (standard, padded)")
+            }
             return .data(d)
         }
     }
@@ -190,14 +214,16 @@ enum ItemCommands {
     static let accessibilityNames: [String: String] = [
         "when-unlocked": "ak", "after-first-unlock": "ck", "always": "dk", "when-unlocked-this-device-only": "aku",
         "after-first-unlock-this-device-only": "cku", "always-this-device-only": "dku",
-        "when-passcode-set-this-device-only": "akpu",
+        "when-passcode-set-this-device-only": "akpu"
     ]
 
     static func accessibility(_ args: Arguments) throws -> AttributeValue? {
         guard let a = args.value("accessible") else { return nil }
         if let code = accessibilityNames[a] { return .string(code) }
         guard Schema.accessibility.contains(a) else {
-            throw CLIError.usage("--accessible takes \(accessibilityNames.keys.sorted().joined(separator: ", ")) (or Apple's codes ak, cku, ...)")
+            throw CLIError.usage(
+                "--accessible takes \(accessibilityNames.keys.sorted().joined(separator: ", ")) (or Apple's codes ak, cku, ...)"
+            )
         }
         return .string(a)
     }
@@ -255,7 +281,9 @@ enum ItemCommands {
             if n < 0 { throw CLIError(.io, "cannot read \(what): \(String(cString: strerror(errno)))") }
             if n == 0 { break }
             out += buf[0..<n]
-            guard out.count <= valueMax else { throw CLIError.usage("\(what): a keychain value is at most 256 MiB (use pack for files)") }
+            guard out.count <= valueMax else {
+                throw CLIError.usage("\(what): a keychain value is at most 256 MiB (use pack for files)")
+            }
         }
         return out
     }
@@ -272,8 +300,9 @@ enum ItemCommands {
         if let defaultGroup { try dir.setDefaultGroup(defaultGroup) }
         Output.out.line(dir.path)
         if let shared {
-            warn("\(dir.path) is shared with the members of Unix group \(shared): each of them can add groups and read "
-                 + "the groups they can read the key of")
+            warn(
+                "\(dir.path) is shared with the members of Unix group \(shared): each of them can add groups and read "
+                    + "the groups they can read the key of")
         } else if !created, defaultGroup == nil {
             warn("\(dir.path) exists; nothing changed")
         }
@@ -282,7 +311,9 @@ enum ItemCommands {
 
     static func add(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("add"))
-        if let code = try VaultEdit.route(args, "add", vaultOptions: Help.addToVaultOptions, run: VaultEdit.add) { return code }
+        if let code = try VaultEdit.route(args, "add", vaultOptions: Help.addToVaultOptions, run: VaultEdit.add) {
+            return code
+        }
         let (c, attributes) = try newItem(args)
         let s = try store(args)
         var value = try readValue(args, required: true)!
@@ -305,8 +336,9 @@ enum ItemCommands {
         let c = try itemClass(args)
         let attributes = try selection(args, class: c)
         // Synchronizable and local items alike, unless the selection names kSecAttrSynchronizable.
-        return ItemQuery(class: c, attributes: attributes, group: args.value("group"),
-                         caseInsensitive: args.flag("ignore-case"), synchronizableAny: attributes["sync"] == nil)
+        return ItemQuery(
+            class: c, attributes: attributes, group: args.value("group"),
+            caseInsensitive: args.flag("ignore-case"), synchronizableAny: attributes["sync"] == nil)
     }
 
     static let allClasses: [ItemClass] = [.genericPassword, .internetPassword, .certificate, .key, .identity]
@@ -314,21 +346,27 @@ enum ItemCommands {
     /// The items find and get print: of `--class C`, else of every class, in the access groups' order and then
     /// the classes'. A class whose attributes the selectors cannot name (`--service` of an inet item) has no
     /// match and is left out; if that is every class, the error is genp's. `limit` counts across classes.
-    static func searchClasses(_ s: KeychainStore, _ args: Arguments, limit: Int?) throws -> (items: [KeychainItem], skipped: [SkippedGroup]) {
+    static func searchClasses(_ s: KeychainStore, _ args: Arguments, limit: Int?) throws -> (
+        items: [KeychainItem], skipped: [SkippedGroup]
+    ) {
         guard args.value("class") == nil else {
             var q = try query(args)
             q.limit = limit
             let r = try s.search(q)
             return (r.items, r.skipped)
         }
-        var items: [KeychainItem] = [], skipped: [SkippedGroup] = []
-        var refusal: Error?, searched = false
+        var items: [KeychainItem] = []
+        var skipped: [SkippedGroup] = []
+        var refusal: Error?
+        var searched = false
         for c in allClasses {
             let r: SearchResult
             do {
                 let attributes = try selection(args, class: c)
-                r = try s.search(ItemQuery(class: c, attributes: attributes, group: args.value("group"), limit: limit,
-                                           caseInsensitive: args.flag("ignore-case"), synchronizableAny: attributes["sync"] == nil))
+                r = try s.search(
+                    ItemQuery(
+                        class: c, attributes: attributes, group: args.value("group"), limit: limit,
+                        caseInsensitive: args.flag("ignore-case"), synchronizableAny: attributes["sync"] == nil))
             } catch let e as KeychainError where e.status == .param {
                 refusal = refusal ?? e
                 continue
@@ -354,13 +392,19 @@ enum ItemCommands {
     static func noMatch(_ s: KeychainStore, _ args: Arguments) -> KeychainError {
         if let group = args.value("group"), !s.directory.exists(group) {
             let others = ((try? s.directory.groups()) ?? []).joined(separator: ", ")
-            return KeychainError(.itemNotFound, "no access group \(group) in \(s.directory.path)"
-                                 + (others.isEmpty ? " (it has none yet)" : " (its groups: \(others))"))
+            return KeychainError(
+                .itemNotFound,
+                "no access group \(group) in \(s.directory.path)"
+                    + (others.isEmpty ? " (it has none yet)" : " (its groups: \(others))"))
         }
-        let untyped = args.all("attr").filter { a in a.firstIndex(of: "=").map { !a[..<$0].contains(":") && !a.hasPrefix("kSecAttr") } ?? false }
+        let untyped = args.all("attr").filter { a in
+            a.firstIndex(of: "=").map { !a[..<$0].contains(":") && !a.hasPrefix("kSecAttr") } ?? false
+        }
         guard !untyped.isEmpty else { return KeychainError(.itemNotFound, "no item matches") }
-        return KeychainError(.itemNotFound, "no item matches (--attr NAME=VALUE compares a string: a value stored as a number, "
-                             + "bool, date or data is matched by NAME:int=VALUE, :bool, :date, :data)")
+        return KeychainError(
+            .itemNotFound,
+            "no item matches (--attr NAME=VALUE compares a string: a value stored as a number, "
+                + "bool, date or data is matched by NAME:int=VALUE, :bool, :date, :data)")
     }
 
     static func get(_ argv: [String]) throws -> ExitCode {
@@ -378,7 +422,8 @@ enum ItemCommands {
         }
         var value = try s.value(of: item)
         defer { wipe(&value) }
-        try StandardStreams.writeValue(value, name: describe(item.itemClass, item.attributes), force: args.flag("force"))
+        try StandardStreams.writeValue(
+            value, name: describe(item.itemClass, item.attributes), force: args.flag("force"))
         return reportSkipped(r.skipped)
     }
 
@@ -397,18 +442,26 @@ enum ItemCommands {
     /// Items as find prints them: JSON, or a table whose group, service and account are cut at 40 characters.
     static func printItems(_ found: [KeychainItem], json: Bool) {
         if json {
-            JSON.printArray(found) { ItemJSON.object(group: $0.group, id: $0.id, class: $0.itemClass, attributes: $0.attributes, size: $0.size) }
+            JSON.printArray(found) {
+                ItemJSON.object(
+                    group: $0.group, id: $0.id, class: $0.itemClass, attributes: $0.attributes, size: $0.size)
+            }
             return
         }
         // The second column is the service of a generic password and the server of an internet password (JSON
         // gives each under its own name).
-        var table = Table([.init(title: "GROUP", cap: 40), .init(title: "CLASS"), .init(title: "SERVICE/SERVER", cap: 40),
-                           .init(title: "ACCOUNT", cap: 40), .init(title: "SIZE", rightAligned: true), .init(title: "MODIFIED (UTC)")])
+        var table = Table([
+            .init(title: "GROUP", cap: 40), .init(title: "CLASS"), .init(title: "SERVICE/SERVER", cap: 40),
+            .init(title: "ACCOUNT", cap: 40), .init(title: "SIZE", rightAligned: true), .init(title: "MODIFIED (UTC)")
+        ])
         for i in found {
-            let service = i.attributes.string("svce") ?? i.attributes.string("srvr") ?? i.attributes.string("labl") ?? "-"
+            let service =
+                i.attributes.string("svce") ?? i.attributes.string("srvr") ?? i.attributes.string("labl") ?? "-"
             var modified = "-"
             if case .date(let ns)? = i.attributes["mdat"] { modified = tableDate(nanoseconds: ns) }
-            table.add([i.group, i.itemClass.rawValue, service, i.attributes.string("acct") ?? "-", String(i.size), modified])
+            table.add([
+                i.group, i.itemClass.rawValue, service, i.attributes.string("acct") ?? "-", String(i.size), modified
+            ])
         }
         table.print()
     }
@@ -439,7 +492,8 @@ enum ItemCommands {
             changes[name.hasPrefix("kSecAttr") ? (Schema.indexName(name) ?? name) : "@" + name] = .some(nil)
         }
         if let a = args.value("set-accessible") {
-            changes["pdmn"] = try accessibility(try Arguments(["--accessible", a], specs: [.init(name: "accessible", kind: .value)]))
+            changes["pdmn"] = try accessibility(
+                try Arguments(["--accessible", a], specs: [.init(name: "accessible", kind: .value)]))
         }
         // A dry run reads no value: it shows which items the change would reach.
         if args.flag("dry-run") { return try dryRun(args, q, "update") }
@@ -447,8 +501,9 @@ enum ItemCommands {
         if value == nil, changes.isEmpty { value = try updateValueFromStandardInput(args) }
         defer { if value != nil { wipe(&value!) } }
         guard !changes.isEmpty || value != nil else {
-            throw CLIError.usage("nothing to change: give --set-label, --set-attr, --unset-attr, --set-accessible or --value-file, "
-                                 + "or pipe the new value in")
+            throw CLIError.usage(
+                "nothing to change: give --set-label, --set-attr, --unset-attr, --set-accessible or --value-file, "
+                    + "or pipe the new value in")
         }
         let n = try store(args).update(q, set: changes, value: value)
         warn("updated \(count(n, "item"))")
@@ -467,14 +522,19 @@ enum ItemCommands {
         guard type == S_IFIFO || type == S_IFREG || type == S_IFSOCK else { return nil }
         let value = try readStandardInput(args)
         guard !value.isEmpty else {
-            throw CLIError.usage("nothing to change: standard input is empty (--value-file /dev/null sets an empty value)")
+            throw CLIError.usage(
+                "nothing to change: standard input is empty (--value-file /dev/null sets an empty value)")
         }
         return value
     }
 
     static func delete(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("delete"))
-        if let code = try VaultEdit.route(args, "delete", vaultOptions: Help.deleteFromVaultOptions, run: VaultEdit.delete) { return code }
+        if let code = try VaultEdit.route(
+            args, "delete", vaultOptions: Help.deleteFromVaultOptions, run: VaultEdit.delete)
+        {
+            return code
+        }
         let q = try query(args)
         guard q.attributes.count > 0 || args.flag("all") else {
             throw CLIError.usage("no selection: this would delete every \(q.itemClass) item; add --all to mean it")
@@ -485,10 +545,14 @@ enum ItemCommands {
         let found = args.flag("purge") ? Dictionary(grouping: try s.find(q), by: \.group) : [:]
         let n = try s.delete(q)
         for (group, items) in found.sorted(by: { $0.key < $1.key }) {
-            try s.withVault(group: group, write: true) { try $0.compact(retention: nil, droppingHistoryOf: Set(items.map(\.id))) }
+            try s.withVault(group: group, write: true) {
+                try $0.compact(retention: nil, droppingHistoryOf: Set(items.map(\.id)))
+            }
             try s.finishVaultCommand(group: group)
         }
-        warn("deleted \(count(n, "item"))" + (args.flag("purge") ? "; their values, and their kept versions, have left the files" : ""))
+        warn(
+            "deleted \(count(n, "item"))"
+                + (args.flag("purge") ? "; their values, and their kept versions, have left the files" : ""))
         return .success
     }
 
@@ -502,8 +566,14 @@ enum ItemCommands {
         }
         let (counts, skipped) = try s.groupSummary()
         if args.flag("json") {
-            Output.out.line(JSON.array(counts.map { JSON.object([("group", JSON.string($0.group)), ("items", String($0.count)),
-                                                                 ("vault", JSON.string(s.directory.vaultPath($0.group)))]) }))
+            Output.out.line(
+                JSON.array(
+                    counts.map {
+                        JSON.object([
+                            ("group", JSON.string($0.group)), ("items", String($0.count)),
+                            ("vault", JSON.string(s.directory.vaultPath($0.group)))
+                        ])
+                    }))
         } else {
             var table = Table([.init(title: "ITEMS", rightAligned: true), .init(title: "GROUP")])
             for c in counts { table.add([String(c.count), c.group]) }
@@ -540,8 +610,10 @@ enum ItemCommands {
                                 try tx.add(class: e.itemClass, attributes: e.attributes, value: e.value)
                             } catch let error as KeychainError where error.status == .duplicateItem {
                                 // Which of the file's items: its place in the file and the attributes that name it.
-                                throw KeychainError(.duplicateItem, "item \(n) of \(file) (\(describe(e.itemClass, e.attributes))): "
-                                                    + "\(error.message); nothing was imported")
+                                throw KeychainError(
+                                    .duplicateItem,
+                                    "item \(n) of \(file) (\(describe(e.itemClass, e.attributes))): "
+                                        + "\(error.message); nothing was imported")
                             }
                         }
                     } catch let error as CLIError {
@@ -562,7 +634,8 @@ enum ItemCommands {
 
 /// An item for a message: its class and the attributes that usually name it (`genp, service api, account bob`).
 func describe(_ c: ItemClass, _ a: Attributes) -> String {
-    let named = [("svce", "service"), ("srvr", "server"), ("acct", "account"), ("labl", "label")].compactMap { key, word in
+    let named = [("svce", "service"), ("srvr", "server"), ("acct", "account"), ("labl", "label")].compactMap {
+        key, word in
         a.string(key).map { "\(word) \(String($0.prefix(64)))" }
     }
     return ([c.rawValue] + named).joined(separator: ", ")
@@ -572,23 +645,29 @@ func describe(_ c: ItemClass, _ a: Attributes) -> String {
 enum ItemJSON {
     /// `attributes` as a JSON object, leaving out the names in `excluding`.
     static func attributes(_ attributes: Attributes, excluding: [String] = []) -> String {
-        JSON.object(attributes.filter { !excluding.contains($0.name) }.map { name, value in
-            switch value {
-            case .string(let s): return (name, JSON.string(s))
-            case .integer(let i): return (name, String(i))
-            case .bool(let b): return (name, b ? "true" : "false")
-            case .date(let ns): return (name, JSON.object([("$date", JSON.string(iso8601(nanoseconds: ns)))]))
-            case .data(let d): return (name, JSON.object([("$data", JSON.string(Base64.encode(d)))]))
-            }
-        })
+        JSON.object(
+            attributes.filter { !excluding.contains($0.name) }.map { name, value in
+                switch value {
+                case .string(let s): return (name, JSON.string(s))
+                case .integer(let i): return (name, String(i))
+                case .bool(let b): return (name, b ? "true" : "false")
+                case .date(let ns): return (name, JSON.object([("$date", JSON.string(iso8601(nanoseconds: ns)))]))
+                case .data(let d): return (name, JSON.object([("$data", JSON.string(Base64.encode(d)))]))
+                }
+            })
     }
 
-    static func object(group: String? = nil, id: ItemID, class c: ItemClass, attributes a: Attributes, size: UInt64,
-                       extra: [(String, String)] = []) -> String {
+    static func object(
+        group: String? = nil, id: ItemID, class c: ItemClass, attributes a: Attributes, size: UInt64,
+        extra: [(String, String)] = []
+    ) -> String {
         var pairs: [(String, String)] = []
         if let group { pairs.append(("group", JSON.string(group))) }
-        pairs += [("id", JSON.string(id.description)), ("class", JSON.string(c.rawValue)),
-                  ("service", a.string("svce").map(JSON.string) ?? "null"), ("account", a.string("acct").map(JSON.string) ?? "null")]
+        pairs += [
+            ("id", JSON.string(id.description)), ("class", JSON.string(c.rawValue)),
+            ("service", a.string("svce").map(JSON.string) ?? "null"),
+            ("account", a.string("acct").map(JSON.string) ?? "null")
+        ]
         pairs += extra
         var modified = "null"
         if case .date(let ns)? = a["mdat"] { modified = JSON.string(iso8601(nanoseconds: ns)) }

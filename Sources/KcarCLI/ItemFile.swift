@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-import KeyedArchive
 import KcarKeychain
+import KeyedArchive
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The JSON item file of `extract --items`, `pack --items` and `import --items` (SPEC.md §K7).
 enum ItemFile {
@@ -124,7 +125,8 @@ enum ItemFile {
             }
             guard st.st_size <= bytesMax else {
                 close(fd)
-                throw CLIError(.damaged, "\(path): \(st.st_size) bytes, more than an item file's \(bytesMax)-byte limit")
+                throw CLIError(
+                    .damaged, "\(path): \(st.st_size) bytes, more than an item file's \(bytesMax)-byte limit")
             }
         }
         defer { if fd != 0 { close(fd) } }
@@ -187,7 +189,10 @@ enum ItemFile {
         }
 
         private mutating func readMore() throws {
-            guard fd >= 0 else { return atEnd = true }
+            guard fd >= 0 else {
+                atEnd = true
+                return
+            }
             // Grown by hand, so that the bytes read so far (values) are wiped from the buffer given up, not
             // left in freed memory as an array's own growth would.
             if b.capacity - b.count < Parser.readBytes {
@@ -207,12 +212,16 @@ enum ItemFile {
             }
             b.removeLast(Parser.readBytes - max(n, 0))
             guard n >= 0 else {
-                throw CLIError(.io, "cannot read \(path == "-" ? "standard input" : path): \(String(cString: strerror(errno)))")
+                throw CLIError(
+                    .io, "cannot read \(path == "-" ? "standard input" : path): \(String(cString: strerror(errno)))")
             }
             if n == 0 { atEnd = true }
             guard dropped + b.count <= ItemFile.bytesMax else {
-                throw CLIError(.damaged, path == "-" ? "the item file on standard input: more than the \(ItemFile.bytesMax)-byte limit"
-                                                     : "\(path): more than an item file's \(ItemFile.bytesMax)-byte limit")
+                throw CLIError(
+                    .damaged,
+                    path == "-"
+                        ? "the item file on standard input: more than the \(ItemFile.bytesMax)-byte limit"
+                        : "\(path): more than an item file's \(ItemFile.bytesMax)-byte limit")
             }
         }
 
@@ -349,7 +358,9 @@ enum ItemFile {
                 i += 1
             }
             guard i > start, b[start] != 0x30 || i == start + 1 else { throw fail("malformed number") }
-            if try has(i), b[i] == 0x2E || b[i] == 0x65 || b[i] == 0x45 { throw fail("a number that is not an integer") }
+            if try has(i), b[i] == 0x2E || b[i] == 0x65 || b[i] == 0x45 {
+                throw fail("a number that is not an integer")
+            }
             return v
         }
 
@@ -390,7 +401,9 @@ enum ItemFile {
                     i += 1
                     let object = c == 0x7B
                     if try more(object ? 0x7D : 0x5D, first: true) {
-                        guard open.count < ItemFile.nestingMax else { throw fail("nested more than \(ItemFile.nestingMax) deep") }
+                        guard open.count < ItemFile.nestingMax else {
+                            throw fail("nested more than \(ItemFile.nestingMax) deep")
+                        }
                         open.append(object)
                         if object { _ = try key() }
                         continue
@@ -418,7 +431,9 @@ enum ItemFile {
 
         /// The document: each item is handed to `each` as it is parsed; returns their number.
         mutating func document(_ each: (Entry) throws -> Void) throws -> Int {
-            var format: String?, version: Int64?, count: Int?
+            var format: String?
+            var version: Int64?
+            var count: Int?
             try expect(0x7B)
             var first = true
             while let k = try nextMember(&first) {
@@ -427,7 +442,9 @@ enum ItemFile {
                 case "version" where version == nil: version = try integer()
                 case "items" where count == nil:
                     // Another format, when it is already known, is refused before any of its items is taken.
-                    if format.map({ $0 != "kcar-items" }) ?? false || version.map({ $0 != 1 }) ?? false { try checkFormat(format, version) }
+                    if format.map({ $0 != "kcar-items" }) ?? false || version.map({ $0 != 1 }) ?? false {
+                        try checkFormat(format, version)
+                    }
                     count = try items(each)
                 default: try skipValue()
                 }
@@ -441,7 +458,9 @@ enum ItemFile {
 
         func checkFormat(_ format: String?, _ version: Int64?) throws {
             guard format == "kcar-items", version == 1 else {
-                throw fail("format \(terminalSafe(format ?? "(none)")) version \(version.map(String.init) ?? "(none)"); expected kcar-items version 1")
+                throw fail(
+                    "format \(terminalSafe(format ?? "(none)")) version \(version.map(String.init) ?? "(none)"); expected kcar-items version 1"
+                )
             }
         }
 
@@ -461,20 +480,25 @@ enum ItemFile {
 
         func safe(_ s: String, _ what: String) throws -> String {
             guard StreamSafe.isStreamSafe(s) else {
-                throw fail("\(what): a run of more than \(StreamSafe.maxNonStarterRun) combining marks (not Stream-Safe)")
+                throw fail(
+                    "\(what): a run of more than \(StreamSafe.maxNonStarterRun) combining marks (not Stream-Safe)")
             }
             return s
         }
 
         mutating func item(_ n: Int) throws -> Entry {
-            var cls: String?, value: [UInt8]?, attributes: Attributes?
+            var cls: String?
+            var value: [UInt8]?
+            var attributes: Attributes?
             try expect(0x7B)
             var first = true
             while let k = try nextMember(&first) {
                 switch k {
                 case "class" where cls == nil: cls = try safe(try string(), "item \(n): class")
                 case "value" where value == nil:
-                    guard let v = Base64.decode(Array(try string().utf8)) else { throw fail("item \(n): value is not base64") }
+                    guard let v = Base64.decode(Array(try string().utf8)) else {
+                        throw fail("item \(n): value is not base64")
+                    }
                     value = v
                 case "attributes" where attributes == nil: attributes = try self.attributes(n)
                 default: try skipValue()
@@ -490,10 +514,14 @@ enum ItemFile {
             var first = true
             while let key = try nextMember(&first) {
                 let name = try safe(key, "item \(n): an attribute name")
-                guard name.utf8.count <= Limits.attrNameMax else { throw fail("item \(n): an attribute name over \(Limits.attrNameMax) bytes") }
+                guard name.utf8.count <= Limits.attrNameMax else {
+                    throw fail("item \(n): an attribute name over \(Limits.attrNameMax) bytes")
+                }
                 let v = try attributeValue(n, name)
                 guard a[name] == nil else { continue }  // a member given twice: the first stands (SPEC.md §K7)
-                guard a.count < Limits.attrsMax else { throw fail("item \(n): more than \(Limits.attrsMax) attributes") }
+                guard a.count < Limits.attrsMax else {
+                    throw fail("item \(n): more than \(Limits.attrsMax) attributes")
+                }
                 a[name] = v
             }
             return a
@@ -504,7 +532,9 @@ enum ItemFile {
             switch try peek() {
             case 0x22:
                 let s = try safe(try string(), at)
-                guard s.utf8.count <= Limits.attrValueMax else { throw fail("\(at): a value over \(Limits.attrValueMax) bytes") }
+                guard s.utf8.count <= Limits.attrValueMax else {
+                    throw fail("\(at): a value over \(Limits.attrValueMax) bytes")
+                }
                 return .string(s)
             case 0x74:
                 try literal("true")
@@ -514,17 +544,23 @@ enum ItemFile {
                 return .bool(false)
             case 0x7B:
                 i += 1
-                guard try more(0x7D, first: true) else { throw fail("\(at): expected {\"$date\": ...} or {\"$data\": ...}") }
+                guard try more(0x7D, first: true) else {
+                    throw fail("\(at): expected {\"$date\": ...} or {\"$data\": ...}")
+                }
                 let k = try key()
                 let text = try string()
-                guard try !more(0x7D, first: false) else { throw fail("\(at): expected {\"$date\": ...} or {\"$data\": ...}") }
+                guard try !more(0x7D, first: false) else {
+                    throw fail("\(at): expected {\"$date\": ...} or {\"$data\": ...}")
+                }
                 switch k {
                 case "$date":
                     guard let ns = parseISO8601(text) else { throw fail("\(at): bad date \(terminalSafe(text))") }
                     return .date(nanoseconds: ns)
                 case "$data":
                     guard let d = Base64.decode(Array(text.utf8)) else { throw fail("\(at): bad base64") }
-                    guard d.count <= Limits.attrValueMax else { throw fail("\(at): a value over \(Limits.attrValueMax) bytes") }
+                    guard d.count <= Limits.attrValueMax else {
+                        throw fail("\(at): a value over \(Limits.attrValueMax) bytes")
+                    }
                     return .data(d)
                 default: throw fail("\(at): expected {\"$date\": ...} or {\"$data\": ...}")
                 }

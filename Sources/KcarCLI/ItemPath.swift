@@ -30,7 +30,9 @@ enum ItemPath {
                 out.append(b)
                 continue
             }
-            guard it.count >= 2, let v = UInt8(String(decoding: it.prefix(2), as: UTF8.self), radix: 16) else { return nil }
+            guard it.count >= 2, let v = UInt8(String(decoding: it.prefix(2), as: UTF8.self), radix: 16) else {
+                return nil
+            }
             out.append(v)
             it = it.dropFirst(2)
         }
@@ -61,17 +63,21 @@ enum ItemPath {
     /// Whether an item of this service and account is a top-level item (SPEC.md §7.1): the empty service (pack's
     /// default service, for files directly in DIR) with an account of one non-empty component. It is named by its
     /// account alone and written directly in extract's folder.
-    static func isTopLevel(service s: String, account a: String) -> Bool { s.isEmpty && !a.isEmpty && !a.utf8.contains(0x2F) }
+    static func isTopLevel(service s: String, account a: String) -> Bool {
+        s.isEmpty && !a.isEmpty && !a.utf8.contains(0x2F)
+    }
 
     static func components(service s: String, account a: String) -> [String] {
         if isTopLevel(service: s, account: a) { return [component(a, slash: false)] }
-        return [component(s, slash: true)] + a.split(separator: "/", omittingEmptySubsequences: false).map { component(String($0), slash: false) }
+        return [component(s, slash: true)]
+            + a.split(separator: "/", omittingEmptySubsequences: false).map { component(String($0), slash: false) }
     }
 
     /// Whether ``component(_:slash:)`` leaves every `/`-separated part of `s` as it is (with `slash`, `s` is one
     /// part): none empty, `.` or `..`, and no `%`, control character or (with `slash`) `/`.
     static func plain(_ s: String, slash: Bool) -> Bool {
-        var length = 0, dots = 0  // of the current part
+        var length = 0
+        var dots = 0  // of the current part
         func ordinary() -> Bool { length > 0 && !(length == dots && dots <= 2) }
         for b in s.utf8 {
             if b < 0x20 || b == 0x7F || b == 0x25 { return false }
@@ -92,7 +98,9 @@ enum ItemPath {
     /// for items without service and account.
     static func name(_ item: Item) -> String {
         // Most names need no encoding (checked byte by byte: textconv names every item of a vault).
-        if let s = item.service, let a = item.account, plain(s, slash: true), plain(a, slash: false), !isFolder(item) { return s + "/" + a }
+        if let s = item.service, let a = item.account, plain(s, slash: true), plain(a, slash: false), !isFolder(item) {
+            return s + "/" + a
+        }
         guard let parts = components(item) else { return "%id/\(item.id)" }
         return parts.joined(separator: "/") + (isFolder(item) ? "/" : "")
     }

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A file written in full under a temporary name next to its path (`.BASE.<12 hex>.tmp`, created
 /// exclusively, never through a link, locked while written), synced, and only then given its name: readers
@@ -25,7 +26,9 @@ final class StagedFile {
         defer { close(dirFD) }
         let form = LockedTemporary.staged(base)
         form.removeStale(in: dirFD)
-        let (fd, name, registration) = try form.create(in: dirFD, mode: mode, display: path) { TemporaryFiles.register(dir + "/" + $0) }
+        let (fd, name, registration) = try form.create(in: dirFD, mode: mode, display: path) {
+            TemporaryFiles.register(dir + "/" + $0)
+        }
         self.fd = fd
         temp = dir + "/" + name
         self.registration = registration
@@ -116,7 +119,8 @@ enum Keys {
     /// on a screen has leaked). With --x25519 the public key goes to standard error, as age-keygen prints it.
     static func keygenToStdout(x25519: Bool) throws -> ExitCode {
         guard !Output.out.isTerminal else {
-            throw CLIError.usage("refusing to write a secret key to a terminal; redirect standard output or give a FILE")
+            throw CLIError.usage(
+                "refusing to write a secret key to a terminal; redirect standard output or give a FILE")
         }
         let key = SecureBytes(copying: randomBytes(32))
         try key.withUnsafeBytes { try Output.out.writeBytes($0) }
@@ -143,21 +147,28 @@ enum Keys {
         for k in args.all("add-key-file") { slots.append(.keyFile(try Secrets.readKeyFile(k))) }
         for r in args.all("add-recipient") { slots.append(.recipient(try Secrets.parseRecipient(r))) }
         for f in args.all("add-recipients-file") { slots += try Secrets.readRecipientsFile(f).map { .recipient($0) } }
-        if passphraseWanted || args.flag("add-passphrase") { slots.append(.passphrase(try newPassphrase(args), try Secrets.kdf(args))) }
+        if passphraseWanted || args.flag("add-passphrase") {
+            slots.append(.passphrase(try newPassphrase(args), try Secrets.kdf(args)))
+        }
         return slots
     }
 
     static func newPassphrase(_ args: Arguments) throws -> SecureBytes {
         if let f = args.value("new-passphrase-file") {
-            return try Secrets.passphrase(from: try Secrets.readFileSecret(f, what: "passphrase file", allowPipe: true), source: f)
+            return try Secrets.passphrase(
+                from: try Secrets.readFileSecret(f, what: "passphrase file", allowPipe: true), source: f)
         }
         if let fdText = args.value("new-passphrase-fd") {
-            guard let fd = Int32(fdText), fd >= 0 else { throw CLIError.usage("--new-passphrase-fd takes a file descriptor number") }
+            guard let fd = Int32(fdText), fd >= 0 else {
+                throw CLIError.usage("--new-passphrase-fd takes a file descriptor number")
+            }
             return try Secrets.passphrase(from: try Secrets.readDescriptor(fd, what: "fd \(fd)"), source: "fd \(fd)")
         }
         // Without a terminal, what is missing is the new passphrase (the old one opened the vault already).
-        return try Secrets.prompt("New passphrase: ", confirm: true, missing: "no new passphrase given and no terminal to ask on: "
-                                  + "give it with --new-passphrase-file FILE or --new-passphrase-fd N")
+        return try Secrets.prompt(
+            "New passphrase: ", confirm: true,
+            missing: "no new passphrase given and no terminal to ask on: "
+                + "give it with --new-passphrase-file FILE or --new-passphrase-fd N")
     }
 
     static func passwd(_ argv: [String]) throws -> ExitCode {
@@ -173,29 +184,40 @@ enum Keys {
                 throw CLIError.usage("--remove-slot takes a slot number from 0 to \(vault.header.slots.count - 1)")
             }
             if args.value("group") != nil, case .keyFile = vault.header.slots[n] {
-                throw CLIError.usage("slot \(n) is the key-file slot the keychain opens group \(vault.header.group) with; it stays")
+                throw CLIError.usage(
+                    "slot \(n) is the key-file slot the keychain opens group \(vault.header.group) with; it stays")
             }
             remove.insert(n)
         }
-        let explicit = !remove.isEmpty || args.flag("add-passphrase") || !args.all("add-key-file").isEmpty || !args.all("add-recipient").isEmpty
+        let explicit =
+            !remove.isEmpty || args.flag("add-passphrase") || !args.all("add-key-file").isEmpty
+            || !args.all("add-recipient").isEmpty
             || !args.all("add-recipients-file").isEmpty
         if !explicit {
             // Change the passphrase that opened the vault.
             guard case .passphrase = vault.header.slots[vault.unlockedSlot] else {
-                throw CLIError.usage("the vault was opened with a key, not a passphrase: say what to change (--add-passphrase, --remove-slot N, ...)")
+                throw CLIError.usage(
+                    "the vault was opened with a key, not a passphrase: say what to change (--add-passphrase, --remove-slot N, ...)"
+                )
             }
             remove.insert(vault.unlockedSlot)
         }
         let add = try addedSlots(args, passphraseWanted: !explicit)
-        guard remove.count < vault.header.slots.count || !add.isEmpty else { throw CLIError.usage("refusing to remove every key slot") }
+        guard remove.count < vault.header.slots.count || !add.isEmpty else {
+            throw CLIError.usage("refusing to remove every key slot")
+        }
         if args.flag("revoke") { return try revoke(vault, path, secret, given, args, remove: remove, add: add) }
         let removedNames = remove.sorted().map { "\($0) (\(vault.header.slots[$0].kindName))" }
         try vault.changeSlots(remove: remove.sorted(), add: add)
-        warn("\(path): \(count(vault.header.slots.count, "key slot")) (\(vault.header.slots.map(\.kindName).joined(separator: ", ")))")
+        warn(
+            "\(path): \(count(vault.header.slots.count, "key slot")) (\(vault.header.slots.map(\.kindName).joined(separator: ", ")))"
+        )
         if !removedNames.isEmpty {
-            warn("\(path): removed slot \(removedNames.joined(separator: ", ")) from this file only: the vault key is unchanged, so a "
-                 + "copy of the old header or file (a backup, or one kept by whoever held the removed secret) still opens "
-                 + "the vault with it; `kcar passwd --revoke` makes a new vault key so that no old copy opens the current file")
+            warn(
+                "\(path): removed slot \(removedNames.joined(separator: ", ")) from this file only: the vault key is unchanged, so a "
+                    + "copy of the old header or file (a backup, or one kept by whoever held the removed secret) still opens "
+                    + "the vault with it; `kcar passwd --revoke` makes a new vault key so that no old copy opens the current file"
+            )
         }
         return .success
     }
@@ -210,8 +232,10 @@ enum Keys {
         var lost: [Int] = []
     }
 
-    static func carry(_ vault: Vault, opened: UnlockSecret, given: [UnlockSecret], _ args: Arguments, remove: Set<Int>,
-                      add: [SlotSecret]) throws -> Carried {
+    static func carry(
+        _ vault: Vault, opened: UnlockSecret, given: [UnlockSecret], _ args: Arguments, remove: Set<Int>,
+        add: [SlotSecret]
+    ) throws -> Carried {
         var known = [opened] + given
         let groupKey = try args.value("group").map { try ItemCommands.groupKey(args, $0) }
         if let groupKey { known.append(.keyFile(groupKey)) }
@@ -220,13 +244,16 @@ enum Keys {
         var keptGroupKey = false
         for (i, slot) in vault.header.slots.enumerated() where !remove.contains(i) {
             // The slot that opened the vault is known to open with `opened` (no second Argon2id run).
-            let secret = i == vault.unlockedSlot ? opened : known.first { s in
-                switch (slot, s) {
-                case (.passphrase, .passphrase), (.keyFile, .keyFile), (.recipient, .keyFile):
-                    return slot.opens(with: s, vaultID: vault.header.vaultID)
-                default: return false
+            let secret =
+                i == vault.unlockedSlot
+                ? opened
+                : known.first { s in
+                    switch (slot, s) {
+                    case (.passphrase, .passphrase), (.keyFile, .keyFile), (.recipient, .keyFile):
+                        return slot.opens(with: s, vaultID: vault.header.vaultID)
+                    default: return false
+                    }
                 }
-            }
             guard let secret, let again = reopening(slot, secret).first else {
                 out.lost.append(i)
                 continue
@@ -259,18 +286,23 @@ enum Keys {
     /// spliced onto the new file opens nothing. A slot kept needs its secret to be wrapped again (see
     /// ``carry(_:opened:given:_:remove:add:)``); any other kept slot is refused before anything is written
     /// (remove it, and add it again with --add-*).
-    static func revoke(_ vault: Vault, _ path: String, _ secret: UnlockSecret, _ given: [UnlockSecret], _ args: Arguments,
-                       remove: Set<Int>, add: [SlotSecret]) throws -> ExitCode {
+    static func revoke(
+        _ vault: Vault, _ path: String, _ secret: UnlockSecret, _ given: [UnlockSecret], _ args: Arguments,
+        remove: Set<Int>, add: [SlotSecret]
+    ) throws -> ExitCode {
         let plan = try carry(vault, opened: secret, given: given, args, remove: remove, add: add)
         if let i = plan.lost.first {
             let s = vault.header.slots[i]
-            throw CLIError.usage("slot \(i) (\(s.kindName)) cannot be kept under a new vault key without its secret: "
-                                 + "--remove-slot \(i), and give it again with --add-\(addOption(s)) if it should stay")
+            throw CLIError.usage(
+                "slot \(i) (\(s.kindName)) cannot be kept under a new vault key without its secret: "
+                    + "--remove-slot \(i), and give it again with --add-\(addOption(s)) if it should stay")
         }
         try vault.rekey(slots: plan.slots)
-        warn("\(path): revoked slot \(remove.sorted().map(String.init).joined(separator: ", ")): new vault key, \(count(vault.count, "item")) "
-             + "re-sealed; no copy of the old header or file opens the vault as it is now (copies still open what they hold); "
-             + "\(count(vault.header.slots.count, "key slot")) (\(vault.header.slots.map(\.kindName).joined(separator: ", ")))")
+        warn(
+            "\(path): revoked slot \(remove.sorted().map(String.init).joined(separator: ", ")): new vault key, \(count(vault.count, "item")) "
+                + "re-sealed; no copy of the old header or file opens the vault as it is now (copies still open what they hold); "
+                + "\(count(vault.header.slots.count, "key slot")) (\(vault.header.slots.map(\.kindName).joined(separator: ", ")))"
+        )
         return .success
     }
 
@@ -305,19 +337,22 @@ enum Keys {
         let (vault, secret) = try Secrets.unlockVault(path, args, mode: .write, given: given)
         // Checked again on the vault opened: one swapped in after the group's checks must not be re-sealed.
         try ItemCommands.checkRollback(vault, args)
-        let plan = try carry(vault, opened: secret, given: given, args, remove: [], add: try addedSlots(args, passphraseWanted: false))
+        let plan = try carry(
+            vault, opened: secret, given: given, args, remove: [], add: try addedSlots(args, passphraseWanted: false))
         if !plan.lost.isEmpty {
             let names = slotNames(vault, plan.lost)
             guard args.flag("drop-slots") else {
-                throw CLIError.usage("rekey would drop \(names): their secrets are not given, so the new vault key cannot be "
-                                     + "wrapped for them. Give each secret (--identity, --key-file, --passphrase-file; one "
-                                     + "passphrase per run), add replacements with --add-*, or pass --drop-slots to drop them")
+                throw CLIError.usage(
+                    "rekey would drop \(names): their secrets are not given, so the new vault key cannot be "
+                        + "wrapped for them. Give each secret (--identity, --key-file, --passphrase-file; one "
+                        + "passphrase per run), add replacements with --add-*, or pass --drop-slots to drop them")
             }
             warn("\(path): dropping \(names) (--drop-slots): their secrets no longer open the vault")
         }
         try vault.rekey(slots: plan.slots)
-        warn("\(path): new vault key; \(count(vault.count, "item")) re-sealed; \(count(vault.header.slots.count, "key slot")) "
-             + "(\(vault.header.slots.map(\.kindName).joined(separator: ", ")))")
+        warn(
+            "\(path): new vault key; \(count(vault.count, "item")) re-sealed; \(count(vault.header.slots.count, "key slot")) "
+                + "(\(vault.header.slots.map(\.kindName).joined(separator: ", ")))")
         return .success
     }
 
@@ -326,10 +361,12 @@ enum Keys {
         let path = try vaultArguments(args, ["VAULT"])[0]
         let vault = try openVault(path, args, mode: .write)
         let before = vault.bodyLength + vault.incompleteBytes
-        let retention = try retention(args, vault), rewind = args.flag("rewind-clock")
+        let retention = try retention(args, vault)
+        let rewind = args.flag("rewind-clock")
         try vault.compact(retention: retention, droppingHistoryOf: [], rewindingClock: rewind)
-        warn("\(path): body \(before) -> \(vault.bodyLength) bytes" + (retention.map { "; " + describe($0) } ?? "")
-             + (rewind ? "; versions ahead of this machine's clock renumbered just above it" : ""))
+        warn(
+            "\(path): body \(before) -> \(vault.bodyLength) bytes" + (retention.map { "; " + describe($0) } ?? "")
+                + (rewind ? "; versions ahead of this machine's clock renumbered just above it" : ""))
         return .success
     }
 
@@ -337,10 +374,13 @@ enum Keys {
     /// vault's own for those not given; nil if none is. A version 1 vault keeps neither history nor tombstones.
     static func retention(_ args: Arguments, _ vault: Vault) throws -> Retention? {
         let keep = try args.int("history", in: 0...PagedLimits.historyKeepMax)
-        let days = try args.int("history-days", in: 0...1_048_576), tombstones = try args.int("tombstone-days", in: 0...1_048_576)
+        let days = try args.int("history-days", in: 0...1_048_576)
+        let tombstones = try args.int("tombstone-days", in: 0...1_048_576)
         guard keep != nil || days != nil || tombstones != nil else { return nil }
         guard var r = vault.retention else {
-            throw CLIError.usage("\(vault.path) is vault format version 1, which keeps no history or tombstones (kcar upgrade makes it version 2)")
+            throw CLIError.usage(
+                "\(vault.path) is vault format version 1, which keeps no history or tombstones (kcar upgrade makes it version 2)"
+            )
         }
         r.keep = keep ?? r.keep
         r.days = days ?? r.days
@@ -350,7 +390,9 @@ enum Keys {
 
     /// A retention rule in words.
     static func describe(_ r: Retention) -> String {
-        (r.keep == 0 ? "history: none kept" : "history: the \(count(r.keep, "latest earlier version")) of each item, of the last \(count(r.days, "day"))")
+        (r.keep == 0
+            ? "history: none kept"
+            : "history: the \(count(r.keep, "latest earlier version")) of each item, of the last \(count(r.days, "day"))")
             + "; deletions remembered \(count(r.tombstoneDays, "day"))"
     }
 
@@ -360,15 +402,22 @@ enum Keys {
         if args.flag("drop-damaged") {
             try refuseStandardInput(path)
             let (dropped, generation) = try Secrets.dropDamagedTail(path, args)
-            warn(dropped == 0 ? "\(path): nothing to recover"
-                 : "\(path): dropped the last \(dropped) bytes (an incomplete or damaged commit); generation \(generation) is the last"
-                 + (args.value("group").map { "; the group reads as rolled back until kcar groups --accept-rollback \($0)" } ?? ""))
+            warn(
+                dropped == 0
+                    ? "\(path): nothing to recover"
+                    : "\(path): dropped the last \(dropped) bytes (an incomplete or damaged commit); generation \(generation) is the last"
+                        + (args.value("group").map {
+                            "; the group reads as rolled back until kcar groups --accept-rollback \($0)"
+                        } ?? ""))
             return .success
         }
         let vault = try openVault(path, args, mode: .write)
         let cut = vault.incompleteBytes
         try vault.cutIncomplete()
-        warn(cut == 0 ? "\(path): nothing to recover" : "\(path): cut off \(cut) bytes of an incomplete commit; generation \(vault.generation) is the last")
+        warn(
+            cut == 0
+                ? "\(path): nothing to recover"
+                : "\(path): cut off \(cut) bytes of an incomplete commit; generation \(vault.generation) is the last")
         return .success
     }
 }

@@ -32,7 +32,9 @@ enum ManPage {
             }
             if !c.page.examples.isEmpty {
                 out += ".PP\nExamples:\n.RS\n"
-                for e in c.page.examples { out += ".TP\n\\fB$ kcar " + esc(e.command) + "\\fR\n" + esc(e.meaning) + "\n" }
+                for e in c.page.examples {
+                    out += ".TP\n\\fB$ kcar " + esc(e.command) + "\\fR\n" + esc(e.meaning) + "\n"
+                }
                 out += ".RE\n"
             }
         }

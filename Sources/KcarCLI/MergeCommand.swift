@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import KcarKeychain
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `kcar merge BASE OURS THEIRS` (git's merge-driver order, `%O %A %B`) and `kcar merge --into VAULT OTHER`:
 /// THEIRS's changes merged into OURS item by item (SPEC.md Part 4, V9), in one commit appended to OURS.
@@ -23,8 +24,11 @@ enum MergeCommand {
             default: throw error
             }
             let file = MergeReporting.shellWord(name)
-            throw CLIError(code, "merge of \(name) (git's merge driver, kcar merge): \(message). git leaves \(name) conflicted: once "
-                           + "that is fixed, `git checkout -m \(file)` runs this merge again, then `git add \(file)` and commit")
+            throw CLIError(
+                code,
+                "merge of \(name) (git's merge driver, kcar merge): \(message). git leaves \(name) conflicted: once "
+                    + "that is fixed, `git checkout -m \(file)` runs this merge again, then `git add \(file)` and commit"
+            )
         }
     }
 
@@ -42,29 +46,37 @@ enum MergeCommand {
         if given.isEmpty { given = [.passphrase(try Secrets.prompt("Passphrase: ", confirm: false))] }
         let base = try paths.base.flatMap { try open(.base, $0, args, given) }
         guard let ours = try open(.ours, paths.ours, args, given, mode: .write),
-              let theirs = try open(.theirs, paths.theirs, args, given) else { return .failure }
+            let theirs = try open(.theirs, paths.theirs, args, given)
+        else { return .failure }
         let report: MergeReport
         do {
             report = try ours.merge(base: base, theirs: theirs, policy: .deviceOnly, listingTaken: args.flag("verbose"))
         } catch let e as VaultError {
             // The library's own refusals name their side; anything else happened while writing OURS.
             let named = [MergeSide.base, .ours, .theirs].contains { e.context.hasPrefix($0.rawValue + " (") }
-            throw CLIError(ExitCode.of(e.code), named ? e.context : "OURS (\(shown(paths.ours))): merge failed, OURS unchanged: \(e)")
+            throw CLIError(
+                ExitCode.of(e.code),
+                named ? e.context : "OURS (\(shown(paths.ours))): merge failed, OURS unchanged: \(e)")
         }
         warnOfAge(report, theirs: "THEIRS (\(shown(paths.theirs)))", ours: "OURS")
         // Named as the user knows it: git passes the vault's path in the repository (%P) as --name, since OURS is
         // git's temporary file.
         let vault = args.value("name") ?? paths.ours
-        let restore = { (item: String, n: Int) in "kcar restore \(MergeReporting.shellWord(vault)) \(MergeReporting.shellWord(item)) --version \(n)" }
+        let restore = { (item: String, n: Int) in
+            "kcar restore \(MergeReporting.shellWord(vault)) \(MergeReporting.shellWord(item)) --version \(n)"
+        }
         for line in MergeReporting.conflicts(report, in: ours, ours: "OURS", theirs: "THEIRS", restore: restore) {
             Output.err.line(terminalSafe("kcar merge: \(shown(vault)): " + line))
         }
         if args.flag("verbose") {
-            for line in MergeReporting.taken(report, from: "THEIRS") { Output.err.line(terminalSafe("kcar merge: \(shown(vault)): " + line)) }
+            for line in MergeReporting.taken(report, from: "THEIRS") {
+                Output.err.line(terminalSafe("kcar merge: \(shown(vault)): " + line))
+            }
         }
         if report.keptOwn > 0 {
-            warn("\(count(report.keptOwn, "item")) of THEIRS left out: OURS holds the item, or its primary key, as ThisDeviceOnly "
-                 + "(kept in the item's history)")
+            warn(
+                "\(count(report.keptOwn, "item")) of THEIRS left out: OURS holds the item, or its primary key, as ThisDeviceOnly "
+                    + "(kept in the item's history)")
         }
         if !args.flag("quiet") { Output.err.line(terminalSafe("kcar merge: " + summary(report, ours: shown(vault)))) }
         return .success
@@ -75,8 +87,9 @@ enum MergeCommand {
     /// instead (V5.1), by the library, the same way everywhere.
     static func warnOfAge(_ report: MergeReport, theirs: String, ours: String) {
         guard report.theirsOlderThanTombstones else { return }
-        warn("warning: \(theirs) was last changed before \(ours)'s tombstone horizon: an item \(ours) deleted long ago (its "
-             + "tombstone expired) and \(theirs) still holds has come back")
+        warn(
+            "warning: \(theirs) was last changed before \(ours)'s tombstone horizon: an item \(ours) deleted long ago (its "
+                + "tombstone expired) and \(theirs) still holds has come back")
     }
 
     /// The one line `kcar merge` prints (git shows it during a pull).
@@ -86,23 +99,31 @@ enum MergeCommand {
         }
         var parts = ["\(count(r.taken, "item")) taken from THEIRS"]
         if r.conflicts > 0 { parts.append("\(count(r.conflicts, "conflict")) (the newer change won)") }
-        if r.sharedKeys > 0 { parts.append("\(count(r.sharedKeys, "item")) added on both sides under one name (the newer kept)") }
-        if r.keptInHistory > 0 { parts.append("\(count(r.keptInHistory, "losing version")) kept in history (kcar history)") }
+        if r.sharedKeys > 0 {
+            parts.append("\(count(r.sharedKeys, "item")) added on both sides under one name (the newer kept)")
+        }
+        if r.keptInHistory > 0 {
+            parts.append("\(count(r.keptInHistory, "losing version")) kept in history (kcar history)")
+        }
         if r.historyCopied > 0 { parts.append("\(count(r.historyCopied, "kept version")) copied") }
         return "\(ours): " + parts.joined(separator: ", ")
     }
 
     /// Opens one side, every error naming it. An empty BASE is no base (git gives an empty file when the two
     /// branches share no ancestor); a version 1 file is refused with the way forward.
-    static func open(_ side: MergeSide, _ path: String, _ args: Arguments, _ given: [UnlockSecret], mode: OpenMode = .read) throws -> PagedVault? {
+    static func open(
+        _ side: MergeSide, _ path: String, _ args: Arguments, _ given: [UnlockSecret], mode: OpenMode = .read
+    ) throws -> PagedVault? {
         let name = "\(side.rawValue) (\(shown(path)))"
         do {
             try Secrets.requireVaultFile(path)
             var st = stat()
             if side == .base, stat(path, &st) == 0, st.st_size == 0 { return nil }
             if try Vault.inspect(path: path).header.formatVersion == 1 {
-                throw CLIError(.damaged, "\(name) is a version 1 vault: merging needs version 2 (per-item versions); "
-                               + "upgrade the vault with `kcar upgrade VAULT` and commit that first")
+                throw CLIError(
+                    .damaged,
+                    "\(name) is a version 1 vault: merging needs version 2 (per-item versions); "
+                        + "upgrade the vault with `kcar upgrade VAULT` and commit that first")
             }
             return try Secrets.unlockPaged(path, args, mode: mode, given: given)
         } catch let e as VaultError {
@@ -127,8 +148,11 @@ enum UpgradeCommand {
             let before = try Vault.inspect(path: store.directory.vaultPath(group)).header.formatVersion
             try store.upgradeGroup(group)
             if !args.flag("quiet") {
-                Output.out.line(terminalSafe(before == 2 ? "group \(group): already vault format version 2; nothing to do"
-                                             : "group \(group): upgraded to vault format version 2"))
+                Output.out.line(
+                    terminalSafe(
+                        before == 2
+                            ? "group \(group): already vault format version 2; nothing to do"
+                            : "group \(group): upgraded to vault format version 2"))
             }
             return .success
         }
@@ -144,8 +168,10 @@ enum UpgradeCommand {
         let items = vault.count
         try vault.upgradeToVersion2(schema: Schema.packed, writerID: WriterIdentity.current())  // as pack writes them
         if !args.flag("quiet") {
-            Output.out.line(terminalSafe("\(path): upgraded to vault format version 2 (\(count(items, "item"))); "
-                                         + "a kcar that reads only version 1 can no longer open it"))
+            Output.out.line(
+                terminalSafe(
+                    "\(path): upgraded to vault format version 2 (\(count(items, "item"))); "
+                        + "a kcar that reads only version 1 can no longer open it"))
         }
         return .success
     }

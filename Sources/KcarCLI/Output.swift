@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Buffered standard output and unbuffered standard error, without Foundation (it would cost start-up time).
 final class Output: @unchecked Sendable {
@@ -154,13 +155,15 @@ func iso8601(nanoseconds ns: Int64) -> String {
 /// ISO 8601 in UTC of `seconds` since 1970 plus a fraction in nanoseconds (which may be negative): the
 /// fraction's digits without trailing zeros, or exactly `fractionDigits` of them (columns of one width).
 func iso8601(seconds secs: Int64, nanoseconds frac: Int64, fractionDigits: Int? = nil) -> String {
-    var s = secs, f = frac
+    var s = secs
+    var f = frac
     if f < 0 {
         s -= 1
         f += 1_000_000_000
     }
     let (days, rem) = s.quotientAndRemainder(dividingBy: 86_400)
-    var d = days, r = rem
+    var d = days
+    var r = rem
     if r < 0 {
         d -= 1
         r += 86_400
@@ -264,8 +267,10 @@ func parseISO8601(_ text: String) -> Int64? {
         return v
     }
     guard u.count >= 20, u[4] == 45, u[7] == 45, u[10] == 84 || u[10] == 116, u[13] == 58, u[16] == 58,
-          let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2), let s = num(17, 2),
-          (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 60 else { return nil }
+        let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2),
+        let s = num(17, 2),
+        (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 60
+    else { return nil }
     var i = 19
     var frac: Int64 = 0
     if u[i] == 46 {

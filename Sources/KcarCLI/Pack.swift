@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import KcarKeychain
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `kcar pack VAULT DIR`.
 enum Pack {
@@ -39,7 +40,8 @@ enum Pack {
 
         /// Its path below extract's folder (a service's own folder item is the service's folder).
         var parts: [String] {
-            isFolder && account.isEmpty ? [ItemPath.component(service, slash: true)] : ItemPath.components(service: service, account: account)
+            isFolder && account.isEmpty
+                ? [ItemPath.component(service, slash: true)] : ItemPath.components(service: service, account: account)
         }
 
         /// Its name as `list` prints it (a folder's with a trailing `/`), for `-v`.
@@ -64,7 +66,9 @@ enum Pack {
         let args = try Arguments(argv, specs: CLI.specs("pack"))
         // `pack VAULT --group G` with no DIR packs the keychain's group G: the keychain is --keychain DIR, else
         // KCAR_KEYCHAIN or the default one, as for every other keychain command.
-        let fromItems = args.value("items") != nil || args.value("keychain") != nil || (args.value("group") != nil && args.positionals.count == 1)
+        let fromItems =
+            args.value("items") != nil || args.value("keychain") != nil
+            || (args.value("group") != nil && args.positionals.count == 1)
         let p = try args.positionals(fromItems ? ["VAULT"] : ["VAULT", "DIR"])
         let vaultPath = p[0]
         let level = Int32(try args.int("level", in: 0...12) ?? 6)
@@ -72,8 +76,9 @@ enum Pack {
         let group = args.value("group") ?? "default"
         let (dir, only) = try source(p[1])
         // A single file, given as any path is, is followed if it is a link (its folder is listed for it alone).
-        let (entries, folders, problems) = try walk(dir, excludes: args.all("exclude"), dereference: args.flag("dereference") || only != nil,
-                                                    only: only)
+        let (entries, folders, problems) = try walk(
+            dir, excludes: args.all("exclude"), dereference: args.flag("dereference") || only != nil,
+            only: only)
         for problem in problems { warn("skipped \(problem)") }
         DebugSeam.pause("pack-listed")
         let slots = try Secrets.newSlots(args)
@@ -92,7 +97,9 @@ enum Pack {
             try createVault(target, group: group, slots: slots, options: options, args) { tx in
                 DebugSeam.pause("pack-writing")
                 for e in entries {
-                    if let problem = try store(e, opener: opener, progress: progress, put: { a, v in try tx.add(attributes: a, value: v) }) {
+                    if let problem = try store(
+                        e, opener: opener, progress: progress, put: { a, v in try tx.add(attributes: a, value: v) })
+                    {
                         warn("skipped \(problem)")
                         changed += 1
                     } else {
@@ -138,21 +145,35 @@ enum Pack {
     /// (a keychain's group): a standalone vault of those items, ThisDeviceOnly ones left out unless asked.
     static func packItems(_ vaultPath: String, _ args: Arguments, level: Int32) throws -> ExitCode {
         if let file = args.value("items") {
-            guard args.value("keychain") == nil else { throw CLIError.usage("give --items FILE or --keychain DIR --group G, not both") }
+            guard args.value("keychain") == nil else {
+                throw CLIError.usage("give --items FILE or --keychain DIR --group G, not both")
+            }
             // Streamed into the new vault as it is read; an error in the file abandons the vault.
             let slots = try Secrets.newSlots(args)
             var packed = 0
-            try createVault(vaultPath, group: args.value("group") ?? "default", slots: slots, options: WriteOptions(level: level), args) { tx in
-                packed = try ItemFile.read(file) { e in try tx.add(class: e.itemClass, attributes: e.attributes, value: .bytes(e.value)) }
+            try createVault(
+                vaultPath, group: args.value("group") ?? "default", slots: slots, options: WriteOptions(level: level),
+                args
+            ) { tx in
+                packed = try ItemFile.read(file) { e in
+                    try tx.add(class: e.itemClass, attributes: e.attributes, value: .bytes(e.value))
+                }
             }
             if !args.flag("quiet") { warn("packed \(count(packed, "item")) into \(vaultPath)") }
             return .success
         }
-        guard let g = args.value("group") else { throw CLIError.usage("packing a keychain needs --group G: the group to pack") }
+        guard let g = args.value("group") else {
+            throw CLIError.usage("packing a keychain needs --group G: the group to pack")
+        }
         let s = try ItemCommands.store(args)
-        let items = try s.find(ItemQuery(class: .genericPassword, group: g, synchronizableAny: true))
-            + (try ["inet", "cert", "keys", "idnt"].flatMap { try s.find(ItemQuery(class: ItemClass(rawValue: $0), group: g, synchronizableAny: true)) })
-        var entries = try items.map { ItemFile.Entry(itemClass: $0.itemClass, attributes: $0.attributes, value: try s.value(of: $0)) }
+        let items =
+            try s.find(ItemQuery(class: .genericPassword, group: g, synchronizableAny: true))
+            + (try ["inet", "cert", "keys", "idnt"].flatMap {
+                try s.find(ItemQuery(class: ItemClass(rawValue: $0), group: g, synchronizableAny: true))
+            })
+        var entries = try items.map {
+            ItemFile.Entry(itemClass: $0.itemClass, attributes: $0.attributes, value: try s.value(of: $0))
+        }
         // The rule guards what leaves a keychain; an item file holds what its export chose to include.
         let deviceOnly = entries.filter { Schema.isDeviceOnly($0.attributes) }.count
         if deviceOnly > 0, !args.flag("include-device-only") {
@@ -172,8 +193,10 @@ enum Pack {
     /// blocking (O_NONBLOCK: a FIFO swapped in is not waited on), only if it is still the regular file listed;
     /// a link as its target; an empty folder as a folder item. Every item gets its modification time, files
     /// and folders their permission bits (SPEC.md §7.1). Returns why it was skipped instead, if it was.
-    static func store(_ e: Entry, opener: Opener, progress: Progress,
-                      put: (Attributes, ValueSource) throws -> Void) throws -> String? {
+    static func store(
+        _ e: Entry, opener: Opener, progress: Progress,
+        put: (Attributes, ValueSource) throws -> Void
+    ) throws -> String? {
         var attributes = Attributes()
         attributes[AttributeName.service] = .string(e.service)
         attributes[AttributeName.account] = .string(e.account)
@@ -184,7 +207,9 @@ enum Pack {
             try put(attributes, .bytes([]))
             return nil
         case .folder(let index):
-            guard let fd = opener.folder(index) else { return "\(e.path): a folder on its path changed after the listing (a symlink or another folder)" }
+            guard let fd = opener.folder(index) else {
+                return "\(e.path): a folder on its path changed after the listing (a symlink or another folder)"
+            }
             var st = stat()
             guard fstat(fd, &st) == 0 else { return "\(e.path): \(String(cString: strerror(errno)))" }
             attributes[AttributeName.modificationDate] = .date(nanoseconds: nanoseconds(st.st_mtim))
@@ -193,13 +218,21 @@ enum Pack {
             try put(attributes, .bytes([]))
             return nil
         case .file(let dev, let ino, _, let follow):
-            guard let dir = opener.folder(e.folder) else { return "\(e.path): a folder on its path changed after the listing (a symlink or another folder)" }
+            guard let dir = opener.folder(e.folder) else {
+                return "\(e.path): a folder on its path changed after the listing (a symlink or another folder)"
+            }
             let fd = openat(dir, e.name, O_RDONLY | (follow ? 0 : O_NOFOLLOW) | O_NONBLOCK | O_CLOEXEC)
-            guard fd >= 0 else { return "\(e.path): \(errno == ELOOP ? "now a symbolic link" : String(cString: strerror(errno)))" }
+            guard fd >= 0 else {
+                return "\(e.path): \(errno == ELOOP ? "now a symbolic link" : String(cString: strerror(errno)))"
+            }
             defer { close(fd) }
             var st = stat()
-            guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return "\(e.path): no longer a regular file" }
-            guard UInt64(st.st_dev) == dev, UInt64(st.st_ino) == ino else { return "\(e.path): replaced by another file after the listing" }
+            guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+                return "\(e.path): no longer a regular file"
+            }
+            guard UInt64(st.st_dev) == dev, UInt64(st.st_ino) == ino else {
+                return "\(e.path): replaced by another file after the listing"
+            }
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
             attributes[AttributeName.modificationDate] = .date(nanoseconds: nanoseconds(st.st_mtim))
             // Permission bits only: setuid, setgid and sticky are never stored (nor restored).
@@ -300,8 +333,10 @@ enum Pack {
     /// nothing is stored (empty, or all of it excluded or skipped) is an entry itself, so extract makes it again.
     /// `only`, when given: the paths below `root` (as components; empty for all of it) to list, the folders on
     /// the way to them excepted; each must exist (else an I/O error before anything is stored).
-    static func walk(_ root: String, excludes: [String], dereference: Bool = false,
-                     only: [[String]]? = nil) throws -> ([Entry], [Folder], [String]) {
+    static func walk(
+        _ root: String, excludes: [String], dereference: Bool = false,
+        only: [[String]]? = nil
+    ) throws -> ([Entry], [Folder], [String]) {
         let opener = try Opener(root: root)
         var entries: [Entry] = []
         var problems: [String] = []
@@ -366,7 +401,8 @@ enum Pack {
                 var follow = false
                 if dereference, st.st_mode & S_IFMT == S_IFLNK {
                     guard fstatat(fd, rawName, &st, 0) == 0 else {
-                        problems.append("\(childPath): a symbolic link to nothing (\(String(cString: strerror(errno))))")
+                        problems.append(
+                            "\(childPath): a symbolic link to nothing (\(String(cString: strerror(errno))))")
                         continue
                     }
                     follow = true
@@ -381,24 +417,38 @@ enum Pack {
                         continue
                     }
                     if follow, reached.contains(identity) {
-                        problems.append("\(childPath): a symbolic link to a folder already packed through another path (packed once)")
+                        problems.append(
+                            "\(childPath): a symbolic link to a folder already packed through another path (packed once)"
+                        )
                         continue
                     }
                     if dereference { reached.insert(identity) }
-                    let index = opener.add(Folder(parent: here.index, name: rawName, dev: UInt64(st.st_dev), ino: UInt64(st.st_ino), follow: follow))
-                    let child = Pending(index: index, path: childPath, relative: rel, service: here.service ?? name,
-                                        account: here.service == nil ? "" : here.account + name + "/")
+                    let index = opener.add(
+                        Folder(
+                            parent: here.index, name: rawName, dev: UInt64(st.st_dev), ino: UInt64(st.st_ino),
+                            follow: follow))
+                    let child = Pending(
+                        index: index, path: childPath, relative: rel, service: here.service ?? name,
+                        account: here.service == nil ? "" : here.account + name + "/")
                     children.append(child)
                     if wanted { candidates[index] = child }
                 // Directly in the root: a top-level item, of the empty service (SPEC.md §7.1).
                 case S_IFREG where wanted:
-                    entries.append(Entry(service: here.service ?? "", account: here.account + name, path: childPath, folder: here.index, name: rawName,
-                                         source: .file(dev: UInt64(st.st_dev), ino: UInt64(st.st_ino), size: UInt64(max(0, st.st_size)), follow: follow)))
+                    entries.append(
+                        Entry(
+                            service: here.service ?? "", account: here.account + name, path: childPath,
+                            folder: here.index, name: rawName,
+                            source: .file(
+                                dev: UInt64(st.st_dev), ino: UInt64(st.st_ino), size: UInt64(max(0, st.st_size)),
+                                follow: follow)))
                 case S_IFLNK where wanted:
                     switch readLink(fd, rawName) {
                     case .success(let target):
-                        entries.append(Entry(service: here.service ?? "", account: here.account + name, path: childPath, folder: here.index, name: rawName,
-                                             source: .link(target: target, mtime: nanoseconds(st.st_mtim))))
+                        entries.append(
+                            Entry(
+                                service: here.service ?? "", account: here.account + name, path: childPath,
+                                folder: here.index, name: rawName,
+                                source: .link(target: target, mtime: nanoseconds(st.st_mtim))))
                     case .failure(let reason): problems.append("\(childPath): \(reason)")
                     }
                 case S_IFREG, S_IFLNK: continue
@@ -424,12 +474,16 @@ enum Pack {
         for index in unlisted { markAncestors(index) }
         for index in stride(from: opener.folders.count - 1, through: 1, by: -1) where !holds.contains(index) {
             guard let f = candidates[index], let service = f.service else { continue }
-            entries.append(Entry(service: service, account: String(f.account.dropLast()), path: f.path, folder: opener.folders[index].parent ?? 0,
-                                 name: opener.folders[index].name, source: .folder(index: index)))
+            entries.append(
+                Entry(
+                    service: service, account: String(f.account.dropLast()), path: f.path,
+                    folder: opener.folders[index].parent ?? 0,
+                    name: opener.folders[index].name, source: .folder(index: index)))
             markAncestors(index)
         }
         entries.sort { a, b in
-            a.service != b.service ? a.service.utf8.lexicographicallyPrecedes(b.service.utf8)
+            a.service != b.service
+                ? a.service.utf8.lexicographicallyPrecedes(b.service.utf8)
                 : a.account.utf8.lexicographicallyPrecedes(b.account.utf8)
         }
         return (entries, opener.folders, problems)
@@ -440,7 +494,9 @@ enum Pack {
         var buf = [UInt8](repeating: 0, count: PackedKind.linkTargetMax + 1)
         let n = readlinkat(dir, name, &buf, buf.count)
         guard n >= 0 else { return .failure(LinkProblem(String(cString: strerror(errno)))) }
-        guard n <= PackedKind.linkTargetMax else { return .failure(LinkProblem("a symbolic link whose target is over \(PackedKind.linkTargetMax) bytes")) }
+        guard n <= PackedKind.linkTargetMax else {
+            return .failure(LinkProblem("a symbolic link whose target is over \(PackedKind.linkTargetMax) bytes"))
+        }
         guard n > 0, let target = String(validating: buf[0..<n], as: UTF8.self) else {
             return .failure(LinkProblem("a symbolic link whose target is not UTF-8"))
         }
@@ -510,13 +566,19 @@ func randomBytes(_ n: Int) -> [UInt8] {
 extension Pack {
     /// Creates a vault in the format `--format` asks for: version 2 (SPEC.md Part 4, the default) keyed as a
     /// keychain group is, with no attribute index (``Schema/packed``); or version 1 (Part 1).
-    static func createVault(_ path: String, group: String, slots: [SlotSecret], options: WriteOptions, _ args: Arguments,
-                            _ body: (Transaction) throws -> Void) throws {
+    static func createVault(
+        _ path: String, group: String, slots: [SlotSecret], options: WriteOptions, _ args: Arguments,
+        _ body: (Transaction) throws -> Void
+    ) throws {
         switch args.value("format") ?? "2" {
         case "2":
-            try Vault.create(path: path, group: group, slots: slots, schema: Schema.packed, options: options, overwrite: args.flag("force"),
-                             writerID: WriterIdentity.current(), body)
-        case "1": try Vault.create(path: path, group: group, slots: slots, options: options, overwrite: args.flag("force"), body)
+            try Vault.create(
+                path: path, group: group, slots: slots, schema: Schema.packed, options: options,
+                overwrite: args.flag("force"),
+                writerID: WriterIdentity.current(), body)
+        case "1":
+            try Vault.create(
+                path: path, group: group, slots: slots, options: options, overwrite: args.flag("force"), body)
         case let other: throw CLIError.usage("--format \(other): 1 or 2")
         }
     }

@@ -43,7 +43,8 @@ struct PackedKind: Equatable {
         case .string(let target)?:
             guard !folder else { return .failure(Malformed(reason: "it is marked both a folder and a link")) }
             guard !target.isEmpty, target.utf8.count <= linkTargetMax, !target.utf8.contains(0) else {
-                return .failure(Malformed(reason: "its link target is empty, holds NUL or is over \(linkTargetMax) bytes"))
+                return .failure(
+                    Malformed(reason: "its link target is empty, holds NUL or is over \(linkTargetMax) bytes"))
             }
             return .success(PackedKind(kind: .link(target), mode: mode))
         default: return .failure(Malformed(reason: "its \(linkAttribute) is not a string"))
@@ -72,11 +73,12 @@ struct PackedKind: Equatable {
     /// `-rw-r--r--` as `ls -l` and `tar -tv` print it; the permissions `?` when none were stored, and a link's
     /// always `rwxrwxrwx` (Linux gives links no permissions of their own).
     var modeString: String {
-        let type: Character = switch kind {
-        case .file: "-"
-        case .folder: "d"
-        case .link: "l"
-        }
+        let type: Character =
+            switch kind {
+            case .file: "-"
+            case .folder: "d"
+            case .link: "l"
+            }
         if case .link = kind { return "lrwxrwxrwx" }
         guard let mode else { return String(type) + "?????????" }
         let letters: [Character] = ["r", "w", "x"]
@@ -90,7 +92,8 @@ struct PackedKind: Equatable {
     /// that climb out are what a hostile vault would plant (`x -> /etc`, `x -> ../../.ssh`).
     static func isContained(_ target: String, at parts: [String]) -> Bool {
         guard !target.hasPrefix("/") else { return false }
-        var climbs = 0, descended = false
+        var climbs = 0
+        var descended = false
         for c in target.split(separator: "/", omittingEmptySubsequences: true) where c != "." {
             if c == ".." {
                 guard !descended else { return false }

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import KcarKeychain
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Where secrets come from: never argv. A passphrase from `--passphrase-file`, `--passphrase-fd`,
 /// `KCAR_PASSPHRASE` (taken out of the environment at start-up, so no child sees it) or a no-echo prompt on
@@ -24,8 +25,10 @@ enum Secrets {
         setrlimit(Int32(RLIMIT_CORE.rawValue), &limit)
         // Chunk buffers (up to 1 MiB) come and go by the thousand: keep them in the heap instead of mapping
         // and unmapping fresh pages each time (page faults were a third of extract's time).
-        _ = glibcMallopt(-3 /* M_MMAP_THRESHOLD */, 64 << 20)
-        _ = glibcMallopt(-1 /* M_TRIM_THRESHOLD */, 128 << 20)
+        let mmapThreshold: Int32 = -3
+        let trimThreshold: Int32 = -1  // M_MMAP_THRESHOLD, M_TRIM_THRESHOLD (malloc.h)
+        _ = glibcMallopt(mmapThreshold, 64 << 20)
+        _ = glibcMallopt(trimThreshold, 128 << 20)
     }
 
     /// Opens the vault at `path` with every secret given, tried in turn (issue 13, item 8: `--key-file` and a
@@ -34,8 +37,10 @@ enum Secrets {
     /// secret is read, so a wrong vault path is not reported as a missing key file. Returns the vault and the
     /// secret that opened it.
     /// `given`: the secrets, when the caller read them already (a descriptor is read only once).
-    static func unlockVault(_ path: String, _ args: Arguments, mode: OpenMode = .read, given: [UnlockSecret]? = nil,
-                     ask: Bool = true, itemsOnDemand: Bool = false) throws -> (Vault, UnlockSecret) {
+    static func unlockVault(
+        _ path: String, _ args: Arguments, mode: OpenMode = .read, given: [UnlockSecret]? = nil,
+        ask: Bool = true, itemsOnDemand: Bool = false
+    ) throws -> (Vault, UnlockSecret) {
         // Opened to write, its version 2 commits name this user's writer (as the keychain's do).
         let writer = mode == .write ? WriterIdentity.current() : nil
         return try unlock(path, args, given: given, ask: ask) {
@@ -45,10 +50,14 @@ enum Secrets {
 
     /// As ``unlockVault(_:_:mode:given:ask:)``, for a version 2 file (SPEC.md Part 4) as the paged engine; opened to write, it
     /// records this user's writer id (``WriterIdentity``) in the versions it makes.
-    static func unlockPaged(_ path: String, _ args: Arguments, mode: OpenMode = .read, given: [UnlockSecret]? = nil,
-                            ask: Bool = true) throws -> PagedVault {
+    static func unlockPaged(
+        _ path: String, _ args: Arguments, mode: OpenMode = .read, given: [UnlockSecret]? = nil,
+        ask: Bool = true
+    ) throws -> PagedVault {
         let writer = mode == .write ? WriterIdentity.current() : nil
-        return try unlock(path, args, given: given, ask: ask) { try PagedVault.open(path: path, secret: $0, mode: mode, writerID: writer) }.0
+        return try unlock(path, args, given: given, ask: ask) {
+            try PagedVault.open(path: path, secret: $0, mode: mode, writerID: writer)
+        }.0
     }
 
     /// `kcar recover --drop-damaged`: ``Vault/dropDamagedTail(path:secret:lockTimeout:)`` with the secrets given, in turn.
@@ -57,8 +66,10 @@ enum Secrets {
     }
 
     /// Opens `path` with each secret given in turn (or one asked for), going on past a wrong key.
-    private static func unlock<V>(_ path: String, _ args: Arguments, given: [UnlockSecret]?, ask: Bool,
-                                  open: (UnlockSecret) throws -> V) throws -> (V, UnlockSecret) {
+    private static func unlock<V>(
+        _ path: String, _ args: Arguments, given: [UnlockSecret]?, ask: Bool,
+        open: (UnlockSecret) throws -> V
+    ) throws -> (V, UnlockSecret) {
         try requireVaultFile(path)
         Subject.set(path)
         var candidates = try given ?? givenSecrets(args)
@@ -80,7 +91,9 @@ enum Secrets {
     /// Fails with an I/O error (exit 8), naming the vault, if there is nothing at `path` to open.
     static func requireVaultFile(_ path: String) throws {
         var st = stat()
-        guard stat(path, &st) == 0 else { throw VaultError(.io, "cannot open vault \(path): \(String(cString: strerror(errno)))") }
+        guard stat(path, &st) == 0 else {
+            throw VaultError(.io, "cannot open vault \(path): \(String(cString: strerror(errno)))")
+        }
     }
 
     /// Every secret given, in the order they are tried: the group's key (with --group and no other secret),
@@ -89,7 +102,8 @@ enum Secrets {
     /// asked).
     static func givenSecrets(_ args: Arguments) throws -> [UnlockSecret] {
         if let group = args.value("group"), args.value("key-file") == nil, args.value("passphrase-file") == nil,
-           args.value("passphrase-fd") == nil, args.all("identity").isEmpty {
+            args.value("passphrase-fd") == nil, args.all("identity").isEmpty
+        {
             return [.keyFile(try ItemCommands.groupKey(args, group))]
         }
         var out: [UnlockSecret] = []
@@ -110,8 +124,9 @@ enum Secrets {
     static func givenSecrets(_ args: Arguments, orKeyOfGroup group: String?) throws -> [UnlockSecret] {
         let given = try givenSecrets(args)
         guard given.isEmpty, let group, let dir = try? ItemCommands.directory(args),
-              (try? KeychainStore(directory: dir).entitle(group)) != nil, dir.exists(group), dir.canRead(group),
-              let key = try? dir.readKey(group) else { return given }
+            (try? KeychainStore(directory: dir).entitle(group)) != nil, dir.exists(group), dir.canRead(group),
+            let key = try? dir.readKey(group)
+        else { return given }
         return [.keyFile(key)]
     }
 
@@ -143,16 +158,20 @@ enum Secrets {
     static func kdf(_ args: Arguments) throws -> KDFParameters {
         let mem = try args.int("kdf-memory", in: Int(Limits.kdfMemMinKiB / 1024)...Int(Limits.kdfMemMaxKiB / 1024))
         let ops = try args.int("kdf-passes", in: Int(Limits.kdfOpsMin)...Int(Limits.kdfOpsMax))
-        return KDFParameters(ops: ops.map(UInt32.init) ?? KDFParameters.default.ops,
-                             memKiB: mem.map { UInt32($0 * 1024) } ?? KDFParameters.default.memKiB)
+        return KDFParameters(
+            ops: ops.map(UInt32.init) ?? KDFParameters.default.ops,
+            memKiB: mem.map { UInt32($0 * 1024) } ?? KDFParameters.default.memKiB)
     }
 
     static func givenPassphrase(_ args: Arguments) throws -> SecureBytes? {
         if let path = args.value("passphrase-file") {
-            return try passphrase(from: try readFileSecret(path, what: "passphrase file", allowPipe: true), source: path)
+            return try passphrase(
+                from: try readFileSecret(path, what: "passphrase file", allowPipe: true), source: path)
         }
         if let fdText = args.value("passphrase-fd") {
-            guard let fd = Int32(fdText), fd >= 0 else { throw CLIError.usage("--passphrase-fd takes a file descriptor number") }
+            guard let fd = Int32(fdText), fd >= 0 else {
+                throw CLIError.usage("--passphrase-fd takes a file descriptor number")
+            }
             return try passphrase(from: try readDescriptor(fd, what: "passphrase fd \(fd)"), source: "fd \(fd)")
         }
         if let p = environmentPassphrase {
@@ -181,13 +200,19 @@ enum Secrets {
             // Searched in place: the file may hold a secret, which must not be copied into an unwiped String.
             let marker = Array("AGE-SECRET-KEY-1".utf8)
             let isAgeIdentity = k.withUnsafeBytes { b in
-                b.count >= marker.count && (0...(b.count - marker.count)).contains { i in marker.indices.allSatisfy { b[i + $0] == marker[$0] } }
+                b.count >= marker.count
+                    && (0...(b.count - marker.count)).contains { i in
+                        marker.indices.allSatisfy { b[i + $0] == marker[$0] }
+                    }
             }
             if isAgeIdentity {
-                throw CLIError(.usage, "\(path) is an age identity file, not a key file: give it with --identity \(path) (-i)")
+                throw CLIError(
+                    .usage, "\(path) is an age identity file, not a key file: give it with --identity \(path) (-i)")
             }
-            throw CLIError(.usage, "key file \(path) must hold exactly 32 bytes (make one with `kcar keygen`; an age identity "
-                           + "file goes with --identity)")
+            throw CLIError(
+                .usage,
+                "key file \(path) must hold exactly 32 bytes (make one with `kcar keygen`; an age identity "
+                    + "file goes with --identity)")
         }
         return k
     }
@@ -223,19 +248,30 @@ enum Secrets {
             if type == S_IFIFO, fd == nil, allowPipe { return }  // decided once it is open (named or not)
             // The null device reads empty at once: `--value-file /dev/null` is the usual way to give an empty value.
             var null = stat()
-            if type == S_IFCHR, allowPipe, stat("/dev/null", &null) == 0, null.st_mode & S_IFMT == S_IFCHR, st.st_rdev == null.st_rdev {
+            if type == S_IFCHR, allowPipe, stat("/dev/null", &null) == 0, null.st_mode & S_IFMT == S_IFCHR,
+                st.st_rdev == null.st_rdev
+            {
                 return
             }
-            let kind = type == S_IFIFO ? (allowPipe ? "a named FIFO" : "a FIFO or pipe") : type == S_IFDIR ? "a folder"
-                : type == S_IFCHR || type == S_IFBLK ? "a device" : type == S_IFSOCK ? "a socket" : "not a regular file"
-            throw CLIError(.unsafeFile, "\(what) \(path) is \(kind), not a regular file\(allowPipe ? " or a pipe" : ""); refusing to read it")
+            let kind =
+                type == S_IFIFO
+                ? (allowPipe ? "a named FIFO" : "a FIFO or pipe")
+                : type == S_IFDIR
+                    ? "a folder"
+                    : type == S_IFCHR || type == S_IFBLK
+                        ? "a device" : type == S_IFSOCK ? "a socket" : "not a regular file"
+            throw CLIError(
+                .unsafeFile,
+                "\(what) \(path) is \(kind), not a regular file\(allowPipe ? " or a pipe" : ""); refusing to read it")
         }
         var st = stat()
         if stat(path, &st) == 0 { try check(st, nil) }
         let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw CLIError(.io, "cannot open \(what) \(path): \(String(cString: strerror(errno)))") }
         do {
-            guard fstat(fd, &st) == 0 else { throw CLIError(.io, "cannot stat \(what) \(path): \(String(cString: strerror(errno)))") }
+            guard fstat(fd, &st) == 0 else {
+                throw CLIError(.io, "cannot stat \(what) \(path): \(String(cString: strerror(errno)))")
+            }
             try check(st, fd)
         } catch {
             close(fd)
@@ -268,9 +304,11 @@ enum Secrets {
 
     /// Asks on /dev/tty with echo off; twice when `confirm`, and the two answers must be the same `what`
     /// (passphrases, values).
-    static func prompt(_ text: String, confirm: Bool, what: String = "passphrases",
-                       missing: String = "no secret given and no terminal to ask on: use --key-file, --identity, --passphrase-file, "
-                           + "--passphrase-fd, KCAR_PASSPHRASE or KCAR_KEY_FILE") throws -> SecureBytes {
+    static func prompt(
+        _ text: String, confirm: Bool, what: String = "passphrases",
+        missing: String = "no secret given and no terminal to ask on: use --key-file, --identity, --passphrase-file, "
+            + "--passphrase-fd, KCAR_PASSPHRASE or KCAR_KEY_FILE"
+    ) throws -> SecureBytes {
         let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
         guard tty >= 0 else { throw CLIError(.noSecret, missing) }
         defer { close(tty) }
@@ -332,15 +370,18 @@ enum Secrets {
     /// lines and lines starting with `#` ignored; a line that is neither is an error naming it (age's plugin
     /// and SSH recipients are not kcar slots). At least one recipient.
     static func readRecipientsFile(_ path: String) throws -> [[UInt8]] {
-        let text = path == "-" ? String(decoding: try StandardStreams.readAll(max: 1 << 20, what: "the recipients file"), as: UTF8.self)
+        let text =
+            path == "-"
+            ? String(decoding: try StandardStreams.readAll(max: 1 << 20, what: "the recipients file"), as: UTF8.self)
             : try readSmallText(path)
         var out: [[UInt8]] = []
         for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = String(raw).trimmingWhitespace
             if line.isEmpty || line.hasPrefix("#") { continue }
             guard let pk = recipient(line) else {
-                throw CLIError.usage("recipients file \(path), line \(n + 1): not an X25519 recipient (age1... or 64 hex digits); "
-                                     + "age's SSH and plugin recipients are not supported")
+                throw CLIError.usage(
+                    "recipients file \(path), line \(n + 1): not an X25519 recipient (age1... or 64 hex digits); "
+                        + "age's SSH and plugin recipients are not supported")
             }
             out.append(pk)
         }
@@ -368,7 +409,9 @@ enum Secrets {
                 while let first = line.first, first == 32 || first == 9 { line.removeFirst() }
                 if line.isEmpty || line.first == UInt8(ascii: "#") { continue }
                 guard let key = AgeKey.identity(line) else {
-                    failure = failure ?? "identity file \(path), line \(lineNumber): not an age X25519 identity (AGE-SECRET-KEY-1...) "
+                    failure =
+                        failure
+                        ?? "identity file \(path), line \(lineNumber): not an age X25519 identity (AGE-SECRET-KEY-1...) "
                         + "nor a 32-byte kcar key; age's SSH and plugin identities are not supported"
                     continue
                 }

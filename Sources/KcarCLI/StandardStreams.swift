@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `-` as a path: standard input for what a command reads, standard output for what it writes (issue 13,
 /// item 3). Binary output is refused on a terminal unless `--force`, as age does.
@@ -17,13 +18,19 @@ enum StandardStreams {
     /// writes its vault), removed when the command ends, on a fatal signal, or if the copy fails.
     static func vaultInput(_ path: String) throws -> String {
         guard path == "-" else { return path }
-        guard isatty(0) != 1 else { throw CLIError.usage("VAULT - reads the vault from standard input, which is a terminal; pipe it in") }
+        guard isatty(0) != 1 else {
+            throw CLIError.usage("VAULT - reads the vault from standard input, which is a terminal; pipe it in")
+        }
         let target = Pack.temporaryPath()
         let (fd, registration) = TemporaryFiles.creating { () -> (Int32, Int?) in
             let fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             return (fd, fd >= 0 ? TemporaryFiles.register(target) : nil)
         }
-        guard fd >= 0 else { throw CLIError(.io, "cannot create a temporary file for the vault on standard input: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw CLIError(
+                .io,
+                "cannot create a temporary file for the vault on standard input: \(String(cString: strerror(errno)))")
+        }
         defer { close(fd) }
         spooled = (target, registration)
         var total: UInt64 = 0
@@ -35,13 +42,19 @@ enum StandardStreams {
             if n == 0 { break }
             total += UInt64(n)
             guard total <= vaultMax else {
-                throw CLIError(.io, "standard input: more than \(vaultMax >> 30) GiB, the most a vault read from a pipe may be; save it to a file")
+                throw CLIError(
+                    .io,
+                    "standard input: more than \(vaultMax >> 30) GiB, the most a vault read from a pipe may be; save it to a file"
+                )
             }
             var done = 0
             while done < n {
                 let w = buf.withUnsafeBytes { write(fd, $0.baseAddress! + done, n - done) }
                 if w < 0, errno == EINTR { continue }
-                guard w > 0 else { throw CLIError(.io, "cannot write the temporary copy of standard input: \(String(cString: strerror(errno)))") }
+                guard w > 0 else {
+                    throw CLIError(
+                        .io, "cannot write the temporary copy of standard input: \(String(cString: strerror(errno)))")
+                }
                 done += w
             }
         }
@@ -69,7 +82,9 @@ enum StandardStreams {
             if n < 0, errno == EINTR { continue }
             guard n >= 0 else { throw CLIError(.io, "cannot read standard input: \(String(cString: strerror(errno)))") }
             if n == 0 { return out }
-            guard out.count + n <= max else { throw CLIError(.damaged, "\(what) on standard input: more than the \(max)-byte limit") }
+            guard out.count + n <= max else {
+                throw CLIError(.damaged, "\(what) on standard input: more than the \(max)-byte limit")
+            }
             out += buf[0..<n]
         }
     }
@@ -99,7 +114,9 @@ enum StandardStreams {
 
     /// Why a value is not shown on a terminal.
     static func refusal(_ name: String) -> CLIError {
-        CLIError.usage("refusing to write \(name) to a terminal: it is not text of at most 1 MiB; redirect standard output (or --force)")
+        CLIError.usage(
+            "refusing to write \(name) to a terminal: it is not text of at most 1 MiB; redirect standard output (or --force)"
+        )
     }
 
     /// Whether `bytes` is text a terminal may be shown: UTF-8 with no control character but tab and newlines.

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import KcarKeychain
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `kcar sync --group G FILE`: reconciles a keychain group with its shared copy FILE (SPEC.md Part 3, §K9):
 /// FILE's changes merged into the group, then the group's shareable changes merged into FILE (written anew,
@@ -11,18 +12,26 @@ import VaultFormat
 enum SyncCommand {
     static func run(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("sync"))
-        guard let group = args.value("group") else { throw CLIError.usage("sync needs --group G: the keychain group FILE is a shared copy of") }
-        guard (try? Header.checkGroupName(group)) != nil else { throw CLIError.usage("access group names are 1 to 255 bytes of UTF-8 without NUL") }
+        guard let group = args.value("group") else {
+            throw CLIError.usage("sync needs --group G: the keychain group FILE is a shared copy of")
+        }
+        guard (try? Header.checkGroupName(group)) != nil else {
+            throw CLIError.usage("access group names are 1 to 255 bytes of UTF-8 without NUL")
+        }
         let file = try args.positionals(["FILE"])[0]
         try refuseStandardInput(file)
-        let quiet = args.flag("quiet"), pullOnly = args.flag("pull")
+        let quiet = args.flag("quiet")
+        let pullOnly = args.flag("pull")
         let store = try ItemCommands.store(args)
         try store.entitle(group)
         try refuseInKeychain(file, store.directory.path)
         let exists = access(file, F_OK) == 0
         if !store.directory.exists(group) {
             guard exists else {
-                throw CLIError(.notFound, "no access group \(group) in \(store.directory.path) and no shared copy \(shown(file)): nothing to sync")
+                throw CLIError(
+                    .notFound,
+                    "no access group \(group) in \(store.directory.path) and no shared copy \(shown(file)): nothing to sync"
+                )
             }
             try join(group, file, store, args)
             if !quiet { Output.err.line(terminalSafe("kcar sync: joined group \(group) from \(shown(file))")) }
@@ -38,8 +47,10 @@ enum SyncCommand {
             let left = try deviceOnlyCount(local)
             try named(file) { try local.writeCopy(to: file, keeping: { !Schema.isDeviceOnly($0.attributes) }) }
             if !quiet {
-                Output.err.line(terminalSafe("kcar sync: wrote \(shown(file)), a shared copy of group \(group) (\(count(local.count - left, "item"))"
-                                             + (left > 0 ? "; \(count(left, "ThisDeviceOnly item")) left out)" : ")")))
+                Output.err.line(
+                    terminalSafe(
+                        "kcar sync: wrote \(shown(file)), a shared copy of group \(group) (\(count(local.count - left, "item"))"
+                            + (left > 0 ? "; \(count(left, "ThisDeviceOnly item")) left out)" : ")")))
             }
             return .success
         }
@@ -48,31 +59,44 @@ enum SyncCommand {
             return try Secrets.unlockPaged(file, args, mode: pullOnly ? .read : .write, given: key)
         }
         let verbose = args.flag("verbose")
-        let pulled = try named(file) { try local.merge(base: nil, theirs: shared, policy: .deviceOnly, listingTaken: verbose) }
-        let pushed = pullOnly ? MergeReport()
-            : try named(file) { try shared.merge(base: nil, theirs: local, policy: .deviceOnlyPush, listingTaken: verbose) }
+        let pulled = try named(file) {
+            try local.merge(base: nil, theirs: shared, policy: .deviceOnly, listingTaken: verbose)
+        }
+        let pushed =
+            pullOnly
+            ? MergeReport()
+            : try named(file) {
+                try shared.merge(base: nil, theirs: local, policy: .deviceOnlyPush, listingTaken: verbose)
+            }
         if !quiet {
-            var line = "kcar sync: group \(group) and \(shown(file)): \(count(pulled.taken, "item")) pulled"
+            var line =
+                "kcar sync: group \(group) and \(shown(file)): \(count(pulled.taken, "item")) pulled"
                 + (pullOnly ? " (--pull: \(shown(file)) only read)" : ", \(count(pushed.taken, "item")) pushed")
             if pulled.keptInHistory + pushed.keptInHistory > 0 {
-                line += ", \(count(pulled.keptInHistory + pushed.keptInHistory, "losing version")) kept in history (kcar history)"
+                line +=
+                    ", \(count(pulled.keptInHistory + pushed.keptInHistory, "losing version")) kept in history (kcar history)"
             }
             Output.err.line(terminalSafe(line))
         }
-        for line in MergeReporting.conflicts(pulled, in: local, ours: "group \(group)", theirs: shown(file), restore: nil)
-            + MergeReporting.conflicts(pushed, in: shared, ours: shown(file), theirs: "group \(group)", restore: nil) {
+        for line in MergeReporting.conflicts(
+            pulled, in: local, ours: "group \(group)", theirs: shown(file), restore: nil)
+            + MergeReporting.conflicts(pushed, in: shared, ours: shown(file), theirs: "group \(group)", restore: nil)
+        {
             Output.err.line(terminalSafe("kcar sync: " + line))
         }
         if verbose {
-            for line in MergeReporting.taken(pulled, from: shown(file)) + MergeReporting.taken(pushed, from: "group \(group)") {
+            for line in MergeReporting.taken(pulled, from: shown(file))
+                + MergeReporting.taken(pushed, from: "group \(group)")
+            {
                 Output.err.line(terminalSafe("kcar sync: " + line))
             }
         }
         MergeCommand.warnOfAge(pulled, theirs: shown(file), ours: "group \(group)")
         MergeCommand.warnOfAge(pushed, theirs: "group \(group)", ours: shown(file))
         if pulled.keptOwn > 0 {
-            warn("\(count(pulled.keptOwn, "item")) of \(shown(file)) left out: the group holds the item, or its service and account, as "
-                 + "ThisDeviceOnly (kept in the item's history)")
+            warn(
+                "\(count(pulled.keptOwn, "item")) of \(shown(file)) left out: the group holds the item, or its service and account, as "
+                    + "ThisDeviceOnly (kept in the item's history)")
         }
         return .success
     }
@@ -83,8 +107,10 @@ enum SyncCommand {
         // A file that cannot be the group's copy is refused as such (exit 2 or 4) before a key is asked for.
         try named(file) { try checkCopy(file, of: group) }
         guard let keyPath = args.value("key-file") ?? Secrets.environmentKeyFile else {
-            throw CLIError(.noSecret, "group \(group) is not in this keychain: joining it from \(shown(file)) needs its key (--key-file FILE or "
-                           + "\(Secrets.keyFileVariable)), passed on out of band")
+            throw CLIError(
+                .noSecret,
+                "group \(group) is not in this keychain: joining it from \(shown(file)) needs its key (--key-file FILE or "
+                    + "\(Secrets.keyFileVariable)), passed on out of band")
         }
         let key = try Secrets.readKeyFile(keyPath)
         // Checked before anything is written, and again on the copy that becomes the group's vault.
@@ -96,21 +122,29 @@ enum SyncCommand {
                 let copy = try PagedVault.open(path: path, secret: .keyFile(key), mode: .read)
                 try copy.checkClockTakenWhole(now: HybridClock.now())
                 guard copy.generation <= Limits.generationMax else {
-                    throw CLIError(.damaged, "generation \(copy.generation) is past GENERATION_MAX (2^48), which no writer reaches: "
-                                   + "not joined (`kcar compact FILE --key-file KEY` rewrites it from generation 1)")
+                    throw CLIError(
+                        .damaged,
+                        "generation \(copy.generation) is past GENERATION_MAX (2^48), which no writer reaches: "
+                            + "not joined (`kcar compact FILE --key-file KEY` rewrites it from generation 1)")
                 }
             }
         }
         try check(file)
         // A joined vault is at the copy's generation, with no record yet: its first record is written for it as it is (§K6).
-        if try store.directory.joinGroup(group, key: key, copying: file, check: check) { try store.acceptRollback(group: group) }
+        if try store.directory.joinGroup(group, key: key, copying: file, check: check) {
+            try store.acceptRollback(group: group)
+        }
     }
 
     /// Refuses a file that cannot be a shared copy of `group`, from its header alone (before any key is tried).
     static func checkCopy(_ file: String, of group: String) throws {
         let header = try Vault.inspect(path: file).header
-        guard header.formatVersion == 2 else { throw CLIError(.damaged, "a version 1 vault: a shared copy is version 2 (written by kcar sync)") }
-        guard header.group == group else { throw CLIError(.usage, "holds group \(header.group), not \(group): not a shared copy of it") }
+        guard header.formatVersion == 2 else {
+            throw CLIError(.damaged, "a version 1 vault: a shared copy is version 2 (written by kcar sync)")
+        }
+        guard header.group == group else {
+            throw CLIError(.usage, "holds group \(header.group), not \(group): not a shared copy of it")
+        }
     }
 
     /// Refuses a FILE in the keychain's folder (itself or the file a symlink names): a copy written there would
@@ -125,7 +159,9 @@ enum SyncCommand {
         guard let folder = real(keychain) else { return }
         let places = [real(directoryOf(file)), real(file).map(directoryOf)]
         if places.contains(folder) {
-            throw CLIError.usage("\(shown(file)) is in the keychain (\(keychain)): a shared copy lives outside it, in a repository or a synced folder")
+            throw CLIError.usage(
+                "\(shown(file)) is in the keychain (\(keychain)): a shared copy lives outside it, in a repository or a synced folder"
+            )
         }
     }
 

@@ -27,17 +27,24 @@ extension GitCommand {
             if let line = fileLine(path, header: nil) { Output.out.line(line) }
             return .success
         }
-        let head = "# kcar vault, format \(header.formatVersion), group \(JSON.string(header.group)), vault id \(Hex.encode(header.vaultID))"
+        let head =
+            "# kcar vault, format \(header.formatVersion), group \(JSON.string(header.group)), vault id \(Hex.encode(header.vaultID))"
         do {
             let given = try Secrets.givenSecrets(args, orKeyOfGroup: header.group)
             guard !given.isEmpty else {
-                Output.out.line(terminalSafe(head + ": no key given (set \(Secrets.keyFileVariable) to its key file to see the items)"))
+                Output.out.line(
+                    terminalSafe(
+                        head + ": no key given (set \(Secrets.keyFileVariable) to its key file to see the items)"))
                 if let line = fileLine(path, header: header) { Output.out.line(line) }
                 return .success
             }
             if header.formatVersion == 1 {
                 let (vault, _) = try Secrets.unlockVault(path, args, given: given, ask: false)
-                let items = vault.items.sorted { ($0.itemClass.rawValue, ItemPath.name($0), $0.id) < ($1.itemClass.rawValue, ItemPath.name($1), $1.id) }
+                let items = vault.items.sorted {
+                    ($0.itemClass.rawValue, ItemPath.name($0), $0.id) < (
+                        $1.itemClass.rawValue, ItemPath.name($1), $1.id
+                    )
+                }
                 let first = terminalSafe(head + ": \(count(items.count, "item"))")
                 if values {
                     try printWithValues(first, items.map { ($0, nil) }) { items, begin, bytes, end in
@@ -73,7 +80,10 @@ extension GitCommand {
                 }
             }
         } catch is TextConvTooLarge {
-            throw CLIError(.damaged, "\(path): its values print to more than \(textconvOutputMax) bytes (TEXTCONV_OUTPUT_MAX); nothing printed (without --values the items print)")
+            throw CLIError(
+                .damaged,
+                "\(path): its values print to more than \(textconvOutputMax) bytes (TEXTCONV_OUTPUT_MAX); nothing printed (without --values the items print)"
+            )
         } catch let e as CLIError {
             Output.out.line(terminalSafe(head + ": " + e.message))
             if let line = fileLine(path, header: header) { Output.out.line(line) }
@@ -103,8 +113,11 @@ extension GitCommand {
     /// Prints `first` and the lines of `lines` with their values, once all of it is known to fit
     /// ``textconvOutputMax``: a first pass reads the values (`read` decodes each record once, in file order,
     /// never more than the limit's bytes of them) and keeps each as it will print, then counts the lines.
-    static func printWithValues(_ first: String, _ lines: [(Item, String?)],
-                                read: ([Item], (Item) throws -> Void, (UnsafeRawBufferPointer) throws -> Void, (Item) throws -> Void) throws -> Void) throws {
+    static func printWithValues(
+        _ first: String, _ lines: [(Item, String?)],
+        read: ([Item], (Item) throws -> Void, (UnsafeRawBufferPointer) throws -> Void, (Item) throws -> Void) throws ->
+            Void
+    ) throws {
         var counter = JSONCounter(limit: textconvOutputMax)
         do {
             try counter.write(first + "\n")
@@ -112,17 +125,22 @@ extension GitCommand {
             var value: [UInt8] = []
             var readBytes = 0
             // A value prints to at least its bytes (JSON) or 4/3 of them (base64): the bytes read are bounded too.
-            try read(lines.map { $0.0 }, { _ in value = [] }, { bytes in
-                readBytes += bytes.count
-                guard readBytes <= textconvOutputMax else { throw TextConvTooLarge() }
-                value.append(contentsOf: bytes)
-            }, { item in
-                defer { wipe(&value) }
-                let text = valueText(value)
-                try counter.write(text)
-                printed[item.id] = text
-            })
-            for (item, version) in lines { try printLine(item, version: version, value: printed[item.id], to: &counter) }
+            try read(
+                lines.map { $0.0 }, { _ in value = [] },
+                { bytes in
+                    readBytes += bytes.count
+                    guard readBytes <= textconvOutputMax else { throw TextConvTooLarge() }
+                    value.append(contentsOf: bytes)
+                },
+                { item in
+                    defer { wipe(&value) }
+                    let text = valueText(value)
+                    try counter.write(text)
+                    printed[item.id] = text
+                })
+            for (item, version) in lines {
+                try printLine(item, version: version, value: printed[item.id], to: &counter)
+            }
             var out = JSONWriter()
             out.write(first + "\n")
             for (item, version) in lines { try printLine(item, version: version, value: printed[item.id], to: &out) }
@@ -152,7 +170,9 @@ extension GitCommand {
         }
         try out.write(" ")
         // The name holds service and account when both are strings.
-        try out.write(ItemJSON.attributes(item.attributes, excluding: item.service != nil && item.account != nil ? ["svce", "acct"] : []))
+        try out.write(
+            ItemJSON.attributes(
+                item.attributes, excluding: item.service != nil && item.account != nil ? ["svce", "acct"] : []))
         if let value { try out.write(value) }
         try out.write("\n")
     }
@@ -174,10 +194,14 @@ struct VersionText {
         let ms = v.hlc >> 16
         if time?.ms != ms {
             // Milliseconds always (a column of one width in history and diffs).
-            time = (ms, iso8601(seconds: Int64(ms / 1000), nanoseconds: Int64(ms % 1000) * 1_000_000, fractionDigits: 3))
+            time = (
+                ms, iso8601(seconds: Int64(ms / 1000), nanoseconds: Int64(ms % 1000) * 1_000_000, fractionDigits: 3)
+            )
         }
         if writer?.id != v.writer {
-            writer = (v.writer, Hex.encode((0..<8).map { UInt8(truncatingIfNeeded: v.writer >> (56 - 8 * UInt64($0))) }))
+            writer = (
+                v.writer, Hex.encode((0..<8).map { UInt8(truncatingIfNeeded: v.writer >> (56 - 8 * UInt64($0))) })
+            )
         }
         return (time?.text ?? "") + "/" + (writer?.text ?? "")
     }

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `kcar add VAULT PATH...` and `kcar delete VAULT ITEM...`: files added to and items deleted from a packed
 /// vault, without a keychain, as `7z a`/`7z d` and `tar -r` do (issue 13, item 9). The keychain's `add` and
@@ -12,19 +13,25 @@ enum VaultEdit {
 
     /// Runs `run` when `args` name a packed vault (positionals given), after refusing the keychain's options;
     /// otherwise refuses the packed vault's options and returns nil, for the keychain command to go on.
-    static func route(_ args: Arguments, _ command: String, vaultOptions: [Help.Option],
-                      run: (Arguments) throws -> ExitCode) throws -> ExitCode? {
+    static func route(
+        _ args: Arguments, _ command: String, vaultOptions: [Help.Option],
+        run: (Arguments) throws -> ExitCode
+    ) throws -> ExitCode? {
         let vaultNames = Set(vaultOptions.map(\.name))
         let all = Set(CLI.command(command)?.page.options.map(\.name) ?? [])
         let given = args.given
         if args.positionals.isEmpty {
             if let o = given.intersection(vaultNames).sorted().first {
-                throw CLIError.usage("--\(o) is for `kcar \(command) VAULT ...` (a packed vault); the keychain's \(command) takes selectors")
+                throw CLIError.usage(
+                    "--\(o) is for `kcar \(command) VAULT ...` (a packed vault); the keychain's \(command) takes selectors"
+                )
             }
             return nil
         }
         if let o = given.intersection(all.subtracting(vaultNames).subtracting(shared)).sorted().first {
-            throw CLIError.usage("--\(o) is for the keychain's \(command), which takes no VAULT; `kcar \(command) VAULT ...` changes a packed vault")
+            throw CLIError.usage(
+                "--\(o) is for the keychain's \(command), which takes no VAULT; `kcar \(command) VAULT ...` changes a packed vault"
+            )
         }
         return try run(args)
     }
@@ -33,16 +40,22 @@ enum VaultEdit {
     struct Name: Hashable {
         let service: [UInt8]
         let account: [UInt8]
-        init(_ service: String, _ account: String) { (self.service, self.account) = (Array(service.utf8), Array(account.utf8)) }
+        init(_ service: String, _ account: String) {
+            (self.service, self.account) = (Array(service.utf8), Array(account.utf8))
+        }
     }
 
     /// `PATH` below `-C DIR` as components: `.` and empty components dropped (`.` alone is all of DIR);
     /// absolute paths and `..` are refused, as nothing outside DIR can be named in a vault.
     static func components(_ path: String) throws -> [String] {
         guard path != "-" else {
-            throw CLIError.usage("PATH - (standard input) is not a file to add; add takes files below -C DIR (pack VAULT --items - reads an item file)")
+            throw CLIError.usage(
+                "PATH - (standard input) is not a file to add; add takes files below -C DIR (pack VAULT --items - reads an item file)"
+            )
         }
-        guard !path.hasPrefix("/") else { throw CLIError.usage("\(path): a PATH is relative to -C DIR (default .), not absolute") }
+        guard !path.hasPrefix("/") else {
+            throw CLIError.usage("\(path): a PATH is relative to -C DIR (default .), not absolute")
+        }
         let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init).filter { $0 != "." }
         guard !parts.contains("..") else { throw CLIError.usage("\(path): a PATH below -C DIR cannot contain ..") }
         return parts
@@ -60,13 +73,19 @@ enum VaultEdit {
     /// list prints it) given its value directly, so that changing a packed vault needs no plaintext file; it is
     /// replaced if it exists, stored as pack stores a file of mode 0600. One commit.
     static func addValue(_ args: Arguments) throws -> ExitCode {
-        let (vaultPath, names) = try vaultAndNames(args, "add VAULT NAME --value-file FILE: give the item's name (service/account)")
+        let (vaultPath, names) = try vaultAndNames(
+            args, "add VAULT NAME --value-file FILE: give the item's name (service/account)")
         // A name without `/` is a top-level item (SPEC.md §7.1), as list prints it.
         guard names.count == 1, let parsed = ItemPath.parse(names[0]) else { throw valueUsage }
-        let (service, account) = parsed.account == nil && !names[0].contains("/") ? ("", parsed.service) : (parsed.service, parsed.account ?? "")
-        guard !account.isEmpty, !service.isEmpty || ItemPath.isTopLevel(service: service, account: account) else { throw valueUsage }
+        let (service, account) =
+            parsed.account == nil && !names[0].contains("/")
+            ? ("", parsed.service) : (parsed.service, parsed.account ?? "")
+        guard !account.isEmpty, !service.isEmpty || ItemPath.isTopLevel(service: service, account: account) else {
+            throw valueUsage
+        }
         guard args.value("directory") == nil, args.all("exclude").isEmpty, !args.flag("dereference") else {
-            throw CLIError.usage("--value-file gives one item's value: -C, --exclude and -h are for files below a folder")
+            throw CLIError.usage(
+                "--value-file gives one item's value: -C, --exclude and -h are for files below a folder")
         }
         var value = try ItemCommands.readValue(args, required: true) ?? []
         defer { wipe(&value) }
@@ -81,10 +100,15 @@ enum VaultEdit {
                 guard let s = item.service, let a = item.account, let p = ItemPath.components(item) else { continue }
                 if Name(s, a) == name { old = item.id } else { _ = taken.insert(p, folder: ItemPath.isFolder(item)) }
             }
-            if let c = taken.insert(parts, folder: false) { throw CLIError(.exists, "nothing added to \(vaultPath): " + c.message(root: "VAULT")) }
-            let attributes = Attributes([AttributeName.service: .string(service), AttributeName.account: .string(account),
-                                         PackedKind.modeAttribute: .integer(0o600),
-                                         AttributeName.modificationDate: .date(nanoseconds: Int64(PagedTransaction.realTimeMilliseconds()) * 1_000_000)])
+            if let c = taken.insert(parts, folder: false) {
+                throw CLIError(.exists, "nothing added to \(vaultPath): " + c.message(root: "VAULT"))
+            }
+            let attributes = Attributes([
+                AttributeName.service: .string(service), AttributeName.account: .string(account),
+                PackedKind.modeAttribute: .integer(0o600),
+                AttributeName.modificationDate: .date(
+                    nanoseconds: Int64(PagedTransaction.realTimeMilliseconds()) * 1_000_000)
+            ])
             if let old {
                 try tx.update(old, class: .genericPassword, attributes: attributes, value: .bytes(value))
                 replaced = true
@@ -96,24 +120,28 @@ enum VaultEdit {
         return .success
     }
 
-    static let valueUsage = CLIError.usage("add VAULT NAME --value-file FILE takes one NAME, service/account (or a top-level item's name) "
-        + "as kcar list prints it")
+    static let valueUsage = CLIError.usage(
+        "add VAULT NAME --value-file FILE takes one NAME, service/account (or a top-level item's name) "
+            + "as kcar list prints it")
 
     static func add(_ args: Arguments) throws -> ExitCode {
         if args.value("value-file") != nil { return try addValue(args) }
-        let (vaultPath, rest) = try vaultAndNames(args, "add VAULT PATH...: give the files or folders to add, below -C DIR (default .)")
+        let (vaultPath, rest) = try vaultAndNames(
+            args, "add VAULT PATH...: give the files or folders to add, below -C DIR (default .)")
         let dir = args.value("directory") ?? "."
         let level = Int32(try args.int("level", in: 0...12) ?? 6)
         let paths = try rest.map(components)
         // Listed before the vault is opened: a PATH that is missing changes nothing and asks for no secret.
-        let (entries, folders, problems) = try Pack.walk(dir, excludes: args.all("exclude"), dereference: args.flag("dereference"), only: paths)
+        let (entries, folders, problems) = try Pack.walk(
+            dir, excludes: args.all("exclude"), dereference: args.flag("dereference"), only: paths)
         for problem in problems { warn("skipped \(problem)") }
         let vault = try openVault(vaultPath, args, mode: .write)
         let opener = try Pack.Opener(root: dir, folders: folders)
         let progress = Progress(label: "add", total: Pack.totalSize(entries))
         defer { progress.finish() }
         let listing = verboseListing(args, dataOnStdout: false)
-        var skipped = 0, replaced = 0
+        var skipped = 0
+        var replaced = 0
         try vault.commit(options: WriteOptions(level: level)) { tx in
             // Same name: replaced (as 7z a). Every other item stays, and none may need a new item's path as a
             // folder, or the reverse (extract could not write both).
@@ -122,13 +150,17 @@ enum VaultEdit {
             var taken = Extract.PathSet()
             var named = Set<[UInt8]>()
             for item in tx.items {
-                guard let s = item.service, let a = item.account, let parts = ItemPath.components(item) else { continue }
+                guard let s = item.service, let a = item.account, let parts = ItemPath.components(item) else {
+                    continue
+                }
                 let name = Name(s, a)
                 existing[name] = item.id
                 named.insert(Array(parts[0].utf8))
                 if !added.contains(name) { _ = taken.insert(parts, folder: ItemPath.isFolder(item)) }
             }
-            for hint in likelyWrong(rest, paths, dir: dir, entries: entries, named: named, vault: vaultPath) { warn("warning: " + hint) }
+            for hint in likelyWrong(rest, paths, dir: dir, entries: entries, named: named, vault: vaultPath) {
+                warn("warning: " + hint)
+            }
             for e in entries {
                 if let c = taken.insert(e.parts, folder: e.isFolder) {
                     throw CLIError(.exists, "nothing added to \(vaultPath): " + c.message(root: "VAULT"))
@@ -155,7 +187,9 @@ enum VaultEdit {
         progress.finish()
         let new = entries.count - skipped - replaced
         if !args.flag("quiet") {
-            warn("added \(count(new, "item")) to \(vaultPath)" + (replaced > 0 ? ", replaced \(count(replaced, "item"))" : ""))
+            warn(
+                "added \(count(new, "item")) to \(vaultPath)"
+                    + (replaced > 0 ? ", replaced \(count(replaced, "item"))" : ""))
         }
         return problems.isEmpty && skipped == 0 ? .success : .skipped
     }
@@ -165,29 +199,37 @@ enum VaultEdit {
     /// component S becomes a new service (no item of the vault is named S or below S) and the folder DIR/S
     /// holds a name the vault already has as a first component (a service or a top-level item): S is then
     /// likely the folder VAULT was packed from. `named`: the first components of the vault's item names.
-    static func likelyWrong(_ given: [String], _ paths: [[String]], dir: String, entries: [Pack.Entry], named: Set<[UInt8]>,
-                            vault: String) -> [String] {
+    static func likelyWrong(
+        _ given: [String], _ paths: [[String]], dir: String, entries: [Pack.Entry], named: Set<[UInt8]>,
+        vault: String
+    ) -> [String] {
         guard !named.isEmpty else { return [] }
-        var hints: [String] = [], seen = Set<String>()
+        var hints: [String] = []
+        var seen = Set<String>()
         for (path, parts) in zip(given, paths) {
-            guard let s = parts.first, seen.insert(s).inserted, !named.contains(Array(ItemPath.component(s, slash: true).utf8)),
-                  entries.contains(where: { !$0.service.isEmpty && $0.service == s }) else { continue }
+            guard let s = parts.first, seen.insert(s).inserted,
+                !named.contains(Array(ItemPath.component(s, slash: true).utf8)),
+                entries.contains(where: { !$0.service.isEmpty && $0.service == s })
+            else { continue }
             let folder = dir + "/" + s
             let fd = open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard fd >= 0 else { continue }
             defer { close(fd) }
             guard let inside = try? Pack.listDirectory(fd, path: folder),
-                  let known = inside.first(where: { named.contains(Array(ItemPath.component($0.1, slash: true).utf8)) }) else { continue }
+                let known = inside.first(where: { named.contains(Array(ItemPath.component($0.1, slash: true).utf8)) })
+            else { continue }
             let rest = parts.count > 1 ? parts.dropFirst().joined(separator: "/") : "."
             let c = dir == "." ? s : folder
-            hints.append("\(path) makes a new service \(s), but \(c)/ holds \(known.1), which \(vault) already has: if \(vault) was packed "
-                         + "from \(s), the path is below it (kcar add \(vault) -C \(c) \(rest))")
+            hints.append(
+                "\(path) makes a new service \(s), but \(c)/ holds \(known.1), which \(vault) already has: if \(vault) was packed "
+                    + "from \(s), the path is below it (kcar add \(vault) -C \(c) \(rest))")
         }
         return hints
     }
 
     static func delete(_ args: Arguments) throws -> ExitCode {
-        let (vaultPath, names) = try vaultAndNames(args, "delete VAULT ITEM...: name the items to delete, as kcar list names them")
+        let (vaultPath, names) = try vaultAndNames(
+            args, "delete VAULT ITEM...: name the items to delete, as kcar list names them")
         let vault = try openVault(vaultPath, args, mode: .write)
         // Every ITEM must name something (exit 6), checked before anything changes.
         let selected = try Extract.select(vault, names)
@@ -203,15 +245,20 @@ enum VaultEdit {
         for item in selected { listing?.line(terminalSafe(ItemPath.name(item))) }
         let deleted = "deleted \(count(selected.count, "item")) from \(vaultPath)"
         let one = selected.count == 1
-        let (values, stay, kept) = one ? ("its value", "stays", "its kept versions") : ("their values", "stay", "their kept versions")
+        let (values, stay, kept) =
+            one ? ("its value", "stays", "its kept versions") : ("their values", "stay", "their kept versions")
         if args.flag("purge") {
             try vault.compact(retention: nil, droppingHistoryOf: Set(selected.map(\.id)))
             warn(deleted + " and compacted it: \(values), and \(kept), have left the file")
         } else if let r = vault.retention, r.keep > 0 {
-            warn(deleted + "; \(values) \(stay) in the file, encrypted, as \(one ? "a kept version" : "kept versions") (kcar history) for "
-                 + "\(count(r.days, "day")): --purge removes \(one ? "it" : "them") now")
+            warn(
+                deleted
+                    + "; \(values) \(stay) in the file, encrypted, as \(one ? "a kept version" : "kept versions") (kcar history) for "
+                    + "\(count(r.days, "day")): --purge removes \(one ? "it" : "them") now")
         } else {
-            warn(deleted + "; \(values) \(stay) in the file, encrypted, until it is compacted (`kcar compact \(vaultPath)`)")
+            warn(
+                deleted
+                    + "; \(values) \(stay) in the file, encrypted, until it is compacted (`kcar compact \(vaultPath)`)")
         }
         return .success
     }

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `kcar verify` and `kcar info`.
 enum Verify {
@@ -20,8 +21,11 @@ enum Verify {
         }
         let given = try Secrets.givenSecrets(args)
         guard isatty(0) == 1 || !given.isEmpty else {
-            throw CLIError(.noSecret, "no secret given and no terminal to ask on: give --key-file, --identity, --passphrase-file, " +
-                           "--passphrase-fd or KCAR_PASSPHRASE to check the records, or --no-key to check only the structure")
+            throw CLIError(
+                .noSecret,
+                "no secret given and no terminal to ask on: give --key-file, --identity, --passphrase-file, "
+                    + "--passphrase-fd or KCAR_PASSPHRASE to check the records, or --no-key to check only the structure"
+            )
         }
         let report: VerifyReport
         do {
@@ -38,22 +42,30 @@ enum Verify {
             ("commits", String(report.commits)), ("records", String(report.records)), ("items", String(report.items)),
             ("valueBytes", String(report.valueBytes)), ("deadBytes", String(report.deadBytes)),
             ("incompleteBytes", String(report.incompleteBytes)),
-            ("segmentsAuthenticatedOnly", String(report.segmentsAuthenticatedOnly)),
+            ("segmentsAuthenticatedOnly", String(report.segmentsAuthenticatedOnly))
         ]
         // Version 2: the root's garbage count beside the exact dead bytes (SPEC.md Part 4, V8.1), never a problem.
         if let g = report.countedGarbage { extra.append(("garbage", String(g))) }
         emit(json: json, path: path, keyed: true, problems: report.problems, extra: extra)
         if !json, report.isIntact {
-            Output.out.line(terminalSafe(StandardStreams.shown(path)) + ": intact: \(count(report.items, "item")) in \(count(report.records, "record")), \(count(report.commits, "commit")) checked, \(report.valueBytes) value bytes authenticated")
+            Output.out.line(
+                terminalSafe(StandardStreams.shown(path))
+                    + ": intact: \(count(report.items, "item")) in \(count(report.records, "record")), \(count(report.commits, "commit")) checked, \(report.valueBytes) value bytes authenticated"
+            )
             if let g = report.countedGarbage {
-                Output.out.line("  \(report.deadBytes) dead bytes; the index root counts \(g) as garbage (a hint for automatic compaction, not a check)")
+                Output.out.line(
+                    "  \(report.deadBytes) dead bytes; the index root counts \(g) as garbage (a hint for automatic compaction, not a check)"
+                )
             }
             if report.segmentsAuthenticatedOnly > 0 {
-                Output.out.line("  \(report.segmentsAuthenticatedOnly) superseded index segments were authenticated but not parsed (past SUPERSEDED_INDEX_MAX; `kcar compact` drops them)")
+                Output.out.line(
+                    "  \(report.segmentsAuthenticatedOnly) superseded index segments were authenticated but not parsed (past SUPERSEDED_INDEX_MAX; `kcar compact` drops them)"
+                )
             }
         }
         guard let first = report.problems.first else { return .success }
-        return report.problems.contains { $0.code != .incompleteCommit } ? ExitCode.of(.damagedRecord) : ExitCode.of(first.code)
+        return report.problems.contains { $0.code != .incompleteCommit }
+            ? ExitCode.of(.damagedRecord) : ExitCode.of(first.code)
     }
 
     /// Without a key: header checksum and fields, and whether the file ends in a trailer's magic.
@@ -66,14 +78,19 @@ enum Verify {
             if size < UInt64(header.length + trailer.0) {
                 problems.append(VaultError(.truncated, "no commit follows the header"))
             } else if try !endsWithTrailerMagic(path, size: size, trailer: trailer) {
-                problems.append(VaultError(.incompleteCommit, "the file does not end with a trailer (an interrupted write, or damage)"))
+                problems.append(
+                    VaultError(
+                        .incompleteCommit, "the file does not end with a trailer (an interrupted write, or damage)"))
             }
         } catch let e as VaultError {
             problems.append(e)
         }
         emit(json: json, path: path, keyed: false, problems: problems, extra: [])
         if !json, problems.isEmpty {
-            Output.out.line(terminalSafe(StandardStreams.shown(path)) + ": header checksum and structure intact; no key given, so slots, index and records were not authenticated")
+            Output.out.line(
+                terminalSafe(StandardStreams.shown(path))
+                    + ": header checksum and structure intact; no key given, so slots, index and records were not authenticated"
+            )
         }
         return problems.first.map { ExitCode.of($0.code) } ?? .success
     }
@@ -84,15 +101,25 @@ enum Verify {
         guard fd >= 0 else { throw VaultError(.io, "cannot open \(path)") }
         defer { close(fd) }
         var b = [UInt8](repeating: 0, count: 8)
-        guard pread(fd, &b, 8, off_t(size - UInt64(trailer.size))) == 8 else { throw VaultError(.io, "cannot read \(path)") }
+        guard pread(fd, &b, 8, off_t(size - UInt64(trailer.size))) == 8 else {
+            throw VaultError(.io, "cannot read \(path)")
+        }
         return b == Array(trailer.magic.utf8)
     }
 
     static func emit(json: Bool, path: String, keyed: Bool, problems: [VaultError], extra: [(String, String)]) {
         if json {
-            let list = problems.map { JSON.object([("code", JSON.string($0.code.rawValue)), ("message", JSON.string($0.context))]) }
-            Output.out.line(JSON.object([("path", JSON.string(StandardStreams.shown(path))), ("intact", problems.isEmpty ? "true" : "false"),
-                                         ("authenticated", keyed ? "true" : "false"), ("problems", "[" + list.joined(separator: ", ") + "]")] + extra))
+            let list = problems.map {
+                JSON.object([("code", JSON.string($0.code.rawValue)), ("message", JSON.string($0.context))])
+            }
+            Output.out.line(
+                JSON.object(
+                    [
+                        ("path", JSON.string(StandardStreams.shown(path))),
+                        ("intact", problems.isEmpty ? "true" : "false"),
+                        ("authenticated", keyed ? "true" : "false"),
+                        ("problems", "[" + list.joined(separator: ", ") + "]")
+                    ] + extra))
         } else {
             for p in problems { Output.out.line(terminalSafe("\(StandardStreams.shown(path)): \(p)")) }
         }
@@ -104,12 +131,16 @@ enum Verify {
         Subject.set(path)
         let (header, size) = try Vault.inspect(path: path)
         var pairs: [(String, String)] = [
-            ("path", JSON.string(StandardStreams.shown(path))), ("version", String(header.formatVersion)), ("group", JSON.string(header.group)),
+            ("path", JSON.string(StandardStreams.shown(path))), ("version", String(header.formatVersion)),
+            ("group", JSON.string(header.group)),
             ("vaultID", JSON.string(Hex.encode(header.vaultID))), ("fileSize", String(size)),
-            ("headerSize", String(header.length)),
+            ("headerSize", String(header.length))
         ]
-        var lines = ["vault:      \(StandardStreams.shown(path))", "version:    \(header.formatVersion)", "group:      \(header.group)",
-                     "vault id:   \(Hex.encode(header.vaultID))", "file size:  \(size) bytes (header \(header.length))"]
+        var lines = [
+            "vault:      \(StandardStreams.shown(path))", "version:    \(header.formatVersion)",
+            "group:      \(header.group)",
+            "vault id:   \(Hex.encode(header.vaultID))", "file size:  \(size) bytes (header \(header.length))"
+        ]
         var slots: [String] = []
         for (i, s) in header.slots.enumerated() {
             var line = "slot \(i):     \(s.kindName)"
@@ -125,15 +156,23 @@ enum Verify {
         let given = try Secrets.givenSecrets(args)
         if !given.isEmpty {
             let (v, _) = try Secrets.unlockVault(path, args, given: given)
-            lines += ["items:      \(v.count)", "generation: \(v.generation)", "body:       \(v.bodyLength) bytes",
-                      "dead space: \(v.deadBytes) bytes", "incomplete: \(v.incompleteBytes) bytes",
-                      "opened by:  slot \(v.unlockedSlot)"]
-            pairs += [("items", String(v.count)), ("generation", String(v.generation)), ("bodySize", String(v.bodyLength)),
-                      ("deadBytes", String(v.deadBytes)), ("incompleteBytes", String(v.incompleteBytes))]
+            lines += [
+                "items:      \(v.count)", "generation: \(v.generation)", "body:       \(v.bodyLength) bytes",
+                "dead space: \(v.deadBytes) bytes", "incomplete: \(v.incompleteBytes) bytes",
+                "opened by:  slot \(v.unlockedSlot)"
+            ]
+            pairs += [
+                ("items", String(v.count)), ("generation", String(v.generation)), ("bodySize", String(v.bodyLength)),
+                ("deadBytes", String(v.deadBytes)), ("incompleteBytes", String(v.incompleteBytes))
+            ]
         } else {
             lines.append("(give a secret to see items, generation and dead space)")
         }
-        if args.flag("json") { Output.out.line(JSON.object(pairs)) } else { lines.forEach { Output.out.line(terminalSafe($0)) } }
+        if args.flag("json") {
+            Output.out.line(JSON.object(pairs))
+        } else {
+            lines.forEach { Output.out.line(terminalSafe($0)) }
+        }
         return .success
     }
 }

@@ -23,37 +23,57 @@ extension KeychainStore {
         let store: KeychainStore
 
         /// ``KeychainStore/find(_:)``, off the cooperative pool.
-        public func find(_ query: ItemQuery) async throws -> [KeychainItem] { try await store.offPool { try store.find(query) } }
+        public func find(_ query: ItemQuery) async throws -> [KeychainItem] {
+            try await store.offPool { try store.find(query) }
+        }
         /// ``KeychainStore/search(_:)``, off the cooperative pool.
-        public func search(_ query: ItemQuery) async throws -> SearchResult { try await store.offPool { try store.search(query) } }
+        public func search(_ query: ItemQuery) async throws -> SearchResult {
+            try await store.offPool { try store.search(query) }
+        }
         /// ``KeychainStore/value(of:)``, off the cooperative pool.
-        public func value(of item: KeychainItem) async throws -> [UInt8] { try await store.offPool { try store.value(of: item) } }
+        public func value(of item: KeychainItem) async throws -> [UInt8] {
+            try await store.offPool { try store.value(of: item) }
+        }
         /// ``KeychainStore/values(of:)``, off the cooperative pool.
-        public func values(of items: [KeychainItem]) async throws -> [[UInt8]] { try await store.offPool { try store.values(of: items) } }
+        public func values(of items: [KeychainItem]) async throws -> [[UInt8]] {
+            try await store.offPool { try store.values(of: items) }
+        }
         /// ``KeychainStore/values(matching:)``, off the cooperative pool.
         public func values(matching query: ItemQuery) async throws -> [(item: KeychainItem, value: [UInt8])] {
             try await store.offPool { try store.values(matching: query) }
         }
         /// ``KeychainStore/add(class:attributes:value:group:)``, off the cooperative pool.
         @discardableResult
-        public func add(class itemClass: ItemClass = .genericPassword, attributes: Attributes, value: [UInt8],
-                        group: String? = nil) async throws -> KeychainItem {
-            try await store.offPool { try store.add(class: itemClass, attributes: attributes, value: value, group: group) }
+        public func add(
+            class itemClass: ItemClass = .genericPassword, attributes: Attributes, value: [UInt8],
+            group: String? = nil
+        ) async throws -> KeychainItem {
+            try await store.offPool {
+                try store.add(class: itemClass, attributes: attributes, value: value, group: group)
+            }
         }
         /// ``KeychainStore/update(_:set:value:)``, off the cooperative pool.
         @discardableResult
-        public func update(_ query: ItemQuery, set changes: [String: AttributeValue?] = [:], value: [UInt8]? = nil) async throws -> Int {
+        public func update(_ query: ItemQuery, set changes: [String: AttributeValue?] = [:], value: [UInt8]? = nil)
+            async throws -> Int
+        {
             try await store.offPool { try store.update(query, set: changes, value: value) }
         }
         /// ``KeychainStore/delete(_:)``, off the cooperative pool.
         @discardableResult
-        public func delete(_ query: ItemQuery) async throws -> Int { try await store.offPool { try store.delete(query) } }
+        public func delete(_ query: ItemQuery) async throws -> Int {
+            try await store.offPool { try store.delete(query) }
+        }
         /// ``KeychainStore/transaction(group:_:)``, off the cooperative pool: `body` runs on the store's thread.
-        public func transaction<T: Sendable>(group: String? = nil, _ body: @escaping @Sendable (GroupTransaction) throws -> T) async throws -> T {
+        public func transaction<T: Sendable>(
+            group: String? = nil, _ body: @escaping @Sendable (GroupTransaction) throws -> T
+        ) async throws -> T {
             try await store.offPool { try store.transaction(group: group, body) }
         }
         /// ``KeychainStore/groupCounts()``, off the cooperative pool.
-        public func groupCounts() async throws -> [(group: String, count: Int)] { try await store.offPool { try store.groupCounts() } }
+        public func groupCounts() async throws -> [(group: String, count: Int)] {
+            try await store.offPool { try store.groupCounts() }
+        }
     }
 
     /// Runs `body` on the store's serial queue and suspends the calling task until it returns.
@@ -108,22 +128,34 @@ extension Keychain {
             try await run { try $0.get(type, forKey: key) }
         }
         /// ``Keychain/getAll(_:where:)``, off the cooperative pool.
-        public func getAll<T: Decodable & Sendable>(_ type: T.Type, where attributes: [String: AttributeValue] = [:]) async throws -> [String: T] {
+        public func getAll<T: Decodable & Sendable>(_ type: T.Type, where attributes: [String: AttributeValue] = [:])
+            async throws -> [String: T]
+        {
             try await run { try $0.getAll(type, where: attributes) }
         }
         /// ``Keychain/setData(_:forKey:attributes:replacingAttributes:)``, off the cooperative pool.
-        public func setData(_ bytes: Data, forKey key: String, attributes: [String: AttributeValue] = [:],
-                            replacingAttributes: Bool = false) async throws {
-            try await run { try $0.setData(bytes, forKey: key, attributes: attributes, replacingAttributes: replacingAttributes) }
+        public func setData(
+            _ bytes: Data, forKey key: String, attributes: [String: AttributeValue] = [:],
+            replacingAttributes: Bool = false
+        ) async throws {
+            try await run {
+                try $0.setData(bytes, forKey: key, attributes: attributes, replacingAttributes: replacingAttributes)
+            }
         }
         /// ``Keychain/set(_:forKey:attributes:replacingAttributes:)``, off the cooperative pool.
-        public func set<T: Encodable & Sendable>(_ value: T, forKey key: String, attributes: [String: AttributeValue] = [:],
-                                                 replacingAttributes: Bool = false) async throws {
-            try await run { try $0.set(value, forKey: key, attributes: attributes, replacingAttributes: replacingAttributes) }
+        public func set<T: Encodable & Sendable>(
+            _ value: T, forKey key: String, attributes: [String: AttributeValue] = [:],
+            replacingAttributes: Bool = false
+        ) async throws {
+            try await run {
+                try $0.set(value, forKey: key, attributes: attributes, replacingAttributes: replacingAttributes)
+            }
         }
         /// ``Keychain/loadOrCreate(_:forKey:create:)``, off the cooperative pool (`create` runs there too).
-        public func loadOrCreate<T: Codable & Sendable>(_ type: T.Type, forKey key: String,
-                                                        create: @escaping @Sendable () throws -> T) async throws -> T {
+        public func loadOrCreate<T: Codable & Sendable>(
+            _ type: T.Type, forKey key: String,
+            create: @escaping @Sendable () throws -> T
+        ) async throws -> T {
             try await run { try $0.loadOrCreate(type, forKey: key, create: create) }
         }
         /// ``Keychain/remove(_:)``, off the cooperative pool.

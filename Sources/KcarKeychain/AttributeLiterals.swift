@@ -5,7 +5,8 @@ import VaultFormat
 // `["category": "admin", "level": 3, "when": .date(Date())]` (issue 12, item 10).
 
 extension AttributeValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
-    ExpressibleByBooleanLiteral {
+    ExpressibleByBooleanLiteral
+{
     /// `"admin"` is `.string("admin")`.
     public init(stringLiteral value: String) { self = .string(value) }
     /// `3` is `.integer(3)`.

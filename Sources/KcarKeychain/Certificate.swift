@@ -37,7 +37,9 @@ public struct Certificate: Sendable, Hashable {
             let n = try r.readSmallInteger("version")
             try r.finish()
             // v1 is the DEFAULT, which DER leaves out.
-            guard n == 1 || n == 2 else { throw t.error(.invalidVersion, at: v.start, "version \(n) (1 or 2 when encoded)") }
+            guard n == 1 || n == 2 else {
+                throw t.error(.invalidVersion, at: v.start, "version \(n) (1 or 2 when encoded)")
+            }
             version = n + 1
         } else {
             version = 1
@@ -63,18 +65,23 @@ public struct Certificate: Sendable, Hashable {
         subjectPublicKeyInfo = t.encoded(spki)
         var k = t.contents(of: spki, "subjectPublicKeyInfo")
         try k.readAlgorithmIdentifier("algorithm")
-        let keyBits = try k.checkBitString(try k.read(DERTag.bitString, "subjectPublicKey"), "subjectPublicKey", wholeBytes: true)
+        let keyBits = try k.checkBitString(
+            try k.read(DERTag.bitString, "subjectPublicKey"), "subjectPublicKey", wholeBytes: true)
         publicKey = Array(bytes[keyBits])
         try k.finish()
         for n: UInt8 in [1, 2] {
             if let id = try t.readOptional(DERTag.implicit(n), n == 1 ? "issuerUniqueID" : "subjectUniqueID") {
-                guard version >= 2 else { throw t.error(.invalidVersion, at: id.start, "a unique identifier in a v1 certificate") }
+                guard version >= 2 else {
+                    throw t.error(.invalidVersion, at: id.start, "a unique identifier in a v1 certificate")
+                }
                 _ = try t.checkBitString(id, "uniqueID", wholeBytes: false)
             }
         }
         var skid: [UInt8]?
         if let extensions = try t.readOptional(DERTag.explicit(3), "extensions") {
-            guard version == 3 else { throw t.error(.invalidVersion, at: extensions.start, "extensions in a v\(version) certificate") }
+            guard version == 3 else {
+                throw t.error(.invalidVersion, at: extensions.start, "extensions in a v\(version) certificate")
+            }
             skid = try t.contents(of: extensions, "extensions").readExtensions()
         }
         subjectKeyIdentifier = skid
@@ -96,7 +103,7 @@ enum DEROID {
     static let curves: [(oid: [UInt8], bits: Int64)] = [
         ([0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07], 256),
         ([0x2B, 0x81, 0x04, 0x00, 0x22], 384),
-        ([0x2B, 0x81, 0x04, 0x00, 0x23], 521),
+        ([0x2B, 0x81, 0x04, 0x00, 0x23], 521)
     ]
 }
 
@@ -121,7 +128,9 @@ extension DERReader {
         while !rdns.isAtEnd {
             let rdn = try rdns.read(DERTag.set, "RelativeDistinguishedName")
             var atvs = rdns.contents(of: rdn, "RelativeDistinguishedName")
-            guard !atvs.isAtEnd else { throw atvs.error(.truncated, at: rdn.start, "an empty RelativeDistinguishedName") }
+            guard !atvs.isAtEnd else {
+                throw atvs.error(.truncated, at: rdn.start, "an empty RelativeDistinguishedName")
+            }
             while !atvs.isAtEnd {
                 let atv = try atvs.read(DERTag.sequence, "AttributeTypeAndValue")
                 var r = atvs.contents(of: atv, "AttributeTypeAndValue")

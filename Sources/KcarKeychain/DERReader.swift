@@ -112,7 +112,9 @@ struct DERReader {
             length = 0
             for i in 0..<count { length = length << 8 | Int(bytes[p + i]) }
             p += count
-            guard length >= 0x80 else { throw error(.nonMinimalLength, at: p - count - 1, "long form for a length below 128") }
+            guard length >= 0x80 else {
+                throw error(.nonMinimalLength, at: p - count - 1, "long form for a length below 128")
+            }
         }
         guard length <= end - p else {
             throw error(.truncated, "a length of \(length) bytes, \(end - p) left")
@@ -128,7 +130,8 @@ struct DERReader {
         let e = try readElement()
         guard e.tag == tag else {
             position = start
-            throw error(.unexpectedTag, at: start, "\(name): tag 0x\(Hex.encode([e.tag])), expected 0x\(Hex.encode([tag]))")
+            throw error(
+                .unexpectedTag, at: start, "\(name): tag 0x\(Hex.encode([e.tag])), expected 0x\(Hex.encode([tag]))")
         }
         return e
     }
@@ -167,7 +170,8 @@ struct DERReader {
     func checkInteger(_ e: DERElement, _ name: String) throws {
         guard e.contentLength > 0 else { throw error(.invalidInteger, at: e.start, "\(name): an empty INTEGER") }
         if e.contentLength > 1 {
-            let a = bytes[e.contentStart], b = bytes[e.contentStart + 1]
+            let a = bytes[e.contentStart]
+            let b = bytes[e.contentStart + 1]
             if (a == 0x00 && b < 0x80) || (a == 0xFF && b >= 0x80) {
                 throw error(.invalidInteger, at: e.start, "\(name): an INTEGER not in its shortest form")
             }
@@ -198,7 +202,9 @@ struct DERReader {
             throw error(.invalidBitString, at: e.start, "\(name): \(unused) unused bits")
         }
         if unused != 0 {
-            guard !wholeBytes else { throw error(.invalidBitString, at: e.start, "\(name): the key is not whole bytes") }
+            guard !wholeBytes else {
+                throw error(.invalidBitString, at: e.start, "\(name): the key is not whole bytes")
+            }
             let mask = UInt8((1 << Int(unused)) - 1)
             guard bytes[e.end - 1] & mask == 0 else {
                 throw error(.invalidBitString, at: e.start, "\(name): unused bits are not zero")

@@ -36,12 +36,17 @@ package struct DERTree: Sendable, Hashable {
         return DERTree(nodes: nodes)
     }
 
-    private static func push(_ e: DERElement, in r: DERReader, depth: Int, _ nodes: inout [Node], _ stack: inout [DERReader]) throws {
-        guard depth <= DERLimits.depthMax else { throw r.error(.depthLimit, at: e.start, "nesting deeper than \(DERLimits.depthMax)") }
+    private static func push(
+        _ e: DERElement, in r: DERReader, depth: Int, _ nodes: inout [Node], _ stack: inout [DERReader]
+    ) throws {
+        guard depth <= DERLimits.depthMax else {
+            throw r.error(.depthLimit, at: e.start, "nesting deeper than \(DERLimits.depthMax)")
+        }
         let universal = e.tag & 0xC0 == 0
         if e.isConstructed {
             if universal, e.tag != DERTag.sequence, e.tag != DERTag.set {
-                throw r.error(.unexpectedTag, at: e.start, "universal tag 0x\(Hex.encode([e.tag])) cannot be constructed in DER")
+                throw r.error(
+                    .unexpectedTag, at: e.start, "universal tag 0x\(Hex.encode([e.tag])) cannot be constructed in DER")
             }
             nodes.append(Node(tag: e.tag, depth: depth, content: []))
             stack.append(r.contents(of: e, "element"))

@@ -24,7 +24,7 @@ enum DerivedAttributes {
         case "keys":
             guard let key = try? KeyInfo(der: value) else { return [:] }
             var a: [String: AttributeValue] = [
-                "kcls": .string(key.keyClass), "type": .string(key.keyType), "klbl": .data(key.applicationLabel),
+                "kcls": .string(key.keyClass), "type": .string(key.keyType), "klbl": .data(key.applicationLabel)
             ]
             if let bits = key.sizeInBits {
                 a["bsiz"] = .integer(bits)
@@ -40,7 +40,7 @@ enum DerivedAttributes {
         var a: [String: AttributeValue] = [
             "ctyp": .integer(Int64(cert.version)), "cenc": .integer(derEncoding),
             "subj": .data(cert.subject), "issr": .data(cert.issuer), "slnr": .data(cert.serialNumber),
-            "pkhh": .data(cert.publicKeyHash),
+            "pkhh": .data(cert.publicKeyHash)
         ]
         if let skid = cert.subjectKeyIdentifier { a["skid"] = .data(skid) }
         if let cn = cert.commonName, !cn.isEmpty { a["labl"] = .string(cn) }

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The changes to one access group that commit together (``KeychainStore/transaction(group:_:)``). Enforces
 /// the primary-key rule (SPEC.md §K4) on every add and update.
@@ -53,8 +54,10 @@ public final class GroupTransaction {
     /// a transaction kept after it would otherwise take changes that are never committed.
     private func live() throws {
         guard !ended else {
-            throw KeychainError(.param, "the transaction on group \(group) has ended (its closure returned); make changes "
-                + "inside the closure, or start another transaction", reason: .transactionEnded)
+            throw KeychainError(
+                .param,
+                "the transaction on group \(group) has ended (its closure returned); make changes "
+                    + "inside the closure, or start another transaction", reason: .transactionEnded)
         }
     }
 
@@ -82,7 +85,9 @@ public final class GroupTransaction {
     private func isTaken(_ pk: PrimaryKey, _ attributes: Attributes) throws -> Bool {
         if let p = lookups, Schema.keysByPrimaryKey(p.schema, pk.itemClass) {
             if let held = pending[pk] { return held != nil }
-            let holders = try p.items(class: ItemClass(rawValue: pk.itemClass), keyValues: Schema.primaryKeyValues(attributes, class: pk.itemClass))
+            let holders = try p.items(
+                class: ItemClass(rawValue: pk.itemClass),
+                keyValues: Schema.primaryKeyValues(attributes, class: pk.itemClass))
             // An item this transaction changed holds the keys `pending` says.
             return holders.contains { tx.touchedItems[$0.id] == nil }
         }
@@ -156,7 +161,9 @@ public final class GroupTransaction {
     /// Adds an item; sets `cdat`, `mdat` (now) and `pdmn` (`ak`) unless given, and the attributes a
     /// certificate's or key's value gives (SPEC.md §K3.1) unless given.
     @discardableResult
-    public func add(class itemClass: ItemClass = .genericPassword, attributes: Attributes, value: [UInt8]) throws -> KeychainItem {
+    public func add(class itemClass: ItemClass = .genericPassword, attributes: Attributes, value: [UInt8]) throws
+        -> KeychainItem
+    {
         try live()
         try Schema.validate(attributes, class: itemClass.rawValue)
         var a = DerivedAttributes.filling(attributes, class: itemClass.rawValue, value: value)
@@ -166,7 +173,9 @@ public final class GroupTransaction {
         if a["mdat"] == nil { a["mdat"] = now }
         if a["pdmn"] == nil { a["pdmn"] = .string("ak") }
         let pk = PrimaryKey(itemClass.rawValue, a)
-        if try isTaken(pk, a) { throw KeychainError(.duplicateItem, "an item with the same \(describe(pk)) exists in group \(group)") }
+        if try isTaken(pk, a) {
+            throw KeychainError(.duplicateItem, "an item with the same \(describe(pk)) exists in group \(group)")
+        }
         let id = try rebuildingOnError { try tx.add(class: itemClass, attributes: a, value: .bytes(value)) }
         changed = true
         // In place: a copy per add would make a batch quadratic. Without an index (and without lookups), the
@@ -188,7 +197,8 @@ public final class GroupTransaction {
             for (name, v) in changes { a[name] = v }
             if changes["mdat"] == nil { a["mdat"] = .date(nanoseconds: currentNanoseconds()) }
             try Schema.validate(a, class: item.itemClass.rawValue)
-            planned.append((id, PrimaryKey(item.itemClass.rawValue, item.attributes), PrimaryKey(item.itemClass.rawValue, a), a))
+            planned.append(
+                (id, PrimaryKey(item.itemClass.rawValue, item.attributes), PrimaryKey(item.itemClass.rawValue, a), a))
         }
         // A changed item may take a key that another changed item gives up, but not one that an item left
         // alone holds, and no two changed items may take one key.
@@ -196,7 +206,8 @@ public final class GroupTransaction {
         var taken = Set<PrimaryKey>()
         for p in planned {
             if try !taken.insert(p.new).inserted || (!vacated.contains(p.new) && isTaken(p.new, p.attributes)) {
-                throw KeychainError(.duplicateItem, "the change would give two items the same \(describe(p.new)) in group \(group)")
+                throw KeychainError(
+                    .duplicateItem, "the change would give two items the same \(describe(p.new)) in group \(group)")
             }
         }
         // A vault limit can still refuse a change part-way; the index is then dropped (rebuilt from the
@@ -218,7 +229,9 @@ public final class GroupTransaction {
         guard let item = try item(id) else { throw KeychainError(.itemNotFound, "item \(id)") }
         try tx.delete(id)
         changed = true
-        if keys != nil || lookups != nil { setHolder(PrimaryKey(item.itemClass.rawValue, item.attributes), id, holds: false) }
+        if keys != nil || lookups != nil {
+            setHolder(PrimaryKey(item.itemClass.rawValue, item.attributes), id, holds: false)
+        }
     }
 
     private func rebuildingOnError<T>(_ body: () throws -> T) throws -> T {

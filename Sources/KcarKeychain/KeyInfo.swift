@@ -29,7 +29,9 @@ public struct KeyInfo: Sendable, Hashable {
                 // RSAPublicKey ::= SEQUENCE { modulus INTEGER, publicExponent INTEGER }
                 _ = try r.readInteger("publicExponent")
                 try r.finish()
-                self = KeyInfo(keyClass: "0", keyType: "42", sizeInBits: KeyInfo.bits(r, first), applicationLabel: SHA1.hash(bytes))
+                self = KeyInfo(
+                    keyClass: "0", keyType: "42", sizeInBits: KeyInfo.bits(r, first), applicationLabel: SHA1.hash(bytes)
+                )
             }
         default:
             throw r.error(.unexpectedTag, "neither SubjectPublicKeyInfo, RSAPublicKey, RSAPrivateKey nor ECPrivateKey")
@@ -51,7 +53,8 @@ public struct KeyInfo: Sendable, Hashable {
 
     private static func subjectPublicKeyInfo(_ r: inout DERReader) throws -> KeyInfo {
         let (algorithm, parameters) = try r.readAlgorithmIdentifier("algorithm")
-        let keyBits = try r.checkBitString(try r.read(DERTag.bitString, "subjectPublicKey"), "subjectPublicKey", wholeBytes: true)
+        let keyBits = try r.checkBitString(
+            try r.read(DERTag.bitString, "subjectPublicKey"), "subjectPublicKey", wholeBytes: true)
         try r.finish()
         let key = Array(r.bytes[keyBits])
         if r.contentEquals(algorithm, DEROID.rsaEncryption) {
@@ -65,7 +68,8 @@ public struct KeyInfo: Sendable, Hashable {
             return KeyInfo(keyClass: "0", keyType: "42", sizeInBits: bits(k, modulus), applicationLabel: SHA1.hash(key))
         }
         if r.contentEquals(algorithm, DEROID.ecPublicKey) {
-            return KeyInfo(keyClass: "0", keyType: "73", sizeInBits: curveBits(r, parameters), applicationLabel: SHA1.hash(key))
+            return KeyInfo(
+                keyClass: "0", keyType: "73", sizeInBits: curveBits(r, parameters), applicationLabel: SHA1.hash(key))
         }
         throw r.error(.unexpectedTag, at: algorithm.start, "a key algorithm other than RSA or EC")
     }
@@ -76,17 +80,22 @@ public struct KeyInfo: Sendable, Hashable {
     private static func rsaPrivateKey(_ r: inout DERReader) throws -> KeyInfo {
         let modulus = try r.readInteger("modulus")
         let exponent = try r.readInteger("publicExponent")
-        for name in ["privateExponent", "prime1", "prime2", "exponent1", "exponent2", "coefficient"] { _ = try r.readInteger(name) }
+        for name in ["privateExponent", "prime1", "prime2", "exponent1", "exponent2", "coefficient"] {
+            _ = try r.readInteger(name)
+        }
         try r.finish()
         let content = r.encoded(modulus) + r.encoded(exponent)
         let publicKey = [DERTag.sequence] + DERTree.lengthBytes(content.count) + content
-        return KeyInfo(keyClass: "1", keyType: "42", sizeInBits: bits(r, modulus), applicationLabel: SHA1.hash(publicKey))
+        return KeyInfo(
+            keyClass: "1", keyType: "42", sizeInBits: bits(r, modulus), applicationLabel: SHA1.hash(publicKey))
     }
 
     /// `ECPrivateKey ::= SEQUENCE { version 1, privateKey OCTET STRING, [0] parameters OPTIONAL,
     /// [1] publicKey BIT STRING OPTIONAL }`: recognized only with its public key.
     private static func ecPrivateKey(_ version: DERElement, _ r: inout DERReader) throws -> KeyInfo {
-        guard r.content(version) == [1] else { throw r.error(.invalidVersion, at: version.start, "ECPrivateKey version is 1") }
+        guard r.content(version) == [1] else {
+            throw r.error(.invalidVersion, at: version.start, "ECPrivateKey version is 1")
+        }
         _ = try r.read(DERTag.octetString, "privateKey")
         var size: Int64?
         if let p = try r.readOptional(DERTag.explicit(0), "parameters") {
@@ -101,7 +110,8 @@ public struct KeyInfo: Sendable, Hashable {
         var kr = r.contents(of: pk, "publicKey")
         let point = try kr.checkBitString(try kr.read(DERTag.bitString, "publicKey"), "publicKey", wholeBytes: true)
         try kr.finish()
-        return KeyInfo(keyClass: "1", keyType: "73", sizeInBits: size, applicationLabel: SHA1.hash(Array(r.bytes[point])))
+        return KeyInfo(
+            keyClass: "1", keyType: "73", sizeInBits: size, applicationLabel: SHA1.hash(Array(r.bytes[point])))
     }
 
     /// The bit length of a non-negative INTEGER.

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import FoundationEssentials
 import KeyedArchive
 import Synchronization
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// When an item may be read, and whether it may leave this device (Apple's `kSecAttrAccessible`).
 public struct Accessibility: RawRepresentable, Hashable, Sendable {
@@ -82,7 +83,8 @@ public struct Keychain: Sendable {
         if let key { a["acct"] = .string(key) }
         if synchronizable { a["sync"] = .bool(true) }
         for (k, v) in extra { a[Schema.userPrefix + k] = v }
-        return ItemQuery(class: internet == nil ? .genericPassword : .internetPassword, attributes: a, group: accessGroup)
+        return ItemQuery(
+            class: internet == nil ? .genericPassword : .internetPassword, attributes: a, group: accessGroup)
     }
 
     // MARK: Bytes
@@ -102,8 +104,10 @@ public struct Keychain: Sendable {
     /// attributes become exactly `attributes` (`[:]` removes them all). Without an access group, the item
     /// ``getData(_:)`` would read is the one replaced, in whichever group of the list holds it (as
     /// `SecItemUpdate` without `kSecAttrAccessGroup` does on iOS); a new key goes to the default group.
-    public func setData(_ bytes: Data, forKey key: String, attributes: [String: AttributeValue] = [:],
-                        replacingAttributes: Bool = false) throws {
+    public func setData(
+        _ bytes: Data, forKey key: String, attributes: [String: AttributeValue] = [:],
+        replacingAttributes: Bool = false
+    ) throws {
         let s = try store()
         let q = query(key)
         let group = accessGroup == nil ? try s.find(q).first?.group ?? resolveGroup(s) : try resolveGroup(s)
@@ -134,21 +138,28 @@ public struct Keychain: Sendable {
     /// The string under `key` (UTF-8), or nil; throws ``KeychainStatus/decode`` if it is not UTF-8.
     public func getString(_ key: String) throws -> String? {
         guard let d = try getData(key) else { return nil }
-        guard let s = String(validating: [UInt8](d), as: UTF8.self) else { throw KeychainError(.decode, "the value of \(key) is not UTF-8") }
+        guard let s = String(validating: [UInt8](d), as: UTF8.self) else {
+            throw KeychainError(.decode, "the value of \(key) is not UTF-8")
+        }
         return s
     }
 
     /// Stores a string as UTF-8; `attributes` and `replacingAttributes` as in ``setData(_:forKey:attributes:replacingAttributes:)``.
-    public func setString(_ value: String, forKey key: String, attributes: [String: AttributeValue] = [:],
-                          replacingAttributes: Bool = false) throws {
+    public func setString(
+        _ value: String, forKey key: String, attributes: [String: AttributeValue] = [:],
+        replacingAttributes: Bool = false
+    ) throws {
         try setData(Data(value.utf8), forKey: key, attributes: attributes, replacingAttributes: replacingAttributes)
     }
 
     /// Stores any Encodable value: `String` as UTF-8, `Data` and `[UInt8]` as they are, anything else as a
     /// kcar archive. A value already stored keeps its other user attributes unless `replacingAttributes`.
-    public func set<T: Encodable>(_ value: T, forKey key: String, attributes: [String: AttributeValue] = [:],
-                                  replacingAttributes: Bool = false) throws {
-        try setData(try Keychain.encode(value), forKey: key, attributes: attributes, replacingAttributes: replacingAttributes)
+    public func set<T: Encodable>(
+        _ value: T, forKey key: String, attributes: [String: AttributeValue] = [:],
+        replacingAttributes: Bool = false
+    ) throws {
+        try setData(
+            try Keychain.encode(value), forKey: key, attributes: attributes, replacingAttributes: replacingAttributes)
     }
 
     /// Reads a value stored by ``set(_:forKey:attributes:)``, or nil if there is none.
@@ -191,7 +202,9 @@ public struct Keychain: Sendable {
 
     static func decode<T: Decodable>(_ type: T.Type, _ d: Data, key: String) throws -> T {
         if T.self == String.self {
-            guard let s = String(validating: [UInt8](d), as: UTF8.self) else { throw KeychainError(.decode, "the value of \(key) is not UTF-8") }
+            guard let s = String(validating: [UInt8](d), as: UTF8.self) else {
+                throw KeychainError(.decode, "the value of \(key) is not UTF-8")
+            }
             return s as! T
         }
         if T.self == Data.self { return d as! T }
@@ -209,7 +222,9 @@ public struct Keychain: Sendable {
     public subscript(key: String) -> String? {
         get { recording(key, write: false) { try getString(key) } ?? nil }
         nonmutating set {
-            recording(key, write: true) { if let newValue { try setString(newValue, forKey: key) } else { try remove(key) } }
+            recording(key, write: true) {
+                if let newValue { try setString(newValue, forKey: key) } else { try remove(key) }
+            }
         }
     }
 
@@ -217,7 +232,9 @@ public struct Keychain: Sendable {
     public subscript(data key: String) -> Data? {
         get { recording(key, write: false) { try getData(key) } ?? nil }
         nonmutating set {
-            recording(key, write: true) { if let newValue { try setData(newValue, forKey: key) } else { try remove(key) } }
+            recording(key, write: true) {
+                if let newValue { try setData(newValue, forKey: key) } else { try remove(key) }
+            }
         }
     }
 
@@ -276,7 +293,9 @@ public struct Keychain: Sendable {
     /// read in one pass: each record is decrypted once, however many of the values it holds
     /// (``KeychainStore/values(matching:)``). Values are decoded as ``get(_:forKey:)`` decodes them; a key in
     /// several groups of the list gives the value of the first.
-    public func getAll<T: Decodable>(_ type: T.Type, where attributes: [String: AttributeValue] = [:]) throws -> [String: T] {
+    public func getAll<T: Decodable>(_ type: T.Type, where attributes: [String: AttributeValue] = [:]) throws
+        -> [String: T]
+    {
         var out: [String: T] = [:]
         for (item, bytes) in try store().values(matching: query(nil, extra: attributes)) {
             guard let key = item.account, out[key] == nil else { continue }

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A keychain directory: one vault, one key file and one generation record per access group (SPEC.md §K1).
 public struct KeychainDirectory: Sendable, Hashable {
@@ -23,8 +24,10 @@ public struct KeychainDirectory: Sendable, Hashable {
         if let k = environment["KCAR_KEYCHAIN"], !k.isEmpty { return k }
         if let x = environment["XDG_DATA_HOME"], !x.isEmpty { return x + "/kcar" }
         if let h = environment["HOME"], !h.isEmpty { return h + "/.local/share/kcar" }
-        throw KeychainError(.notAvailable, "no keychain folder: HOME, XDG_DATA_HOME and KCAR_KEYCHAIN are unset or empty "
-            + "(set one, or pass --keychain DIR)")
+        throw KeychainError(
+            .notAvailable,
+            "no keychain folder: HOME, XDG_DATA_HOME and KCAR_KEYCHAIN are unset or empty "
+                + "(set one, or pass --keychain DIR)")
     }
 
     /// `$XDG_STATE_HOME/kcar`, else `$HOME/.local/state/kcar`; nil if neither is set.
@@ -51,7 +54,9 @@ public struct KeychainDirectory: Sendable, Hashable {
         var created = false
         var st = stat()
         if stat(path, &st) == 0 {
-            guard st.st_mode & S_IFMT == S_IFDIR else { throw KeychainError(.io, "\(path) exists and is not a directory") }
+            guard st.st_mode & S_IFMT == S_IFDIR else {
+                throw KeychainError(.io, "\(path) exists and is not a directory")
+            }
         } else {
             var prefix = path.hasPrefix("/") ? "/" : ""
             for part in path.split(separator: "/", omittingEmptySubsequences: true) {
@@ -70,7 +75,9 @@ public struct KeychainDirectory: Sendable, Hashable {
     }
 
     private func share(with name: String) throws {
-        guard let gid = UnixDatabase.group(named: name)?.gid else { throw KeychainError(.param, "\(name) is not a Unix group here") }
+        guard let gid = UnixDatabase.group(named: name)?.gid else {
+            throw KeychainError(.param, "\(name) is not a Unix group here")
+        }
         let dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard dfd >= 0 else { throw KeychainError(.io, "cannot open \(path): \(String(cString: strerror(errno)))") }
         defer { close(dfd) }
@@ -121,11 +128,16 @@ public struct KeychainDirectory: Sendable, Hashable {
     public func recordedDefaultGroup() throws -> String? {
         guard let trust = try trust() else { return nil }
         let dfd = open(trust.realPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard dfd >= 0 else { throw KeychainError(.io, "cannot open keychain \(path): \(String(cString: strerror(errno)))") }
+        guard dfd >= 0 else {
+            throw KeychainError(.io, "cannot open keychain \(path): \(String(cString: strerror(errno)))")
+        }
         defer { close(dfd) }
         var st = stat()
         guard fstat(dfd, &st) == 0 else { throw KeychainError(.io, "cannot stat keychain \(path)") }
-        guard let g = try readMarker(dfd, KeychainDirectory.defaultGroupMarker, directory: st, what: "one access group name") else {
+        guard
+            let g = try readMarker(
+                dfd, KeychainDirectory.defaultGroupMarker, directory: st, what: "one access group name")
+        else {
             return nil
         }
         try KeychainStore.checkGroupName(g)
@@ -139,7 +151,8 @@ public struct KeychainDirectory: Sendable, Hashable {
         let hex = Array("0123456789ABCDEF".utf8)
         var out = [UInt8]()
         for (i, b) in group.utf8.enumerated() {
-            let plain = (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D
+            let plain =
+                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D
                 || b == 0x5F || (b == 0x2E && i > 0)
             if plain { out.append(b) } else { out += [0x25, hex[Int(b >> 4)], hex[Int(b & 15)]] }
         }
@@ -155,7 +168,9 @@ public struct KeychainDirectory: Sendable, Hashable {
         var i = 0
         while i < u.count {
             if u[i] == 0x25 {
-                guard i + 2 < u.count, let b = Hex.decode(String(decoding: u[i + 1...i + 2], as: UTF8.self)) else { return nil }
+                guard i + 2 < u.count, let b = Hex.decode(String(decoding: u[i + 1...i + 2], as: UTF8.self)) else {
+                    return nil
+                }
                 out += b
                 i += 3
             } else {
@@ -197,7 +212,8 @@ public struct KeychainDirectory: Sendable, Hashable {
         defer { closedir(d) }
         var out: [String] = []
         while let ent = readdir(d) {
-            out.append(withUnsafeBytes(of: ent.pointee.d_name) { b in String(decoding: b.prefix { $0 != 0 }, as: UTF8.self) })
+            out.append(
+                withUnsafeBytes(of: ent.pointee.d_name) { b in String(decoding: b.prefix { $0 != 0 }, as: UTF8.self) })
         }
         return out
     }
@@ -282,7 +298,9 @@ public struct KeychainDirectory: Sendable, Hashable {
         if !exists(group) {
             do {
                 // Version 2 (SPEC.md Part 4): a lookup reads a path of pages, whatever the number of items.
-                try Vault.create(path: vaultPath(group), group: group, slots: [.keyFile(key)], schema: Schema.paged, random: random) { _ in }
+                try Vault.create(
+                    path: vaultPath(group), group: group, slots: [.keyFile(key)], schema: Schema.paged, random: random
+                ) { _ in }
                 shareVault(group, trust)
             } catch let e as VaultError where e.code == .exists {
                 // A concurrent creator won; its vault opens with the same key.
@@ -307,17 +325,22 @@ public struct KeychainDirectory: Sendable, Hashable {
     /// Writes `bytes` to a new file at `target` (the mode of `kind`): temporary file, fsync, link. False if
     /// `target` exists.
     func writeNew(_ target: String, _ bytes: SecureBytes, _ kind: KeychainFile, _ trust: KeychainTrust) throws -> Bool {
-        try writeNew(target, kind, trust) { fd in bytes.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) == $0.count } }
+        try writeNew(target, kind, trust) { fd in
+            bytes.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) == $0.count }
+        }
     }
 
     /// Writes a new file at `target` whose content `fill` writes to the descriptor it is given (false: it could
     /// not); as ``writeNew(_:_:_:_:)``.
-    func writeNew(_ target: String, _ kind: KeychainFile, _ trust: KeychainTrust, fill: (Int32) throws -> Bool) throws -> Bool {
+    func writeNew(_ target: String, _ kind: KeychainFile, _ trust: KeychainTrust, fill: (Int32) throws -> Bool) throws
+        -> Bool
+    {
         let base = target.split(separator: "/").last.map(String.init) ?? "key"
         removeStaleTemporaries(prefix: ".\(base).")
         // Locked while it exists (until after the link), so another writer's clean-up leaves it alone (SPEC.md §K1).
         guard let (fd, temp) = lockedTemporary(prefix: ".\(base).", mode: 0o600) else {
-            throw KeychainError(.io, "cannot create a temporary file for \(target): \(String(cString: strerror(errno)))")
+            throw KeychainError(
+                .io, "cannot create a temporary file for \(target): \(String(cString: strerror(errno)))")
         }
         defer {
             unlink(temp)

@@ -168,23 +168,44 @@ public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomString
         (-25299, "errSecDuplicateItem", "The specified item already exists in the keychain."),
         (-25300, "errSecItemNotFound", "The specified item could not be found in the keychain."),
         (-25301, "errSecBufferTooSmall", "There is not enough memory available to use the specified item."),
-        (-25302, "errSecDataTooLarge", "This item contains information which is too large or in a format that cannot be displayed."),
+        (
+            -25302, "errSecDataTooLarge",
+            "This item contains information which is too large or in a format that cannot be displayed."
+        ),
         (-25303, "errSecNoSuchAttr", "The specified attribute does not exist."),
-        (-25304, "errSecInvalidItemRef", "The specified item is no longer valid. It may have been deleted from the keychain."),
+        (
+            -25304, "errSecInvalidItemRef",
+            "The specified item is no longer valid. It may have been deleted from the keychain."
+        ),
         (-25305, "errSecInvalidSearchRef", "Unable to search the current keychain."),
         (-25306, "errSecNoSuchClass", "The specified item does not appear to be a valid keychain item."),
         (-25307, "errSecNoDefaultKeychain", "A default keychain could not be found."),
         (-25308, "errSecInteractionNotAllowed", "User interaction is not allowed."),
         (-25309, "errSecReadOnlyAttr", "The specified attribute could not be modified."),
-        (-25310, "errSecWrongSecVersion", "This keychain was created by a different version of the system software and cannot be opened."),
+        (
+            -25310, "errSecWrongSecVersion",
+            "This keychain was created by a different version of the system software and cannot be opened."
+        ),
         (-25311, "errSecKeySizeNotAllowed", "This item specifies a key size which is too large."),
-        (-25312, "errSecNoStorageModule", "A required component (data storage module) could not be loaded. You may need to restart your computer."),
-        (-25313, "errSecNoCertificateModule", "A required component (certificate module) could not be loaded. You may need to restart your computer."),
-        (-25314, "errSecNoPolicyModule", "A required component (policy module) could not be loaded. You may need to restart your computer."),
+        (
+            -25312, "errSecNoStorageModule",
+            "A required component (data storage module) could not be loaded. You may need to restart your computer."
+        ),
+        (
+            -25313, "errSecNoCertificateModule",
+            "A required component (certificate module) could not be loaded. You may need to restart your computer."
+        ),
+        (
+            -25314, "errSecNoPolicyModule",
+            "A required component (policy module) could not be loaded. You may need to restart your computer."
+        ),
         (-25315, "errSecInteractionRequired", "User interaction is required, but is currently not allowed."),
         (-25316, "errSecDataNotAvailable", "The contents of this item cannot be retrieved."),
         (-25317, "errSecDataNotModifiable", "The contents of this item cannot be modified."),
-        (-25318, "errSecCreateChainFailed", "One or more certificates required to validate this certificate cannot be found."),
+        (
+            -25318, "errSecCreateChainFailed",
+            "One or more certificates required to validate this certificate cannot be found."
+        ),
         (-25319, "errSecInvalidPrefsDomain", "The specified preferences domain is not valid."),
         (-25320, "errSecInDarkWake", "In dark wake, no UI possible"),
         (-25240, "errSecACLNotSimple", "The specified access control list is not in standard (simple) form."),
@@ -204,7 +225,7 @@ public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomString
         (-25264, "errSecPkcs12VerifyFailure", "MAC verification failed during PKCS12 import (wrong password?)"),
         (-26267, "errSecNotSigner", "A certificate was not signed by its proposed parent."),
         (-26275, "errSecDecode", "Unable to decode the provided data."),
-        (-34018, "errSecMissingEntitlement", "A required entitlement isn't present."),
+        (-34018, "errSecMissingEntitlement", "A required entitlement isn't present.")
     ]
 }
 
@@ -317,7 +338,7 @@ public struct KeychainError: Error, LocalizedError, Hashable, Sendable, CustomSt
         switch v.code {
         case .wrongKey: return KeychainError(.authFailed, v.description)
         case .notAVault, .unsupportedVersion, .damagedHeader, .tamperedHeader, .truncated, .incompleteCommit,
-             .damagedIndex, .damagedRecord:
+            .damagedIndex, .damagedRecord:
             return KeychainError(.decode, v.description)
         case .itemNotFound: return KeychainError(.itemNotFound, v.description)
         case .lockTimeout: return KeychainError(.interactionNotAllowed, v.description)

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Dispatch
 import Synchronization
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// SecItem semantics over a keychain directory (SPEC.md Part 3): add, find, update and delete items across
 /// the process's access groups. Safe to use from any thread (operations are serialised) and any process
@@ -57,8 +58,10 @@ public final class KeychainStore: @unchecked Sendable {
     ///   - directory: the keychain; nil is the default folder (``KeychainDirectory/defaultPath(environment:)``,
     ///     which refuses to guess when HOME is unset).
     ///   - accessGroups: the explicit list; nil reads `KCAR_ACCESS_GROUPS`, and without it every readable group.
-    public init(directory: KeychainDirectory? = nil,
-                accessGroups: [String]? = nil, lockTimeout: Double = 10, random: RandomSource = SystemRandom.shared) throws {
+    public init(
+        directory: KeychainDirectory? = nil,
+        accessGroups: [String]? = nil, lockTimeout: Double = 10, random: RandomSource = SystemRandom.shared
+    ) throws {
         self.directory = try directory ?? KeychainDirectory(path: KeychainDirectory.defaultPath())
         if let accessGroups {
             explicitGroups = try KeychainStore.checked(accessGroups)
@@ -93,7 +96,9 @@ public final class KeychainStore: @unchecked Sendable {
     private func locked<T>(_ body: () throws -> T) throws -> T {
         let me = UInt(pthread_self())
         if owner.withLock({ $0 }) == me {
-            throw KeychainError(.param, "the keychain was called from inside one of its own transactions; use the transaction's methods")
+            throw KeychainError(
+                .param, "the keychain was called from inside one of its own transactions; use the transaction's methods"
+            )
         }
         return try mutex.withLock { _ in
             owner.withLock { $0 = me }
@@ -115,7 +120,9 @@ public final class KeychainStore: @unchecked Sendable {
     public func entitle(_ group: String) throws {
         if let explicitGroups {
             guard explicitGroups.contains(group) else {
-                throw KeychainError(.missingEntitlement, "access group \(group) is not in this process's list (\(explicitGroups.joined(separator: ",")))")
+                throw KeychainError(
+                    .missingEntitlement,
+                    "access group \(group) is not in this process's list (\(explicitGroups.joined(separator: ",")))")
             }
         }
     }
@@ -146,8 +153,10 @@ public final class KeychainStore: @unchecked Sendable {
         if let first = explicitGroups?.first { return first }
         if let recorded = try directory.recordedDefaultGroup() { return recorded }
         guard let program = KeychainStore.programGroup else {
-            throw KeychainError(.missingEntitlement, "no access group given and no default: name one, set KCAR_ACCESS_GROUPS, "
-                + "or record one with `kcar init --default-group G`")
+            throw KeychainError(
+                .missingEntitlement,
+                "no access group given and no default: name one, set KCAR_ACCESS_GROUPS, "
+                    + "or record one with `kcar init --default-group G`")
         }
         return program
     }
@@ -156,10 +165,15 @@ public final class KeychainStore: @unchecked Sendable {
     package static let programGroup: String? = {
         var buf = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let n = readlink("/proc/self/exe", &buf, buf.count - 1)
-        var path = n > 0 ? String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments.first ?? ""
+        var path =
+            n > 0
+            ? String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            : CommandLine.arguments.first ?? ""
         // An executable replaced while it runs reads "PATH (deleted)".
         if path.hasSuffix(" (deleted)") { path.removeLast(" (deleted)".count) }
-        guard let name = path.split(separator: "/").last.map(String.init), (try? checkGroupName(name)) != nil else { return nil }
+        guard let name = path.split(separator: "/").last.map(String.init), (try? checkGroupName(name)) != nil else {
+            return nil
+        }
         return name
     }()
 
@@ -184,8 +198,9 @@ public final class KeychainStore: @unchecked Sendable {
         let key = try directory.readKey(group, trust)
         try directory.checkVaultFile(group, trust)
         // A version 2 vault is opened with its items on demand: a search or an add reads a path of pages.
-        let v = try Vault.open(path: directory.vaultPath(group), secret: .keyFile(key), mode: write ? .write : .read,
-                               lockTimeout: lockTimeout, itemsOnDemand: true, writerID: write ? writerID : nil)
+        let v = try Vault.open(
+            path: directory.vaultPath(group), secret: .keyFile(key), mode: write ? .write : .read,
+            lockTimeout: lockTimeout, itemsOnDemand: true, writerID: write ? writerID : nil)
         guard v.header.group == group else {
             throw KeychainError(.decode, "\(v.path) holds group \(v.header.group), not \(group)")
         }
@@ -208,7 +223,9 @@ public final class KeychainStore: @unchecked Sendable {
     /// The open vault of the group named, or of each group of the list; when none is named and the list is
     /// implicit, a group that cannot be used (unsafe, damaged, rolled back, not opened by its key) is skipped
     /// and reported instead (SPEC.md §K2).
-    private func eachGroup(_ named: String?, _ skipped: inout [SkippedGroup], _ body: (String, Vault) throws -> Bool) throws {
+    private func eachGroup(_ named: String?, _ skipped: inout [SkippedGroup], _ body: (String, Vault) throws -> Bool)
+        throws
+    {
         let mayskip = named == nil && explicitGroups == nil
         let scope = try readScope(named)
         for group in scope {
@@ -313,12 +330,15 @@ public final class KeychainStore: @unchecked Sendable {
             var asked: [ItemID: KeychainItem] = [:]
             for item in items where item.group == group { asked[item.id] = item }
             let current = try wanted.keys.sorted().map { id in
-                guard let c = try v.current(asked[id]!) else { throw KeychainError(.itemNotFound, "the item was deleted") }
+                guard let c = try v.current(asked[id]!) else {
+                    throw KeychainError(.itemNotFound, "the item was deleted")
+                }
                 return c
             }
             var value: [UInt8] = []
-            try v.readValues(of: current, begin: { _, _ in value = [] }, bytes: { value.append(contentsOf: $0) },
-                             end: { item in for n in wanted[item.id] ?? [] { out[n] = value } })
+            try v.readValues(
+                of: current, begin: { _, _ in value = [] }, bytes: { value.append(contentsOf: $0) },
+                end: { item in for n in wanted[item.id] ?? [] { out[n] = value } })
         }
         return out
     }
@@ -354,7 +374,9 @@ public final class KeychainStore: @unchecked Sendable {
     public func withVault<T>(group: String, write: Bool = false, _ body: (Vault) throws -> T) throws -> T {
         try locked {
             try entitle(group)
-            guard directory.exists(group) else { throw KeychainError(.itemNotFound, "access group \(group) does not exist in \(directory.path)") }
+            guard directory.exists(group) else {
+                throw KeychainError(.itemNotFound, "access group \(group) does not exist in \(directory.path)")
+            }
             let v = try vault(group, write: write)
             try v.loadItems()
             return try body(v)
@@ -391,13 +413,17 @@ public final class KeychainStore: @unchecked Sendable {
             // over it: for anyone else an automatic compaction would only fail, so it is left to them (§K1.2).
             let mayCompact = g.map { directory.mayReplaceVault(target, $0.trust) } ?? true
             do {
-                try v.commit(options: WriteOptions(autoCompact: mayCompact, lockTimeout: lockTimeout, solidMembers: KeychainStore.solidMembers),
-                             random: random) { tx in
+                try v.commit(
+                    options: WriteOptions(
+                        autoCompact: mayCompact, lockTimeout: lockTimeout, solidMembers: KeychainStore.solidMembers),
+                    random: random
+                ) { tx in
                     // The commit has caught up with other writers: the kept index serves if nothing changed since.
                     startVersion = v.stateVersion
                     if let g, g.keysVersion == startVersion { swap(&keys, &g.keys) }
                     g?.keys = nil
-                    let gt = GroupTransaction(group: target, tx, vault: v, keys: keys, mayScan: (g?.transactions ?? 0) == 0)
+                    let gt = GroupTransaction(
+                        group: target, tx, vault: v, keys: keys, mayScan: (g?.transactions ?? 0) == 0)
                     defer { gt.end() }
                     g?.transactions += 1
                     keys = nil
@@ -451,7 +477,9 @@ public final class KeychainStore: @unchecked Sendable {
         guard v.header.formatVersion == 1 else { return v }
         do {
             try v.upgradeToVersion2(schema: Schema.paged, writerID: writerID, random: random)
-        } catch let e as VaultError where e.code == .io && (try? Vault.inspect(path: directory.vaultPath(group)).header.formatVersion) == 2 {
+        } catch let e as VaultError
+            where e.code == .io && (try? Vault.inspect(path: directory.vaultPath(group)).header.formatVersion) == 2
+        {
             // Another process upgraded it first (its first write at the same moment): open what it wrote.
         }
         if let g = opened.removeValue(forKey: group) { directory.shareVault(group, g.trust) }
@@ -460,8 +488,10 @@ public final class KeychainStore: @unchecked Sendable {
 
     /// Adds an item (SecItemAdd). Throws ``KeychainStatus/duplicateItem`` if its primary key is taken.
     @discardableResult
-    public func add(class itemClass: ItemClass = .genericPassword, attributes: Attributes, value: [UInt8],
-                    group: String? = nil) throws -> KeychainItem {
+    public func add(
+        class itemClass: ItemClass = .genericPassword, attributes: Attributes, value: [UInt8],
+        group: String? = nil
+    ) throws -> KeychainItem {
         try transaction(group: group) { try $0.add(class: itemClass, attributes: attributes, value: value) }
     }
 
@@ -469,7 +499,9 @@ public final class KeychainStore: @unchecked Sendable {
     /// Throws ``KeychainStatus/itemNotFound`` if nothing matches. Each group is one transaction: without a
     /// group, a failure in a later group leaves the changes to earlier groups committed.
     @discardableResult
-    public func update(_ query: ItemQuery, set changes: [String: AttributeValue?] = [:], value: [UInt8]? = nil) throws -> Int {
+    public func update(_ query: ItemQuery, set changes: [String: AttributeValue?] = [:], value: [UInt8]? = nil) throws
+        -> Int
+    {
         try eachMatching(query) { tx, ids in try tx.update(ids, set: changes, value: value) }
     }
 
@@ -498,7 +530,6 @@ public final class KeychainStore: @unchecked Sendable {
         guard total > 0 else { throw KeychainError(.itemNotFound, "no item matches") }
         return total
     }
-
 
     /// Accepts the group's vault as it is now, whatever its generation record says (after a deliberate
     /// restore): the record is written afresh (SPEC.md §K6).

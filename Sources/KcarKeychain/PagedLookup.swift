@@ -15,16 +15,22 @@ extension Schema {
     /// group never share a vault id, so their schemas need not agree.
     package static let packed = PagedSchema(classes: primaryKeyClasses, indexed: [])
 
-    private static let primaryKeyClasses = Dictionary(uniqueKeysWithValues: ["genp", "inet", "cert", "idnt", "keys"].map { c in
-        (c, ClassSchema(keyAttributes: primaryKey(c).map { ($0, kind(of: $0, class: c)?.defaultValue ?? .string("")) }))
-    })
+    private static let primaryKeyClasses = Dictionary(
+        uniqueKeysWithValues: ["genp", "inet", "cert", "idnt", "keys"].map { c in
+            (
+                c,
+                ClassSchema(
+                    keyAttributes: primaryKey(c).map { ($0, kind(of: $0, class: c)?.defaultValue ?? .string("")) })
+            )
+        })
 
     /// Whether `schema` keys class `c` by the primary key of §K4, so that one key range holds exactly the
     /// items that share a primary key.
     static func keysByPrimaryKey(_ schema: PagedSchema, _ c: String) -> Bool {
         let names = primaryKey(c)
         guard let keyed = schema.classes[c]?.keyAttributes else { return names.isEmpty }
-        return keyed.map(\.name) == names && keyed.map(\.defaultValue) == names.map { kind(of: $0, class: c)?.defaultValue ?? .string("") }
+        return keyed.map(\.name) == names
+            && keyed.map(\.defaultValue) == names.map { kind(of: $0, class: c)?.defaultValue ?? .string("") }
     }
 }
 

@@ -24,7 +24,9 @@ public struct KeychainItem: Hashable, Sendable {
     /// User attributes, named without their `@`.
     public var userAttributes: [String: AttributeValue] {
         var out: [String: AttributeValue] = [:]
-        for (name, value) in attributes where name.hasPrefix(Schema.userPrefix) { out[String(name.dropFirst())] = value }
+        for (name, value) in attributes where name.hasPrefix(Schema.userPrefix) {
+            out[String(name.dropFirst())] = value
+        }
         return out
     }
 
@@ -50,8 +52,10 @@ public struct ItemQuery: Sendable {
     /// search returned find their item again. The SecItem functions set it; nil compares nanoseconds exactly.
     public var datesAsDate = false
 
-    public init(class itemClass: ItemClass = .genericPassword, attributes: Attributes = Attributes(), group: String? = nil,
-                limit: Int? = nil, caseInsensitive: Bool = false, synchronizableAny: Bool = false) {
+    public init(
+        class itemClass: ItemClass = .genericPassword, attributes: Attributes = Attributes(), group: String? = nil,
+        limit: Int? = nil, caseInsensitive: Bool = false, synchronizableAny: Bool = false
+    ) {
         self.itemClass = itemClass
         self.attributes = attributes
         self.group = group
@@ -100,9 +104,11 @@ public struct ItemQuery: Sendable {
     /// The matching items of one vault, in the vault's item order (service, account, id; UTF-8 bytes).
     func select(_ items: some Sequence<Item>) -> [Item] {
         items.filter(matches).sorted { a, b in
-            let sa = a.service ?? "", sb = b.service ?? ""
+            let sa = a.service ?? ""
+            let sb = b.service ?? ""
             if !sameBytes(sa, sb) { return sa.utf8.lexicographicallyPrecedes(sb.utf8) }
-            let aa = a.account ?? "", ab = b.account ?? ""
+            let aa = a.account ?? ""
+            let ab = b.account ?? ""
             if !sameBytes(aa, ab) { return aa.utf8.lexicographicallyPrecedes(ab.utf8) }
             return a.id < b.id
         }

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The generation record of a group (SPEC.md §K6): the last generation this keychain saw of its vault, so a
 /// vault replaced by an older copy of itself is noticed.
@@ -49,29 +50,44 @@ extension KeychainDirectory {
         let owner = privateOwner(group, trust)
         // This user's own copy: it names the vault only while the group is the one this user saw (a group
         // made afresh under the same name has another id, and only the folder's record can tell, below).
-        if let own, let bytes = try? own.folder.readTrusted(own.folder.path + "/" + own.name, .seen, own.trust,
-                                                              prefix: SeenRecord.size + 1),
-           let mine = SeenRecord.decode(bytes, key: key), mine.vaultID == current.vaultID, mine.generation > current.generation {
-            throw KeychainError(.rolledBack, "group \(group) was replaced by an older copy of itself (with its record): "
-                + "generation \(vault.generation), but this user saw \(mine.generation) (\(own.folder.path)/\(own.name)) \(accept)")
+        if let own,
+            let bytes = try? own.folder.readTrusted(
+                own.folder.path + "/" + own.name, .seen, own.trust,
+                prefix: SeenRecord.size + 1),
+            let mine = SeenRecord.decode(bytes, key: key), mine.vaultID == current.vaultID,
+            mine.generation > current.generation
+        {
+            throw KeychainError(
+                .rolledBack,
+                "group \(group) was replaced by an older copy of itself (with its record): "
+                    + "generation \(vault.generation), but this user saw \(mine.generation) (\(own.folder.path)/\(own.name)) \(accept)"
+            )
         }
         // One byte more than a record: a longer file is read no further and fails to decode.
         if let bytes = try readTrusted(file, .seen, trust, privateTo: owner, prefix: SeenRecord.size + 1) {
             guard let old = SeenRecord.decode(bytes, key: key) else {
-                throw KeychainError(.rolledBack, "the generation record \(file) of group \(group) does not verify with the "
-                    + "group's key: the key or the record was replaced \(accept)")
+                throw KeychainError(
+                    .rolledBack,
+                    "the generation record \(file) of group \(group) does not verify with the "
+                        + "group's key: the key or the record was replaced \(accept)")
             }
             guard old.vaultID == vault.header.vaultID else {
-                throw KeychainError(.rolledBack, "group \(group)'s vault was replaced by another vault (id "
-                    + "\(Hex.encode(vault.header.vaultID)), but \(Hex.encode(old.vaultID)) was seen) \(accept)")
+                throw KeychainError(
+                    .rolledBack,
+                    "group \(group)'s vault was replaced by another vault (id "
+                        + "\(Hex.encode(vault.header.vaultID)), but \(Hex.encode(old.vaultID)) was seen) \(accept)")
             }
             if old.generation > vault.generation {
-                throw KeychainError(.rolledBack, "group \(group) was replaced by an older copy of itself: generation "
-                    + "\(vault.generation), but \(old.generation) was seen \(accept)")
+                throw KeychainError(
+                    .rolledBack,
+                    "group \(group) was replaced by an older copy of itself: generation "
+                        + "\(vault.generation), but \(old.generation) was seen \(accept)")
             }
         } else if vault.generation > KeychainDirectory.firstGeneration {
-            throw KeychainError(.rolledBack, "group \(group) has no generation record \(file) although its vault is at "
-                + "generation \(vault.generation): the record was deleted \(accept)")
+            throw KeychainError(
+                .rolledBack,
+                "group \(group) has no generation record \(file) although its vault is at "
+                    + "generation \(vault.generation): the record was deleted \(accept)")
         }
         writeRecord(current, name: KeychainDirectory.stem(group) + ".seen", key: key, trust: trust, privateTo: owner)
         if let own { own.folder.writeRecord(current, name: own.name, key: key, trust: own.trust) }
@@ -84,24 +100,36 @@ extension KeychainDirectory {
         let key = try readKey(group, trust)
         try checkVaultFile(group, trust)
         let v = try Vault.open(path: vaultPath(group), secret: .keyFile(key), mode: .read)
-        guard v.header.group == group else { throw KeychainError(.decode, "\(v.path) holds group \(v.header.group), not \(group)") }
+        guard v.header.group == group else {
+            throw KeychainError(.decode, "\(v.path) holds group \(v.header.group), not \(group)")
+        }
         let record = SeenRecord(vaultID: v.header.vaultID, generation: v.generation)
-        guard writeRecord(record, name: KeychainDirectory.stem(group) + ".seen", key: key, trust: trust,
-                          privateTo: privateOwner(group, trust), replace: true) else {
+        guard
+            writeRecord(
+                record, name: KeychainDirectory.stem(group) + ".seen", key: key, trust: trust,
+                privateTo: privateOwner(group, trust), replace: true)
+        else {
             throw KeychainError(.io, "cannot write \(seenPath(group))")
         }
-        if let own = ownRecordFolder(group, trust) { own.folder.writeRecord(record, name: own.name, key: key, trust: own.trust, replace: true) }
+        if let own = ownRecordFolder(group, trust) {
+            own.folder.writeRecord(record, name: own.name, key: key, trust: own.trust, replace: true)
+        }
     }
 
     /// This user's folder of record copies (created, 0700, if missing) and the copy's name for this
     /// keychain and group: the BLAKE2b-128 of the keychain's real path, a NUL and the group. Nil if there is
     /// no such folder or it is not trusted (K1.1 rules 1 and 2): the copy is then not kept, and the check is
     /// the folder's record alone.
-    private func ownRecordFolder(_ group: String, _ trust: KeychainTrust) -> (folder: KeychainDirectory, name: String, trust: KeychainTrust)? {
+    private func ownRecordFolder(_ group: String, _ trust: KeychainTrust) -> (
+        folder: KeychainDirectory, name: String, trust: KeychainTrust
+    )? {
         guard let statePath else { return nil }
         let folder = KeychainDirectory(path: statePath + "/seen", statePath: nil)
-        guard (try? folder.create()) != nil, let t = try? folder.requireTrust(), t.sharedGroup == nil else { return nil }
-        let name = Hex.encode(Digest.blake2b(Array(trust.realPath.utf8) + [0] + Array(group.utf8), outputBytes: 16)) + ".seen"
+        guard (try? folder.create()) != nil, let t = try? folder.requireTrust(), t.sharedGroup == nil else {
+            return nil
+        }
+        let name =
+            Hex.encode(Digest.blake2b(Array(trust.realPath.utf8) + [0] + Array(group.utf8), outputBytes: 16)) + ".seen"
         return (folder, name, t)
     }
 
@@ -111,22 +139,30 @@ extension KeychainDirectory {
     /// records of this name (writers that died) are removed first. `owner` is the user a private group's
     /// record belongs to (SPEC.md §K1.2). Returns whether it was written.
     @discardableResult
-    private func writeRecord(_ record: SeenRecord, name: String, key: SecureBytes, trust: KeychainTrust,
-                             privateTo owner: uid_t? = nil, replace: Bool = false) -> Bool {
+    private func writeRecord(
+        _ record: SeenRecord, name: String, key: SecureBytes, trust: KeychainTrust,
+        privateTo owner: uid_t? = nil, replace: Bool = false
+    ) -> Bool {
         let target = path + "/" + name
         if !replace, let bytes = try? readTrusted(target, .seen, trust, privateTo: owner, prefix: SeenRecord.size + 1),
-           let current = SeenRecord.decode(bytes, key: key), current.vaultID == record.vaultID,
-           current.generation >= record.generation {
+            let current = SeenRecord.decode(bytes, key: key), current.vaultID == record.vaultID,
+            current.generation >= record.generation
+        {
             return true
         }
         let prefix = ".\(name)."
         removeStaleTemporaries(prefix: prefix)
         let isPrivate = owner != nil
-        guard let (fd, temp) = lockedTemporary(prefix: prefix, mode: KeychainDirectory.mode(.seen, trust, isPrivate: isPrivate)) else {
+        guard
+            let (fd, temp) = lockedTemporary(
+                prefix: prefix, mode: KeychainDirectory.mode(.seen, trust, isPrivate: isPrivate))
+        else {
             return false
         }
         let bytes = record.encode(key: key)
-        let ok = write(fd, bytes, bytes.count) == bytes.count && KeychainDirectory.setMode(fd, .seen, trust, isPrivate: isPrivate)
+        let ok =
+            write(fd, bytes, bytes.count) == bytes.count
+            && KeychainDirectory.setMode(fd, .seen, trust, isPrivate: isPrivate)
         let placed = ok && rename(temp, target) == 0
         let refused = errno == EPERM
         if !placed { unlink(temp) }
@@ -144,9 +180,12 @@ extension KeychainDirectory {
         guard fd >= 0 else { return false }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_gid == trust.sharedGroup, st.st_mode & S_IWOTH == 0,
-              KeychainDirectory.briefLock(fd, LOCK_EX) else { return false }
-        return pwrite(fd, bytes, bytes.count, 0) == bytes.count && ftruncate(fd, off_t(bytes.count)) == 0 && fsync(fd) == 0
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_gid == trust.sharedGroup,
+            st.st_mode & S_IWOTH == 0,
+            KeychainDirectory.briefLock(fd, LOCK_EX)
+        else { return false }
+        return pwrite(fd, bytes, bytes.count, 0) == bytes.count && ftruncate(fd, off_t(bytes.count)) == 0
+            && fsync(fd) == 0
     }
 
     /// Creates a temporary file `prefix` + 12 lowercase hex digits + `.tmp`, locked while it exists so that

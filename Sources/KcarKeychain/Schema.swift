@@ -132,7 +132,7 @@ public enum Schema {
         "kSecAttrCanVerify": "vrfy",
         "kSecAttrCanWrap": "wrap",
         "kSecAttrCanUnwrap": "unwp",
-        "kSecAttrKeyType": "type",
+        "kSecAttrKeyType": "type"
     ]
 
     /// The index name of an attribute given as a four-letter name or a `kSecAttr...` constant name.
@@ -142,14 +142,18 @@ public enum Schema {
     }
 
     /// The type of an Apple attribute on a class, nil if the class does not carry it.
-    public static func kindOf(_ name: String, class c: ItemClass) -> AttributeKind? { kind(of: name, class: c.rawValue) }
+    public static func kindOf(_ name: String, class c: ItemClass) -> AttributeKind? {
+        kind(of: name, class: c.rawValue)
+    }
 
     /// The prefix of user attributes in the index.
     public static let userPrefix = "@"
 
     /// Checks that every attribute is an Apple attribute of the right type for the class, or a user attribute.
     static func validate(_ attributes: Attributes, class c: String) throws {
-        guard all.contains(c) else { throw KeychainError(.param, "unknown item class \"\(c)\" (genp, inet, cert, keys, idnt)") }
+        guard all.contains(c) else {
+            throw KeychainError(.param, "unknown item class \"\(c)\" (genp, inet, cert, keys, idnt)")
+        }
         for (name, value) in attributes {
             if name.hasPrefix(userPrefix) {
                 guard name.utf8.count >= 2 else { throw KeychainError(.param, "a user attribute needs a name") }
@@ -189,7 +193,8 @@ struct PrimaryKey: Hashable {
 
     init(_ c: String, _ attributes: Attributes) {
         itemClass = c
-        var h0 = Hasher(), h1 = Hasher()
+        var h0 = Hasher()
+        var h1 = Hasher()
         h0.combine(UInt8(0))
         h1.combine(UInt8(1))
         for v in Schema.primaryKeyValues(attributes, class: c) {
@@ -214,12 +219,13 @@ struct PrimaryKey: Hashable {
 
     /// Whether two lists of primary-key values are equal, strings compared by their bytes.
     static func exactlyEqual(_ a: [AttributeValue], _ b: [AttributeValue]) -> Bool {
-        a.count == b.count && zip(a, b).allSatisfy { x, y in
-            switch (x, y) {
-            case (.string(let s), .string(let t)): return s.utf8.elementsEqual(t.utf8)
-            case (.string, _), (_, .string): return false
-            default: return x == y
+        a.count == b.count
+            && zip(a, b).allSatisfy { x, y in
+                switch (x, y) {
+                case (.string(let s), .string(let t)): return s.utf8.elementsEqual(t.utf8)
+                case (.string, _), (_, .string): return false
+                default: return x == y
+                }
             }
-        }
     }
 }

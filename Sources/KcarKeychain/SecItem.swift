@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import FoundationEssentials
 import Synchronization
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Where the SecItem functions find the keychain: by default the directory and access groups the environment
 /// names (`KCAR_KEYCHAIN`, `KCAR_ACCESS_GROUPS`; SPEC.md §K1, §K2). Set ``store`` to use another.
@@ -37,7 +38,8 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
     secCall(result) {
         let q = try SecQuery(attributes, allowed: SecQuery.addKeys)
         guard let value = q.value else { throw KeychainError(.param, "kSecValueData is required to add an item") }
-        let item = try SecItemConfiguration.store.add(class: q.itemClass, attributes: q.attributes, value: value, group: q.group)
+        let item = try SecItemConfiguration.store.add(
+            class: q.itemClass, attributes: q.attributes, value: value, group: q.group)
         return try q.wantsResult ? q.result(for: [item]) : nil
     }
 }
@@ -149,16 +151,21 @@ struct SecQuery {
     var synchronizableAny = false
 
     static let returnKeys: Set<String> = [kSecReturnData, kSecReturnAttributes, kSecReturnRef, kSecReturnPersistentRef]
-    static let addKeys = returnKeys.union([kSecClass, kSecValueData, kSecAttrAccessGroup, kSecUseDataProtectionKeychain])
+    static let addKeys = returnKeys.union([kSecClass, kSecValueData, kSecAttrAccessGroup, kSecUseDataProtectionKeychain]
+    )
     /// Apple takes kSecValueData in every query and uses it only to add or update (securityd's query_set_data):
     /// a search or delete ignores it, as here. Apple's KeychainItemWrapper deletes with its item's whole
     /// dictionary, password included.
-    static let searchKeys = returnKeys.union([kSecClass, kSecAttrAccessGroup, kSecMatchLimit, kSecMatchCaseInsensitive,
-                                              kSecUseDataProtectionKeychain, kSecValueData])
+    static let searchKeys = returnKeys.union([
+        kSecClass, kSecAttrAccessGroup, kSecMatchLimit, kSecMatchCaseInsensitive,
+        kSecUseDataProtectionKeychain, kSecValueData
+    ])
     static let updateKeys: Set<String> = [kSecValueData, kSecAttrAccessGroup]
     /// Update and delete apply to every match: a match limit or a return key is an error, as on Apple's.
-    static let modifyKeys: Set<String> = [kSecClass, kSecAttrAccessGroup, kSecMatchCaseInsensitive, kSecUseDataProtectionKeychain,
-                                          kSecValueData]
+    static let modifyKeys: Set<String> = [
+        kSecClass, kSecAttrAccessGroup, kSecMatchCaseInsensitive, kSecUseDataProtectionKeychain,
+        kSecValueData
+    ]
 
     init(_ dict: [String: Any], allowed: Set<String>, itemClass given: ItemClass? = nil) throws {
         if let given {
@@ -183,9 +190,11 @@ struct SecQuery {
             }
             let isUser = key.hasPrefix(Schema.userPrefix)
             guard isUser || Schema.kind(of: key, class: itemClass.rawValue) != nil else {
-                throw KeychainError(.param, "\(key) is not an attribute of \(itemClass.rawValue) items, nor a key this call takes")
+                throw KeychainError(
+                    .param, "\(key) is not an attribute of \(itemClass.rawValue) items, nor a key this call takes")
             }
-            attributes[key] = try SecQuery.attributeValue(raw, key: key, kind: Schema.kind(of: key, class: itemClass.rawValue))
+            attributes[key] = try SecQuery.attributeValue(
+                raw, key: key, kind: Schema.kind(of: key, class: itemClass.rawValue))
         }
         try Schema.validate(attributes, class: itemClass.rawValue)
     }
@@ -197,23 +206,34 @@ struct SecQuery {
         }
         switch key {
         case kSecValueData:
-            if let d = raw as? Data { value = [UInt8](d) } else if let b = raw as? [UInt8] { value = b } else {
+            if let d = raw as? Data {
+                value = [UInt8](d)
+            } else if let b = raw as? [UInt8] {
+                value = b
+            } else {
                 throw KeychainError(.param, "kSecValueData takes Data")
             }
         case kSecAttrAccessGroup:
             guard let g = raw as? String else { throw KeychainError(.param, "kSecAttrAccessGroup takes a String") }
             group = g
         case kSecMatchLimit:
-            if let s = raw as? String, s == kSecMatchLimitOne { limit = 1 } else if let s = raw as? String, s == kSecMatchLimitAll {
+            if let s = raw as? String, s == kSecMatchLimitOne {
+                limit = 1
+            } else if let s = raw as? String, s == kSecMatchLimitAll {
                 limit = nil
-            } else if let n = raw as? Int, n > 0 { limit = n } else {
-                throw KeychainError(.param, "kSecMatchLimit takes kSecMatchLimitOne, kSecMatchLimitAll or a positive Int")
+            } else if let n = raw as? Int, n > 0 {
+                limit = n
+            } else {
+                throw KeychainError(
+                    .param, "kSecMatchLimit takes kSecMatchLimitOne, kSecMatchLimitAll or a positive Int")
             }
         case kSecMatchCaseInsensitive: caseInsensitive = try flag()
         case kSecReturnData: returnData = try flag()
         case kSecReturnAttributes: returnAttributes = try flag()
         case kSecReturnRef, kSecReturnPersistentRef:
-            if try flag() { throw KeychainError(.unimplemented, "\(key): kcar returns data and attributes, not references") }
+            if try flag() {
+                throw KeychainError(.unimplemented, "\(key): kcar returns data and attributes, not references")
+            }
         case kSecUseDataProtectionKeychain: _ = try flag()
         case kSecClass: break
         default: throw KeychainError(.param, "\(key) is not accepted here")
@@ -265,8 +285,9 @@ struct SecQuery {
     }
 
     var itemQuery: ItemQuery {
-        var q = ItemQuery(class: itemClass, attributes: attributes, group: group, limit: nil, caseInsensitive: caseInsensitive,
-                          synchronizableAny: synchronizableAny)
+        var q = ItemQuery(
+            class: itemClass, attributes: attributes, group: group, limit: nil, caseInsensitive: caseInsensitive,
+            synchronizableAny: synchronizableAny)
         q.datesAsDate = true  // every date of a SecItem dictionary is a Date
         return q
     }

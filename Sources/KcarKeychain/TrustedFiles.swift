@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Whom a keychain directory is trusted to be written by (SPEC.md §K1): its owner and root, and, when the
 /// owner shares it on purpose (`.kcar-shared`), the members of one Unix group.
@@ -54,19 +55,24 @@ extension KeychainDirectory {
             }
         }
         if st.st_mode & S_IWOTH != 0 {
-            throw KeychainError.unsafe(path, "writable by every user (mode \(octal(st.st_mode))): `chmod o-w \(path)` fixes it")
+            throw KeychainError.unsafe(
+                path, "writable by every user (mode \(octal(st.st_mode))): `chmod o-w \(path)` fixes it")
         }
         if st.st_mode & S_IWGRP != 0, shared == nil, !KeychainDirectory.isPrivateGroup(st.st_gid, of: st.st_uid) {
-            throw KeychainError.unsafe(path, "writable by its group (gid \(st.st_gid), mode \(octal(st.st_mode))) but not shared "
-                + "with it on purpose: `chmod g-w \(path)` fixes it (or share it: `kcar init --shared-group NAME`)")
+            throw KeychainError.unsafe(
+                path,
+                "writable by its group (gid \(st.st_gid), mode \(octal(st.st_mode))) but not shared "
+                    + "with it on purpose: `chmod g-w \(path)` fixes it (or share it: `kcar init --shared-group NAME`)")
         }
         // Without the restricted-deletion bit every member could rename another member's files away and put
         // its own in their place (SPEC.md §K1.2): a keychain shared before kcar required it is refused until
         // its owner sets it.
         if st.st_mode & S_IWGRP != 0, shared != nil, st.st_mode & S_ISVTX == 0 {
-            throw KeychainError.unsafe(path, "shared with its group (mode \(octal(st.st_mode))) without the restricted-deletion "
-                + "(sticky) bit, so each member could rename or remove the others' files: its owner (uid \(st.st_uid)) runs "
-                + "`chmod +t \(real)` (or `kcar init --shared-group` again)")
+            throw KeychainError.unsafe(
+                path,
+                "shared with its group (mode \(octal(st.st_mode))) without the restricted-deletion "
+                    + "(sticky) bit, so each member could rename or remove the others' files: its owner (uid \(st.st_uid)) runs "
+                    + "`chmod +t \(real)` (or `kcar init --shared-group` again)")
         }
         // The folders above: owned by root, this user or the keychain's owner; writable by others only when
         // sticky (others can then not rename what they do not own).
@@ -74,17 +80,22 @@ extension KeychainDirectory {
         while parent != "/" {
             parent = parent.lastIndex(of: "/").map { $0 == parent.startIndex ? "/" : String(parent[..<$0]) } ?? "/"
             var p = stat()
-            guard lstat(parent, &p) == 0 else { throw KeychainError(.io, "cannot stat \(parent): \(String(cString: strerror(errno)))") }
+            guard lstat(parent, &p) == 0 else {
+                throw KeychainError(.io, "cannot stat \(parent): \(String(cString: strerror(errno)))")
+            }
             if p.st_uid != 0, p.st_uid != me, p.st_uid != st.st_uid {
                 throw KeychainError.unsafe(parent, "a folder above the keychain is owned by uid \(p.st_uid)")
             }
-            let othersWrite = p.st_mode & S_IWOTH != 0
+            let othersWrite =
+                p.st_mode & S_IWOTH != 0
                 || (p.st_mode & S_IWGRP != 0 && !KeychainDirectory.isPrivateGroup(p.st_gid, of: p.st_uid))
             if othersWrite, p.st_mode & S_ISVTX == 0 {
                 let who = p.st_mode & S_IWOTH != 0 ? "every user" : "its group (gid \(p.st_gid))"
-                throw KeychainError.unsafe(parent, "a folder above the keychain is writable by others, \(who), mode \(octal(p.st_mode)): "
-                    + "another user could put a keychain of their own in its place; `chmod go-w \(parent)` fixes it (or keep the "
-                    + "keychain elsewhere: --keychain DIR, KCAR_KEYCHAIN)")
+                throw KeychainError.unsafe(
+                    parent,
+                    "a folder above the keychain is writable by others, \(who), mode \(octal(p.st_mode)): "
+                        + "another user could put a keychain of their own in its place; `chmod go-w \(parent)` fixes it (or keep the "
+                        + "keychain elsewhere: --keychain DIR, KCAR_KEYCHAIN)")
             }
         }
         return KeychainTrust(owner: st.st_uid, sharedGroup: shared, realPath: real)
@@ -100,14 +111,16 @@ extension KeychainDirectory {
     /// owner, writable by no one else, naming the directory's own group.
     private func sharedGroup(_ dfd: Int32, directory st: stat) throws -> gid_t? {
         let marker = "\(path)/\(KeychainDirectory.sharedMarker)"
-        guard let text = try readMarker(dfd, KeychainDirectory.sharedMarker, directory: st, what: "one Unix group name") else {
+        guard let text = try readMarker(dfd, KeychainDirectory.sharedMarker, directory: st, what: "one Unix group name")
+        else {
             return nil
         }
         guard let gid = UnixDatabase.group(named: text)?.gid else {
             throw KeychainError.unsafe(marker, "names \(text), which is not a Unix group here")
         }
         guard gid == st.st_gid else {
-            throw KeychainError.unsafe(marker, "names group \(text) (gid \(gid)), but the keychain's group is gid \(st.st_gid)")
+            throw KeychainError.unsafe(
+                marker, "names group \(text) (gid \(gid)), but the keychain's group is gid \(st.st_gid)")
         }
         return gid
     }
@@ -128,15 +141,19 @@ extension KeychainDirectory {
         guard fstat(fd, &m) == 0 else { throw KeychainError(.io, "cannot stat \(marker)") }
         guard m.st_mode & S_IFMT == S_IFREG else { throw KeychainError.unsafe(marker, "not a regular file") }
         guard m.st_uid == st.st_uid else {
-            throw KeychainError.unsafe(marker, "owned by uid \(m.st_uid), not by the keychain's owner (uid \(st.st_uid))")
+            throw KeychainError.unsafe(
+                marker, "owned by uid \(m.st_uid), not by the keychain's owner (uid \(st.st_uid))")
         }
-        guard m.st_mode & (S_IWGRP | S_IWOTH) == 0 else { throw KeychainError.unsafe(marker, "writable by others (mode \(octal(m.st_mode)))") }
+        guard m.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
+            throw KeychainError.unsafe(marker, "writable by others (mode \(octal(m.st_mode)))")
+        }
         guard let bytes = readAll(fd, max: KeychainDirectory.markerMax) else {
             throw KeychainError.unsafe(marker, "longer than \(KeychainDirectory.markerMax) bytes")
         }
         var line = bytes
         if line.last == 0x0A { line.removeLast() }
-        guard !line.isEmpty, !line.contains(0), !line.contains(0x0A), let text = String(validating: line, as: UTF8.self) else {
+        guard !line.isEmpty, !line.contains(0), !line.contains(0x0A), let text = String(validating: line, as: UTF8.self)
+        else {
             throw KeychainError.unsafe(marker, "does not hold \(what)")
         }
         return text
@@ -146,7 +163,8 @@ extension KeychainDirectory {
     /// member listed, as `useradd` makes with USERGROUPS_ENAB (umask 002 then leaves folders mode 0775 that
     /// only their owner can write). Root's groups are never counted as private.
     static func isPrivateGroup(_ gid: gid_t, of uid: uid_t) -> Bool {
-        guard uid != 0, let user = UnixDatabase.user(uid), user.gid == gid, let group = UnixDatabase.group(gid: gid) else { return false }
+        guard uid != 0, let user = UnixDatabase.user(uid), user.gid == gid, let group = UnixDatabase.group(gid: gid)
+        else { return false }
         return group.members.allSatisfy { $0 == user.name }
     }
 
@@ -163,13 +181,17 @@ extension KeychainDirectory {
     /// Opens a group file for reading without following a symbolic link or blocking on a FIFO, and checks
     /// what it is through the opened descriptor (SPEC.md §K1). Nil if it does not exist; a file this process
     /// may not read is a missing entitlement.
-    func openTrusted(_ file: String, _ kind: KeychainFile, _ trust: KeychainTrust, privateTo owner: uid_t? = nil) throws -> Int32? {
+    func openTrusted(_ file: String, _ kind: KeychainFile, _ trust: KeychainTrust, privateTo owner: uid_t? = nil) throws
+        -> Int32?
+    {
         let fd = open(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             let e = errno
             if e == ENOENT { return nil }
             if e == ELOOP { throw KeychainError.unsafe(file, "a symbolic link") }
-            if e == EACCES { throw KeychainError(.missingEntitlement, "cannot read \(file): \(String(cString: strerror(e)))") }
+            if e == EACCES {
+                throw KeychainError(.missingEntitlement, "cannot read \(file): \(String(cString: strerror(e)))")
+            }
             throw KeychainError(.io, "cannot open \(file): \(String(cString: strerror(e)))")
         }
         do {
@@ -183,41 +205,64 @@ extension KeychainDirectory {
 
     /// The rules of SPEC.md §K1 for one opened file; `owner`, for a vault or record of a private group
     /// (§K1.2), the user whose key it is.
-    private func check(_ fd: Int32, _ file: String, _ kind: KeychainFile, _ trust: KeychainTrust, privateTo owner: uid_t?) throws {
+    private func check(
+        _ fd: Int32, _ file: String, _ kind: KeychainFile, _ trust: KeychainTrust, privateTo owner: uid_t?
+    ) throws {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw KeychainError(.io, "cannot stat \(file)") }
-        guard st.st_mode & S_IFMT == S_IFREG else { throw KeychainError.unsafe(file, "not a regular file (\(typeName(st.st_mode)))") }
+        guard st.st_mode & S_IFMT == S_IFREG else {
+            throw KeychainError.unsafe(file, "not a regular file (\(typeName(st.st_mode)))")
+        }
         if let owner {
             // Its key's owner alone may have written it: another member's file under the name, or one the
             // others could write, would let them replace or roll back what the owner keeps to itself.
             guard st.st_uid == owner else {
-                throw KeychainError.unsafe(file, "owned by uid \(st.st_uid), but its group is private to uid \(owner) (its key is "
-                    + "readable by no one else)")
+                throw KeychainError.unsafe(
+                    file,
+                    "owned by uid \(st.st_uid), but its group is private to uid \(owner) (its key is "
+                        + "readable by no one else)")
             }
             guard st.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
                 // Both files at once: a group made private by its key alone has both still shared.
-                let stem = file.hasSuffix(".kcv") ? String(file.dropLast(4)) : file.hasSuffix(".seen") ? String(file.dropLast(5)) : file
-                throw KeychainError.unsafe(file, "writable by others (mode \(octal(st.st_mode))), but its group is private to uid "
-                    + "\(owner) (its key is readable by no one else): `chmod 600 \(stem).kcv \(stem).seen`")
+                let stem =
+                    file.hasSuffix(".kcv")
+                    ? String(file.dropLast(4)) : file.hasSuffix(".seen") ? String(file.dropLast(5)) : file
+                throw KeychainError.unsafe(
+                    file,
+                    "writable by others (mode \(octal(st.st_mode))), but its group is private to uid "
+                        + "\(owner) (its key is readable by no one else): `chmod 600 \(stem).kcv \(stem).seen`")
             }
             return
         }
         let sharedHere = trust.sharedGroup.map { $0 == st.st_gid } ?? false
         if st.st_uid != geteuid(), st.st_uid != 0, st.st_uid != trust.owner, !sharedHere {
-            throw KeychainError.unsafe(file, "owned by uid \(st.st_uid), not by this user (uid \(geteuid())) or the keychain's owner")
+            throw KeychainError.unsafe(
+                file, "owned by uid \(st.st_uid), not by this user (uid \(geteuid())) or the keychain's owner")
         }
-        if st.st_mode & S_IWOTH != 0 { throw KeychainError.unsafe(file, "writable by every user (mode \(octal(st.st_mode)))") }
+        if st.st_mode & S_IWOTH != 0 {
+            throw KeychainError.unsafe(file, "writable by every user (mode \(octal(st.st_mode)))")
+        }
         if st.st_mode & S_IWGRP != 0, !sharedHere {
-            throw KeychainError.unsafe(file, "writable by its group (gid \(st.st_gid), mode \(octal(st.st_mode))), which the keychain is not shared with")
+            throw KeychainError.unsafe(
+                file,
+                "writable by its group (gid \(st.st_gid), mode \(octal(st.st_mode))), which the keychain is not shared with"
+            )
         }
         if kind == .key {
-            if st.st_mode & S_IROTH != 0 { throw KeychainError.unsafe(file, "a key readable by every user (mode \(octal(st.st_mode)))") }
+            if st.st_mode & S_IROTH != 0 {
+                throw KeychainError.unsafe(file, "a key readable by every user (mode \(octal(st.st_mode)))")
+            }
             if st.st_mode & S_IRGRP != 0, !sharedHere {
-                throw KeychainError.unsafe(file, "a key readable by its group (gid \(st.st_gid), mode \(octal(st.st_mode))), which the keychain is not shared with")
+                throw KeychainError.unsafe(
+                    file,
+                    "a key readable by its group (gid \(st.st_gid), mode \(octal(st.st_mode))), which the keychain is not shared with"
+                )
             }
             // A member's private group is that member's, also for a process (root's) that can read the key.
             if trust.sharedGroup != nil, st.st_mode & S_IRGRP == 0, st.st_uid != geteuid() {
-                throw KeychainError(.missingEntitlement, "the group of \(file) is private to uid \(st.st_uid) (its key is readable by no one else)")
+                throw KeychainError(
+                    .missingEntitlement,
+                    "the group of \(file) is private to uid \(st.st_uid) (its key is readable by no one else)")
             }
         }
     }
@@ -229,13 +274,16 @@ extension KeychainDirectory {
     func privateOwner(_ group: String, _ trust: KeychainTrust) -> uid_t? {
         guard trust.sharedGroup != nil else { return nil }
         var st = stat()
-        guard lstat(keyPath(group), &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_mode & (S_IRGRP | S_IROTH) == 0 else { return nil }
+        guard lstat(keyPath(group), &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_mode & (S_IRGRP | S_IROTH) == 0
+        else { return nil }
         return st.st_uid
     }
 
     /// The first `prefix` bytes (or fewer) of a trusted group file; nil if it does not exist.
-    func readTrusted(_ file: String, _ kind: KeychainFile, _ trust: KeychainTrust, privateTo owner: uid_t? = nil,
-                     prefix: Int) throws -> [UInt8]? {
+    func readTrusted(
+        _ file: String, _ kind: KeychainFile, _ trust: KeychainTrust, privateTo owner: uid_t? = nil,
+        prefix: Int
+    ) throws -> [UInt8]? {
         guard let fd = try openTrusted(file, kind, trust, privateTo: owner) else { return nil }
         defer { close(fd) }
         // A record another member rewrites in place (SPEC.md §K6) is read whole: under a shared lock, if it
@@ -289,8 +337,10 @@ extension KeychainDirectory {
         guard fd >= 0 else { return }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(), st.st_gid != gid
-            || st.st_mode & 0o777 != KeychainDirectory.mode(.vault, trust, isPrivate: isPrivate) else { return }
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(),
+            st.st_gid != gid
+                || st.st_mode & 0o777 != KeychainDirectory.mode(.vault, trust, isPrivate: isPrivate)
+        else { return }
         _ = KeychainDirectory.setMode(fd, .vault, trust, isPrivate: isPrivate)
     }
 

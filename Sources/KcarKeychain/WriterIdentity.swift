@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The writer id a user's version 2 commits record in their versions (SPEC.md Part 4, V5): 8 random bytes made
 /// once per user and kept as 16 hex digits in `STATE/writer-id` (the keychain's state folder,
@@ -37,7 +38,9 @@ package enum WriterIdentity {
         var buf = [UInt8](repeating: 0, count: 64)
         let n = read(fd, &buf, buf.count)
         guard n >= 16 else { return nil }
-        let text = String(decoding: buf[0..<n], as: UTF8.self).split(whereSeparator: { $0 == "\n" || $0 == " " }).first.map(String.init) ?? ""
+        let text =
+            String(decoding: buf[0..<n], as: UTF8.self).split(whereSeparator: { $0 == "\n" || $0 == " " }).first.map(
+                String.init) ?? ""
         guard text.utf8.count == 16, let b = Hex.decode(text), b.count == 8 else { return nil }
         return b.reduce(0) { $0 << 8 | UInt64($1) }
     }

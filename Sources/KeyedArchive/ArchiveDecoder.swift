@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// Decodes `Decodable` values from archives, like `JSONDecoder`: archive bytes -> ``ArchiveValue`` tree ->
@@ -34,11 +34,12 @@ private func leafValue<T: Decodable>(_ type: T.Type, _ value: ArchiveValue) -> T
         return unsafeBitCast(s, to: T.self)
     }
     if T.self == Int.self {
-        let r: Int? = switch value.unshared {
-        case .int(let n): Int(exactly: n)
-        case .uint(let n): Int(exactly: n)
-        default: nil
-        }
+        let r: Int? =
+            switch value.unshared {
+            case .int(let n): Int(exactly: n)
+            case .uint(let n): Int(exactly: n)
+            default: nil
+            }
         guard let r else { return nil }
         return unsafeBitCast(r, to: T.self)
     }
@@ -69,20 +70,22 @@ private func leafValue<T: Decodable>(_ type: T.Type, _ value: ArchiveValue) -> T
         return unsafeBitCast(strings, to: T.self)
     }
     if T.self == Int64.self {
-        let r: Int64? = switch value.unshared {
-        case .int(let n): n
-        case .uint(let n): Int64(exactly: n)
-        default: nil
-        }
+        let r: Int64? =
+            switch value.unshared {
+            case .int(let n): n
+            case .uint(let n): Int64(exactly: n)
+            default: nil
+            }
         guard let r else { return nil }
         return unsafeBitCast(r, to: T.self)
     }
     if T.self == UInt64.self {
-        let r: UInt64? = switch value.unshared {
-        case .int(let n): UInt64(exactly: n)
-        case .uint(let n): n
-        default: nil
-        }
+        let r: UInt64? =
+            switch value.unshared {
+            case .int(let n): UInt64(exactly: n)
+            case .uint(let n): n
+            default: nil
+            }
         guard let r else { return nil }
         return unsafeBitCast(r, to: T.self)
     }
@@ -102,8 +105,10 @@ private final class DecodingState {
 
     /// `decode(_:from:path:)` for a value at `key` below `parent`: the path is built only when it is needed.
     @inline(__always)
-    func decode<T: Decodable>(_ type: T.Type, from value: ArchiveValue, parent: [any CodingKey],
-                              key: @autoclosure () -> any CodingKey) throws -> T {
+    func decode<T: Decodable>(
+        _ type: T.Type, from value: ArchiveValue, parent: [any CodingKey],
+        key: @autoclosure () -> any CodingKey
+    ) throws -> T {
         if let v = leafValue(type, value) { return v }
         return try decode(type, from: value, path: parent + [key()])
     }
@@ -120,7 +125,8 @@ private final class DecodingState {
         }
         let value = value.unshared
         func mismatch(_ expected: String) -> DecodingError {
-            .typeMismatch(T.self, .init(codingPath: path, debugDescription: "expected \(expected), found \(value.kind)"))
+            .typeMismatch(
+                T.self, .init(codingPath: path, debugDescription: "expected \(expected), found \(value.kind)"))
         }
         if T.self == Data.self {
             guard case .data(let d) = value else { throw mismatch("data") }
@@ -169,23 +175,24 @@ private struct ArchiveDecoderImpl: Decoder {
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard case .dictionary(let fields) = value.unshared else {
-            throw DecodingError.typeMismatch([String: ArchiveValue].self,
-                                             .init(codingPath: codingPath, debugDescription: "expected a dictionary, found \(value.kind)"))
+            throw DecodingError.typeMismatch(
+                [String: ArchiveValue].self,
+                .init(codingPath: codingPath, debugDescription: "expected a dictionary, found \(value.kind)"))
         }
         return KeyedDecodingContainer(KeyedContainer<Key>(decoder: self, fields: fields))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
         guard case .array(let items) = value.unshared else {
-            throw DecodingError.typeMismatch([ArchiveValue].self,
-                                             .init(codingPath: codingPath, debugDescription: "expected an array, found \(value.kind)"))
+            throw DecodingError.typeMismatch(
+                [ArchiveValue].self,
+                .init(codingPath: codingPath, debugDescription: "expected an array, found \(value.kind)"))
         }
         return UnkeyedContainer(decoder: self, items: items)
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer { SingleContainer(decoder: self) }
 }
-
 
 /// Scalars: integers convert between int and uint only when exact; a Float is a double rounded (within range);
 /// nothing else converts.
@@ -195,20 +202,24 @@ private func scalarMismatch<T>(_ type: T.Type, _ v: ArchiveValue, _ path: [any C
 }
 
 @inline(__always)
-private func scalar<I: FixedWidthInteger>(_ type: I.Type, _ value: ArchiveValue,
-                                          _ path: @autoclosure () -> [any CodingKey]) throws -> I {
+private func scalar<I: FixedWidthInteger>(
+    _ type: I.Type, _ value: ArchiveValue,
+    _ path: @autoclosure () -> [any CodingKey]
+) throws -> I {
     let v = value.unshared
-    let r: I? = switch v {
-    case .int(let n): I(exactly: n)
-    case .uint(let n): I(exactly: n)
-    default: nil
-    }
+    let r: I? =
+        switch v {
+        case .int(let n): I(exactly: n)
+        case .uint(let n): I(exactly: n)
+        default: nil
+        }
     guard let r else { throw scalarMismatch(I.self, v, path()) }
     return r
 }
 
 @inline(__always)
-private func scalar(_ type: Bool.Type, _ value: ArchiveValue, _ path: @autoclosure () -> [any CodingKey]) throws -> Bool {
+private func scalar(_ type: Bool.Type, _ value: ArchiveValue, _ path: @autoclosure () -> [any CodingKey]) throws -> Bool
+{
     let v = value.unshared
     guard case .bool(let b) = v else { throw scalarMismatch(Bool.self, v, path()) }
     return b
@@ -241,7 +252,8 @@ private func scalar(_ type: Float.Type, _ value: ArchiveValue, _ path: @autoclos
     // Rounded to the nearest Float, but a finite double beyond Float's range is an error, not an infinity.
     let f = Float(d)
     guard f.isFinite || !d.isFinite else {
-        throw DecodingError.typeMismatch(Float.self, .init(codingPath: path(), debugDescription: "double beyond Float's range"))
+        throw DecodingError.typeMismatch(
+            Float.self, .init(codingPath: path(), debugDescription: "double beyond Float's range"))
     }
     return f
 }
@@ -263,8 +275,12 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     func decodeNil(forKey key: Key) throws -> Bool { try field(key).isNull }
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try scalar(type, field(key), codingPath + [key]) }
-    func decode(_ type: String.Type, forKey key: Key) throws -> String { try scalar(type, field(key), codingPath + [key]) }
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try scalar(type, field(key), codingPath + [key]) }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String {
+        try scalar(type, field(key), codingPath + [key])
+    }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+        try scalar(type, field(key), codingPath + [key])
+    }
     func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try scalar(type, field(key), codingPath + [key]) }
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         try decoder.state.decode(type, from: field(key), parent: codingPath, key: key)
@@ -273,7 +289,8 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
         -> KeyedDecodingContainer<NestedKey>
     {
-        try ArchiveDecoderImpl(state: decoder.state, value: field(key), path: codingPath + [key]).container(keyedBy: type)
+        try ArchiveDecoderImpl(state: decoder.state, value: field(key), path: codingPath + [key]).container(
+            keyedBy: type)
     }
 
     func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {

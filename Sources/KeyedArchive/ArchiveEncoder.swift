@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// Archives `Encodable` values, like `JSONEncoder`: value -> ``ArchiveValue`` tree -> archive bytes.
@@ -239,7 +239,6 @@ private struct ArchiveEncoderImpl: Encoder {
 
     func singleValueContainer() -> any SingleValueEncodingContainer { SingleContainer(encoder: self) }
 }
-
 
 private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let encoder: ArchiveEncoderImpl

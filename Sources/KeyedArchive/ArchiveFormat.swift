@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The constants of the archive format (SPEC.md Part 2 §A2, §A5).
@@ -48,9 +48,12 @@ struct ExactString: Hashable {
     /// The lengths, then the bytes with `memcmp` (a hash table compares a key with every entry it probes, and
     /// `elementsEqual` on two UTF-8 views goes byte by byte through their common prefix).
     static func == (a: ExactString, b: ExactString) -> Bool {
-        var x = a.string, y = b.string
+        var x = a.string
+        var y = b.string
         guard x.utf8.count == y.utf8.count else { return false }
-        return x.withUTF8 { p in y.withUTF8 { q in p.count == 0 || memcmp(p.baseAddress!, q.baseAddress!, p.count) == 0 } }
+        return x.withUTF8 { p in
+            y.withUTF8 { q in p.count == 0 || memcmp(p.baseAddress!, q.baseAddress!, p.count) == 0 }
+        }
     }
 
     func hash(into hasher: inout Hasher) {

@@ -55,7 +55,8 @@ public struct ArchiveLimits: Hashable, Sendable {
     func checkNonStarterRun(_ s: String, at offset: Int? = nil, _ what: String) throws {
         let run = StreamSafe.longestNonStarterRun(s, limit: maxNonStarterRun)
         guard run <= maxNonStarterRun else {
-            throw ArchiveError(.nonStarterRunLimit, at: offset, "\(what) with more than \(maxNonStarterRun) non-starters in a row")
+            throw ArchiveError(
+                .nonStarterRunLimit, at: offset, "\(what) with more than \(maxNonStarterRun) non-starters in a row")
         }
     }
 
@@ -63,7 +64,8 @@ public struct ArchiveLimits: Hashable, Sendable {
     func addStringUse(_ bytes: Int, to total: inout Int, at offset: Int? = nil) throws {
         total += bytes  // each at most maxStringLength, the total at most maxStringUseBytes: no overflow
         guard total <= maxStringUseBytes else {
-            throw ArchiveError(.expansionLimit, at: offset, "strings of more than \(maxStringUseBytes) bytes counted at every use")
+            throw ArchiveError(
+                .expansionLimit, at: offset, "strings of more than \(maxStringUseBytes) bytes counted at every use")
         }
     }
 
@@ -104,7 +106,8 @@ public struct ArchiveLimits: Hashable, Sendable {
 
     private func checkElementWeight(_ total: Int, at offset: Int?) throws {
         guard total <= maxElementWeight else {
-            throw ArchiveError(.expansionLimit, at: offset, "set elements and keys weighing more than \(maxElementWeight)")
+            throw ArchiveError(
+                .expansionLimit, at: offset, "set elements and keys weighing more than \(maxElementWeight)")
         }
     }
 

@@ -145,7 +145,8 @@ public final class ArchiveSortKeys {
     /// worked out, and counted, before).
     private func write(_ value: ArchiveOrderedValue, countingOrders: Bool) throws -> [UInt8] {
         written += 1
-        var writer = ArchiveWriter(sorted: true, limits: limits, sortKeys: self, isSortKey: true, countsOrders: countingOrders)
+        var writer = ArchiveWriter(
+            sorted: true, limits: limits, sortKeys: self, isSortKey: true, countsOrders: countingOrders)
         try writer.write(value)
         remaining -= writer.out.count + writer.referencedBytes  // within it: checked as they grew
         return writer.out
@@ -164,7 +165,9 @@ public final class ArchiveSortKeys {
             // Enter `next`: a leaf, a box already met, or an empty container is done at once.
             var done: ArchiveOrderedValue
             items += 1
-            guard items <= limits.maxValues else { throw ArchiveError(.valueLimit, "more than \(limits.maxValues) items") }
+            guard items <= limits.maxValues else {
+                throw ArchiveError(.valueLimit, "more than \(limits.maxValues) items")
+            }
             guard stack.count < limits.maxDepth else { throw ArchiveError(.depthLimit, "depth \(stack.count + 1)") }
             if case .shared(let box) = next, let o = boxes[ObjectIdentifier(box)] {
                 done = o
@@ -230,10 +233,13 @@ private struct OrderFrame {
 
     func finish(_ sortKeys: ArchiveSortKeys) throws -> ArchiveOrderedValue {
         switch value {
-        case .shared: return ArchiveOrderedValue(shared: value, contents: some[0] ?? ArchiveOrderedValue(unordered: children[0]))
+        case .shared:
+            return ArchiveOrderedValue(shared: value, contents: some[0] ?? ArchiveOrderedValue(unordered: children[0]))
         case .array: return ArchiveOrderedValue(value, some.isEmpty ? nil : .items(some))
         case .dictionary, .object:
-            return ArchiveOrderedValue(value, some.isEmpty ? nil : .fields(Dictionary(uniqueKeysWithValues: some.map { (names[$0.key], $0.value) })))
+            return ArchiveOrderedValue(
+                value,
+                some.isEmpty ? nil : .fields(Dictionary(uniqueKeysWithValues: some.map { (names[$0.key], $0.value) })))
         case .set:
             let (sorted, cost) = try Self.sort(all, by: { $0 }, sortKeys)
             return ArchiveOrderedValue(value, .elements(sorted, cost: cost))
@@ -245,7 +251,9 @@ private struct OrderFrame {
     }
 
     /// `items` in ascending sort-key order, and the sort-key bytes that counted.
-    static func sort<T>(_ items: [T], by key: (T) -> ArchiveOrderedValue, _ sortKeys: ArchiveSortKeys) throws -> ([T], Int) {
+    static func sort<T>(_ items: [T], by key: (T) -> ArchiveOrderedValue, _ sortKeys: ArchiveSortKeys) throws -> (
+        [T], Int
+    ) {
         var cost = 0
         let keyed = try items.map { item in
             let k = try sortKeys.elementKey(of: key(item))

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// Reads an archive (SPEC.md Part 2 §A2-§A6) with an explicit stack of open containers: nesting costs heap,
@@ -74,13 +74,15 @@ struct ArchiveReader {
         func ordered(_ value: ArchiveValue) -> ArchiveOrderedValue? {
             switch kind {
             case .set:
-                return orderedElements.isEmpty ? nil : ArchiveOrderedValue(value, .elements(orderedElements, cost: orderCost))
+                return orderedElements.isEmpty
+                    ? nil : ArchiveOrderedValue(value, .elements(orderedElements, cost: orderCost))
             case .anyKeyDictionary:
                 guard !orderedElements.isEmpty else { return nil }
                 let entries = zip(orderedElements, orderedValues).map { (key: $0, value: $1) }
                 return ArchiveOrderedValue(value, .entries(entries, cost: orderCost))
             case .array: return orderedItems.isEmpty ? nil : ArchiveOrderedValue(value, .items(orderedItems))
-            case .dictionary, .object: return orderedFields.isEmpty ? nil : ArchiveOrderedValue(value, .fields(orderedFields))
+            case .dictionary, .object:
+                return orderedFields.isEmpty ? nil : ArchiveOrderedValue(value, .fields(orderedFields))
             case .shared: return nil  // made when the box is
             }
         }
@@ -151,7 +153,8 @@ struct ArchiveReader {
                 // The reference stands for the definition: it reaches `height - 1` levels below its own depth.
                 let height = shared[index].height
                 guard height - 1 <= limits.maxDepth - depth else {
-                    throw ArchiveError(.depthLimit, at: start, "shared value \(index) reaches deeper than \(limits.maxDepth)")
+                    throw ArchiveError(
+                        .depthLimit, at: start, "shared value \(index) reaches deeper than \(limits.maxDepth)")
                 }
                 deepest = max(deepest, depth + height - 1)
                 try addExpanded(shared[index].size, at: start)
@@ -178,7 +181,11 @@ struct ArchiveReader {
                 }
                 var frame = Frame(kind, remaining: count)
                 // A set that grows hashes its elements again, all of a nested set's values with each.
-                if kind == .array { frame.items.reserveCapacity(min(count, 1 << 16)) } else { frame.elements.reserveCapacity(min(count, 1 << 12)) }
+                if kind == .array {
+                    frame.items.reserveCapacity(min(count, 1 << 16))
+                } else {
+                    frame.elements.reserveCapacity(min(count, 1 << 12))
+                }
                 stack.append(frame)
                 continue
             case ArchiveFormat.Tag.dictionary, ArchiveFormat.Tag.anyKeyDictionary, ArchiveFormat.Tag.object:
@@ -189,11 +196,12 @@ struct ArchiveReader {
                     guard !className.isEmpty else { throw ArchiveError(.invalidValue, at: start, "empty class name") }
                 }
                 let count = try readCount(bytesEach: 2, at: start)
-                let kind: Kind = switch tag {
-                case ArchiveFormat.Tag.dictionary: .dictionary
-                case ArchiveFormat.Tag.object: .object
-                default: .anyKeyDictionary
-                }
+                let kind: Kind =
+                    switch tag {
+                    case ArchiveFormat.Tag.dictionary: .dictionary
+                    case ArchiveFormat.Tag.object: .object
+                    default: .anyKeyDictionary
+                    }
                 guard count > 0 else {
                     switch kind {
                     case .dictionary: value = .dictionary([:])
@@ -224,7 +232,9 @@ struct ArchiveReader {
                     let box = ArchiveShared(value)
                     value = .shared(box)
                     if let o = ordered { ordered = ArchiveOrderedValue(shared: value, contents: o) }
-                    shared[frame.sharedIndex] = (box, expanded - frame.sharedStart, deepest - frame.sharedDepth + 1, ordered)
+                    shared[frame.sharedIndex] = (
+                        box, expanded - frame.sharedStart, deepest - frame.sharedDepth + 1, ordered
+                    )
                     deepest = max(deepest, frame.outerDeepest)
                     weight = 1
                     continue
@@ -291,7 +301,9 @@ struct ArchiveReader {
 
     /// A set element's or any-key key's sort key comes after the previous one's (sorted archives). The order
     /// inside it is that it was read in (checked): its sort key writes it without ordering anything again.
-    private func checkSortOrder(of value: ArchiveValue, _ ordered: ArchiveOrderedValue?, in frame: inout Frame, at: Int) throws {
+    private func checkSortOrder(of value: ArchiveValue, _ ordered: ArchiveOrderedValue?, in frame: inout Frame, at: Int)
+        throws
+    {
         guard sorted else { return }
         let element = ordered ?? ArchiveOrderedValue(unordered: value)
         let (key, cost) = try sortKeys.elementKey(of: element)
@@ -311,7 +323,8 @@ struct ArchiveReader {
         case ArchiveFormat.Tag.int: return .int(ArchiveFormat.unzigzag(try readVarint()))
         case ArchiveFormat.Tag.uint: return .uint(try readVarint())
         case ArchiveFormat.Tag.double: return .double(Double(bitPattern: try readU64()))
-        case ArchiveFormat.Tag.date: return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try readU64())))
+        case ArchiveFormat.Tag.date:
+            return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try readU64())))
         case ArchiveFormat.Tag.string: return .string(try readNewString())
         case ArchiveFormat.Tag.stringRef: return .string(try readStringIndex(try readVarint(), at: start))
         case ArchiveFormat.Tag.data:
@@ -319,14 +332,20 @@ struct ArchiveReader {
             return .data(Data(try readBytes(length)))
         case ArchiveFormat.Tag.uuid:
             let b = Array(try readBytes(16))
-            return .uuid(UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
-                                     b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])))
+            return .uuid(
+                UUID(
+                    uuid: (
+                        b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+                        b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]
+                    )))
         case ArchiveFormat.Tag.url, ArchiveFormat.Tag.urlWithBase:
             let relative = try readStringSlot()
             var base: String?
             if tag == ArchiveFormat.Tag.urlWithBase {
                 let b = try readStringSlot()
-                if let p = ArchiveURL.problem(b, .absolute) { throw ArchiveError(.invalidValue, at: start, "base URL: \(p)") }
+                if let p = ArchiveURL.problem(b, .absolute) {
+                    throw ArchiveError(.invalidValue, at: start, "base URL: \(p)")
+                }
                 base = b
             }
             if let p = ArchiveURL.problem(relative, base == nil ? .reference : .relative) {

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// The URL rule of SPEC.md Part 2 §A5.4: RFC 3986's grammar, checked byte by byte without Foundation, so
@@ -35,12 +35,14 @@ enum ArchiveURL {
     /// rule; nil if Foundation does not give the strings back (never for a string the rule accepts).
     static func make(_ relative: String, base: String?) -> URL? {
         guard let base else {
-            guard let url = URL(string: relative), url.relativeString == relative, url.baseURL == nil else { return nil }
+            guard let url = URL(string: relative), url.relativeString == relative, url.baseURL == nil else {
+                return nil
+            }
             return url
         }
         guard let b = URL(string: base), b.absoluteString == base, b.baseURL == nil,
-              let url = URL(string: relative, relativeTo: b), url.relativeString == relative,
-              url.baseURL?.absoluteString == base
+            let url = URL(string: relative, relativeTo: b), url.relativeString == relative,
+            url.baseURL?.absoluteString == base
         else { return nil }
         return url
     }
@@ -81,8 +83,10 @@ enum ArchiveURL {
         if let colon = s[..<firstSlash].firstIndex(of: UInt8(ascii: ":")) {
             guard form != .relative else { return "has a scheme (a URL with a base is a relative reference)" }
             guard colon > 0, s[0].isASCIILetter,
-                  s[1..<colon].allSatisfy({ $0.isASCIILetter || $0.isDigit || $0 == UInt8(ascii: "+")
-                      || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") })
+                s[1..<colon].allSatisfy({
+                    $0.isASCIILetter || $0.isDigit || $0 == UInt8(ascii: "+")
+                        || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".")
+                })
             else { return colon == 0 ? "empty scheme" : "bad scheme (or \":\" in a first path segment)" }
             start = colon + 1
         } else if form == .absolute {
@@ -179,39 +183,45 @@ enum ArchiveURL {
     /// Four dec-octets (0-255, no leading zero) separated by ".".
     private static func isIPv4(_ s: Slice<Bytes>) -> Bool {
         let octets = s.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        return octets.count == 4 && octets.allSatisfy { o in
-            guard (1...3).contains(o.count), o.allSatisfy(\.isDigit), o.count == 1 || o.first != UInt8(ascii: "0") else {
-                return false
+        return octets.count == 4
+            && octets.allSatisfy { o in
+                guard (1...3).contains(o.count), o.allSatisfy(\.isDigit), o.count == 1 || o.first != UInt8(ascii: "0")
+                else {
+                    return false
+                }
+                return o.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) } <= 255
             }
-            return o.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) } <= 255
-        }
     }
 }
 
-private extension UInt8 {
-    var isDigit: Bool { self >= UInt8(ascii: "0") && self <= UInt8(ascii: "9") }
-    var isASCIILetter: Bool { (self | 0x20) >= UInt8(ascii: "a") && (self | 0x20) <= UInt8(ascii: "z") }
-    var isHexDigit: Bool { isDigit || ((self | 0x20) >= UInt8(ascii: "a") && (self | 0x20) <= UInt8(ascii: "f")) }
-    var isUnreserved: Bool {
+extension UInt8 {
+    fileprivate var isDigit: Bool { self >= UInt8(ascii: "0") && self <= UInt8(ascii: "9") }
+    fileprivate var isASCIILetter: Bool { (self | 0x20) >= UInt8(ascii: "a") && (self | 0x20) <= UInt8(ascii: "z") }
+    fileprivate var isHexDigit: Bool {
+        isDigit || ((self | 0x20) >= UInt8(ascii: "a") && (self | 0x20) <= UInt8(ascii: "f"))
+    }
+    fileprivate var isUnreserved: Bool {
         isDigit || isASCIILetter || self == UInt8(ascii: "-") || self == UInt8(ascii: ".")
             || self == UInt8(ascii: "_") || self == UInt8(ascii: "~")
     }
     /// `!$&'()*+,;=`
-    var isSubDelim: Bool {
+    fileprivate var isSubDelim: Bool {
         switch self {
         case UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("),
-             UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"),
-             UInt8(ascii: "="): true
+            UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"),
+            UInt8(ascii: "="):
+            true
         default: false
         }
     }
     /// `:/?#[]@`
-    var isGenDelim: Bool {
+    fileprivate var isGenDelim: Bool {
         switch self {
         case UInt8(ascii: ":"), UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#"), UInt8(ascii: "["),
-             UInt8(ascii: "]"), UInt8(ascii: "@"): true
+            UInt8(ascii: "]"), UInt8(ascii: "@"):
+            true
         default: false
         }
     }
-    var isBracket: Bool { self == UInt8(ascii: "[") || self == UInt8(ascii: "]") }
+    fileprivate var isBracket: Bool { self == UInt8(ascii: "[") || self == UInt8(ascii: "]") }
 }

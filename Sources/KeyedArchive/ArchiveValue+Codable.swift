@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// `ArchiveValue` through any coder (JSON, property lists, ...): a keyed container whose one key names the
@@ -50,8 +50,10 @@ extension ArchiveValue: Codable {
         let c = try decoder.container(keyedBy: Key.self)
         let kinds = c.allKeys.filter { $0 != .base && $0 != .className }
         guard kinds.count == 1, let kind = kinds.first else {
-            throw DecodingError.dataCorrupted(.init(codingPath: c.codingPath,
-                                                    debugDescription: "expected exactly one kind key, found \(kinds.count)"))
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: c.codingPath,
+                    debugDescription: "expected exactly one kind key, found \(kinds.count)"))
         }
         switch kind {
         case .null: self = .null
@@ -90,8 +92,10 @@ extension ArchiveValue: Codable {
             self = .anyKeyDictionary(d)
         case .set: self = .set(Set(try c.decode([ArchiveValue].self, forKey: kind)))
         case .object:
-            self = .object(ArchiveObject(className: try c.decode(String.self, forKey: .className),
-                                         fields: try c.decode([String: ArchiveValue].self, forKey: kind)))
+            self = .object(
+                ArchiveObject(
+                    className: try c.decode(String.self, forKey: .className),
+                    fields: try c.decode([String: ArchiveValue].self, forKey: kind)))
         case .shared: self = .shared(ArchiveShared(try c.decode(ArchiveValue.self, forKey: kind)))
         case .base, .className: throw DecodingError.dataCorruptedError(forKey: kind, in: c, debugDescription: "no kind")
         }

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 extension ArchiveValue {
@@ -22,7 +22,8 @@ extension ArchiveValue {
     }
 
     /// Depth-bounded (`maxDepth`, checked before descending), so the recursion is bounded too.
-    private static func converting(_ value: Any, depth: Int, _ budget: inout PropertyListBudget) throws -> ArchiveValue {
+    private static func converting(_ value: Any, depth: Int, _ budget: inout PropertyListBudget) throws -> ArchiveValue
+    {
         try budget.count(depth)
         if let v = scalar(value) { return v }
         if Mirror(reflecting: value).displayStyle == .optional {

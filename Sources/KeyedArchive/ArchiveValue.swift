@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// One heterogeneous value: what an archive stores.
@@ -78,23 +78,23 @@ extension ArchiveValue: Hashable {
     public static func == (lhs: ArchiveValue, rhs: ArchiveValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
-        case let (.bool(a), .bool(b)): return a == b
-        case let (.int(a), .int(b)): return a == b
-        case let (.uint(a), .uint(b)): return a == b
-        case let (.double(a), .double(b)): return a.bitPattern == b.bitPattern
-        case let (.string(a), .string(b)): return a == b
-        case let (.data(a), .data(b)): return a == b
-        case let (.date(a), .date(b)):
+        case (.bool(let a), .bool(let b)): return a == b
+        case (.int(let a), .int(let b)): return a == b
+        case (.uint(let a), .uint(let b)): return a == b
+        case (.double(let a), .double(let b)): return a.bitPattern == b.bitPattern
+        case (.string(let a), .string(let b)): return a == b
+        case (.data(let a), .data(let b)): return a == b
+        case (.date(let a), .date(let b)):
             return a.timeIntervalSinceReferenceDate.bitPattern == b.timeIntervalSinceReferenceDate.bitPattern
-        case let (.uuid(a), .uuid(b)): return a == b
-        case let (.url(a), .url(b)):
+        case (.uuid(let a), .uuid(let b)): return a == b
+        case (.url(let a), .url(let b)):
             return a.relativeString == b.relativeString && a.baseURL?.absoluteString == b.baseURL?.absoluteString
-        case let (.array(a), .array(b)): return a == b
-        case let (.dictionary(a), .dictionary(b)): return a == b
-        case let (.anyKeyDictionary(a), .anyKeyDictionary(b)): return a == b
-        case let (.set(a), .set(b)): return a == b
-        case let (.object(a), .object(b)): return a == b
-        case let (.shared(a), .shared(b)): return a == b
+        case (.array(let a), .array(let b)): return a == b
+        case (.dictionary(let a), .dictionary(let b)): return a == b
+        case (.anyKeyDictionary(let a), .anyKeyDictionary(let b)): return a == b
+        case (.set(let a), .set(let b)): return a == b
+        case (.object(let a), .object(let b)): return a == b
+        case (.shared(let a), .shared(let b)): return a == b
         default: return false
         }
     }

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// Writes items (SPEC.md Part 2 §A5) with an explicit work stack, interning strings and shared boxes as it
@@ -40,8 +40,10 @@ struct ArchiveWriter {
         case endShared(index: Int, start: Int, depth: Int, outerDeepest: Int)
     }
 
-    init(sorted: Bool, limits: ArchiveLimits, sortKeys: ArchiveSortKeys? = nil, isSortKey: Bool = false,
-         countsOrders: Bool = false) {
+    init(
+        sorted: Bool, limits: ArchiveLimits, sortKeys: ArchiveSortKeys? = nil, isSortKey: Bool = false,
+        countsOrders: Bool = false
+    ) {
         self.sorted = sorted
         self.limits = limits
         self.sortKeys = sortKeys ?? ArchiveSortKeys(limits: limits)
@@ -103,7 +105,9 @@ struct ArchiveWriter {
             let id = ObjectIdentifier(box)
             if let index = sharedIndex[id] {
                 // Boxes are immutable, so a box in progress cannot be met again; checked all the same.
-                guard let (size, height) = sharedSize[index] else { throw ArchiveError(.cycle, "shared value \(index)") }
+                guard let (size, height) = sharedSize[index] else {
+                    throw ArchiveError(.cycle, "shared value \(index)")
+                }
                 // The reference stands for the definition: it reaches `height - 1` levels below its own depth.
                 guard height - 1 <= limits.maxDepth - depth else {
                     throw ArchiveError(.depthLimit, "shared value \(index) of height \(height) at depth \(depth)")
@@ -213,11 +217,13 @@ struct ArchiveWriter {
     /// sorted writer's is, by ``ArchiveSortKeys/ordered(_:)`` or as a sorted archive was read), else in hash
     /// order.
     private func ordered(_ item: ArchiveOrderedValue) -> ArchiveOrderedValue {
-        precondition(!sorted || item.parts != nil || item.elements.count + item.entries.count < 2, "order not worked out")
+        precondition(
+            !sorted || item.parts != nil || item.elements.count + item.entries.count < 2, "order not worked out")
         return item
     }
 
-    private func pushFields(_ d: [String: ArchiveValue], of item: ArchiveOrderedValue, depth: Int, stack: inout [Task]) {
+    private func pushFields(_ d: [String: ArchiveValue], of item: ArchiveOrderedValue, depth: Int, stack: inout [Task])
+    {
         var entries = d.map { (key: $0.key, value: $0.value) }
         if sorted { entries.sort { $0.key.utf8Precedes($1.key) } }
         for e in entries.reversed() {
@@ -271,4 +277,3 @@ struct ArchiveWriter {
         for i in 0..<8 { out.append(UInt8(truncatingIfNeeded: v >> (8 * i))) }
     }
 }
-

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// Reads a `bplist00` property list, totally: every offset, count, reference and field size is checked
@@ -96,19 +96,25 @@ struct BinaryPlistReader {
         let t = bytes.count - Self.trailerSize
         offsetIntSize = Int(bytes[t + 6])
         refSize = Int(bytes[t + 7])
-        let rawCount = be(t + 8, 8), rawTop = be(t + 16, 8), rawTable = be(t + 24, 8)
+        let rawCount = be(t + 8, 8)
+        let rawTop = be(t + 16, 8)
+        let rawTable = be(t + 24, 8)
         guard (1...8).contains(offsetIntSize), (1...8).contains(refSize) else {
-            throw ArchiveError(.invalidPlistTrailer, at: t + 6, "offset size \(offsetIntSize), reference size \(refSize)")
+            throw ArchiveError(
+                .invalidPlistTrailer, at: t + 6, "offset size \(offsetIntSize), reference size \(refSize)")
         }
         guard rawCount >= 1 else { throw ArchiveError(.invalidPlistTrailer, at: t + 8, "no objects") }
         guard rawCount <= UInt64(limits.maxValues) else {
             throw ArchiveError(.valueLimit, at: t + 8, "\(rawCount) objects, more than \(limits.maxValues)")
         }
         count = Int(rawCount)  // at most maxValues, an Int
-        guard rawTop < rawCount else { throw ArchiveError(.invalidPlistTrailer, at: t + 16, "top object \(rawTop) of \(rawCount)") }
+        guard rawTop < rawCount else {
+            throw ArchiveError(.invalidPlistTrailer, at: t + 16, "top object \(rawTop) of \(rawCount)")
+        }
         // The table follows the objects and ends at the trailer: count * offsetIntSize bytes exactly.
         let (tableSize, o1) = count.multipliedReportingOverflow(by: offsetIntSize)
-        guard !o1, rawTable >= UInt64(Self.magic.count + 1), rawTable <= UInt64(t), tableSize == t - Int(rawTable) else {
+        guard !o1, rawTable >= UInt64(Self.magic.count + 1), rawTable <= UInt64(t), tableSize == t - Int(rawTable)
+        else {
             throw ArchiveError(.invalidPlistTrailer, at: t + 24, "offset table at \(rawTable) for \(count) offsets")
         }
         tableStart = Int(rawTable)
@@ -117,7 +123,8 @@ struct BinaryPlistReader {
             throw ArchiveError(.invalidPlistTrailer, at: t + 7, "\(refSize)-byte references for \(count) objects")
         }
         if offsetIntSize < 8, UInt64(tableStart) >> (8 * offsetIntSize) != 0 {
-            throw ArchiveError(.invalidPlistTrailer, at: t + 6, "\(offsetIntSize)-byte offsets for a \(tableStart)-byte area")
+            throw ArchiveError(
+                .invalidPlistTrailer, at: t + 6, "\(offsetIntSize)-byte offsets for a \(tableStart)-byte area")
         }
         return Int(rawTop)
     }
@@ -175,7 +182,8 @@ struct BinaryPlistReader {
             try span(p - start + refCount.partialValue * refSize, object: index, at: start)
             refsRead += refCount.partialValue  // each at most the object area: no overflow
             guard refsRead <= limits.maxExpandedValues else {
-                throw ArchiveError(.expansionLimit, at: start, "more than \(limits.maxExpandedValues) values once expanded")
+                throw ArchiveError(
+                    .expansionLimit, at: start, "more than \(limits.maxExpandedValues) values once expanded")
             }
             var refs: [Int] = []
             refs.reserveCapacity(refCount.partialValue)
@@ -202,12 +210,14 @@ struct BinaryPlistReader {
 
     /// Builds a finished container from its children, within the expansion and depth limits.
     private mutating func finish(_ frame: Frame) throws {
-        var size = 1, h = 0
+        var size = 1
+        var h = 0
         for r in frame.refs {
             size += expanded[r]  // each at most maxExpandedValues: no overflow
             guard size <= limits.maxExpandedValues else {
-                throw ArchiveError(.expansionLimit, at: try offset(of: frame.object),
-                                   "more than \(limits.maxExpandedValues) values once expanded")
+                throw ArchiveError(
+                    .expansionLimit, at: try offset(of: frame.object),
+                    "more than \(limits.maxExpandedValues) values once expanded")
             }
             h = max(h, height[r])
         }
@@ -335,7 +345,9 @@ struct BinaryPlistReader {
             }
             try need(2 * n)
             let base = p
-            let units = (0..<n).lazy.map { UInt16(self.bytes[base + 2 * $0]) << 8 | UInt16(self.bytes[base + 2 * $0 + 1]) }
+            let units = (0..<n).lazy.map {
+                UInt16(self.bytes[base + 2 * $0]) << 8 | UInt16(self.bytes[base + 2 * $0 + 1])
+            }
             guard let s = String(validating: units, as: UTF16.self) else {
                 throw ArchiveError(.invalidString, at: start, "unpaired surrogate in a UTF-16 string")
             }

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// Writes a `bplist00` property list with an explicit work list (no recursion). Strings, integers and UIDs
@@ -43,12 +43,13 @@ struct BinaryPlistWriter {
 
     /// The index of `value`'s object: a scalar is encoded now, a container is reserved and queued.
     private mutating func add(_ value: PropertyList) -> Int {
-        let key: Unique? = switch value {
-        case .string(let s): .string(ExactString(string: s))
-        case .int(let v): .int(v)
-        case .uid(let v): .uid(v)
-        default: nil
-        }
+        let key: Unique? =
+            switch value {
+            case .string(let s): .string(ExactString(string: s))
+            case .int(let v): .int(v)
+            case .uid(let v): .uid(v)
+            default: nil
+            }
         if let key, let index = unique[key] { return index }
         let index = nodes.count
         switch value {
@@ -120,7 +121,8 @@ struct BinaryPlistWriter {
         let offsetSize = Self.minimalSize(UInt64(tableStart), allowed: Array(1...8))
         for o in offsets { out += Self.bigEndian(UInt64(o), offsetSize) }
         out += [0, 0, 0, 0, 0, 0, UInt8(offsetSize), UInt8(refSize)]  // 5 unused, sort version
-        out += Self.bigEndian(UInt64(nodes.count), 8) + Self.bigEndian(UInt64(top), 8)
+        out +=
+            Self.bigEndian(UInt64(nodes.count), 8) + Self.bigEndian(UInt64(top), 8)
             + Self.bigEndian(UInt64(tableStart), 8)
         return out
     }

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// NSKeyedArchiver interoperability: archives written by Apple's `NSKeyedArchiver` (binary or XML property
@@ -68,6 +68,6 @@ public enum NSKeyedArchive {
     static let standardClasses: Set<String> = [
         "NSString", "NSMutableString", "NSNumber", "NSData", "NSMutableData", "NSDate", "NSArray",
         "NSMutableArray", "NSDictionary", "NSMutableDictionary", "NSSet", "NSMutableSet", "NSOrderedSet",
-        "NSMutableOrderedSet", "NSUUID", "NSURL", "NSNull",
+        "NSMutableOrderedSet", "NSUUID", "NSURL", "NSNull"
     ]
 }

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// Exports a value as NSKeyedArchiver's object graph with a work list (no recursion): each value gets a UID
@@ -40,7 +40,7 @@ struct NSKeyedExporter {
             "$archiver": .string("NSKeyedArchiver"),
             "$version": .int(NSKeyedArchive.archiverVersion),
             "$top": .dictionary(["root": rootUID]),
-            "$objects": .array(objects),
+            "$objects": .array(objects)
         ])
     }
 
@@ -89,9 +89,10 @@ struct NSKeyedExporter {
     private mutating func classUID(_ name: String) -> PropertyList {
         if let index = classes[name] { return .uid(UInt64(index)) }
         let index = objects.count
-        objects.append(.dictionary([
-            "$classname": .string(name), "$classes": .array([.string(name), .string("NSObject")]),
-        ]))
+        objects.append(
+            .dictionary([
+                "$classname": .string(name), "$classes": .array([.string(name), .string("NSObject")])
+            ]))
         classes[name] = index
         return .uid(UInt64(index))
     }
@@ -130,23 +131,28 @@ struct NSKeyedExporter {
                 }
                 base = try uid(.url(absolute), depth: next)
             }
-            return instance("NSURL", ["NS.base": base, "NS.relative": try uid(.string(url.relativeString), depth: next)])
+            return instance(
+                "NSURL", ["NS.base": base, "NS.relative": try uid(.string(url.relativeString), depth: next)])
         case .array:
             return instance("NSArray", ["NS.objects": .array(try item.items.map { try uid($0, depth: next) })])
         case .set:
             return instance("NSSet", ["NS.objects": .array(try item.elements.map { try uid($0, depth: next) })])
         case .dictionary:
             let fields = item.fields
-            return instance("NSDictionary", [
-                "NS.keys": .array(try fields.map { try uid(.string($0.key), depth: next) }),
-                "NS.objects": .array(try fields.map { try uid($0.value, depth: next) }),
-            ])
+            return instance(
+                "NSDictionary",
+                [
+                    "NS.keys": .array(try fields.map { try uid(.string($0.key), depth: next) }),
+                    "NS.objects": .array(try fields.map { try uid($0.value, depth: next) })
+                ])
         case .anyKeyDictionary:
             let entries = item.entries
-            return instance("NSDictionary", [
-                "NS.keys": .array(try entries.map { try uid($0.key, depth: next) }),
-                "NS.objects": .array(try entries.map { try uid($0.value, depth: next) }),
-            ])
+            return instance(
+                "NSDictionary",
+                [
+                    "NS.keys": .array(try entries.map { try uid($0.key, depth: next) }),
+                    "NS.objects": .array(try entries.map { try uid($0.value, depth: next) })
+                ])
         case .object(let o):
             guard !o.className.isEmpty, !NSKeyedArchive.standardClasses.contains(o.className) else {
                 throw ArchiveError(.notExportable, "class name \(o.className.isEmpty ? "empty" : "reserved")")

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// Imports an NSKeyedArchiver property list in two passes without recursion: a depth-first walk from `$top`
@@ -48,7 +48,9 @@ struct NSKeyedImporter {
         guard case .array(let objects)? = root["$objects"], objects.first == .string("$null") else {
             throw ArchiveError(.notAKeyedArchive, "no $objects array starting with $null")
         }
-        guard case .dictionary(let top)? = root["$top"] else { throw ArchiveError(.notAKeyedArchive, "no $top dictionary") }
+        guard case .dictionary(let top)? = root["$top"] else {
+            throw ArchiveError(.notAKeyedArchive, "no $top dictionary")
+        }
         guard objects.count <= limits.maxValues else {
             throw ArchiveError(.valueLimit, "\(objects.count) objects, more than \(limits.maxValues)")
         }
@@ -97,17 +99,21 @@ struct NSKeyedImporter {
     /// The fields a standard class's value is decoded from; a class not here (NSOrderedSet, any other class)
     /// is decoded from all of its fields.
     private static let fieldsRead: [String: [String]] = [
-        "NSString": ["NS.string"], "NSMutableString": ["NS.string"], "NSData": ["NS.data"], "NSMutableData": ["NS.data"],
+        "NSString": ["NS.string"], "NSMutableString": ["NS.string"], "NSData": ["NS.data"],
+        "NSMutableData": ["NS.data"],
         "NSDate": [], "NSUUID": [], "NSNull": [], "NSURL": ["NS.base", "NS.relative"],
-        "NSArray": ["NS.objects"], "NSMutableArray": ["NS.objects"], "NSSet": ["NS.objects"], "NSMutableSet": ["NS.objects"],
-        "NSDictionary": ["NS.keys", "NS.objects"], "NSMutableDictionary": ["NS.keys", "NS.objects"],
+        "NSArray": ["NS.objects"], "NSMutableArray": ["NS.objects"], "NSSet": ["NS.objects"],
+        "NSMutableSet": ["NS.objects"],
+        "NSDictionary": ["NS.keys", "NS.objects"], "NSMutableDictionary": ["NS.keys", "NS.objects"]
     ]
 
     /// The fields an object's value is decoded from, when its `$class` names a standard class; nil for other
     /// classes (decoded from all of their fields) and for a `$class` that is no class (an error when built).
     private func fieldsRead(_ fields: [String: PropertyList]) -> [String]? {
-        guard case .uid(let c)? = fields["$class"], c > 0, c < UInt64(objects.count), case .dictionary(let d) = objects[Int(c)],
-              case .string(let name)? = d["$classname"] else { return nil }
+        guard case .uid(let c)? = fields["$class"], c > 0, c < UInt64(objects.count),
+            case .dictionary(let d) = objects[Int(c)],
+            case .string(let name)? = d["$classname"]
+        else { return nil }
         return Self.fieldsRead[name]
     }
 
@@ -121,7 +127,9 @@ struct NSKeyedImporter {
         let room = limits.maxValues - valuesBuilt
         func add(_ i: Int, to list: inout [Int]) throws {
             guard list.count < room else {
-                throw ArchiveError(.valueLimit, "object \(index) holds more references than the \(limits.maxValues) values an import builds")
+                throw ArchiveError(
+                    .valueLimit,
+                    "object \(index) holds more references than the \(limits.maxValues) values an import builds")
             }
             list.append(i)
         }
@@ -156,7 +164,8 @@ struct NSKeyedImporter {
         for key in read {
             switch fields[key] {
             case .uid(let raw)?: if let i = try self.index(raw) { try add(i, to: &uses) }
-            case .array(let a)?: for case .uid(let raw) in a { if let i = try self.index(raw) { try add(i, to: &uses) } }
+            case .array(let a)?:
+                for case .uid(let raw) in a { if let i = try self.index(raw) { try add(i, to: &uses) } }
             default: break
             }
         }
@@ -231,11 +240,13 @@ struct NSKeyedImporter {
     /// level L names reaches L + its height. Nil for a standard class (its value is the objects it names).
     private func inlineValues(of index: Int) -> (count: Int, height: Int)? {
         guard case .dictionary(let fields) = objects[index], fieldsRead(fields) == nil else { return nil }
-        var count = 0, h = 0
+        var count = 0
+        var h = 0
         var stack: [(PropertyList, Int)] = fields.filter { $0.key != "$class" }.map { ($0.value, 0) }
         while let (p, level) = stack.popLast() {
             switch p {
-            case .uid(let raw): h = max(h, level + (raw == 0 ? 1 : height[Int(raw)]))  // every UID was checked and built
+            // every UID was checked and built
+            case .uid(let raw): h = max(h, level + (raw == 0 ? 1 : height[Int(raw)]))
             case .array(let a), .set(let a):
                 count += 1
                 h = max(h, level + 1)
@@ -255,7 +266,8 @@ struct NSKeyedImporter {
     // MARK: Building
 
     private mutating func build(_ index: Int) throws {
-        var size = 1, h = 0
+        var size = 1
+        var h = 0
         let children = childLists[index]
         childLists[index] = []
         for c in children {
@@ -283,7 +295,9 @@ struct NSKeyedImporter {
             if references[index] > 1 {
                 // A shared definition's value is one level below the box (SPEC.md Part 2 §A3).
                 height[index] += 1
-                guard height[index] <= limits.maxDepth else { throw ArchiveError(.depthLimit, "deeper than \(limits.maxDepth)") }
+                guard height[index] <= limits.maxDepth else {
+                    throw ArchiveError(.depthLimit, "deeper than \(limits.maxDepth)")
+                }
                 value = .shared(ArchiveShared(value))
             }
         default: break
@@ -336,14 +350,16 @@ struct NSKeyedImporter {
             for i in 0..<n {
                 let key = "NS.object.\(i)"
                 guard case .uid? = fields[key] else {
-                    throw fields[key] == nil ? ArchiveError(.missingField, "object \(index) (\(className)): no \(key)")
+                    throw fields[key] == nil
+                        ? ArchiveError(.missingField, "object \(index) (\(className)): no \(key)")
                         : f.wrongType(key)
                 }
                 items.append(try resolve(try f.require(key)))
             }
             return .array(items)
         case "NSDictionary", "NSMutableDictionary":
-            let keys = try f.uidArray("NS.keys"), values = try f.uidArray("NS.objects")
+            let keys = try f.uidArray("NS.keys")
+            let values = try f.uidArray("NS.objects")
             guard keys.count == values.count else {
                 throw ArchiveError(.countMismatch, "object \(index): \(keys.count) keys, \(values.count) objects")
             }
@@ -373,8 +389,12 @@ struct NSKeyedImporter {
                 throw ArchiveError(.invalidValue, "object \(index): NS.uuidbytes of \(bytes.count) bytes, not 16")
             }
             let b = [UInt8](bytes)
-            return .uuid(UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
-                                     b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])))
+            return .uuid(
+                UUID(
+                    uuid: (
+                        b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+                        b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]
+                    )))
         case "NSURL":
             var base: URL?
             switch try resolve(fields["NS.base"] ?? .uid(0)) {
@@ -435,7 +455,9 @@ struct NSKeyedImporter {
         }
         enum Task {
             case visit(PropertyList)
-            case array(Int), set(Int), dictionary([String])
+            case array(Int)
+            case set(Int)
+            case dictionary([String])
         }
         var tasks: [Task] = [.visit(root)]
         var results: [ArchiveValue] = []
@@ -491,7 +513,9 @@ private struct Fields {
     let index: Int
 
     func require(_ key: String) throws -> PropertyList {
-        guard let v = fields[key] else { throw ArchiveError(.missingField, "object \(index) (\(className)): no \(key)") }
+        guard let v = fields[key] else {
+            throw ArchiveError(.missingField, "object \(index) (\(className)): no \(key)")
+        }
         return v
     }
 

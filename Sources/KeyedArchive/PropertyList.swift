@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// A property list, as a `bplist00` or XML plist holds it: the layer NSKeyedArchiver archives are written in.

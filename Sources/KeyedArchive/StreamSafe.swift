@@ -16,7 +16,8 @@ public enum StreamSafe {
     /// The length of the longest run of consecutive non-starters (canonical combining class other than 0) in
     /// the canonical decomposition of `s`. Linear in the string's length; stops early once `limit` is passed.
     public static func longestNonStarterRun(_ s: String, limit: Int = Int.max) -> Int {
-        var run = 0, longest = 0
+        var run = 0
+        var longest = 0
         for scalar in s.unicodeScalars {
             let (leading, trailing) = nonStarters(scalar)
             if leading < 0 {
@@ -52,7 +53,8 @@ public enum StreamSafe {
         // Precomposed starters: binary search of the table, only for scalars in its range.
         let table = trailingNonStarters
         guard v <= table[table.count - 1] >> 2 else { return (-1, 0) }
-        var lo = 0, hi = table.count
+        var lo = 0
+        var hi = table.count
         while lo < hi {
             let mid = (lo + hi) / 2
             let cp = table[mid] >> 2
@@ -164,6 +166,6 @@ public enum StreamSafe {
         0x3ECD5, 0x3ECD9, 0x3ECE1, 0x3ECE5, 0x3ECE9, 0x3ECED, 0x3ECF1, 0x3ECF9, 0x3ED01, 0x3ED05,
         0x3ED0D, 0x3ED11, 0x3ED19, 0x3ED1D, 0x3ED21, 0x3ED25, 0x3ED29, 0x3ED2D, 0x3ED31, 0x3ED35,
         0x3ED39, 0x41725, 0x41791, 0x44269, 0x44271, 0x442AD, 0x74579, 0x7457D, 0x74582, 0x74586,
-        0x7458A, 0x7458E, 0x74592, 0x746ED, 0x746F1, 0x746F6, 0x746FA, 0x746FE, 0x74702,
+        0x7458A, 0x7458E, 0x74592, 0x746ED, 0x746F1, 0x746F6, 0x746FA, 0x746FE, 0x74702
     ]
 }

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// Reads an XML property list (the `PropertyList-1.0` DTD) with an explicit stack of open containers:
@@ -63,8 +63,11 @@ struct XMLPlistReader {
                 switch (frame, tag.name) {
                 case (.array(let items), "array"): value = .array(items)
                 case (.dictionary(let d, nil), "dict"):
-                    if d.count == 1, case .int(let uid)? = d["CF$UID"], uid >= 0 { value = .uid(UInt64(uid)) }
-                    else { value = .dictionary(d) }
+                    if d.count == 1, case .int(let uid)? = d["CF$UID"], uid >= 0 {
+                        value = .uid(UInt64(uid))
+                    } else {
+                        value = .dictionary(d)
+                    }
                 case (.dictionary(_, _?), "dict"):
                     throw ArchiveError(.invalidXML, at: tag.at, "a <key> without a value")
                 default: throw ArchiveError(.invalidXML, at: tag.at, "</\(tag.name)> closes another element")
@@ -190,8 +193,8 @@ struct XMLPlistReader {
             return v
         }
         guard let y = number(0..<4), let m = number(5..<7), let d = number(8..<10), let hh = number(11..<13),
-              let mm = number(14..<16), let ss = number(17..<19), (1...12).contains(m), (1...31).contains(d),
-              hh < 24, mm < 60, ss < 60
+            let mm = number(14..<16), let ss = number(17..<19), (1...12).contains(m), (1...31).contains(d),
+            hh < 24, mm < 60, ss < 60
         else { return nil }
         // Days from the civil date (H. Hinnant's algorithm), relative to 2001-01-01.
         let yy = m <= 2 ? y - 1 : y
@@ -331,8 +334,11 @@ struct XMLPlistReader {
         case "apos": return [0x27]
         default:
             var code: UInt32?
-            if body.hasPrefix("#x") || body.hasPrefix("#X") { code = UInt32(body.dropFirst(2), radix: 16) }
-            else if body.hasPrefix("#") { code = UInt32(body.dropFirst(), radix: 10) }
+            if body.hasPrefix("#x") || body.hasPrefix("#X") {
+                code = UInt32(body.dropFirst(2), radix: 16)
+            } else if body.hasPrefix("#") {
+                code = UInt32(body.dropFirst(), radix: 10)
+            }
             guard let code, code != 0, let scalar = Unicode.Scalar(code) else {
                 throw ArchiveError(.invalidXML, at: at, "unknown entity")
             }

@@ -33,7 +33,9 @@ package struct StreamKey: Sendable {
     }
 
     package static func index(_ keys: Subkeys, vaultID: [UInt8], generation: UInt64) -> StreamKey {
-        StreamKey(key: keys.index, label: "kcar-idx-v1", vaultID: vaultID, naming: withUnsafeBytes(of: generation.littleEndian, Array.init))
+        StreamKey(
+            key: keys.index, label: "kcar-idx-v1", vaultID: vaultID,
+            naming: withUnsafeBytes(of: generation.littleEndian, Array.init))
     }
 
     package func ad(chunk: UInt32, last: Bool) -> [UInt8] {
@@ -72,8 +74,10 @@ package enum Blocks {
         var index: UInt32 = 0
         while start < plaintext.count {
             let end = min(start + Limits.chunkSize, plaintext.count)
-            jobs.append(ChunkJob(plaintext: plaintext[start..<end], index: index, last: end == plaintext.count,
-                                 nonce: random.bytes(Sodium.aeadNonceBytes), key: key))
+            jobs.append(
+                ChunkJob(
+                    plaintext: plaintext[start..<end], index: index, last: end == plaintext.count,
+                    nonce: random.bytes(Sodium.aeadNonceBytes), key: key))
             start = end
             index += 1
         }
@@ -98,9 +102,10 @@ package enum Blocks {
                 return n
             }
             for i in 0..<4 { b[p0 + 1 + i] = UInt8(truncatingIfNeeded: UInt32(n) >> (8 * i)) }
-            let sealed = Sodium.sealInPlace(key: job.key.key, nonce: job.nonce,
-                                            buffer: UnsafeMutableRawBufferPointer(rebasing: b[p0...]),
-                                            plaintextLength: 5 + payloadLength, ad: job.key.ad(chunk: job.index, last: job.last))
+            let sealed = Sodium.sealInPlace(
+                key: job.key.key, nonce: job.nonce,
+                buffer: UnsafeMutableRawBufferPointer(rebasing: b[p0...]),
+                plaintextLength: 5 + payloadLength, ad: job.key.ad(chunk: job.index, last: job.last))
             for i in 0..<4 { b[i] = UInt8(truncatingIfNeeded: UInt32(sealed) >> (8 * i)) }
             for i in 0..<Sodium.aeadNonceBytes { b[4 + i] = job.nonce[i] }
             return sealed
@@ -126,17 +131,23 @@ package enum Blocks {
     }
 
     /// Opens one block's sealed bytes into its chunk plaintext, enforcing SPEC.md §6.
-    static func open(nonce: [UInt8], sealed: [UInt8], key: StreamKey, index: UInt32, last: Bool,
-                     fail: (String) -> VaultError) throws -> [UInt8] {
+    static func open(
+        nonce: [UInt8], sealed: [UInt8], key: StreamKey, index: UInt32, last: Bool,
+        fail: (String) -> VaultError
+    ) throws -> [UInt8] {
         // Room for any chunk: never nil.
-        try open(nonce: nonce, sealed: sealed, key: key, index: index, last: last, room: Limits.chunkSize, fail: fail) ?? []
+        try open(nonce: nonce, sealed: sealed, key: key, index: index, last: last, room: Limits.chunkSize, fail: fail)
+            ?? []
     }
 
     /// As ``open(nonce:sealed:key:index:last:fail:)``, but nil, before inflating, if the chunk declares more
     /// than `room` bytes: the caller's budget decides, not the chunk.
-    static func open(nonce: [UInt8], sealed: [UInt8], key: StreamKey, index: UInt32, last: Bool, room: Int,
-                     fail: (String) -> VaultError) throws -> [UInt8]? {
-        guard var p = Sodium.open(key: key.key, nonce: nonce, ciphertext: sealed, ad: key.ad(chunk: index, last: last)) else {
+    static func open(
+        nonce: [UInt8], sealed: [UInt8], key: StreamKey, index: UInt32, last: Bool, room: Int,
+        fail: (String) -> VaultError
+    ) throws -> [UInt8]? {
+        guard var p = Sodium.open(key: key.key, nonce: nonce, ciphertext: sealed, ad: key.ad(chunk: index, last: last))
+        else {
             throw fail("chunk \(index) does not authenticate")
         }
         defer { wipe(&p) }
@@ -155,7 +166,9 @@ package enum Blocks {
             return Array(p[5...])
         case 1:
             guard payload < length else { throw fail("chunk \(index) is compressed but not smaller") }
-            let out = p.withUnsafeBytes { Deflate.inflate(UnsafeRawBufferPointer(rebasing: $0[5...]), expected: length) }
+            let out = p.withUnsafeBytes {
+                Deflate.inflate(UnsafeRawBufferPointer(rebasing: $0[5...]), expected: length)
+            }
             guard let out else { throw fail("chunk \(index) does not inflate to \(length) bytes") }
             return out
         default:
@@ -219,8 +232,11 @@ struct BlockReader {
         let blockEnd = position + UInt64(Blocks.frameBytes + sealedLength)
         guard blockEnd <= end else { throw fail("block \(index) runs past its extent") }
         let sealed = try bytes(sealedLength, at: position + UInt64(Blocks.frameBytes))
-        guard let chunk = try Blocks.open(nonce: Array(frame[4..<28]), sealed: sealed, key: key, index: index,
-                                          last: blockEnd == end, room: room, fail: fail) else {
+        guard
+            let chunk = try Blocks.open(
+                nonce: Array(frame[4..<28]), sealed: sealed, key: key, index: index,
+                last: blockEnd == end, room: room, fail: fail)
+        else {
             throw fail("chunk \(index) passes the bound on its plaintext")
         }
         position = blockEnd
@@ -237,14 +253,18 @@ struct UnsafeSendable<T>: @unchecked Sendable {
 
 extension Blocks {
     /// Re-seals one block under another key with a fresh nonce, without touching its plaintext (rekey).
-    static func reseal(frame: [UInt8], sealed: [UInt8], from old: StreamKey, to new: StreamKey, index: UInt32, last: Bool,
-                       nonce: [UInt8], fail: (String) -> VaultError) throws -> [UInt8] {
+    static func reseal(
+        frame: [UInt8], sealed: [UInt8], from old: StreamKey, to new: StreamKey, index: UInt32, last: Bool,
+        nonce: [UInt8], fail: (String) -> VaultError
+    ) throws -> [UInt8] {
         let ad = old.ad(chunk: index, last: last)
         guard var p = Sodium.open(key: old.key, nonce: Array(frame[4..<28]), ciphertext: sealed, ad: ad) else {
             throw fail("chunk \(index) does not authenticate")
         }
         defer { wipe(&p) }
-        let resealed = p.withUnsafeBytes { Sodium.seal(key: new.key, nonce: nonce, plaintext: $0, ad: new.ad(chunk: index, last: last)) }
+        let resealed = p.withUnsafeBytes {
+            Sodium.seal(key: new.key, nonce: nonce, plaintext: $0, ad: new.ad(chunk: index, last: last))
+        }
         var out = ByteWriter(capacity: frameBytes + resealed.count)
         out.appendLE(UInt32(resealed.count))
         out.append(contentsOf: nonce)
@@ -260,7 +280,9 @@ extension BlockReader {
         guard end - position >= UInt64(Blocks.frameBytes) else { throw fail("block \(index) is cut short") }
         let frame = try file.read(Blocks.frameBytes, at: position)
         let n = Int(frame.readLE(UInt32.self, at: 0))
-        guard n >= Blocks.sealedMin, n <= Blocks.sealedMax else { throw fail("block \(index) declares \(n) sealed bytes") }
+        guard n >= Blocks.sealedMin, n <= Blocks.sealedMax else {
+            throw fail("block \(index) declares \(n) sealed bytes")
+        }
         let blockEnd = position + UInt64(Blocks.frameBytes + n)
         guard blockEnd <= end else { throw fail("block \(index) runs past its extent") }
         let sealed = try file.read(n, at: position + UInt64(Blocks.frameBytes))

@@ -74,7 +74,8 @@ struct ByteReader {
     /// 16 bytes as an ``ID128``, without allocating.
     mutating func readID() throws -> ID128 {
         guard remaining >= 16 else { throw fail("truncated at byte \(position)") }
-        var h: UInt64 = 0, l: UInt64 = 0
+        var h: UInt64 = 0
+        var l: UInt64 = 0
         for i in 0..<8 { h = h << 8 | UInt64(bytes[position + i]) }
         for i in 8..<16 { l = l << 8 | UInt64(bytes[position + i]) }
         position += 16
@@ -88,7 +89,8 @@ struct ByteReader {
         let s: String? = bytes.withUnsafeBufferPointer { all in
             let b = UnsafeBufferPointer(rebasing: all[start..<start + count])
             // ASCII needs no validation; the rest is validated (overlong forms, surrogates, truncation).
-            return b.allSatisfy { $0 < 0x80 } ? String(decoding: b, as: UTF8.self) : String(validating: b, as: UTF8.self)
+            return b.allSatisfy { $0 < 0x80 }
+                ? String(decoding: b, as: UTF8.self) : String(validating: b, as: UTF8.self)
         }
         guard let s else { throw fail("\(name()) is not UTF-8") }
         position += count

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Dispatch
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Where a new value comes from.
 public enum ValueSource {
@@ -45,8 +46,10 @@ final class CommitWriter {
     private(set) var sequence = 0
     static let batchBytes = 4 << 20
 
-    init(file: File, headerLength: UInt64, vaultID: [UInt8], keys: Subkeys, random: RandomSource, level: Int32,
-         solidMembers: Int = Limits.membersMax, at position: UInt64) {
+    init(
+        file: File, headerLength: UInt64, vaultID: [UInt8], keys: Subkeys, random: RandomSource, level: Int32,
+        solidMembers: Int = Limits.membersMax, at position: UInt64
+    ) {
         self.solidMembers = solidMembers
         self.file = file
         self.headerLength = headerLength
@@ -115,7 +118,8 @@ final class CommitWriter {
         var plain = MemberTable.encode(members.map { ($0.item.id, $0.item.size) })
         for m in members { plain.append(contentsOf: m.value) }
         let recordID = ID128(random.bytes(16))
-        let jobs = Blocks.jobs(for: plain, key: StreamKey.record(keys, vaultID: vaultID, recordID: recordID), random: random)
+        let jobs = Blocks.jobs(
+            for: plain, key: StreamKey.record(keys, vaultID: vaultID, recordID: recordID), random: random)
         var items: [(item: Item, sequence: Int)] = []
         var dataOffset: UInt64 = 0
         for (i, m) in members.enumerated() {
@@ -247,9 +251,11 @@ final class CommitWriter {
         sequence += 1
         let recordID = ID128(random.bytes(16))
         let table = MemberTable.encode([(item.id, size)])
-        openValue = .streamed(ValueStream(item: item, sequence: sequence, recordID: recordID,
-                                          key: StreamKey.record(keys, vaultID: vaultID, recordID: recordID), offset: position,
-                                          total: UInt64(table.count) + size, pending: table))
+        openValue = .streamed(
+            ValueStream(
+                item: item, sequence: sequence, recordID: recordID,
+                key: StreamKey.record(keys, vaultID: vaultID, recordID: recordID), offset: position,
+                total: UInt64(table.count) + size, pending: table))
     }
 
     /// The next bytes of the open value.
@@ -257,12 +263,16 @@ final class CommitWriter {
         switch openValue {
         case .held(let item, let size, var held)?:
             openValue = nil  // the bytes are moved, not copied
-            guard UInt64(held.count + bytes.count) <= size else { throw VaultError(.io, "\(item.displayName): more bytes than the value's size") }
+            guard UInt64(held.count + bytes.count) <= size else {
+                throw VaultError(.io, "\(item.displayName): more bytes than the value's size")
+            }
             held.append(contentsOf: bytes)
             openValue = .held(item: item, size: size, bytes: held)
         case .streamed(var s)?:
             openValue = nil
-            guard s.given + UInt64(bytes.count) <= s.item.size else { throw VaultError(.io, "\(s.item.displayName): more bytes than the value's size") }
+            guard s.given + UInt64(bytes.count) <= s.item.size else {
+                throw VaultError(.io, "\(s.item.displayName): more bytes than the value's size")
+            }
             s.given += UInt64(bytes.count)
             s.pending.append(contentsOf: bytes)
             while s.pending.count >= CommitWriter.batchBytes {
@@ -283,17 +293,22 @@ final class CommitWriter {
         switch value {
         case .held(let item, let size, var bytes)?:
             defer { wipe(&bytes) }
-            guard UInt64(bytes.count) == size else { throw VaultError(.io, "\(item.displayName): input changed size while it was read") }
+            guard UInt64(bytes.count) == size else {
+                throw VaultError(.io, "\(item.displayName): input changed size while it was read")
+            }
             try add(item, bytes: bytes)
         case .streamed(var s)?:
-            guard s.given == s.item.size else { throw VaultError(.io, "\(s.item.displayName): input changed size while it was read") }
+            guard s.given == s.item.size else {
+                throw VaultError(.io, "\(s.item.displayName): input changed size while it was read")
+            }
             if !s.pending.isEmpty {
                 let rest = s.pending
                 s.pending = []
                 try submitChunks(rest, of: &s)
             }
             try drain()
-            s.item.location = RecordLocation(recordID: s.recordID, offset: s.offset, length: position - s.offset, member: 0, dataOffset: 0)
+            s.item.location = RecordLocation(
+                recordID: s.recordID, offset: s.offset, length: position - s.offset, member: 0, dataOffset: 0)
             written.append((s.sequence, s.item))
         case nil:
             preconditionFailure("beginValue() first")
@@ -307,8 +322,10 @@ final class CommitWriter {
         while start < plain.count {
             let end = min(start + Limits.chunkSize, plain.count)
             s.produced += UInt64(end - start)
-            jobs.append(ChunkJob(plaintext: plain[start..<end], index: s.chunkIndex, last: s.produced == s.total,
-                                 nonce: random.bytes(Sodium.aeadNonceBytes), key: s.key))
+            jobs.append(
+                ChunkJob(
+                    plaintext: plain[start..<end], index: s.chunkIndex, last: s.produced == s.total,
+                    nonce: random.bytes(Sodium.aeadNonceBytes), key: s.key))
             s.chunkIndex += 1
             start = end
         }
@@ -317,11 +334,16 @@ final class CommitWriter {
 
     /// Flushes everything added, then writes the index segment for `ops` and the trailer, syncing the data
     /// before the trailer. Returns the new tail.
-    func finish(ops: [IndexOperation], checkpoint: Bool, generation: UInt64, previous: Tail?, itemCount: Int) throws -> Tail {
+    func finish(ops: [IndexOperation], checkpoint: Bool, generation: UInt64, previous: Tail?, itemCount: Int) throws
+        -> Tail
+    {
         precondition(solid.isEmpty && pending.isEmpty && inflight == nil, "flush() before finish()")
         let plain = IndexCodec.encode(ops)
-        guard plain.count <= Limits.indexMax else { throw VaultError(.invalidArgument, "index larger than \(Limits.indexMax) bytes") }
-        let jobs = Blocks.jobs(for: plain, key: StreamKey.index(keys, vaultID: vaultID, generation: generation), random: random)
+        guard plain.count <= Limits.indexMax else {
+            throw VaultError(.invalidArgument, "index larger than \(Limits.indexMax) bytes")
+        }
+        let jobs = Blocks.jobs(
+            for: plain, key: StreamKey.index(keys, vaultID: vaultID, generation: generation), random: random)
         let sealed = Blocks.sealAll(jobs, level: level)
         var out: [UInt8] = []
         for b in sealed { out.append(contentsOf: b) }
@@ -329,19 +351,21 @@ final class CommitWriter {
         try file.write(out, at: headerLength + position)
         position += UInt64(out.count)
         try file.sync()
-        let trailer = Trailer(generation: generation, commitStart: start, indexOffset: indexOffset,
-                              indexLength: UInt64(out.count), previous: previous?.offset ?? Trailer.noPrevious,
-                              itemCount: UInt32(itemCount), checkpoint: checkpoint,
-                              chain: checkpoint ? 0 : (previous?.trailer.chain ?? 0) + 1)
+        let trailer = Trailer(
+            generation: generation, commitStart: start, indexOffset: indexOffset,
+            indexLength: UInt64(out.count), previous: previous?.offset ?? Trailer.noPrevious,
+            itemCount: UInt32(itemCount), checkpoint: checkpoint,
+            chain: checkpoint ? 0 : (previous?.trailer.chain ?? 0) + 1)
         let trailerOffset = position
         try file.write(trailer.encode(vaultID: vaultID, key: keys.trailer), at: headerLength + position)
         position += UInt64(Trailer.size)
         try file.sync()
-        return Tail(trailer: trailer, offset: trailerOffset,
-                    checkpointBytes: checkpoint ? UInt64(out.count) : previous?.checkpointBytes ?? 0,
-                    deltaBytes: checkpoint ? 0 : (previous?.deltaBytes ?? 0) + UInt64(out.count),
-                    chainPlainBytes: plain.count + (checkpoint ? 0 : previous?.chainPlainBytes ?? 0),
-                    chainOps: ops.count + (checkpoint ? 0 : previous?.chainOps ?? 0))
+        return Tail(
+            trailer: trailer, offset: trailerOffset,
+            checkpointBytes: checkpoint ? UInt64(out.count) : previous?.checkpointBytes ?? 0,
+            deltaBytes: checkpoint ? 0 : (previous?.deltaBytes ?? 0) + UInt64(out.count),
+            chainPlainBytes: plain.count + (checkpoint ? 0 : previous?.chainPlainBytes ?? 0),
+            chainOps: ops.count + (checkpoint ? 0 : previous?.chainOps ?? 0))
     }
 
     /// Appends an already sealed record (compaction, rekey) for `items`, whose member indexes and data

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Test-only seam (debug builds; release builds compile it to nothing): lets a test act at a precise point of
@@ -11,18 +11,18 @@ import Glibc
 package enum DebugSeam {
     package static func pause(_ point: String) {
         #if DEBUG
-        guard let raw = getenv("KCAR_DEBUG_PAUSE") else { return }
-        let spec = String(cString: raw)
-        guard let colon = spec.firstIndex(of: ":"), spec[..<colon] == point else { return }
-        let marker = String(spec[spec.index(after: colon)...])
-        let fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return }
-        close(fd)
-        var waited = 0
-        while access(marker, F_OK) == 0, waited < 6000 {
-            usleep(10_000)
-            waited += 1
-        }
+            guard let raw = getenv("KCAR_DEBUG_PAUSE") else { return }
+            let spec = String(cString: raw)
+            guard let colon = spec.firstIndex(of: ":"), spec[..<colon] == point else { return }
+            let marker = String(spec[spec.index(after: colon)...])
+            let fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { return }
+            close(fd)
+            var waited = 0
+            while access(marker, F_OK) == 0, waited < 6000 {
+                usleep(10_000)
+                waited += 1
+            }
         #endif
     }
 }

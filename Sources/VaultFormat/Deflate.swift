@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CDeflate
 import CZlib
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// zlib (RFC 1950) streams, one per chunk, through libdeflate (whole-buffer, two to three times zlib's speed
 /// at the same level and ratio) or zlib itself. Every call site of the two C libraries is here.
@@ -22,7 +23,9 @@ package enum Deflate {
 
     private static func withCompressor<R>(level: Int32, _ body: (OpaquePointer) -> R) -> R {
         let reused = pool.withLock { $0[level]?.popLast() }
-        guard let c = reused?.value ?? libdeflate_alloc_compressor(level) else { fatalError("libdeflate: out of memory") }
+        guard let c = reused?.value ?? libdeflate_alloc_compressor(level) else {
+            fatalError("libdeflate: out of memory")
+        }
         defer { pool.withLock { $0[level, default: []].append(UnsafeSendable(c)) } }
         return body(c)
     }
@@ -30,9 +33,13 @@ package enum Deflate {
     /// Compresses `input` into `output` (at most `output.count` bytes, which must be less than the input);
     /// returns the length, or nil when the stream would not fit (the chunk is then stored). Incompressible
     /// chunks are recognised from the byte entropy of a sample, so random data costs a histogram, not a deflate.
-    static func compress(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer, level: Int32) -> Int? {
+    static func compress(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer, level: Int32)
+        -> Int?
+    {
         guard input.count > 0, level > 0, output.count > 0 else { return nil }
-        if input.count >= 4096, entropy(UnsafeRawBufferPointer(rebasing: input.prefix(sampleSize))) > entropyLimit { return nil }
+        if input.count >= 4096, entropy(UnsafeRawBufferPointer(rebasing: input.prefix(sampleSize))) > entropyLimit {
+            return nil
+        }
         return withCompressor(level: level) { c in
             let n = libdeflate_zlib_compress(c, input.baseAddress, input.count, output.baseAddress, output.count)
             return n > 0 ? n : nil
@@ -67,12 +74,16 @@ package enum Deflate {
     static func inflate(_ input: UnsafeRawBufferPointer, expected: Int) -> [UInt8]? {
         guard expected > 0, input.count > 0 else { return nil }
         if inflater == .zlib { return zlibInflate(input, expected: expected) }
-        guard let d = decompressors.withLock({ $0.popLast()?.value }) ?? libdeflate_alloc_decompressor() else { return nil }
+        guard let d = decompressors.withLock({ $0.popLast()?.value }) ?? libdeflate_alloc_decompressor() else {
+            return nil
+        }
         defer { decompressors.withLock { $0.append(UnsafeSendable(d)) } }
         var out = [UInt8](repeating: 0, count: expected)
-        var consumed = 0, produced = 0
+        var consumed = 0
+        var produced = 0
         let rc = out.withUnsafeMutableBytes {
-            libdeflate_zlib_decompress_ex(d, input.baseAddress, input.count, $0.baseAddress, expected, &consumed, &produced)
+            libdeflate_zlib_decompress_ex(
+                d, input.baseAddress, input.count, $0.baseAddress, expected, &consumed, &produced)
         }
         guard rc == LIBDEFLATE_SUCCESS, consumed == input.count, produced == expected else { return nil }
         return out
@@ -99,7 +110,9 @@ package enum Deflate {
         withCompressor(level: level) { c in
             let bound = libdeflate_zlib_compress_bound(c, input.count)
             var out = [UInt8](repeating: 0, count: bound)
-            let n = out.withUnsafeMutableBytes { libdeflate_zlib_compress(c, input.baseAddress, input.count, $0.baseAddress, bound) }
+            let n = out.withUnsafeMutableBytes {
+                libdeflate_zlib_compress(c, input.baseAddress, input.count, $0.baseAddress, bound)
+            }
             return Array(out[0..<n])
         }
     }

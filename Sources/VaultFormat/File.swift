@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// A POSIX file descriptor with the few operations a vault needs. Errors are ``VaultError/Code/io`` naming
@@ -107,7 +107,9 @@ package final class File {
 
     func readFully(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws {
         // An offset from an index (a version 2 record's may be up to 2^64) past off_t: no file is that long.
-        guard offset <= UInt64(Int64.max) - UInt64(buffer.count) else { throw VaultError(.truncated, "\(path) ends before byte \(offset)") }
+        guard offset <= UInt64(Int64.max) - UInt64(buffer.count) else {
+            throw VaultError(.truncated, "\(path) ends before byte \(offset)")
+        }
         var done = 0
         while done < buffer.count {
             let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
@@ -167,11 +169,15 @@ package final class File {
     }
 
     func sync() throws {
-        guard File.injected(path, .sync, { _ in Int(fdatasync(fd)) }) == 0 else { throw File.errnoError("cannot sync", path) }
+        guard File.injected(path, .sync, { _ in Int(fdatasync(fd)) }) == 0 else {
+            throw File.errnoError("cannot sync", path)
+        }
     }
 
     func fullSync() throws {
-        guard File.injected(path, .sync, { _ in Int(fsync(fd)) }) == 0 else { throw File.errnoError("cannot sync", path) }
+        guard File.injected(path, .sync, { _ in Int(fsync(fd)) }) == 0 else {
+            throw File.errnoError("cannot sync", path)
+        }
     }
 
     /// A write, truncate or sync about to be made, as the fault seam sees it.
@@ -188,10 +194,10 @@ package final class File {
     }
 
     #if DEBUG
-    /// Test-only seam (debug builds, not public): asked before every write, truncate and sync of a vault or
-    /// temporary file; a fault it returns replaces what the system call would do. Tests set and reset it
-    /// (one test at a time: it is global).
-    nonisolated(unsafe) static var faults: ((_ path: String, _ operation: Operation) -> Fault?)?
+        /// Test-only seam (debug builds, not public): asked before every write, truncate and sync of a vault or
+        /// temporary file; a fault it returns replaces what the system call would do. Tests set and reset it
+        /// (one test at a time: it is global).
+        nonisolated(unsafe) static var faults: ((_ path: String, _ operation: Operation) -> Fault?)?
     #endif
 
     /// Runs `call` (given the byte count to pass on) unless the seam injects a fault for this operation.
@@ -200,14 +206,14 @@ package final class File {
         var count = 0
         if case .write(_, let c) = operation { count = c }
         #if DEBUG
-        if let hook = faults, let fault = hook(path, operation) {
-            switch fault {
-            case .short(let n): return call(max(1, min(n, count)))
-            case .error(let e):
-                errno = e
-                return -1
+            if let hook = faults, let fault = hook(path, operation) {
+                switch fault {
+                case .short(let n): return call(max(1, min(n, count)))
+                case .error(let e):
+                    errno = e
+                    return -1
+                }
             }
-        }
         #endif
         return call(count)
     }
@@ -283,21 +289,30 @@ struct AtomicReplace {
     static func removeStale(dir: String, base: String) {
         guard let d = opendir(dir) else { return }
         defer { closedir(d) }
-        let prefix = ".\(base).", suffix = ".tmp", staging = ".tmp.new"
+        let prefix = ".\(base)."
+        let suffix = ".tmp"
+        let staging = ".tmp.new"
         while let ent = readdir(d) {
-            let name = withUnsafeBytes(of: ent.pointee.d_name) { b in String(decoding: b.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = withUnsafeBytes(of: ent.pointee.d_name) { b in
+                String(decoding: b.prefix { $0 != 0 }, as: UTF8.self)
+            }
             // Exactly .BASE.<12 hex>.tmp (or .tmp.new): another file's temporaries (".BASE.other.<hex>.tmp") are not ours.
             let end = name.hasSuffix(staging) ? staging : suffix
-            guard name.hasPrefix(prefix), name.hasSuffix(end), name.utf8.count == prefix.utf8.count + 12 + end.utf8.count,
-                  hexDecode(String(name.dropFirst(prefix.count).dropLast(end.count))) != nil else { continue }
+            guard name.hasPrefix(prefix), name.hasSuffix(end),
+                name.utf8.count == prefix.utf8.count + 12 + end.utf8.count,
+                hexDecode(String(name.dropFirst(prefix.count).dropLast(end.count))) != nil
+            else { continue }
             // Without blocking: a FIFO planted under such a name (in a folder others can write) would wait
             // for a writer forever; only a regular file nobody locks is a killed writer's.
             let fd = open("\(dir)/\(name)", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
             guard fd >= 0 else { continue }
             var st = stat()
             if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG,
-               end == suffix || Int(time(nil)) - Int(st.st_mtim.tv_sec) > stagingStaleSeconds,
-               flock(fd, LOCK_EX | LOCK_NB) == 0 { unlink("\(dir)/\(name)") }
+                end == suffix || Int(time(nil)) - Int(st.st_mtim.tv_sec) > stagingStaleSeconds,
+                flock(fd, LOCK_EX | LOCK_NB) == 0
+            {
+                unlink("\(dir)/\(name)")
+            }
             close(fd)
         }
     }
@@ -318,9 +333,11 @@ struct AtomicReplace {
                 let e = errno
                 abandon()
                 if e == EPERM, AtomicReplace.inStickyFolder(path) {
-                    throw VaultError(.io, "cannot replace \(path): it is another user's file in a folder with the restricted-deletion "
-                        + "(sticky) bit, where only the file's owner, the folder's owner or root can replace it (a shared keychain, "
-                        + "SPEC.md §K1.2)")
+                    throw VaultError(
+                        .io,
+                        "cannot replace \(path): it is another user's file in a folder with the restricted-deletion "
+                            + "(sticky) bit, where only the file's owner, the folder's owner or root can replace it (a shared keychain, "
+                            + "SPEC.md §K1.2)")
                 }
                 throw File.errnoError("cannot rename to", path, e)
             }

@@ -85,7 +85,9 @@ public enum KeySlot: Hashable, Sendable {
     }
 
     /// Wraps `vaultKey` for `secret`.
-    package static func make(for secret: SlotSecret, vaultKey: SecureBytes, vaultID: [UInt8], random: RandomSource) throws -> KeySlot {
+    package static func make(for secret: SlotSecret, vaultKey: SecureBytes, vaultID: [UInt8], random: RandomSource)
+        throws -> KeySlot
+    {
         switch secret {
         case .passphrase(let pass, let params):
             try params.check(.invalidArgument)
@@ -94,13 +96,17 @@ public enum KeySlot: Hashable, Sendable {
             guard let kek = Sodium.pwhash(pass, salt: salt, params: params) else {
                 throw VaultError(.io, "Argon2id could not allocate \(params.memKiB) KiB")
             }
-            let wrapped = vaultKey.withUnsafeBytes { Sodium.seal(key: kek, nonce: nonce, plaintext: $0, ad: ad(kind: 1, vaultID: vaultID)) }
+            let wrapped = vaultKey.withUnsafeBytes {
+                Sodium.seal(key: kek, nonce: nonce, plaintext: $0, ad: ad(kind: 1, vaultID: vaultID))
+            }
             return .passphrase(params, salt: salt, nonce: nonce, wrapped: wrapped)
         case .keyFile(let key):
             guard key.count == 32 else { throw VaultError(.invalidArgument, "a key file holds exactly 32 bytes") }
             let nonce = random.bytes(24)
             let kek = Sodium.macKey(key: key, Array("kcar-keyfile-v1".utf8))
-            let wrapped = vaultKey.withUnsafeBytes { Sodium.seal(key: kek, nonce: nonce, plaintext: $0, ad: ad(kind: 2, vaultID: vaultID)) }
+            let wrapped = vaultKey.withUnsafeBytes {
+                Sodium.seal(key: kek, nonce: nonce, plaintext: $0, ad: ad(kind: 2, vaultID: vaultID))
+            }
             return .keyFile(nonce: nonce, wrapped: wrapped)
         case .recipient(let pk):
             guard pk.count == 32 else { throw VaultError(.invalidArgument, "an X25519 public key is 32 bytes") }
@@ -113,21 +119,26 @@ public enum KeySlot: Hashable, Sendable {
     }
 
     /// Whether `secret` opens this slot of the vault `vaultID` (runs Argon2id for a passphrase slot).
-    public func opens(with secret: UnlockSecret, vaultID: [UInt8]) -> Bool { unwrap(with: secret, vaultID: vaultID) != nil }
+    public func opens(with secret: UnlockSecret, vaultID: [UInt8]) -> Bool {
+        unwrap(with: secret, vaultID: vaultID) != nil
+    }
 
     /// The vault key, if `secret` opens this slot.
     package func unwrap(with secret: UnlockSecret, vaultID: [UInt8]) -> SecureBytes? {
         switch (self, secret) {
         case (.passphrase(let p, let salt, let nonce, let wrapped), .passphrase(let pass)):
             guard let kek = Sodium.pwhash(pass, salt: salt, params: p),
-                  var vk = Sodium.open(key: kek, nonce: nonce, ciphertext: wrapped, ad: KeySlot.ad(kind: 1, vaultID: vaultID))
+                var vk = Sodium.open(
+                    key: kek, nonce: nonce, ciphertext: wrapped, ad: KeySlot.ad(kind: 1, vaultID: vaultID))
             else { return nil }
             defer { wipe(&vk) }
             return SecureBytes(copying: vk)
         case (.keyFile(let nonce, let wrapped), .keyFile(let key)):
             guard key.count == 32 else { return nil }
             let kek = Sodium.macKey(key: key, Array("kcar-keyfile-v1".utf8))
-            guard var vk = Sodium.open(key: kek, nonce: nonce, ciphertext: wrapped, ad: KeySlot.ad(kind: 2, vaultID: vaultID))
+            guard
+                var vk = Sodium.open(
+                    key: kek, nonce: nonce, ciphertext: wrapped, ad: KeySlot.ad(kind: 2, vaultID: vaultID))
             else { return nil }
             defer { wipe(&vk) }
             return SecureBytes(copying: vk)
@@ -135,7 +146,9 @@ public enum KeySlot: Hashable, Sendable {
             guard let m = Sodium.openBox(secretKey: sk, ciphertext: sealed), m.count == 48 else { return nil }
             let matches = m.withUnsafeBytes { Array($0[32..<48]) == vaultID }
             guard matches else { return nil }
-            return SecureBytes(count: 32) { o in m.withUnsafeBytes { o.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[0..<32])) } }
+            return SecureBytes(count: 32) { o in
+                m.withUnsafeBytes { o.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[0..<32])) }
+            }
         default:
             return nil
         }
@@ -186,18 +199,24 @@ public struct Header: Sendable {
     public let formatVersion: UInt16
 
     /// A header to write: `unknown` are the non-critical fields of the header it replaces (kept as they were).
-    init(vaultID: [UInt8], group: String, slots: [KeySlot], unknown: [(tag: UInt16, value: [UInt8])] = [], formatVersion: UInt16 = 1) {
+    init(
+        vaultID: [UInt8], group: String, slots: [KeySlot], unknown: [(tag: UInt16, value: [UInt8])] = [],
+        formatVersion: UInt16 = 1
+    ) {
         self.formatVersion = formatVersion
         self.vaultID = vaultID
         self.group = group
         self.slots = slots
         self.unknown = unknown
-        length = 16 + unknown.reduce(0) { $0 + 4 + $1.value.count } + 4 + 16 + 4 + group.utf8.count
+        length =
+            16 + unknown.reduce(0) { $0 + 4 + $1.value.count } + 4 + 16 + 4 + group.utf8.count
             + slots.reduce(0) { $0 + 4 + $1.encode().count } + 64
     }
 
-    private init(vaultID: [UInt8], group: String, slots: [KeySlot], unknown: [(tag: UInt16, value: [UInt8])], length: Int,
-                 formatVersion: UInt16) {
+    private init(
+        vaultID: [UInt8], group: String, slots: [KeySlot], unknown: [(tag: UInt16, value: [UInt8])], length: Int,
+        formatVersion: UInt16
+    ) {
         self.formatVersion = formatVersion
         self.vaultID = vaultID
         self.group = group
@@ -207,15 +226,21 @@ public struct Header: Sendable {
     }
 
     /// This header with other key slots, every other field as it was.
-    func with(slots: [KeySlot]) -> Header { Header(vaultID: vaultID, group: group, slots: slots, unknown: unknown, formatVersion: formatVersion) }
-    func with(formatVersion v: UInt16) -> Header { Header(vaultID: vaultID, group: group, slots: slots, unknown: unknown, formatVersion: v) }
+    func with(slots: [KeySlot]) -> Header {
+        Header(vaultID: vaultID, group: group, slots: slots, unknown: unknown, formatVersion: formatVersion)
+    }
+    func with(formatVersion v: UInt16) -> Header {
+        Header(vaultID: vaultID, group: group, slots: slots, unknown: unknown, formatVersion: v)
+    }
 
     /// Throws `code` if the passphrase slots together cost more Argon2id work than ``Limits/kdfTotalMax``.
     static func checkKDFBudget(_ slots: [KeySlot], _ code: VaultError.Code) throws {
         var total: UInt64 = 0
         for case .passphrase(let p, _, _, _) in slots { total += UInt64(p.memKiB) * UInt64(p.ops) }
         guard total <= Limits.kdfTotalMax else {
-            throw VaultError(code, "the passphrase slots together ask for \(total) KiB x passes of Argon2id (limit \(Limits.kdfTotalMax))")
+            throw VaultError(
+                code,
+                "the passphrase slots together ask for \(total) KiB x passes of Argon2id (limit \(Limits.kdfTotalMax))")
         }
     }
 
@@ -254,17 +279,24 @@ public struct Header: Sendable {
 
     /// Steps 1-3 of SPEC.md §4: magic, version, length, checksum, fields. `prefix` holds at least the
     /// first 16 bytes of the file (more is fine); `readRest` fetches the whole header once its length is known.
-    package static func parse(prefix: [UInt8], fileSize: UInt64, versions: ClosedRange<UInt16> = 1...1,
-                              readRest: (Int) throws -> [UInt8]) throws -> (Header, [UInt8]) {
+    package static func parse(
+        prefix: [UInt8], fileSize: UInt64, versions: ClosedRange<UInt16> = 1...1,
+        readRest: (Int) throws -> [UInt8]
+    ) throws -> (Header, [UInt8]) {
         guard prefix.count >= 16, Array(prefix[0..<8]) == magic else { throw VaultError(.notAVault) }
         let version = prefix.readLE(UInt16.self, at: 8)
         guard versions.contains(version) else {
-            throw VaultError(.unsupportedVersion, "format version \(version); this reader knows \(versions.map(String.init).joined(separator: ", "))")
+            throw VaultError(
+                .unsupportedVersion,
+                "format version \(version); this reader knows \(versions.map(String.init).joined(separator: ", "))")
         }
-        guard prefix.readLE(UInt16.self, at: 10) == 0 else { throw VaultError(.damagedHeader, "reserved bytes are not zero") }
+        guard prefix.readLE(UInt16.self, at: 10) == 0 else {
+            throw VaultError(.damagedHeader, "reserved bytes are not zero")
+        }
         let length = Int(prefix.readLE(UInt32.self, at: 12))
         guard length >= Limits.headerMin, length <= Limits.headerMax else {
-            throw VaultError(.damagedHeader, "header length \(length) outside \(Limits.headerMin)...\(Limits.headerMax)")
+            throw VaultError(
+                .damagedHeader, "header length \(length) outside \(Limits.headerMin)...\(Limits.headerMax)")
         }
         guard fileSize >= UInt64(length) else { throw VaultError(.truncated, "the file ends inside the header") }
         let bytes = prefix.count >= length ? Array(prefix[0..<length]) : try readRest(length)
@@ -305,7 +337,11 @@ public struct Header: Sendable {
         guard let vaultID, let group else { throw r.fail("vault id or access group missing") }
         guard !slots.isEmpty else { throw r.fail("no key slot") }
         try checkKDFBudget(slots, .damagedHeader)
-        return (Header(vaultID: vaultID, group: group, slots: slots, unknown: unknown, length: length, formatVersion: version), bytes)
+        return (
+            Header(
+                vaultID: vaultID, group: group, slots: slots, unknown: unknown, length: length, formatVersion: version),
+            bytes
+        )
     }
 
     /// Step 5: the MAC over `bytes` (the whole header as read), in constant time.

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One operation of an index segment (SPEC.md §7).
@@ -47,7 +47,8 @@ package enum IndexCodec {
     }
 
     /// Attributes as §7 lays them out (name, type, value), in the order given (the caller's is canonical).
-    static func encodeAttributes<S: Sequence>(_ attributes: S, into w: inout ByteWriter) where S.Element == (name: String, value: AttributeValue) {
+    static func encodeAttributes<S: Sequence>(_ attributes: S, into w: inout ByteWriter)
+    where S.Element == (name: String, value: AttributeValue) {
         for (name, value) in attributes {
             w.appendString(name)
             switch value {
@@ -79,20 +80,24 @@ package enum IndexCodec {
 
     /// As ``forEach(_:checkpoint:_:)``, adding the segment's operations to `budget`, the count of a whole
     /// chain: more than ``Limits/chainOpsMax`` in all is refused before any of this segment's is decoded.
-    static func forEach(_ bytes: [UInt8], checkpoint: Bool, budget: inout Int, _ body: (IndexOperation) throws -> Void) throws {
+    static func forEach(_ bytes: [UInt8], checkpoint: Bool, budget: inout Int, _ body: (IndexOperation) throws -> Void)
+        throws
+    {
         var given = false
         // Each operation takes at least 17 bytes: a count larger than that is refused before any work.
-        try forEach(chunks: {
-            defer { given = true }
-            return given ? nil : bytes
-        }, countMax: bytes.count / 17, checkpoint: checkpoint, budget: &budget, body)
+        try forEach(
+            chunks: {
+                defer { given = true }
+                return given ? nil : bytes
+            }, countMax: bytes.count / 17, checkpoint: checkpoint, budget: &budget, body)
     }
 
     /// Stored bytes a segment needs at least per operation: its random item id.
     static let idBytesMin = 16
 
     /// The most bytes one operation takes: op, id, and an entry of the largest class, attributes and fields.
-    static let operationMax = 17 + (2 + Limits.attrNameMax) + 2 + Limits.attrsMax * (2 + Limits.attrNameMax + 1 + 3 + Limits.attrValueMax)
+    static let operationMax =
+        17 + (2 + Limits.attrNameMax) + 2 + Limits.attrsMax * (2 + Limits.attrNameMax + 1 + 3 + Limits.attrValueMax)
         + 10 + 16 + 4 * 10
 
     /// Parses a segment whose plaintext `chunks` hands over piece by piece (nil at the end), holding at most
@@ -102,8 +107,10 @@ package enum IndexCodec {
     /// `storedBytes`, the segment's sealed length when known, bounds the count before any operation is
     /// decoded: each operation names a distinct random item id (16 bytes no compression shrinks, and every
     /// chunk is deflated on its own), so a segment holds at most storedBytes / 16 of them (SPEC.md §7).
-    static func forEach(chunks next: () throws -> [UInt8]?, countMax: Int = Limits.itemsMax, storedBytes: UInt64? = nil,
-                        checkpoint: Bool, budget: inout Int, _ body: (IndexOperation) throws -> Void) throws {
+    static func forEach(
+        chunks next: () throws -> [UInt8]?, countMax: Int = Limits.itemsMax, storedBytes: UInt64? = nil,
+        checkpoint: Bool, budget: inout Int, _ body: (IndexOperation) throws -> Void
+    ) throws {
         var buffer: [UInt8] = []
         var ended = false
         // Appends chunks until `buffer` holds `need` bytes or the segment ends.
@@ -116,7 +123,8 @@ package enum IndexCodec {
         var r = ByteReader(buffer, failure: .damagedIndex, what: "index")
         let count = try r.readCount(max: min(Limits.itemsMax, countMax), "operation count")
         if let stored = storedBytes, UInt64(count) > stored / UInt64(idBytesMin) {
-            throw r.fail("\(count) operations in \(stored) stored bytes: fewer than \(idBytesMin) per item id (ids are random)")
+            throw r.fail(
+                "\(count) operations in \(stored) stored bytes: fewer than \(idBytesMin) per item id (ids are random)")
         }
         guard count <= Limits.chainOpsMax - budget else {
             throw r.fail("the chain holds more than \(Limits.chainOpsMax) operations (CHAIN_OPS_MAX)")
@@ -154,7 +162,8 @@ package enum IndexCodec {
     static func decodeEntry(_ r: inout ByteReader, id: ItemID, names: inout NameCache) throws -> Item {
         let cls = try names.read(&r, count: try r.readCount(max: Limits.attrNameMax, "class length"), "class")
         guard !cls.isEmpty else { throw r.fail("empty class") }
-        let pairs = try decodeAttributes(&r, count: try r.readCount(max: Limits.attrsMax, "attribute count"), names: &names)
+        let pairs = try decodeAttributes(
+            &r, count: try r.readCount(max: Limits.attrsMax, "attribute count"), names: &names)
         let size = try r.readVarint()
         guard size <= Limits.valueMax else { throw r.fail("value size \(size) exceeds \(Limits.valueMax)") }
         let recordID = try r.readID()
@@ -162,14 +171,20 @@ package enum IndexCodec {
         let length = try r.readVarint()
         let member = try r.readCount(max: Limits.membersMax - 1, "member index")
         let dataOffset = try r.readVarint()
-        guard offset.adding(length) != nil, dataOffset.adding(size) != nil else { throw r.fail("record extent overflows") }
-        return Item(id: id, itemClass: ItemClass(rawValue: cls), attributes: Attributes(sortedPairs: pairs), size: size,
-                    location: RecordLocation(recordID: recordID, offset: offset, length: length, member: member,
-                                             dataOffset: dataOffset))
+        guard offset.adding(length) != nil, dataOffset.adding(size) != nil else {
+            throw r.fail("record extent overflows")
+        }
+        return Item(
+            id: id, itemClass: ItemClass(rawValue: cls), attributes: Attributes(sortedPairs: pairs), size: size,
+            location: RecordLocation(
+                recordID: recordID, offset: offset, length: length, member: member,
+                dataOffset: dataOffset))
     }
 
     /// `count` attributes as §7 lays them out, names strictly ascending.
-    static func decodeAttributes(_ r: inout ByteReader, count n: Int, names: inout NameCache) throws -> [(name: String, value: AttributeValue)] {
+    static func decodeAttributes(_ r: inout ByteReader, count n: Int, names: inout NameCache) throws -> [(
+        name: String, value: AttributeValue
+    )] {
         var pairs: [(name: String, value: AttributeValue)] = []
         pairs.reserveCapacity(n)
         var last = 0..<0
@@ -189,7 +204,8 @@ package enum IndexCodec {
                 guard b <= 1 else { throw r.fail("bool attribute \(name) is \(b)") }
                 value = .bool(b == 1)
             case 4: value = .date(nanoseconds: try r.readI64())
-            case 5: value = .data(try r.readBytes(try r.readCount(max: Limits.attrValueMax, "attribute \(name) length")))
+            case 5:
+                value = .data(try r.readBytes(try r.readCount(max: Limits.attrValueMax, "attribute \(name) length")))
             case let t: throw r.fail("attribute \(name) has unknown type \(t)")
             }
             pairs.append((name, value))
@@ -279,9 +295,13 @@ package struct Trailer: Equatable, TrailerLayout {
     var checkpoint: Bool
     var chain: UInt16
 
-    package init(generation: UInt64, commitStart: UInt64, indexOffset: UInt64, indexLength: UInt64, previous: UInt64,
-                 itemCount: UInt32, checkpoint: Bool, chain: UInt16) {
-        (self.generation, self.commitStart, self.indexOffset, self.indexLength) = (generation, commitStart, indexOffset, indexLength)
+    package init(
+        generation: UInt64, commitStart: UInt64, indexOffset: UInt64, indexLength: UInt64, previous: UInt64,
+        itemCount: UInt32, checkpoint: Bool, chain: UInt16
+    ) {
+        (self.generation, self.commitStart, self.indexOffset, self.indexLength) = (
+            generation, commitStart, indexOffset, indexLength
+        )
         (self.previous, self.itemCount, self.checkpoint, self.chain) = (previous, itemCount, checkpoint, chain)
     }
 
@@ -307,7 +327,8 @@ package struct Trailer: Equatable, TrailerLayout {
     /// well-formed and consistent with its position.
     static func decode(_ b: [UInt8], at: UInt64, vaultID: [UInt8], key: SecureBytes) -> Trailer? {
         guard let t = candidate(b[...], at: at) else { return nil }
-        guard Sodium.constantTimeEqual(Sodium.mac(key: key, macInput(vaultID: vaultID, b[0..<64])), Array(b[64..<96])) else {
+        guard Sodium.constantTimeEqual(Sodium.mac(key: key, macInput(vaultID: vaultID, b[0..<64])), Array(b[64..<96]))
+        else {
             return nil
         }
         return t
@@ -327,13 +348,14 @@ package struct Trailer: Equatable, TrailerLayout {
         }
         let flags = UInt16(b[o + 52]) | UInt16(b[o + 53]) << 8
         guard flags & ~1 == 0, u64(56) == 0 else { return nil }
-        let t = Trailer(generation: u64(8), commitStart: u64(16), indexOffset: u64(24), indexLength: u64(32),
-                        previous: u64(40), itemCount: UInt32(truncatingIfNeeded: u64(48)),
-                        checkpoint: flags & 1 == 1, chain: UInt16(b[o + 54]) | UInt16(b[o + 55]) << 8)
+        let t = Trailer(
+            generation: u64(8), commitStart: u64(16), indexOffset: u64(24), indexLength: u64(32),
+            previous: u64(40), itemCount: UInt32(truncatingIfNeeded: u64(48)),
+            checkpoint: flags & 1 == 1, chain: UInt16(b[o + 54]) | UInt16(b[o + 55]) << 8)
         guard t.generation >= 1, t.commitStart <= t.indexOffset, t.indexOffset.adding(t.indexLength) == at,
-              t.indexLength > 0, Int(t.chain) < Limits.chainMax, t.checkpoint == (t.chain == 0),
-              (t.previous == noPrevious) == (t.commitStart == 0), t.previous != noPrevious || t.checkpoint,
-              t.previous == noPrevious || t.previous.adding(UInt64(size)) == t.commitStart
+            t.indexLength > 0, Int(t.chain) < Limits.chainMax, t.checkpoint == (t.chain == 0),
+            (t.previous == noPrevious) == (t.commitStart == 0), t.previous != noPrevious || t.checkpoint,
+            t.previous == noPrevious || t.previous.adding(UInt64(size)) == t.commitStart
         else { return nil }
         return t
     }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// 16 bytes held as two integers (no allocation, cheap hashing); ordered as the bytes are, bytewise.
@@ -14,7 +14,8 @@ package struct ID128: Hashable, Comparable, Sendable {
 
     package init<C: Collection>(_ bytes: C) where C.Element == UInt8 {
         precondition(bytes.count == 16)
-        var h: UInt64 = 0, l: UInt64 = 0
+        var h: UInt64 = 0
+        var l: UInt64 = 0
         for (i, b) in bytes.enumerated() {
             if i < 8 { h = h << 8 | UInt64(b) } else { l = l << 8 | UInt64(b) }
         }
@@ -22,7 +23,9 @@ package struct ID128: Hashable, Comparable, Sendable {
         lo = l
     }
 
-    package var bytes: [UInt8] { (0..<16).map { i in UInt8(truncatingIfNeeded: (i < 8 ? hi : lo) >> (8 * (7 - UInt64(i % 8)))) } }
+    package var bytes: [UInt8] {
+        (0..<16).map { i in UInt8(truncatingIfNeeded: (i < 8 ? hi : lo) >> (8 * (7 - UInt64(i % 8)))) }
+    }
 
     package static func < (a: ID128, b: ID128) -> Bool { (a.hi, a.lo) < (b.hi, b.lo) }
 }
@@ -134,7 +137,8 @@ public struct Attributes: Hashable, Sendable, Sequence {
     private func insertionPoint(_ name: String) -> Int {
         var key = name
         return key.withUTF8 { k in
-            var lo = 0, hi = pairs.count
+            var lo = 0
+            var hi = pairs.count
             while lo < hi {
                 let mid = (lo + hi) / 2
                 var n = pairs[mid].name
@@ -150,7 +154,8 @@ public struct Attributes: Hashable, Sendable, Sequence {
     }
 
     public static func == (a: Attributes, b: Attributes) -> Bool {
-        a.pairs.count == b.pairs.count && zip(a.pairs, b.pairs).allSatisfy { $0.name == $1.name && $0.value == $1.value }
+        a.pairs.count == b.pairs.count
+            && zip(a.pairs, b.pairs).allSatisfy { $0.name == $1.name && $0.value == $1.value }
     }
 
     public func hash(into h: inout Hasher) {
@@ -187,7 +192,9 @@ package struct RecordLocation: Hashable, Sendable {
     var dataOffset: UInt64
 
     package init(recordID: ID128, offset: UInt64, length: UInt64, member: Int, dataOffset: UInt64) {
-        (self.recordID, self.offset, self.length, self.member, self.dataOffset) = (recordID, offset, length, member, dataOffset)
+        (self.recordID, self.offset, self.length, self.member, self.dataOffset) = (
+            recordID, offset, length, member, dataOffset
+        )
     }
 }
 
@@ -202,7 +209,9 @@ public struct Item: Hashable, Sendable {
     var location: RecordLocation
 
     package init(id: ItemID, itemClass: ItemClass, attributes: Attributes, size: UInt64, location: RecordLocation) {
-        (self.id, self.itemClass, self.attributes, self.size, self.location) = (id, itemClass, attributes, size, location)
+        (self.id, self.itemClass, self.attributes, self.size, self.location) = (
+            id, itemClass, attributes, size, location
+        )
     }
 
     /// The `svce` attribute, when it is a string.

@@ -37,14 +37,18 @@ extension TailReader {
         let q = bodySize - size
         let raw = try file.read(T.size, at: headerLength + q)
         guard T.isComplete(raw[...], at: q), !macVerifies(T.self, raw[...]) else { return nil }
-        return VaultError(.damagedIndex, "the file ends in a whole commit trailer (body offset \(q)) whose MAC does not verify: damage "
-                          + "or a forgery, not an interrupted write; the last commit that verifies is generation \(last.0.generation), "
-                          + "\(bodySize - end) bytes before the end (`kcar recover --drop-damaged` goes back to it, dropping them)")
+        return VaultError(
+            .damagedIndex,
+            "the file ends in a whole commit trailer (body offset \(q)) whose MAC does not verify: damage "
+                + "or a forgery, not an interrupted write; the last commit that verifies is generation \(last.0.generation), "
+                + "\(bodySize - end) bytes before the end (`kcar recover --drop-damaged` goes back to it, dropping them)"
+        )
     }
 
     /// Whether the MAC of the trailer bytes `raw` (layout `T`) verifies under this file's trailer key.
     func macVerifies<T: TrailerLayout>(_: T.Type, _ raw: ArraySlice<UInt8>) -> Bool {
-        Sodium.constantTimeEqual(Sodium.mac(key: keys.trailer, T.macInput(vaultID: vaultID, raw.prefix(T.size - 32))), Array(raw.suffix(32)))
+        Sodium.constantTimeEqual(
+            Sodium.mac(key: keys.trailer, T.macInput(vaultID: vaultID, raw.prefix(T.size - 32))), Array(raw.suffix(32)))
     }
 
     /// The valid trailer at the highest body offset p with `from` ≤ p and p + 96 ≤ `end`, examining offsets
@@ -58,7 +62,9 @@ extension TailReader {
     /// and after ``Limits/trailerProbesMax`` candidates whose MAC fails the search gives up, so bytes
     /// appended to a vault cost a scan, not a MAC per position. As ``validTrailer(from:end:probes:)``, for
     /// the trailer layout `T` (version 1's or version 2's).
-    func validTrailer<T: TrailerLayout>(_: T.Type, from: UInt64, end: UInt64, probes: inout Probes) throws -> (T, UInt64)? {
+    func validTrailer<T: TrailerLayout>(_: T.Type, from: UInt64, end: UInt64, probes: inout Probes) throws -> (
+        T, UInt64
+    )? {
         let size = UInt64(T.size)
         guard end >= size, end - size >= from else { return nil }
         // The first window is small (a file whose last commit is whole ends with its trailer: opening reads a
@@ -79,8 +85,11 @@ extension TailReader {
                         if macVerifies(T.self, raw) { return (t, lo + UInt64(p)) }
                         probes.failed += 1
                         guard probes.failed < Limits.trailerProbesMax else {
-                            throw VaultError(.damagedIndex, "\(probes.failed) trailer candidates up to body offset \(lo + UInt64(p)) do not "
-                                             + "verify (TRAILER_PROBES_MAX): bytes were put there, not left by an interrupted write")
+                            throw VaultError(
+                                .damagedIndex,
+                                "\(probes.failed) trailer candidates up to body offset \(lo + UInt64(p)) do not "
+                                    + "verify (TRAILER_PROBES_MAX): bytes were put there, not left by an interrupted write"
+                            )
                         }
                     }
                 }
@@ -113,23 +122,31 @@ extension Vault {
     /// keeps the file from opening), once that commit loads as the last of a file that ends there. Under the
     /// exclusive lock, with the key. Returns the bytes dropped (0 when nothing followed) and the generation
     /// that is now the last. What the dropped commit changed is lost unless another copy holds it.
-    package static func dropDamagedTail(path: String, secret: UnlockSecret, lockTimeout: Double = 10) throws -> (dropped: UInt64, generation: UInt64) {
+    package static func dropDamagedTail(path: String, secret: UnlockSecret, lockTimeout: Double = 10) throws -> (
+        dropped: UInt64, generation: UInt64
+    ) {
         let file = try lockedFile(path, mode: .write, exclusive: true, timeout: lockTimeout)
         defer { file.unlock() }
         let size = try file.size()
         let (header, headerBytes) = try readHeader(file, size: size)
         let keys = Subkeys(vaultKey: try unlock(header, headerBytes, path: path, secret: secret).vaultKey)
-        let headerLength = UInt64(header.length), body = size - headerLength
-        let reader = TailReader(file: file, headerLength: headerLength, bodySize: body, vaultID: header.vaultID, keys: keys)
+        let headerLength = UInt64(header.length)
+        let body = size - headerLength
+        let reader = TailReader(
+            file: file, headerLength: headerLength, bodySize: body, vaultID: header.vaultID, keys: keys)
         let (generation, end): (UInt64, UInt64)
         if header.formatVersion == 2 {
             let (t, p) = try reader.lastValid(TrailerV2.self)
             (generation, end) = (t.generation, p + UInt64(TrailerV2.size))
-            _ = try PagedVault.load(RecordSource(file: file, headerLength: headerLength, vaultID: header.vaultID, keys: keys), bodySize: end)
+            _ = try PagedVault.load(
+                RecordSource(file: file, headerLength: headerLength, vaultID: header.vaultID, keys: keys), bodySize: end
+            )
         } else {
             let (t, p) = try reader.lastValid(Trailer.self)
             (generation, end) = (t.generation, p + UInt64(Trailer.size))
-            _ = try TailReader(file: file, headerLength: headerLength, bodySize: end, vaultID: header.vaultID, keys: keys).load()
+            _ = try TailReader(
+                file: file, headerLength: headerLength, bodySize: end, vaultID: header.vaultID, keys: keys
+            ).load()
         }
         guard body > end else { return (0, generation) }
         try file.truncate(to: headerLength + end)

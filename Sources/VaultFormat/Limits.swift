@@ -64,7 +64,8 @@ public struct KDFParameters: Hashable, Sendable {
             throw VaultError(code, "KDF passes \(ops) outside \(Limits.kdfOpsMin)...\(Limits.kdfOpsMax)")
         }
         guard (Limits.kdfMemMinKiB...Limits.kdfMemMaxKiB).contains(memKiB) else {
-            throw VaultError(code, "KDF memory \(memKiB) KiB outside \(Limits.kdfMemMinKiB)...\(Limits.kdfMemMaxKiB) KiB")
+            throw VaultError(
+                code, "KDF memory \(memKiB) KiB outside \(Limits.kdfMemMinKiB)...\(Limits.kdfMemMaxKiB) KiB")
         }
     }
 }

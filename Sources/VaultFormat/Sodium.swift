@@ -12,7 +12,9 @@ package enum Sodium {
     static let aeadTagBytes = 16
 
     /// XChaCha20-Poly1305-IETF encryption; returns ciphertext || tag.
-    package static func seal(key: SecureBytes, nonce: [UInt8], plaintext: UnsafeRawBufferPointer, ad: [UInt8]) -> [UInt8] {
+    package static func seal(key: SecureBytes, nonce: [UInt8], plaintext: UnsafeRawBufferPointer, ad: [UInt8])
+        -> [UInt8]
+    {
         ensureInitialized()
         var out = [UInt8](repeating: 0, count: plaintext.count + aeadTagBytes)
         var outLen: UInt64 = 0
@@ -26,14 +28,17 @@ package enum Sodium {
 
     /// Encrypts the first `plaintextLength` bytes of `buffer` in place and appends the tag; returns the
     /// sealed length. `buffer` must have room for the tag.
-    static func sealInPlace(key: SecureBytes, nonce: [UInt8], buffer: UnsafeMutableRawBufferPointer, plaintextLength: Int,
-                            ad: [UInt8]) -> Int {
+    static func sealInPlace(
+        key: SecureBytes, nonce: [UInt8], buffer: UnsafeMutableRawBufferPointer, plaintextLength: Int,
+        ad: [UInt8]
+    ) -> Int {
         ensureInitialized()
         precondition(buffer.count >= plaintextLength + aeadTagBytes)
         var outLen: UInt64 = 0
         let p = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
-        crypto_aead_xchacha20poly1305_ietf_encrypt(p, &outLen, p, UInt64(plaintextLength), ad, UInt64(ad.count), nil, nonce,
-                                                  key.baseAddress)
+        crypto_aead_xchacha20poly1305_ietf_encrypt(
+            p, &outLen, p, UInt64(plaintextLength), ad, UInt64(ad.count), nil, nonce,
+            key.baseAddress)
         return Int(outLen)
     }
 
@@ -59,8 +64,9 @@ package enum Sodium {
     static func hash(_ data: UnsafeRawBufferPointer, outputBytes: Int = 32) -> [UInt8] {
         ensureInitialized()
         var out = [UInt8](repeating: 0, count: outputBytes)
-        crypto_generichash(&out, outputBytes, bytePointer(data),
-                           UInt64(data.count), nil, 0)
+        crypto_generichash(
+            &out, outputBytes, bytePointer(data),
+            UInt64(data.count), nil, 0)
         return out
     }
 
@@ -79,16 +85,18 @@ package enum Sodium {
     /// Keyed BLAKE2b-256 whose output is itself key material.
     static func macKey(key: SecureBytes, _ data: [UInt8]) -> SecureBytes {
         SecureBytes(count: 32) { o in
-            _ = crypto_generichash(o.baseAddress!.assumingMemoryBound(to: UInt8.self), 32, data, UInt64(data.count),
-                                   key.baseAddress, key.count)
+            _ = crypto_generichash(
+                o.baseAddress!.assumingMemoryBound(to: UInt8.self), 32, data, UInt64(data.count),
+                key.baseAddress, key.count)
         }
     }
 
     /// `crypto_kdf_derive_from_key` with context "kcarvlt1".
     static func deriveSubkey(_ vaultKey: SecureBytes, id: UInt64) -> SecureBytes {
         SecureBytes(count: 32) { o in
-            _ = crypto_kdf_derive_from_key(o.baseAddress!.assumingMemoryBound(to: UInt8.self), 32, id,
-                                           "kcarvlt1", vaultKey.baseAddress)
+            _ = crypto_kdf_derive_from_key(
+                o.baseAddress!.assumingMemoryBound(to: UInt8.self), 32, id,
+                "kcarvlt1", vaultKey.baseAddress)
         }
     }
 
@@ -98,9 +106,10 @@ package enum Sodium {
         var ok = true
         let key = SecureBytes(count: 32) { o in
             let rc = passphrase.withUnsafeBytes { p in
-                crypto_pwhash(o.baseAddress!.assumingMemoryBound(to: UInt8.self), 32,
-                              UnsafeRawPointer(bytePointer(p)).assumingMemoryBound(to: CChar.self), UInt64(p.count), salt,
-                              UInt64(params.ops), Int(params.memKiB) * 1024, crypto_pwhash_ALG_ARGON2ID13)
+                crypto_pwhash(
+                    o.baseAddress!.assumingMemoryBound(to: UInt8.self), 32,
+                    UnsafeRawPointer(bytePointer(p)).assumingMemoryBound(to: CChar.self), UInt64(p.count), salt,
+                    UInt64(params.ops), Int(params.memKiB) * 1024, crypto_pwhash_ALG_ARGON2ID13)
             }
             ok = rc == 0
         }
@@ -130,8 +139,10 @@ package enum Sodium {
         _ = crypto_scalarmult_base(&pk, secretKey.baseAddress)
         var ok = false
         let out = SecureBytes(count: ciphertext.count - 48) { o in
-            ok = crypto_box_seal_open(o.baseAddress!.assumingMemoryBound(to: UInt8.self), ciphertext,
-                                      UInt64(ciphertext.count), pk, secretKey.baseAddress) == 0
+            ok =
+                crypto_box_seal_open(
+                    o.baseAddress!.assumingMemoryBound(to: UInt8.self), ciphertext,
+                    UInt64(ciphertext.count), pk, secretKey.baseAddress) == 0
         }
         return ok ? out : nil
     }
@@ -163,7 +174,9 @@ package enum Sodium {
 /// BLAKE2b and constant-time comparison, for layers above the vault (the keychain's generation records).
 public enum Digest {
     /// Unkeyed BLAKE2b with `outputBytes` (16...64) of output.
-    public static func blake2b(_ data: [UInt8], outputBytes: Int = 32) -> [UInt8] { Sodium.hash(data, outputBytes: outputBytes) }
+    public static func blake2b(_ data: [UInt8], outputBytes: Int = 32) -> [UInt8] {
+        Sodium.hash(data, outputBytes: outputBytes)
+    }
     /// Keyed BLAKE2b-256.
     public static func mac(key: SecureBytes, _ data: [UInt8]) -> [UInt8] { Sodium.mac(key: key, data) }
     /// Compares in time independent of where the bytes differ.

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 
 /// The temporary files this process is writing (a vault being rewritten, an extracted file not yet in place),
 /// so that SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGPIPE remove them before the process dies: an interrupted
@@ -65,7 +66,9 @@ package enum TemporaryFiles {
             let slot = (~used).trailingZeroBitCount
             guard slot < slotsMax else { return nil }
             let bit = UInt64(1) << UInt64(slot)
-            guard claimed.compareExchange(expected: used, desired: used | bit, ordering: .acquiringAndReleasing).exchanged else { continue }
+            guard
+                claimed.compareExchange(expected: used, desired: used | bit, ordering: .acquiringAndReleasing).exchanged
+            else { continue }
             let p = names + slot * nameMax
             bytes.withUnsafeBytes { b in
                 for i in 0..<b.count { p[i] = CChar(bitPattern: b[i]) }

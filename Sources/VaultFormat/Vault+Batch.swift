@@ -6,8 +6,10 @@ extension Vault {
     /// Items are visited in file order: `begin(item)`, then the value's bytes in one or more `bytes` calls
     /// (each authenticated before it is passed on), then `end(item)`. An error stops the walk; `end` is not
     /// called for the item that failed.
-    public func readValues(of items: [Item], begin: (Item, _ whole: Bool) throws -> Void,
-                           bytes: (UnsafeRawBufferPointer) throws -> Void, end: (Item) throws -> Void) throws {
+    public func readValues(
+        of items: [Item], begin: (Item, _ whole: Bool) throws -> Void,
+        bytes: (UnsafeRawBufferPointer) throws -> Void, end: (Item) throws -> Void
+    ) throws {
         let batches = Vault.recordBatches(try items.map(current))
 
         // Decode batch n+1 on other threads while the caller consumes batch n.
@@ -26,7 +28,9 @@ extension Vault {
             }
             let job = UnsafeSendable((batch, raws, keys, header.vaultID))
             DispatchQueue.global().async {
-                d.result = Result { try Vault.decodeRecords(job.value.0, raws: job.value.1, keys: job.value.2, vaultID: job.value.3) }
+                d.result = Result {
+                    try Vault.decodeRecords(job.value.0, raws: job.value.1, keys: job.value.2, vaultID: job.value.3)
+                }
                 d.done.signal()
             }
             return d
@@ -51,7 +55,9 @@ extension Vault {
                 for item in members {
                     try begin(item, true)
                     let start = table.length + Int(item.location.dataOffset)
-                    try plain.withUnsafeBytes { try bytes(UnsafeRawBufferPointer(rebasing: $0[start..<start + Int(item.size)])) }
+                    try plain.withUnsafeBytes {
+                        try bytes(UnsafeRawBufferPointer(rebasing: $0[start..<start + Int(item.size)]))
+                    }
                     try end(item)
                 }
             }
@@ -60,8 +66,10 @@ extension Vault {
     }
 
     /// Streams a large record once, chunk by chunk (``RecordSource/readMembers(_:begin:bytes:end:)``).
-    private func streamRecord(_ members: [Item], begin: (Item, Bool) throws -> Void, bytes: (UnsafeRawBufferPointer) throws -> Void,
-                              end: (Item) throws -> Void) throws {
+    private func streamRecord(
+        _ members: [Item], begin: (Item, Bool) throws -> Void, bytes: (UnsafeRawBufferPointer) throws -> Void,
+        end: (Item) throws -> Void
+    ) throws {
         try records.readMembers(members, begin: { try begin($0, false) }, bytes: bytes, end: end)
     }
 
@@ -120,7 +128,8 @@ extension Vault {
     /// The whole plaintext of each record, decoded in parallel; nil for a record whose plaintext would pass
     /// its ``weight`` (decoding stops there, before the chunk that passes it is inflated): the caller streams
     /// that one instead. The memory of a batch is therefore at most the sum of its weights.
-    static func decodeRecords(_ groups: [[Item]], raws: [[UInt8]], keys: Subkeys, vaultID: [UInt8]) throws -> [[UInt8]?] {
+    static func decodeRecords(_ groups: [[Item]], raws: [[UInt8]], keys: Subkeys, vaultID: [UInt8]) throws -> [[UInt8]?]
+    {
         var results = [Result<[UInt8]?, VaultError>](repeating: .success(nil), count: groups.count)
         results.withUnsafeMutableBufferPointer { out in
             let o = UnsafeSendable(out)
@@ -130,9 +139,10 @@ extension Vault {
                 let key = StreamKey.record(keys, vaultID: vaultID, recordID: first.location.recordID)
                 let limit = Int(min(weight(g.value[i]), UInt64(Int.max)))
                 do {
-                    o.value[i] = .success(try Blocks.openAll(raws[i], key: key, limit: limit) {
-                        VaultError(.damagedRecord, "\(first.displayName): \($0)")
-                    })
+                    o.value[i] = .success(
+                        try Blocks.openAll(raws[i], key: key, limit: limit) {
+                            VaultError(.damagedRecord, "\(first.displayName): \($0)")
+                        })
                 } catch let e as VaultError {
                     o.value[i] = .failure(e)
                 } catch {
@@ -147,7 +157,9 @@ extension Vault {
     func checkedTable(_ plain: [UInt8], _ members: [Item]) throws -> MemberTable {
         let first = members[0]
         let fail = { (m: String) in VaultError(.damagedRecord, "\(first.displayName): \(m)") }
-        guard let t = try MemberTable.parse(plain, fail: fail) else { throw fail("record ends inside its member table") }
+        guard let t = try MemberTable.parse(plain, fail: fail) else {
+            throw fail("record ends inside its member table")
+        }
         try t.checkLength(UInt64(plain.count), fail: fail)
         try t.check(members)
         return t
@@ -162,8 +174,10 @@ extension RecordSource {
     /// one decode of the record, whatever the number of members (SPEC.md §6). What every copy of values out of a
     /// record that is not copied whole uses (compaction, rewrites, merges), so that n members never cost n
     /// decodes of their record.
-    func readMembers(_ members: [Item], begin: (Item) throws -> Void, bytes: (UnsafeRawBufferPointer) throws -> Void,
-                     end: (Item) throws -> Void) throws {
+    func readMembers(
+        _ members: [Item], begin: (Item) throws -> Void, bytes: (UnsafeRawBufferPointer) throws -> Void,
+        end: (Item) throws -> Void
+    ) throws {
         guard let first = members.first else { return }
         let fail = { (m: String) in VaultError(.damagedRecord, "\(first.displayName): \(m)") }
         var reader = recordReader(first.location, fail: fail)
@@ -180,15 +194,19 @@ extension RecordSource {
             let chunkEnd = position + UInt64(chunk.count)
             while next < members.count {
                 let m = members[next]
-                let start = m.location.dataOffset, stop = start + m.size
+                let start = m.location.dataOffset
+                let stop = start + m.size
                 if !open {
                     if m.size > 0, start >= chunkEnd { break }
                     try begin(m)
                     open = true
                 }
-                let lo = max(start, position), hi = min(stop, chunkEnd)
+                let lo = max(start, position)
+                let hi = min(stop, chunkEnd)
                 if hi > lo {
-                    try chunk.withUnsafeBytes { try bytes(UnsafeRawBufferPointer(rebasing: $0[Int(lo - position)..<Int(hi - position)])) }
+                    try chunk.withUnsafeBytes {
+                        try bytes(UnsafeRawBufferPointer(rebasing: $0[Int(lo - position)..<Int(hi - position)]))
+                    }
                 }
                 guard stop <= chunkEnd else { break }
                 try end(m)
@@ -198,7 +216,9 @@ extension RecordSource {
             wipe(&chunk)
             position = chunkEnd
             // No further than the member table declares: a record that inflates past it stops here.
-            guard position <= table.totalData else { throw fail("record holds more data than its member table declares") }
+            guard position <= table.totalData else {
+                throw fail("record holds more data than its member table declares")
+            }
             guard let c = try reader.next() else { break }
             chunk = c
         }
@@ -209,8 +229,10 @@ extension RecordSource {
     /// The values of `items` (distinct values: no two name one member of one record), each record read once
     /// (``readMembers(_:begin:bytes:end:)``), records in file order: what a command that reads many values of
     /// one vault uses instead of reading them one by one, which decodes a solid record once per member.
-    func readValues<S: Sequence<Item>>(of items: S, begin: (Item) throws -> Void, bytes: (UnsafeRawBufferPointer) throws -> Void,
-                                       end: (Item) throws -> Void) throws {
+    func readValues<S: Sequence<Item>>(
+        of items: S, begin: (Item) throws -> Void, bytes: (UnsafeRawBufferPointer) throws -> Void,
+        end: (Item) throws -> Void
+    ) throws {
         for batch in Vault.recordBatches(items) {
             for members in batch { try readMembers(members, begin: begin, bytes: bytes, end: end) }
         }
@@ -222,8 +244,10 @@ extension PagedVault {
     /// decoded once, records in file order: `begin(item)`, its bytes (authenticated) in one or more `bytes`
     /// calls, `end(item)`. What a command that prints or copies many values uses: reading them one by one
     /// decodes a solid record once per member.
-    package func readValues(of items: [Item], begin: (Item) throws -> Void, bytes: (UnsafeRawBufferPointer) throws -> Void,
-                            end: (Item) throws -> Void) throws {
+    package func readValues(
+        of items: [Item], begin: (Item) throws -> Void, bytes: (UnsafeRawBufferPointer) throws -> Void,
+        end: (Item) throws -> Void
+    ) throws {
         try source.readValues(of: items, begin: begin, bytes: bytes, end: end)
     }
 }
@@ -242,8 +266,11 @@ extension Blocks {
                 throw fail("block \(index) declares \(n) sealed bytes")
             }
             let end = p + frameBytes + n
-            guard let chunk = try open(nonce: Array(raw[p + 4..<p + 28]), sealed: Array(raw[p + frameBytes..<end]), key: key,
-                                       index: index, last: end == raw.count, room: limit - out.count, fail: fail) else {
+            guard
+                let chunk = try open(
+                    nonce: Array(raw[p + 4..<p + 28]), sealed: Array(raw[p + frameBytes..<end]), key: key,
+                    index: index, last: end == raw.count, room: limit - out.count, fail: fail)
+            else {
                 wipe(&out)
                 return nil
             }

@@ -16,7 +16,9 @@ extension Vault {
     }
 
     /// Where this vault's records are read from.
-    var records: RecordSource { RecordSource(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys) }
+    var records: RecordSource {
+        RecordSource(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys)
+    }
 }
 
 /// Reads item values from the records of one vault file (either format version: records are §6's in both).
@@ -32,8 +34,10 @@ package struct RecordSource {
 
     /// A reader over the blocks of the record at `l`.
     func recordReader(_ l: RecordLocation, fail: @escaping (String) -> VaultError) -> BlockReader {
-        BlockReader(file: file, key: StreamKey.record(keys, vaultID: vaultID, recordID: l.recordID),
-                    start: headerLength.saturatingAdding(l.offset), end: headerLength.saturatingAdding(l.offset).saturatingAdding(l.length), fail: fail)
+        BlockReader(
+            file: file, key: StreamKey.record(keys, vaultID: vaultID, recordID: l.recordID),
+            start: headerLength.saturatingAdding(l.offset),
+            end: headerLength.saturatingAdding(l.offset).saturatingAdding(l.length), fail: fail)
     }
 
     /// Streams `item`'s value to `sink`, every byte authenticated before it is passed on.
@@ -51,7 +55,9 @@ package struct RecordSource {
             let n = UInt64(chunk.count)
             if skip < n, left > 0 {
                 let take = min(n - skip, left)
-                try chunk.withUnsafeBytes { try sink(UnsafeRawBufferPointer(rebasing: $0[Int(skip)..<Int(skip + take)])) }
+                try chunk.withUnsafeBytes {
+                    try sink(UnsafeRawBufferPointer(rebasing: $0[Int(skip)..<Int(skip + take)]))
+                }
                 left -= take
             }
             skip = skip > n ? skip - n : 0
@@ -79,11 +85,15 @@ extension Vault {
     func current(_ item: Item) throws -> Item {
         let found = onDemand ? try liveItem(like: item) : state[item.id]
         guard let now = found else {
-            throw VaultError(.staleItem, "\(item.displayName): the item was deleted after this handle was taken; look it up again")
+            throw VaultError(
+                .staleItem, "\(item.displayName): the item was deleted after this handle was taken; look it up again")
         }
-        let a = now.location, b = item.location
+        let a = now.location
+        let b = item.location
         guard now.size == item.size, a.recordID == b.recordID, a.member == b.member, a.dataOffset == b.dataOffset else {
-            throw VaultError(.staleItem, "\(item.displayName): the item's value was replaced after this handle was taken; look it up again")
+            throw VaultError(
+                .staleItem,
+                "\(item.displayName): the item's value was replaced after this handle was taken; look it up again")
         }
         return now
     }
@@ -155,8 +165,10 @@ package struct MemberTable {
         for item in items {
             let m = item.location.member
             guard m < members.count, members[m].id == item.id, members[m].size == item.size,
-                  offsets[m] == item.location.dataOffset else {
-                throw VaultError(.damagedRecord, "\(item.displayName): the record's member table does not name this item")
+                offsets[m] == item.location.dataOffset
+            else {
+                throw VaultError(
+                    .damagedRecord, "\(item.displayName): the record's member table does not name this item")
             }
         }
     }

@@ -11,16 +11,25 @@ extension Vault {
     /// applied at once; nil keeps the vault's) and without the kept versions of the items in `droppingHistoryOf`,
     /// so that their values leave the file. A version 1 vault keeps no history: it is compacted as it is, and a
     /// retention rule is refused.
-    package func compact(retention: Retention?, droppingHistoryOf dropped: Set<ItemID>, rewindingClock: Bool = false,
-                         random: RandomSource = SystemRandom.shared, options: WriteOptions = .init()) throws {
+    package func compact(
+        retention: Retention?, droppingHistoryOf dropped: Set<ItemID>, rewindingClock: Bool = false,
+        random: RandomSource = SystemRandom.shared, options: WriteOptions = .init()
+    ) throws {
         guard let p = paged else {
-            guard retention == nil else { throw VaultError(.invalidArgument, "\(path) is vault format version 1, which keeps no history or tombstones") }
-            guard !rewindingClock else { throw VaultError(.invalidArgument, "\(path) is vault format version 1, which has no version clock") }
+            guard retention == nil else {
+                throw VaultError(
+                    .invalidArgument, "\(path) is vault format version 1, which keeps no history or tombstones")
+            }
+            guard !rewindingClock else {
+                throw VaultError(.invalidArgument, "\(path) is vault format version 1, which has no version clock")
+            }
             return try rewrite(header: header, headerBytes: headerBytes, newKey: nil, random: random, options: options)
         }
         try options.check()
-        try p.compact(random: random, level: options.level, solidMembers: options.solidMembers, retention: retention, droppingHistoryOf: dropped,
-                      rewindingClock: rewindingClock)
+        try p.compact(
+            random: random, level: options.level, solidMembers: options.solidMembers, retention: retention,
+            droppingHistoryOf: dropped,
+            rewindingClock: rewindingClock)
         try adopt(p, items: true)
     }
 
@@ -30,7 +39,9 @@ extension Vault {
     /// Makes a new random vault key, re-seals every record and the index under it, and wraps it for `slots`
     /// (which replace all the old ones: an old slot or header copy no longer opens anything written from
     /// now on). Item ids, record ids and values are kept. Needs `.write`.
-    public func rekey(slots: [SlotSecret], random: RandomSource = SystemRandom.shared, options: WriteOptions = .init()) throws {
+    public func rekey(slots: [SlotSecret], random: RandomSource = SystemRandom.shared, options: WriteOptions = .init())
+        throws
+    {
         if let p = paged {
             try options.check()
             try p.rekey(slots: slots, random: random, level: options.level, solidMembers: options.solidMembers)
@@ -41,12 +52,16 @@ extension Vault {
     }
 
     /// `header` under a new random vault key wrapped for `slots` (both format versions), encoded.
-    static func rekeyedHeader(_ header: Header, slots: [SlotSecret], random: RandomSource) throws -> (Header, [UInt8], SecureBytes) {
+    static func rekeyedHeader(_ header: Header, slots: [SlotSecret], random: RandomSource) throws -> (
+        Header, [UInt8], SecureBytes
+    ) {
         guard !slots.isEmpty, slots.count <= Limits.slotsMax else {
             throw VaultError(.invalidArgument, "a vault needs 1 to \(Limits.slotsMax) key slots")
         }
         let vk = random.secureBytes(32)
-        let keySlots = try slots.map { try KeySlot.make(for: $0, vaultKey: vk, vaultID: header.vaultID, random: random) }
+        let keySlots = try slots.map {
+            try KeySlot.make(for: $0, vaultKey: vk, vaultID: header.vaultID, random: random)
+        }
         try Header.checkKDFBudget(keySlots, .invalidArgument)
         let newHeader = header.with(slots: keySlots)
         return (newHeader, newHeader.encode(macKey: Subkeys(vaultKey: vk).header), vk)
@@ -56,7 +71,9 @@ extension Vault {
     /// `remove`, and adds slots for `add`. Slots another process added meanwhile are kept. The vault key and
     /// the body are unchanged: no item is re-encrypted. Atomic. Needs `.write`.
     public func changeSlots(remove: [Int], add: [SlotSecret], random: RandomSource = SystemRandom.shared) throws {
-        guard remove.allSatisfy({ header.slots.indices.contains($0) }) else { throw VaultError(.invalidArgument, "no such slot") }
+        guard remove.allSatisfy({ header.slots.indices.contains($0) }) else {
+            throw VaultError(.invalidArgument, "no such slot")
+        }
         // Resolve the indexes now, against the header the caller saw, not the one caught up with under the lock.
         let removed = remove.map { header.slots[$0] }
         if let p = paged {
@@ -67,8 +84,10 @@ extension Vault {
     }
 
     private func changeSlotsLocked(removing: [KeySlot], add: [SlotSecret], random: RandomSource) throws {
-        let (newHeader, bytes, newFile) = try Vault.copyWithSlots(path: path, file: file, header: header, vaultKey: vaultKey, headerKey: keys.header,
-                                                                  bodyEnd: tail.end, removing: removing, add: add, random: random) {
+        let (newHeader, bytes, newFile) = try Vault.copyWithSlots(
+            path: path, file: file, header: header, vaultKey: vaultKey, headerKey: keys.header,
+            bodyEnd: tail.end, removing: removing, add: add, random: random
+        ) {
             try ensureStillAtPath("a rewrite")
         }
         file = newFile
@@ -80,11 +99,15 @@ extension Vault {
     /// Writes a copy of the file whose header has `header`'s slots less `removing`, plus slots for `add`, and
     /// the body up to `bodyEnd` byte for byte (either format version: the body does not depend on the header's
     /// bytes), renamed over `path` after `check`. Returns the new header, its bytes and the new file.
-    static func copyWithSlots(path: String, file: File, header: Header, vaultKey: SecureBytes, headerKey: SecureBytes, bodyEnd: UInt64,
-                              removing: [KeySlot], add: [SlotSecret], random: RandomSource, check: () throws -> Void) throws -> (Header, [UInt8], File) {
-        let slots = header.slots.filter { !removing.contains($0) } + (try add.map {
-            try KeySlot.make(for: $0, vaultKey: vaultKey, vaultID: header.vaultID, random: random)
-        })
+    static func copyWithSlots(
+        path: String, file: File, header: Header, vaultKey: SecureBytes, headerKey: SecureBytes, bodyEnd: UInt64,
+        removing: [KeySlot], add: [SlotSecret], random: RandomSource, check: () throws -> Void
+    ) throws -> (Header, [UInt8], File) {
+        let slots =
+            header.slots.filter { !removing.contains($0) }
+            + (try add.map {
+                try KeySlot.make(for: $0, vaultKey: vaultKey, vaultID: header.vaultID, random: random)
+            })
         guard !slots.isEmpty, slots.count <= Limits.slotsMax else {
             throw VaultError(.invalidArgument, "a vault needs 1 to \(Limits.slotsMax) key slots")
         }
@@ -98,7 +121,8 @@ extension Vault {
             let step: UInt64 = 4 << 20
             while copied < bodyEnd {
                 let n = min(step, bodyEnd - copied)
-                try tmp.file.write(try file.read(Int(n), at: UInt64(header.length) + copied), at: UInt64(bytes.count) + copied)
+                try tmp.file.write(
+                    try file.read(Int(n), at: UInt64(header.length) + copied), at: UInt64(bytes.count) + copied)
                 copied += n
             }
             try tmp.commit(overwrite: true, check: check)
@@ -109,14 +133,20 @@ extension Vault {
         return (newHeader, bytes, tmp.file)
     }
 
-    private func rewrite(header newHeader: Header, headerBytes bytes: [UInt8], newKey: SecureBytes?, random: RandomSource,
-                         options: WriteOptions) throws {
+    private func rewrite(
+        header newHeader: Header, headerBytes bytes: [UInt8], newKey: SecureBytes?, random: RandomSource,
+        options: WriteOptions
+    ) throws {
         try options.check()
-        try exclusively { try rewriteLocked(header: newHeader, headerBytes: bytes, newKey: newKey, random: random, options: options) }
+        try exclusively {
+            try rewriteLocked(header: newHeader, headerBytes: bytes, newKey: newKey, random: random, options: options)
+        }
     }
 
-    private func rewriteLocked(header newHeader: Header, headerBytes bytes: [UInt8], newKey: SecureBytes?, random: RandomSource,
-                               options: WriteOptions) throws {
+    private func rewriteLocked(
+        header newHeader: Header, headerBytes bytes: [UInt8], newKey: SecureBytes?, random: RandomSource,
+        options: WriteOptions
+    ) throws {
         let newKeys = newKey.map { Subkeys(vaultKey: $0) } ?? keys
         let generation = Vault.rewriteGeneration(after: tail.trailer.generation)
         let tmp = try AtomicReplace(path: path, random: random)
@@ -124,14 +154,16 @@ extension Vault {
         let newState: [ItemID: Item]
         do {
             try tmp.file.write(bytes, at: 0)
-            let writer = CommitWriter(file: tmp.file, headerLength: UInt64(bytes.count), vaultID: header.vaultID,
-                                      keys: newKeys, random: random, level: options.level, solidMembers: options.solidMembers, at: 0)
+            let writer = CommitWriter(
+                file: tmp.file, headerLength: UInt64(bytes.count), vaultID: header.vaultID,
+                keys: newKeys, random: random, level: options.level, solidMembers: options.solidMembers, at: 0)
             try copyLiveRecords(to: writer, newKeys: newKeys, reseal: newKey != nil, random: random)
             try writer.flush()
             newState = Dictionary(uniqueKeysWithValues: writer.written.map { ($0.item.id, $0.item) })
             let ops = newState.keys.sorted().map { IndexOperation.put(newState[$0]!) }
-            newTail = try writer.finish(ops: ops, checkpoint: true, generation: generation, previous: nil,
-                                        itemCount: newState.count)
+            newTail = try writer.finish(
+                ops: ops, checkpoint: true, generation: generation, previous: nil,
+                itemCount: newState.count)
             try tmp.commit(overwrite: true) { try ensureStillAtPath("a rewrite") }
         } catch {
             tmp.abandon()
@@ -166,20 +198,24 @@ extension Vault {
                     while let b = try reader.nextRaw() {
                         if !reseal {
                             // Authenticate before copying, so compaction never carries damage forward.
-                            _ = try Blocks.open(nonce: Array(b.frame[4..<28]), sealed: b.sealed, key: oldKey,
-                                                index: b.index, last: b.last, fail: fail)
+                            _ = try Blocks.open(
+                                nonce: Array(b.frame[4..<28]), sealed: b.sealed, key: oldKey,
+                                index: b.index, last: b.last, fail: fail)
                             try emit(b.frame + b.sealed)
                         } else {
-                            try emit(try Blocks.reseal(frame: b.frame, sealed: b.sealed, from: oldKey, to: newStreamKey,
-                                                       index: b.index, last: b.last,
-                                                       nonce: random.bytes(Sodium.aeadNonceBytes), fail: fail))
+                            try emit(
+                                try Blocks.reseal(
+                                    frame: b.frame, sealed: b.sealed, from: oldKey, to: newStreamKey,
+                                    index: b.index, last: b.last,
+                                    nonce: random.bytes(Sodium.aeadNonceBytes), fail: fail))
                         }
                     }
                 }
             } else {
                 // Decode the record once and re-add its live members, each streamed through the writer.
-                try readValues(of: members, begin: { item, _ in try writer.beginValue(item, size: item.size) },
-                               bytes: { try writer.appendValue($0) }, end: { _ in try writer.endValue() })
+                try readValues(
+                    of: members, begin: { item, _ in try writer.beginValue(item, size: item.size) },
+                    bytes: { try writer.appendValue($0) }, end: { _ in try writer.endValue() })
             }
         }
     }

@@ -30,14 +30,18 @@ extension Vault {
         report.deadBytes = deadBytes
         report.incompleteBytes = incompleteBytes
         if incompleteBytes > 0 {
-            report.problems.append(VaultError(.incompleteCommit,
-                "\(incompleteBytes) bytes after the last complete commit (generation \(generation)); `kcar recover` cuts them off"))
+            report.problems.append(
+                VaultError(
+                    .incompleteCommit,
+                    "\(incompleteBytes) bytes after the last complete commit (generation \(generation)); `kcar recover` cuts them off"
+                ))
         }
         if let e = Vault.generationProblem(tail.trailer.generation) { report.problems.append(e) }
         // Trailers and index segments of every commit, newest first. Those of the chain that open loaded
         // (back to the newest checkpoint) were authenticated and parsed then; the older ones are read here.
-        let reader = TailReader(file: file, headerLength: UInt64(header.length), bodySize: tail.end,
-                                vaultID: header.vaultID, keys: keys)
+        let reader = TailReader(
+            file: file, headerLength: UInt64(header.length), bodySize: tail.end,
+            vaultID: header.vaultID, keys: keys)
         var t = tail.trailer
         var inLoadedChain = true
         var probes = TailReader.Probes()
@@ -58,10 +62,15 @@ extension Vault {
             // that a later first commit (commit start 0) hides from this walk, bytes verify would not see.
             if scanning {
                 do {
-                    if let (hidden, p) = try reader.validTrailer(from: t.commitStart, end: t.indexOffset, probes: &probes) {
-                        report.problems.append(VaultError(.damagedIndex,
-                            "a valid trailer of generation \(hidden.generation) lies at body offset \(p), inside the records of "
-                            + "generation \(t.generation): an earlier commit that the chain of trailers does not reach"))
+                    if let (hidden, p) = try reader.validTrailer(
+                        from: t.commitStart, end: t.indexOffset, probes: &probes)
+                    {
+                        report.problems.append(
+                            VaultError(
+                                .damagedIndex,
+                                "a valid trailer of generation \(hidden.generation) lies at body offset \(p), inside the records of "
+                                    + "generation \(t.generation): an earlier commit that the chain of trailers does not reach"
+                            ))
                     }
                 } catch {
                     report.problems.append(error as? VaultError ?? VaultError(.io, "\(error)"))
@@ -71,9 +80,12 @@ extension Vault {
             if t.checkpoint { inLoadedChain = false }
             if t.previous == Trailer.noPrevious { break }
             guard let prev = try? reader.trailer(at: t.previous), prev.generation == t.generation - 1,
-                  prev.chain == (t.checkpoint ? prev.chain : t.chain - 1) else {
-                report.problems.append(VaultError(.damagedIndex,
-                    "the trailer before generation \(t.generation) (body offset \(t.previous)) does not verify"))
+                prev.chain == (t.checkpoint ? prev.chain : t.chain - 1)
+            else {
+                report.problems.append(
+                    VaultError(
+                        .damagedIndex,
+                        "the trailer before generation \(t.generation) (body offset \(t.previous)) does not verify"))
                 break
             }
             t = prev
@@ -102,7 +114,8 @@ extension Vault {
             }
             let plains: [[UInt8]?]
             do {
-                plains = try Vault.decodeRecords(batch, raws: try readRecords(batch), keys: keys, vaultID: header.vaultID)
+                plains = try Vault.decodeRecords(
+                    batch, raws: try readRecords(batch), keys: keys, vaultID: header.vaultID)
             } catch {
                 verifyOneByOne(batch)  // find which records failed
                 continue
@@ -126,7 +139,9 @@ extension RecordSource {
     /// Reads a record in full, streaming, and checks its member table against `members`.
     func verifyRecord(_ members: [Item]) throws {
         let first = members[0]
-        let names = members.count == 1 ? first.displayName : "\(first.displayName) (and \(members.count - 1) more in its record)"
+        let names =
+            members.count == 1
+            ? first.displayName : "\(first.displayName) (and \(members.count - 1) more in its record)"
         let table = try verifiedTable(first.location) { VaultError(.damagedRecord, "\(names): \($0)") }
         try table.check(members)
     }

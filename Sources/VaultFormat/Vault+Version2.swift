@@ -52,8 +52,9 @@ extension Vault {
             throw VaultError(.wrongKey, "\(path) was rekeyed or replaced since it was opened; open it again")
         }
         headerBytes = hb
-        let q = try PagedVault.open(file: file, path: path, header: h, vaultKey: vaultKey, size: size, mode: mode,
-                                    writerID: p.writerID, lockTimeout: lockTimeout)
+        let q = try PagedVault.open(
+            file: file, path: path, header: h, vaultKey: vaultKey, size: size, mode: mode,
+            writerID: p.writerID, lockTimeout: lockTimeout)
         try adopt(q, items: true)
     }
 
@@ -135,13 +136,17 @@ extension Vault {
 
     /// ``commit(options:random:_:)`` of a version 2 file: one commit of the changes `body` makes, through a
     /// ``Transaction`` that keeps this instance's items up to date.
-    func commitVersion2(_ p0: PagedVault, options: WriteOptions, random: RandomSource, _ body: (Transaction) throws -> Void) throws {
+    func commitVersion2(
+        _ p0: PagedVault, options: WriteOptions, random: RandomSource, _ body: (Transaction) throws -> Void
+    ) throws {
         if try !p0.file.isStill(path) { try reopenVersion2(p0) }
         guard let p = paged else { return }
         var after: [ItemID: Item]?
         var paged: PagedTransaction?
         let generation = p.generation
-        try p.commit(level: options.level, random: random, solidMembers: options.solidMembers, autoCompact: options.autoCompact) { ptx in
+        try p.commit(
+            level: options.level, random: random, solidMembers: options.solidMembers, autoCompact: options.autoCompact
+        ) { ptx in
             // Under the lock, caught up with other writers: the items this instance holds may be older.
             try adopt(p, items: false)
             ptx.keepsValueLocations = !onDemand
@@ -201,30 +206,42 @@ extension Vault {
     /// one fold commit (generation 1, as a version 1 vault's first checkpoint: a cut file has no complete
     /// commit), written under a temporary name that is renamed into place only when complete (as
     /// ``create(path:group:slots:options:overwrite:random:_:)``).
-    package static func create(path: String, group: String, slots: [SlotSecret], schema: PagedSchema, retention: Retention = .init(),
-                               options: WriteOptions = .init(), overwrite: Bool = false, random: RandomSource = SystemRandom.shared,
-                               now: UInt64 = PagedTransaction.realTimeMilliseconds(), writerID: UInt64? = nil,
-                               _ body: (Transaction) throws -> Void) throws {
+    package static func create(
+        path: String, group: String, slots: [SlotSecret], schema: PagedSchema, retention: Retention = .init(),
+        options: WriteOptions = .init(), overwrite: Bool = false, random: RandomSource = SystemRandom.shared,
+        now: UInt64 = PagedTransaction.realTimeMilliseconds(), writerID: UInt64? = nil,
+        _ body: (Transaction) throws -> Void
+    ) throws {
         try options.check()
         let tmp = try startCreating(path: path, group: group, slots: slots, overwrite: overwrite)
         do {
-            let (vaultID, keys, headerBytes, header, vaultKey) = try writeNewHeader(tmp, group: group, slots: slots, formatVersion: 2, random: random)
-            let store = FilePageStore(source: RecordSource(file: tmp.file, headerLength: UInt64(headerBytes.count), vaultID: vaultID, keys: keys), limit: 0)
+            let (vaultID, keys, headerBytes, header, vaultKey) = try writeNewHeader(
+                tmp, group: group, slots: slots, formatVersion: 2, random: random)
+            let store = FilePageStore(
+                source: RecordSource(
+                    file: tmp.file, headerLength: UInt64(headerBytes.count), vaultID: vaultID, keys: keys), limit: 0)
             store.random = random
             store.level = options.level
             let root = IndexRoot(schema: schema, retention: retention)
-            let none = TrailerV2(generation: 0, commitStart: 0, previous: TrailerV2.none, rootOffset: 0, rootLength: 0, rootID: ID128(hi: 0, lo: 0),
-                                 deltaOffset: TrailerV2.none, deltaLength: 0, itemCount: 0, wroteRoot: true, chain: 0)
+            let none = TrailerV2(
+                generation: 0, commitStart: 0, previous: TrailerV2.none, rootOffset: 0, rootLength: 0,
+                rootID: ID128(hi: 0, lo: 0),
+                deltaOffset: TrailerV2.none, deltaLength: 0, itemCount: 0, wroteRoot: true, chain: 0)
             // The temporary file stays locked by `tmp` (a lock released here would let another writer take it
             // for a killed writer's): the commit is appended without taking the lock again.
-            let p = PagedVault(path: tmp.tempPath, header: header, file: tmp.file, vaultKey: vaultKey, store: store, root: root,
-                               tail: (none, 0), writerID: writerID ?? UInt64(bigEndianBytes: random.bytes(8)), mode: .write)
+            let p = PagedVault(
+                path: tmp.tempPath, header: header, file: tmp.file, vaultKey: vaultKey, store: store, root: root,
+                tail: (none, 0), writerID: writerID ?? UInt64(bigEndianBytes: random.bytes(8)), mode: .write)
             p.uncommitted = true
-            try p.commitLocked(level: options.level, random: random, solidMembers: options.solidMembers, now: now) { ptx in
+            try p.commitLocked(level: options.level, random: random, solidMembers: options.solidMembers, now: now) {
+                ptx in
                 try body(Transaction(paged: ptx, random: random, state: [:]))
             }
             // Nothing added: the vault is one fold of empty trees.
-            if p.uncommitted { _ = try PagedVault.writeFold(root: root, store: store, commitStart: 0, generation: 1, previous: nil, itemCount: 0) }
+            if p.uncommitted {
+                _ = try PagedVault.writeFold(
+                    root: root, store: store, commitStart: 0, generation: 1, previous: nil, itemCount: 0)
+            }
             try tmp.commit(overwrite: overwrite)
         } catch {
             tmp.abandon()

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The changes of one commit, gathered by the closure given to ``Vault/create(path:group:slots:options:overwrite:random:_:)``
 /// or ``Vault/commit(options:random:_:)``. Values are written as they are added; the commit becomes visible
@@ -87,12 +88,18 @@ public final class Transaction {
 
     /// Adds a new item and returns its id.
     @discardableResult
-    public func add(class itemClass: ItemClass = .genericPassword, attributes: Attributes, value: ValueSource) throws -> ItemID {
+    public func add(class itemClass: ItemClass = .genericPassword, attributes: Attributes, value: ValueSource) throws
+        -> ItemID
+    {
         try Transaction.check(itemClass, attributes)
-        guard state.count < Limits.itemsMax else { throw VaultError(.invalidArgument, "a vault holds at most \(Limits.itemsMax) items") }
+        guard state.count < Limits.itemsMax else {
+            throw VaultError(.invalidArgument, "a vault holds at most \(Limits.itemsMax) items")
+        }
         let id = try paged?.add(class: itemClass, attributes: attributes, value: value) ?? ItemID(random.bytes(16))
-        let item = Item(id: id, itemClass: itemClass, attributes: attributes, size: 0,
-                        location: RecordLocation(recordID: ID128([UInt8](repeating: 0, count: 16)), offset: 0, length: 0, member: 0, dataOffset: 0))
+        let item = Item(
+            id: id, itemClass: itemClass, attributes: attributes, size: 0,
+            location: RecordLocation(
+                recordID: ID128([UInt8](repeating: 0, count: 16)), offset: 0, length: 0, member: 0, dataOffset: 0))
         if paged != nil {
             if !onDemand { state[id] = item }
             return id
@@ -105,8 +112,10 @@ public final class Transaction {
     }
 
     /// Changes an item's class or attributes, its value, or both.
-    public func update(_ id: ItemID, class itemClass: ItemClass? = nil, attributes: Attributes? = nil,
-                       value: ValueSource? = nil) throws {
+    public func update(
+        _ id: ItemID, class itemClass: ItemClass? = nil, attributes: Attributes? = nil,
+        value: ValueSource? = nil
+    ) throws {
         guard var item = try current(id) else { throw VaultError(.itemNotFound, "item \(id)") }
         if let paged {
             try paged.update(item, class: itemClass, attributes: attributes, value: value)
@@ -146,10 +155,14 @@ public final class Transaction {
     static func check(_ c: ItemClass, _ attributes: Attributes) throws {
         let n = c.rawValue.utf8.count
         guard n >= 1, n <= Limits.attrNameMax else { throw VaultError(.invalidArgument, "class name of \(n) bytes") }
-        guard attributes.count <= Limits.attrsMax else { throw VaultError(.invalidArgument, "more than \(Limits.attrsMax) attributes") }
+        guard attributes.count <= Limits.attrsMax else {
+            throw VaultError(.invalidArgument, "more than \(Limits.attrsMax) attributes")
+        }
         for (name, value) in attributes {
             let k = name.utf8.count
-            guard k >= 1, k <= Limits.attrNameMax else { throw VaultError(.invalidArgument, "attribute name of \(k) bytes") }
+            guard k >= 1, k <= Limits.attrNameMax else {
+                throw VaultError(.invalidArgument, "attribute name of \(k) bytes")
+            }
             let length: Int
             switch value {
             case .string(let s): length = s.utf8.count
@@ -167,7 +180,9 @@ public final class Transaction {
         try writer.flush()
         // A value given twice in one transaction: the one added last wins, whatever order records were written in.
         var latest: [ItemID: (sequence: Int, item: Item)] = [:]
-        for w in writer.written where latest[w.item.id].map({ $0.sequence < w.sequence }) ?? true { latest[w.item.id] = w }
+        for w in writer.written where latest[w.item.id].map({ $0.sequence < w.sequence }) ?? true {
+            latest[w.item.id] = w
+        }
         for w in latest.values.map(\.item) where valued.contains(w.id) {
             if var s = state[w.id] {
                 s.size = w.size
@@ -187,7 +202,8 @@ public final class Transaction {
 extension Vault {
     /// Checks what every new vault needs (a group name, 1 to `SLOTS_MAX` slots, no file at `path` unless
     /// `overwrite`) and opens the temporary file it is written to.
-    static func startCreating(path: String, group: String, slots: [SlotSecret], overwrite: Bool) throws -> AtomicReplace {
+    static func startCreating(path: String, group: String, slots: [SlotSecret], overwrite: Bool) throws -> AtomicReplace
+    {
         try Header.checkGroup(group)
         guard !slots.isEmpty, slots.count <= Limits.slotsMax else {
             throw VaultError(.invalidArgument, "a vault needs 1 to \(Limits.slotsMax) key slots")
@@ -198,8 +214,10 @@ extension Vault {
 
     /// Draws a new vault id and vault key, wraps the key for `slots` and writes the header at the start of
     /// `tmp`; returns the id, the subkeys and the header's bytes.
-    static func writeNewHeader(_ tmp: AtomicReplace, group: String, slots: [SlotSecret], formatVersion: UInt16,
-                               random: RandomSource) throws -> (vaultID: [UInt8], keys: Subkeys, headerBytes: [UInt8], header: Header, vaultKey: SecureBytes) {
+    static func writeNewHeader(
+        _ tmp: AtomicReplace, group: String, slots: [SlotSecret], formatVersion: UInt16,
+        random: RandomSource
+    ) throws -> (vaultID: [UInt8], keys: Subkeys, headerBytes: [UInt8], header: Header, vaultKey: SecureBytes) {
         let vaultID = random.bytes(16)
         let vk = random.secureBytes(32)
         let keySlots = try slots.map { try KeySlot.make(for: $0, vaultKey: vk, vaultID: vaultID, random: random) }
@@ -215,15 +233,19 @@ extension Vault {
     /// Creates a new vault at `path` holding what `body` adds, as one checkpoint commit. The file is written
     /// under a temporary name and renamed into place only when complete; an error leaves nothing behind.
     /// Throws ``VaultError/Code/exists`` if `path` exists and `overwrite` is false.
-    public static func create(path: String, group: String, slots: [SlotSecret], options: WriteOptions = .init(),
-                              overwrite: Bool = false, random: RandomSource = SystemRandom.shared,
-                              _ body: (Transaction) throws -> Void) throws {
+    public static func create(
+        path: String, group: String, slots: [SlotSecret], options: WriteOptions = .init(),
+        overwrite: Bool = false, random: RandomSource = SystemRandom.shared,
+        _ body: (Transaction) throws -> Void
+    ) throws {
         try options.check()
         let tmp = try startCreating(path: path, group: group, slots: slots, overwrite: overwrite)
         do {
-            let (vaultID, keys, headerBytes, _, _) = try writeNewHeader(tmp, group: group, slots: slots, formatVersion: 1, random: random)
-            let writer = CommitWriter(file: tmp.file, headerLength: UInt64(headerBytes.count), vaultID: vaultID, keys: keys,
-                                      random: random, level: options.level, solidMembers: options.solidMembers, at: 0)
+            let (vaultID, keys, headerBytes, _, _) = try writeNewHeader(
+                tmp, group: group, slots: slots, formatVersion: 1, random: random)
+            let writer = CommitWriter(
+                file: tmp.file, headerLength: UInt64(headerBytes.count), vaultID: vaultID, keys: keys,
+                random: random, level: options.level, solidMembers: options.solidMembers, at: 0)
             let tx = Transaction(writer: writer, random: random, state: [:])
             try body(tx)
             let ops = try tx.finalize()
@@ -238,8 +260,10 @@ extension Vault {
     /// Appends one commit with the changes `body` makes. Needs a vault opened with `.write`. Cuts off an
     /// incomplete commit first. On any error the file is cut back to the last complete commit, so a failed
     /// commit leaves the vault as it was.
-    public func commit(options: WriteOptions = .init(), random: RandomSource = SystemRandom.shared,
-                       _ body: (Transaction) throws -> Void) throws {
+    public func commit(
+        options: WriteOptions = .init(), random: RandomSource = SystemRandom.shared,
+        _ body: (Transaction) throws -> Void
+    ) throws {
         try options.check()
         if let p = paged { return try commitVersion2(p, options: options, random: random, body) }
         let compactNow: Bool
@@ -259,13 +283,16 @@ extension Vault {
     }
 
     /// A version 1 commit; returns whether to compact now.
-    private func commitVersion1(options: WriteOptions, random: RandomSource, _ body: (Transaction) throws -> Void) throws -> Bool {
+    private func commitVersion1(options: WriteOptions, random: RandomSource, _ body: (Transaction) throws -> Void)
+        throws -> Bool
+    {
         try exclusively {
             // Before anything is written: a refused commit leaves no bytes behind.
             let nextGeneration = try Vault.nextGeneration(after: tail.trailer.generation, path)
             try cutIncompleteLocked()
-            let writer = CommitWriter(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys,
-                                      random: random, level: options.level, solidMembers: options.solidMembers, at: tail.end)
+            let writer = CommitWriter(
+                file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys,
+                random: random, level: options.level, solidMembers: options.solidMembers, at: tail.end)
             let tx = Transaction(writer: writer, random: random, state: state)
             do {
                 try body(tx)
@@ -278,12 +305,15 @@ extension Vault {
                 let chain = Int(tail.trailer.chain) + 1
                 let deltaSize = IndexCodec.encode(ops).count
                 // A checkpoint also before the chain would pass what a reader accepts of it in all.
-                let checkpoint = chain >= Limits.chainMax || tail.deltaBytes + UInt64(deltaSize) > tail.checkpointBytes
-                    || deltaSize > Limits.chainIndexMax - tail.chainPlainBytes || ops.count > Limits.chainOpsMax - tail.chainOps
+                let checkpoint =
+                    chain >= Limits.chainMax || tail.deltaBytes + UInt64(deltaSize) > tail.checkpointBytes
+                    || deltaSize > Limits.chainIndexMax - tail.chainPlainBytes
+                    || ops.count > Limits.chainOpsMax - tail.chainOps
                 let finalOps = checkpoint ? tx.state.keys.sorted().map { IndexOperation.put(tx.state[$0]!) } : ops
                 try ensureStillAtPath("a commit")
-                tail = try writer.finish(ops: finalOps, checkpoint: checkpoint, generation: nextGeneration,
-                                         previous: tail, itemCount: tx.state.count)
+                tail = try writer.finish(
+                    ops: finalOps, checkpoint: checkpoint, generation: nextGeneration,
+                    previous: tail, itemCount: tx.state.count)
                 state = tx.state
             } catch {
                 try? file.truncate(to: fileOffset(tail.end))
@@ -316,7 +346,8 @@ extension Vault {
     /// Told, on the committing thread, of every automatic compaction that failed after a commit (the commit
     /// stood; the dead space, deleted values included, stays in the file until a compaction succeeds). The
     /// CLI sets it to warn on standard error, so a failure is reported whichever layer made the commit.
-    public static func reportCompactionFailures(to handler: (@Sendable (_ path: String, _ error: VaultError) -> Void)?) {
+    public static func reportCompactionFailures(to handler: (@Sendable (_ path: String, _ error: VaultError) -> Void)?)
+    {
         compactionFailures.withLock { $0 = handler }
     }
 
@@ -326,8 +357,10 @@ extension Vault {
     /// is written, with the way out (a rewrite, which starts again at 1).
     static func nextGeneration(after generation: UInt64, _ path: String) throws -> UInt64 {
         guard generation < Limits.generationMax else {
-            throw VaultError(.invalidArgument, "\(path) is at generation \(generation), past GENERATION_MAX (2^48), which no writer reaches: "
-                             + "it takes no more commits; `kcar compact` rewrites it with its generations starting again at 1")
+            throw VaultError(
+                .invalidArgument,
+                "\(path) is at generation \(generation), past GENERATION_MAX (2^48), which no writer reaches: "
+                    + "it takes no more commits; `kcar compact` rewrites it with its generations starting again at 1")
         }
         return generation + 1
     }
@@ -336,8 +369,10 @@ extension Vault {
     /// one, so the file breaks a writer's MUST (*damaged index*), though readers read it.
     static func generationProblem(_ generation: UInt64) -> VaultError? {
         guard generation > Limits.generationMax else { return nil }
-        return VaultError(.damagedIndex, "generation \(generation) is past GENERATION_MAX (2^48), which no writer reaches: the vault "
-                          + "takes no more commits; `kcar compact` rewrites it with its generations starting again at 1")
+        return VaultError(
+            .damagedIndex,
+            "generation \(generation) is past GENERATION_MAX (2^48), which no writer reaches: the vault "
+                + "takes no more commits; `kcar compact` rewrites it with its generations starting again at 1")
     }
 
     /// The generation of a whole-file rewrite (§9) of a vault at `generation`: the next one, or 1 for a vault at

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// How a vault is opened.
@@ -21,7 +21,9 @@ public struct WriteOptions: Sendable {
     /// At most this many small values share one solid record. Fewer make reading one value cheaper (its
     /// whole record is decrypted) at a small cost in size: the keychain, which reads single items, uses 256.
     public var solidMembers: Int
-    public init(level: Int32 = 6, autoCompact: Bool = true, lockTimeout: Double = 10, solidMembers: Int = Limits.membersMax) {
+    public init(
+        level: Int32 = 6, autoCompact: Bool = true, lockTimeout: Double = 10, solidMembers: Int = Limits.membersMax
+    ) {
         self.level = level
         self.autoCompact = autoCompact
         self.lockTimeout = lockTimeout
@@ -30,7 +32,9 @@ public struct WriteOptions: Sendable {
 
     func check() throws {
         guard Deflate.levels.contains(level) else {
-            throw VaultError(.invalidArgument, "compression level \(level) outside \(Deflate.levels.lowerBound)...\(Deflate.levels.upperBound)")
+            throw VaultError(
+                .invalidArgument,
+                "compression level \(level) outside \(Deflate.levels.lowerBound)...\(Deflate.levels.upperBound)")
         }
     }
 }
@@ -94,8 +98,10 @@ public final class Vault {
     /// The writer id of this instance's version 2 commits (nil: one drawn when the paged engine is opened).
     var writerID: UInt64?
 
-    init(path: String, header: Header, headerBytes: [UInt8], file: File, vaultKey: SecureBytes, state: [ItemID: Item],
-         tail: Tail, incompleteBytes: UInt64, mode: OpenMode) {
+    init(
+        path: String, header: Header, headerBytes: [UInt8], file: File, vaultKey: SecureBytes, state: [ItemID: Item],
+        tail: Tail, incompleteBytes: UInt64, mode: OpenMode
+    ) {
         self.path = path
         self.header = header
         self.headerBytes = headerBytes
@@ -226,8 +232,10 @@ public final class Vault {
     /// last complete commit; check ``incompleteBytes`` to learn whether an interrupted write follows it.
     /// With `.write`, each change (commit, compaction, slot change) takes an exclusive lock and first
     /// catches up with whatever other writers committed since.
-    public static func open(path: String, secret: UnlockSecret, mode: OpenMode = .read,
-                            lockTimeout: Double = 10) throws -> Vault {
+    public static func open(
+        path: String, secret: UnlockSecret, mode: OpenMode = .read,
+        lockTimeout: Double = 10
+    ) throws -> Vault {
         try open(path: path, secret: secret, mode: mode, lockTimeout: lockTimeout, itemsOnDemand: false)
     }
 
@@ -237,11 +245,14 @@ public final class Vault {
     /// (``loadItems()``); a transaction reads them all only if asked for them (``Transaction/loadAll()``).
     /// `writerID` names the writer of the versions a version 2 vault's commits give (V5; nil: one drawn for this
     /// instance).
-    package static func open(path: String, secret: UnlockSecret, mode: OpenMode = .read,
-                             lockTimeout: Double = 10, itemsOnDemand: Bool, writerID: UInt64? = nil) throws -> Vault {
+    package static func open(
+        path: String, secret: UnlockSecret, mode: OpenMode = .read,
+        lockTimeout: Double = 10, itemsOnDemand: Bool, writerID: UInt64? = nil
+    ) throws -> Vault {
         let file = try lockedFile(path, mode: mode, exclusive: false, timeout: lockTimeout)
         defer { file.unlock() }
-        let vault = try open(file: file, path: path, secret: secret, mode: mode, itemsOnDemand: itemsOnDemand, writerID: writerID)
+        let vault = try open(
+            file: file, path: path, secret: secret, mode: mode, itemsOnDemand: itemsOnDemand, writerID: writerID)
         vault.lockTimeout = lockTimeout
         vault.paged?.lockTimeout = lockTimeout
         return vault
@@ -273,7 +284,10 @@ public final class Vault {
         try catchUp()
         guard paged == nil else {
             // catchUp found the file upgraded to version 2 by another process: nothing was written.
-            throw VaultError(.io, "\(path) was upgraded to format version 2 by another process while open; nothing was changed, try again")
+            throw VaultError(
+                .io,
+                "\(path) was upgraded to format version 2 by another process while open; nothing was changed, try again"
+            )
         }
         return try body()
     }
@@ -299,7 +313,8 @@ public final class Vault {
         // With incomplete bytes known, another writer may have cut them and appended a commit of the same
         // size: only a file that ends exactly at the known trailer is taken as unchanged.
         if sameHeader, incompleteBytes == 0, size == fileOffset(tail.end),
-           (try? file.read(Trailer.size, at: fileOffset(tail.offset))) == expectedTrailer {
+            (try? file.read(Trailer.size, at: fileOffset(tail.offset))) == expectedTrailer
+        {
             return
         }
         let (h, hb) = try Vault.readHeader(file, size: size)
@@ -309,49 +324,61 @@ public final class Vault {
         headerBytes = hb
         if h.formatVersion == 2 {
             // Upgraded by another process (SPEC.md Part 4, V1): the same vault under the same key, now paged.
-            let p = try PagedVault.open(file: file, path: path, header: h, vaultKey: vaultKey, size: size, mode: mode,
-                                        writerID: writerID, lockTimeout: lockTimeout)
+            let p = try PagedVault.open(
+                file: file, path: path, header: h, vaultKey: vaultKey, size: size, mode: mode,
+                writerID: writerID, lockTimeout: lockTimeout)
             return try adopt(p, items: true)
         }
         header = h
         let body = size - UInt64(h.length)
-        let reader = TailReader(file: file, headerLength: UInt64(h.length), bodySize: body, vaultID: h.vaultID, keys: keys)
+        let reader = TailReader(
+            file: file, headerLength: UInt64(h.length), bodySize: body, vaultID: h.vaultID, keys: keys)
         (tail, state) = try reader.load()
         incompleteBytes = body - tail.end
     }
 
-    static func open(file: File, path: String, secret: UnlockSecret, mode: OpenMode, itemsOnDemand: Bool = false,
-                     writerID: UInt64? = nil) throws -> Vault {
+    static func open(
+        file: File, path: String, secret: UnlockSecret, mode: OpenMode, itemsOnDemand: Bool = false,
+        writerID: UInt64? = nil
+    ) throws -> Vault {
         let size = try file.size()
         let (header, headerBytes) = try readHeader(file, size: size)
         let (slot, vk) = try unlock(header, headerBytes, path: path, secret: secret)
         let keys = Subkeys(vaultKey: vk)
         let body = size - UInt64(header.length)
         if header.formatVersion == 2 {
-            let p = try PagedVault.open(file: file, path: path, header: header, vaultKey: vk, size: size, mode: mode, writerID: writerID,
-                                        lockTimeout: 10)
-            let none = Trailer(generation: 0, commitStart: 0, indexOffset: 0, indexLength: 0, previous: Trailer.noPrevious, itemCount: 0,
-                               checkpoint: true, chain: 0)
-            let vault = Vault(path: path, header: header, headerBytes: headerBytes, file: file, vaultKey: vk, state: [:],
-                              tail: Tail(trailer: none, offset: 0, checkpointBytes: 0, deltaBytes: 0), incompleteBytes: 0, mode: mode)
+            let p = try PagedVault.open(
+                file: file, path: path, header: header, vaultKey: vk, size: size, mode: mode, writerID: writerID,
+                lockTimeout: 10)
+            let none = Trailer(
+                generation: 0, commitStart: 0, indexOffset: 0, indexLength: 0, previous: Trailer.noPrevious,
+                itemCount: 0,
+                checkpoint: true, chain: 0)
+            let vault = Vault(
+                path: path, header: header, headerBytes: headerBytes, file: file, vaultKey: vk, state: [:],
+                tail: Tail(trailer: none, offset: 0, checkpointBytes: 0, deltaBytes: 0), incompleteBytes: 0, mode: mode)
             vault.onDemand = itemsOnDemand
             vault.writerID = writerID
             try vault.adopt(p, items: !itemsOnDemand)
             vault.unlockedSlot = slot
             return vault
         }
-        let reader = TailReader(file: file, headerLength: UInt64(header.length), bodySize: body,
-                                vaultID: header.vaultID, keys: keys)
+        let reader = TailReader(
+            file: file, headerLength: UInt64(header.length), bodySize: body,
+            vaultID: header.vaultID, keys: keys)
         let (tail, state) = try reader.load()
-        let vault = Vault(path: path, header: header, headerBytes: headerBytes, file: file, vaultKey: vk, state: state,
-                          tail: tail, incompleteBytes: body - tail.end, mode: mode)
+        let vault = Vault(
+            path: path, header: header, headerBytes: headerBytes, file: file, vaultKey: vk, state: state,
+            tail: tail, incompleteBytes: body - tail.end, mode: mode)
         vault.unlockedSlot = slot
         vault.writerID = writerID
         return vault
     }
 
     /// The slot of `header` that `secret` opens and the vault key it wraps, once the header MAC verifies under it.
-    static func unlock(_ header: Header, _ headerBytes: [UInt8], path: String, secret: UnlockSecret) throws -> (slot: Int, vaultKey: SecureBytes) {
+    static func unlock(_ header: Header, _ headerBytes: [UInt8], path: String, secret: UnlockSecret) throws -> (
+        slot: Int, vaultKey: SecureBytes
+    ) {
         // A plain loop: each slot is tried once (a lazy compactMap(...).first would run Argon2id twice).
         var opened: (Int, SecureBytes)?
         for (i, s) in header.slots.enumerated() {
@@ -418,7 +445,8 @@ struct TailReader {
         while !chain[chain.count - 1].0.checkpoint {
             let (t, _) = chain[chain.count - 1]
             guard let prev = try trailer(at: t.previous), prev.generation == t.generation - 1,
-                  prev.chain + 1 == t.chain else {
+                prev.chain + 1 == t.chain
+            else {
                 throw VaultError(.damagedIndex, "the trailer before generation \(t.generation) does not verify")
             }
             chain.append((prev, t.previous))
@@ -432,7 +460,8 @@ struct TailReader {
         var ops = 0
         for (t, _) in chain.reversed() {
             guard Int(t.itemCount) <= Limits.itemsMax else {
-                throw VaultError(.damagedIndex, "generation \(t.generation) claims \(t.itemCount) items (limit \(Limits.itemsMax))")
+                throw VaultError(
+                    .damagedIndex, "generation \(t.generation) claims \(t.itemCount) items (limit \(Limits.itemsMax))")
             }
             if t.checkpoint {
                 checkpointBytes = t.indexLength
@@ -442,40 +471,54 @@ struct TailReader {
             }
             try forEachOperation(t, plainBytes: &plainBytes, ops: &ops) { try Self.apply($0, to: &state, trailer: t) }
             guard state.count <= Limits.itemsMax, state.count == Int(t.itemCount) else {
-                throw VaultError(.damagedIndex, "generation \(t.generation): \(state.count) items, trailer says \(t.itemCount)")
+                throw VaultError(
+                    .damagedIndex, "generation \(t.generation): \(state.count) items, trailer says \(t.itemCount)")
             }
         }
         try Self.validateLocations(state)
-        return (Tail(trailer: last, offset: lastOffset, checkpointBytes: checkpointBytes, deltaBytes: deltaBytes,
-                     chainPlainBytes: plainBytes, chainOps: ops), state)
+        return (
+            Tail(
+                trailer: last, offset: lastOffset, checkpointBytes: checkpointBytes, deltaBytes: deltaBytes,
+                chainPlainBytes: plainBytes, chainOps: ops), state
+        )
     }
 
     /// Streams the operations of the segment `t` points at to `body`, its chunks authenticated one by one and
     /// never held whole; `plainBytes` and `ops` are the chain's running totals, refused past
     /// ``Limits/chainIndexMax`` (as each chunk is opened) and ``Limits/chainOpsMax``.
-    func forEachOperation(_ t: Trailer, plainBytes: inout Int, ops: inout Int, _ body: (IndexOperation) throws -> Void) throws {
+    func forEachOperation(_ t: Trailer, plainBytes: inout Int, ops: inout Int, _ body: (IndexOperation) throws -> Void)
+        throws
+    {
         var reader = segmentReader(t)
         var segmentBytes = 0
         var total = plainBytes
         defer { plainBytes = total }
-        try IndexCodec.forEach(chunks: {
-            guard let c = try reader.next() else { return nil }
-            guard c.count <= Limits.indexMax - segmentBytes else {
-                throw VaultError(.damagedIndex, "index segment of generation \(t.generation): more than \(Limits.indexMax) bytes (INDEX_MAX)")
-            }
-            guard c.count <= Limits.chainIndexMax - total else {
-                throw VaultError(.damagedIndex, "the index chain up to generation \(t.generation) holds more than "
-                                 + "\(Limits.chainIndexMax) bytes (CHAIN_INDEX_MAX)")
-            }
-            segmentBytes += c.count
-            total += c.count
-            return c
-        }, storedBytes: t.indexLength, checkpoint: t.checkpoint, budget: &ops, body)
+        try IndexCodec.forEach(
+            chunks: {
+                guard let c = try reader.next() else { return nil }
+                guard c.count <= Limits.indexMax - segmentBytes else {
+                    throw VaultError(
+                        .damagedIndex,
+                        "index segment of generation \(t.generation): more than \(Limits.indexMax) bytes (INDEX_MAX)")
+                }
+                guard c.count <= Limits.chainIndexMax - total else {
+                    throw VaultError(
+                        .damagedIndex,
+                        "the index chain up to generation \(t.generation) holds more than "
+                            + "\(Limits.chainIndexMax) bytes (CHAIN_INDEX_MAX)")
+                }
+                segmentBytes += c.count
+                total += c.count
+                return c
+            }, storedBytes: t.indexLength, checkpoint: t.checkpoint, budget: &ops, body)
     }
 
     func segmentReader(_ t: Trailer) -> BlockReader {
-        BlockReader(file: file, key: StreamKey.index(keys, vaultID: vaultID, generation: t.generation), start: headerLength + t.indexOffset,
-                    end: headerLength + t.indexOffset + t.indexLength) {
+        BlockReader(
+            file: file, key: StreamKey.index(keys, vaultID: vaultID, generation: t.generation),
+            start: headerLength + t.indexOffset,
+            end: headerLength + t.indexOffset + t.indexLength
+        ) {
             VaultError(.damagedIndex, "index segment of generation \(t.generation): \($0)")
         }
     }
@@ -487,7 +530,9 @@ struct TailReader {
         var out: [UInt8] = []
         while let c = try reader.next() {
             guard c.count <= Limits.indexMax - out.count else {
-                throw VaultError(.damagedIndex, "index segment of generation \(t.generation): more than \(Limits.indexMax) bytes (INDEX_MAX)")
+                throw VaultError(
+                    .damagedIndex,
+                    "index segment of generation \(t.generation): more than \(Limits.indexMax) bytes (INDEX_MAX)")
             }
             out.append(contentsOf: c)
         }
@@ -500,22 +545,28 @@ struct TailReader {
     /// AEAD over its stored bytes, which the file's size bounds). Returns whether it was parsed.
     func readSegment(_ t: Trailer, spent: inout (bytes: Int, ops: Int)) throws -> Bool {
         // Each segment is also within the limits of a chain on its own (its budgets start empty).
-        var bytes = 0, ops = 0
+        var bytes = 0
+        var ops = 0
         let room = (bytes: Limits.supersededIndexMax - spent.bytes, ops: Limits.chainOpsMax - spent.ops)
         if room.bytes > 0, room.ops > 0 {
             struct OverBudget: Error {}
             var reader = segmentReader(t)
             var decoded = 0
             do {
-                try IndexCodec.forEach(chunks: {
-                    guard let c = try reader.next() else { return nil }
-                    guard c.count <= Limits.indexMax - bytes else {
-                        throw VaultError(.damagedIndex, "index segment of generation \(t.generation): more than \(Limits.indexMax) bytes (INDEX_MAX)")
-                    }
-                    bytes += c.count
-                    guard bytes <= room.bytes else { throw OverBudget() }
-                    return c
-                }, storedBytes: t.indexLength, checkpoint: t.checkpoint, budget: &ops) { _ in
+                try IndexCodec.forEach(
+                    chunks: {
+                        guard let c = try reader.next() else { return nil }
+                        guard c.count <= Limits.indexMax - bytes else {
+                            throw VaultError(
+                                .damagedIndex,
+                                "index segment of generation \(t.generation): more than \(Limits.indexMax) bytes (INDEX_MAX)"
+                            )
+                        }
+                        bytes += c.count
+                        guard bytes <= room.bytes else { throw OverBudget() }
+                        return c
+                    }, storedBytes: t.indexLength, checkpoint: t.checkpoint, budget: &ops
+                ) { _ in
                     decoded += 1
                     guard decoded <= room.ops else { throw OverBudget() }
                 }
@@ -528,8 +579,11 @@ struct TailReader {
         }
         var reader = segmentReader(t)
         while let b = try reader.nextRaw() {
-            guard Sodium.open(key: reader.key.key, nonce: Array(b.frame[4..<28]), ciphertext: b.sealed,
-                              ad: reader.key.ad(chunk: b.index, last: b.last)) != nil else {
+            guard
+                Sodium.open(
+                    key: reader.key.key, nonce: Array(b.frame[4..<28]), ciphertext: b.sealed,
+                    ad: reader.key.ad(chunk: b.index, last: b.last)) != nil
+            else {
                 throw reader.fail("chunk \(b.index) does not authenticate")
             }
         }
@@ -540,7 +594,8 @@ struct TailReader {
         switch op {
         case .put(let item):
             guard let end = item.location.offset.adding(item.location.length), end <= t.indexOffset,
-                  item.location.length > 0 else {
+                item.location.length > 0
+            else {
                 throw VaultError(.damagedIndex, "item \(item.id): record extent outside the body before its index")
             }
             state[item.id] = item

@@ -23,8 +23,10 @@ switch scenario {
 case "readme":
     // README.md, "The keychain": SecItemAdd with no group and no list.
     let data = Data("s3cr3t".utf8)
-    let query: [CFString: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrService: "com.example.app",
-                                  kSecValueData: data, kSecAttrAccessible: kSecAttrAccessibleWhenUnlocked]
+    let query: [CFString: Any] = [
+        kSecClass: kSecClassGenericPassword, kSecAttrService: "com.example.app",
+        kSecValueData: data, kSecAttrAccessible: kSecAttrAccessibleWhenUnlocked
+    ]
     let status = SecItemAdd(query as CFDictionary, nil)
     report("SecItemAdd", status, ok: status == errSecSuccess)
     let keychain = Keychain(service: "com.example.app")
@@ -36,16 +38,20 @@ case "readme":
 case "seed":
     // The seeds' save: delete the old item, then add the new one (001-004, and 000's KeychainManager).
     func save(_ value: String) -> OSStatus {
-        let base: [CFString: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrService: "passwordKey",
-                                     kSecAttrAccount: "passwordKey", kSecAttrAccessible: kSecAttrAccessibleAfterFirstUnlock]
+        let base: [CFString: Any] = [
+            kSecClass: kSecClassGenericPassword, kSecAttrService: "passwordKey",
+            kSecAttrAccount: "passwordKey", kSecAttrAccessible: kSecAttrAccessibleAfterFirstUnlock
+        ]
         SecItemDelete(base as CFDictionary)
         var add = base
         add[kSecValueData] = Data(value.utf8)
         return SecItemAdd(add as CFDictionary, nil)
     }
     func load() -> String? {
-        let q: [CFString: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrService: "passwordKey",
-                                  kSecAttrAccount: "passwordKey", kSecReturnData: true, kSecMatchLimit: kSecMatchLimitOne]
+        let q: [CFString: Any] = [
+            kSecClass: kSecClassGenericPassword, kSecAttrService: "passwordKey",
+            kSecAttrAccount: "passwordKey", kSecReturnData: true, kSecMatchLimit: kSecMatchLimitOne
+        ]
         var out: AnyObject?
         guard SecItemCopyMatching(q as CFDictionary, &out) == errSecSuccess, let d = out as? Data else { return nil }
         return String(decoding: d, as: UTF8.self)

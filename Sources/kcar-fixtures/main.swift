@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import FixtureRecipes
 import Foundation
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 // Writes Fixtures/ from the recipes (seeded, deterministic) and the SPEC.md test vector.
 // usage: kcar-fixtures [REPO_ROOT]   (default: .)
@@ -30,8 +31,9 @@ mkdirs("\(root)/Fixtures/vault/malformed")
 write("\(root)/Fixtures/keys/keyfile.key", Recipes.keyFile)
 write("\(root)/Fixtures/keys/other.key", Recipes.otherKeyFile)
 write("\(root)/Fixtures/keys/x25519.key", Recipes.x25519Secret)
-write("\(root)/Fixtures/keys/x25519.key.pub",
-      Array((Hex.encode(X25519.publicKey(secretKey: SecureBytes(copying: Recipes.x25519Secret))) + "\n").utf8))
+write(
+    "\(root)/Fixtures/keys/x25519.key.pub",
+    Array((Hex.encode(X25519.publicKey(secretKey: SecureBytes(copying: Recipes.x25519Secret))) + "\n").utf8))
 write("\(root)/Fixtures/keys/passphrase.txt", Array((Recipes.passphrase + "\n").utf8))
 
 var oneItem: [UInt8] = []

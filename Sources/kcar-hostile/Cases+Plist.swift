@@ -3,7 +3,8 @@ import KeyedArchive
 
 /// Hostile inputs for the plist area (issue 9). Each case is one crafted file and the command handed it.
 func plistCases() -> [HostileCase] {
-    let show = ["archive", "show", "p.plist"], convert = ["archive", "convert", "p.plist", "out.kca"]
+    let show = ["archive", "show", "p.plist"]
+    let convert = ["archive", "convert", "p.plist", "out.kca"]
     let imports = ["import", "--nskeyed", "p.plist", "--class", "genp", "--account", "a", "--service", "s"]
     let keychain = ["KCAR_KEYCHAIN": "kc"]
     // 999,999 offset-table entries at one 4 MB data object, all in the top array (12 MB).
@@ -21,22 +22,29 @@ func plistCases() -> [HostileCase] {
     let twoArrays = { ArchiveCrafting.uidArraysArchive(arrays: 2, uids: 9_900_000) }
     return [
         refusedFile("plist/uid-array-show", "9,000,000 UIDs naming one NSNumber (9 MB)", "p.plist", show, uids),
-        refusedFile("plist/uid-array-convert", "9,000,000 UIDs naming one NSNumber (9 MB), converted", "p.plist", convert, uids),
-        refusedFile("plist/uid-array-import", "9,000,000 UIDs naming one NSNumber (9 MB), imported", "p.plist", imports,
-                    env: keychain, uids),
+        refusedFile(
+            "plist/uid-array-convert", "9,000,000 UIDs naming one NSNumber (9 MB), converted", "p.plist", convert, uids),
+        refusedFile(
+            "plist/uid-array-import", "9,000,000 UIDs naming one NSNumber (9 MB), imported", "p.plist", imports,
+            env: keychain, uids),
         refusedFile("plist/uid-arrays-show", "two arrays of 9,900,000 UIDs (20 MB)", "p.plist", show, twoArrays),
-        refusedFile("plist/aliased-offsets-show", "999,999 table entries at one 4 MB data object", "p.plist", show, aliased),
-        refusedFile("plist/aliased-offsets-import", "999,999 table entries at one 4 MB data object, imported", "p.plist",
-                    imports, env: keychain, aliased),
-        refusedFile("plist/overlapping-objects-convert", "400,000 overlapping data objects (2.4 MB each at most)", "p.plist",
-                    convert, overlapping),
-        refusedFile("plist/overlapping-objects-import", "400,000 overlapping data objects, imported", "p.plist", imports,
-                    env: keychain, overlapping),
+        refusedFile(
+            "plist/aliased-offsets-show", "999,999 table entries at one 4 MB data object", "p.plist", show, aliased),
+        refusedFile(
+            "plist/aliased-offsets-import", "999,999 table entries at one 4 MB data object, imported", "p.plist",
+            imports, env: keychain, aliased),
+        refusedFile(
+            "plist/overlapping-objects-convert", "400,000 overlapping data objects (2.4 MB each at most)", "p.plist",
+            convert, overlapping),
+        refusedFile(
+            "plist/overlapping-objects-import", "400,000 overlapping data objects, imported", "p.plist", imports,
+            env: keychain, overlapping),
         refusedFile("plist/shared-key", "one 4 MB string object, the key of 2,000 dictionaries", "p.plist", show) {
             ArchiveCrafting.sharedKeyPlist(keyBytes: 4_000_000, dictionaries: 2_000)
         },
         refusedFile("plist/combining-key-xml", "an XML plist key of 200,000 combining marks", "p.plist", show, xml),
-        refusedFile("plist/combining-key-xml-import", "an XML plist key of 200,000 combining marks, imported", "p.plist",
-                    imports, env: keychain, xml),
+        refusedFile(
+            "plist/combining-key-xml-import", "an XML plist key of 200,000 combining marks, imported", "p.plist",
+            imports, env: keychain, xml)
     ]
 }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One crafted input and the kcar command that is handed it. `make` writes the input's files into `dir` (the
@@ -133,7 +133,8 @@ func runKcar(_ kcar: String, _ c: HostileCase, dir: String, args: [String]? = ni
     let sig = status & 0x7f
     result.status = sig == 0 ? (status >> 8) & 0xff : -sig
     result.rssBytes = Int(usage.ru_maxrss) * 1024
-    result.cpuSeconds = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+    result.cpuSeconds =
+        Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
         + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
     result.stderr = String(decoding: (try? readFile(errPath))?.prefix(4096) ?? [], as: UTF8.self)
     return result

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import FixtureRecipes
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 // A writer for crash-consistency tests: commits seeded random changes to a vault until killed.
 //   kcar-stress VAULT KEYFILE SEED
@@ -51,16 +52,22 @@ func paged(_ args: [String]) -> Never {
         var items: [String: Item] = [:]
         func reload() throws {
             items = [:]
-            try vault.forEachItem { items[$0.account ?? ""] = $0; return true }
+            try vault.forEachItem {
+                items[$0.account ?? ""] = $0
+                return true
+            }
         }
         try reload()
         var model: [String: [UInt8]] = [:]
         for (account, item) in items { model[account] = try vault.read(item) }
-        try stressLoop(seed: seed, secret: secret, model: model, foldEvery: 5, generation: { vault.generation }, compact: { try vault.compact() },
-                       changeSlots: { add, remove in
-                           try vault.changeSlots(remove: [], add: add)
-                           try vault.changeSlots(remove: remove(vault.header.slots.count), add: [])
-                       }) { plan in
+        try stressLoop(
+            seed: seed, secret: secret, model: model, foldEvery: 5, generation: { vault.generation },
+            compact: { try vault.compact() },
+            changeSlots: { add, remove in
+                try vault.changeSlots(remove: [], add: add)
+                try vault.changeSlots(remove: remove(vault.header.slots.count), add: [])
+            }
+        ) { plan in
             // No automatic compaction: the loop expects one generation per commit (it compacts on its own steps).
             try vault.commit(autoCompact: false) { tx in
                 for (account, value) in plan {
@@ -98,8 +105,11 @@ func stressAttributes(_ account: String) -> Attributes {
 /// The writer's loop, for either format: before each change `pending GEN DIGEST`, after it `ack GEN`. Every
 /// 7th change is a compaction, every 11th a key-slot change (one added, then removed); the others commit 1-4
 /// puts and deletes of 12 accounts (a tenth of the values 100-300 KB), or, every `foldEvery`th, 300 of 400.
-func stressLoop(seed: UInt64, secret: SecureBytes, model start: [String: [UInt8]], foldEvery: Int?, generation: () -> UInt64, compact: () throws -> Void,
-                changeSlots: ([SlotSecret], (Int) -> [Int]) throws -> Void, commit: ([(String, [UInt8]?)]) throws -> Void) throws -> Never {
+func stressLoop(
+    seed: UInt64, secret: SecureBytes, model start: [String: [UInt8]], foldEvery: Int?, generation: () -> UInt64,
+    compact: () throws -> Void,
+    changeSlots: ([SlotSecret], (Int) -> [Int]) throws -> Void, commit: ([(String, [UInt8]?)]) throws -> Void
+) throws -> Never {
     var rng = SplitMix64(state: seed)
     var model = start
     var step = 0
@@ -123,7 +133,8 @@ func stressLoop(seed: UInt64, secret: SecureBytes, model start: [String: [UInt8]
                     plan.append((account, nil))
                     after[account] = nil
                 } else {
-                    let size = !fold && rng.next() % 10 == 0 ? 200_000 + Int(rng.next() % 100_000) : Int(rng.next() % 2000)
+                    let size =
+                        !fold && rng.next() % 10 == 0 ? 200_000 + Int(rng.next() % 100_000) : Int(rng.next() % 2000)
                     // Cheap to make (the time between changes should be short): a fill byte and a random tail.
                     var value = [UInt8](repeating: UInt8(truncatingIfNeeded: rng.next()), count: size)
                     for i in stride(from: 0, to: size, by: 4096) { value[i] = UInt8(truncatingIfNeeded: rng.next()) }
@@ -151,11 +162,14 @@ do {
     let vault = try Vault.open(path: args[1], secret: .keyFile(secret), mode: .write)
     var model: [String: [UInt8]] = [:]
     for item in vault.items { model[item.account ?? ""] = try vault.read(item) }
-    try stressLoop(seed: seed, secret: secret, model: model, foldEvery: nil, generation: { vault.generation }, compact: { try vault.compact() },
-                   changeSlots: { add, remove in
-                       try vault.changeSlots(remove: [], add: add)
-                       try vault.changeSlots(remove: remove(vault.header.slots.count), add: [])
-                   }) { plan in
+    try stressLoop(
+        seed: seed, secret: secret, model: model, foldEvery: nil, generation: { vault.generation },
+        compact: { try vault.compact() },
+        changeSlots: { add, remove in
+            try vault.changeSlots(remove: [], add: add)
+            try vault.changeSlots(remove: remove(vault.header.slots.count), add: [])
+        }
+    ) { plan in
         try vault.commit(options: WriteOptions(autoCompact: false)) { tx in
             for (account, value) in plan {
                 let existing = tx.items.first { $0.account == account }

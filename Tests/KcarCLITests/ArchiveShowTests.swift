@@ -13,14 +13,17 @@ final class ArchiveShowTests: XCTestCase {
         addTeardownBlock { [dir] in try? FileManager.default.removeItem(atPath: dir) }
     }
 
-    func show(_ bytes: [UInt8], expect: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+    func show(_ bytes: [UInt8], expect: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws -> String
+    {
         try Data(bytes).write(to: URL(fileURLWithPath: dir + "/a.kca"))
         let r = try runKcar(["archive", "show", "a.kca", "--json"], in: dir)
         XCTAssertEqual(r.code, expect, r.err, file: file, line: line)
         return String(decoding: r.out, as: UTF8.self)
     }
 
-    func date(_ bits: UInt64) -> [UInt8] { header + [0x09] + (0..<8).map { UInt8(truncatingIfNeeded: bits >> (8 * $0)) } }
+    func date(_ bits: UInt64) -> [UInt8] {
+        header + [0x09] + (0..<8).map { UInt8(truncatingIfNeeded: bits >> (8 * $0)) }
+    }
     func date(_ t: Double) -> [UInt8] { date(t.bitPattern) }
 
     func testEveryDatePrintsAValidDate() throws {
@@ -38,7 +41,7 @@ final class ArchiveShowTests: XCTestCase {
             (date(1e16), #"{"$date":{"$seconds":1e+16}}"#),
             (date(-Double.infinity), #"{"$date":{"$seconds":{"$double":"-Infinity"}}}"#),
             // NaN: `nan(0x1)` before issue 9.
-            (date(UInt64(0x7FF8_0000_0000_0001)), #"{"$date":{"$seconds":{"$double":"NaN"}}}"#),
+            (date(UInt64(0x7FF8_0000_0000_0001)), #"{"$date":{"$seconds":{"$double":"NaN"}}}"#)
         ]
         for (bytes, json) in cases { XCTAssertEqual(try show(bytes), json + "\n") }
         // Indented, the nested form keeps its structure.
@@ -70,11 +73,13 @@ final class ArchiveShowTests: XCTestCase {
     /// took 9.8 s of CPU when every set was ordered again inside each sort key around it); sets nested so
     /// deep that their sort keys pass `SORT_KEYS_MAX` are refused, by show and convert alike.
     func testNestedSetsPrintInCanonicalOrder() throws {
-        let fixture = CLITests.repo.appendingPathComponent("Fixtures/fuzz/archive/timeout-nested-sets-ordered-at-every-level.kca")
+        let fixture = CLITests.repo.appendingPathComponent(
+            "Fixtures/fuzz/archive/timeout-nested-sets-ordered-at-every-level.kca")
         let shown = try show(try [UInt8](Data(contentsOf: fixture)))
         XCTAssertTrue(shown.hasPrefix(#"{"$set":[{"$set":[true]},{"$set":[true,{"$set":[true,"#), shown)
         XCTAssertEqual(try runKcar(["archive", "convert", "a.kca", "b.kca", "--to", "kcar"], in: dir).code, 0)
-        XCTAssertEqual(String(decoding: try runKcar(["archive", "show", "b.kca", "--json"], in: dir).out, as: UTF8.self), shown)
+        XCTAssertEqual(
+            String(decoding: try runKcar(["archive", "show", "b.kca", "--json"], in: dir).out, as: UTF8.self), shown)
         // {true, {true, ... {true}}}, 24 levels: 134 MB of sort keys, counted as SPEC §A3 counts them.
         var deep: [UInt8] = header
         for _ in 0..<24 { deep += [0x10, 0x02, 0x02] }

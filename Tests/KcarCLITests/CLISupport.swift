@@ -59,8 +59,10 @@ func regularFilesByBytes(_ root: String) -> [[UInt8]: [UInt8]] {
 /// (kcar flushes input typed before that, so answering on the prompt alone races). The whole run is limited
 /// to 60 s (the child is killed, exit 124), so a test never hangs. Returns the exit status and everything the
 /// terminal showed (output and error together, with the terminal's CRLF line ends).
-func runOnTerminal(_ command: [String], answers: [(prompt: String, reply: String)] = [], env: [String: String],
-                   cwd: String) throws -> ProcessResult {
+func runOnTerminal(
+    _ command: [String], answers: [(prompt: String, reply: String)] = [], env: [String: String],
+    cwd: String
+) throws -> ProcessResult {
     let driver = """
         import os, pty, signal, sys, termios, time
         n = int(sys.argv[1])
@@ -99,13 +101,17 @@ func runOnTerminal(_ command: [String], answers: [(prompt: String, reply: String
     let path = cwd + "/drive-terminal.py"
     try driver.write(toFile: path, atomically: true, encoding: .utf8)
     let pairs = answers.flatMap { [$0.prompt, $0.reply] }
-    return try runProcess("/usr/bin/env", ["python3", path, String(answers.count)] + pairs + [CLITests.binary] + command, env: env, cwd: cwd)
+    return try runProcess(
+        "/usr/bin/env", ["python3", path, String(answers.count)] + pairs + [CLITests.binary] + command, env: env,
+        cwd: cwd)
 }
 
 extension KeychainCLITests {
     /// `kcar args` on a terminal, with this test's keychain.
     func onTerminal(_ args: [String], answers: [(prompt: String, reply: String)] = []) throws -> ProcessResult {
-        try runOnTerminal(args, answers: answers, env: ["KCAR_KEYCHAIN": kc, "KCAR_ACCESS_GROUPS": "", "XDG_STATE_HOME": dir + "/state"],
-                          cwd: dir)
+        try runOnTerminal(
+            args, answers: answers,
+            env: ["KCAR_KEYCHAIN": kc, "KCAR_ACCESS_GROUPS": "", "XDG_STATE_HOME": dir + "/state"],
+            cwd: dir)
     }
 }

@@ -4,11 +4,14 @@ import XCTest
 
 /// Runs the built `kcar` as users do and checks its output, files and exit codes.
 final class CLITests: XCTestCase {
-    static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     static var binary: String {
-        let candidates = [Bundle.main.bundleURL.appendingPathComponent("kcar").path,
-                          Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("kcar").path,
-                          repo.appendingPathComponent(".build/debug/kcar").path]
+        let candidates = [
+            Bundle.main.bundleURL.appendingPathComponent("kcar").path,
+            Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("kcar").path,
+            repo.appendingPathComponent(".build/debug/kcar").path
+        ]
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates.last!
     }
     var dir: String!
@@ -17,10 +20,14 @@ final class CLITests: XCTestCase {
     typealias Result = ProcessResult
 
     @discardableResult
-    func kcar(_ args: [String], stdin: Data? = nil, env: [String: String] = [:], expect: Int32? = 0,
-              file: StaticString = #filePath, line: UInt = #line) throws -> Result {
+    func kcar(
+        _ args: [String], stdin: Data? = nil, env: [String: String] = [:], expect: Int32? = 0,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> Result {
         let r = try runProcess(Self.binary, args, stdin: stdin, env: env, cwd: dir)
-        if let expect { XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line) }
+        if let expect {
+            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
+        }
         return r
     }
 
@@ -38,7 +45,9 @@ final class CLITests: XCTestCase {
         if let mtime { try FileManager.default.setAttributes([.modificationDate: mtime], ofItemAtPath: url.path) }
     }
 
-    func read(_ path: String) throws -> [UInt8] { Array(try Data(contentsOf: URL(fileURLWithPath: dir).appendingPathComponent(path))) }
+    func read(_ path: String) throws -> [UInt8] {
+        Array(try Data(contentsOf: URL(fileURLWithPath: dir).appendingPathComponent(path)))
+    }
 
     func makeTree() throws -> [String: [UInt8]] {
         let files: [String: [UInt8]] = [
@@ -46,7 +55,7 @@ final class CLITests: XCTestCase {
             "src/svc.alpha/empty": [],
             "src/svc.beta/big.bin": Recipes.noise(2_500_000, seed: 1),
             "src/svc.beta/text.json": Recipes.text(300_000, seed: 2),
-            "src/ünïcødé/名前 with space": Array("non-ASCII".utf8),
+            "src/ünïcødé/名前 with space": Array("non-ASCII".utf8)
         ]
         for (p, c) in files { try write(p, c, mtime: Date(timeIntervalSince1970: 1_700_000_000.25)) }
         return files
@@ -95,8 +104,9 @@ final class CLITests: XCTestCase {
         XCTAssertTrue(r.err.contains("not a regular file"), r.err)
         XCTAssertFalse(r.err.contains("loose-file"), r.err)  // a top-level item since issue 22, point 4
         let list = try kcar(["list", "v.kcv", "--key-file", keyFile, "--json"])
-        XCTAssertEqual((try JSONSerialization.jsonObject(with: list.data) as! [[String: Any]]).map { $0["name"] as! String },
-                       ["loose-file", "svc/link", "svc/ok"])
+        XCTAssertEqual(
+            (try JSONSerialization.jsonObject(with: list.data) as! [[String: Any]]).map { $0["name"] as! String },
+            ["loose-file", "svc/link", "svc/ok"])
     }
 
     func testPackExcludesPatterns() throws {
@@ -147,7 +157,8 @@ final class CLITests: XCTestCase {
         try kcar(["list", "\(fixtures)/vault/one-item.kcv", "--key-file", "\(fixtures)/keys/other.key"], expect: 3)
         try kcar(["list", "\(fixtures)/vault/malformed/header-checksum.kcv", "--key-file", keyFile], expect: 4)
         try kcar(["verify", "\(fixtures)/vault/malformed/record-flipped.kcv", "--key-file", keyFile], expect: 4)
-        let torn = try kcar(["verify", "\(fixtures)/vault/malformed/incomplete-commit.kcv", "--key-file", keyFile], expect: 5)
+        let torn = try kcar(
+            ["verify", "\(fixtures)/vault/malformed/incomplete-commit.kcv", "--key-file", keyFile], expect: 5)
         XCTAssertTrue(torn.out.contains("incomplete commit"), torn.out)
         let list = try kcar(["list", "\(fixtures)/vault/malformed/incomplete-commit.kcv", "--key-file", keyFile])
         XCTAssertTrue(list.err.contains("incomplete commit"), list.err)
@@ -158,7 +169,8 @@ final class CLITests: XCTestCase {
         try kcar(["frobnicate"], expect: 2)
         try kcar(["list", "x", "--bogus"], expect: 2)
         try kcar(["list", "/nonexistent/v.kcv", "--key-file", keyFile], expect: 8)
-        let report = try kcar(["verify", "\(fixtures)/vault/malformed/record-flipped.kcv", "--key-file", keyFile, "--json"], expect: 4)
+        let report = try kcar(
+            ["verify", "\(fixtures)/vault/malformed/record-flipped.kcv", "--key-file", keyFile, "--json"], expect: 4)
         let json = try JSONSerialization.jsonObject(with: report.data) as! [String: Any]
         XCTAssertEqual(json["intact"] as? Bool, false)
         XCTAssertEqual((json["problems"] as? [[String: Any]])?.first?["code"] as? String, "damaged record")
@@ -240,22 +252,31 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(json.count, 2)
         XCTAssertEqual(json[1]["$class"] as? String, "UserData")
         XCTAssertEqual((json[1]["$fields"] as? [String: Any])?["categoryName"] as? String, "管理员")
-        XCTAssertEqual(((json[1]["$fields"] as? [String: Any])?["image"] as? [String: Any])?["$data"] as? String, "iVBORw==")
+        XCTAssertEqual(
+            ((json[1]["$fields"] as? [String: Any])?["image"] as? [String: Any])?["$data"] as? String, "iVBORw==")
         let distinct = try kcar(["archive", "show", "\(fixtures)/distinct.kca", "--json"])
         XCTAssertEqual(distinct.out.trimmingCharacters(in: .whitespacesAndNewlines), "[true,1,1.0,1]")
-        XCTAssertTrue(try kcar(["archive", "show", "\(fixtures)/users.kca"]).out.contains("\n    \"$class\": \"UserData\""))
+        XCTAssertTrue(
+            try kcar(["archive", "show", "\(fixtures)/users.kca"]).out.contains("\n    \"$class\": \"UserData\""))
         try kcar(["archive", "convert", "\(fixtures)/users.kca", "copy.kca", "--to", "kcar", "--deterministic"])
         XCTAssertEqual(try read("copy.kca"), Array(try Data(contentsOf: URL(fileURLWithPath: "\(fixtures)/users.kca"))))
         try kcar(["archive", "convert", "\(fixtures)/users.kca", "copy.kca"], expect: 7)
-        let bad = try kcar(["archive", "show", "\(fixtures)/malformed/\(try FileManager.default.contentsOfDirectory(atPath: "\(fixtures)/malformed").filter { $0.hasSuffix(".kca") }.sorted()[0])"], expect: 4)
+        let bad = try kcar(
+            [
+                "archive", "show",
+                "\(fixtures)/malformed/\(try FileManager.default.contentsOfDirectory(atPath: "\(fixtures)/malformed").filter { $0.hasSuffix(".kca") }.sorted()[0])"
+            ], expect: 4)
         XCTAssertEqual(bad.err.split(separator: "\n").count, 1, "one-line error: \(bad.err)")
         try kcar(["archive", "frob"], expect: 2)
     }
 
     func testArchiveShowAndConvertNSKeyedArchiverArchives() throws {
-        let apple = Self.repo.deletingLastPathComponent().appendingPathComponent("shared/fixtures/apple-nskeyedarchiver")
+        let apple = Self.repo.deletingLastPathComponent().appendingPathComponent(
+            "shared/fixtures/apple-nskeyedarchiver")
         let complex = apple.appendingPathComponent("NSKeyedUnarchiver-ComplexTest.plist").path
-        guard FileManager.default.fileExists(atPath: complex) else { throw XCTSkip("shared fixtures not beside the repo") }
+        guard FileManager.default.fileExists(atPath: complex) else {
+            throw XCTSkip("shared fixtures not beside the repo")
+        }
         let shown = try kcar(["archive", "show", complex, "--json"])
         let json = try JSONSerialization.jsonObject(with: shown.data) as! [String: Any]
         XCTAssertEqual(json["string"] as? String, "hello")
@@ -267,7 +288,9 @@ final class CLITests: XCTestCase {
         let again = try kcar(["archive", "show", "c.kca", "--json"])
         XCTAssertEqual(try JSONSerialization.jsonObject(with: again.data) as? NSDictionary, json as NSDictionary)
         let hostile = Self.repo.appendingPathComponent("Fixtures/nskeyed")
-        let first = try FileManager.default.contentsOfDirectory(atPath: hostile.path).filter { $0.hasSuffix(".plist") || $0.hasSuffix(".bplist") || $0.hasSuffix(".xml") }.sorted().first
+        let first = try FileManager.default.contentsOfDirectory(atPath: hostile.path).filter {
+            $0.hasSuffix(".plist") || $0.hasSuffix(".bplist") || $0.hasSuffix(".xml")
+        }.sorted().first
         if let first {
             let r = try kcar(["archive", "show", hostile.appendingPathComponent(first).path], expect: 4)
             XCTAssertEqual(r.err.split(separator: "\n").count, 1, r.err)

@@ -26,10 +26,13 @@ final class ClockAheadCLITests: XCTestCase {
 
     /// A commit to the copy at `path` made as if on a machine whose clock runs ten years ahead.
     func changeTenYearsAhead(_ path: String, key: String) throws {
-        let v = try PagedVault.open(path: path, secret: .keyFile(SecureBytes(copying: Array(try Data(contentsOf: URL(fileURLWithPath: key))))),
-                                    mode: .write)
+        let v = try PagedVault.open(
+            path: path, secret: .keyFile(SecureBytes(copying: Array(try Data(contentsOf: URL(fileURLWithPath: key))))),
+            mode: .write)
         let later = PagedTransaction.realTimeMilliseconds() + 3650 * 86_400_000
-        try v.commit(now: { later }) { tx in _ = try tx.add(attributes: Attributes(["svce": .string("late"), "acct": .string("x")]), value: [1]) }
+        try v.commit(now: { later }) { tx in
+            _ = try tx.add(attributes: Attributes(["svce": .string("late"), "acct": .string("x")]), value: [1])
+        }
     }
 
     func bytes(_ path: String) throws -> Data { try Data(contentsOf: URL(fileURLWithPath: dir + "/" + path)) }

@@ -41,8 +41,10 @@ final class ConcurrencyTests: XCTestCase {
     }
 
     /// Problems in one reader's view: service -> account -> value. `last` is the reader's previous view.
-    static func check(_ view: [String: [String: [UInt8]]], acked: [Int: Int], started: [Int: Int], last: inout [Int: Int],
-                      who: String) -> [String] {
+    static func check(
+        _ view: [String: [String: [UInt8]]], acked: [Int: Int], started: [Int: Int], last: inout [Int: Int],
+        who: String
+    ) -> [String] {
         var problems: [String] = []
         for w in writers {
             let mine = view["w\(w)"] ?? [:]
@@ -64,10 +66,13 @@ final class ConcurrencyTests: XCTestCase {
                 problems.append("\(who): writer \(w): items from commits \(commits)")
                 continue
             }
-            for (account, value) in mine where value != batchValue(writer: w, commit: c, item: Int(account.dropFirst())!) {
+            for (account, value) in mine
+            where value != batchValue(writer: w, commit: c, item: Int(account.dropFirst())!) {
                 problems.append("\(who): writer \(w) commit \(c): \(account) is not the value written")
             }
-            if c < low || c > high { problems.append("\(who): writer \(w): commit \(c) seen, \(low) acknowledged, \(high) started") }
+            if c < low || c > high {
+                problems.append("\(who): writer \(w): commit \(c) seen, \(low) acknowledged, \(high) started")
+            }
             if c < last[w] ?? 0 { problems.append("\(who): writer \(w): commit \(c) after commit \(last[w]!)") }
             last[w] = c
         }
@@ -81,9 +86,12 @@ final class ConcurrencyTests: XCTestCase {
         let keyPath = CLITests.repo.appendingPathComponent("Fixtures/keys/keyfile.key").path
         let path = dir + "/shared.kcv"
         let secret = UnlockSecret.keyFile(SecureBytes(copying: Recipes.keyFile))
-        try Vault.create(path: path, group: "concurrency", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))]) { _ in }
+        try Vault.create(path: path, group: "concurrency", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))]) {
+            _ in
+        }
         let ledger = Ledger()
-        let writing = DispatchGroup(), reading = DispatchGroup()
+        let writing = DispatchGroup()
+        let reading = DispatchGroup()
 
         var children: [Process] = []
         for w in Self.processWriters {
@@ -106,7 +114,11 @@ final class ConcurrencyTests: XCTestCase {
                         let line = String(decoding: buffer[buffer.startIndex..<nl], as: UTF8.self)
                         buffer = Data(buffer[(nl + 1)...])
                         let f = line.split(separator: " ")
-                        if f.count == 3, f[0] == "ack", let c = Int(f[2]) { ledger.ack(w, c) } else { ledger.problem("writer \(w): \(line)") }
+                        if f.count == 3, f[0] == "ack", let c = Int(f[2]) {
+                            ledger.ack(w, c)
+                        } else {
+                            ledger.problem("writer \(w): \(line)")
+                        }
                     }
                 }
                 writing.leave()
@@ -145,8 +157,12 @@ final class ConcurrencyTests: XCTestCase {
                     do {
                         let vault = try Vault.open(path: path, secret: secret, lockTimeout: 120)
                         var view: [String: [String: [UInt8]]] = [:]
-                        for item in vault.items { view[item.service!, default: [:]][item.account!] = try vault.read(item) }
-                        for p in Self.check(view, acked: acked, started: ledger.startedNow, last: &last, who: "reader \(r)") { ledger.problem(p) }
+                        for item in vault.items {
+                            view[item.service!, default: [:]][item.account!] = try vault.read(item)
+                        }
+                        for p in Self.check(
+                            view, acked: acked, started: ledger.startedNow, last: &last, who: "reader \(r)")
+                        { ledger.problem(p) }
                         ledger.read()
                     } catch {
                         ledger.problem("reader \(r): \(error)")
@@ -179,7 +195,9 @@ final class ConcurrencyTests: XCTestCase {
                         view[parts[0], default: [:]][parts[1]] = bytes
                     }
                     try? FileManager.default.removeItem(atPath: dir + "/" + out)
-                    for p in Self.check(view, acked: acked, started: ledger.startedNow, last: &last, who: "kcar extract") { ledger.problem(p) }
+                    for p in Self.check(
+                        view, acked: acked, started: ledger.startedNow, last: &last, who: "kcar extract")
+                    { ledger.problem(p) }
                     ledger.read()
                 } catch {
                     ledger.problem("kcar extract: \(error)")
@@ -206,6 +224,8 @@ final class ConcurrencyTests: XCTestCase {
         XCTAssertEqual(view.count, batchDeletes(Self.commits) ? 0 : Self.writers.count)
         XCTAssertTrue(vault.verify().isIntact, "\(vault.verify().problems)")
         XCTAssertGreaterThanOrEqual(ledger.reads, 6)
-        print("concurrency: \(Self.writers.count) writers x \(Self.commits) commits, \(ledger.reads) whole reads, generation \(vault.generation)")
+        print(
+            "concurrency: \(Self.writers.count) writers x \(Self.commits) commits, \(ledger.reads) whole reads, generation \(vault.generation)"
+        )
     }
 }

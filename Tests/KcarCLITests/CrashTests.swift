@@ -39,7 +39,9 @@ final class CrashTests: XCTestCase {
         for f in leftovers { XCTAssertTrue(f.hasPrefix(".stress.kcv.")) }
         try Vault.open(path: path, secret: secret, mode: .write).compact()
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".tmp") }, [])
-        print("crash runs: \(runs), changes acknowledged: \(commits), killed mid-change: \(pendingSeen), temporary files left by killed rewrites: \(leftovers.count)")
+        print(
+            "crash runs: \(runs), changes acknowledged: \(commits), killed mid-change: \(pendingSeen), temporary files left by killed rewrites: \(leftovers.count)"
+        )
     }
 
     /// The same for a version 2 vault (SPEC.md Part 4): delta commits, folds, compactions and slot changes.
@@ -50,9 +52,11 @@ final class CrashTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let secret = UnlockSecret.keyFile(SecureBytes(copying: Recipes.keyFile))
         let path = dir + "/stress.kcv"
-        try PagedVault.create(path: path, group: "stress", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: .packed)
+        try PagedVault.create(
+            path: path, group: "stress", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: .packed)
         // Longer delays: each run first reads every value back, and some commits fold 300 changes.
-        let (commits, pendingSeen) = try killWriters(runs: runs, arguments: ["--paged", path], delays: 50_000...900_000) { run in
+        let (commits, pendingSeen) = try killWriters(runs: runs, arguments: ["--paged", path], delays: 50_000...900_000)
+        { run in
             let vault = try PagedVault.open(path: path, secret: secret)
             var state: [String: [UInt8]] = [:]
             try vault.forEachItem { item in
@@ -65,7 +69,11 @@ final class CrashTests: XCTestCase {
             if run % 5 == 4 {
                 let writer = try PagedVault.open(path: path, secret: secret, mode: .write)
                 try writer.commit { tx in
-                    if let item = try writer.items(class: .genericPassword, keyValues: [.string("stress"), .string("a0")]).first { try tx.update(item, value: state["a0"]!) }
+                    if let item = try writer.items(
+                        class: .genericPassword, keyValues: [.string("stress"), .string("a0")]
+                    ).first {
+                        try tx.update(item, value: state["a0"]!)
+                    }
                 }
                 XCTAssertEqual(writer.verify().problems, [], "run \(run)")
             }
@@ -77,11 +85,14 @@ final class CrashTests: XCTestCase {
     /// Runs `kcar-stress ARGUMENTS KEYFILE SEED` `runs` times, killing it at a seeded random moment; `check`
     /// reads the vault the kill left (and may go on writing). Each state found must be the last acknowledged
     /// state or the pending one. Returns the changes acknowledged and the runs killed mid-change.
-    func killWriters(runs: Int, arguments: [String], delays range: ClosedRange<UInt32> = 20_000...250_000,
-                     check: (Int) throws -> [String: [UInt8]]) throws -> (Int, Int) {
+    func killWriters(
+        runs: Int, arguments: [String], delays range: ClosedRange<UInt32> = 20_000...250_000,
+        check: (Int) throws -> [String: [UInt8]]
+    ) throws -> (Int, Int) {
         let keyPath = CLITests.repo.appendingPathComponent("Fixtures/keys/keyfile.key").path
         var delays = SplitMix64(state: 7)  // seeded delays; where a kill lands still depends on the machine
-        var pendingSeen = 0, commits = 0
+        var pendingSeen = 0
+        var commits = 0
         var previous = stateDigest([:])  // the new vault is empty
         for run in 0..<runs {
             let p = Process()
@@ -93,8 +104,10 @@ final class CrashTests: XCTestCase {
             usleep(UInt32.random(in: range, using: &delays))
             kill(p.processIdentifier, SIGKILL)
             p.waitUntilExit()
-            let lines = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
-            XCTAssertFalse(lines.contains { $0.hasPrefix("error") }, "run \(run): \(lines.filter { $0.hasPrefix("error") })")
+            let lines = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(
+                separator: "\n")
+            XCTAssertFalse(
+                lines.contains { $0.hasPrefix("error") }, "run \(run): \(lines.filter { $0.hasPrefix("error") })")
             // Before the first acknowledgement, the acknowledged state is the one the previous run left.
             var acked: UInt64? = previous
             var pending: UInt64? = nil
@@ -108,7 +121,9 @@ final class CrashTests: XCTestCase {
                 }
             }
             let found = stateDigest(try check(run))
-            XCTAssertTrue(found == acked || found == pending, "run \(run): the vault holds neither the acknowledged nor the pending state")
+            XCTAssertTrue(
+                found == acked || found == pending,
+                "run \(run): the vault holds neither the acknowledged nor the pending state")
             previous = found
             if pending != nil { pendingSeen += 1 }
         }

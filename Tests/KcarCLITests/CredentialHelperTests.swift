@@ -11,7 +11,9 @@ final class CredentialHelperTests: XCTestCase {
 
     override func setUpWithError() throws {
         dir = NSTemporaryDirectory() + "kcar-cred-\(UUID().uuidString)"
-        for d in [dir!, dir + "/home", bin] { try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true) }
+        for d in [dir!, dir + "/home", bin] {
+            try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
+        }
         // The helper names as `make install` links them.
         for name in ["git-credential-kcar", "docker-credential-kcar"] {
             try FileManager.default.createSymbolicLink(atPath: bin + "/" + name, withDestinationPath: CLITests.binary)
@@ -19,35 +21,52 @@ final class CredentialHelperTests: XCTestCase {
     }
 
     override func tearDownWithError() throws {
-        for p in servers where p.isRunning { p.terminate(); p.waitUntilExit() }
+        for p in servers where p.isRunning {
+            p.terminate()
+            p.waitUntilExit()
+        }
         try? FileManager.default.removeItem(atPath: dir)
     }
 
     /// A private HOME (git's and docker's configuration), keychain and state, and the helper links on PATH.
     var environment: [String: String] {
-        ["HOME": dir + "/home", "KCAR_KEYCHAIN": kc, "KCAR_ACCESS_GROUPS": "", "XDG_STATE_HOME": dir + "/state",
-         "XDG_CONFIG_HOME": dir + "/home/.config", "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "",
-         "SSH_ASKPASS": "", "DOCKER_CONFIG": dir + "/home/.docker",
-         "PATH": bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")]
+        [
+            "HOME": dir + "/home", "KCAR_KEYCHAIN": kc, "KCAR_ACCESS_GROUPS": "", "XDG_STATE_HOME": dir + "/state",
+            "XDG_CONFIG_HOME": dir + "/home/.config", "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
+            "GIT_ASKPASS": "",
+            "SSH_ASKPASS": "", "DOCKER_CONFIG": dir + "/home/.docker",
+            "PATH": bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+        ]
     }
 
     @discardableResult
-    func run(_ executable: String, _ args: [String], stdin: String? = nil, expect: Int32? = 0,
-             file: StaticString = #filePath, line: UInt = #line) throws -> ProcessResult {
+    func run(
+        _ executable: String, _ args: [String], stdin: String? = nil, expect: Int32? = 0,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> ProcessResult {
         // Every client run is bounded in time (a hang guard, not a timed assertion).
-        let r = try runProcess(executable, args, stdin: stdin.map { Data($0.utf8) }, env: environment, cwd: dir,
-                               prefix: ["/usr/bin/timeout", "60"])
-        if let expect { XCTAssertEqual(r.code, expect, "\(executable) \(args.joined(separator: " ")): \(r.out) \(r.err)", file: file, line: line) }
+        let r = try runProcess(
+            executable, args, stdin: stdin.map { Data($0.utf8) }, env: environment, cwd: dir,
+            prefix: ["/usr/bin/timeout", "60"])
+        if let expect {
+            XCTAssertEqual(
+                r.code, expect, "\(executable) \(args.joined(separator: " ")): \(r.out) \(r.err)", file: file,
+                line: line)
+        }
         return r
     }
 
     @discardableResult
-    func kcar(_ args: [String], stdin: String? = nil, expect: Int32? = 0, file: StaticString = #filePath, line: UInt = #line) throws -> ProcessResult {
+    func kcar(
+        _ args: [String], stdin: String? = nil, expect: Int32? = 0, file: StaticString = #filePath, line: UInt = #line
+    ) throws -> ProcessResult {
         try run(CLITests.binary, args, stdin: stdin, expect: expect, file: file, line: line)
     }
 
     @discardableResult
-    func git(_ args: [String], stdin: String? = nil, expect: Int32? = 0, file: StaticString = #filePath, line: UInt = #line) throws -> ProcessResult {
+    func git(
+        _ args: [String], stdin: String? = nil, expect: Int32? = 0, file: StaticString = #filePath, line: UInt = #line
+    ) throws -> ProcessResult {
         try run("/usr/bin/env", ["git"] + args, stdin: stdin, expect: expect, file: file, line: line)
     }
 
@@ -60,7 +79,9 @@ final class CredentialHelperTests: XCTestCase {
     }
 
     func requireGit() throws {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/git") else { throw XCTSkip("git is not installed") }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/git") else {
+            throw XCTSkip("git is not installed")
+        }
     }
 
     // MARK: git
@@ -68,7 +89,9 @@ final class CredentialHelperTests: XCTestCase {
     func testGitApproveFillRejectThroughKcarCredential() throws {
         try requireGit()
         try git(["config", "--global", "credential.helper", "\(CLITests.binary) credential"])
-        try git(["credential", "approve"], stdin: "protocol=https\nhost=example.com:8443\nusername=alice\npassword=s3cret\n\n")
+        try git(
+            ["credential", "approve"],
+            stdin: "protocol=https\nhost=example.com:8443\nusername=alice\npassword=s3cret\n\n")
         let fill = try git(["credential", "fill"], stdin: "protocol=https\nhost=example.com:8443\n\n")
         XCTAssertEqual(fill.out, "protocol=https\nhost=example.com:8443\nusername=alice\npassword=s3cret\n")
         let found = try items("git-credentials")
@@ -79,16 +102,23 @@ final class CredentialHelperTests: XCTestCase {
         XCTAssertEqual(found.first?["acct"] as? String, "alice")
         XCTAssertNil(found.first?["path"])
         let table = try kcar(["find", "--class", "inet"]).out
-        XCTAssertTrue(table.contains("git-credentials") && table.contains("example.com") && table.contains("alice"), table)
+        XCTAssertTrue(
+            table.contains("git-credentials") && table.contains("example.com") && table.contains("alice"), table)
         XCTAssertFalse(table.contains("s3cret"))
         // Another port or protocol is another server: git is asked for a password, and has no terminal.
-        XCTAssertNotEqual(try git(["credential", "fill"], stdin: "protocol=https\nhost=example.com\n\n", expect: nil).code, 0)
-        XCTAssertNotEqual(try git(["credential", "fill"], stdin: "protocol=http\nhost=example.com:8443\n\n", expect: nil).code, 0)
+        XCTAssertNotEqual(
+            try git(["credential", "fill"], stdin: "protocol=https\nhost=example.com\n\n", expect: nil).code, 0)
+        XCTAssertNotEqual(
+            try git(["credential", "fill"], stdin: "protocol=http\nhost=example.com:8443\n\n", expect: nil).code, 0)
         // A second approve for the same server and user replaces the password.
-        try git(["credential", "approve"], stdin: "protocol=https\nhost=example.com:8443\nusername=alice\npassword=new\n\n")
+        try git(
+            ["credential", "approve"], stdin: "protocol=https\nhost=example.com:8443\nusername=alice\npassword=new\n\n")
         XCTAssertEqual(try items("git-credentials").count, 1)
-        XCTAssertTrue(try git(["credential", "fill"], stdin: "protocol=https\nhost=example.com:8443\n\n").out.contains("password=new\n"))
-        try git(["credential", "reject"], stdin: "protocol=https\nhost=example.com:8443\nusername=alice\npassword=new\n\n")
+        XCTAssertTrue(
+            try git(["credential", "fill"], stdin: "protocol=https\nhost=example.com:8443\n\n").out.contains(
+                "password=new\n"))
+        try git(
+            ["credential", "reject"], stdin: "protocol=https\nhost=example.com:8443\nusername=alice\npassword=new\n\n")
         XCTAssertEqual(try items("git-credentials").count, 0)
     }
 
@@ -97,13 +127,16 @@ final class CredentialHelperTests: XCTestCase {
         // `credential.helper kcar` makes git run git-credential-kcar from PATH: kcar by its argv[0].
         try git(["config", "--global", "credential.helper", "kcar"])
         try git(["config", "--global", "credential.useHttpPath", "true"])
-        try git(["credential", "approve"], stdin: "url=https://git.example.org/team/a.git\nusername=bob\npassword=pa\n\n")
-        try git(["credential", "approve"], stdin: "url=https://git.example.org/team/b.git\nusername=bob\npassword=pb\n\n")
+        try git(
+            ["credential", "approve"], stdin: "url=https://git.example.org/team/a.git\nusername=bob\npassword=pa\n\n")
+        try git(
+            ["credential", "approve"], stdin: "url=https://git.example.org/team/b.git\nusername=bob\npassword=pb\n\n")
         let a = try git(["credential", "fill"], stdin: "url=https://git.example.org/team/a.git\n\n").out
         let b = try git(["credential", "fill"], stdin: "url=https://git.example.org/team/b.git\n\n").out
         XCTAssertTrue(a.contains("username=bob\npassword=pa\n"), a)
         XCTAssertTrue(b.contains("username=bob\npassword=pb\n"), b)
-        XCTAssertEqual(Set(try items("git-credentials").compactMap { $0["path"] as? String }), ["team/a.git", "team/b.git"])
+        XCTAssertEqual(
+            Set(try items("git-credentials").compactMap { $0["path"] as? String }), ["team/a.git", "team/b.git"])
         try git(["credential", "reject"], stdin: "url=https://git.example.org/team/a.git\nusername=bob\n\n")
         XCTAssertEqual(try items("git-credentials").compactMap { $0["path"] as? String }, ["team/b.git"])
         // --group in the helper's configuration, as git passes it before the action.
@@ -117,23 +150,36 @@ final class CredentialHelperTests: XCTestCase {
         let none = try kcar(["credential", "get"], stdin: "protocol=https\nhost=nowhere.example\n\n")
         XCTAssertEqual(none.out, "")
         // Unknown and newer keys are ignored; the expiry comes back; what follows the empty line is not read.
-        try kcar(["credential", "store"], stdin: "capability[]=authtype\ncapability[]=state\nprotocol=https\nhost=h.example\n"
-                 + "username=u\npassword=p1\npassword_expiry_utc=4102444800\nwwwauth[]=Basic realm=\"x\"\nstate[]=a:b\n"
-                 + "ephemeral=false\nfuture_key=1\n\nusername=ignored\n")
-        XCTAssertEqual(try kcar(["credential", "get"], stdin: "protocol=https\nhost=h.example\nwwwauth[]=Basic\n").out,
-                       "username=u\npassword=p1\npassword_expiry_utc=4102444800\n")
+        try kcar(
+            ["credential", "store"],
+            stdin: "capability[]=authtype\ncapability[]=state\nprotocol=https\nhost=h.example\n"
+                + "username=u\npassword=p1\npassword_expiry_utc=4102444800\nwwwauth[]=Basic realm=\"x\"\nstate[]=a:b\n"
+                + "ephemeral=false\nfuture_key=1\n\nusername=ignored\n")
+        XCTAssertEqual(
+            try kcar(["credential", "get"], stdin: "protocol=https\nhost=h.example\nwwwauth[]=Basic\n").out,
+            "username=u\npassword=p1\npassword_expiry_utc=4102444800\n")
         XCTAssertEqual(try items("git-credentials").first?["@password_expiry_utc"] as? String, "4102444800")
         // An OAuth refresh token comes back, but is kept as a value (a genp item beside), never as an attribute.
-        try kcar(["credential", "store"], stdin: "protocol=https\nhost=o.example\nusername=o\npassword=access\noauth_refresh_token=refresh-secret\n\n")
-        XCTAssertEqual(try kcar(["credential", "get"], stdin: "protocol=https\nhost=o.example\n\n").out,
-                       "username=o\npassword=access\noauth_refresh_token=refresh-secret\n")
-        let listed = try kcar(["find", "--group", "git-credentials", "--json"]).out + (try kcar(["find", "--class", "inet", "--json"]).out)
+        try kcar(
+            ["credential", "store"],
+            stdin: "protocol=https\nhost=o.example\nusername=o\npassword=access\noauth_refresh_token=refresh-secret\n\n"
+        )
+        XCTAssertEqual(
+            try kcar(["credential", "get"], stdin: "protocol=https\nhost=o.example\n\n").out,
+            "username=o\npassword=access\noauth_refresh_token=refresh-secret\n")
+        let listed =
+            try kcar(["find", "--group", "git-credentials", "--json"]).out
+            + (try kcar(["find", "--class", "inet", "--json"]).out)
         XCTAssertTrue(listed.contains("git-oauth-refresh-token"), listed)
         XCTAssertFalse(listed.contains("refresh-secret"), listed)
         // A new credential without one drops the old token; erase removes it with its credential.
         try kcar(["credential", "store"], stdin: "protocol=https\nhost=o.example\nusername=o\npassword=access2\n\n")
-        XCTAssertEqual(try kcar(["credential", "get"], stdin: "protocol=https\nhost=o.example\n\n").out, "username=o\npassword=access2\n")
-        try kcar(["credential", "store"], stdin: "protocol=https\nhost=o.example\nusername=o\npassword=access3\noauth_refresh_token=r3\n\n")
+        XCTAssertEqual(
+            try kcar(["credential", "get"], stdin: "protocol=https\nhost=o.example\n\n").out,
+            "username=o\npassword=access2\n")
+        try kcar(
+            ["credential", "store"],
+            stdin: "protocol=https\nhost=o.example\nusername=o\npassword=access3\noauth_refresh_token=r3\n\n")
         try kcar(["credential", "erase"], stdin: "protocol=https\nhost=o.example\n\n")
         try kcar(["find", "--group", "git-credentials", "--service", "git-oauth-refresh-token"], expect: 6)
         // A store without a password keeps nothing.
@@ -145,20 +191,24 @@ final class CredentialHelperTests: XCTestCase {
         try kcar(["credential", "erase"], stdin: "protocol=https\nhost=h.example\nusername=u\npassword=p1\n\n")
         XCTAssertEqual(try items("git-credentials").count, 0)
         // The environment names the group; the items are made with the usual modes.
-        try run("/usr/bin/env", ["KCAR_CREDENTIAL_GROUP=ci", CLITests.binary, "credential", "store"],
-                stdin: "protocol=http\nhost=[::1]:8080\nusername=ci\npassword=c\n\n")
+        try run(
+            "/usr/bin/env", ["KCAR_CREDENTIAL_GROUP=ci", CLITests.binary, "credential", "store"],
+            stdin: "protocol=http\nhost=[::1]:8080\nusername=ci\npassword=c\n\n")
         let ci = try items("ci")
         XCTAssertEqual(ci.first?["srvr"] as? String, "::1")
         XCTAssertEqual(ci.first?["port"] as? Int, 8080)
         XCTAssertEqual(ci.first?["ptcl"] as? String, "http")
         for f in ["ci.kcv", "ci.key"] {
-            XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: kc + "/" + f)[.posixPermissions] as? Int, 0o600)
+            XCTAssertEqual(
+                try FileManager.default.attributesOfItem(atPath: kc + "/" + f)[.posixPermissions] as? Int, 0o600)
         }
         // An action git may add later is ignored silently, as git's protocol asks.
         let future = try kcar(["credential", "list"], stdin: "protocol=https\nhost=h.example\n\n")
         XCTAssertEqual(future.out + future.err, "")
         // Refused: a request over 1 MiB, a line without '='.
-        let big = try kcar(["credential", "get"], stdin: "protocol=https\nhost=" + String(repeating: "a", count: 1 << 20) + "\n", expect: 2)
+        let big = try kcar(
+            ["credential", "get"], stdin: "protocol=https\nhost=" + String(repeating: "a", count: 1 << 20) + "\n",
+            expect: 2)
         XCTAssertTrue(big.err.contains("larger than 1 MiB"), big.err)
         try kcar(["credential", "get"], stdin: "protocol https\n\n", expect: 2)
         XCTAssertTrue(try kcar(["credential", "--help"]).out.contains("git's credential helper"))
@@ -183,7 +233,11 @@ final class CredentialHelperTests: XCTestCase {
         try p.run()
         servers.append(p)
         for _ in 0..<200 {
-            if let text = try? String(contentsOfFile: portFile, encoding: .utf8), text.hasSuffix("\n"), let port = Int(text.dropLast()) { return port }
+            if let text = try? String(contentsOfFile: portFile, encoding: .utf8), text.hasSuffix("\n"),
+                let port = Int(text.dropLast())
+            {
+                return port
+            }
             guard p.isRunning else { break }
             usleep(50_000)
         }
@@ -242,7 +296,9 @@ final class CredentialHelperTests: XCTestCase {
 
     func testGitCloneGetsItsPasswordFromKcar() throws {
         try requireGit()
-        guard FileManager.default.isExecutableFile(atPath: "/usr/lib/git-core/git-http-backend") else { throw XCTSkip("no git http-backend") }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/lib/git-core/git-http-backend") else {
+            throw XCTSkip("no git http-backend")
+        }
         let src = dir + "/src"
         try git(["init", "-q", src])
         try "hello\n".write(toFile: src + "/README", atomically: true, encoding: .utf8)
@@ -253,8 +309,11 @@ final class CredentialHelperTests: XCTestCase {
         let port = try startServer("git", user: "alice", password: "clone-pw")
         try git(["config", "--global", "credential.helper", "kcar"])
         // Without a credential git cannot clone (no terminal to ask on).
-        XCTAssertNotEqual(try git(["clone", "-q", "http://127.0.0.1:\(port)/repo.git", dir + "/c0"], expect: nil).code, 0)
-        try git(["credential", "approve"], stdin: "protocol=http\nhost=127.0.0.1:\(port)\nusername=alice\npassword=clone-pw\n\n")
+        XCTAssertNotEqual(
+            try git(["clone", "-q", "http://127.0.0.1:\(port)/repo.git", dir + "/c0"], expect: nil).code, 0)
+        try git(
+            ["credential", "approve"],
+            stdin: "protocol=http\nhost=127.0.0.1:\(port)\nusername=alice\npassword=clone-pw\n\n")
         try git(["clone", "-q", "http://127.0.0.1:\(port)/repo.git", dir + "/c1"])
         XCTAssertEqual(try String(contentsOfFile: dir + "/c1/README", encoding: .utf8), "hello\n")
         XCTAssertEqual(try items("git-credentials").first?["port"] as? Int, port)

@@ -18,7 +18,9 @@ final class DiskFaultCLITests: XCTestCase {
     override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
 
     @discardableResult
-    func kcar(_ args: [String], expect: Int32, env: [String: String] = [:], file: StaticString = #filePath, line: UInt = #line) throws -> KcarRun {
+    func kcar(
+        _ args: [String], expect: Int32, env: [String: String] = [:], file: StaticString = #filePath, line: UInt = #line
+    ) throws -> KcarRun {
         let r = try runKcar(args, in: dir, env: env)
         XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
         return r
@@ -30,13 +32,18 @@ final class DiskFaultCLITests: XCTestCase {
         try Data(bytes).write(to: url)
     }
 
-    func bytes(_ path: String) -> [UInt8] { Array((try? Data(contentsOf: URL(fileURLWithPath: dir + "/" + path))) ?? Data()) }
+    func bytes(_ path: String) -> [UInt8] {
+        Array((try? Data(contentsOf: URL(fileURLWithPath: dir + "/" + path))) ?? Data())
+    }
 
     /// The vault at `path` holds exactly `before`'s bytes, lists its items and verifies.
-    func assertIntact(_ path: String, _ before: [UInt8], _ what: String, file: StaticString = #filePath, line: UInt = #line) throws {
+    func assertIntact(
+        _ path: String, _ before: [UInt8], _ what: String, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         XCTAssertTrue(bytes(path) == before, "\(what): the vault changed", file: file, line: line)
         try kcar(["verify", path, "--key-file", keyFile], expect: 0, file: file, line: line)
-        let small = try kcar(["extract", path, "--stdout", "svc/small", "--key-file", keyFile], expect: 0, file: file, line: line)
+        let small = try kcar(
+            ["extract", path, "--stdout", "svc/small", "--key-file", keyFile], expect: 0, file: file, line: line)
         XCTAssertEqual(small.out, Data("hunter2".utf8), what, file: file, line: line)
     }
 
@@ -89,15 +96,19 @@ final class DiskFaultCLITests: XCTestCase {
         for (what, args) in [
             ("compact", ["compact", "mnt/v.kcv", "--key-file", keyFile]),
             ("passwd --add-key-file", ["passwd", "mnt/v.kcv", "--key-file", keyFile, "--add-key-file", "k2"]),
-            ("passwd (new passphrase)", ["passwd", "mnt/v.kcv", "--passphrase-file", "p1", "--new-passphrase-file", "p2"] + kdf),
+            (
+                "passwd (new passphrase)",
+                ["passwd", "mnt/v.kcv", "--passphrase-file", "p1", "--new-passphrase-file", "p2"] + kdf
+            ),
             ("passwd --remove-slot", ["passwd", "mnt/v.kcv", "--key-file", keyFile, "--remove-slot", "1"]),
             // Both secrets, so that rekey keeps both slots (issue 13, item 8) and reaches the full disk.
-            ("rekey", ["rekey", "mnt/v.kcv", "--key-file", keyFile, "--passphrase-file", "p1"]),
+            ("rekey", ["rekey", "mnt/v.kcv", "--key-file", keyFile, "--passphrase-file", "p1"])
         ] {
             let r = try kcar(args, expect: 8)
             XCTAssertTrue(r.err.contains("No space left on device"), "\(what): \(r.err)")
             try assertIntact("mnt/v.kcv", before, what)
-            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: m.path).sorted(), ["filler", "v.kcv"], what)
+            XCTAssertEqual(
+                try FileManager.default.contentsOfDirectory(atPath: m.path).sorted(), ["filler", "v.kcv"], what)
         }
         try kcar(["list", "mnt/v.kcv", "--passphrase-file", "p1"], expect: 0)
         try kcar(["recover", "mnt/v.kcv", "--key-file", keyFile], expect: 0)  // nothing to cut: writes nothing
@@ -130,7 +141,7 @@ final class DiskFaultCLITests: XCTestCase {
             ("pack --force", ["pack", "mnt/v.kcv", "small", "--key-file", keyFile, "--force"]),
             ("extract to a new folder", ["extract", "outside.kcv", "-C", "mnt/out", "--key-file", keyFile]),
             ("extract to an existing folder", ["extract", "outside.kcv", "-C", "mnt/existing", "--key-file", keyFile]),
-            ("keygen", ["keygen", "mnt/new.key"]),
+            ("keygen", ["keygen", "mnt/new.key"])
         ] {
             let r = try kcar(args, expect: 8)
             XCTAssertTrue(r.err.contains("Read-only file system"), "\(what): \(r.err)")

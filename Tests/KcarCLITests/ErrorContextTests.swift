@@ -3,7 +3,9 @@ import XCTest
 
 /// Issue 13, item 6: every error names the file or item it is about, in the order a user fixes things.
 extension KeychainCLITests {
-    func write(_ name: String, _ bytes: [UInt8]) throws { try Data(bytes).write(to: URL(fileURLWithPath: dir + "/" + name)) }
+    func write(_ name: String, _ bytes: [UInt8]) throws {
+        try Data(bytes).write(to: URL(fileURLWithPath: dir + "/" + name))
+    }
 
     func testErrorsNameTheirFileAndItem() throws {
         try kcar(["keygen", "k"])
@@ -14,11 +16,13 @@ extension KeychainCLITests {
 
         // The damage, by file.
         try write("nv.kcv", Array("not a vault at all\n".utf8))
-        XCTAssertTrue(try kcar(["list", "nv.kcv", "--key-file", "k"], expect: 4).err.contains("kcar: nv.kcv: not a vault"))
+        XCTAssertTrue(
+            try kcar(["list", "nv.kcv", "--key-file", "k"], expect: 4).err.contains("kcar: nv.kcv: not a vault"))
         XCTAssertTrue(try kcar(["info", "nv.kcv"], expect: 4).err.contains("kcar: nv.kcv: not a vault"))
         let whole = try Array(Data(contentsOf: URL(fileURLWithPath: dir + "/v.kcv")))
         try write("short.kcv", Array(whole.prefix(300)))
-        XCTAssertTrue(try kcar(["list", "short.kcv", "--key-file", "k"], expect: 4).err.contains("kcar: short.kcv: truncated: "))
+        XCTAssertTrue(
+            try kcar(["list", "short.kcv", "--key-file", "k"], expect: 4).err.contains("kcar: short.kcv: truncated: "))
         var flipped = whole
         flipped[whole.count / 3] ^= 1
         try write("flipped.kcv", flipped)
@@ -43,7 +47,8 @@ extension KeychainCLITests {
         // -Cdir is -C dir; a flag's letter takes no value.
         try kcar(["extract", "v.kcv", "-Cattached", "--key-file", "k"])
         XCTAssertTrue(FileManager.default.fileExists(atPath: dir + "/attached/svc/f"))
-        XCTAssertTrue(try kcar(["pack", "w.kcv", "src", "-qx", "--key-file", "k"], expect: 2).err.contains("-q takes no value"))
+        XCTAssertTrue(
+            try kcar(["pack", "w.kcv", "src", "-qx", "--key-file", "k"], expect: 2).err.contains("-q takes no value"))
     }
 
     func testADuplicateOnImportNamesTheItem() throws {
@@ -59,7 +64,8 @@ extension KeychainCLITests {
 
     /// The confirmation of a value typed on a terminal speaks of values.
     func testAMismatchedValueIsCalledAValue() throws {
-        let r = try onTerminal(["add", "--group", "g", "--service", "s"], answers: [("Value: ", "one"), ("Repeat: ", "two")])
+        let r = try onTerminal(
+            ["add", "--group", "g", "--service", "s"], answers: [("Value: ", "one"), ("Repeat: ", "two")])
         XCTAssertEqual(r.code, 2, r.out)
         XCTAssertTrue(r.out.contains("the values do not match"), r.out)
         XCTAssertFalse(r.out.contains("passphrases"), r.out)

@@ -35,7 +35,9 @@ final class ExtractSafetyTests: XCTestCase {
 
     /// A vault `v.kcv` holding (service, account, value) items.
     func vault(_ items: [(String, String, [UInt8])]) throws {
-        try Vault.create(path: dir + "/v.kcv", group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], overwrite: true) { tx in
+        try Vault.create(
+            path: dir + "/v.kcv", group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], overwrite: true
+        ) { tx in
             for (s, a, v) in items {
                 var attributes = Attributes()
                 attributes[AttributeName.service] = .string(s)
@@ -47,26 +49,32 @@ final class ExtractSafetyTests: XCTestCase {
 
     /// Nothing changed outside `box/out`: the folder beside it is as setUp left it, and `box` holds only `out`.
     func assertNothingOutside(file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertEqual(regularFiles(dir + "/outside"), ["file": Array("outside, untouched".utf8)], file: file, line: line)
-        XCTAssertEqual(Set((try? FileManager.default.contentsOfDirectory(atPath: dir + "/box")) ?? []).subtracting(["out"]), [],
-                       file: file, line: line)
-        XCTAssertEqual(Set((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []), ["box", "outside", "v.kcv"],
-                       file: file, line: line)
+        XCTAssertEqual(
+            regularFiles(dir + "/outside"), ["file": Array("outside, untouched".utf8)], file: file, line: line)
+        XCTAssertEqual(
+            Set((try? FileManager.default.contentsOfDirectory(atPath: dir + "/box")) ?? []).subtracting(["out"]), [],
+            file: file, line: line)
+        XCTAssertEqual(
+            Set((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []), ["box", "outside", "v.kcv"],
+            file: file, line: line)
     }
 
     func testTraversalAndAbsoluteNamesStayInside() throws {
         try vault([
             ("..", "../../escape", [1]), ("/etc", "/passwd", [2]), (".", "./x", [3]),
-            ("svc", "a/../../../b", [4]), ("svc", "/abs/path", [5]), ("svc", "trailing/", [6]), ("", "", [7]),
+            ("svc", "a/../../../b", [4]), ("svc", "/abs/path", [5]), ("svc", "trailing/", [6]), ("", "", [7])
         ])
         try kcar(["extract", "v.kcv", "-C", "box/out"], expect: 0)
-        XCTAssertEqual(regularFiles(dir + "/box/out"), [
-            "%2E%2E/%2E%2E/%2E%2E/escape": [1], "%2Fetc/%/passwd": [2], "%2E/%2E/x": [3],
-            "svc/a/%2E%2E/%2E%2E/%2E%2E/b": [4], "svc/%/abs/path": [5], "svc/trailing/%": [6], "%/%": [7],
-        ])
+        XCTAssertEqual(
+            regularFiles(dir + "/box/out"),
+            [
+                "%2E%2E/%2E%2E/%2E%2E/escape": [1], "%2Fetc/%/passwd": [2], "%2E/%2E/x": [3],
+                "svc/a/%2E%2E/%2E%2E/%2E%2E/b": [4], "svc/%/abs/path": [5], "svc/trailing/%": [6], "%/%": [7]
+            ])
         assertNothingOutside()
         // The names `list` prints select the same items.
-        XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "%2E%2E/%2E%2E/%2E%2E/escape"], expect: 0).out, Data([1]))
+        XCTAssertEqual(
+            try kcar(["extract", "v.kcv", "--stdout", "%2E%2E/%2E%2E/%2E%2E/escape"], expect: 0).out, Data([1]))
         XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "%2Fetc/%/passwd"], expect: 0).out, Data([2]))
     }
 
@@ -75,7 +83,8 @@ final class ExtractSafetyTests: XCTestCase {
         let list = try kcar(["list", "v.kcv"], expect: 0)
         XCTAssertTrue(list.output.contains("sv%00c/a%00b"), list.output)
         try kcar(["extract", "v.kcv", "-C", "box/out"], expect: 0)
-        XCTAssertEqual(regularFiles(dir + "/box/out"), ["sv%00c/a%00b": [1], "svc/tab%09here%0Anewline": [2], "svc/100%25": [3]])
+        XCTAssertEqual(
+            regularFiles(dir + "/box/out"), ["sv%00c/a%00b": [1], "svc/tab%09here%0Anewline": [2], "svc/100%25": [3]])
         XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "sv%00c/a%00b"], expect: 0).out, Data([1]))
         assertNothingOutside()
     }
@@ -89,15 +98,19 @@ final class ExtractSafetyTests: XCTestCase {
         let encodedTooLong = String(repeating: "\u{1}", count: 86)  // 258 bytes once written as %01
         let deep = (0..<20).map { "\($0)" + String(repeating: "d", count: 240) }.joined(separator: "/")
         XCTAssertGreaterThan(deep.utf8.count, Int(PATH_MAX))
-        try vault([("svc", longest, [1]), ("svc", tooLong, [2]), ("svc", encodedTooLong, [3]), (tooLong, "a", [4]),
-                   ("svc", deep, [5]), ("svc", "plain", [6])])
+        try vault([
+            ("svc", longest, [1]), ("svc", tooLong, [2]), ("svc", encodedTooLong, [3]), (tooLong, "a", [4]),
+            ("svc", deep, [5]), ("svc", "plain", [6])
+        ])
         let r = try kcar(["extract", "v.kcv", "-C", "box/out"], expect: 9)
         XCTAssertEqual(r.err.components(separatedBy: "over 255 bytes").count - 1, 3, r.err)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dir + "/box/out/svc/" + longest)), Data([1]))
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dir + "/box/out/svc/plain")), Data([6]))
         XCTAssertEqual(try readBelow(dir + "/box/out/svc", deep), [5])
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir + "/box/out").sorted(), ["svc"])
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir + "/box/out/svc").sorted(), ["0" + String(repeating: "d", count: 240), longest, "plain"].sorted())
+        XCTAssertEqual(
+            try FileManager.default.contentsOfDirectory(atPath: dir + "/box/out/svc").sorted(),
+            ["0" + String(repeating: "d", count: 240), longest, "plain"].sorted())
         // Asked for by name, a skipped item is still reported.
         try kcar(["extract", "v.kcv", "-C", "box/out", "svc/" + tooLong, "--force"], expect: 9)
         XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "svc/" + tooLong], expect: 0).out, Data([2]))
@@ -126,11 +139,14 @@ final class ExtractSafetyTests: XCTestCase {
     /// On Linux file names are bytes: names that differ only in case, or only in Unicode normalisation, are
     /// different files, and a name given on the command line selects exactly the item with those bytes.
     func testCaseAndNormalisationVariantsAreDistinctFiles() throws {
-        let nfc = "caf\u{E9}", nfd = "cafe\u{301}"
+        let nfc = "caf\u{E9}"
+        let nfd = "cafe\u{301}"
         XCTAssertEqual(nfc, nfd)  // equal as Swift strings ...
         XCTAssertNotEqual(Array(nfc.utf8), Array(nfd.utf8))  // ... not as bytes, nor as file names
-        try vault([("Svc", "Token", [1]), ("svc", "token", [2]), ("svc", "TOKEN", [3]),
-                   (nfc, "x", [4]), (nfd, "x", [5]), ("svc", nfc, [6]), ("svc", nfd, [7])])
+        try vault([
+            ("Svc", "Token", [1]), ("svc", "token", [2]), ("svc", "TOKEN", [3]),
+            (nfc, "x", [4]), (nfd, "x", [5]), ("svc", nfc, [6]), ("svc", nfd, [7])
+        ])
         try kcar(["extract", "v.kcv", "-C", "box/out"], expect: 0)
         let byBytes = regularFilesByBytes(dir + "/box/out")
         XCTAssertEqual(byBytes.count, 7, "\(byBytes.keys.map { String(decoding: $0, as: UTF8.self) })")
@@ -180,8 +196,11 @@ final class ExtractSafetyTests: XCTestCase {
         // File names that are links to outside (symlink, dangling symlink, hard link).
         let plants: [(String, (String) throws -> Void)] = [
             ("symlink", { try fm.createSymbolicLink(atPath: $0, withDestinationPath: self.dir + "/outside/file") }),
-            ("dangling symlink", { try fm.createSymbolicLink(atPath: $0, withDestinationPath: self.dir + "/outside/new") }),
-            ("hard link", { try fm.linkItem(atPath: self.dir + "/outside/file", toPath: $0) }),
+            (
+                "dangling symlink",
+                { try fm.createSymbolicLink(atPath: $0, withDestinationPath: self.dir + "/outside/new") }
+            ),
+            ("hard link", { try fm.linkItem(atPath: self.dir + "/outside/file", toPath: $0) })
         ]
         for (kind, plant) in plants {
             for name in ["a", "big"] {
@@ -189,13 +208,17 @@ final class ExtractSafetyTests: XCTestCase {
                 try plant(out + "/svc/" + name)
                 let r = try kcar(["extract", "v.kcv", "-C", "box/out"], expect: 7)
                 XCTAssertTrue(r.err.contains("exists"), "\(kind) \(name): \(r.err)")
-                XCTAssertEqual(regularFiles(out).keys.filter { $0 != "svc/" + name }, [], "\(kind) \(name): written before the refusal")
+                XCTAssertEqual(
+                    regularFiles(out).keys.filter { $0 != "svc/" + name }, [],
+                    "\(kind) \(name): written before the refusal")
                 assertNothingOutside()
                 try kcar(["extract", "v.kcv", "-C", "box/out", "--force"], expect: 0)
                 let attrs = try fm.attributesOfItem(atPath: out + "/svc/" + name)
                 XCTAssertEqual(attrs[.type] as? FileAttributeType, .typeRegular, "\(kind) \(name)")
                 XCTAssertEqual(attrs[.referenceCount] as? Int, 1, "\(kind) \(name)")
-                XCTAssertEqual(regularFiles(out), ["svc/a": Array("small".utf8), "svc/big": large, "svc/sub/c": [3]], "\(kind) \(name)")
+                XCTAssertEqual(
+                    regularFiles(out), ["svc/a": Array("small".utf8), "svc/big": large, "svc/sub/c": [3]],
+                    "\(kind) \(name)")
                 assertNothingOutside()
             }
         }
@@ -205,7 +228,8 @@ final class ExtractSafetyTests: XCTestCase {
     /// A file where a folder is needed, or a folder where a file is, is refused (exit 8 and 7) and stays.
     func testExistingFilesAndFolders() throws {
         try vault([("svc", "a", [1]), ("svc", "b", [2]), ("tree", "x/y", [3])])
-        let out = dir + "/box/out", fm = FileManager.default
+        let out = dir + "/box/out"
+        let fm = FileManager.default
         try fm.createDirectory(atPath: out + "/svc", withIntermediateDirectories: true)
         try Data("old".utf8).write(to: URL(fileURLWithPath: out + "/svc/b"))
         try fm.setAttributes([.posixPermissions: 0o644], ofItemAtPath: out + "/svc/b")

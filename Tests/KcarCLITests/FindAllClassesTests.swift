@@ -10,7 +10,11 @@ extension KeychainCLITests {
 
     func testFindAndGetSpanEveryClassUnlessOneIsNamed() throws {
         try kcar(["init"])
-        try kcar(["add", "--group", "personal", "--class", "inet", "--server", "db.internal", "--protocol", "htps", "--account", "app"], stdin: "pw")
+        try kcar(
+            [
+                "add", "--group", "personal", "--class", "inet", "--server", "db.internal", "--protocol", "htps",
+                "--account", "app"
+            ], stdin: "pw")
         try kcar(["add", "--group", "personal", "--service", "github.com", "--account", "app"], stdin: "tok")
         try kcar(["add", "--group", "work", "--service", "w", "--account", "z"], stdin: "x")
 
@@ -19,14 +23,19 @@ extension KeychainCLITests {
         let find = try kcar(["find", "--group", "personal"]).out
         XCTAssertTrue(find.hasPrefix("GROUP     CLASS  SERVICE/SERVER  ACCOUNT  SIZE  MODIFIED (UTC)\n"), find)
         XCTAssertEqual(findRows(find), ["personal genp github.com app", "personal inet db.internal app"])
-        XCTAssertEqual(findRows(try kcar(["find"]).out), ["personal genp github.com app", "personal inet db.internal app", "work genp w z"])
+        XCTAssertEqual(
+            findRows(try kcar(["find"]).out),
+            ["personal genp github.com app", "personal inet db.internal app", "work genp w z"])
         XCTAssertEqual(findRows(try kcar(["find", "--limit", "2"]).out).count, 2)
         let json = try kcar(["find", "--group", "personal", "--json"]).out
         XCTAssertTrue(json.contains("\"class\": \"inet\"") || json.contains("\"class\":\"inet\""), json)
 
         // --class narrows to one class, as before.
-        XCTAssertEqual(findRows(try kcar(["find", "--group", "personal", "--class", "inet"]).out), ["personal inet db.internal app"])
-        XCTAssertEqual(findRows(try kcar(["find", "--class", "genp", "--account", "app"]).out), ["personal genp github.com app"])
+        XCTAssertEqual(
+            findRows(try kcar(["find", "--group", "personal", "--class", "inet"]).out),
+            ["personal inet db.internal app"])
+        XCTAssertEqual(
+            findRows(try kcar(["find", "--class", "genp", "--account", "app"]).out), ["personal genp github.com app"])
         try kcar(["find", "--class", "cert"], expect: 6)
 
         // get finds the internet password without --class; an account both items share is ambiguous across classes.

@@ -1,6 +1,7 @@
 import Foundation
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// Issue 11's test: three clones of a bare repository change one vault through the CLI for many rounds and pull
 /// and push in a random order, and every merge git runs is checked against a model of the rules of SPEC.md
@@ -21,26 +22,29 @@ extension GitMergeCLITests {
     /// its history (unless retention dropped it for newer ones).
     func testThreeClonesFollowTheMergeModel() throws {
         let started = Date()
-        let bare = dir + "/origin.git", log = dir + "/merges"
+        let bare = dir + "/origin.git"
+        let log = dir + "/merges"
         _ = try git(["init", "-q", "--bare", bare], in: dir)
         try FileManager.default.createDirectory(atPath: log, withIntermediateDirectories: true)
         let driver = dir + "/driver.sh"
         try """
-            n=$(cat "\(log)/next" 2>/dev/null || echo 0); echo $((n + 1)) > "\(log)/next"
-            d="\(log)/$n"; mkdir "$d" && cp "$1" "$d/base" && cp "$2" "$d/ours" && cp "$3" "$d/theirs" || exit 99
-            kcar merge -q "$1" "$2" "$3"; rc=$?
-            cp "$2" "$d/result"; echo "$rc" > "$d/rc"; exit "$rc"
+        n=$(cat "\(log)/next" 2>/dev/null || echo 0); echo $((n + 1)) > "\(log)/next"
+        d="\(log)/$n"; mkdir "$d" && cp "$1" "$d/base" && cp "$2" "$d/ours" && cp "$3" "$d/theirs" || exit 99
+        kcar merge -q "$1" "$2" "$3"; rc=$?
+        cp "$2" "$d/result"; echo "$rc" > "$d/rc"; exit "$rc"
 
-            """.write(toFile: driver, atomically: true, encoding: .utf8)
+        """.write(toFile: driver, atomically: true, encoding: .utf8)
         let names = ["a", "b", "c"]
-        let clones = names.map { dir + "/" + $0 }, states = names.map { dir + "/state-" + $0 }
+        let clones = names.map { dir + "/" + $0 }
+        let states = names.map { dir + "/state-" + $0 }
         var start: [String: String] = [:]
         for i in 0..<10 { start["svc/k\(i)"] = "v\(i)" }
         let made = try makeVault("start.kcv", start)
         for (i, c) in clones.enumerated() {
             // Writer ids of the test's choosing (kcar keeps a made one there), so that a run repeats its ties.
             try FileManager.default.createDirectory(atPath: states[i] + "/kcar", withIntermediateDirectories: true)
-            try String(format: "%016x\n", 0xA11CE + i).write(toFile: states[i] + "/kcar/writer-id", atomically: true, encoding: .utf8)
+            try String(format: "%016x\n", 0xA11CE + i).write(
+                toFile: states[i] + "/kcar/writer-id", atomically: true, encoding: .utf8)
             _ = try git(["clone", "-q", bare, c], in: dir)
             try setUpClone(c)
             // kcar git setup's driver, with the inputs kept; each clone is a writer of its own (its own state folder).
@@ -87,7 +91,8 @@ extension GitMergeCLITests {
                 let now = try snapshot(ci)
                 let live = now.liveNames
                 let work = dir + "/work-" + names[ci]
-                var set: [String: (value: String, mode: Int16)] = [:], delete: [String] = []
+                var set: [String: (value: String, mode: Int16)] = [:]
+                var delete: [String] = []
                 func value() -> String {
                     valueCounter += 1
                     return "\(names[ci])-r\(round)-\(valueCounter)"
@@ -131,17 +136,20 @@ extension GitMergeCLITests {
                 delete.removeAll { set[$0] != nil }
                 for (name, v) in set {
                     let file = work + "/" + name
-                    try FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                    try FileManager.default.createDirectory(
+                        atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
                     try v.value.write(toFile: file, atomically: false, encoding: .utf8)
                     try FileManager.default.setAttributes([.posixPermissions: v.mode], ofItemAtPath: file)
                 }
                 let env = ["KCAR_KEY_FILE": key, "XDG_STATE_HOME": states[ci]]
                 if !set.isEmpty {
-                    let r = try runProcess(CLITests.binary, ["add", "team.kcv", "-C", work] + set.keys.sorted(), env: env, cwd: clones[ci])
+                    let r = try runProcess(
+                        CLITests.binary, ["add", "team.kcv", "-C", work] + set.keys.sorted(), env: env, cwd: clones[ci])
                     XCTAssertEqual(r.code, 0, r.err)
                 }
                 if !delete.isEmpty {
-                    let r = try runProcess(CLITests.binary, ["delete", "team.kcv"] + delete.sorted(), env: env, cwd: clones[ci])
+                    let r = try runProcess(
+                        CLITests.binary, ["delete", "team.kcv"] + delete.sorted(), env: env, cwd: clones[ci])
                     XCTAssertEqual(r.code, 0, r.err)
                     deletedNames.formUnion(delete)
                 }
@@ -152,9 +160,11 @@ extension GitMergeCLITests {
                 // clone only: a diff runs kcar twice, and the test must stay near a minute and a half).
                 if ci == order[0] {
                     let diff = try git(["diff", "--", "team.kcv"], in: clones[ci], state: states[ci]).out
-                    let changed = Set(diff.split(separator: "\n").filter { $0.hasPrefix("+genp ") || $0.hasPrefix("-genp ") }
-                        .map { String($0.split(separator: " ")[1]) })
-                    XCTAssertEqual(changed, Set(set.keys).union(delete), "round \(round), clone \(names[ci]): git diff\n\(diff)")
+                    let changed = Set(
+                        diff.split(separator: "\n").filter { $0.hasPrefix("+genp ") || $0.hasPrefix("-genp ") }
+                            .map { String($0.split(separator: " ")[1]) })
+                    XCTAssertEqual(
+                        changed, Set(set.keys).union(delete), "round \(round), clone \(names[ci]): git diff\n\(diff)")
                 }
                 if !set.isEmpty || !delete.isEmpty {
                     _ = try git(["commit", "-qam", "round \(round) in \(names[ci])"], in: clones[ci], state: states[ci])
@@ -188,8 +198,10 @@ extension GitMergeCLITests {
         XCTAssertGreaterThan(stats.deletionsTaken, 0, "\(stats)")
         XCTAssertGreaterThan(final[0].items.values.filter { $0.attributes == nil }.count, 0, "no tombstone at the end")
         XCTAssertEqual(ops.count, 7, "not every kind of change was made: \(ops)")
-        print("model test: \(Self.modelRounds) rounds, \(ops.sorted { $0.key < $1.key }), \(stats), \(seen.items.count) items, "
-              + "\(final[0].items.values.filter { $0.attributes == nil }.count) deleted, \(Int(Date().timeIntervalSince(started))) s")
+        print(
+            "model test: \(Self.modelRounds) rounds, \(ops.sorted { $0.key < $1.key }), \(stats), \(seen.items.count) items, "
+                + "\(final[0].items.values.filter { $0.attributes == nil }.count) deleted, \(Int(Date().timeIntervalSince(started))) s"
+        )
     }
 
     /// git in `cwd` as the clone whose writer id lives in `state`; a failure stops the test (what follows would
@@ -204,7 +216,8 @@ extension GitMergeCLITests {
         let runs = try FileManager.default.contentsOfDirectory(atPath: log).compactMap(Int.init).sorted()
         for n in runs {
             let d = "\(log)/\(n)"
-            let rc = try String(contentsOfFile: d + "/rc", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            let rc = try String(contentsOfFile: d + "/rc", encoding: .utf8).trimmingCharacters(
+                in: .whitespacesAndNewlines)
             guard rc == "0" else { throw ModelFailure("merge \(n): kcar merge exited \(rc)") }
             let (b, o, t, r) = try (read(d + "/base"), read(d + "/ours"), read(d + "/theirs"), read(d + "/result"))
             let model = MergeModel(base: b, ours: o, theirs: t)
@@ -213,13 +226,18 @@ extension GitMergeCLITests {
             let above = (o.items.values.map(\.version) + t.items.values.map(\.version)).max()
             for (id, loser) in model.replaced {
                 let got = r.items[id]
-                XCTAssertTrue(got?.attributes == nil && got?.key == loser.key && got.map { $0.version > above! } == true,
-                              "merge \(n): item \(id) gave way to another of its primary key but is \(String(describing: got))")
+                XCTAssertTrue(
+                    got?.attributes == nil && got?.key == loser.key && got.map { $0.version > above! } == true,
+                    "merge \(n): item \(id) gave way to another of its primary key but is \(String(describing: got))")
             }
             XCTAssertEqual(Set(r.items.keys), Set(model.items.keys).union(model.replaced.keys), "merge \(n): items")
             XCTAssertNil(r.sharedPrimaryKey, "merge \(n): two live items under one primary key")
-            let kept = o.kept.flatMap { id, k in k.map { (id, $0.version) } } + t.kept.flatMap { id, k in k.map { (id, $0.version) } }
-            for (id, v) in kept + model.losers { XCTAssertTrue(r.isKept(id, v), "merge \(n): \(id) version \(v) is not in history") }
+            let kept =
+                o.kept.flatMap { id, k in k.map { (id, $0.version) } }
+                + t.kept.flatMap { id, k in k.map { (id, $0.version) } }
+            for (id, v) in kept + model.losers {
+                XCTAssertTrue(r.isKept(id, v), "merge \(n): \(id) version \(v) is not in history")
+            }
             try FileManager.default.removeItem(atPath: d)
         }
     }
@@ -278,7 +296,9 @@ struct ModelSnapshot {
         var s = ModelSnapshot()
         try v.scan(.items) { e in
             let st = try ItemEntries.decode(e, schema: v.schema)
-            s.items[st.id] = ModelEntry(key: st.key, version: st.version, attributes: st.item?.attributes, value: try st.item.map { try v.read($0) })
+            s.items[st.id] = ModelEntry(
+                key: st.key, version: st.version, attributes: st.item?.attributes,
+                value: try st.item.map { try v.read($0) })
             return true
         }
         try v.forEachKeptVersion { k in
@@ -295,7 +315,9 @@ struct ModelSnapshot {
             guard let a = e.attributes, let value = e.value else { continue }
             var mode: Int16 = 0
             if case .integer(let m)? = a["@kcar.mode"] { mode = Int16(truncatingIfNeeded: m) }
-            out["\(a.string(AttributeName.service) ?? "")/\(a.string(AttributeName.account) ?? "")"] = (String(decoding: value, as: UTF8.self), mode)
+            out["\(a.string(AttributeName.service) ?? "")/\(a.string(AttributeName.account) ?? "")"] = (
+                String(decoding: value, as: UTF8.self), mode
+            )
         }
         return out
     }
@@ -303,7 +325,9 @@ struct ModelSnapshot {
     /// A primary key two live items share, if any (a merge leaves one item per primary key).
     var sharedPrimaryKey: [UInt8]? {
         var keys = Set<[UInt8]>()
-        for e in items.values where e.attributes != nil { if !keys.insert(e.primaryKey).inserted { return e.primaryKey } }
+        for e in items.values where e.attributes != nil {
+            if !keys.insert(e.primaryKey).inserted { return e.primaryKey }
+        }
         return nil
     }
 
@@ -329,10 +353,14 @@ struct MergeModel {
 
     init(base: ModelSnapshot, ours: ModelSnapshot, theirs: ModelSnapshot) {
         for id in Set(base.items.keys).union(ours.items.keys).union(theirs.items.keys) {
-            let b = base.items[id], o = ours.items[id], t = theirs.items[id]
+            let b = base.items[id]
+            let o = ours.items[id]
+            let t = theirs.items[id]
             // A change is a state other than BASE's and newer than it (an older one is no change); a side that
             // lacks the item altogether changed nothing.
-            func changed(_ s: ModelEntry?) -> Bool { s.map { s in s != b && b.map { s.version > $0.version } ?? true } ?? false }
+            func changed(_ s: ModelEntry?) -> Bool {
+                s.map { s in s != b && b.map { s.version > $0.version } ?? true } ?? false
+            }
             var winner: ModelEntry?
             switch (changed(o), changed(t)) {
             case (true, true) where o != t:
@@ -385,7 +413,9 @@ struct SeenStates {
     }
 
     func name(of id: ItemID) -> String? {
-        items[id]?.lazy.compactMap(\.attributes).first.map { "\($0.string(AttributeName.service) ?? "")/\($0.string(AttributeName.account) ?? "")" }
+        items[id]?.lazy.compactMap(\.attributes).first.map {
+            "\($0.string(AttributeName.service) ?? "")/\($0.string(AttributeName.account) ?? "")"
+        }
     }
 
     /// Each item ends as the newest state it ever had (newer wins, and nothing older brings a deletion back),
@@ -396,7 +426,9 @@ struct SeenStates {
             let newest = states.max { $0.version < $1.version }!
             XCTAssertEqual(final.items[id], newest, "item \(id) is not its newest state", file: file, line: line)
             for s in states where s.attributes != nil && s != newest {
-                XCTAssertTrue(final.isKept(id, s.version), "item \(id): a live version \(s.version) was lost", file: file, line: line)
+                XCTAssertTrue(
+                    final.isKept(id, s.version), "item \(id): a live version \(s.version) was lost", file: file,
+                    line: line)
             }
         }
     }

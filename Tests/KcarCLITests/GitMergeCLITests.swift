@@ -25,7 +25,8 @@ final class GitMergeCLITests: XCTestCase {
     func run(_ args: [String], env: [String: String] = [:], noTerminal: Bool = false) throws -> KcarRun {
         var e = ["XDG_STATE_HOME": dir + "/state"]
         for (k, v) in env { e[k] = v }
-        let r = try runProcess(CLITests.binary, args, env: e, cwd: dir, prefix: noTerminal ? ["/usr/bin/setsid", "-w"] : [])
+        let r = try runProcess(
+            CLITests.binary, args, env: e, cwd: dir, prefix: noTerminal ? ["/usr/bin/setsid", "-w"] : [])
         return KcarRun(code: r.code, out: r.data, err: r.err)
     }
 
@@ -37,7 +38,8 @@ final class GitMergeCLITests: XCTestCase {
         let src = dir + "/src-\(name)"
         for (path, value) in items {
             let file = src + "/" + path
-            try FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try value.write(toFile: file, atomically: true, encoding: .utf8)
         }
         let vault = dir + "/" + name
@@ -65,15 +67,22 @@ final class GitMergeCLITests: XCTestCase {
 
     func testMergeTakesEachSidesChangesAndKeepsTheLoserInHistory() throws {
         let base = try makeVault("base.kcv", ["svc/a": "a0", "svc/b": "b0", "svc/c": "c0", "svc/d": "d0"])
-        let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
+        let ours = try copy(base, "ours.kcv")
+        let theirs = try copy(base, "theirs.kcv")
         try V2Edit.set(ours, key: key, writer: 1, ["svc/a": "a-ours", "svc/c": "c-ours"])
-        try V2Edit.set(theirs, key: key, writer: 2, ["svc/b": "b-theirs", "svc/c": "c-theirs", "svc/new": "n-theirs"], delete: ["svc/d"])
+        try V2Edit.set(
+            theirs, key: key, writer: 2, ["svc/b": "b-theirs", "svc/c": "c-theirs", "svc/new": "n-theirs"],
+            delete: ["svc/d"])
         let r = try keyed(["merge", base, ours, theirs])
         XCTAssertEqual(r.code, 0, r.output)
-        XCTAssertTrue(r.err.contains("kcar merge: ") && r.err.contains("taken from THEIRS") && r.err.contains("1 conflict"), r.err)
+        XCTAssertTrue(
+            r.err.contains("kcar merge: ") && r.err.contains("taken from THEIRS") && r.err.contains("1 conflict"), r.err
+        )
         // The conflict names the item, the side that won and why, and the command that brings the loser back.
         let line = try XCTUnwrap(r.err.split(separator: "\n").first { $0.contains("conflict on svc/c") }, r.err)
-        XCTAssertTrue(line.contains("THEIRS's change (") && line.contains("is newer than OURS's change (") && line.contains("and won"), String(line))
+        XCTAssertTrue(
+            line.contains("THEIRS's change (") && line.contains("is newer than OURS's change (")
+                && line.contains("and won"), String(line))
         XCTAssertTrue(line.hasSuffix("OURS's version is kept: kcar restore \(ours) svc/c --version 1"), String(line))
         let values = try V2Edit.values(ours, key: key)
         XCTAssertEqual(values, ["svc/a": "a-ours", "svc/b": "b-theirs", "svc/c": "c-theirs", "svc/new": "n-theirs"])
@@ -99,16 +108,20 @@ final class GitMergeCLITests: XCTestCase {
         var items: [String: String] = [:]
         for i in 0..<300 { items["svc\(i % 7)/acct\(i)"] = String(repeating: "v\(i)", count: 50) }
         let base = try makeVault("base.kcv", items)
-        let theirs = try copy(base, "theirs.kcv"), oursStart = try copy(base, "ours-start.kcv")
+        let theirs = try copy(base, "theirs.kcv")
+        let oursStart = try copy(base, "ours-start.kcv")
         var changes: [String: String] = [:]
-        for i in stride(from: 0, to: 300, by: 3) { changes["svc\(i % 7)/acct\(i)"] = String(repeating: "t\(i)", count: 80) }
+        for i in stride(from: 0, to: 300, by: 3) {
+            changes["svc\(i % 7)/acct\(i)"] = String(repeating: "t\(i)", count: 80)
+        }
         try V2Edit.set(theirs, key: key, writer: 2, changes)
         let before = try V2Edit.values(oursStart, key: key)
         let merged = before.merging(changes) { _, t in t }
         var outcomes = Set<Bool>()
         for delay in stride(from: 0, to: 60_000, by: 4_000) {
             let ours = try copy(oursStart, "ours.kcv")
-            let p = kcarProcess(["merge", base, ours, theirs], cwd: dir, env: ["KCAR_KEY_FILE": key, "XDG_STATE_HOME": dir + "/state"])
+            let p = kcarProcess(
+                ["merge", base, ours, theirs], cwd: dir, env: ["KCAR_KEY_FILE": key, "XDG_STATE_HOME": dir + "/state"])
             try p.run()
             usleep(useconds_t(delay))
             kill(p.processIdentifier, SIGKILL)
@@ -125,7 +138,8 @@ final class GitMergeCLITests: XCTestCase {
 
     func testEmptyBaseAndIntoMergeFromTheRecordedVersions() throws {
         let base = try makeVault("base.kcv", ["svc/a": "a0", "svc/b": "b0"])
-        let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
+        let ours = try copy(base, "ours.kcv")
+        let theirs = try copy(base, "theirs.kcv")
         try V2Edit.set(ours, key: key, writer: 1, ["svc/a": "a1"])
         try V2Edit.set(theirs, key: key, writer: 2, ["svc/b": "b1"])
         try Data().write(to: URL(fileURLWithPath: dir + "/empty"))
@@ -140,7 +154,8 @@ final class GitMergeCLITests: XCTestCase {
 
     func testMergeErrorsNameTheSideAndLeaveOursByteForByte() throws {
         let base = try makeVault("base.kcv", ["svc/a": "a0"])
-        let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
+        let ours = try copy(base, "ours.kcv")
+        let theirs = try copy(base, "theirs.kcv")
         try V2Edit.set(theirs, key: key, writer: 2, ["svc/a": "a1"])
         let other = try makeVault("other.kcv", ["svc/a": "a0"])
         let otherKey = dir + "/other.key"
@@ -163,7 +178,7 @@ final class GitMergeCLITests: XCTestCase {
             ([base, ours, truncated], 4, "THEIRS", "truncated"),
             ([base, ours, future], 4, "THEIRS", "unsupported version"),
             ([base, ours, v1], 4, "THEIRS", "kcar upgrade"),
-            ([base, ours, dir + "/missing.kcv"], 8, "THEIRS", "cannot open vault"),
+            ([base, ours, dir + "/missing.kcv"], 8, "THEIRS", "cannot open vault")
         ]
         for c in cases {
             let r = try keyed(["merge"] + c.args)
@@ -204,7 +219,8 @@ final class GitMergeCLITests: XCTestCase {
         var many: [String: String] = [:]
         for i in 0..<50 { many["svc\(i % 5)/acct\(i)"] = "value \(i)" }
         let v = try makeVault("v.kcv", many)
-        let first = try keyed(["git", "textconv", v]), second = try keyed(["git", "textconv", v])
+        let first = try keyed(["git", "textconv", v])
+        let second = try keyed(["git", "textconv", v])
         XCTAssertEqual(first.code, 0)
         XCTAssertEqual(first.out, second.out)
         let before = String(decoding: first.out, as: UTF8.self).split(separator: "\n").map(String.init)
@@ -212,15 +228,20 @@ final class GitMergeCLITests: XCTestCase {
         XCTAssertEqual(before.dropFirst().sorted(), Array(before.dropFirst()), "in the vault's order")
         XCTAssertFalse(before.joined().contains("value 7"), "no values without --values")
         try V2Edit.set(v, key: key, writer: 3, ["svc2/acct7": "changed"])
-        let after = String(decoding: try keyed(["git", "textconv", v]).out, as: UTF8.self).split(separator: "\n").map(String.init)
-        let removed = Set(before).subtracting(after), added = Set(after).subtracting(before)
+        let after = String(decoding: try keyed(["git", "textconv", v]).out, as: UTF8.self).split(separator: "\n").map(
+            String.init)
+        let removed = Set(before).subtracting(after)
+        let added = Set(after).subtracting(before)
         XCTAssertEqual(removed.count, 1)
         XCTAssertEqual(added.count, 1)
         XCTAssertTrue(added.first!.hasPrefix("genp svc2/acct7 size=7 version="), added.first!)
         XCTAssertTrue(try items(v).contains { $0.hasSuffix("value=\"changed\"") })
         // Without a usable key: a line naming the vault and one describing the file (size, digest, last
         // trailer: issue 22, point 2), exit 0 (git diff goes on).
-        for r in [try run(["git", "textconv", v]), try run(["git", "textconv", v], env: ["KCAR_KEY_FILE": dir + "/missing.key"])] {
+        for r in [
+            try run(["git", "textconv", v]),
+            try run(["git", "textconv", v], env: ["KCAR_KEY_FILE": dir + "/missing.key"])
+        ] {
             XCTAssertEqual(r.code, 0, r.output)
             let lines = String(decoding: r.out, as: UTF8.self).split(separator: "\n")
             XCTAssertEqual(lines.count, 2, r.output)
@@ -261,7 +282,8 @@ final class GitMergeCLITests: XCTestCase {
         XCTAssertEqual(try keyed(["history", v, "%id/\(id)"]).code, 0)
         XCTAssertTrue(try keyed(["verify", v]).output.contains("intact"))
         // A version 1 vault keeps no history: said so.
-        XCTAssertEqual(try run(["pack", dir + "/v1.kcv", dir + "/src-v.kcv", "--key-file", key, "-q", "--format", "1"]).code, 0)
+        XCTAssertEqual(
+            try run(["pack", dir + "/v1.kcv", dir + "/src-v.kcv", "--key-file", key, "-q", "--format", "1"]).code, 0)
         let v1 = try keyed(["history", dir + "/v1.kcv", "svc/a"])
         XCTAssertEqual(v1.code, 4)
         XCTAssertTrue(v1.err.contains("kcar upgrade"), v1.err)
@@ -281,9 +303,13 @@ final class GitMergeCLITests: XCTestCase {
     /// git with this test's HOME (no user config), kcar first on PATH and the key in KCAR_KEY_FILE.
     var gitEnvironment: [String: String] {
         let bin = (CLITests.binary as NSString).deletingLastPathComponent
-        return ["HOME": dir + "/home", "GIT_CONFIG_NOSYSTEM": "1", "PATH": bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
-                "KCAR_KEY_FILE": key, "XDG_STATE_HOME": dir + "/state", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-                "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"]
+        return [
+            "HOME": dir + "/home", "GIT_CONFIG_NOSYSTEM": "1",
+            "PATH": bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
+            "KCAR_KEY_FILE": key, "XDG_STATE_HOME": dir + "/state", "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@example.com",
+            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"
+        ]
     }
 
     func testGitSetupIsIdempotentAndKeepsOtherLines() throws {
@@ -299,22 +325,28 @@ final class GitMergeCLITests: XCTestCase {
             XCTAssertEqual(r.code, 0, r.err)
             XCTAssertTrue(r.out.contains("merge.kcar.driver"), r.out)
         }
-        XCTAssertEqual(try String(contentsOfFile: repo + "/.gitattributes", encoding: .utf8), "*.png binary\n*.kcv merge=kcar diff=kcar\n")
+        XCTAssertEqual(
+            try String(contentsOfFile: repo + "/.gitattributes", encoding: .utf8),
+            "*.png binary\n*.kcv merge=kcar diff=kcar\n")
         XCTAssertEqual(try git(["config", "merge.kcar.driver"], in: repo).out, "kcar merge %O %A %B --name %P\n")
         XCTAssertEqual(try git(["config", "diff.kcar.textconv"], in: repo).out, "kcar git textconv\n")
-        XCTAssertFalse(try String(contentsOfFile: repo + "/.git/config", encoding: .utf8).contains(key), "no key in the config")
+        XCTAssertFalse(
+            try String(contentsOfFile: repo + "/.git/config", encoding: .utf8).contains(key), "no key in the config")
     }
 
     /// Two clones of a bare repository change one vault (different items, and one item on both), push and
     /// pull: git runs `kcar merge`, both clones end with the same items, and `git diff` names the item.
     func testTwoClonesMergeThroughRealGit() throws {
-        let bare = dir + "/origin.git", a = dir + "/a", b = dir + "/b"
+        let bare = dir + "/origin.git"
+        let a = dir + "/a"
+        let b = dir + "/b"
         _ = try git(["init", "-q", "--bare", bare], in: dir)
         _ = try git(["clone", "-q", bare, a], in: dir)
         for c in [a] { try setUpClone(c) }
         let src = dir + "/src"
         for (p, v) in ["svc/x": "x0", "svc/y": "y0", "svc/z": "z0"] {
-            try FileManager.default.createDirectory(atPath: src + "/" + (p as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: src + "/" + (p as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try v.write(toFile: src + "/" + p, atomically: true, encoding: .utf8)
         }
         XCTAssertEqual(try run(["pack", a + "/team.kcv", src, "--key-file", key, "-q"]).code, 0)
@@ -344,7 +376,8 @@ final class GitMergeCLITests: XCTestCase {
         XCTAssertTrue(pull.err.contains("is kept: kcar restore team.kcv svc/y --version 1"), pull.err)
         _ = try git(["push", "-q", "origin", "HEAD"], in: b)
         _ = try git(["pull", "-q", "--no-rebase", "origin", "HEAD"], in: a)
-        let inA = try V2Edit.values(a + "/team.kcv", key: key), inB = try V2Edit.values(b + "/team.kcv", key: key)
+        let inA = try V2Edit.values(a + "/team.kcv", key: key)
+        let inB = try V2Edit.values(b + "/team.kcv", key: key)
         XCTAssertEqual(inA, inB)
         XCTAssertEqual(inA, ["svc/x": "x-from-a", "svc/y": "y-from-b", "svc/z": "z-from-b"])
         // git diff, through the textconv: the merge brought A's change of svc/x into B.
@@ -370,7 +403,9 @@ final class GitMergeCLITests: XCTestCase {
 enum V2Edit {
     static func open(_ path: String, key: String, writer: UInt64? = nil) throws -> PagedVault {
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: key)))
-        return try PagedVault.open(path: path, secret: .keyFile(SecureBytes(copying: bytes)), mode: writer == nil ? .read : .write, writerID: writer)
+        return try PagedVault.open(
+            path: path, secret: .keyFile(SecureBytes(copying: bytes)), mode: writer == nil ? .read : .write,
+            writerID: writer)
     }
 
     /// The live item named `name` (service/account), looked up by the key attributes of the vault's schema.
@@ -384,7 +419,9 @@ enum V2Edit {
     }
 
     /// Sets the values of `values` (service/account -> value: an update, or an add) and deletes `delete`, in one commit.
-    static func set(_ path: String, key: String, writer: UInt64, _ values: [String: String], delete: [String] = []) throws {
+    static func set(_ path: String, key: String, writer: UInt64, _ values: [String: String], delete: [String] = [])
+        throws
+    {
         let v = try open(path, key: key, writer: writer)
         try v.commit { tx in
             for (name, value) in values.sorted(by: { $0.key < $1.key }) {
@@ -392,7 +429,9 @@ enum V2Edit {
                     try tx.update(it, value: Array(value.utf8))
                 } else {
                     let parts = name.split(separator: "/", maxSplits: 1).map(String.init)
-                    try tx.add(attributes: Attributes(["svce": .string(parts[0]), "acct": .string(parts[1])]), value: Array(value.utf8))
+                    try tx.add(
+                        attributes: Attributes(["svce": .string(parts[0]), "acct": .string(parts[1])]),
+                        value: Array(value.utf8))
                 }
             }
             for name in delete { if let it = try item(v, name) { try tx.delete(it) } }

@@ -20,15 +20,20 @@ final class GroupSyncCLITests: XCTestCase {
     /// identity, and kcar first on PATH for git's merge driver and diff.
     func machine(_ name: String) -> [String: String] {
         let bin = (CLITests.binary as NSString).deletingLastPathComponent
-        return ["HOME": dir + "/home-" + name, "XDG_STATE_HOME": dir + "/state-" + name, "GIT_CONFIG_NOSYSTEM": "1",
-                "PATH": bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
-                "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": "\(name)@example.com", "GIT_COMMITTER_NAME": name,
-                "GIT_COMMITTER_EMAIL": "\(name)@example.com"]
+        return [
+            "HOME": dir + "/home-" + name, "XDG_STATE_HOME": dir + "/state-" + name, "GIT_CONFIG_NOSYSTEM": "1",
+            "PATH": bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
+            "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": "\(name)@example.com", "GIT_COMMITTER_NAME": name,
+            "GIT_COMMITTER_EMAIL": "\(name)@example.com"
+        ]
     }
 
     @discardableResult
-    func kcar(_ m: String, _ args: [String], in cwd: String? = nil, stdin: String? = nil, expect: Int32? = 0) throws -> ProcessResult {
-        let r = try runProcess(CLITests.binary, args, stdin: stdin.map { Data($0.utf8) }, env: machine(m), cwd: cwd ?? dir)
+    func kcar(_ m: String, _ args: [String], in cwd: String? = nil, stdin: String? = nil, expect: Int32? = 0) throws
+        -> ProcessResult
+    {
+        let r = try runProcess(
+            CLITests.binary, args, stdin: stdin.map { Data($0.utf8) }, env: machine(m), cwd: cwd ?? dir)
         if let expect { XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.out)\(r.err)") }
         return r
     }
@@ -41,8 +46,10 @@ final class GroupSyncCLITests: XCTestCase {
     }
 
     func add(_ m: String, _ service: String, _ account: String, _ value: String, deviceOnly: Bool = false) throws {
-        try kcar(m, ["add", "--group", "team", "--service", service, "--account", account]
-                 + (deviceOnly ? ["--accessible", "when-unlocked-this-device-only"] : []), stdin: value + "\n")
+        try kcar(
+            m,
+            ["add", "--group", "team", "--service", service, "--account", account]
+                + (deviceOnly ? ["--accessible", "when-unlocked-this-device-only"] : []), stdin: value + "\n")
     }
 
     /// The group's items on a machine: service/account -> value.
@@ -51,14 +58,17 @@ final class GroupSyncCLITests: XCTestCase {
         let list = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [[String: Any]])
         var out: [String: String] = [:]
         for i in list {
-            let s = try XCTUnwrap(i["service"] as? String), acct = try XCTUnwrap(i["account"] as? String)
+            let s = try XCTUnwrap(i["service"] as? String)
+            let acct = try XCTUnwrap(i["account"] as? String)
             out["\(s)/\(acct)"] = try kcar(m, ["get", "--group", "team", "--service", s, "--account", acct]).out
         }
         return out
     }
 
     func testAGroupSharedThroughGitKeepsEachMachinesDeviceOnlyItems() throws {
-        let bare = dir + "/origin.git", a = dir + "/a", b = dir + "/b"
+        let bare = dir + "/origin.git"
+        let a = dir + "/a"
+        let b = dir + "/b"
         try git("A", ["init", "-q", "--bare", bare], in: dir)
         try git("A", ["clone", "-q", bare, a], in: dir)
         try kcar("A", ["git", "setup"], in: a)
@@ -97,20 +107,25 @@ final class GroupSyncCLITests: XCTestCase {
         try kcar("A", ["sync", "--group", "team", "team.kcv"], in: a)
         try git("A", ["commit", "-qam", "carol"], in: a)
         let pull = try git("A", ["pull", "-q", "--no-rebase", "origin", "HEAD"], in: a)
-        XCTAssertTrue(pull.err.contains("kcar merge:"), "git ran kcar's driver, which found the key in A's keychain: \(pull.err)")
-        XCTAssertTrue(pull.err.contains("kcar merge: team.kcv: conflict on api/shared: OURS's deletion (")
-                      && pull.err.contains("and won; THEIRS's version is kept: kcar restore team.kcv api/shared --version 1"), pull.err)
+        XCTAssertTrue(
+            pull.err.contains("kcar merge:"), "git ran kcar's driver, which found the key in A's keychain: \(pull.err)")
+        XCTAssertTrue(
+            pull.err.contains("kcar merge: team.kcv: conflict on api/shared: OURS's deletion (")
+                && pull.err.contains("and won; THEIRS's version is kept: kcar restore team.kcv api/shared --version 1"),
+            pull.err)
         try kcar("A", ["sync", "--group", "team", "team.kcv"], in: a)
         try git("A", ["commit", "-qam", "synced", "--allow-empty"], in: a)
         try git("A", ["push", "-q", "origin", "HEAD"], in: a)
         try git("B", ["pull", "-q", "--no-rebase", "origin", "HEAD"], in: b)
         let verbose = try kcar("B", ["sync", "--group", "team", "team.kcv", "-v"], in: b)
-        XCTAssertTrue(verbose.err.contains("kcar sync: took api/carol (from team.kcv)")
-                      && verbose.err.contains("kcar sync: deleted api/shared (from team.kcv)"), verbose.err)
+        XCTAssertTrue(
+            verbose.err.contains("kcar sync: took api/carol (from team.kcv)")
+                && verbose.err.contains("kcar sync: deleted api/shared (from team.kcv)"), verbose.err)
 
         // The deletion (A's, newer than B's update) wins; both machines hold the same shared items.
         let shared = ["api/alice": "a2", "api/bob": "b1", "api/carol": "c1"]
-        var inA = try items("A"), inB = try items("B")
+        var inA = try items("A")
+        var inB = try items("B")
         XCTAssertEqual(inA.removeValue(forKey: "local/me"), "A-device-secret")
         XCTAssertEqual(inB.removeValue(forKey: "local/me"), "B-device-secret")
         XCTAssertEqual(inA, shared)
@@ -155,12 +170,19 @@ final class GroupSyncCLITests: XCTestCase {
         XCTAssertTrue(wrong.err.contains("team.kcv"), wrong.err)
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/home-B/.local/share/kcar/team.key"))
         // A join under another group's name is refused.
-        try FileManager.default.copyItem(atPath: dir + "/home-A/.local/share/kcar/other.key", toPath: dir + "/other.key")
-        let misnamed = try kcar("B", ["sync", "--group", "team", "other.kcv", "--key-file", dir + "/other.key"], expect: 2)
+        try FileManager.default.copyItem(
+            atPath: dir + "/home-A/.local/share/kcar/other.key", toPath: dir + "/other.key")
+        let misnamed = try kcar(
+            "B", ["sync", "--group", "team", "other.kcv", "--key-file", dir + "/other.key"], expect: 2)
         XCTAssertTrue(misnamed.err.contains("holds group other"), misnamed.err)
         // A version 1 vault is not a shared copy.
         let teamKey = dir + "/home-A/.local/share/kcar/team.key"
-        try kcar("A", ["pack", "--format", "1", "v1.kcv", "--group", "team", "--keychain", dir + "/home-A/.local/share/kcar", "--key-file", teamKey])
+        try kcar(
+            "A",
+            [
+                "pack", "--format", "1", "v1.kcv", "--group", "team", "--keychain", dir + "/home-A/.local/share/kcar",
+                "--key-file", teamKey
+            ])
         let v1 = try kcar("A", ["sync", "--group", "team", "v1.kcv"], expect: 4)
         XCTAssertTrue(v1.err.contains("version 1"), v1.err)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dir + "/team.kcv")), team)
@@ -184,8 +206,12 @@ final class GroupSyncCLITests: XCTestCase {
         XCTAssertTrue(try kcar("A", ["git", "textconv", "team.kcv"]).out.contains("api/alice"))
         var env = machine("A")
         env["KCAR_ACCESS_GROUPS"] = "ci"
-        XCTAssertEqual(try runProcess(CLITests.binary, ["get", "--group", "team", "--service", "api", "--account", "alice"], env: env, cwd: dir).code, 12,
-                       "the process may not use group team")
+        XCTAssertEqual(
+            try runProcess(
+                CLITests.binary, ["get", "--group", "team", "--service", "api", "--account", "alice"], env: env,
+                cwd: dir
+            ).code, 12,
+            "the process may not use group team")
         let text = try runProcess(CLITests.binary, ["git", "textconv", "team.kcv"], env: env, cwd: dir)
         XCTAssertEqual(text.code, 0, text.err)
         XCTAssertFalse(text.out.contains("api/alice"), text.out)
@@ -214,7 +240,8 @@ final class GroupSyncCLITests: XCTestCase {
         try kcar("A", ["sync", "--group", "team", keychain + "/team2.kcv"], expect: 2)
         XCTAssertFalse(FileManager.default.fileExists(atPath: keychain + "/team2.kcv"))
         try kcar("A", ["sync", "--group", "team", keychain + "/team.kcv"], expect: 2)
-        try FileManager.default.createSymbolicLink(atPath: dir + "/link.kcv", withDestinationPath: keychain + "/team.kcv")
+        try FileManager.default.createSymbolicLink(
+            atPath: dir + "/link.kcv", withDestinationPath: keychain + "/team.kcv")
         try kcar("A", ["sync", "--group", "team", "link.kcv"], expect: 2)
         try kcar("A", ["sync", "--group", "team", "team.kcv"])
     }

@@ -18,11 +18,16 @@ extension HardeningCLITests {
         try kcar(["archive", "show", "/dev/zero"], expect: 15)
         let env = ["KCAR_KEYCHAIN": path("kc"), "KCAR_ACCESS_GROUPS": "", "XDG_STATE_HOME": path("state")]
         try kcar(["init"], expect: 0, env: env)
-        try kcar(["add", "--group", "g", "--service", "s", "--account", "a"], expect: 0, env: env, stdin: Data("v".utf8))
-        XCTAssertTrue(try kcar(["add", "--group", "g", "--service", "s2", "--value-file", "a.fifo"], expect: 15, env: env).err.contains("a.fifo"))
+        try kcar(
+            ["add", "--group", "g", "--service", "s", "--account", "a"], expect: 0, env: env, stdin: Data("v".utf8))
+        XCTAssertTrue(
+            try kcar(["add", "--group", "g", "--service", "s2", "--value-file", "a.fifo"], expect: 15, env: env).err
+                .contains("a.fifo"))
         try kcar(["update", "--group", "g", "--service", "s", "--value-file", "a.fifo"], expect: 15, env: env)
         try kcar(["import", "--nskeyed", "a.fifo", "--group", "g", "--service", "s3"], expect: 15, env: env)
-        try kcar(["add", "--group", "g", "--service", "s4", "--value-file", "/dev/stdin"], expect: 0, env: env, stdin: Data("piped".utf8))
+        try kcar(
+            ["add", "--group", "g", "--service", "s4", "--value-file", "/dev/stdin"], expect: 0, env: env,
+            stdin: Data("piped".utf8))
         XCTAssertEqual(try kcar(["get", "--group", "g", "--service", "s4"], expect: 0, env: env).out, "piped")
         XCTAssertEqual(try kcar(["get", "--group", "g", "--service", "s"], expect: 0, env: env).out, "v")
         // A device that never ends is refused; the null device (an empty value, a common idiom) is not.
@@ -49,8 +54,10 @@ extension HardeningCLITests {
     /// (U+202E makes `evil\u{202E}txt.exe` read as `evilexe.txt`) escaped, like every other printer of file
     /// text; before, the %XX encoding of names let through everything above U+007F.
     func testListEscapesC1AndBidiControlsInNames() throws {
-        try makeVault(items: [(.genericPassword, ["svce": "c1\u{9B}2J", "acct": "a"], [1]),
-                              (.genericPassword, ["svce": "evil\u{202E}txt.exe", "acct": "b\u{2067}"], [2])])
+        try makeVault(items: [
+            (.genericPassword, ["svce": "c1\u{9B}2J", "acct": "a"], [1]),
+            (.genericPassword, ["svce": "evil\u{202E}txt.exe", "acct": "b\u{2067}"], [2])
+        ])
         let out = try kcar(["list", "v.kcv", "--key-file", keyFile], expect: 0).out
         for raw in ["\u{9B}", "\u{202E}", "\u{2067}"] { XCTAssertFalse(out.contains(raw), out.debugDescription) }
         XCTAssertTrue(out.contains("c1\\x9B2J/a"), out)

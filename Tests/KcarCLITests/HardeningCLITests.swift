@@ -20,17 +20,24 @@ final class HardeningCLITests: XCTestCase {
     /// Runs kcar under `timeout`: a command that blocks (the bug these tests catch) fails instead of hanging
     /// the suite. The guard is generous; the commands end in milliseconds.
     @discardableResult
-    func kcar(_ args: [String], expect: Int32, env: [String: String] = [:], stdin: Data? = nil,
-              file: StaticString = #filePath, line: UInt = #line) throws -> ProcessResult {
-        let r = try runProcess(CLITests.binary, args, stdin: stdin, env: env, cwd: dir, prefix: ["/usr/bin/timeout", "-s", "KILL", "60"])
+    func kcar(
+        _ args: [String], expect: Int32, env: [String: String] = [:], stdin: Data? = nil,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> ProcessResult {
+        let r = try runProcess(
+            CLITests.binary, args, stdin: stdin, env: env, cwd: dir, prefix: ["/usr/bin/timeout", "-s", "KILL", "60"])
         XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
         return r
     }
 
     func path(_ name: String) -> String { dir + "/" + name }
 
-    func makeVault(_ name: String = "v.kcv", group: String = "g", items: [(ItemClass, [String: String], [UInt8])]) throws {
-        try Vault.create(path: path(name), group: group, slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], overwrite: true) { tx in
+    func makeVault(_ name: String = "v.kcv", group: String = "g", items: [(ItemClass, [String: String], [UInt8])])
+        throws
+    {
+        try Vault.create(
+            path: path(name), group: group, slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], overwrite: true
+        ) { tx in
             for (c, attrs, v) in items {
                 var a = Attributes()
                 for (k, value) in attrs { a[k] = .string(value) }
@@ -46,15 +53,20 @@ final class HardeningCLITests: XCTestCase {
     func testFIFOsAreRefusedNotWaitedOn() throws {
         try makeVault(items: [(.genericPassword, ["svce": "s", "acct": "a"], [1])])
         for name in ["fifo.kcv", "fifo.key", "fifo.pass"] { XCTAssertEqual(mkfifo(path(name), 0o600), 0) }
-        for command in [["list", "fifo.kcv", "--key-file", keyFile], ["info", "fifo.kcv"], ["verify", "fifo.kcv", "--no-key"],
-                        ["extract", "fifo.kcv", "-C", "out", "--key-file", keyFile]] {
+        for command in [
+            ["list", "fifo.kcv", "--key-file", keyFile], ["info", "fifo.kcv"], ["verify", "fifo.kcv", "--no-key"],
+            ["extract", "fifo.kcv", "-C", "out", "--key-file", keyFile]
+        ] {
             let r = try kcar(command, expect: 15)
             XCTAssertTrue((r.out + r.err).contains("fifo.kcv is a FIFO"), r.out + r.err)
         }
         XCTAssertTrue(try kcar(["list", "v.kcv", "--key-file", "fifo.key"], expect: 15).err.contains("fifo.key"))
-        XCTAssertTrue(try kcar(["list", "v.kcv", "--passphrase-file", "fifo.pass"], expect: 15).err.contains("fifo.pass"))
+        XCTAssertTrue(
+            try kcar(["list", "v.kcv", "--passphrase-file", "fifo.pass"], expect: 15).err.contains("fifo.pass"))
         XCTAssertEqual(mkfifo(path("fifo.pub"), 0o600), 0)
-        XCTAssertTrue(try kcar(["pack", "r.kcv", "--items", try itemFile([]), "--recipient", "fifo.pub"], expect: 15).err.contains("fifo.pub"))
+        XCTAssertTrue(
+            try kcar(["pack", "r.kcv", "--items", try itemFile([]), "--recipient", "fifo.pub"], expect: 15).err
+                .contains("fifo.pub"))
         // A device is no key file either; a folder is no vault.
         try kcar(["list", "v.kcv", "--key-file", "/dev/zero"], expect: 15)
         try FileManager.default.createDirectory(atPath: path("folder.kcv"), withIntermediateDirectories: false)
@@ -62,8 +74,12 @@ final class HardeningCLITests: XCTestCase {
         // An anonymous pipe stays a fine passphrase file (`<(...)` is /dev/fd/N, a pipe).
         let pass = "pipe-passphrase"
         try Data(pass.utf8).write(to: URL(fileURLWithPath: path("pass.txt")))
-        try kcar(["pack", "p.kcv", "--items", try itemFile([]), "--passphrase-file", path("pass.txt"), "--kdf-memory", "8", "--kdf-passes", "1"],
-                 expect: 0)
+        try kcar(
+            [
+                "pack", "p.kcv", "--items", try itemFile([]), "--passphrase-file", path("pass.txt"), "--kdf-memory",
+                "8", "--kdf-passes", "1"
+            ],
+            expect: 0)
         try kcar(["list", "p.kcv", "--passphrase-file", "/dev/stdin"], expect: 0, stdin: Data(pass.utf8))
         // A symlink given on the command line is followed, as tar follows it; its target is what is checked.
         try FileManager.default.createSymbolicLink(atPath: path("link.kcv"), withDestinationPath: "v.kcv")
@@ -79,7 +95,9 @@ final class HardeningCLITests: XCTestCase {
     func testControlCharactersFromFilesAreEscaped() throws {
         let group = "g\u{1B}]0;owned\u{07}\u{1B}[2J\n\u{9B}31m\u{202E}"
         try makeVault(group: group, items: [(ItemClass(rawValue: "x\u{1B}[31m"), ["svce": "s", "acct": "a"], [1])])
-        for command in [["info", "v.kcv"], ["info", "v.kcv", "--key-file", keyFile], ["list", "v.kcv", "--key-file", keyFile]] {
+        for command in [
+            ["info", "v.kcv"], ["info", "v.kcv", "--key-file", keyFile], ["list", "v.kcv", "--key-file", keyFile]
+        ] {
             let r = try kcar(command, expect: 0)
             for raw in ["\u{1B}", "\u{07}", "\u{9B}", "\u{202E}"] {
                 XCTAssertFalse(r.out.contains(raw) || r.err.contains(raw), "\(command): \(r.out.debugDescription)")
@@ -99,7 +117,8 @@ final class HardeningCLITests: XCTestCase {
     func testKeygenWritesBothOrNeither() throws {
         try Data("old\n".utf8).write(to: URL(fileURLWithPath: path("id.pub")))
         try kcar(["keygen", "id", "--x25519"], expect: 7)
-        XCTAssertFalse(FileManager.default.fileExists(atPath: path("id")), "the secret key was written without its .pub")
+        XCTAssertFalse(
+            FileManager.default.fileExists(atPath: path("id")), "the secret key was written without its .pub")
         XCTAssertEqual(try String(contentsOfFile: path("id.pub"), encoding: .utf8), "old\n")
         try kcar(["keygen", "id", "--x25519", "--force"], expect: 0)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path("id"))).count, 32)
@@ -114,7 +133,9 @@ final class HardeningCLITests: XCTestCase {
 
     /// An item file of (class, attributes JSON, value) entries; returns its path.
     func itemFile(_ items: [(String, String, [UInt8])], name: String = "items.json") throws -> String {
-        let entries = items.map { c, attrs, v in "{\"class\": \"\(c)\", \"attributes\": \(attrs), \"value\": \"\(Data(v).base64EncodedString())\"}" }
+        let entries = items.map { c, attrs, v in
+            "{\"class\": \"\(c)\", \"attributes\": \(attrs), \"value\": \"\(Data(v).base64EncodedString())\"}"
+        }
         let text = "{\"format\": \"kcar-items\", \"version\": 1, \"items\": [" + entries.joined(separator: ",\n") + "]}"
         try Data(text.utf8).write(to: URL(fileURLWithPath: path(name)))
         return path(name)
@@ -125,19 +146,27 @@ final class HardeningCLITests: XCTestCase {
     /// file reads back to the same items.
     func testExtractItemsIsLinearAndRoundTrips() throws {
         let n = 20_000
-        try Vault.create(path: path("v.kcv"), group: "g\u{1B}", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], overwrite: true) { tx in
+        try Vault.create(
+            path: path("v.kcv"), group: "g\u{1B}", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))],
+            overwrite: true
+        ) { tx in
             for i in 0..<n {
                 var a = Attributes()
                 a["svce"] = .string("svc")
                 a["acct"] = .string("item\(i)")
                 a["@n"] = .string(i % 7 == 0 ? "e\u{301}\u{1}\"\\" : "x")
-                try tx.add(attributes: a, value: .bytes(Array("value \(i) ".utf8) + [UInt8](repeating: UInt8(i & 0xFF), count: i % 5)))
+                try tx.add(
+                    attributes: a,
+                    value: .bytes(Array("value \(i) ".utf8) + [UInt8](repeating: UInt8(i & 0xFF), count: i % 5)))
             }
         }
         let started = Date()
         try kcar(["extract", "v.kcv", "--items", "out.json", "--key-file", keyFile], expect: 0)
-        XCTAssertLessThan(Date().timeIntervalSince(started), 30, "extract --items of \(n) items")  // hang guard (45 s before)
-        let doc = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path("out.json")))) as! [String: Any]
+        // hang guard (45 s before)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 30, "extract --items of \(n) items")
+        let doc =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path("out.json"))))
+            as! [String: Any]
         XCTAssertEqual(doc["group"] as? String, "g\u{1B}")
         let items = doc["items"] as! [[String: Any]]
         XCTAssertEqual(items.count, n)
@@ -180,23 +209,59 @@ final class HardeningCLITests: XCTestCase {
         XCTAssertEqual(attrs["acct"] as? String, "a\u{1F600}")
         XCTAssertEqual(attrs["port"] as? Int, -443)
         XCTAssertEqual(item["modified"] as? String, "2026-11-30T12:00:00.5Z")
-        XCTAssertEqual(try kcar(["extract", "g.kcv", "--stdout", "s\u{E9}%0A/a\u{1F600}", "--key-file", keyFile], expect: 0).out, "secret")
+        XCTAssertEqual(
+            try kcar(["extract", "g.kcv", "--stdout", "s\u{E9}%0A/a\u{1F600}", "--key-file", keyFile], expect: 0).out,
+            "secret")
 
         let marks = String(repeating: "\u{301}", count: 31)
         let bad: [(String, String)] = [
-            ("{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"genp\", \"attributes\": {\"a\(marks)\": \"x\"}, \"value\": \"\"}]}", "Stream-Safe"),
-            ("{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"genp\", \"attributes\": {\"a\": \"x\(marks)\"}, \"value\": \"\"}]}", "Stream-Safe"),
-            ("{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"g\(marks)\", \"value\": \"\"}]}", "Stream-Safe"),
+            (
+                "{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"genp\", \"attributes\": {\"a\(marks)\": \"x\"}, \"value\": \"\"}]}",
+                "Stream-Safe"
+            ),
+            (
+                "{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"genp\", \"attributes\": {\"a\": \"x\(marks)\"}, \"value\": \"\"}]}",
+                "Stream-Safe"
+            ),
+            (
+                "{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"g\(marks)\", \"value\": \"\"}]}",
+                "Stream-Safe"
+            ),
             ("{\"format\": \"kcar-items\", \"version\": 2, \"items\": []}", "version"),
             ("{\"format\": \"kcar-items\", \"version\": 1, \"items\": []} x", "after the document"),
-            ("{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"genp\", \"attributes\": {\"a\": 1.5}, \"value\": \"\"}]}", "not an integer"),
-            ("{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"genp\", \"attributes\": {\"a\": 9223372036854775808}, \"value\": \"\"}]}", "64-bit"),
-            ("{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"genp\", \"attributes\": {\"a\": null}, \"value\": \"\"}]}", "malformed number"),
-            ("{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"genp\", \"value\": \"AAE\"}]}", "base64"),
-            ("{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"genp\", \"value\": \"\\ud800\"}]}", "surrogate"),
-            ("{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"genp\", \"attributes\": {\"d\": {\"$date\": \"x\", \"y\": 1}}, \"value\": \"\"}]}", "$date"),
-            ("{\"format\": \"kcar-items\", \"version\": 1, \"x\": " + String(repeating: "[", count: 100) + String(repeating: "]", count: 100) + ", \"items\": []}", "nested"),
-            ("{\"format\": \"kcar-items\", \"version\": 1, \"items\": [" + Array(repeating: "{\"class\": \"genp\", \"value\": \"\"}", count: 100_001).joined(separator: ",") + "]}", "more than 100000 items"),
+            (
+                "{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"genp\", \"attributes\": {\"a\": 1.5}, \"value\": \"\"}]}",
+                "not an integer"
+            ),
+            (
+                "{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"genp\", \"attributes\": {\"a\": 9223372036854775808}, \"value\": \"\"}]}",
+                "64-bit"
+            ),
+            (
+                "{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"genp\", \"attributes\": {\"a\": null}, \"value\": \"\"}]}",
+                "malformed number"
+            ),
+            (
+                "{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"genp\", \"value\": \"AAE\"}]}",
+                "base64"
+            ),
+            (
+                "{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"genp\", \"value\": \"\\ud800\"}]}",
+                "surrogate"
+            ),
+            (
+                "{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"genp\", \"attributes\": {\"d\": {\"$date\": \"x\", \"y\": 1}}, \"value\": \"\"}]}",
+                "$date"
+            ),
+            (
+                "{\"format\": \"kcar-items\", \"version\": 1, \"x\": " + String(repeating: "[", count: 100)
+                    + String(repeating: "]", count: 100) + ", \"items\": []}", "nested"
+            ),
+            (
+                "{\"format\": \"kcar-items\", \"version\": 1, \"items\": ["
+                    + Array(repeating: "{\"class\": \"genp\", \"value\": \"\"}", count: 100_001).joined(separator: ",")
+                    + "]}", "more than 100000 items"
+            )
         ]
         for (n, (text, problem)) in bad.enumerated() {
             try Data(text.utf8).write(to: URL(fileURLWithPath: path("bad\(n).json")))
@@ -269,33 +334,47 @@ final class HardeningCLITests: XCTestCase {
         finish(p)
         XCTAssertEqual(p.terminationStatus, 9)
         let list = try kcar(["list", "v.kcv", "--json", "--key-file", keyFile], expect: 0)
-        let names = (try JSONSerialization.jsonObject(with: list.data) as! [[String: Any]]).map { $0["name"] as! String }
+        let names = (try JSONSerialization.jsonObject(with: list.data) as! [[String: Any]]).map {
+            $0["name"] as! String
+        }
         XCTAssertEqual(names, ["svc/a"])
-        XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "svc/a", "--key-file", keyFile], expect: 0).out, "fine")
+        XCTAssertEqual(
+            try kcar(["extract", "v.kcv", "--stdout", "svc/a", "--key-file", keyFile], expect: 0).out, "fine")
     }
 
     /// Leftover temporaries in `folder`: extract's `.kcar-*.tmp` and a vault writer's `.NAME.*.tmp`.
     func temporaries(_ folder: String) -> [String] {
-        ((try? FileManager.default.subpathsOfDirectory(atPath: folder)) ?? []).filter { $0.hasSuffix(".tmp") || $0.hasSuffix(".tmp.new") }
+        ((try? FileManager.default.subpathsOfDirectory(atPath: folder)) ?? []).filter {
+            $0.hasSuffix(".tmp") || $0.hasSuffix(".tmp.new")
+        }
     }
 
     /// SIGINT or SIGTERM in the middle of writing an extracted file, or a packed vault: the process dies of
     /// the signal, as before, but leaves no temporary file (before: a hidden file of decrypted data in the
     /// output folder, and the temporary vault).
     func testInterruptedExtractAndPackLeaveNoTemporaries() throws {
-        let big = (0..<3 << 20).map { UInt8(truncatingIfNeeded: $0 &* 7) }  // streamed: chunk by chunk to a temporary name
-        try makeVault(items: [(.genericPassword, ["svce": "s", "acct": "big"], big), (.genericPassword, ["svce": "s", "acct": "small"], [1, 2])])
+        // streamed: chunk by chunk to a temporary name
+        let big = (0..<3 << 20).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        try makeVault(items: [
+            (.genericPassword, ["svce": "s", "acct": "big"], big),
+            (.genericPassword, ["svce": "s", "acct": "small"], [1, 2])
+        ])
         for (signal, force) in [(SIGINT, false), (SIGTERM, true)] {
-            let (p, marker) = try start(["extract", "v.kcv", "-C", "out", "--key-file", keyFile] + (force ? ["--force"] : []), pause: "extract-writing")
-            XCTAssertFalse(((try? FileManager.default.subpathsOfDirectory(atPath: path("out/s"))) ?? []).isEmpty, "a file is being written")
+            let (p, marker) = try start(
+                ["extract", "v.kcv", "-C", "out", "--key-file", keyFile] + (force ? ["--force"] : []),
+                pause: "extract-writing")
+            XCTAssertFalse(
+                ((try? FileManager.default.subpathsOfDirectory(atPath: path("out/s"))) ?? []).isEmpty,
+                "a file is being written")
             kill(p.processIdentifier, signal)
             finish(p)
             try? FileManager.default.removeItem(atPath: marker)
             XCTAssertEqual(p.terminationReason, .uncaughtSignal)
             XCTAssertEqual(p.terminationStatus, signal)
             XCTAssertEqual(temporaries(path("out")), [], "signal \(signal)")
-            XCTAssertNil(FileManager.default.contents(atPath: path("out/s/big")).map { $0.count == big.count ? nil : $0 } ?? nil,
-                         "a partial file is left")
+            XCTAssertNil(
+                FileManager.default.contents(atPath: path("out/s/big")).map { $0.count == big.count ? nil : $0 } ?? nil,
+                "a partial file is left")
         }
         try FileManager.default.createDirectory(atPath: path("src/svc"), withIntermediateDirectories: true)
         try Data(big).write(to: URL(fileURLWithPath: path("src/svc/big")))
@@ -312,10 +391,16 @@ final class HardeningCLITests: XCTestCase {
     /// writes to its folder, with or without --force; one that a live process holds locked, and names that
     /// are not extract's own, are left alone.
     func testStaleExtractTemporariesAreCleanedOnTheNextRun() throws {
-        try makeVault(items: [(.genericPassword, ["svce": "s", "acct": "a"], [1]), (.genericPassword, ["svce": "s", "acct": "b"], [2])])
+        try makeVault(items: [
+            (.genericPassword, ["svce": "s", "acct": "a"], [1]), (.genericPassword, ["svce": "s", "acct": "b"], [2])
+        ])
         try FileManager.default.createDirectory(atPath: path("out/s"), withIntermediateDirectories: true)
-        let stale = ".kcar-0123456789ab.tmp", live = ".kcar-abcdef012345.tmp", other = ".kcar-notours.tmp"
-        for name in [stale, live, other] { try Data("decrypted".utf8).write(to: URL(fileURLWithPath: path("out/s/" + name))) }
+        let stale = ".kcar-0123456789ab.tmp"
+        let live = ".kcar-abcdef012345.tmp"
+        let other = ".kcar-notours.tmp"
+        for name in [stale, live, other] {
+            try Data("decrypted".utf8).write(to: URL(fileURLWithPath: path("out/s/" + name)))
+        }
         let held = open(path("out/s/" + live), O_RDONLY)
         XCTAssertEqual(flock(held, LOCK_EX | LOCK_NB), 0)
         defer { close(held) }
@@ -326,7 +411,8 @@ final class HardeningCLITests: XCTestCase {
         // And the kill itself: SIGKILL while writing, then a run with --force.
         let big = [UInt8](repeating: 9, count: 3 << 20)
         try makeVault(items: [(.genericPassword, ["svce": "s", "acct": "big"], big)])
-        let (p, _) = try start(["extract", "v.kcv", "-C", "out", "--force", "--key-file", keyFile], pause: "extract-writing")
+        let (p, _) = try start(
+            ["extract", "v.kcv", "-C", "out", "--force", "--key-file", keyFile], pause: "extract-writing")
         kill(p.processIdentifier, SIGKILL)
         finish(p)
         XCTAssertEqual(Set(temporaries(path("out/s"))).count, 3, "the killed extract left its temporary")
@@ -341,25 +427,30 @@ final class HardeningCLITests: XCTestCase {
     func testItemFileTemporariesAreRemovedOrCleaned() throws {
         let big = [UInt8](repeating: 5, count: 3 << 20)
         try makeVault(items: [(.genericPassword, ["svce": "s", "acct": "big"], big)])
-        let (p, marker) = try start(["extract", "v.kcv", "--items", "items.json", "--key-file", keyFile], pause: "extract-writing")
+        let (p, marker) = try start(
+            ["extract", "v.kcv", "--items", "items.json", "--key-file", keyFile], pause: "extract-writing")
         XCTAssertEqual(temporaries(dir).count, 1)
         kill(p.processIdentifier, SIGTERM)
         finish(p)
         try FileManager.default.removeItem(atPath: marker)
         XCTAssertEqual(p.terminationReason, .uncaughtSignal)
         XCTAssertEqual(temporaries(dir), [])
-        let (killed, _) = try start(["extract", "v.kcv", "--items", "items.json", "--key-file", keyFile], pause: "extract-writing")
+        let (killed, _) = try start(
+            ["extract", "v.kcv", "--items", "items.json", "--key-file", keyFile], pause: "extract-writing")
         kill(killed.processIdentifier, SIGKILL)
         finish(killed)
         let left = temporaries(dir)
         XCTAssertEqual(left.count, 1, "SIGKILL leaves the temporary")
-        let live = ".items.json.abcdef012345.tmp", other = ".items.json.x.tmp"
+        let live = ".items.json.abcdef012345.tmp"
+        let other = ".items.json.x.tmp"
         for name in [live, other] { try Data("x".utf8).write(to: URL(fileURLWithPath: path(name))) }
         let held = open(path(live), O_RDONLY)
         XCTAssertEqual(flock(held, LOCK_EX | LOCK_NB), 0)
         defer { close(held) }
         try kcar(["extract", "v.kcv", "--items", "items.json", "--key-file", keyFile], expect: 0)
         XCTAssertEqual(Set(temporaries(dir)), [live, other])
-        XCTAssertEqual(((try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path("items.json"))))) as! [String: Any])["format"] as? String, "kcar-items")
+        XCTAssertEqual(
+            ((try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path("items.json")))))
+                as! [String: Any])["format"] as? String, "kcar-items")
     }
 }

@@ -17,11 +17,19 @@ final class InstallHelpTests: XCTestCase {
     override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
 
     @discardableResult
-    func kcar(_ args: [String], stdin: Data? = nil, expect: Int32? = 0, file: StaticString = #filePath, line: UInt = #line) throws -> ProcessResult {
+    func kcar(
+        _ args: [String], stdin: Data? = nil, expect: Int32? = 0, file: StaticString = #filePath, line: UInt = #line
+    ) throws -> ProcessResult {
         // HOME here too: `kcar git setup --global` writes the git config of whoever HOME says.
-        let r = try runProcess(CLITests.binary, args, stdin: stdin, env: ["KCAR_KEYCHAIN": dir + "/kc", "KCAR_ACCESS_GROUPS": "", "HOME": dir,
-                                                                           "GIT_CONFIG_NOSYSTEM": "1", "XDG_STATE_HOME": dir + "/state"], cwd: dir)
-        if let expect { XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line) }
+        let r = try runProcess(
+            CLITests.binary, args, stdin: stdin,
+            env: [
+                "KCAR_KEYCHAIN": dir + "/kc", "KCAR_ACCESS_GROUPS": "", "HOME": dir,
+                "GIT_CONFIG_NOSYSTEM": "1", "XDG_STATE_HOME": dir + "/state"
+            ], cwd: dir)
+        if let expect {
+            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
+        }
         return r
     }
 
@@ -68,7 +76,9 @@ final class InstallHelpTests: XCTestCase {
         XCTAssertTrue(names.contains("pack") && names.contains("import") && names.contains("completion"))
         var pages = Set<String>()
         for c in names {
-            let a = try kcar(["help", c]).out, b = try kcar([c, "--help"]).out, h = try kcar([c, "-h"]).out
+            let a = try kcar(["help", c]).out
+            let b = try kcar([c, "--help"]).out
+            let h = try kcar([c, "-h"]).out
             XCTAssertEqual(a, b, "kcar help \(c) and kcar \(c) --help differ")
             XCTAssertEqual(a, h)
             XCTAssertTrue(a.hasPrefix("usage: kcar \(c)"), c)
@@ -76,8 +86,11 @@ final class InstallHelpTests: XCTestCase {
             pages.insert(a)
         }
         XCTAssertEqual(pages.count, names.count, "two commands share a page")
-        for c in ["list", "verify", "info", "extract", "passwd", "rekey", "compact", "recover", "add", "get", "find", "update",
-                  "delete", "groups", "import"] {
+        for c in [
+            "list", "verify", "info", "extract", "passwd", "rekey", "compact", "recover", "add", "get", "find",
+            "update",
+            "delete", "groups", "import"
+        ] {
             XCTAssertTrue(try options(c).contains { $0.name == "--group" }, "\(c) --help does not mention --group")
         }
     }
@@ -107,13 +120,18 @@ final class InstallHelpTests: XCTestCase {
             // All at once: the parser reads every option before the command looks at any (and then fails for
             // want of its positionals, or on the value x); only archive's and git's subcommands each take a part.
             let subcommands = Self.subcommands[c]
-            var runs: [[String]] = subcommands.map { subs in listed.flatMap { o in subs.map { [c, $0, o.name] + (o.takesValue ? ["x"] : []) } } }
+            var runs: [[String]] =
+                subcommands.map { subs in
+                    listed.flatMap { o in subs.map { [c, $0, o.name] + (o.takesValue ? ["x"] : []) } }
+                }
                 ?? [[c] + listed.flatMap { [$0.name] + ($0.takesValue ? ["x"] : []) }]
             for o in listed { if let s = o.short { runs.append([c, s] + (o.takesValue ? ["x"] : [])) } }
             var refused: [String] = []
             for args in runs {
                 let r = try kcar(args, stdin: Data(), expect: nil)
-                if r.err.contains("unknown option") || r.err.contains("given twice") { refused.append(args.joined(separator: " ") + ": " + r.err) }
+                if r.err.contains("unknown option") || r.err.contains("given twice") {
+                    refused.append(args.joined(separator: " ") + ": " + r.err)
+                }
             }
             if subcommands != nil {
                 XCTAssertEqual(refused.count, listed.count, "each \(c) option belongs to one subcommand: \(refused)")
@@ -132,17 +150,25 @@ final class InstallHelpTests: XCTestCase {
     func testMakeInstallManPageAndCompletionsCoverEveryCommandAndOption() throws {
         guard let make = tool("make") else { throw XCTSkip("no make") }
         let root = dir + "/root"
-        let r = try runProcess(make, ["-C", CLITests.repo.path, "-o", "build", "install", "DESTDIR=\(root)", "PREFIX=/usr",
-                                      "KCAR=\(CLITests.binary)"], cwd: dir)
+        let r = try runProcess(
+            make,
+            [
+                "-C", CLITests.repo.path, "-o", "build", "install", "DESTDIR=\(root)", "PREFIX=/usr",
+                "KCAR=\(CLITests.binary)"
+            ], cwd: dir)
         XCTAssertEqual(r.code, 0, r.err)
-        let files = ["bin/kcar", "share/man/man1/kcar.1", "share/bash-completion/completions/kcar", "share/zsh/site-functions/_kcar",
-                     "share/fish/vendor_completions.d/kcar.fish"].map { root + "/usr/" + $0 }
+        let files = [
+            "bin/kcar", "share/man/man1/kcar.1", "share/bash-completion/completions/kcar",
+            "share/zsh/site-functions/_kcar",
+            "share/fish/vendor_completions.d/kcar.fish"
+        ].map { root + "/usr/" + $0 }
         for f in files { XCTAssertTrue(FileManager.default.fileExists(atPath: f), f) }
         let installed = try runProcess(files[0], ["--version"], cwd: dir)
         XCTAssertEqual(installed.out, try kcar(["--version"]).out)
         // The credential helpers' names are links to kcar, which reads its role from argv[0].
         for helper in ["git-credential-kcar", "docker-credential-kcar"] {
-            XCTAssertEqual(try FileManager.default.destinationOfSymbolicLink(atPath: root + "/usr/bin/" + helper), "kcar", helper)
+            XCTAssertEqual(
+                try FileManager.default.destinationOfSymbolicLink(atPath: root + "/usr/bin/" + helper), "kcar", helper)
         }
         let docker = try runProcess(root + "/usr/bin/docker-credential-kcar", ["version"], cwd: dir)
         XCTAssertEqual(docker.code, 0, docker.err)
@@ -160,21 +186,31 @@ final class InstallHelpTests: XCTestCase {
         for code in 0...15 { XCTAssertTrue(man.contains(".TP\n.B \(code)\n"), "exit code \(code)") }
         let commands = try commands()
         for c in commands {
-            let roffSection = man.components(separatedBy: ".SS \"kcar \(c)\"\n").dropFirst().first?.components(separatedBy: "\n.S")[0] ?? ""
+            let roffSection =
+                man.components(separatedBy: ".SS \"kcar \(c)\"\n").dropFirst().first?.components(separatedBy: "\n.S")[0]
+                ?? ""
             XCTAssertTrue(roffSection.contains("Examples:"), "man: \(c) has no examples")
             let bashCase = bash.components(separatedBy: "\n    \(c))\n").dropFirst().first ?? ""
-            let bashOpts = bashCase.components(separatedBy: "opts=\"").dropFirst().first?.components(separatedBy: "\"")[0]
+            let bashOpts =
+                bashCase.components(separatedBy: "opts=\"").dropFirst().first?.components(separatedBy: "\"")[0]
                 .split(separator: " ").map(String.init) ?? []
-            let zshCase = zsh.components(separatedBy: "\n  \(c))\n").dropFirst().first?.components(separatedBy: "\n    ;;")[0] ?? ""
+            let zshCase =
+                zsh.components(separatedBy: "\n  \(c))\n").dropFirst().first?.components(separatedBy: "\n    ;;")[0]
+                ?? ""
             XCTAssertTrue(zsh.contains("    '\(c):"), "zsh: no command \(c)")
             XCTAssertTrue(fish.contains(" -a \(c) -d "), "fish: no command \(c)")
             for o in try options(c) {
                 let long = String(o.name.dropFirst(2))
-                XCTAssertTrue(roffSection.contains("\\fB\\-\\-" + long.replacingOccurrences(of: "-", with: "\\-") + "\\fR"),
-                              "man: kcar \(c) lacks \(o.name)")
+                XCTAssertTrue(
+                    roffSection.contains("\\fB\\-\\-" + long.replacingOccurrences(of: "-", with: "\\-") + "\\fR"),
+                    "man: kcar \(c) lacks \(o.name)")
                 XCTAssertTrue(bashOpts.contains(o.name), "bash: kcar \(c) lacks \(o.name)")
-                XCTAssertTrue(zshCase.contains(o.name + "'[") || zshCase.contains("{\(o.name),"), "zsh: kcar \(c) lacks \(o.name)")
-                XCTAssertTrue(fish.contains("-n '__fish_seen_subcommand_from \(c)' -l \(long)"), "fish: kcar \(c) lacks \(o.name)")
+                XCTAssertTrue(
+                    zshCase.contains(o.name + "'[") || zshCase.contains("{\(o.name),"), "zsh: kcar \(c) lacks \(o.name)"
+                )
+                XCTAssertTrue(
+                    fish.contains("-n '__fish_seen_subcommand_from \(c)' -l \(long)"), "fish: kcar \(c) lacks \(o.name)"
+                )
                 if let s = o.short {
                     XCTAssertTrue(bashOpts.contains(s), "bash: kcar \(c) lacks \(s)")
                     XCTAssertTrue(fish.contains("-l \(long) -s \(s.dropFirst())"), "fish: kcar \(c) lacks \(s)")
@@ -189,7 +225,8 @@ final class InstallHelpTests: XCTestCase {
             XCTAssertEqual(g.err, "", "groff warns about the man page")
         }
         if let manTool = tool("man") {
-            let m = try runProcess(manTool, ["--warnings", "-l", files[1]], env: ["MANPAGER": "cat", "MANWIDTH": "100"], cwd: dir)
+            let m = try runProcess(
+                manTool, ["--warnings", "-l", files[1]], env: ["MANPAGER": "cat", "MANWIDTH": "100"], cwd: dir)
             XCTAssertEqual(m.code, 0)
             XCTAssertEqual(m.err, "", "man -l warns about the man page")
             XCTAssertTrue(m.out.contains("EXIT STATUS") && m.out.contains("kcar pack"))
@@ -209,27 +246,37 @@ final class InstallHelpTests: XCTestCase {
                 """
             let b = try runProcess(bashTool, ["--norc", "-c", script, "bash", files[2]], cwd: dir)
             XCTAssertEqual(b.code, 0, b.err)
-            XCTAssertEqual(b.out.split(separator: "\n", omittingEmptySubsequences: false).map(String.init),
-                           ["complete -o filenames -F _kcar kcar", "pack passwd", "--class", "inet", "convert", "verify version", ""])
+            XCTAssertEqual(
+                b.out.split(separator: "\n", omittingEmptySubsequences: false).map(String.init),
+                [
+                    "complete -o filenames -F _kcar kcar", "pack passwd", "--class", "inet", "convert",
+                    "verify version", ""
+                ])
         }
         if let zshTool = tool("zsh") {
             let z = try runProcess(zshTool, ["-n", files[3]], cwd: dir)
             XCTAssertEqual(z.code, 0, "zsh -n: \(z.err)")
         }
         if let fishTool = tool("fish") {
-            let f = try runProcess(fishTool, ["--no-config", "-c", "source $argv[1]; complete -C 'kcar pa'; complete -C 'kcar extract -'",
-                                              files[4]], cwd: dir)
+            let f = try runProcess(
+                fishTool,
+                [
+                    "--no-config", "-c", "source $argv[1]; complete -C 'kcar pa'; complete -C 'kcar extract -'",
+                    files[4]
+                ], cwd: dir)
             XCTAssertEqual(f.code, 0, f.err)
             let lines = f.out.split(separator: "\n").map { String($0.split(separator: "\t")[0]) }
             XCTAssertEqual(Array(lines.prefix(2)), ["pack", "passwd"], f.out)
             XCTAssertTrue(lines.contains("-C"), f.out)
         }
 
-        let u = try runProcess(make, ["-C", CLITests.repo.path, "uninstall", "DESTDIR=\(root)", "PREFIX=/usr"], cwd: dir)
+        let u = try runProcess(
+            make, ["-C", CLITests.repo.path, "uninstall", "DESTDIR=\(root)", "PREFIX=/usr"], cwd: dir)
         XCTAssertEqual(u.code, 0, u.err)
         for f in files { XCTAssertFalse(FileManager.default.fileExists(atPath: f), f) }
         for helper in ["git-credential-kcar", "docker-credential-kcar"] {
-            XCTAssertThrowsError(try FileManager.default.destinationOfSymbolicLink(atPath: root + "/usr/bin/" + helper), helper)
+            XCTAssertThrowsError(
+                try FileManager.default.destinationOfSymbolicLink(atPath: root + "/usr/bin/" + helper), helper)
         }
     }
 }

@@ -43,8 +43,9 @@ final class InterruptTests: XCTestCase {
     func testSignalBetweenCreatingAndRegisteringATemporaryLeavesNothing() throws {
         for sig in [SIGINT, SIGTERM, SIGHUP] {
             let marker = dir + "/pause-marker"
-            let p = kcarProcess(["pack", "out.kcv", "src", "--key-file", keyFile], cwd: dir,
-                                env: ["KCAR_DEBUG_PAUSE": "temporary-created:\(marker)"])
+            let p = kcarProcess(
+                ["pack", "out.kcv", "src", "--key-file", keyFile], cwd: dir,
+                env: ["KCAR_DEBUG_PAUSE": "temporary-created:\(marker)"])
             try p.run()
             var waited = 0
             while !FileManager.default.fileExists(atPath: marker), p.isRunning, waited < 6000 {
@@ -80,7 +81,9 @@ final class InterruptTests: XCTestCase {
                 completed += 1
                 let r = try runProcess(CLITests.binary, ["list", "out.kcv", "--key-file", keyFile], cwd: dir)
                 XCTAssertEqual(r.code, 0, "SIGINT after \(n) ms: \(r.err)")
-                XCTAssertEqual(r.out.split(separator: "\n").filter { $0.contains("svc/") }.count, 20, "SIGINT after \(n) ms: \(r.out)")
+                XCTAssertEqual(
+                    r.out.split(separator: "\n").filter { $0.contains("svc/") }.count, 20,
+                    "SIGINT after \(n) ms: \(r.out)")
             }
             for t in temporaries() { try? FileManager.default.removeItem(atPath: dir + "/" + t) }
         }
@@ -90,7 +93,8 @@ final class InterruptTests: XCTestCase {
     /// A staging temporary a killed writer left (`.VAULT.<hex>.tmp.new`, which nobody locks) is removed by the
     /// next write of that vault once it is old enough not to be another writer's, being created right now.
     func testStaleStagingTemporaryIsRemovedByTheNextWrite() throws {
-        let stale = dir + "/.out.kcv.0123456789ab.tmp.new", fresh = dir + "/.out.kcv.abcdef012345.tmp.new"
+        let stale = dir + "/.out.kcv.0123456789ab.tmp.new"
+        let fresh = dir + "/.out.kcv.abcdef012345.tmp.new"
         try Data("left by a killed pack".utf8).write(to: URL(fileURLWithPath: stale))
         try Data("being created".utf8).write(to: URL(fileURLWithPath: fresh))
         var old = [timespec(tv_sec: 1_000_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000_000, tv_nsec: 0)]

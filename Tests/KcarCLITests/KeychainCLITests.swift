@@ -16,28 +16,42 @@ final class KeychainCLITests: XCTestCase {
     override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
 
     @discardableResult
-    func kcar(_ args: [String], stdin: String? = nil, env: [String: String] = [:], prefix: [String] = [], expect: Int32? = 0,
-              file: StaticString = #filePath, line: UInt = #line) throws -> ProcessResult {
+    func kcar(
+        _ args: [String], stdin: String? = nil, env: [String: String] = [:], prefix: [String] = [], expect: Int32? = 0,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> ProcessResult {
         var environment = ["KCAR_KEYCHAIN": kc, "KCAR_ACCESS_GROUPS": "", "XDG_STATE_HOME": dir + "/state"]
         for (k, v) in env { environment[k] = v }
-        let r = try runProcess(CLITests.binary, args, stdin: stdin.map { Data($0.utf8) }, env: environment, cwd: dir, prefix: prefix)
-        if let expect { XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line) }
+        let r = try runProcess(
+            CLITests.binary, args, stdin: stdin.map { Data($0.utf8) }, env: environment, cwd: dir, prefix: prefix)
+        if let expect {
+            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
+        }
         return r
     }
 
-    func mode(_ path: String) -> Int { ((try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions]) as? Int) ?? -1 }
+    func mode(_ path: String) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions]) as? Int) ?? -1
+    }
 
     func testItemLifecycle() throws {
         XCTAssertEqual(try kcar(["init"]).out, kc + "\n")
         XCTAssertEqual(mode(kc), 0o700)
-        try kcar(["add", "--group", "app", "--service", "api", "--account", "bob", "--label", "Bob's token"], stdin: "s3cr3t")
+        try kcar(
+            ["add", "--group", "app", "--service", "api", "--account", "bob", "--label", "Bob's token"], stdin: "s3cr3t"
+        )
         XCTAssertEqual(mode(kc + "/app.key"), 0o600)
         XCTAssertEqual(mode(kc + "/app.kcv"), 0o600)
-        let dup = try kcar(["add", "--group", "app", "--service", "api", "--account", "bob", "--label", "other"], stdin: "x", expect: 11)
+        let dup = try kcar(
+            ["add", "--group", "app", "--service", "api", "--account", "bob", "--label", "other"], stdin: "x",
+            expect: 11)
         XCTAssertTrue(dup.err.contains("errSecDuplicateItem (-25299)"), dup.err)
         XCTAssertFalse(dup.err.contains("s3cr3t") || dup.err.contains("x\n"))
-        try kcar(["add", "--group", "app", "--service", "api", "--account", "carol", "--attr", "tier:int=2",
-                  "--attr", "kSecAttrComment=ops"], stdin: "pw2")
+        try kcar(
+            [
+                "add", "--group", "app", "--service", "api", "--account", "carol", "--attr", "tier:int=2",
+                "--attr", "kSecAttrComment=ops"
+            ], stdin: "pw2")
         XCTAssertEqual(try kcar(["get", "--service", "api", "--account", "bob"]).out, "s3cr3t")
         try kcar(["get", "--service", "api"], expect: 2)  // two match: ambiguous
         try kcar(["get", "--service", "api", "--account", "nobody"], expect: 6)
@@ -67,13 +81,26 @@ final class KeychainCLITests: XCTestCase {
         try kcar(["delete", "--service", "api"])
         try kcar(["delete", "--service", "api"], expect: 6)
         // Internet passwords, by their own key.
-        try kcar(["add", "--group", "app", "--class", "inet", "--server", "example.com", "--port", "443", "--protocol", "htps",
-                  "--account", "bob"], stdin: "pw")
-        try kcar(["add", "--group", "app", "--class", "inet", "--server", "example.com", "--port", "443", "--protocol", "htps",
-                  "--account", "bob", "--label", "differs only outside the key"], stdin: "pw", expect: 11)
-        try kcar(["add", "--group", "app", "--class", "inet", "--server", "example.com", "--port", "8443", "--protocol", "htps",
-                  "--account", "bob"], stdin: "pw")
-        XCTAssertEqual(try kcar(["find", "--class", "inet", "--server", "example.com"]).out.split(separator: "\n").count, 3)
+        try kcar(
+            [
+                "add", "--group", "app", "--class", "inet", "--server", "example.com", "--port", "443", "--protocol",
+                "htps",
+                "--account", "bob"
+            ], stdin: "pw")
+        try kcar(
+            [
+                "add", "--group", "app", "--class", "inet", "--server", "example.com", "--port", "443", "--protocol",
+                "htps",
+                "--account", "bob", "--label", "differs only outside the key"
+            ], stdin: "pw", expect: 11)
+        try kcar(
+            [
+                "add", "--group", "app", "--class", "inet", "--server", "example.com", "--port", "8443", "--protocol",
+                "htps",
+                "--account", "bob"
+            ], stdin: "pw")
+        XCTAssertEqual(
+            try kcar(["find", "--class", "inet", "--server", "example.com"]).out.split(separator: "\n").count, 3)
         try kcar(["add", "--group", "app", "--class", "blob"], stdin: "", expect: 2)
     }
 
@@ -99,14 +126,19 @@ final class KeychainCLITests: XCTestCase {
         try kcar(["info", "--group", "b", "--json"])
         try kcar(["compact", "--group", "b"])
         try Data("correct horse".utf8).write(to: URL(fileURLWithPath: dir + "/pp"))
-        try kcar(["passwd", "--group", "b", "--add-passphrase", "--new-passphrase-file", dir + "/pp", "--kdf-memory", "8", "--kdf-passes", "1"])
+        try kcar([
+            "passwd", "--group", "b", "--add-passphrase", "--new-passphrase-file", dir + "/pp", "--kdf-memory", "8",
+            "--kdf-passes", "1"
+        ])
         XCTAssertEqual(try kcar(["get", "--service", "s3"]).out, "three", "the key file still opens the group")
         try kcar(["list", kc + "/b.kcv", "--passphrase-file", dir + "/pp"])
         try kcar(["list", "--group", "nope"], expect: 6)
     }
 
     func testAKeyFileTheProcessCannotReadIsAMissingEntitlement() throws {
-        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), getgrnam("nogroup") != nil else {
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+            getgrnam("nogroup") != nil
+        else {
             throw XCTSkip("needs root, setpriv and group nogroup to run kcar as another user")
         }
         // A keychain shared on purpose with nogroup (SPEC.md §K1): its members read the keys of mode 0640.
@@ -134,12 +166,15 @@ final class KeychainCLITests: XCTestCase {
         try kcar(["list", "--group", "closed"], prefix: nobody, expect: 12)
         // A key readable by every user is not a way to share: refused.
         chmod(kc + "/open.key", 0o644)
-        XCTAssertTrue(try kcar(["get", "--group", "open", "--service", "s"], prefix: nobody, expect: 15).err.contains("readable by every user"))
+        XCTAssertTrue(
+            try kcar(["get", "--group", "open", "--service", "s"], prefix: nobody, expect: 15).err.contains(
+                "readable by every user"))
     }
 
     func testAUserPrivateGroupMayWriteTheFoldersAbove() throws {
         guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
-              getpwuid(65534)?.pointee.pw_gid == 65534, getgrgid(65534)?.pointee.gr_mem.pointee == nil else {
+            getpwuid(65534)?.pointee.pw_gid == 65534, getgrgid(65534)?.pointee.gr_mem.pointee == nil
+        else {
             throw XCTSkip("needs root, setpriv and nobody's private group 65534 to run kcar as another user")
         }
         // umask 002 with user private groups leaves ~/.local/share mode 0775: only its owner can write it.
@@ -157,9 +192,12 @@ final class KeychainCLITests: XCTestCase {
         // Writable by a group with other members (users, 100): refused.
         chown(home + "/.local", 65534, 100)
         let refused = try kcar(["get", "--service", "s"], env: env, prefix: nobody, expect: 15)
-        XCTAssertTrue(refused.err.contains("\(home)/.local: a folder above the keychain is writable by others"), refused.err)
+        XCTAssertTrue(
+            refused.err.contains("\(home)/.local: a folder above the keychain is writable by others"), refused.err)
         // In the CLI's words, with the command that fixes it (issue 22, point 10).
-        XCTAssertTrue(refused.err.hasPrefix("kcar: unsafe file ") && refused.err.contains("`chmod go-w \(home)/.local` fixes it"), refused.err)
+        XCTAssertTrue(
+            refused.err.hasPrefix("kcar: unsafe file ") && refused.err.contains("`chmod go-w \(home)/.local` fixes it"),
+            refused.err)
     }
 
     func testUnsafeKeychainFilesExit15() throws {
@@ -172,7 +210,10 @@ final class KeychainCLITests: XCTestCase {
         chmod(kc, 0o700)
         // A group planted by another user (key 0644, their vault): skipped and named; its items never answer.
         try kcar(["keygen", dir + "/their.key"])
-        try kcar(["pack", kc + "/aaa.kcv", "--items", writeItems("api", "theirs"), "--key-file", dir + "/their.key", "--group", "aaa"])
+        try kcar([
+            "pack", kc + "/aaa.kcv", "--items", writeItems("api", "theirs"), "--key-file", dir + "/their.key",
+            "--group", "aaa"
+        ])
         try FileManager.default.copyItem(atPath: dir + "/their.key", toPath: kc + "/aaa.key")
         chmod(kc + "/aaa.key", 0o644)
         for f in ["aaa.key", "aaa.kcv"] { chown(kc + "/" + f, 65534, 65534) }
@@ -193,7 +234,8 @@ final class KeychainCLITests: XCTestCase {
     /// An item file of one generic password (for planting a group with `pack --items`).
     func writeItems(_ service: String, _ value: String) throws -> String {
         let path = dir + "/items-\(service).json"
-        let doc = "{\"format\": \"kcar-items\", \"version\": 1, \"group\": \"aaa\", \"items\": [{\"class\": \"genp\", "
+        let doc =
+            "{\"format\": \"kcar-items\", \"version\": 1, \"group\": \"aaa\", \"items\": [{\"class\": \"genp\", "
             + "\"attributes\": {\"svce\": \"\(service)\"}, \"value\": \"\(Data(value.utf8).base64EncodedString())\"}]}"
         try Data(doc.utf8).write(to: URL(fileURLWithPath: path))
         return path
@@ -213,11 +255,17 @@ final class KeychainCLITests: XCTestCase {
 
     func testDeviceOnlyItemsStayUnlessAsked() throws {
         try kcar(["add", "--group", "g", "--service", "s", "--account", "portable"], stdin: "p")
-        try kcar(["add", "--group", "g", "--service", "s", "--account", "local", "--accessible", "when-unlocked-this-device-only"], stdin: "l")
+        try kcar(
+            [
+                "add", "--group", "g", "--service", "s", "--account", "local", "--accessible",
+                "when-unlocked-this-device-only"
+            ], stdin: "l")
         let export = try kcar(["extract", "--group", "g", "--items", dir + "/items.json"], expect: 9)
         XCTAssertTrue(export.err.contains("ThisDeviceOnly"))
         XCTAssertEqual(mode(dir + "/items.json"), 0o600)
-        let doc = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/items.json"))) as? [String: Any])
+        let doc = try XCTUnwrap(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/items.json")))
+                as? [String: Any])
         XCTAssertEqual(doc["format"] as? String, "kcar-items")
         let items = try XCTUnwrap(doc["items"] as? [[String: Any]])
         XCTAssertEqual(items.map { $0["account"] as? String }, ["portable"])
@@ -247,23 +295,33 @@ final class KeychainCLITests: XCTestCase {
         let items = (0..<600).map { i in
             "{\"class\": \"genp\", \"attributes\": {\"svce\": \"s\\u00e9\\n\", \"acct\": \"a\(i)\"}, \"value\": \"\(value)\"}"
         }
-        let head = "{\"format\": \"kcar-items\", \"version\": 1, \"items\": [", tail = "]}"
+        let head = "{\"format\": \"kcar-items\", \"version\": 1, \"items\": ["
+        let tail = "]}"
         func write(_ name: String, _ text: String) throws {
             try Data(text.utf8).write(to: URL(fileURLWithPath: dir + "/" + name))
         }
         try write("late.json", head + items.joined(separator: ",") + tail + " x")
-        try write("middle.json", head + items[..<300].joined(separator: ",") + ",{\"class\": 1}," + items[300...].joined(separator: ",") + tail)
+        try write(
+            "middle.json",
+            head + items[..<300].joined(separator: ",") + ",{\"class\": 1}," + items[300...].joined(separator: ",")
+                + tail)
         try write("good.json", head + items.joined(separator: ",") + tail)
         try kcar(["add", "--group", "g", "--service", "other"], stdin: "1")
-        XCTAssertTrue(try kcar(["import", "--group", "g", "--items", dir + "/late.json"], expect: 4).err.contains("after the document"))
+        XCTAssertTrue(
+            try kcar(["import", "--group", "g", "--items", dir + "/late.json"], expect: 4).err.contains(
+                "after the document"))
         try kcar(["import", "--group", "g", "--items", dir + "/middle.json"], expect: 4)
         // A duplicate before the file's fault: the file is reported invalid, as when it was checked whole first.
         try write("duplicate.json", head + ([items[0]] + items).joined(separator: ",") + tail + " x")
-        XCTAssertTrue(try kcar(["import", "--group", "g", "--items", dir + "/duplicate.json"], expect: 4).err.contains("after the document"))
+        XCTAssertTrue(
+            try kcar(["import", "--group", "g", "--items", dir + "/duplicate.json"], expect: 4).err.contains(
+                "after the document"))
         try kcar(["find", "--group", "g", "--service", "s\u{E9}\n"], expect: 6)
-        XCTAssertTrue(try kcar(["import", "--group", "g", "--items", dir + "/good.json"]).err.contains("imported 600 items"))
-        XCTAssertEqual(try kcar(["get", "--group", "g", "--service", "s\u{E9}\n", "--account", "a599"]).out,
-                       String(repeating: "ABC", count: 300))
+        XCTAssertTrue(
+            try kcar(["import", "--group", "g", "--items", dir + "/good.json"]).err.contains("imported 600 items"))
+        XCTAssertEqual(
+            try kcar(["get", "--group", "g", "--service", "s\u{E9}\n", "--account", "a599"]).out,
+            String(repeating: "ABC", count: 300))
     }
 
     func testRollbackIsReported() throws {
@@ -278,8 +336,13 @@ final class KeychainCLITests: XCTestCase {
         XCTAssertTrue(try kcar(["find", "--group", "g"], expect: 14).err.contains("older copy"))
         // Every command that opens the group checks first, and none re-seals or rewrites the old copy.
         try Data("pw".utf8).write(to: URL(fileURLWithPath: dir + "/pp"))
-        for command in [["rekey"], ["compact"], ["info"], ["verify"], ["list"], ["extract", "-C", dir + "/out"], ["recover"],
-                        ["passwd", "--add-passphrase", "--new-passphrase-file", dir + "/pp", "--kdf-memory", "8", "--kdf-passes", "1"]] {
+        for command in [
+            ["rekey"], ["compact"], ["info"], ["verify"], ["list"], ["extract", "-C", dir + "/out"], ["recover"],
+            [
+                "passwd", "--add-passphrase", "--new-passphrase-file", dir + "/pp", "--kdf-memory", "8", "--kdf-passes",
+                "1"
+            ]
+        ] {
             try kcar(command + ["--group", "g"], expect: 14)
         }
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: kc + "/g.kcv")), rolledBack)
@@ -289,7 +352,8 @@ final class KeychainCLITests: XCTestCase {
         unlink(kc + "/g.seen")
         try kcar(["get", "--service", "old"], expect: 14)
         let fresh = ["XDG_STATE_HOME": dir + "/fresh"]
-        XCTAssertTrue(try kcar(["get", "--service", "old"], env: fresh, expect: 14).err.contains("no generation record"))
+        XCTAssertTrue(
+            try kcar(["get", "--service", "old"], env: fresh, expect: 14).err.contains("no generation record"))
         try kcar(["groups", "--accept-rollback", "g"])
         try kcar(["find", "--group", "g", "--service", "old"])
         // The vault and its record restored together (one consistent older copy of both): this user's own
@@ -322,10 +386,12 @@ final class KeychainCLITests: XCTestCase {
 
     func testImportNSKeyedArchive() throws {
         let golden = CLITests.repo.appendingPathComponent("Fixtures/archive").path
-        let kca = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: golden).sorted().first { $0.hasSuffix(".kca") })
+        let kca = try XCTUnwrap(
+            try FileManager.default.contentsOfDirectory(atPath: golden).sorted().first { $0.hasSuffix(".kca") })
         try kcar(["archive", "convert", golden + "/" + kca, dir + "/ns.plist", "--to", "nskeyed"])
         try kcar(["archive", "convert", dir + "/ns.plist", dir + "/back.kca", "--to", "kcar", "--deterministic"])
-        try kcar(["import", "--nskeyed", dir + "/ns.plist", "--group", "g", "--service", "legacy", "--account", "prefs"])
+        try kcar(["import", "--nskeyed", dir + "/ns.plist", "--group", "g", "--service", "legacy", "--account", "prefs"]
+        )
         let stored = try kcar(["get", "--service", "legacy", "--account", "prefs"]).data
         XCTAssertEqual(stored, try Data(contentsOf: URL(fileURLWithPath: dir + "/back.kca")))
         try kcar(["import", "--nskeyed", dir + "/back.kca", "--group", "g", "--service", "x"], expect: 2)
@@ -337,12 +403,15 @@ final class KeychainCLITests: XCTestCase {
         let failures = Mutex<[String]>([])
         let (kc, dir) = (kc, dir!)
         DispatchQueue.concurrentPerform(iterations: count) { i in
-            let r = try? runProcess(CLITests.binary, ["add", "--group", "g", "--service", "p", "--account", "\(i)"],
-                                    stdin: Data("v\(i)".utf8), env: ["KCAR_KEYCHAIN": kc, "XDG_STATE_HOME": dir + "/state"], cwd: dir)
+            let r = try? runProcess(
+                CLITests.binary, ["add", "--group", "g", "--service", "p", "--account", "\(i)"],
+                stdin: Data("v\(i)".utf8), env: ["KCAR_KEYCHAIN": kc, "XDG_STATE_HOME": dir + "/state"], cwd: dir)
             if r?.code != 0 { failures.withLock { $0.append("\(i): \(r?.err ?? "did not run")") } }
         }
         XCTAssertEqual(failures.withLock { $0 }, [])
-        let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: try kcar(["find", "--service", "p", "--json"]).data) as? [[String: Any]])
+        let rows = try XCTUnwrap(
+            try JSONSerialization.jsonObject(with: try kcar(["find", "--service", "p", "--json"]).data)
+                as? [[String: Any]])
         XCTAssertEqual(Set(rows.compactMap { $0["account"] as? String }), Set((0..<count).map { "\($0)" }))
         try kcar(["verify", "--group", "g"])
     }
@@ -353,7 +422,9 @@ extension KeychainCLITests {
         try kcar(["add", "--group", "g", "--service", "s", "--account", "a"], stdin: "local")
         try kcar(["add", "--group", "g", "--service", "s", "--account", "a", "--synchronizable"], stdin: "synced")
         try kcar(["get", "--service", "s", "--account", "a"], expect: 2)  // both match without a sync selector
-        XCTAssertEqual(try kcar(["get", "--service", "s", "--account", "a", "--attr", "kSecAttrSynchronizable=true"]).out, "synced")
+        XCTAssertEqual(
+            try kcar(["get", "--service", "s", "--account", "a", "--attr", "kSecAttrSynchronizable=true"]).out, "synced"
+        )
         try kcar(["delete", "--service", "s", "--account", "a", "--attr", "kSecAttrSynchronizable=true"])
         XCTAssertEqual(try kcar(["get", "--service", "s", "--account", "a"]).out, "local")
         // The key-file slot the keychain opens a group with cannot be removed.

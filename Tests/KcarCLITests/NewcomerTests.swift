@@ -20,10 +20,12 @@ final class NewcomerTests: XCTestCase {
     }
 
     func testAnAgeIdentityGivenAsAKeyFileIsToldToUseIdentity() throws {
-        let id = "# created: 2026-12-03\n# public key: age1xyz\nAGE-SECRET-KEY-1QYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSXYZ00\n"
+        let id =
+            "# created: 2026-12-03\n# public key: age1xyz\nAGE-SECRET-KEY-1QYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSXYZ00\n"
         try Data(id.utf8).write(to: URL(fileURLWithPath: dir + "/me.txt"))
         let r = try kcar(["pack", "v.kcv", "plain", "--key-file", "me.txt"], expect: 2)
-        XCTAssertTrue(r.err.contains("me.txt is an age identity file, not a key file: give it with --identity me.txt"), r.err)
+        XCTAssertTrue(
+            r.err.contains("me.txt is an age identity file, not a key file: give it with --identity me.txt"), r.err)
         XCTAssertFalse(r.err.contains("AGE-SECRET-KEY"), "the key is never echoed: \(r.err)")
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/v.kcv"))
         let other = try kcar(["pack", "v.kcv", "plain", "--key-file", "plain/svc/a"], expect: 2)
@@ -33,13 +35,16 @@ final class NewcomerTests: XCTestCase {
 
     func testPasswdInAScriptSaysTheNewPassphraseIsMissing() throws {
         try Data("old passphrase\n".utf8).write(to: URL(fileURLWithPath: dir + "/old"))
-        _ = try kcar(["pack", "v.kcv", "plain", "--passphrase-file", "old", "--kdf-memory", "8", "--kdf-passes", "1"], expect: 0)
+        _ = try kcar(
+            ["pack", "v.kcv", "plain", "--passphrase-file", "old", "--kdf-memory", "8", "--kdf-passes", "1"], expect: 0)
         let r = try kcar(["passwd", "v.kcv", "--passphrase-file", "old"], expect: 10)
         XCTAssertTrue(r.err.contains("no new passphrase given") && r.err.contains("--new-passphrase-file"), r.err)
     }
 
     func testTheVersionLineNamesTheFormatsKcarReadsAndWrites() throws {
-        XCTAssertEqual(String(decoding: try kcar(["--version"], expect: 0).out, as: UTF8.self), "kcar 0.1 (vault formats 1 and 2 read; new vaults are format 2)\n")
+        XCTAssertEqual(
+            String(decoding: try kcar(["--version"], expect: 0).out, as: UTF8.self),
+            "kcar 0.1 (vault formats 1 and 2 read; new vaults are format 2)\n")
     }
 
     /// The smaller habits of tar, 7z and age users (issue 22, point 14).
@@ -51,20 +56,25 @@ final class NewcomerTests: XCTestCase {
         XCTAssertTrue(again.err.contains("`kcar pack --force` replaces it"), again.err)
         // add VAULT takes -q as pack does.
         try Data("two".utf8).write(to: URL(fileURLWithPath: dir + "/plain/svc/b"))
-        XCTAssertEqual(try kcar(["add", "v.kcv", "-C", "plain", "svc/b", "-q", "--key-file", "k.key"], expect: 0).output, "")
+        XCTAssertEqual(
+            try kcar(["add", "v.kcv", "-C", "plain", "svc/b", "-q", "--key-file", "k.key"], expect: 0).output, "")
         // list takes names as tar tf and 7z l do.
-        let one = String(decoding: try kcar(["list", "v.kcv", "svc/b", "--key-file", "k.key"], expect: 0).out, as: UTF8.self)
+        let one = String(
+            decoding: try kcar(["list", "v.kcv", "svc/b", "--key-file", "k.key"], expect: 0).out, as: UTF8.self)
         XCTAssertTrue(one.hasSuffix("svc/b\n") && !one.contains("svc/a"), one)
-        let both = String(decoding: try kcar(["list", "v.kcv", "svc", "--key-file", "k.key"], expect: 0).out, as: UTF8.self)
+        let both = String(
+            decoding: try kcar(["list", "v.kcv", "svc", "--key-file", "k.key"], expect: 0).out, as: UTF8.self)
         XCTAssertTrue(both.contains("svc/a") && both.contains("svc/b"), both)
         _ = try kcar(["list", "v.kcv", "nope", "--key-file", "k.key"], expect: 6)
         // One item's value, in the singular.
         let deleted = try kcar(["delete", "v.kcv", "svc/b", "--key-file", "k.key"], expect: 0)
         XCTAssertTrue(deleted.err.contains("deleted 1 item from v.kcv; its value stays in the file"), deleted.err)
         // History times have one width: milliseconds always.
-        let history = String(decoding: try kcar(["history", "v.kcv", "svc/a", "--key-file", "k.key"], expect: 0).out, as: UTF8.self)
+        let history = String(
+            decoding: try kcar(["history", "v.kcv", "svc/a", "--key-file", "k.key"], expect: 0).out, as: UTF8.self)
         let current = try XCTUnwrap(history.split(separator: "\n").first { $0.hasPrefix("current") })
-        XCTAssertNotNil(current.range(of: #"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"#, options: .regularExpression), String(current))
+        XCTAssertNotNil(
+            current.range(of: #"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"#, options: .regularExpression), String(current))
         // keygen --x25519 prints and writes the public key as age spells a recipient.
         let pub = String(decoding: try kcar(["keygen", "x.key", "--x25519"], expect: 0).out, as: UTF8.self)
         XCTAssertTrue(pub.hasPrefix("age1") && pub.count == 63, pub)
@@ -85,8 +95,13 @@ final class NewcomerTests: XCTestCase {
         let h = String(decoding: try run(["history", "--group", "g", "api/bob"]).out, as: UTF8.self)
         XCTAssertTrue(h.contains("updated"), h)
         _ = try run(["restore", "--group", "g", "api/bob", "--version", "1", "-q"])
-        XCTAssertEqual(String(decoding: try run(["get", "--group", "g", "--service", "api", "--account", "bob"]).out, as: UTF8.self), "first")
-        XCTAssertTrue(String(decoding: try run(["upgrade", "--group", "g"]).out, as: UTF8.self).contains("already vault format version 2"))
+        XCTAssertEqual(
+            String(
+                decoding: try run(["get", "--group", "g", "--service", "api", "--account", "bob"]).out, as: UTF8.self),
+            "first")
+        XCTAssertTrue(
+            String(decoding: try run(["upgrade", "--group", "g"]).out, as: UTF8.self).contains(
+                "already vault format version 2"))
         // The group's record advanced with the restore: a read after it is no rollback.
         _ = try run(["find", "--group", "g"])
     }
@@ -98,11 +113,15 @@ final class NewcomerTests: XCTestCase {
             XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
             return r
         }
-        _ = try run(["add", "--group", "team", "--service", "api", "--account", "bob", "--attr", "level:int=3"], stdin: "x")
+        _ = try run(
+            ["add", "--group", "team", "--service", "api", "--account", "bob", "--attr", "level:int=3"], stdin: "x")
         let dup = try run(["add", "--group", "team", "--service", "api", "--account", "bob"], stdin: "y", expect: 11)
-        XCTAssertTrue(dup.err.contains("errSecDuplicateItem") && dup.err.contains("`kcar update` with the same selectors"), dup.err)
+        XCTAssertTrue(
+            dup.err.contains("errSecDuplicateItem") && dup.err.contains("`kcar update` with the same selectors"),
+            dup.err)
         let typo = try run(["get", "--group", "teem", "--service", "api", "--account", "bob"], expect: 6)
-        XCTAssertTrue(typo.err.contains("no access group teem in ") && typo.err.contains("(its groups: team)"), typo.err)
+        XCTAssertTrue(
+            typo.err.contains("no access group teem in ") && typo.err.contains("(its groups: team)"), typo.err)
         let untyped = try run(["find", "--attr", "level=3"], expect: 6)
         XCTAssertTrue(untyped.err.contains("NAME:int=VALUE"), untyped.err)
         XCTAssertTrue(String(decoding: try run(["find", "--attr", "level:int=3"]).out, as: UTF8.self).contains("api"))
@@ -123,11 +142,15 @@ final class NewcomerTests: XCTestCase {
             XCTAssertTrue(r.err.contains("takes base64"), r.err)
         }
         _ = try run(add + ["--attr", "blob:data=QUI="], stdin: "x")
-        XCTAssertTrue(String(decoding: try run(["find", "--attr", "blob:data=QUI="]).out, as: UTF8.self).contains("api"))
-        let item = { (v: String) in "{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"genp\", "
-            + "\"attributes\": {\"svce\": \"s\", \"acct\": \"a\"}, \"value\": \"\(v)\"}]}" }
+        XCTAssertTrue(
+            String(decoding: try run(["find", "--attr", "blob:data=QUI="]).out, as: UTF8.self).contains("api"))
+        let item = { (v: String) in
+            "{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"genp\", "
+                + "\"attributes\": {\"svce\": \"s\", \"acct\": \"a\"}, \"value\": \"\(v)\"}]}"
+        }
         try item("QR==").write(toFile: dir + "/bad.json", atomically: true, encoding: .utf8)
-        let refused = try runKcar(["import", "--group", "other", "--items", "bad.json"], in: dir, env: ["HOME": dir + "/home"])
+        let refused = try runKcar(
+            ["import", "--group", "other", "--items", "bad.json"], in: dir, env: ["HOME": dir + "/home"])
         XCTAssertNotEqual(refused.code, 0, refused.output)
         XCTAssertTrue(refused.err.contains("base64"), refused.err)
     }
@@ -141,7 +164,10 @@ final class NewcomerTests: XCTestCase {
             return String(decoding: r.out, as: UTF8.self)
         }
         func writers(_ history: String) -> Set<String> {
-            Set(history.split(separator: "\n").dropFirst(2).map { $0.split(separator: " ", omittingEmptySubsequences: true)[2...].prefix(2).joined(separator: " ") })
+            Set(
+                history.split(separator: "\n").dropFirst(2).map {
+                    $0.split(separator: " ", omittingEmptySubsequences: true)[2...].prefix(2).joined(separator: " ")
+                })
         }
         _ = try run(["add", "--group", "g", "--service", "api", "--account", "bob"], stdin: "1")
         _ = try run(["update", "--group", "g", "--service", "api", "--account", "bob"], stdin: "2")
@@ -161,23 +187,32 @@ final class NewcomerTests: XCTestCase {
     func testNoPlaintextTreeIsNeededInARepository() throws {
         _ = try kcar(["keygen", "k.key"], expect: 0)
         _ = try kcar(["pack", "v.kcv", "plain", "--key-file", "k.key", "-q"], expect: 0)
-        let added = try runKcar(["add", "v.kcv", "github.com/ci", "--value-file", "-", "--key-file", "k.key"], in: dir,
-                                stdin: Data("tok1\n".utf8), env: ["HOME": dir + "/home"])
+        let added = try runKcar(
+            ["add", "v.kcv", "github.com/ci", "--value-file", "-", "--key-file", "k.key"], in: dir,
+            stdin: Data("tok1\n".utf8), env: ["HOME": dir + "/home"])
         XCTAssertEqual(added.code, 0, added.output)
         XCTAssertTrue(added.err.contains("added github.com/ci in v.kcv"), added.err)
-        let replaced = try runKcar(["add", "v.kcv", "github.com/ci", "--value-file", "-", "--key-file", "k.key"], in: dir,
-                                   stdin: Data("tok2".utf8), env: ["HOME": dir + "/home"])
+        let replaced = try runKcar(
+            ["add", "v.kcv", "github.com/ci", "--value-file", "-", "--key-file", "k.key"], in: dir,
+            stdin: Data("tok2".utf8), env: ["HOME": dir + "/home"])
         XCTAssertTrue(replaced.err.contains("replaced github.com/ci in v.kcv"), replaced.output)
-        XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "github.com/ci", "--key-file", "k.key"], expect: 0).out, Data("tok2".utf8))
-        let long = String(decoding: try kcar(["list", "v.kcv", "github.com/ci", "--long", "--key-file", "k.key"], expect: 0).out, as: UTF8.self)
+        XCTAssertEqual(
+            try kcar(["extract", "v.kcv", "--stdout", "github.com/ci", "--key-file", "k.key"], expect: 0).out,
+            Data("tok2".utf8))
+        let long = String(
+            decoding: try kcar(["list", "v.kcv", "github.com/ci", "--long", "--key-file", "k.key"], expect: 0).out,
+            as: UTF8.self)
         XCTAssertTrue(long.contains("-rw-------"), long)
         // A name without `/` is a top-level item (issue 22, point 4); a service alone names no item.
         _ = try kcar(["add", "v.kcv", "svc/", "--value-file", "-", "--key-file", "k.key"], expect: 2)
         _ = try kcar(["add", "v.kcv", "%/a/b", "--value-file", "-", "--key-file", "k.key"], expect: 2)
         // git setup in a repository holding a plaintext tree warns of it.
-        XCTAssertEqual(try runProcess("/usr/bin/env", ["git", "init", "-q"], env: ["HOME": dir + "/home"], cwd: dir).code, 0)
+        XCTAssertEqual(
+            try runProcess("/usr/bin/env", ["git", "init", "-q"], env: ["HOME": dir + "/home"], cwd: dir).code, 0)
         let setup = try kcar(["git", "setup"], expect: 0)
-        XCTAssertTrue(setup.err.contains("untracked file") && setup.err.contains("plain/svc/a") && setup.err.contains(".gitignore"), setup.err)
+        XCTAssertTrue(
+            setup.err.contains("untracked file") && setup.err.contains("plain/svc/a")
+                && setup.err.contains(".gitignore"), setup.err)
         XCTAssertFalse(setup.err.contains("v.kcv,"), setup.err)
     }
 
@@ -185,18 +220,23 @@ final class NewcomerTests: XCTestCase {
     /// key, `git checkout -m FILE` runs the merge again (issue 22, point 11).
     func testAFailedPullSaysHowToFinish() throws {
         let bin = (CLITests.binary as NSString).deletingLastPathComponent
-        let env = ["HOME": dir + "/home", "PATH": bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
-                   "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.com",
-                   "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@example.com", "KCAR_KEY_FILE": dir + "/k.key"]
+        let env = [
+            "HOME": dir + "/home", "PATH": bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
+            "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.com",
+            "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@example.com", "KCAR_KEY_FILE": dir + "/k.key"
+        ]
         @discardableResult
-        func sh(_ args: [String], in cwd: String, env e: [String: String]? = nil, stdin: String? = nil) throws -> ProcessResult {
+        func sh(_ args: [String], in cwd: String, env e: [String: String]? = nil, stdin: String? = nil) throws
+            -> ProcessResult
+        {
             let r = try runProcess("/usr/bin/env", args, stdin: stdin.map { Data($0.utf8) }, env: e ?? env, cwd: cwd)
             return r
         }
         _ = try kcar(["keygen", "k.key"], expect: 0)
         try sh(["git", "init", "-q", "--bare", "o.git"], in: dir)
         try sh(["git", "clone", "-q", "o.git", "a"], in: dir)
-        let a = dir + "/a", b = dir + "/b"
+        let a = dir + "/a"
+        let b = dir + "/b"
         try sh(["kcar", "pack", "v.kcv", "../plain", "-q", "--key-file", dir + "/k.key"], in: a)
         try sh(["kcar", "git", "setup"], in: a)
         try sh(["git", "add", "."], in: a)
@@ -212,8 +252,9 @@ final class NewcomerTests: XCTestCase {
         var noKey = env
         noKey["KCAR_KEY_FILE"] = nil
         let pull = try sh(["git", "pull", "-q", "--no-rebase", "origin", "HEAD"], in: a, env: noKey)
-        XCTAssertTrue(pull.err.contains("merge of v.kcv (git's merge driver, kcar merge)")
-                      && pull.err.contains("`git checkout -m v.kcv` runs this merge again"), pull.err)
+        XCTAssertTrue(
+            pull.err.contains("merge of v.kcv (git's merge driver, kcar merge)")
+                && pull.err.contains("`git checkout -m v.kcv` runs this merge again"), pull.err)
         let again = try sh(["git", "checkout", "-m", "v.kcv"], in: a)
         XCTAssertTrue(again.err.contains("kcar merge: v.kcv: 1 item taken from THEIRS"), again.err)
         try sh(["git", "add", "v.kcv"], in: a)

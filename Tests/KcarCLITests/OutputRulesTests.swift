@@ -31,7 +31,8 @@ extension KeychainCLITests {
         XCTAssertEqual(refused.code, 2)
         XCTAssertTrue(refused.out.contains("refusing to write genp, service bin to a terminal"), refused.out)
         XCTAssertEqual(try onTerminal(["get", "--service", "bin", "--force"]).code, 0)
-        XCTAssertEqual(try kcar(["get", "--service", "bin"]).data, try Data(contentsOf: URL(fileURLWithPath: dir + "/bin")))
+        XCTAssertEqual(
+            try kcar(["get", "--service", "bin"]).data, try Data(contentsOf: URL(fileURLWithPath: dir + "/bin")))
 
         // The rule is on the help pages.
         XCTAssertTrue(try kcar(["help", "add"]).out.contains("--keep-newline"))

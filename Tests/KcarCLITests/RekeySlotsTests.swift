@@ -77,7 +77,8 @@ extension KeychainCLITests {
         XCTAssertEqual(findRows(d.out), ["g2 genp api b"])
         XCTAssertTrue(d.err.contains("would delete 1 item (--dry-run"), d.err)
         try kcar(["delete", "--service", "nothing", "--dry-run"], expect: 6)
-        XCTAssertEqual(try [kc + "/g1.kcv", kc + "/g2.kcv"].map { try Data(contentsOf: URL(fileURLWithPath: $0)) }, vaults)
+        XCTAssertEqual(
+            try [kc + "/g1.kcv", kc + "/g2.kcv"].map { try Data(contentsOf: URL(fileURLWithPath: $0)) }, vaults)
 
         XCTAssertTrue(try kcar(["update", "--service", "api", "--set-label", "L"]).err.contains("updated 2 items"))
         XCTAssertTrue(try kcar(["delete", "--service", "api", "--account", "b"]).err.contains("deleted 1 item\n"))
@@ -87,7 +88,9 @@ extension KeychainCLITests {
         try kcar(["keygen", "k"])
         try kcar(["add", "--group", "personal", "--service", "api", "--account", "me"], stdin: "tok")
         // No --keychain: the keychain is KCAR_KEYCHAIN's, as for every keychain command.
-        XCTAssertTrue(try kcar(["pack", "out.kcv", "--group", "personal", "--key-file", "k"]).err.contains("packed 1 item into out.kcv"))
+        XCTAssertTrue(
+            try kcar(["pack", "out.kcv", "--group", "personal", "--key-file", "k"]).err.contains(
+                "packed 1 item into out.kcv"))
         XCTAssertEqual(try kcar(["extract", "out.kcv", "--stdout", "api/me", "--key-file", "k"]).out, "tok")
     }
 

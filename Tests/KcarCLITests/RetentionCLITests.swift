@@ -21,7 +21,8 @@ final class RetentionCLITests: XCTestCase {
 
     @discardableResult
     func kcar(_ args: [String], expect: Int32? = 0) throws -> ProcessResult {
-        let r = try runProcess(CLITests.binary, args, env: ["HOME": dir + "/home", "XDG_STATE_HOME": dir + "/state"], cwd: dir)
+        let r = try runProcess(
+            CLITests.binary, args, env: ["HOME": dir + "/home", "XDG_STATE_HOME": dir + "/state"], cwd: dir)
         if let expect { XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.out)\(r.err)") }
         return r
     }
@@ -84,11 +85,14 @@ final class RetentionCLITests: XCTestCase {
 
         for (account, seed) in [("one", UInt8(5)), ("two", 6)] {
             try write(account, seed: seed)
-            try kcar(["add", "--group", "g", "--service", "s", "--account", account, "--value-file", "src/svc/" + account])
+            try kcar([
+                "add", "--group", "g", "--service", "s", "--account", account, "--value-file", "src/svc/" + account
+            ])
         }
         try kcar(["update", "--group", "g", "--service", "s", "--account", "one", "--value-file", "src/svc/two"])
         try kcar(["delete", "--group", "g", "--service", "s", "--account", "one", "--purge"])
-        XCTAssertLessThan(try size("home/.local/share/kcar/g.kcv"), 2 * big, "one's two values have left the group's file")
+        XCTAssertLessThan(
+            try size("home/.local/share/kcar/g.kcv"), 2 * big, "one's two values have left the group's file")
         try kcar(["get", "--group", "g", "--service", "s", "--account", "two"])
         XCTAssertEqual(try kcar(["verify", "--group", "g"]).code, 0)
     }

@@ -32,12 +32,17 @@ final class ReviewCLITests: XCTestCase {
     /// trailer with item count 0xFFFFFFFF makes the reader allocate storage for 4.3 billion items: the process
     /// dies instead of reporting a damaged index (exit 4).
     func testReviewHugeTrailerItemCountIsADamagedIndexNotACrash() throws {
-        var v = try CraftedVault(keyFile: Recipes.keyFile, group: "g", random: DeterministicRandom(seed: Recipes.seed(80)))
-        let itemID = [UInt8](repeating: 0xA1, count: 16), recordID = [UInt8](repeating: 0xB1, count: 16)
-        let rec = v.appendRecord(id: recordID, blocks: [.stored(CraftedVault.recordPlaintext([(itemID, [7])]), index: 0, last: true)])
-        let entry = CraftedVault.entry(strings: [("acct", "a"), ("svce", "s")], size: 1, recordID: recordID, offset: rec.0, length: rec.1)
+        var v = try CraftedVault(
+            keyFile: Recipes.keyFile, group: "g", random: DeterministicRandom(seed: Recipes.seed(80)))
+        let itemID = [UInt8](repeating: 0xA1, count: 16)
+        let recordID = [UInt8](repeating: 0xB1, count: 16)
+        let rec = v.appendRecord(
+            id: recordID, blocks: [.stored(CraftedVault.recordPlaintext([(itemID, [7])]), index: 0, last: true)])
+        let entry = CraftedVault.entry(
+            strings: [("acct", "a"), ("svce", "s")], size: 1, recordID: recordID, offset: rec.0, length: rec.1)
         let idx = v.appendIndex(CraftedVault.indexPlaintext([(1, itemID, entry)]), generation: 1)
-        v.appendTrailer(generation: 1, commitStart: 0, index: idx, previous: nil, itemCount: .max, checkpoint: true, chain: 0)
+        v.appendTrailer(
+            generation: 1, commitStart: 0, index: idx, previous: nil, itemCount: .max, checkpoint: true, chain: 0)
         let path = dir + "/count.kcv"
         XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(v.bytes)))
         let r = try run(["list", path, "--key-file", keyFile])
@@ -63,8 +68,9 @@ final class ReviewCLITests: XCTestCase {
         let r = try run(["extract", path, "-C", out, "--key-file", keyFile])
         XCTAssertFalse(r.signalled)
         if r.code != 0 {
-            XCTAssertFalse(FileManager.default.fileExists(atPath: out + "/svc/token"),
-                           "exit \(r.code) after writing svc/token: \(r.err)")
+            XCTAssertFalse(
+                FileManager.default.fileExists(atPath: out + "/svc/token"),
+                "exit \(r.code) after writing svc/token: \(r.err)")
         }
     }
 

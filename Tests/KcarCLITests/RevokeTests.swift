@@ -14,7 +14,8 @@ final class RevokeTests: XCTestCase {
         try Data(Recipes.keyFile).write(to: URL(fileURLWithPath: dir + "/k1"))
         try Data((0..<32).map { UInt8($0) ^ 0x5A }).write(to: URL(fileURLWithPath: dir + "/k2"))
         try Data("correct horse".utf8).write(to: URL(fileURLWithPath: dir + "/p"))
-        try Vault.create(path: dir + "/v.kcv", group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))]) { tx in
+        try Vault.create(path: dir + "/v.kcv", group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))]) {
+            tx in
             var a = Attributes()
             a[AttributeName.service] = .string("s")
             a[AttributeName.account] = .string("a")
@@ -25,7 +26,8 @@ final class RevokeTests: XCTestCase {
     override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
 
     @discardableResult
-    func kcar(_ args: [String], expect: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws -> KcarRun {
+    func kcar(_ args: [String], expect: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws -> KcarRun
+    {
         let r = try runKcar(args, in: dir)
         XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
         return r
@@ -49,7 +51,8 @@ final class RevokeTests: XCTestCase {
         try kcar(["list", "v.kcv", "--key-file", "k2"], expect: 3)
         try splice(oldHeaderOf: old)
         // What plain removal does not do (documented): the old header still opens the file with the removed key.
-        XCTAssertTrue(try kcar(["extract", "spliced.kcv", "--key-file", "k2", "--stdout", "s/a"]).output.contains("secret"))
+        XCTAssertTrue(
+            try kcar(["extract", "spliced.kcv", "--key-file", "k2", "--stdout", "s/a"]).output.contains("secret"))
     }
 
     func testRevokeRekeysSoAnOldHeaderOpensNothing() throws {
@@ -68,7 +71,10 @@ final class RevokeTests: XCTestCase {
     /// given again (a key file that opens it is recognised).
     func testRevokeRefusesToDropASlotItCannotCarry() throws {
         try kcar(["passwd", "v.kcv", "--key-file", "k1", "--add-key-file", "k2"])
-        try kcar(["passwd", "v.kcv", "--key-file", "k1", "--add-passphrase", "--new-passphrase-file", "p", "--kdf-memory", "8", "--kdf-passes", "1"])
+        try kcar([
+            "passwd", "v.kcv", "--key-file", "k1", "--add-passphrase", "--new-passphrase-file", "p", "--kdf-memory",
+            "8", "--kdf-passes", "1"
+        ])
         let before = try vault
         let r = try kcar(["passwd", "v.kcv", "--key-file", "k1", "--remove-slot", "1", "--revoke"], expect: 2)
         XCTAssertTrue(r.err.contains("slot 2 (passphrase)"), r.err)
@@ -91,9 +97,14 @@ final class RevokeTests: XCTestCase {
         try kcar(["list", "spliced.kcv", "--passphrase-file", "p1"])  // plain change: the old header still opens it
         let before = try vault
         // Without other slots to keep it is `passwd --revoke`; here slot 0 (k1) stays, so the change is spelled out.
-        let r = try kcar(["passwd", "v.kcv", "--passphrase-file", "p2", "--new-passphrase-file", "p1", "--revoke"] + kdf, expect: 2)
+        let r = try kcar(
+            ["passwd", "v.kcv", "--passphrase-file", "p2", "--new-passphrase-file", "p1", "--revoke"] + kdf, expect: 2)
         XCTAssertTrue(r.err.contains("slot 0 (key file)"), r.err)
-        try kcar(["passwd", "v.kcv", "--key-file", "k1", "--remove-slot", "1", "--add-passphrase", "--new-passphrase-file", "p1", "--revoke"] + kdf)
+        try kcar(
+            [
+                "passwd", "v.kcv", "--key-file", "k1", "--remove-slot", "1", "--add-passphrase",
+                "--new-passphrase-file", "p1", "--revoke"
+            ] + kdf)
         try kcar(["list", "v.kcv", "--passphrase-file", "p1"])
         try kcar(["list", "v.kcv", "--key-file", "k1"])
         try splice(oldHeaderOf: before)

@@ -10,8 +10,10 @@ struct ProcessResult {
 
 /// Runs `executable` with `args` in `cwd`, feeding `stdin`; KCAR_PASSPHRASE is removed from the environment
 /// unless `env` sets it.
-func runProcess(_ executable: String, _ args: [String], stdin: Data? = nil, env: [String: String] = [:],
-                cwd: String, prefix: [String] = []) throws -> ProcessResult {
+func runProcess(
+    _ executable: String, _ args: [String], stdin: Data? = nil, env: [String: String] = [:],
+    cwd: String, prefix: [String] = []
+) throws -> ProcessResult {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: prefix.first ?? executable)
     p.arguments = prefix.isEmpty ? args : Array(prefix.dropFirst()) + [executable] + args
@@ -20,7 +22,9 @@ func runProcess(_ executable: String, _ args: [String], stdin: Data? = nil, env:
     environment["KCAR_PASSPHRASE"] = nil
     for (k, v) in env { environment[k] = v }
     p.environment = environment
-    let out = Pipe(), err = Pipe(), input = Pipe()
+    let out = Pipe()
+    let err = Pipe()
+    let input = Pipe()
     p.standardOutput = out
     p.standardError = err
     p.standardInput = input
@@ -38,7 +42,9 @@ func runProcess(_ executable: String, _ args: [String], stdin: Data? = nil, env:
     done.wait()
     let e = box.data
     p.waitUntilExit()
-    return ProcessResult(code: p.terminationStatus, out: String(decoding: o, as: UTF8.self), err: String(decoding: e, as: UTF8.self), data: o)
+    return ProcessResult(
+        code: p.terminationStatus, out: String(decoding: o, as: UTF8.self), err: String(decoding: e, as: UTF8.self),
+        data: o)
 }
 
 /// Standard error, read on another thread (handed over through the semaphore).

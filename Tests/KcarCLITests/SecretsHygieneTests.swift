@@ -31,9 +31,11 @@ final class SecretsHygieneTests: XCTestCase {
     func spellings(_ secret: [UInt8]) -> [[UInt8]] {
         let hex = secret.map { String(format: "%02x", $0) }.joined()
         let base64 = Data(secret).base64EncodedString()
-        var out = [secret, Array(hex.utf8), Array(hex.uppercased().utf8), Array(base64.utf8),
-                   Array(base64.trimmingCharacters(in: ["="]).utf8),
-                   Array(base64.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").utf8)]
+        var out = [
+            secret, Array(hex.utf8), Array(hex.uppercased().utf8), Array(base64.utf8),
+            Array(base64.trimmingCharacters(in: ["="]).utf8),
+            Array(base64.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").utf8)
+        ]
         // Parts of it: the first and last 12 bytes (raw and hex).
         for part in [Array(secret.prefix(12)), Array(secret.suffix(12))] {
             out.append(part)
@@ -60,11 +62,14 @@ final class SecretsHygieneTests: XCTestCase {
     }
 
     @discardableResult
-    func kcar(_ args: [String], expect: Int32, stdin: Data? = nil, env: [String: String] = [:],
-              file: StaticString = #filePath, line: UInt = #line) throws -> KcarRun {
+    func kcar(
+        _ args: [String], expect: Int32, stdin: Data? = nil, env: [String: String] = [:],
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> KcarRun {
         let r = try runKcar(args, in: dir, stdin: stdin, env: env)
         XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
-        XCTAssertFalse(r.output.isEmpty && expect != 0, "kcar \(args.joined(separator: " ")) says nothing", file: file, line: line)
+        XCTAssertFalse(
+            r.output.isEmpty && expect != 0, "kcar \(args.joined(separator: " ")) says nothing", file: file, line: line)
         assertNoSecret(r, "kcar \(args.joined(separator: " "))", file: file, line: line)
         return r
     }
@@ -73,7 +78,11 @@ final class SecretsHygieneTests: XCTestCase {
         let fixtures = CLITests.repo.appendingPathComponent("Fixtures").path
         // v.kcv opens with the key file and the passphrase; other.kcv with neither (the fixtures' key).
         try kcar(["pack", "v.kcv", "src", "--key-file", "secret.key", "--passphrase-file", "pass.txt"] + kdf, expect: 0)
-        try kcar(["pack", "other.kcv", "src", "--key-file", "\(fixtures)/keys/keyfile.key", "--passphrase-file", "other-pass.txt"] + kdf, expect: 0)
+        try kcar(
+            [
+                "pack", "other.kcv", "src", "--key-file", "\(fixtures)/keys/keyfile.key", "--passphrase-file",
+                "other-pass.txt"
+            ] + kdf, expect: 0)
         try kcar(["list", "v.kcv", "--key-file", "secret.key"], expect: 0)
         try kcar(["info", "v.kcv", "--key-file", "secret.key", "--json"], expect: 0)
         try kcar(["verify", "v.kcv", "--passphrase-file", "pass.txt", "--json"], expect: 0)
@@ -104,7 +113,9 @@ final class SecretsHygieneTests: XCTestCase {
             let r = try runKcar(["verify", "cut.kcv", "--key-file", "secret.key"], in: dir)
             XCTAssertTrue([4, 5].contains(r.code), "cut at \(cut): \(r.code) \(r.err)")
             assertNoSecret(r, "verify of a vault cut at \(cut)")
-            assertNoSecret(try runKcar(["list", "cut.kcv", "--passphrase-file", "pass.txt"], in: dir), "list of a vault cut at \(cut)")
+            assertNoSecret(
+                try runKcar(["list", "cut.kcv", "--passphrase-file", "pass.txt"], in: dir),
+                "list of a vault cut at \(cut)")
         }
 
         // Missing files.
@@ -131,21 +142,27 @@ final class SecretsHygieneTests: XCTestCase {
     /// A secret mistakenly typed as an option's value is not echoed in the usage error.
     func testASecretOnTheCommandLineIsRefusedAndNotEchoed() throws {
         try kcar(["pack", "v.kcv", "src", "--key-file", "secret.key"], expect: 0)
-        for args in [["--passphrase", passphrase], ["--passphrase=" + passphrase], ["--password", passphrase],
-                     ["--key", passphrase], ["-p" + passphrase], ["-P" + passphrase]] {
+        for args in [
+            ["--passphrase", passphrase], ["--passphrase=" + passphrase], ["--password", passphrase],
+            ["--key", passphrase], ["-p" + passphrase], ["-P" + passphrase]
+        ] {
             try kcar(["list", "v.kcv"] + args, expect: 2)
         }
         // Every option that carries a secret names a file or a descriptor.
         var options = Set<String>()
-        for command in ["pack", "list", "extract", "verify", "info", "keygen", "passwd", "rekey", "compact", "recover", "archive",
-                        "init", "add", "get", "find", "update", "delete", "groups", "import"] {
+        for command in [
+            "pack", "list", "extract", "verify", "info", "keygen", "passwd", "rekey", "compact", "recover", "archive",
+            "init", "add", "get", "find", "update", "delete", "groups", "import"
+        ] {
             let help = try kcar([command, "--help"], expect: 0)
             let text = String(decoding: help.out, as: UTF8.self)
             for m in text.matches(of: /--[a-z0-9-]+/) { options.insert(String(m.output)) }
         }
         let secretish = options.filter { ["passphrase", "password", "key", "secret"].contains(where: $0.contains) }
-        XCTAssertEqual(secretish.filter { !$0.hasSuffix("-file") && !$0.hasSuffix("-fd") }.sorted(),
-                       ["--add-passphrase", "--keychain", "--no-key", "--nskeyed"], "flags that take no value, --keychain DIR and --nskeyed FILE")
+        XCTAssertEqual(
+            secretish.filter { !$0.hasSuffix("-file") && !$0.hasSuffix("-fd") }.sorted(),
+            ["--add-passphrase", "--keychain", "--no-key", "--nskeyed"],
+            "flags that take no value, --keychain DIR and --nskeyed FILE")
         XCTAssertTrue(secretish.contains("--passphrase-fd"))
     }
 
@@ -163,7 +180,8 @@ final class SecretsHygieneTests: XCTestCase {
         var env = ProcessInfo.processInfo.environment
         env["KCAR_PASSPHRASE"] = passphrase
         p.environment = env
-        let input = Pipe(), err = Pipe()
+        let input = Pipe()
+        let err = Pipe()
         p.standardInput = input
         p.standardOutput = FileHandle.nullDevice
         p.standardError = err
@@ -193,13 +211,17 @@ final class SecretsHygieneTests: XCTestCase {
     func testFullDiskErrorsNeverPrintTheSecret() throws {
         let m = try scratchMount(at: dir + "/mnt", size: "256k")
         try Data(Recipes.noise(600_000, seed: 1)).write(to: URL(fileURLWithPath: dir + "/src/svc/big"))
-        try kcar(["pack", "mnt/v.kcv", "src", "--key-file", "secret.key", "--passphrase-file", "pass.txt"] + kdf, expect: 8)
+        try kcar(
+            ["pack", "mnt/v.kcv", "src", "--key-file", "secret.key", "--passphrase-file", "pass.txt"] + kdf, expect: 8)
         try FileManager.default.removeItem(atPath: dir + "/src/svc/big")
-        try kcar(["pack", "mnt/v.kcv", "src", "--key-file", "secret.key", "--passphrase-file", "pass.txt"] + kdf, expect: 0)
+        try kcar(
+            ["pack", "mnt/v.kcv", "src", "--key-file", "secret.key", "--passphrase-file", "pass.txt"] + kdf, expect: 0)
         m.fill("filler")
         // Both secrets: rekey keeps both slots (issue 13, item 8), so it reaches the full disk.
         try kcar(["rekey", "mnt/v.kcv", "--passphrase-file", "pass.txt", "--key-file", "secret.key"], expect: 8)
-        try kcar(["passwd", "mnt/v.kcv", "--passphrase-file", "pass.txt", "--new-passphrase-file", "other-pass.txt"] + kdf, expect: 8)
+        try kcar(
+            ["passwd", "mnt/v.kcv", "--passphrase-file", "pass.txt", "--new-passphrase-file", "other-pass.txt"] + kdf,
+            expect: 8)
         try kcar(["compact", "mnt/v.kcv", "--key-file", "secret.key"], expect: 8)
     }
 }

@@ -13,7 +13,9 @@ final class SharedKeychainCLITests: XCTestCase {
     let victim: uid_t = 64_101, mallory: uid_t = 64_102
 
     override func setUpWithError() throws {
-        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), let gid = getgrnam(team.0)?.pointee.gr_gid else {
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+            let gid = getgrnam(team.0)?.pointee.gr_gid
+        else {
             throw XCTSkip("needs root, setpriv and group users to run kcar as two members of one Unix group")
         }
         team.1 = gid
@@ -32,12 +34,19 @@ final class SharedKeychainCLITests: XCTestCase {
 
     /// Runs kcar as root (the folder's owner), or as `uid` (a member of T, with its own state folder).
     @discardableResult
-    func kcar(_ args: [String], as uid: uid_t? = nil, stdin: String? = nil, keychain: String? = nil, expect: Int32? = 0,
-              file: StaticString = #filePath, line: UInt = #line) throws -> ProcessResult {
-        var env = ["KCAR_KEYCHAIN": keychain ?? kc, "KCAR_ACCESS_GROUPS": "", "XDG_STATE_HOME": dir + "/state-\(uid ?? 0)"]
+    func kcar(
+        _ args: [String], as uid: uid_t? = nil, stdin: String? = nil, keychain: String? = nil, expect: Int32? = 0,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> ProcessResult {
+        var env = [
+            "KCAR_KEYCHAIN": keychain ?? kc, "KCAR_ACCESS_GROUPS": "", "XDG_STATE_HOME": dir + "/state-\(uid ?? 0)"
+        ]
         env["HOME"] = dir
-        let r = try runProcess(CLITests.binary, args, stdin: stdin.map { Data($0.utf8) }, env: env, cwd: dir, prefix: member(uid))
-        if let expect { XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line) }
+        let r = try runProcess(
+            CLITests.binary, args, stdin: stdin.map { Data($0.utf8) }, env: env, cwd: dir, prefix: member(uid))
+        if let expect {
+            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
+        }
         return r
     }
 
@@ -52,7 +61,9 @@ final class SharedKeychainCLITests: XCTestCase {
         return ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--groups=\(team.1)"]
     }
 
-    func mode(_ path: String) -> Int { ((try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions]) as? Int) ?? -1 }
+    func mode(_ path: String) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions]) as? Int) ?? -1
+    }
 
     /// V's group `g` made private as SPEC.md §K1.2 says: every file of it 0600.
     func makePrivateGroup(_ g: String) throws {
@@ -100,13 +111,17 @@ final class SharedKeychainCLITests: XCTestCase {
         }
         // M's own group of the same name, made in M's own keychain and moved in (key, vault and the record
         // that goes with them), its key readable by T.
-        let mine = dir + "/state-\(mallory)/own", mineKey = dir + "/state-\(mallory)/m.key"
+        let mine = dir + "/state-\(mallory)/own"
+        let mineKey = dir + "/state-\(mallory)/m.key"
         try kcar(["add", "--group", "g", "--service", "decoy"], as: mallory, stdin: "decoy", keychain: mine)
         XCTAssertEqual(try shell("/bin/cp", ["\(mine)/g.key", mineKey], as: mallory).code, 0)
-        XCTAssertEqual(try shell("/bin/chgrp", [team.0, "\(mine)/g.key", "\(mine)/g.kcv", "\(mine)/g.seen"], as: mallory).code, 0)
+        XCTAssertEqual(
+            try shell("/bin/chgrp", [team.0, "\(mine)/g.key", "\(mine)/g.kcv", "\(mine)/g.seen"], as: mallory).code, 0)
         XCTAssertEqual(try shell("/bin/chmod", ["640", "\(mine)/g.key"], as: mallory).code, 0)
         XCTAssertEqual(try shell("/bin/chmod", ["660", "\(mine)/g.kcv", "\(mine)/g.seen"], as: mallory).code, 0)
-        for f in ["g.key", "g.kcv", "g.seen"] { XCTAssertEqual(try shell("/bin/mv", ["\(mine)/\(f)", "\(kc)/\(f)"], as: mallory).code, 0) }
+        for f in ["g.key", "g.kcv", "g.seen"] {
+            XCTAssertEqual(try shell("/bin/mv", ["\(mine)/\(f)", "\(kc)/\(f)"], as: mallory).code, 0)
+        }
 
         let refused = try kcar(["add", "--group", "g", "--service", "s2"], as: victim, stdin: "secret2", expect: 15)
         XCTAssertTrue(refused.err.contains("chmod +t \(kc)"), refused.err)
@@ -171,8 +186,9 @@ final class SharedKeychainCLITests: XCTestCase {
         try kcar(["add", "--group", "team", "--service", "b"], as: victim, stdin: "b")
         try kcar(["add", "--group", "team", "--service", "c"], as: victim, stdin: "c")
         let seen = [UInt8](try Data(contentsOf: URL(fileURLWithPath: kc + "/team.seen")))
-        XCTAssertEqual((0..<8).reduce(UInt64(0)) { $0 | UInt64(seen[28 + $1]) << (8 * UInt64($1)) }, 4,
-                       "V's commits advance the record M's process wrote")
+        XCTAssertEqual(
+            (0..<8).reduce(UInt64(0)) { $0 | UInt64(seen[28 + $1]) << (8 * UInt64($1)) }, 4,
+            "V's commits advance the record M's process wrote")
         let refused = try kcar(["compact", "--group", "team"], as: victim, expect: 8)
         XCTAssertTrue(refused.err.contains("sticky"), refused.err)
         XCTAssertEqual(try kcar(["get", "--group", "team", "--service", "c"], as: mallory).out, "c")

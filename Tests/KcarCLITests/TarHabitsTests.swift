@@ -23,7 +23,8 @@ final class TarHabitsTests: XCTestCase {
     }
 
     @discardableResult
-    func kcar(_ args: [String], expect: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws -> KcarRun {
+    func kcar(_ args: [String], expect: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws -> KcarRun
+    {
         let r = try runKcar(args + ["--key-file", keyFile], in: dir)
         XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
         return r
@@ -37,11 +38,14 @@ final class TarHabitsTests: XCTestCase {
     }
 
     func link(_ path: String, to target: String) throws {
-        try fm.createDirectory(atPath: (dir + "/" + path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try fm.createDirectory(
+            atPath: (dir + "/" + path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try fm.createSymbolicLink(atPath: dir + "/" + path, withDestinationPath: target)
     }
 
-    func text(_ path: String) -> String? { fm.contents(atPath: dir + "/" + path).map { String(decoding: $0, as: UTF8.self) } }
+    func text(_ path: String) -> String? {
+        fm.contents(atPath: dir + "/" + path).map { String(decoding: $0, as: UTF8.self) }
+    }
 
     func mode(_ path: String) -> Int {
         var st = stat()
@@ -55,7 +59,9 @@ final class TarHabitsTests: XCTestCase {
 
     /// A vault `v.kcv` of (service, account, attributes beyond those two, value) made with the library, as an
     /// attacker would make one.
-    func vault(_ items: [(String, String, [String: AttributeValue], [UInt8])]) throws { try keyFileVault(dir + "/v.kcv", items) }
+    func vault(_ items: [(String, String, [String: AttributeValue], [UInt8])]) throws {
+        try keyFileVault(dir + "/v.kcv", items)
+    }
 
     func names(_ vault: String = "v.kcv") throws -> [String] {
         let list = try kcar(["list", vault, "--json"])
@@ -64,7 +70,8 @@ final class TarHabitsTests: XCTestCase {
 
     /// Nothing was created beside the output folders: `outside` is as setUp left it.
     func assertNothingOutside(file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertEqual(regularFiles(dir + "/outside"), ["file": Array("outside, untouched".utf8)], file: file, line: line)
+        XCTAssertEqual(
+            regularFiles(dir + "/outside"), ["file": Array("outside, untouched".utf8)], file: file, line: line)
     }
 
     // MARK: Symbolic links
@@ -78,9 +85,13 @@ final class TarHabitsTests: XCTestCase {
         try link("src/svc/absolute", to: dir + "/outside/file")
         try link("src/svc/climbs", to: "../../outside/file")
         let pack = try kcar(["pack", "v.kcv", "src", "-v"])
-        XCTAssertEqual(pack.stdout, "svc/a\nsvc/absolute\nsvc/climbs\nsvc/dangling\nsvc/sub/b\nsvc/sub/to-sub\nsvc/to-a\n")
+        XCTAssertEqual(
+            pack.stdout, "svc/a\nsvc/absolute\nsvc/climbs\nsvc/dangling\nsvc/sub/b\nsvc/sub/to-sub\nsvc/to-a\n")
         let list = try kcar(["list", "v.kcv"]).stdout
-        for line in ["svc/to-a -> a", "svc/sub/to-sub -> ../sub", "svc/dangling -> nothing-here", "svc/absolute -> \(dir!)/outside/file"] {
+        for line in [
+            "svc/to-a -> a", "svc/sub/to-sub -> ../sub", "svc/dangling -> nothing-here",
+            "svc/absolute -> \(dir!)/outside/file"
+        ] {
             XCTAssertTrue(list.contains(line), list)
         }
         let json = try JSONSerialization.jsonObject(with: try kcar(["list", "v.kcv", "--json"]).out) as! [[String: Any]]
@@ -92,7 +103,8 @@ final class TarHabitsTests: XCTestCase {
         // The links inside the folder are made (after the files); the two that lead out are named and skipped (exit 9).
         let x = try kcar(["extract", "v.kcv", "-C", "out", "-v"], expect: 9)
         XCTAssertEqual(x.stdout, "svc/a\nsvc/sub/b\nsvc/dangling\nsvc/sub/to-sub\nsvc/to-a\n")
-        XCTAssertTrue(x.err.contains("skipped svc/absolute -> \(dir!)/outside/file: the link would lead out of out"), x.err)
+        XCTAssertTrue(
+            x.err.contains("skipped svc/absolute -> \(dir!)/outside/file: the link would lead out of out"), x.err)
         XCTAssertTrue(x.err.contains("skipped svc/climbs -> ../../outside/file"), x.err)
         XCTAssertEqual(target("out/svc/to-a"), "a")
         XCTAssertEqual(target("out/svc/sub/to-sub"), "../sub")
@@ -129,7 +141,8 @@ final class TarHabitsTests: XCTestCase {
         try link("src/svc/loop", to: "..")
         try link("src/svc/dir2", to: "dir")  // the same folder again: listed once, however many links lead to it
         let r = try kcar(["pack", "w.kcv", "src", "-h"], expect: 9)
-        XCTAssertTrue(r.err.contains("src/svc/dir2: a symbolic link to a folder already packed through another path"), r.err)
+        XCTAssertTrue(
+            r.err.contains("src/svc/dir2: a symbolic link to a folder already packed through another path"), r.err)
         XCTAssertTrue(r.err.contains("src/svc/gone: a symbolic link to nothing"), r.err)
         XCTAssertTrue(r.err.contains("src/svc/loop: a symbolic link to a folder above it"), r.err)
         XCTAssertEqual(try names("w.kcv"), ["svc/a", "svc/dir/inner/x", "svc/to-a"])
@@ -145,9 +158,11 @@ final class TarHabitsTests: XCTestCase {
         // A link and a file below it: refused before anything is written (exit 7), whichever comes first, for a
         // link to outside (made only with --unsafe-links) as for one inside.
         for order in [false, true] {
-            for (target, flags) in [(dir + "/outside", ["--unsafe-links"]), (dir + "/outside", ["--unsafe-links", "--force"]), (".", [])] {
+            for (target, flags) in [
+                (dir + "/outside", ["--unsafe-links"]), (dir + "/outside", ["--unsafe-links", "--force"]), (".", [])
+            ] {
                 var items: [(String, String, [String: AttributeValue], [UInt8])] = [
-                    ("svc", "a", [link: .string(target)], []), ("svc", "a/file", [:], Array("owned".utf8)),
+                    ("svc", "a", [link: .string(target)], []), ("svc", "a/file", [:], Array("owned".utf8))
                 ]
                 if order { items.reverse() }
                 try vault(items)
@@ -164,7 +179,7 @@ final class TarHabitsTests: XCTestCase {
             ("svc", "deep/climb", [link: .string("../../..")], []),
             ("svc", "deep/ok", [link: .string("../../svc/./up")], []),
             ("svc", "abs", [link: .string("/etc")], []),
-            ("svc", "zfile", [:], Array("fine".utf8)),
+            ("svc", "zfile", [:], Array("fine".utf8))
         ])
         let r = try kcar(["extract", "v.kcv", "-C", "out"], expect: 9)
         for name in ["svc/through -> up/../outside", "svc/deep/climb -> ../../..", "svc/abs -> /etc"] {
@@ -185,7 +200,7 @@ final class TarHabitsTests: XCTestCase {
             ("svc", "f", [folder: .bool(false)], []),
             ("svc", "both", [folder: .bool(true), link: .string("x")], []),
             ("svc", "nul", [link: .string("a\u{0}b")], []),
-            ("svc", "ok", [:], [2]),
+            ("svc", "ok", [:], [2])
         ])
         let bad = try kcar(["extract", "v.kcv", "-C", "bad"], expect: 9)
         XCTAssertEqual(bad.err.components(separatedBy: "(SPEC.md §7.1)").count - 1, 5, bad.err)
@@ -209,15 +224,20 @@ final class TarHabitsTests: XCTestCase {
         }
         XCTAssertTrue(long.hasPrefix("MODE        SIZE  MODIFIED (UTC)        NAME\n"), long)
         let json = try JSONSerialization.jsonObject(with: try kcar(["list", "v.kcv", "--json"]).out) as! [[String: Any]]
-        XCTAssertEqual(Dictionary(uniqueKeysWithValues: json.map { ($0["name"] as! String, $0["mode"] as! String) }),
-                       ["svc/empty/": "0750", "svc/open": "0777", "svc/run": "0755", "svc/setuid": "0755", "svc/shared": "0640"])
+        XCTAssertEqual(
+            Dictionary(uniqueKeysWithValues: json.map { ($0["name"] as! String, $0["mode"] as! String) }),
+            ["svc/empty/": "0750", "svc/open": "0777", "svc/run": "0755", "svc/setuid": "0755", "svc/shared": "0640"])
         // By default: 0600, 0700 for what its owner could run, folders 0700.
         try kcar(["extract", "v.kcv", "-C", "out"])
-        XCTAssertEqual(["run", "shared", "open", "setuid", "empty"].map { mode("out/svc/" + $0) }, [0o700, 0o600, 0o700, 0o700, 0o700])
+        XCTAssertEqual(
+            ["run", "shared", "open", "setuid", "empty"].map { mode("out/svc/" + $0) },
+            [0o700, 0o600, 0o700, 0o700, 0o700])
         // -p: the stored bits exactly, whatever the umask; never setuid.
         for flag in ["-p", "--preserve-permissions"] {
             try kcar(["extract", "v.kcv", "-C", "p" + flag, flag])
-            XCTAssertEqual(["run", "shared", "open", "setuid", "empty"].map { mode("p\(flag)/svc/" + $0) }, [0o755, 0o640, 0o777, 0o755, 0o750])
+            XCTAssertEqual(
+                ["run", "shared", "open", "setuid", "empty"].map { mode("p\(flag)/svc/" + $0) },
+                [0o755, 0o640, 0o777, 0o755, 0o750])
         }
     }
 
@@ -247,12 +267,17 @@ final class TarHabitsTests: XCTestCase {
     /// A vault packed before kinds and modes were (the golden fixture): listed and extracted exactly as before.
     func testOlderVaultsListAndExtractAsBefore() throws {
         let fixture = CLITests.repo.appendingPathComponent("Fixtures/vault/one-item.kcv").path
-        XCTAssertEqual(try kcar(["list", fixture]).stdout, "SIZE  MODIFIED (UTC)        NAME\n   7  2026-01-01T00:00:00Z  example.com/alice\n")
-        XCTAssertEqual(String(decoding: try kcar(["list", fixture, "--json"]).out, as: UTF8.self),
-                       "[{\"id\": \"aab454576b7c5833eb0bf982a1bb4587\", \"class\": \"genp\", \"service\": \"example.com\", \"account\": \"alice\", "
-                       + "\"name\": \"example.com/alice\", \"size\": 7, \"modified\": \"2026-01-01T00:00:00Z\", \"attributes\": {\"acct\": "
-                       + "\"alice\", \"mdat\": {\"$date\": \"2026-01-01T00:00:00Z\"}, \"svce\": \"example.com\"}}]\n")
-        XCTAssertTrue(try kcar(["list", fixture, "-l"]).stdout.contains("-?????????     7  2026-01-01T00:00:00Z  example.com/alice"))
+        XCTAssertEqual(
+            try kcar(["list", fixture]).stdout,
+            "SIZE  MODIFIED (UTC)        NAME\n   7  2026-01-01T00:00:00Z  example.com/alice\n")
+        XCTAssertEqual(
+            String(decoding: try kcar(["list", fixture, "--json"]).out, as: UTF8.self),
+            "[{\"id\": \"aab454576b7c5833eb0bf982a1bb4587\", \"class\": \"genp\", \"service\": \"example.com\", \"account\": \"alice\", "
+                + "\"name\": \"example.com/alice\", \"size\": 7, \"modified\": \"2026-01-01T00:00:00Z\", \"attributes\": {\"acct\": "
+                + "\"alice\", \"mdat\": {\"$date\": \"2026-01-01T00:00:00Z\"}, \"svce\": \"example.com\"}}]\n")
+        XCTAssertTrue(
+            try kcar(["list", fixture, "-l"]).stdout.contains(
+                "-?????????     7  2026-01-01T00:00:00Z  example.com/alice"))
         for flag in [[], ["-p"]] {
             try kcar(["extract", fixture, "-C", "out\(flag.count)"] + flag)
             XCTAssertEqual(mode("out\(flag.count)/example.com/alice"), 0o600)
@@ -293,14 +318,16 @@ final class TarHabitsTests: XCTestCase {
             (["add", "nothing.kcv", "-C", "more", "svc"], 8, "nothing.kcv"),
             (["delete", "v.kcv", "svc/a", "no/such"], 6, "no item named no/such"),
             (["delete", "v.kcv"], 2, "name the items to delete"),
-            (["delete", "v.kcv", "svc/a", "--all"], 2, "--all is for the keychain's delete"),
+            (["delete", "v.kcv", "svc/a", "--all"], 2, "--all is for the keychain's delete")
         ]
         for (args, code, message) in refusals {
             let r = try kcar(args, expect: code)
             XCTAssertTrue(r.err.contains(message), "\(args): \(r.err)")
             XCTAssertTrue(bytes("v.kcv") == before, "\(args) changed the vault")
         }
-        XCTAssertTrue(try runKcar(["delete", "--service", "s", "--key-file", keyFile], in: dir).err.contains("--key-file is for `kcar delete VAULT"))
+        XCTAssertTrue(
+            try runKcar(["delete", "--service", "s", "--key-file", keyFile], in: dir).err.contains(
+                "--key-file is for `kcar delete VAULT"))
 
         // delete: items by name, a service or folder name for everything below it; --dry-run changes nothing.
         let dry = try kcar(["delete", "v.kcv", "other", "--dry-run"])

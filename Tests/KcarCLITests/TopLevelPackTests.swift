@@ -15,7 +15,9 @@ final class TopLevelPackTests: XCTestCase {
     override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
 
     @discardableResult
-    func kcar(_ args: [String], stdin: Data? = nil, expect: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws -> KcarRun {
+    func kcar(
+        _ args: [String], stdin: Data? = nil, expect: Int32 = 0, file: StaticString = #filePath, line: UInt = #line
+    ) throws -> KcarRun {
         let r = try runKcar(args, in: dir, stdin: stdin, env: ["HOME": dir + "/home"])
         XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)", file: file, line: line)
         return r
@@ -30,7 +32,8 @@ final class TopLevelPackTests: XCTestCase {
 
     func names(_ vault: String) throws -> [String] {
         let r = try kcar(["list", vault, "--json", "--key-file", "k.key"])
-        return (try JSONSerialization.jsonObject(with: r.out) as! [[String: Any]]).map { $0["name"] as! String }.sorted()
+        return (try JSONSerialization.jsonObject(with: r.out) as! [[String: Any]]).map { $0["name"] as! String }
+            .sorted()
     }
 
     /// Every entry below `root` (relative path) with its type, permission bits, and content or link target.
@@ -44,7 +47,9 @@ final class TopLevelPackTests: XCTestCase {
             switch a[.type] as? FileAttributeType {
             case .typeSymbolicLink?: out[rel] = "link " + (try fm.destinationOfSymbolicLink(atPath: path))
             case .typeDirectory?: out[rel] = "folder \(mode)"
-            default: out[rel] = "file \(mode) " + String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self)
+            default:
+                out[rel] =
+                    "file \(mode) " + String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self)
             }
         }
         return out
@@ -59,11 +64,14 @@ final class TopLevelPackTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: dir + "/plain/empty", withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: dir + "/plain/latest", withDestinationPath: "notes.txt")
         // A folder that holds items is no item of its own (SPEC.md §7.1): extract makes it 0700, so it is made so here.
-        for folder in ["plain/svc", "plain/svc/sub"] { try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: dir + "/" + folder) }
+        for folder in ["plain/svc", "plain/svc/sub"] {
+            try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: dir + "/" + folder)
+        }
         let packed = try kcar(["pack", "v.kcv", "plain", "--key-file", "k.key"])
         XCTAssertTrue(packed.err.contains("packed 7 items"), packed.err)
         // list names a top-level item by its name alone (its own path component encoding kept), tar tf's way.
-        XCTAssertEqual(try names("v.kcv"), ["%25odd name", "empty/", "latest", "notes.txt", "run.sh", "svc/a", "svc/sub/b"])
+        XCTAssertEqual(
+            try names("v.kcv"), ["%25odd name", "empty/", "latest", "notes.txt", "run.sh", "svc/a", "svc/sub/b"])
         let table = String(decoding: try kcar(["list", "v.kcv", "--key-file", "k.key"]).out, as: UTF8.self)
         XCTAssertTrue(table.contains(" notes.txt\n") && table.contains(" latest -> notes.txt\n"), table)
         // Into an empty folder, with the packed modes: the same tree, byte for byte, mode for mode.
@@ -72,8 +80,10 @@ final class TopLevelPackTests: XCTestCase {
         expected["%25odd name"] = expected.removeValue(forKey: "%odd name")  // `%` is written %25, as on every path
         XCTAssertEqual(try tree(dir + "/out"), expected)
         // A name without `/` selects the top-level item (and %/name too); --stdout reads it.
-        XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "notes.txt", "--key-file", "k.key"]).out, Data("notes\n".utf8))
-        XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "%/run.sh", "--key-file", "k.key"]).out, Data("#!/bin/sh\n".utf8))
+        XCTAssertEqual(
+            try kcar(["extract", "v.kcv", "--stdout", "notes.txt", "--key-file", "k.key"]).out, Data("notes\n".utf8))
+        XCTAssertEqual(
+            try kcar(["extract", "v.kcv", "--stdout", "%/run.sh", "--key-file", "k.key"]).out, Data("#!/bin/sh\n".utf8))
         try kcar(["extract", "v.kcv", "notes.txt", "-C", "one", "--key-file", "k.key"])
         XCTAssertEqual(try tree(dir + "/one"), ["notes.txt": "file 600 notes\n"])
     }
@@ -89,7 +99,8 @@ final class TopLevelPackTests: XCTestCase {
         XCTAssertEqual(try names("u.kcv"), ["k.key"])
         try FileManager.default.createSymbolicLink(atPath: dir + "/alias", withDestinationPath: "dir/token.txt")
         try kcar(["pack", "w.kcv", "alias", "--key-file", "k.key"])
-        XCTAssertEqual(try kcar(["extract", "w.kcv", "--stdout", "alias", "--key-file", "k.key"]).out, Data("s3cret".utf8))
+        XCTAssertEqual(
+            try kcar(["extract", "w.kcv", "--stdout", "alias", "--key-file", "k.key"]).out, Data("s3cret".utf8))
         // Neither a folder nor a regular file: refused (exit 8), nothing written.
         mkfifo(dir + "/fifo", 0o600)
         let fifo = try kcar(["pack", "f.kcv", "fifo", "--key-file", "k.key"], expect: 8)
@@ -101,12 +112,14 @@ final class TopLevelPackTests: XCTestCase {
         try write("plain/svc/a", "one")
         try kcar(["pack", "v.kcv", "plain", "--key-file", "k.key"])
         // A top-level item svc cannot be written where the service svc is a folder: refused, nothing changed.
-        let r = try kcar(["add", "v.kcv", "svc", "--value-file", "-", "--key-file", "k.key"], stdin: Data("x".utf8), expect: 7)
+        let r = try kcar(
+            ["add", "v.kcv", "svc", "--value-file", "-", "--key-file", "k.key"], stdin: Data("x".utf8), expect: 7)
         XCTAssertTrue(r.err.contains("needs as a folder"), r.err)
         // A top-level item's value given directly, with no plaintext file.
         try kcar(["add", "v.kcv", "api-token", "--value-file", "-", "--key-file", "k.key"], stdin: Data("tok\n".utf8))
         XCTAssertEqual(try names("v.kcv"), ["api-token", "svc/a"])
-        XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "api-token", "--key-file", "k.key"]).out, Data("tok".utf8))
+        XCTAssertEqual(
+            try kcar(["extract", "v.kcv", "--stdout", "api-token", "--key-file", "k.key"]).out, Data("tok".utf8))
     }
 
     func testAddWarnsAboutAPathTypedFromTheFolderAbove() throws {
@@ -117,8 +130,10 @@ final class TopLevelPackTests: XCTestCase {
         // Typed beside `secrets`, the folder v.kcv was packed from: added (service `secrets`), with a warning that
         // says what was likely meant.
         let wrong = try kcar(["add", "v.kcv", "secrets/x", "--key-file", "k.key"])
-        XCTAssertTrue(wrong.err.contains("kcar: warning: secrets/x makes a new service secrets, but secrets/ holds svc, which v.kcv already has"),
-                      wrong.err)
+        XCTAssertTrue(
+            wrong.err.contains(
+                "kcar: warning: secrets/x makes a new service secrets, but secrets/ holds svc, which v.kcv already has"),
+            wrong.err)
         XCTAssertTrue(wrong.err.contains("(kcar add v.kcv -C secrets x)"), wrong.err)
         XCTAssertEqual(try names("v.kcv"), ["secrets/x", "svc/a"])
         // The right form: a top-level item, no warning; nor for a new service that holds nothing the vault has.

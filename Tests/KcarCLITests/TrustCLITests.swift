@@ -19,7 +19,10 @@ final class TrustCLITests: XCTestCase {
 
     /// The test's own HOME and folders, and no key unless one is given (`KCAR_KEY_FILE` empty is none).
     var environment: [String: String] {
-        ["HOME": dir + "/home", "XDG_DATA_HOME": dir + "/data", "XDG_STATE_HOME": dir + "/state", "KCAR_KEYCHAIN": dir + "/kc", "KCAR_KEY_FILE": ""]
+        [
+            "HOME": dir + "/home", "XDG_DATA_HOME": dir + "/data", "XDG_STATE_HOME": dir + "/state",
+            "KCAR_KEYCHAIN": dir + "/kc", "KCAR_KEY_FILE": ""
+        ]
     }
 
     @discardableResult
@@ -29,7 +32,9 @@ final class TrustCLITests: XCTestCase {
     }
 
     @discardableResult
-    func keyed(_ args: [String], expect: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws -> KcarRun {
+    func keyed(_ args: [String], expect: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws
+        -> KcarRun
+    {
         let r = try run(args + ["--key-file", key])
         XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)", file: file, line: line)
         return r
@@ -50,7 +55,9 @@ final class TrustCLITests: XCTestCase {
     func put(_ path: String, _ b: [UInt8]) throws { try Data(b).write(to: URL(fileURLWithPath: path)) }
     func text(_ r: KcarRun) -> String { String(decoding: r.out, as: UTF8.self) }
     /// The NAME column of `kcar list`.
-    func names(_ r: KcarRun) -> [String] { text(r).split(separator: "\n").dropFirst().compactMap { $0.split(separator: " ").last.map(String.init) } }
+    func names(_ r: KcarRun) -> [String] {
+        text(r).split(separator: "\n").dropFirst().compactMap { $0.split(separator: " ").last.map(String.init) }
+    }
 
     // MARK: Point 2: git textconv without a key
 
@@ -59,16 +66,22 @@ final class TrustCLITests: XCTestCase {
             let a = try vaultWithADeletion("v\(version).kcv", version: version)
             let b = dir + "/copy-v\(version).kcv"
             try FileManager.default.copyItem(atPath: a, toPath: b)
-            let ta = try run(["git", "textconv", a]), tb = try run(["git", "textconv", b])
+            let ta = try run(["git", "textconv", a])
+            let tb = try run(["git", "textconv", b])
             XCTAssertEqual(ta.code, 0, ta.output)
             XCTAssertEqual(ta.out, tb.out, "identical files, identical text")
             XCTAssertEqual(ta.out, try run(["git", "textconv", a]).out, "stable")
             let lines = text(ta).split(separator: "\n").map(String.init)
             XCTAssertEqual(lines.count, 2, text(ta))
-            XCTAssertTrue(lines[0].hasPrefix("# kcar vault, format \(version)") && lines[0].contains("no key given"), lines[0])
+            XCTAssertTrue(
+                lines[0].hasPrefix("# kcar vault, format \(version)") && lines[0].contains("no key given"), lines[0])
             // The size, the digest b2sum prints, and what the last trailer says (the delete is generation 2).
-            let digest = try XCTUnwrap(runProcess("/usr/bin/env", ["b2sum", "-l", "128", a], cwd: dir).out.split(separator: " ").first)
-            XCTAssertEqual(lines[1], "# file: \(try bytes(a).count) bytes, b2sum -l 128: \(digest); last trailer (unauthenticated): generation 2, 1 item")
+            let digest = try XCTUnwrap(
+                runProcess("/usr/bin/env", ["b2sum", "-l", "128", a], cwd: dir).out.split(separator: " ").first)
+            XCTAssertEqual(
+                lines[1],
+                "# file: \(try bytes(a).count) bytes, b2sum -l 128: \(digest); last trailer (unauthenticated): generation 2, 1 item"
+            )
             // One more commit in one copy: the texts differ, in the second line.
             try "new".write(toFile: dir + "/new.txt", atomically: true, encoding: .utf8)
             try keyed(["add", b, "svc/c", "--value-file", dir + "/new.txt"])
@@ -85,7 +98,8 @@ final class TrustCLITests: XCTestCase {
         // A file that is no vault: its size and digest still tell two apart.
         try "hello".write(toFile: dir + "/x.kcv", atomically: true, encoding: .utf8)
         try "hellp".write(toFile: dir + "/y.kcv", atomically: true, encoding: .utf8)
-        let x = try run(["git", "textconv", dir + "/x.kcv"]), y = try run(["git", "textconv", dir + "/y.kcv"])
+        let x = try run(["git", "textconv", dir + "/x.kcv"])
+        let y = try run(["git", "textconv", dir + "/y.kcv"])
         XCTAssertEqual(x.code, 0)
         XCTAssertTrue(text(x).hasPrefix("# not a readable kcar vault"), text(x))
         XCTAssertNotEqual(x.out, y.out)
@@ -99,7 +113,10 @@ final class TrustCLITests: XCTestCase {
         var env = environment
         env["PATH"] = bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
         env["GIT_CONFIG_NOSYSTEM"] = "1"
-        for (k, v) in ["NAME": "t", "EMAIL": "t@example.com"] { env["GIT_AUTHOR_" + k] = v; env["GIT_COMMITTER_" + k] = v }
+        for (k, v) in ["NAME": "t", "EMAIL": "t@example.com"] {
+            env["GIT_AUTHOR_" + k] = v
+            env["GIT_COMMITTER_" + k] = v
+        }
         func git(_ args: [String]) throws -> ProcessResult {
             let r = try runProcess("/usr/bin/env", ["git"] + args, env: env, cwd: repo)
             XCTAssertEqual(r.code, 0, "git \(args.joined(separator: " ")): \(r.out)\(r.err)")
@@ -114,7 +131,9 @@ final class TrustCLITests: XCTestCase {
         try "new".write(toFile: dir + "/new.txt", atomically: true, encoding: .utf8)
         try keyed(["add", repo + "/v.kcv", "svc/c", "--value-file", dir + "/new.txt"])
         let diff = try git(["diff", "--", "v.kcv"]).out
-        let changed = diff.split(separator: "\n").filter { ($0.hasPrefix("-#") || $0.hasPrefix("+#")) && !$0.hasPrefix("---") && !$0.hasPrefix("+++") }
+        let changed = diff.split(separator: "\n").filter {
+            ($0.hasPrefix("-#") || $0.hasPrefix("+#")) && !$0.hasPrefix("---") && !$0.hasPrefix("+++")
+        }
         XCTAssertEqual(changed.count, 2, diff)
         XCTAssertTrue(changed.contains { $0.hasPrefix("-# file: ") && $0.hasSuffix("generation 2, 1 item") }, diff)
         XCTAssertTrue(changed.contains { $0.hasPrefix("+# file: ") && $0.hasSuffix("generation 3, 2 items") }, diff)
@@ -138,7 +157,8 @@ final class TrustCLITests: XCTestCase {
                 b[b.count - size + i] ^= 0x04
                 try put(path, b)
                 let list = try keyed(["list", path], expect: 4)
-                XCTAssertTrue(list.err.contains("damaged index") && !text(list).contains("svc/b"), "byte \(i): \(list.output)")
+                XCTAssertTrue(
+                    list.err.contains("damaged index") && !text(list).contains("svc/b"), "byte \(i): \(list.output)")
                 if i % 8 == 0 || i >= size - 2 {
                     XCTAssertTrue(try keyed(["verify", path], expect: 4).output.contains("damaged index"), "byte \(i)")
                 }
@@ -147,8 +167,10 @@ final class TrustCLITests: XCTestCase {
             XCTAssertTrue(try keyed(["recover", path], expect: 4).err.contains("--drop-damaged"))
             XCTAssertEqual(try bytes(path), damaged, "plain recover changes nothing")
             let drop = try keyed(["recover", path, "--drop-damaged"])
-            XCTAssertTrue(drop.err.contains("dropped the last") && drop.err.contains("generation 1 is the last"), drop.err)
-            XCTAssertEqual(names(try keyed(["list", path])), ["svc/a", "svc/b"], "the commit before the delete, on request")
+            XCTAssertTrue(
+                drop.err.contains("dropped the last") && drop.err.contains("generation 1 is the last"), drop.err)
+            XCTAssertEqual(
+                names(try keyed(["list", path])), ["svc/a", "svc/b"], "the commit before the delete, on request")
             XCTAssertEqual(try keyed(["verify", path]).code, 0)
             XCTAssertTrue(try keyed(["recover", path, "--drop-damaged"]).err.contains("nothing to recover"))
         }
@@ -158,8 +180,9 @@ final class TrustCLITests: XCTestCase {
     /// `recover --group G --drop-damaged` goes back, and the group then reads as rolled back until accepted.
     func testADamagedLastCommitOfAKeychainGroup() throws {
         for account in ["a", "b"] {
-            let r = try runProcess(CLITests.binary, ["add", "--group", "g", "--service", "s", "--account", account], stdin: Data("v".utf8),
-                                   env: environment, cwd: dir)
+            let r = try runProcess(
+                CLITests.binary, ["add", "--group", "g", "--service", "s", "--account", account], stdin: Data("v".utf8),
+                env: environment, cwd: dir)
             XCTAssertEqual(r.code, 0, r.err)
         }
         XCTAssertEqual(try run(["delete", "--group", "g", "--service", "s", "--account", "b"]).code, 0)

@@ -30,7 +30,8 @@ extension KeychainCLITests {
         XCTAssertEqual(try kcar(["get"] + sel).out, "v3")
 
         // The rule is on the help page.
-        XCTAssertTrue(try kcar(["update", "--help"]).out.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-            .contains("never waits for nor changes a value"))
+        XCTAssertTrue(
+            try kcar(["update", "--help"]).out.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+                .contains("never waits for nor changes a value"))
     }
 }

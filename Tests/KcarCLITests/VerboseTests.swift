@@ -7,8 +7,9 @@ extension KeychainCLITests {
     func testVerboseNamesEachItemWhereTarWould() throws {
         try kcar(["keygen", "k"])
         for path in ["src/web/b", "src/api/a", "src/api/x/c"] {
-            try FileManager.default.createDirectory(atPath: dir + "/" + (path as NSString).deletingLastPathComponent,
-                                                    withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: dir + "/" + (path as NSString).deletingLastPathComponent,
+                withIntermediateDirectories: true)
             try Data(path.utf8).write(to: URL(fileURLWithPath: dir + "/" + path))
         }
         let names = "api/a\napi/x/c\nweb/b\n"

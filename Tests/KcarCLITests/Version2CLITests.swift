@@ -16,14 +16,16 @@ final class Version2CLITests: XCTestCase {
             let r = try runKcar(["verify", "--key-file", key, "\(v2)/\(name).kcv"], in: NSTemporaryDirectory())
             XCTAssertEqual(r.code, 0, "\(name): \(r.output)")
             XCTAssertTrue(r.output.contains("intact"), r.output)
-            XCTAssertEqual(try runKcar(["verify", "--no-key", "\(v2)/\(name).kcv"], in: NSTemporaryDirectory()).code, 0, name)
+            XCTAssertEqual(
+                try runKcar(["verify", "--no-key", "\(v2)/\(name).kcv"], in: NSTemporaryDirectory()).code, 0, name)
         }
         // Every malformed file fails, with the error its manifest gives, named once.
         let manifest = try String(contentsOfFile: "\(v2)/malformed/MANIFEST.tsv", encoding: .utf8)
         var checked = 0
         for line in manifest.split(separator: "\n") where !line.hasPrefix("#") {
             let f = line.split(separator: "\t").map(String.init)
-            let r = try runKcar(["verify", "--key-file", key, "\(v2)/malformed/\(f[0]).kcv"], in: NSTemporaryDirectory())
+            let r = try runKcar(
+                ["verify", "--key-file", key, "\(v2)/malformed/\(f[0]).kcv"], in: NSTemporaryDirectory())
             XCTAssertNotEqual(r.code, 0, f[0])
             XCTAssertTrue(r.output.contains(f[2]), "\(f[0]): expected \(f[2]), got \(r.output)")
             XCTAssertEqual(r.output.components(separatedBy: f[2]).count, 2, "\(f[0]): named once: \(r.output)")
@@ -57,7 +59,8 @@ final class Version2CLITests: XCTestCase {
         let verify = try runKcar(["verify", "--key-file", key, vault], in: dir)
         XCTAssertEqual(verify.code, 0, verify.output)
         XCTAssertTrue(verify.output.contains("2000 items"), verify.output)
-        XCTAssertTrue(try runKcar(["info", vault], in: dir).output.contains("version:    2"), "commands keep the version")
+        XCTAssertTrue(
+            try runKcar(["info", vault], in: dir).output.contains("version:    2"), "commands keep the version")
     }
 
     /// Issue 10: list, extract and verify read a version 2 vault's items tree page by page, in key order (for
@@ -79,24 +82,33 @@ final class Version2CLITests: XCTestCase {
         XCTAssertEqual(table.code, 0, table.err)
         let rows = String(decoding: table.out, as: UTF8.self).split(separator: "\n")
         XCTAssertEqual(rows.count, 2001)
-        XCTAssertEqual(rows.dropFirst().map { String($0.split(separator: " ").last ?? "") }, objects.map { $0["name"] as? String ?? "" })
+        XCTAssertEqual(
+            rows.dropFirst().map { String($0.split(separator: " ").last ?? "") },
+            objects.map { $0["name"] as? String ?? "" })
         let items = try runKcar(["extract", "--key-file", key, vault, "--items", dir + "/all.json"], in: dir)
         XCTAssertEqual(items.code, 0, items.err)
-        let file = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/all.json"))) as? [String: Any])
+        let file = try XCTUnwrap(
+            JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/all.json")))
+                as? [String: Any])
         XCTAssertEqual((file["items"] as? [Any])?.count, 2000)
         XCTAssertEqual(try runKcar(["extract", "--key-file", key, "-C", dir + "/out", vault], in: dir).code, 0)
         XCTAssertEqual(regularFiles(dir + "/out").count, 2000)
 
         // A leaf in the middle of the items tree, damaged.
         let crafted = try CraftedPagedVault(path: vault, secret: Recipes.keySecret, random: SystemRandom.shared)
-        guard case .branch(let children) = try crafted.page(try XCTUnwrap(crafted.root.items)).content else { return XCTFail("the top is a leaf") }
+        guard case .branch(let children) = try crafted.page(try XCTUnwrap(crafted.root.items)).content else {
+            return XCTFail("the top is a leaf")
+        }
         let leaf = children[children.count / 2].child
         let bytes = try Data(contentsOf: URL(fileURLWithPath: vault))
         var damaged = bytes
         damaged[try Vault.inspect(path: vault).header.length + Int(leaf.offset + leaf.length / 2)] ^= 0x40
         try damaged.write(to: URL(fileURLWithPath: vault))
         let page = "page \(Hex.encode(leaf.id.bytes))"
-        for args in [["list"], ["list", "--json"], ["verify"], ["extract", "-C", dir + "/again"], ["extract", "--items", dir + "/again.json"]] {
+        for args in [
+            ["list"], ["list", "--json"], ["verify"], ["extract", "-C", dir + "/again"],
+            ["extract", "--items", dir + "/again.json"]
+        ] {
             let r = try runKcar(args + ["--key-file", key, vault], in: dir)
             XCTAssertEqual(r.code, 4, "\(args): \(r.output)")
             XCTAssertTrue(r.output.contains(page), "\(args): \(r.output)")

@@ -49,7 +49,8 @@ final class AccessGroupTests: KeychainTestCase {
         let onlyB = try store(["b"])
         XCTAssertEqual(try onlyB.find(ItemQuery()).map(\.group), ["b"])
         assertStatus(.missingEntitlement, try onlyB.find(ItemQuery(group: "a")))
-        assertStatus(.missingEntitlement, try onlyB.add(attributes: attrs(["svce": .string("x")]), value: [], group: "a"))
+        assertStatus(
+            .missingEntitlement, try onlyB.add(attributes: attrs(["svce": .string("x")]), value: [], group: "a"))
         assertStatus(.missingEntitlement, try onlyB.delete(ItemQuery(group: "a")))
         // The implicit list (every readable key) finds both; an add without a group goes to the default
         // group, the program's name (SPEC.md §K2.1), or to the one the owner recorded.

@@ -99,7 +99,9 @@ final class AsyncTests: KeychainTestCase {
         XCTAssertNil(try k.getString("k"))
     }
 
-    private func XCTAssertThrowsErrorAsync<T>(_ body: @autoclosure () async throws -> T, file: StaticString = #filePath, line: UInt = #line) async {
+    private func XCTAssertThrowsErrorAsync<T>(
+        _ body: @autoclosure () async throws -> T, file: StaticString = #filePath, line: UInt = #line
+    ) async {
         do {
             _ = try await body()
             XCTFail("no error", file: file, line: line)

@@ -11,8 +11,12 @@ final class BatchReadTests: KeychainTestCase {
     private func fill(_ k: Keychain) throws {
         try store().transaction(group: "app.shared") { tx in
             for n in 0..<250 {
-                let model = UserData(userName: "user\(n)", password: "pw\(n)", email: "u\(n)@example.com", categoryName: n < 200 ? "user" : "other")
-                var a = Attributes(["svce": "models", "acct": .string(String(format: "m%03d", n)), "@kind": n < 200 ? "user" : "other"])
+                let model = UserData(
+                    userName: "user\(n)", password: "pw\(n)", email: "u\(n)@example.com",
+                    categoryName: n < 200 ? "user" : "other")
+                var a = Attributes([
+                    "svce": "models", "acct": .string(String(format: "m%03d", n)), "@kind": n < 200 ? "user" : "other"
+                ])
                 a["pdmn"] = "ak"
                 _ = try tx.add(attributes: a, value: [UInt8](try ArchiveEncoder().encode(model)))
             }
@@ -66,9 +70,11 @@ final class BatchReadTests: KeychainTestCase {
         let s = try store()
         SecItemConfiguration.use(s)
         try fill(Keychain(service: "models", accessGroup: "app.shared", store: s))
-        let query: [CFString: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrService: "models",
-                                      kcarUserAttribute("kind"): "user", kSecReturnData: true,
-                                      kSecReturnAttributes: true, kSecMatchLimit: kSecMatchLimitAll]
+        let query: [CFString: Any] = [
+            kSecClass: kSecClassGenericPassword, kSecAttrService: "models",
+            kcarUserAttribute("kind"): "user", kSecReturnData: true,
+            kSecReturnAttributes: true, kSecMatchLimit: kSecMatchLimitAll
+        ]
         var result: AnyObject?
         XCTAssertEqual(SecItemCopyMatching(query as CFDictionary, &result), errSecSuccess)
         let rows = try XCTUnwrap(result as? [[String: Any]])
@@ -76,7 +82,8 @@ final class BatchReadTests: KeychainTestCase {
         for row in rows.prefix(20) {
             let account = try XCTUnwrap(row[kSecAttrAccount as String] as? String)
             let n = try XCTUnwrap(Int(account.dropFirst()))
-            let model = try ArchiveDecoder().decode(UserData.self, from: try XCTUnwrap(row[kSecValueData as String] as? Data))
+            let model = try ArchiveDecoder().decode(
+                UserData.self, from: try XCTUnwrap(row[kSecValueData as String] as? Data))
             XCTAssertEqual(model.password, "pw\(n)")
         }
         var dataOnly: AnyObject?

@@ -22,7 +22,9 @@ final class CertificateTests: KeychainTestCase {
         return lines.dropFirst().map { Row(file: $0[0], fields: Dictionary(uniqueKeysWithValues: zip(header, $0))) }
     }
 
-    func bytes(_ file: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: Self.certs.appendingPathComponent(file))) }
+    func bytes(_ file: String) throws -> [UInt8] {
+        [UInt8](try Data(contentsOf: Self.certs.appendingPathComponent(file)))
+    }
 
     func hex(_ s: String?) -> [UInt8]? { s == nil || s == "-" ? nil : Hex.decode(s!) }
 
@@ -35,11 +37,14 @@ final class CertificateTests: KeychainTestCase {
     func testSHA1Vectors() {
         XCTAssertEqual(Hex.encode(SHA1.hash([])), "da39a3ee5e6b4b0d3255bfef95601890afd80709")
         XCTAssertEqual(Hex.encode(SHA1.hash(Array("abc".utf8))), "a9993e364706816aba3e25717850c26c9cd0d89d")
-        XCTAssertEqual(Hex.encode(SHA1.hash(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8))),
-                       "84983e441c3bd26ebaae4aa1f95129e5e54670f1")
+        XCTAssertEqual(
+            Hex.encode(SHA1.hash(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8))),
+            "84983e441c3bd26ebaae4aa1f95129e5e54670f1")
         // 55 and 56 bytes: the padding fits one block, then needs two.
-        XCTAssertEqual(Hex.encode(SHA1.hash([UInt8](repeating: 0x61, count: 55))), "c1c8bbdc22796e28c0e15163d20899b65621d65a")
-        XCTAssertEqual(Hex.encode(SHA1.hash([UInt8](repeating: 0x61, count: 56))), "c2db330f6083854c99d4b5bfb6e8f29f201be699")
+        XCTAssertEqual(
+            Hex.encode(SHA1.hash([UInt8](repeating: 0x61, count: 55))), "c1c8bbdc22796e28c0e15163d20899b65621d65a")
+        XCTAssertEqual(
+            Hex.encode(SHA1.hash([UInt8](repeating: 0x61, count: 56))), "c2db330f6083854c99d4b5bfb6e8f29f201be699")
     }
 
     /// Every row of the manifest: the fields OpenSSL found, or the error code.
@@ -109,17 +114,19 @@ final class CertificateTests: KeychainTestCase {
             XCTAssertEqual((e as? DERError)?.code, .sizeLimit)
         }
         let rejected: [([UInt8], DERError.Code)] = [
-            ([0x24, 0x00], .unexpectedTag),            // a constructed OCTET STRING (BER only)
+            ([0x24, 0x00], .unexpectedTag),  // a constructed OCTET STRING (BER only)
             ([0x02, 0x00], .invalidInteger),
             ([0x01, 0x01, 0x01], .invalidBoolean),
-            ([0x05, 0x01, 0x00], .unexpectedTag),      // NULL with content
+            ([0x05, 0x01, 0x00], .unexpectedTag),  // NULL with content
             ([0x03, 0x02, 0x01, 0x01], .invalidBitString),  // an unused bit set
             ([0x06, 0x01, 0x81], .invalidObjectIdentifier),
             ([0x04, 0x81, 0x01, 0x00], .nonMinimalLength),
-            ([0x04, 0x00, 0x00], .trailingBytes),
+            ([0x04, 0x00, 0x00], .trailingBytes)
         ]
         for (input, code) in rejected {
-            XCTAssertThrowsError(try DERTree.parse(input), "\(input)") { e in XCTAssertEqual((e as? DERError)?.code, code, "\(input): \(e)") }
+            XCTAssertThrowsError(try DERTree.parse(input), "\(input)") { e in
+                XCTAssertEqual((e as? DERError)?.code, code, "\(input): \(e)")
+            }
         }
     }
 
@@ -149,9 +156,13 @@ final class CertificateTests: KeychainTestCase {
         for (row, der) in certs {
             // The same certificate again is the same item.
             assertStatus(.duplicateItem, try s.add(class: .certificate, attributes: Attributes(), value: der))
-            let found = try s.find(ItemQuery(class: .certificate, attributes: attrs([
-                "issr": .data(try XCTUnwrap(hex(row.fields["issr"]))), "slnr": .data(try XCTUnwrap(hex(row.fields["slnr"]))),
-            ])))
+            let found = try s.find(
+                ItemQuery(
+                    class: .certificate,
+                    attributes: attrs([
+                        "issr": .data(try XCTUnwrap(hex(row.fields["issr"]))),
+                        "slnr": .data(try XCTUnwrap(hex(row.fields["slnr"])))
+                    ])))
             XCTAssertEqual(found.count, 1, row.file)
             let a = try XCTUnwrap(found.first).attributes
             XCTAssertEqual(a["ctyp"], .integer(3))
@@ -167,18 +178,28 @@ final class CertificateTests: KeychainTestCase {
     /// derived issuer and serial number.
     func testSecItemAddOfCertificates() throws {
         SecItemConfiguration.use(try store())
-        let a = try bytes("Amazon_Root_CA_1.der"), b = try bytes("Amazon_Root_CA_3.der")
+        let a = try bytes("Amazon_Root_CA_1.der")
+        let b = try bytes("Amazon_Root_CA_3.der")
         XCTAssertEqual(SecItemAdd([kSecClass: kSecClassCertificate, kSecValueData: Data(a)], nil), errSecSuccess)
         XCTAssertEqual(SecItemAdd([kSecClass: kSecClassCertificate, kSecValueData: Data(b)], nil), errSecSuccess)
         XCTAssertEqual(SecItemAdd([kSecClass: kSecClassCertificate, kSecValueData: Data(a)], nil), errSecDuplicateItem)
         let cert = try Certificate(der: b)
         var found: AnyObject?
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassCertificate, kSecAttrIssuer: Data(cert.issuer),
-                                            kSecAttrSerialNumber: Data(cert.serialNumber), kSecReturnData: true], &found), errSecSuccess)
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [
+                    kSecClass: kSecClassCertificate, kSecAttrIssuer: Data(cert.issuer),
+                    kSecAttrSerialNumber: Data(cert.serialNumber), kSecReturnData: true
+                ], &found), errSecSuccess)
         XCTAssertEqual(found as? Data, Data(b))
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassCertificate, kSecAttrLabel: "Amazon Root CA 1",
-                                            kSecReturnAttributes: true], &found), errSecSuccess)
-        XCTAssertEqual((found as? [String: Any])?[kSecAttrPublicKeyHash] as? Data, Data(try Certificate(der: a).publicKeyHash))
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [
+                    kSecClass: kSecClassCertificate, kSecAttrLabel: "Amazon Root CA 1",
+                    kSecReturnAttributes: true
+                ], &found), errSecSuccess)
+        XCTAssertEqual(
+            (found as? [String: Any])?[kSecAttrPublicKeyHash] as? Data, Data(try Certificate(der: a).publicKeyHash))
     }
 
     func testCallerAttributesWin() throws {
@@ -196,7 +217,9 @@ final class CertificateTests: KeychainTestCase {
 
     func testValuesThatDoNotParseAreStoredAsGiven() throws {
         let s = try store()
-        try s.add(class: .certificate, attributes: attrs(["slnr": .data([1])]), value: try bytes("malformed/trailing-byte.der"))
+        try s.add(
+            class: .certificate, attributes: attrs(["slnr": .data([1])]),
+            value: try bytes("malformed/trailing-byte.der"))
         let a = try XCTUnwrap(try s.find(ItemQuery(class: .certificate)).first).attributes
         XCTAssertNil(a["issr"])
         XCTAssertNil(a["ctyp"])
@@ -217,7 +240,11 @@ final class CertificateTests: KeychainTestCase {
             }
         }
         XCTAssertEqual(try s.find(ItemQuery(class: .key)).count, 5)
-        let rsa = try s.find(ItemQuery(class: .key, attributes: attrs(["klbl": .data(try Certificate(der: try bytes("Amazon_Root_CA_1.der")).publicKeyHash)])))
+        let rsa = try s.find(
+            ItemQuery(
+                class: .key,
+                attributes: attrs(["klbl": .data(try Certificate(der: try bytes("Amazon_Root_CA_1.der")).publicKeyHash)]
+                )))
         XCTAssertEqual(rsa.count, 1)
         XCTAssertEqual(rsa.first?.attributes["bsiz"], .integer(2048))
         XCTAssertEqual(rsa.first?.attributes["kcls"], .string("0"))

@@ -15,8 +15,10 @@ final class CompatibilityTests: KeychainTestCase {
         XCTAssertEqual(keychain[string: "s"], "v")
         XCTAssertEqual(keychain.allKeys(), ["blob", "kishikawakatsumi", "s"])
 
-        try keychain.label("github.com (kishikawakatsumi)").comment("github access token").accessibility(.afterFirstUnlock)
-            .set("changed", key: "kishikawakatsumi")
+        try keychain.label("github.com (kishikawakatsumi)").comment("github access token").accessibility(
+            .afterFirstUnlock
+        )
+        .set("changed", key: "kishikawakatsumi")
         let item = try XCTUnwrap(try keychain.allItems().first { $0.account == "kishikawakatsumi" })
         XCTAssertEqual(item.label, "github.com (kishikawakatsumi)")
         XCTAssertEqual(item.attributes.string("icmt"), "github access token")
@@ -44,10 +46,13 @@ final class CompatibilityTests: KeychainTestCase {
         XCTAssertEqual(item.attributes.string("atyp"), kSecAttrAuthenticationTypeDefault)
         XCTAssertEqual(item.account, "kishikawakatsumi")
 
-        let withPort = Keychain(server: URL(string: "http://localhost:8080")!, protocolType: .http,
-                                authenticationType: .httpBasic, store: s)
+        let withPort = Keychain(
+            server: URL(string: "http://localhost:8080")!, protocolType: .http,
+            authenticationType: .httpBasic, store: s)
         try withPort.set("p", key: "me")
-        XCTAssertEqual(try s.find(ItemQuery(class: .internetPassword, attributes: Attributes(["port": 8080]))).map(\.account), ["me"])
+        XCTAssertEqual(
+            try s.find(ItemQuery(class: .internetPassword, attributes: Attributes(["port": 8080]))).map(\.account),
+            ["me"])
         XCTAssertNil(try keychain.get("me"), "another server")
         XCTAssertEqual(keychain.allKeys(), ["kishikawakatsumi"])
     }
@@ -66,18 +71,26 @@ final class CompatibilityTests: KeychainTestCase {
         XCTAssertEqual(try valet.allKeys(), ["combination", "blob"])
 
         var caught = ""
-        do { _ = try valet.string(forKey: "nothing") } catch KeychainError.itemNotFound { caught = "itemNotFound" } catch { caught = "\(error)" }
+        do { _ = try valet.string(forKey: "nothing") } catch KeychainError.itemNotFound {
+            caught = "itemNotFound"
+        } catch { caught = "\(error)" }
         XCTAssertEqual(caught, "itemNotFound")
-        do { try valet.setString("", forKey: "k") } catch KeychainError.emptyValue { caught = "emptyValue" } catch { caught = "\(error)" }
+        do { try valet.setString("", forKey: "k") } catch KeychainError.emptyValue { caught = "emptyValue" } catch {
+            caught = "\(error)"
+        }
         XCTAssertEqual(caught, "emptyValue")
-        do { try valet.setString("v", forKey: "") } catch KeychainError.itemNotFound { caught = "wrong" } catch KeychainError.emptyKey { caught = "emptyKey" } catch { caught = "\(error)" }
+        do { try valet.setString("v", forKey: "") } catch KeychainError.itemNotFound {
+            caught = "wrong"
+        } catch KeychainError.emptyKey { caught = "emptyKey" } catch { caught = "\(error)" }
         XCTAssertEqual(caught, "emptyKey")
         let timeout = KeychainError(.interactionNotAllowed, "lock")
         XCTAssertTrue(KeychainError.couldNotAccessKeychain ~= timeout)
         XCTAssertFalse(KeychainError.couldNotAccessKeychain ~= KeychainError(.itemNotFound, "x"))
         XCTAssertFalse(KeychainError.itemNotFound ~= timeout)
 
-        let old = Valet.valet(with: try XCTUnwrap(Identifier(nonEmpty: "Old")), accessibility: .afterFirstUnlock, accessGroup: "app.shared", store: s)
+        let old = Valet.valet(
+            with: try XCTUnwrap(Identifier(nonEmpty: "Old")), accessibility: .afterFirstUnlock,
+            accessGroup: "app.shared", store: s)
         try old.setString("a", forKey: "one")
         try old.setObject(Data([2]), forKey: "two")
         try valet.migrateObjects(from: old, removeOnCompletion: true)
@@ -140,7 +153,9 @@ final class CompatibilityTests: KeychainTestCase {
     /// ignores the value in a search or delete (it was errSecParam here, and the sample's assertion failed).
     func testValueDataInASearchOrDeleteIsIgnoredAsOnApple() throws {
         SecItemConfiguration.use(try store())
-        let item: [CFString: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrService: "s", kSecValueData: Data("pw".utf8)]
+        let item: [CFString: Any] = [
+            kSecClass: kSecClassGenericPassword, kSecAttrService: "s", kSecValueData: Data("pw".utf8)
+        ]
         XCTAssertEqual(SecItemAdd(item as CFDictionary, nil), errSecSuccess)
         var wrong = item
         wrong[kSecValueData] = Data("not the value".utf8)

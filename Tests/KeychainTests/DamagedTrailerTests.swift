@@ -27,7 +27,8 @@ final class DamagedTrailerKeychainTests: KeychainTestCase {
             b[b.count - 128 + i] ^= 0x40
             try put(b)
             assertStatus(.decode, try store(["a"]).find(ItemQuery()))
-            assertStatus(.decode, try store(["a"]).add(attributes: attrs(["svce": .string("new")]), value: [3], group: "a"))
+            assertStatus(
+                .decode, try store(["a"]).add(attributes: attrs(["svce": .string("new")]), value: [3], group: "a"))
             // Without a record to compare generations with, still damage (not the old generation, quietly).
             let blind = KeychainDirectory(path: dir.path, statePath: nil)
             try? FileManager.default.removeItem(atPath: dir.path + "/a.seen")

@@ -16,20 +16,24 @@ final class FirstTryTests: XCTestCase {
     override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: home) }
 
     func binary(_ name: String) throws -> String {
-        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let path = repo.appendingPathComponent(".build/debug/\(name)").path
         guard FileManager.default.isExecutableFile(atPath: path) else { throw XCTSkip("\(path) is not built") }
         return path
     }
 
     /// Runs a program with HOME alone in its environment (plus `env`).
-    func run(_ name: String, _ args: [String], env: [String: String] = [:], withHome: Bool = true) throws -> (code: Int32, out: String, err: String) {
+    func run(_ name: String, _ args: [String], env: [String: String] = [:], withHome: Bool = true) throws -> (
+        code: Int32, out: String, err: String
+    ) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: try binary(name))
         p.arguments = args
         p.currentDirectoryURL = URL(fileURLWithPath: home)
         p.environment = (withHome ? ["HOME": home] : [:]).merging(env) { $1 }
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         p.standardOutput = out
         p.standardError = err
         try p.run()
@@ -53,7 +57,8 @@ final class FirstTryTests: XCTestCase {
     /// The seeds' save deletes the old item then adds: it must never delete and then fail, even when another
     /// group exists and the process sets no list.
     func testDeleteThenAddKeepsTheValueWhenAnotherGroupExists() throws {
-        let add = try run("kcar", ["add", "--group", "com.example.other", "--service", "elsewhere", "--value-file", "/dev/null"])
+        let add = try run(
+            "kcar", ["add", "--group", "com.example.other", "--service", "elsewhere", "--value-file", "/dev/null"])
         XCTAssertEqual(add.code, 0, add.err)
         for value in ["first", "second"] {
             let r = try run("kcar-first-try", ["seed", value])
@@ -109,7 +114,9 @@ final class FirstTryTests: XCTestCase {
     func testKeychainErrorQualifiesBesideApplesSample() throws {
         let r = try run("kcar-first-try", ["naming"])
         XCTAssertEqual(r.code, 0, r.out + r.err)
-        XCTAssertEqual(r.out, "apple: unhandledError(status: -25300)\nkcar: errSecItemNotFound (-25300)\nkeychain: com.example.app\n")
+        XCTAssertEqual(
+            r.out,
+            "apple: unhandledError(status: -25300)\nkcar: errSecItemNotFound (-25300)\nkeychain: com.example.app\n")
     }
 
     /// With no HOME (nor XDG_DATA_HOME, KCAR_KEYCHAIN) there is no keychain: refused, and nothing is made
@@ -121,8 +128,12 @@ final class FirstTryTests: XCTestCase {
         let add = try run("kcar", ["add", "--service", "cli", "--value-file", "/dev/null"], withHome: false)
         XCTAssertEqual(add.code, 2, add.err)
         XCTAssertTrue(add.err.contains("errSecNotAvailable (-25291): no keychain folder: HOME"), add.err)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: home), [], "nothing created in the current directory")
-        XCTAssertEqual(try run("kcar", ["add", "--service", "cli", "--value-file", "/dev/null"], env: ["KCAR_KEYCHAIN": home + "/kc"],
-                               withHome: false).code, 0)
+        XCTAssertEqual(
+            try FileManager.default.contentsOfDirectory(atPath: home), [], "nothing created in the current directory")
+        XCTAssertEqual(
+            try run(
+                "kcar", ["add", "--service", "cli", "--value-file", "/dev/null"], env: ["KCAR_KEYCHAIN": home + "/kc"],
+                withHome: false
+            ).code, 0)
     }
 }

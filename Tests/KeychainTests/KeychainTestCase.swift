@@ -21,8 +21,10 @@ class KeychainTestCase: XCTestCase {
 
     func attrs(_ pairs: [String: AttributeValue]) -> Attributes { Attributes(pairs) }
 
-    func assertStatus<T>(_ expected: KeychainStatus, _ body: @autoclosure () throws -> T,
-                         file: StaticString = #filePath, line: UInt = #line) {
+    func assertStatus<T>(
+        _ expected: KeychainStatus, _ body: @autoclosure () throws -> T,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         XCTAssertThrowsError(try body(), file: file, line: line) { e in
             XCTAssertEqual((e as? KeychainError)?.status, expected, "\(e)", file: file, line: line)
         }

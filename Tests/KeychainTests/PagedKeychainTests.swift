@@ -1,7 +1,8 @@
 import Foundation
-@testable import KcarKeychain
 import VaultFormat
 import XCTest
+
+@testable import KcarKeychain
 
 /// A group's vault is format version 2 (SPEC.md Part 4), opened with its items on demand: a search that
 /// gives a primary key or an indexed attribute, an add and a read read a path of pages, not every item;
@@ -12,8 +13,11 @@ final class PagedKeychainTests: KeychainTestCase {
     func fill(_ s: KeychainStore, _ n: Int) throws {
         try s.transaction(group: group) { tx in
             for i in 0..<n {
-                try tx.add(attributes: attrs(["svce": .string("s\(i % 10)"), "acct": .string("a\(i)"), "@team": .string("t\(i % 100)")]),
-                           value: Array("secret \(i)".utf8))
+                try tx.add(
+                    attributes: attrs([
+                        "svce": .string("s\(i % 10)"), "acct": .string("a\(i)"), "@team": .string("t\(i % 100)")
+                    ]),
+                    value: Array("secret \(i)".utf8))
             }
         }
     }
@@ -33,7 +37,9 @@ final class PagedKeychainTests: KeychainTestCase {
         // An add checks its primary key with one lookup, and refuses a taken one.
         let before = try XCTUnwrap(s.pagesOpened(group: group))
         try s.add(attributes: attrs(["svce": .string("new"), "acct": .string("one")]), value: [1], group: group)
-        assertStatus(.duplicateItem, try s.add(attributes: attrs(["svce": .string("s3"), "acct": .string("a3")]), value: [2], group: group))
+        assertStatus(
+            .duplicateItem,
+            try s.add(attributes: attrs(["svce": .string("s3"), "acct": .string("a3")]), value: [2], group: group))
         XCTAssertLessThanOrEqual(try XCTUnwrap(s.pagesOpened(group: group)) - before, 12)
         XCTAssertEqual(try s.groupCounts().first { $0.group == group }?.count, 3001)
         // Without a key or an indexed attribute, a search still finds everything.
@@ -48,7 +54,7 @@ final class PagedKeychainTests: KeychainTestCase {
         var model = Set((0..<500).map { Key(service: "s\($0 % 10)", account: "a\($0)") })
         var seed: UInt64 = 0x5EED
         func next(_ n: Int) -> Int {
-            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return Int((seed >> 33) % UInt64(n))
         }
         let s = try store()
@@ -63,7 +69,8 @@ final class PagedKeychainTests: KeychainTestCase {
                     case 0:
                         let k = Key(service: "s\(next(12))", account: account)
                         do {
-                            try tx.add(attributes: attrs(["svce": .string(k.service), "acct": .string(account)]), value: [1])
+                            try tx.add(
+                                attributes: attrs(["svce": .string(k.service), "acct": .string(account)]), value: [1])
                             XCTAssertFalse(model.contains(k), "round \(round): a duplicate \(k) was added")
                             model.insert(k)
                             outcomes[0] += 1
@@ -91,8 +98,9 @@ final class PagedKeychainTests: KeychainTestCase {
                         model.subtract(held)
                         outcomes[2] += found.count
                     default:
-                        XCTAssertEqual(Set(try tx.find(q).compactMap { $0.attributes.string("svce") }), Set(held.map(\.service)),
-                                       "round \(round): \(account) as the transaction sees it")
+                        XCTAssertEqual(
+                            Set(try tx.find(q).compactMap { $0.attributes.string("svce") }), Set(held.map(\.service)),
+                            "round \(round): \(account) as the transaction sees it")
                         outcomes[3] += 1
                     }
                 }
@@ -101,9 +109,14 @@ final class PagedKeychainTests: KeychainTestCase {
         XCTAssertTrue(outcomes.allSatisfy { $0 > 5 }, "\(outcomes)")
         // A fresh store, and a whole verify, agree with the model.
         let all = try store().find(ItemQuery(group: group))
-        XCTAssertEqual(Set(all.map { Key(service: $0.attributes.string("svce") ?? "", account: $0.attributes.string("acct") ?? "") }), model)
+        XCTAssertEqual(
+            Set(
+                all.map {
+                    Key(service: $0.attributes.string("svce") ?? "", account: $0.attributes.string("acct") ?? "")
+                }), model)
         XCTAssertEqual(all.count, model.count)
-        XCTAssertTrue(try Vault.open(path: dir.vaultPath(group), secret: .keyFile(dir.readKey(group))).verify().isIntact)
+        XCTAssertTrue(
+            try Vault.open(path: dir.vaultPath(group), secret: .keyFile(dir.readKey(group))).verify().isIntact)
     }
 
     func testAVersion1GroupIsUpgradedOnItsFirstChange() throws {
@@ -112,18 +125,24 @@ final class PagedKeychainTests: KeychainTestCase {
         // The group's vault as an earlier kcar wrote it.
         let key = try dir.readKey(group)
         try Vault.create(path: dir.vaultPath(group), group: group, slots: [.keyFile(key)], overwrite: true) { tx in
-            for i in 0..<20 { _ = try tx.add(attributes: attrs(["svce": .string("old"), "acct": .string("a\(i)")]), value: .bytes([UInt8(i)])) }
+            for i in 0..<20 {
+                _ = try tx.add(
+                    attributes: attrs(["svce": .string("old"), "acct": .string("a\(i)")]), value: .bytes([UInt8(i)]))
+            }
         }
         let fresh = try store()
         try fresh.acceptRollback(group: group)
         XCTAssertEqual(try fresh.find(ItemQuery.password(service: "old", group: group)).count, 20)
-        XCTAssertEqual(try Vault.inspect(path: dir.vaultPath(group)).header.formatVersion, 1, "reading does not upgrade")
+        XCTAssertEqual(
+            try Vault.inspect(path: dir.vaultPath(group)).header.formatVersion, 1, "reading does not upgrade")
         let ids = Set(try fresh.find(ItemQuery.password(service: "old", group: group)).map(\.id))
         try fresh.add(attributes: attrs(["svce": .string("new")]), value: [1], group: group)
         XCTAssertEqual(try Vault.inspect(path: dir.vaultPath(group)).header.formatVersion, 2)
         let after = try store()
         XCTAssertEqual(Set(try after.find(ItemQuery.password(service: "old", group: group)).map(\.id)), ids, "ids kept")
-        XCTAssertEqual(try after.values(matching: ItemQuery.password(service: "old", account: "a7", group: group)).first?.value, [7])
+        XCTAssertEqual(
+            try after.values(matching: ItemQuery.password(service: "old", account: "a7", group: group)).first?.value,
+            [7])
         XCTAssertEqual(try after.find(ItemQuery(group: group)).count, 21)
     }
 }

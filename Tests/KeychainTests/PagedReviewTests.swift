@@ -1,7 +1,8 @@
 import Foundation
-@testable import KcarKeychain
 import VaultFormat
 import XCTest
+
+@testable import KcarKeychain
 
 /// Review of the on-demand (version 2) keychain path against the eager one: the same query must find the
 /// same items, and a transaction must see its own changes and refuse the same duplicates.
@@ -22,15 +23,18 @@ final class PagedReviewTests: KeychainTestCase {
     func testASearchFindsAnItemWhoseSyncIsNotABool() throws {
         let s = try store()
         try s.add(attributes: attrs(["svce": .string("seed")]), value: [0], group: group)
-        try commitRaw([(.genericPassword, attrs(["svce": .string("odd"), "acct": .string("a"), "sync": .integer(1)])),
-                       (.genericPassword, attrs(["svce": .string("odd"), "acct": .string("b"), "sync": .string("x")]))])
+        try commitRaw([
+            (.genericPassword, attrs(["svce": .string("odd"), "acct": .string("a"), "sync": .integer(1)])),
+            (.genericPassword, attrs(["svce": .string("odd"), "acct": .string("b"), "sync": .string("x")]))
+        ])
         // What the eager path answers (the items in memory).
         let eager = ItemQuery.password(service: "odd", group: group)
         let all = try Vault.open(path: dir.vaultPath(group), secret: .keyFile(dir.readKey(group))).items
         XCTAssertEqual(eager.select(all).count, 2)
         let fresh = try store()
         XCTAssertEqual(try fresh.find(ItemQuery.password(service: "odd", group: group)).count, 2, "by service")
-        XCTAssertEqual(try fresh.find(ItemQuery.password(service: "odd", account: "a", group: group)).count, 1, "by primary key")
+        XCTAssertEqual(
+            try fresh.find(ItemQuery.password(service: "odd", account: "a", group: group)).count, 1, "by primary key")
         var any = ItemQuery.password(service: "odd", group: group)
         any.synchronizableAny = true
         XCTAssertEqual(try fresh.find(any).count, 2, "kSecAttrSynchronizableAny")
@@ -46,8 +50,14 @@ final class PagedReviewTests: KeychainTestCase {
         let s = try store()
         try s.add(attributes: attrs(["svce": .string("seed")]), value: [0], group: group)
         let key = try dir.readKey(group)
-        let schema = PagedSchema(classes: ["genp": ClassSchema(keyAttributes: [("sync", .bool(false)), ("svce", .string("none")), ("acct", .string(""))])])
-        try Vault.create(path: dir.vaultPath(group), group: group, slots: [.keyFile(key)], schema: schema, overwrite: true) { tx in
+        let schema = PagedSchema(classes: [
+            "genp": ClassSchema(keyAttributes: [
+                ("sync", .bool(false)), ("svce", .string("none")), ("acct", .string(""))
+            ])
+        ])
+        try Vault.create(
+            path: dir.vaultPath(group), group: group, slots: [.keyFile(key)], schema: schema, overwrite: true
+        ) { tx in
             _ = try tx.add(attributes: attrs(["acct": .string("x")]), value: .bytes([1]))
         }
         let fresh = try store()
@@ -63,7 +73,9 @@ final class PagedReviewTests: KeychainTestCase {
     func testSwapsDeletesAndReAddsInOneTransaction() throws {
         let s = try store()
         try s.transaction(group: group) { tx in
-            for i in 0..<50 { try tx.add(attributes: attrs(["svce": .string("s"), "acct": .string("a\(i)")]), value: [UInt8(i)]) }
+            for i in 0..<50 {
+                try tx.add(attributes: attrs(["svce": .string("s"), "acct": .string("a\(i)")]), value: [UInt8(i)])
+            }
         }
         let fresh = try store()
         try fresh.transaction(group: group) { tx in
@@ -72,18 +84,25 @@ final class PagedReviewTests: KeychainTestCase {
             try tx.update([a.id], set: ["acct": .string("tmp")], value: nil)
             try tx.update([b.id], set: ["acct": .string("a1")], value: nil)
             try tx.update([a.id], set: ["acct": .string("a2")], value: nil)
-            assertStatus(.duplicateItem, try tx.add(attributes: attrs(["svce": .string("s"), "acct": .string("a1")]), value: [1]))
-            assertStatus(.duplicateItem, try tx.add(attributes: attrs(["svce": .string("s"), "acct": .string("a2")]), value: [1]))
+            assertStatus(
+                .duplicateItem, try tx.add(attributes: attrs(["svce": .string("s"), "acct": .string("a1")]), value: [1])
+            )
+            assertStatus(
+                .duplicateItem, try tx.add(attributes: attrs(["svce": .string("s"), "acct": .string("a2")]), value: [1])
+            )
             let tmpFree = try tx.add(attributes: attrs(["svce": .string("s"), "acct": .string("tmp2")]), value: [1])
             assertStatus(.duplicateItem, try tx.update([tmpFree.id], set: ["acct": .string("a2")], value: nil))
             XCTAssertEqual(try tx.find(ItemQuery.password(service: "s", account: "a1", group: group)).map(\.id), [b.id])
             XCTAssertEqual(try tx.find(ItemQuery.password(service: "s", account: "a2", group: group)).map(\.id), [a.id])
-            XCTAssertEqual(try tx.value(of: tx.find(ItemQuery.password(service: "s", account: "a2", group: group))[0]), [1])
+            XCTAssertEqual(
+                try tx.value(of: tx.find(ItemQuery.password(service: "s", account: "a2", group: group))[0]), [1])
             // Delete, then add at the same key: allowed, and found once.
             let c = try tx.find(ItemQuery.password(service: "s", account: "a3", group: group))[0]
             try tx.delete(c.id)
             try tx.add(attributes: attrs(["svce": .string("s"), "acct": .string("a3")]), value: [3])
-            assertStatus(.duplicateItem, try tx.add(attributes: attrs(["svce": .string("s"), "acct": .string("a3")]), value: [3]))
+            assertStatus(
+                .duplicateItem, try tx.add(attributes: attrs(["svce": .string("s"), "acct": .string("a3")]), value: [3])
+            )
             XCTAssertEqual(try tx.find(ItemQuery.password(service: "s", account: "a3", group: group)).count, 1)
             // Add, then move it onto a taken key: refused.
             let d = try tx.add(attributes: attrs(["svce": .string("s"), "acct": .string("new")]), value: [4])

@@ -16,8 +16,10 @@ final class PrivateGroupTests: KeychainTestCase {
         try dir.create(sharedGroup: "users")
     }
 
-    func assertReason(_ reason: KeychainReason?, _ status: KeychainStatus, _ body: @autoclosure () throws -> some Any,
-                      file: StaticString = #filePath, line: UInt = #line) {
+    func assertReason(
+        _ reason: KeychainReason?, _ status: KeychainStatus, _ body: @autoclosure () throws -> some Any,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         XCTAssertThrowsError(try body(), file: file, line: line) { e in
             XCTAssertEqual((e as? KeychainError)?.status, status, "\(e)", file: file, line: line)
             XCTAssertEqual((e as? KeychainError)?.reason, reason, "\(e)", file: file, line: line)
@@ -81,7 +83,9 @@ final class PrivateGroupTests: KeychainTestCase {
         XCTAssertEqual(try store(nil).accessGroups(), ["mine"])
         XCTAssertEqual(try store(nil).find(ItemQuery()).map(\.group), ["mine"])
         assertReason(nil, .missingEntitlement, try store(["theirs"]).find(ItemQuery()))
-        assertReason(nil, .missingEntitlement, try store(nil).add(attributes: attrs(["svce": .string("x")]), value: [3], group: "theirs"))
+        assertReason(
+            nil, .missingEntitlement,
+            try store(nil).add(attributes: attrs(["svce": .string("x")]), value: [3], group: "theirs"))
         // Shared again (its key readable by the group), it is every member's.
         XCTAssertEqual(chmod(dir.keyPath("theirs"), 0o640), 0)
         XCTAssertEqual(chmod(dir.vaultPath("theirs"), 0o660), 0)

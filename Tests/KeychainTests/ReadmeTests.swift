@@ -5,26 +5,34 @@ import XCTest
 /// and "The library" is type-checked by swiftc against the modules this build made, with only what the text
 /// leaves to the reader declared after it (`data`, `profile`, `keyFileBytes()`).
 final class ReadmeTests: XCTestCase {
-    static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     func swiftBlocks(section: String) throws -> [String] {
         let readme = try String(contentsOf: ReadmeTests.repo.appendingPathComponent("README.md"), encoding: .utf8)
         let lines = readme.components(separatedBy: "\n")
         guard let start = lines.firstIndex(of: "## \(section)") else { throw XCTSkip("no section \(section)") }
         let end = lines[(start + 1)...].firstIndex { $0.hasPrefix("## ") } ?? lines.count
-        var blocks: [String] = [], current: [String]?
+        var blocks: [String] = []
+        var current: [String]?
         for line in lines[start..<end] {
-            if line == "```swift" { current = [] } else if line == "```", let c = current {
+            if line == "```swift" {
+                current = []
+            } else if line == "```", let c = current {
                 blocks.append(c.joined(separator: "\n"))
                 current = nil
-            } else { current?.append(line) }
+            } else {
+                current?.append(line)
+            }
         }
         return blocks
     }
 
     func typecheck(_ source: String, file: StaticString = #filePath, line: UInt = #line) throws {
         let modules = ReadmeTests.repo.appendingPathComponent(".build/debug/Modules").path
-        guard FileManager.default.fileExists(atPath: modules + "/KcarKeychain.swiftmodule") else { throw XCTSkip("no debug build") }
+        guard FileManager.default.fileExists(atPath: modules + "/KcarKeychain.swiftmodule") else {
+            throw XCTSkip("no debug build")
+        }
         let path = NSTemporaryDirectory() + "kcar-readme-\(UUID().uuidString).swift"
         try source.write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -32,7 +40,10 @@ final class ReadmeTests: XCTestCase {
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         var args = ["swiftc", "-typecheck", "-swift-version", "6", "-I", modules]
         for c in ["CSodium", "CZlib", "CDeflate"] {
-            args += ["-Xcc", "-fmodule-map-file=" + ReadmeTests.repo.appendingPathComponent("Sources/\(c)/module.modulemap").path]
+            args += [
+                "-Xcc",
+                "-fmodule-map-file=" + ReadmeTests.repo.appendingPathComponent("Sources/\(c)/module.modulemap").path
+            ]
         }
         p.arguments = args + [path]
         let err = Pipe()
@@ -47,18 +58,21 @@ final class ReadmeTests: XCTestCase {
     func testKeychainExampleCompiles() throws {
         let blocks = try swiftBlocks(section: "The keychain")
         XCTAssertEqual(blocks.count, 1)
-        try typecheck(blocks.joined(separator: "\n") + """
+        try typecheck(
+            blocks.joined(separator: "\n") + """
 
-            struct Profile: Codable {}
-            let profile = Profile()
-            let data = Data("s3cr3t".utf8)
-            """)
+                struct Profile: Codable {}
+                let profile = Profile()
+                let data = Data("s3cr3t".utf8)
+                """)
     }
 
     func testVaultFormatExampleCompiles() throws {
         let blocks = try swiftBlocks(section: "The library")
         XCTAssertEqual(blocks.count, 1)
-        try typecheck(blocks.joined(separator: "\n") + "\nfunc keyFileBytes() throws -> [UInt8] { [UInt8](repeating: 7, count: 32) }\n")
+        try typecheck(
+            blocks.joined(separator: "\n")
+                + "\nfunc keyFileBytes() throws -> [UInt8] { [UInt8](repeating: 7, count: 32) }\n")
     }
 
     func testAsyncExampleCompiles() throws {

@@ -85,11 +85,15 @@ final class RoundTripTests: KeychainTestCase {
     }
 
     func testReturnedAttributesFindTheirItem() throws {
-        XCTAssertNotEqual(KeychainDate.nanoseconds(KeychainDate.date(preciseDate)), preciseDate, "the date must not survive Date")
+        XCTAssertNotEqual(
+            KeychainDate.nanoseconds(KeychainDate.date(preciseDate)), preciseDate, "the date must not survive Date")
         let s = try SecItemConfiguration.store
-        try s.add(attributes: Attributes(["svce": .string("s"), "acct": .string("a"), "cdat": .date(nanoseconds: preciseDate),
-                                          "mdat": .date(nanoseconds: preciseDate), "@when": .date(nanoseconds: preciseDate)]),
-                  value: Array("pw".utf8))
+        try s.add(
+            attributes: Attributes([
+                "svce": .string("s"), "acct": .string("a"), "cdat": .date(nanoseconds: preciseDate),
+                "mdat": .date(nanoseconds: preciseDate), "@when": .date(nanoseconds: preciseDate)
+            ]),
+            value: Array("pw".utf8))
         var out: AnyObject?
         let q: [String: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrService: "s", kSecReturnAttributes: true]
         XCTAssertEqual(SecItemCopyMatching(q as CFDictionary, &out), errSecSuccess)
@@ -97,9 +101,11 @@ final class RoundTripTests: KeychainTestCase {
         XCTAssertNotNil(attributes[kSecAttrCreationDate] as? Date)
         attributes[kSecClass] = kSecClassGenericPassword
         var again: AnyObject?
-        XCTAssertEqual(SecItemCopyMatching(attributes as CFDictionary, &again), errSecSuccess, kcarLastResultMessage() ?? "")
-        XCTAssertEqual(SecItemUpdate(attributes as CFDictionary, [kSecAttrLabel: "L"] as CFDictionary), errSecSuccess,
-                       kcarLastResultMessage() ?? "")
+        XCTAssertEqual(
+            SecItemCopyMatching(attributes as CFDictionary, &again), errSecSuccess, kcarLastResultMessage() ?? "")
+        XCTAssertEqual(
+            SecItemUpdate(attributes as CFDictionary, [kSecAttrLabel: "L"] as CFDictionary), errSecSuccess,
+            kcarLastResultMessage() ?? "")
         // A date one Date step away is another date.
         var later = attributes
         let cdat = try XCTUnwrap(attributes[kSecAttrCreationDate] as? Date)
@@ -116,7 +122,9 @@ final class RoundTripTests: KeychainTestCase {
         XCTAssertEqual(reread.object(forKey: kSecAttrAccount) as? String, "bob")
         reread.setObject("hunter2", forKey: kSecValueData)
         XCTAssertEqual(reread.writeToKeychain(), errSecSuccess, kcarLastResultMessage() ?? "")
-        XCTAssertEqual(KeychainItemWrapper(identifier: "Password", accessGroup: nil).object(forKey: kSecValueData) as? String, "hunter2")
+        XCTAssertEqual(
+            KeychainItemWrapper(identifier: "Password", accessGroup: nil).object(forKey: kSecValueData) as? String,
+            "hunter2")
         XCTAssertEqual(try SecItemConfiguration.store.find(ItemQuery()).count, 1, "updated in place, not added again")
     }
 }

@@ -22,17 +22,19 @@ final class SeedPortTests: KeychainTestCase {
 
     /// What the seed's question really wants, done better: each model its own item, filtered by the index.
     func testModelsAsItemsFilteredByCategoryWithoutDecrypting() throws {
-        let users = (0..<20).map { UserData(userName: "u\($0)", password: "p\($0)", categoryName: $0 % 4 == 0 ? "管理员" : "普通用户") }
+        let users = (0..<20).map {
+            UserData(userName: "u\($0)", password: "p\($0)", categoryName: $0 % 4 == 0 ? "管理员" : "普通用户")
+        }
         for u in users {
             let add: [CFString: Any] = [
                 kSecClass: kSecClassGenericPassword, kSecAttrService: "com.yourApp.users", kSecAttrAccount: u.userName!,
-                kcarUserAttribute("categoryName"): u.categoryName!, kSecValueData: try JSONEncoder().encode(u),
+                kcarUserAttribute("categoryName"): u.categoryName!, kSecValueData: try JSONEncoder().encode(u)
             ]
             XCTAssertEqual(SecItemAdd(add as CFDictionary, nil), errSecSuccess)
         }
         let query: [CFString: Any] = [
             kSecClass: kSecClassGenericPassword, kSecAttrService: "com.yourApp.users",
-            kcarUserAttribute("categoryName"): "管理员", kSecReturnAttributes: true, kSecMatchLimit: kSecMatchLimitAll,
+            kcarUserAttribute("categoryName"): "管理员", kSecReturnAttributes: true, kSecMatchLimit: kSecMatchLimitAll
         ]
         var result: AnyObject?
         XCTAssertEqual(SecItemCopyMatching(query as CFDictionary, &result), errSecSuccess)
@@ -52,36 +54,49 @@ final class SeedPortTests: KeychainTestCase {
     }
 
     func testSecItemStatusesAndResults() throws {
-        let add: [String: Any] = [kSecClass: kSecClassInternetPassword, kSecAttrServer: "example.com", kSecAttrPort: 443,
-                                  kSecAttrProtocol: kSecAttrProtocolHTTPS, kSecAttrAccount: "bob",
-                                  kSecValueData: Data("pw".utf8), kSecReturnAttributes: true]
+        let add: [String: Any] = [
+            kSecClass: kSecClassInternetPassword, kSecAttrServer: "example.com", kSecAttrPort: 443,
+            kSecAttrProtocol: kSecAttrProtocolHTTPS, kSecAttrAccount: "bob",
+            kSecValueData: Data("pw".utf8), kSecReturnAttributes: true
+        ]
         var added: AnyObject?
         XCTAssertEqual(SecItemAdd(add, &added), errSecSuccess)
         XCTAssertEqual((added as? [String: Any])?[kSecAttrPort] as? Int, 443)
         XCTAssertEqual(SecItemAdd(add, nil), errSecDuplicateItem)
         XCTAssertEqual(SecItemAdd([kSecAttrService: "x", kSecValueData: Data()], nil), errSecParam)  // no class
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, "bogus": 1, kSecValueData: Data()], nil), errSecParam)
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrPort: 1, kSecValueData: Data()], nil), errSecParam)
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccessGroup: "other", kSecValueData: Data()], nil),
-                       errSecMissingEntitlement)
+        XCTAssertEqual(
+            SecItemAdd([kSecClass: kSecClassGenericPassword, "bogus": 1, kSecValueData: Data()], nil), errSecParam)
+        XCTAssertEqual(
+            SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrPort: 1, kSecValueData: Data()], nil), errSecParam)
+        XCTAssertEqual(
+            SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccessGroup: "other", kSecValueData: Data()], nil),
+            errSecMissingEntitlement)
 
         var both: AnyObject?
-        let q: [String: Any] = [kSecClass: kSecClassInternetPassword, kSecAttrServer: "example.com",
-                                kSecReturnData: true, kSecReturnAttributes: true]
+        let q: [String: Any] = [
+            kSecClass: kSecClassInternetPassword, kSecAttrServer: "example.com",
+            kSecReturnData: true, kSecReturnAttributes: true
+        ]
         XCTAssertEqual(SecItemCopyMatching(q, &both), errSecSuccess)
         let d = try XCTUnwrap(both as? [String: Any])
         XCTAssertEqual(d[kSecValueData] as? Data, Data("pw".utf8))
         XCTAssertEqual(d[kSecAttrAccount] as? String, "bob")
         XCTAssertNotNil(d[kSecAttrModificationDate] as? Date)
 
-        XCTAssertEqual(SecItemUpdate([kSecClass: kSecClassInternetPassword, kSecAttrServer: "example.com"],
-                                     [kSecValueData: Data("new".utf8), kSecAttrLabel: "L"]), errSecSuccess)
+        XCTAssertEqual(
+            SecItemUpdate(
+                [kSecClass: kSecClassInternetPassword, kSecAttrServer: "example.com"],
+                [kSecValueData: Data("new".utf8), kSecAttrLabel: "L"]), errSecSuccess)
         var data: AnyObject?
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassInternetPassword, kSecReturnData: true], &data), errSecSuccess)
+        XCTAssertEqual(
+            SecItemCopyMatching([kSecClass: kSecClassInternetPassword, kSecReturnData: true], &data), errSecSuccess)
         XCTAssertEqual(data as? Data, Data("new".utf8))
-        XCTAssertEqual(SecItemUpdate([kSecClass: kSecClassInternetPassword], [kSecClass: kSecClassGenericPassword]), errSecParam)
+        XCTAssertEqual(
+            SecItemUpdate([kSecClass: kSecClassInternetPassword], [kSecClass: kSecClassGenericPassword]), errSecParam)
         XCTAssertEqual(SecItemUpdate([kSecClass: kSecClassGenericPassword], [kSecAttrLabel: "x"]), errSecItemNotFound)
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassInternetPassword, kSecReturnRef: true], &data), errSecUnimplemented)
+        XCTAssertEqual(
+            SecItemCopyMatching([kSecClass: kSecClassInternetPassword, kSecReturnRef: true], &data), errSecUnimplemented
+        )
         XCTAssertEqual(SecItemDelete([kSecClass: kSecClassInternetPassword, kSecAttrPort: 443]), errSecSuccess)
         XCTAssertEqual(SecItemDelete([kSecClass: kSecClassInternetPassword]), errSecItemNotFound)
         XCTAssertEqual(KeychainStatus(rawValue: errSecItemNotFound).description, "errSecItemNotFound (-25300)")

@@ -7,18 +7,23 @@ import XCTest
 final class SemanticsTests: KeychainTestCase {
     func testGenericPasswordPrimaryKeyIgnoresOtherAttributes() throws {
         let s = try store()
-        try s.add(attributes: attrs(["svce": .string("api"), "acct": .string("bob"), "labl": .string("one")]), value: [1])
+        try s.add(
+            attributes: attrs(["svce": .string("api"), "acct": .string("bob"), "labl": .string("one")]), value: [1])
         // Label, comment, generic and accessibility are outside the key: still a duplicate.
-        assertStatus(.duplicateItem, try s.add(attributes: attrs([
-            "svce": .string("api"), "acct": .string("bob"), "labl": .string("two"), "icmt": .string("x"),
-            "gena": .data([9]), "pdmn": .string("cku"),
-        ]), value: [2]))
+        assertStatus(
+            .duplicateItem,
+            try s.add(
+                attributes: attrs([
+                    "svce": .string("api"), "acct": .string("bob"), "labl": .string("two"), "icmt": .string("x"),
+                    "gena": .data([9]), "pdmn": .string("cku")
+                ]), value: [2]))
         // Another account, or a synchronizable twin, is another item.
         try s.add(attributes: attrs(["svce": .string("api"), "acct": .string("alice")]), value: [3])
         try s.add(attributes: attrs(["svce": .string("api"), "acct": .string("bob"), "sync": .bool(true)]), value: [4])
         // An absent service equals the empty one.
         try s.add(attributes: attrs(["acct": .string("carol")]), value: [5])
-        assertStatus(.duplicateItem, try s.add(attributes: attrs(["svce": .string(""), "acct": .string("carol")]), value: [6]))
+        assertStatus(
+            .duplicateItem, try s.add(attributes: attrs(["svce": .string(""), "acct": .string("carol")]), value: [6]))
         // The same key in another group is another item.
         try s.add(attributes: attrs(["svce": .string("api"), "acct": .string("bob")]), value: [7], group: "app.private")
         XCTAssertEqual(try s.find(ItemQuery(synchronizableAny: true)).count, 5)
@@ -27,13 +32,30 @@ final class SemanticsTests: KeychainTestCase {
     func testPrimaryKeysOfEveryClass() throws {
         let s = try store()
         let cases: [(ItemClass, [String: AttributeValue], String, AttributeValue)] = [
-            (.internetPassword, ["srvr": .string("example.com"), "ptcl": .string("htps"), "port": .integer(443),
-                                 "path": .string("/"), "sdmn": .string(""), "atyp": .string("form"), "acct": .string("bob")],
-             "port", .integer(8443)),
-            (.certificate, ["ctyp": .integer(1), "issr": .data([1, 2]), "slnr": .data([3]), "subj": .data([4])], "slnr", .data([5])),
-            (.key, ["kcls": .string("1"), "klbl": .data([1]), "atag": .data([2]), "type": .string("73"), "bsiz": .integer(256),
-                    "esiz": .integer(256), "sign": .bool(true)], "bsiz", .integer(384)),
-            (.identity, ["ctyp": .integer(1), "issr": .data([1]), "slnr": .data([2]), "kcls": .string("1")], "issr", .data([7])),
+            (
+                .internetPassword,
+                [
+                    "srvr": .string("example.com"), "ptcl": .string("htps"), "port": .integer(443),
+                    "path": .string("/"), "sdmn": .string(""), "atyp": .string("form"), "acct": .string("bob")
+                ],
+                "port", .integer(8443)
+            ),
+            (
+                .certificate, ["ctyp": .integer(1), "issr": .data([1, 2]), "slnr": .data([3]), "subj": .data([4])],
+                "slnr", .data([5])
+            ),
+            (
+                .key,
+                [
+                    "kcls": .string("1"), "klbl": .data([1]), "atag": .data([2]), "type": .string("73"),
+                    "bsiz": .integer(256),
+                    "esiz": .integer(256), "sign": .bool(true)
+                ], "bsiz", .integer(384)
+            ),
+            (
+                .identity, ["ctyp": .integer(1), "issr": .data([1]), "slnr": .data([2]), "kcls": .string("1")], "issr",
+                .data([7])
+            )
         ]
         for (c, base, keyName, other) in cases {
             try s.add(class: c, attributes: attrs(base), value: [1])
@@ -49,21 +71,24 @@ final class SemanticsTests: KeychainTestCase {
 
     func testAttributesAreCheckedPerClass() throws {
         let s = try store()
-        assertStatus(.param, try s.add(attributes: attrs(["srvr": .string("x")]), value: []))       // inet only
-        assertStatus(.param, try s.add(attributes: attrs(["svce": .integer(1)]), value: []))        // wrong type
-        assertStatus(.param, try s.add(attributes: attrs(["pdmn": .string("never")]), value: []))   // no such level
-        assertStatus(.param, try s.add(attributes: attrs(["zzzz": .string("x")]), value: []))       // not Apple's
+        assertStatus(.param, try s.add(attributes: attrs(["srvr": .string("x")]), value: []))  // inet only
+        assertStatus(.param, try s.add(attributes: attrs(["svce": .integer(1)]), value: []))  // wrong type
+        assertStatus(.param, try s.add(attributes: attrs(["pdmn": .string("never")]), value: []))  // no such level
+        assertStatus(.param, try s.add(attributes: attrs(["zzzz": .string("x")]), value: []))  // not Apple's
         assertStatus(.param, try s.add(class: ItemClass(rawValue: "blob"), attributes: Attributes(), value: []))
         assertStatus(.param, try s.find(ItemQuery(class: .certificate, attributes: attrs(["svce": .string("x")]))))
         // User attributes take any type.
-        try s.add(attributes: attrs(["svce": .string("x"), "@n": .integer(1), "@when": .date(nanoseconds: 5)]), value: [])
+        try s.add(
+            attributes: attrs(["svce": .string("x"), "@n": .integer(1), "@when": .date(nanoseconds: 5)]), value: [])
     }
 
     func testAddSetsDatesAndAccessibility() throws {
         let s = try store()
         let before = Int64(Date().timeIntervalSince1970 * 1e9) - 1_000_000_000
         let item = try s.add(attributes: attrs(["svce": .string("a")]), value: [1, 2, 3])
-        guard case .date(let c)? = item.attributes["cdat"], case .date(let m)? = item.attributes["mdat"] else { return XCTFail() }
+        guard case .date(let c)? = item.attributes["cdat"], case .date(let m)? = item.attributes["mdat"] else {
+            return XCTFail()
+        }
         XCTAssertGreaterThan(c, before)
         XCTAssertEqual(c, m)
         XCTAssertEqual(item.attributes.string("pdmn"), "ak")
@@ -74,9 +99,12 @@ final class SemanticsTests: KeychainTestCase {
     func testQueryOptions() throws {
         let s = try store()
         for (i, acct) in ["Bob", "bob", "alice"].enumerated() {
-            try s.add(attributes: attrs(["svce": .string("Mail"), "acct": .string(acct), "@tier": .integer(Int64(i % 2))]), value: [UInt8(i)])
+            try s.add(
+                attributes: attrs(["svce": .string("Mail"), "acct": .string(acct), "@tier": .integer(Int64(i % 2))]),
+                value: [UInt8(i)])
         }
-        try s.add(attributes: attrs(["svce": .string("Mail"), "acct": .string("sync"), "sync": .bool(true)]), value: [9])
+        try s.add(
+            attributes: attrs(["svce": .string("Mail"), "acct": .string("sync"), "sync": .bool(true)]), value: [9])
         // Exact and case-sensitive by default.
         XCTAssertEqual(try s.find(.password(service: "Mail", account: "bob")).count, 1)
         XCTAssertEqual(try s.find(.password(service: "mail")).count, 0)
@@ -106,7 +134,9 @@ final class SemanticsTests: KeychainTestCase {
 
     func testUpdateChangesEveryMatchOrNothing() throws {
         let s = try store()
-        for a in ["a", "b", "c"] { try s.add(attributes: attrs(["svce": .string("s"), "acct": .string(a)]), value: [0]) }
+        for a in ["a", "b", "c"] {
+            try s.add(attributes: attrs(["svce": .string("s"), "acct": .string(a)]), value: [0])
+        }
         XCTAssertEqual(try s.update(.password(service: "s"), set: ["labl": .string("L")], value: [7]), 3)
         for item in try s.find(.password(service: "s")) {
             XCTAssertEqual(item.attributes.string("labl"), "L")
@@ -139,15 +169,19 @@ final class SemanticsTests: KeychainTestCase {
     func testTransactionIsAllOrNothing() throws {
         let s = try store()
         try s.add(attributes: attrs(["svce": .string("keep")]), value: [1])
-        assertStatus(.duplicateItem, try s.transaction { tx in
-            try tx.add(attributes: self.attrs(["svce": .string("new")]), value: [2])
-            try tx.add(attributes: self.attrs(["svce": .string("keep")]), value: [3])
-        })
+        assertStatus(
+            .duplicateItem,
+            try s.transaction { tx in
+                try tx.add(attributes: self.attrs(["svce": .string("new")]), value: [2])
+                try tx.add(attributes: self.attrs(["svce": .string("keep")]), value: [3])
+            })
         XCTAssertEqual(try s.find(ItemQuery()).compactMap { $0.attributes.string("svce") }, ["keep"])
         // A batch in one commit.
         let g0 = try s.withVault(group: "app.shared") { $0.generation }
         try s.transaction { tx in
-            for i in 0..<100 { try tx.add(attributes: self.attrs(["svce": .string("b"), "acct": .string("\(i)")]), value: [UInt8(i)]) }
+            for i in 0..<100 {
+                try tx.add(attributes: self.attrs(["svce": .string("b"), "acct": .string("\(i)")]), value: [UInt8(i)])
+            }
         }
         XCTAssertEqual(try s.withVault(group: "app.shared") { $0.generation }, g0 + 1)
         XCTAssertEqual(try s.find(.password(service: "b")).count, 100)
@@ -161,10 +195,12 @@ final class SemanticsTests: KeychainTestCase {
         for a in ["a", "b", "c"] { try s.add(attributes: pw(a), value: [0]) }
         assertStatus(.duplicateItem, try s.add(attributes: pw("b"), value: [1]))
         // A failed transaction leaves nothing in the index: n1 is free afterwards.
-        assertStatus(.duplicateItem, try s.transaction { tx in
-            try tx.add(attributes: pw("n1"), value: [2])
-            try tx.add(attributes: pw("a"), value: [3])
-        })
+        assertStatus(
+            .duplicateItem,
+            try s.transaction { tx in
+                try tx.add(attributes: pw("n1"), value: [2])
+                try tx.add(attributes: pw("a"), value: [3])
+            })
         try s.add(attributes: pw("n1"), value: [2])
         // A refused update changes nothing; the transaction goes on and commits.
         try s.transaction { tx in
@@ -184,7 +220,8 @@ final class SemanticsTests: KeychainTestCase {
         try s.transaction { tx in
             let ids = try tx.find(.password(service: "s", account: "c")).map(\.id)
             try tx.update(ids, set: ["acct": .string("y")], value: nil)
-            try tx.update(try tx.find(.password(service: "s", account: "z")).map(\.id), set: ["acct": .string("c")], value: nil)
+            try tx.update(
+                try tx.find(.password(service: "s", account: "z")).map(\.id), set: ["acct": .string("c")], value: nil)
         }
         try s.add(attributes: pw("z"), value: [10])
         // Another writer (another store, as another process) adds and deletes: this store must see it.
@@ -200,16 +237,19 @@ final class SemanticsTests: KeychainTestCase {
         // A store's first add looks for its key by a scan (no index yet): same rule, absent attributes as
         // their defaults (sync false), and the next add of the transaction sees the first.
         assertStatus(.duplicateItem, try store().add(attributes: pw("a"), value: [17]))
-        assertStatus(.duplicateItem, try store().transaction { tx in
-            try tx.add(attributes: pw("n2"), value: [18])
-            try tx.add(attributes: pw("n2"), value: [19])
-        })
+        assertStatus(
+            .duplicateItem,
+            try store().transaction { tx in
+                try tx.add(attributes: pw("n2"), value: [18])
+                try tx.add(attributes: pw("n2"), value: [19])
+            })
         var synced = pw("a")
         synced["sync"] = .bool(true)
         try store().add(attributes: synced, value: [20])
         XCTAssertEqual(try s.find(ItemQuery(attributes: pw("a"), synchronizableAny: true)).count, 2)
         try s.delete(ItemQuery(attributes: synced))
-        XCTAssertEqual(try s.find(.password(service: "s")).compactMap { $0.attributes.string("acct") },
-                       ["a", "b", "c", "n1", "temp", "x", "y", "z"])
+        XCTAssertEqual(
+            try s.find(.password(service: "s")).compactMap { $0.attributes.string("acct") },
+            ["a", "b", "c", "n1", "temp", "x", "y", "z"])
     }
 }

@@ -16,7 +16,8 @@ final class SmallerTests: KeychainTestCase {
     func testLiteralsDatesAndItemProperties() throws {
         let k = Keychain(service: "s", accessGroup: "app.shared", store: try store())
         let when = Date(timeIntervalSince1970: 1_764_633_600.5)
-        try k.setString("v", forKey: "bob", attributes: ["category": "admin", "level": 3, "active": true, "when": .date(when)])
+        try k.setString(
+            "v", forKey: "bob", attributes: ["category": "admin", "level": 3, "active": true, "when": .date(when)])
         XCTAssertEqual(try k.keys(where: ["category": "admin", "level": 3, "active": true]), ["bob"])
         XCTAssertEqual(try k.keys(where: ["when": .date(when)]), ["bob"])
         let item = try XCTUnwrap(try k.allItems().first)

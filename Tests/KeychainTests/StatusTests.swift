@@ -13,39 +13,55 @@ final class StatusTests: KeychainTestCase {
     func testApplesNumbersNamesAndSentences() {
         // SecBase.h (and MacTypes.h for noErr).
         let expected: [(OSStatus, OSStatus, String)] = [
-            (noErr, 0, "errSecSuccess"), (errSecSuccess, 0, "errSecSuccess"), (errSecUnimplemented, -4, "errSecUnimplemented"),
+            (noErr, 0, "errSecSuccess"), (errSecSuccess, 0, "errSecSuccess"),
+            (errSecUnimplemented, -4, "errSecUnimplemented"),
             (errSecDiskFull, -34, "errSecDiskFull"), (errSecIO, -36, "errSecIO"), (errSecParam, -50, "errSecParam"),
             (errSecWrPerm, -61, "errSecWrPerm"), (errSecAllocate, -108, "errSecAllocate"),
             (errSecUserCanceled, -128, "errSecUserCanceled"), (errSecBadReq, -909, "errSecBadReq"),
             (errSecNotAvailable, -25291, "errSecNotAvailable"), (errSecReadOnly, -25292, "errSecReadOnly"),
             (errSecAuthFailed, -25293, "errSecAuthFailed"), (errSecNoSuchKeychain, -25294, "errSecNoSuchKeychain"),
-            (errSecInvalidKeychain, -25295, "errSecInvalidKeychain"), (errSecDuplicateKeychain, -25296, "errSecDuplicateKeychain"),
+            (errSecInvalidKeychain, -25295, "errSecInvalidKeychain"),
+            (errSecDuplicateKeychain, -25296, "errSecDuplicateKeychain"),
             (errSecDuplicateItem, -25299, "errSecDuplicateItem"), (errSecItemNotFound, -25300, "errSecItemNotFound"),
             (errSecBufferTooSmall, -25301, "errSecBufferTooSmall"), (errSecDataTooLarge, -25302, "errSecDataTooLarge"),
             (errSecNoSuchAttr, -25303, "errSecNoSuchAttr"), (errSecInvalidItemRef, -25304, "errSecInvalidItemRef"),
-            (errSecInvalidSearchRef, -25305, "errSecInvalidSearchRef"), (errSecNoSuchClass, -25306, "errSecNoSuchClass"),
+            (errSecInvalidSearchRef, -25305, "errSecInvalidSearchRef"),
+            (errSecNoSuchClass, -25306, "errSecNoSuchClass"),
             (errSecNoDefaultKeychain, -25307, "errSecNoDefaultKeychain"),
-            (errSecInteractionNotAllowed, -25308, "errSecInteractionNotAllowed"), (errSecReadOnlyAttr, -25309, "errSecReadOnlyAttr"),
-            (errSecWrongSecVersion, -25310, "errSecWrongSecVersion"), (errSecKeySizeNotAllowed, -25311, "errSecKeySizeNotAllowed"),
-            (errSecNoStorageModule, -25312, "errSecNoStorageModule"), (errSecNoCertificateModule, -25313, "errSecNoCertificateModule"),
-            (errSecNoPolicyModule, -25314, "errSecNoPolicyModule"), (errSecInteractionRequired, -25315, "errSecInteractionRequired"),
-            (errSecDataNotAvailable, -25316, "errSecDataNotAvailable"), (errSecDataNotModifiable, -25317, "errSecDataNotModifiable"),
-            (errSecCreateChainFailed, -25318, "errSecCreateChainFailed"), (errSecInvalidPrefsDomain, -25319, "errSecInvalidPrefsDomain"),
+            (errSecInteractionNotAllowed, -25308, "errSecInteractionNotAllowed"),
+            (errSecReadOnlyAttr, -25309, "errSecReadOnlyAttr"),
+            (errSecWrongSecVersion, -25310, "errSecWrongSecVersion"),
+            (errSecKeySizeNotAllowed, -25311, "errSecKeySizeNotAllowed"),
+            (errSecNoStorageModule, -25312, "errSecNoStorageModule"),
+            (errSecNoCertificateModule, -25313, "errSecNoCertificateModule"),
+            (errSecNoPolicyModule, -25314, "errSecNoPolicyModule"),
+            (errSecInteractionRequired, -25315, "errSecInteractionRequired"),
+            (errSecDataNotAvailable, -25316, "errSecDataNotAvailable"),
+            (errSecDataNotModifiable, -25317, "errSecDataNotModifiable"),
+            (errSecCreateChainFailed, -25318, "errSecCreateChainFailed"),
+            (errSecInvalidPrefsDomain, -25319, "errSecInvalidPrefsDomain"),
             (errSecInDarkWake, -25320, "errSecInDarkWake"), (errSecACLNotSimple, -25240, "errSecACLNotSimple"),
-            (errSecPolicyNotFound, -25241, "errSecPolicyNotFound"), (errSecInvalidTrustSetting, -25242, "errSecInvalidTrustSetting"),
-            (errSecNoAccessForItem, -25243, "errSecNoAccessForItem"), (errSecInvalidOwnerEdit, -25244, "errSecInvalidOwnerEdit"),
-            (errSecTrustNotAvailable, -25245, "errSecTrustNotAvailable"), (errSecUnsupportedFormat, -25256, "errSecUnsupportedFormat"),
+            (errSecPolicyNotFound, -25241, "errSecPolicyNotFound"),
+            (errSecInvalidTrustSetting, -25242, "errSecInvalidTrustSetting"),
+            (errSecNoAccessForItem, -25243, "errSecNoAccessForItem"),
+            (errSecInvalidOwnerEdit, -25244, "errSecInvalidOwnerEdit"),
+            (errSecTrustNotAvailable, -25245, "errSecTrustNotAvailable"),
+            (errSecUnsupportedFormat, -25256, "errSecUnsupportedFormat"),
             (errSecUnknownFormat, -25257, "errSecUnknownFormat"), (errSecDecode, -26275, "errSecDecode"),
-            (errSecMissingEntitlement, -34018, "errSecMissingEntitlement"),
+            (errSecMissingEntitlement, -34018, "errSecMissingEntitlement")
         ]
         for (constant, number, name) in expected {
             XCTAssertEqual(constant, number, name)
             XCTAssertEqual(KeychainStatus(rawValue: constant).name, name)
             XCTAssertFalse(SecCopyErrorMessageString(constant, nil)?.isEmpty ?? true, name)
         }
-        XCTAssertEqual(SecCopyErrorMessageString(errSecItemNotFound, nil), "The specified item could not be found in the keychain.")
-        XCTAssertEqual(SecCopyErrorMessageString(errSecParam, nil), "One or more parameters passed to a function were not valid.")
-        XCTAssertEqual(SecCopyErrorMessageString(errSecMissingEntitlement, nil), "A required entitlement isn't present.")
+        XCTAssertEqual(
+            SecCopyErrorMessageString(errSecItemNotFound, nil), "The specified item could not be found in the keychain."
+        )
+        XCTAssertEqual(
+            SecCopyErrorMessageString(errSecParam, nil), "One or more parameters passed to a function were not valid.")
+        XCTAssertEqual(
+            SecCopyErrorMessageString(errSecMissingEntitlement, nil), "A required entitlement isn't present.")
         XCTAssertEqual(SecCopyErrorMessageString(errSecUserCanceled, nil), "User canceled the operation.")
         XCTAssertEqual(SecCopyErrorMessageString(-1, nil), "OSStatus -1")
         XCTAssertEqual(KeychainStatus.invalidKeychain, .rolledBack)
@@ -61,7 +77,9 @@ final class StatusTests: KeychainTestCase {
         let done = expectation(description: "other thread")
         let t = Thread {
             XCTAssertNil(kcarLastResultMessage(), "a new thread has made no call")
-            XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecValueData: Data()] as CFDictionary, nil), errSecSuccess)
+            XCTAssertEqual(
+                SecItemAdd([kSecClass: kSecClassGenericPassword, kSecValueData: Data()] as CFDictionary, nil),
+                errSecSuccess)
             done.fulfill()
         }
         t.start()
@@ -76,8 +94,9 @@ final class StatusTests: KeychainTestCase {
 
     func testLocalizedDescriptionIsUseful() {
         let e: Error = KeychainError(.itemNotFound, "no item matches")
-        XCTAssertEqual(e.localizedDescription,
-                       "The specified item could not be found in the keychain: no item matches (errSecItemNotFound, -25300)")
+        XCTAssertEqual(
+            e.localizedDescription,
+            "The specified item could not be found in the keychain: no item matches (errSecItemNotFound, -25300)")
         XCTAssertEqual("\(e)", "errSecItemNotFound (-25300): no item matches")
     }
 }

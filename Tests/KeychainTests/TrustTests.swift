@@ -9,7 +9,9 @@ import XCTest
 final class TrustTests: KeychainTestCase {
     let other: uid_t = 65534
 
-    func assertUnsafe<T>(_ body: @autoclosure () throws -> T, _ fragment: String, file: StaticString = #filePath, line: UInt = #line) {
+    func assertUnsafe<T>(
+        _ body: @autoclosure () throws -> T, _ fragment: String, file: StaticString = #filePath, line: UInt = #line
+    ) {
         XCTAssertThrowsError(try body(), file: file, line: line) { e in
             let k = e as? KeychainError
             XCTAssertEqual(k?.reason, .unsafeFile, "\(e)", file: file, line: line)
@@ -39,7 +41,8 @@ final class TrustTests: KeychainTestCase {
             XCTAssertEqual(chmod(dir.path, m), 0)
             let fresh = try store(["a"])
             assertUnsafe(try fresh.find(ItemQuery()), dir.path)
-            assertUnsafe(try fresh.add(attributes: attrs(["svce": .string("y")]), value: [2], group: "a"), "writable by")
+            assertUnsafe(
+                try fresh.add(attributes: attrs(["svce": .string("y")]), value: [2], group: "a"), "writable by")
             assertUnsafe(try store(nil).find(ItemQuery()), "writable by")
             assertUnsafe(try dir.groups(), "writable by")
             assertUnsafe(try dir.readKey("a"), "writable by")
@@ -68,12 +71,14 @@ final class TrustTests: KeychainTestCase {
         let s = try store(["a"])
         try s.add(attributes: attrs(["svce": .string("x")]), value: [1], group: "a")
         s.close()
-        let key = dir.keyPath("a"), vault = dir.vaultPath("a"), seen = dir.path + "/a.seen"
+        let key = dir.keyPath("a")
+        let vault = dir.vaultPath("a")
+        let seen = dir.path + "/a.seen"
         let cases: [(String, mode_t, uid_t?, String)] = [
             (key, 0o644, nil, "a key readable by every user"), (key, 0o640, nil, "a key readable by its group"),
             (key, 0o602, nil, "writable by every user"), (key, 0o600, other, "owned by uid 65534"),
             (vault, 0o620, nil, "writable by its group"), (vault, 0o600, other, "owned by uid 65534"),
-            (seen, 0o666, nil, "writable by every user"), (seen, 0o600, other, "owned by uid 65534"),
+            (seen, 0o666, nil, "writable by every user"), (seen, 0o600, other, "owned by uid 65534")
         ]
         for (path, m, owner, why) in cases {
             XCTAssertEqual(chmod(path, m), 0)
@@ -121,8 +126,11 @@ final class TrustTests: KeychainTestCase {
         try store(["mine"]).add(attributes: attrs(["svce": .string("api")]), value: Array("own".utf8), group: "mine")
         // Another user's group: their key (0644) and vault, as a writable directory would have let them plant.
         let theirKey = [UInt8](repeating: 9, count: 32)
-        try Vault.create(path: dir.vaultPath("aaa"), group: "aaa", slots: [.keyFile(SecureBytes(copying: theirKey))]) { tx in
-            try tx.add(class: .genericPassword, attributes: Attributes(["svce": .string("api")]), value: .bytes(Array("theirs".utf8)))
+        try Vault.create(path: dir.vaultPath("aaa"), group: "aaa", slots: [.keyFile(SecureBytes(copying: theirKey))]) {
+            tx in
+            try tx.add(
+                class: .genericPassword, attributes: Attributes(["svce": .string("api")]),
+                value: .bytes(Array("theirs".utf8)))
         }
         XCTAssertEqual(chown(dir.vaultPath("aaa"), other, gid_t.max), 0)
         try write(dir.keyPath("aaa"), theirKey, mode: 0o644, owner: other)
@@ -132,13 +140,15 @@ final class TrustTests: KeychainTestCase {
         XCTAssertEqual(r.items.map(\.group), ["mine"])
         XCTAssertEqual(r.skipped.map(\.group), ["aaa"])
         XCTAssertEqual(r.skipped.first?.error.reason, .unsafeFile)
-        XCTAssertEqual(try implicit.value(of: try XCTUnwrap(implicit.find(.password(service: "api")).first)), Array("own".utf8))
+        XCTAssertEqual(
+            try implicit.value(of: try XCTUnwrap(implicit.find(.password(service: "api")).first)), Array("own".utf8))
         XCTAssertEqual(try implicit.groupSummary().counts.map(\.group), ["mine"])
         // Naming the group, or adding to it, is refused: no secret reaches the attacker's vault.
         assertUnsafe(try implicit.find(ItemQuery(group: "aaa")), "owned by uid 65534")
         assertUnsafe(try implicit.search(ItemQuery(group: "aaa")), "owned by uid 65534")
         assertUnsafe(try implicit.add(attributes: attrs(["svce": .string("new")]), value: [1], group: "aaa"), "aaa.key")
-        XCTAssertEqual(try Vault.open(path: dir.vaultPath("aaa"), secret: .keyFile(SecureBytes(copying: theirKey))).count, 1)
+        XCTAssertEqual(
+            try Vault.open(path: dir.vaultPath("aaa"), secret: .keyFile(SecureBytes(copying: theirKey))).count, 1)
         // Only skipped groups: nothing found is not "not found".
         assertUnsafe(try implicit.find(.password(service: "nothing-here")), "aaa")
     }
@@ -210,7 +220,9 @@ final class TrustTests: KeychainTestCase {
         s.close()
         let keep = root + "/keep"
         try FileManager.default.createDirectory(atPath: keep, withIntermediateDirectories: false)
-        for f in ["a.kcv", "a.key", "a.seen"] { try FileManager.default.copyItem(atPath: dir.path + "/" + f, toPath: keep + "/" + f) }
+        for f in ["a.kcv", "a.key", "a.seen"] {
+            try FileManager.default.copyItem(atPath: dir.path + "/" + f, toPath: keep + "/" + f)
+        }
         func restore() throws {
             for f in ["a.kcv", "a.key", "a.seen"] {
                 try? FileManager.default.removeItem(atPath: dir.path + "/" + f)
@@ -234,13 +246,15 @@ final class TrustTests: KeychainTestCase {
         // The record deleted, or replaced by bytes that do not verify, past the first commit.
         XCTAssertEqual(unlink(dir.path + "/a.seen"), 0)
         assertStatus(.rolledBack, try store(["a"]).find(ItemQuery()))
-        assertStatus(.rolledBack, try store(["a"]).add(attributes: attrs(["svce": .string("z")]), value: [1], group: "a"))
+        assertStatus(
+            .rolledBack, try store(["a"]).add(attributes: attrs(["svce": .string("z")]), value: [1], group: "a"))
         try write(dir.path + "/a.seen", [UInt8](repeating: 0xFF, count: 68))
         assertStatus(.rolledBack, try store(["a"]).find(ItemQuery()))
         // Accepting writes a record for the vault as it is.
         try store(["a"]).acceptRollback(group: "a")
         XCTAssertEqual(try store(["a"]).find(ItemQuery()).count, 2)
-        XCTAssertEqual(try seenGeneration("a"), try Vault.open(path: dir.vaultPath("a"), secret: .keyFile(key)).generation)
+        XCTAssertEqual(
+            try seenGeneration("a"), try Vault.open(path: dir.vaultPath("a"), secret: .keyFile(key)).generation)
         // A new group of a name whose old record is left over starts afresh.
         try FileManager.default.removeItem(atPath: dir.vaultPath("a"))
         try FileManager.default.removeItem(atPath: dir.keyPath("a"))
@@ -254,7 +268,9 @@ final class TrustTests: KeychainTestCase {
         s.close()
         let snapshot = root + "/snapshot"
         try FileManager.default.createDirectory(atPath: snapshot, withIntermediateDirectories: false)
-        for f in ["a.kcv", "a.seen"] { try FileManager.default.copyItem(atPath: dir.path + "/" + f, toPath: snapshot + "/" + f) }
+        for f in ["a.kcv", "a.seen"] {
+            try FileManager.default.copyItem(atPath: dir.path + "/" + f, toPath: snapshot + "/" + f)
+        }
         try store(["a"]).add(attributes: attrs(["svce": .string("new")]), value: [2], group: "a")
         for f in ["a.kcv", "a.seen"] {
             try FileManager.default.removeItem(atPath: dir.path + "/" + f)

@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import KcarKeychain
+import Synchronization
 import VaultFormat
 import XCTest
 
@@ -60,7 +60,8 @@ final class TypedAPITests: KeychainTestCase {
         XCTAssertEqual(try other.getString("k"), "new")
         XCTAssertEqual(try Keychain(service: "svc", accessGroup: "app.shared", store: try store()).getString("k"), nil)
         try k.setString("fresh", forKey: "n")
-        XCTAssertEqual(try Keychain(service: "svc", accessGroup: "app.shared", store: try store()).getString("n"), "fresh")
+        XCTAssertEqual(
+            try Keychain(service: "svc", accessGroup: "app.shared", store: try store()).getString("n"), "fresh")
     }
 
     func testAccessibilityAndUserAttributes() throws {
@@ -96,8 +97,12 @@ final class TypedAPITests: KeychainTestCase {
             let s = stores[t % 3]
             for i in 0..<25 {
                 do {
-                    try s.add(attributes: Attributes(["svce": .string("t\(t)"), "acct": .string("\(i)")]), value: [UInt8(t), UInt8(i)])
-                    if i % 5 == 4 { try s.update(.password(service: "t\(t)", account: "\(i - 1)"), set: ["labl": .string("u")]) }
+                    try s.add(
+                        attributes: Attributes(["svce": .string("t\(t)"), "acct": .string("\(i)")]),
+                        value: [UInt8(t), UInt8(i)])
+                    if i % 5 == 4 {
+                        try s.update(.password(service: "t\(t)", account: "\(i - 1)"), set: ["labl": .string("u")])
+                    }
                     if i % 7 == 6 { try s.delete(.password(service: "t\(t)", account: "\(i - 2)")) }
                 } catch {
                     failures.withLock { $0.append("\(error)") }
@@ -110,10 +115,13 @@ final class TypedAPITests: KeychainTestCase {
         for t in 0..<6 {
             let mine = items.filter { $0.attributes.string("svce") == "t\(t)" }
             // Updated: accounts 3, 8, 13, 18, 23; deleted: 4, 11, 18.
-            XCTAssertEqual(mine.filter { $0.attributes.string("labl") == "u" }.compactMap { $0.attributes.string("acct") }.sorted(),
-                           ["13", "23", "3", "8"])
-            for item in mine { XCTAssertEqual(try stores[0].value(of: item), [UInt8(t), UInt8(item.attributes.string("acct")!)!]) }
+            XCTAssertEqual(
+                mine.filter { $0.attributes.string("labl") == "u" }.compactMap { $0.attributes.string("acct") }
+                    .sorted(),
+                ["13", "23", "3", "8"])
+            for item in mine {
+                XCTAssertEqual(try stores[0].value(of: item), [UInt8(t), UInt8(item.attributes.string("acct")!)!])
+            }
         }
     }
 }
-

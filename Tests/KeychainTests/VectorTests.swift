@@ -1,12 +1,14 @@
-@testable import KcarKeychain
 import Foundation
 import VaultFormat
 import XCTest
 
+@testable import KcarKeychain
+
 /// SPEC.md §K8's vectors are what the code computes.
 final class VectorTests: XCTestCase {
-    static let spec = try! String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("SPEC.md"), encoding: .utf8)
+    static let spec = try! String(
+        contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("SPEC.md"), encoding: .utf8)
 
     func testSeenRecordVector() {
         let key = SecureBytes(copying: (0x20...0x3F).map { UInt8($0) })
@@ -21,9 +23,14 @@ final class VectorTests: XCTestCase {
     }
 
     func testStemVectors() {
-        for (group, stem) in [("TEAMID.com.example.shared", "TEAMID.com.example.shared"), (".hidden", "%2Ehidden"),
-                              ("a b/é", "a%20b%2F%C3%A9"),
-                              (String(repeating: "x", count: 201), "%%" + Hex.encode(Digest.blake2b(Array(String(repeating: "x", count: 201).utf8), outputBytes: 16)))] {
+        for (group, stem) in [
+            ("TEAMID.com.example.shared", "TEAMID.com.example.shared"), (".hidden", "%2Ehidden"),
+            ("a b/é", "a%20b%2F%C3%A9"),
+            (
+                String(repeating: "x", count: 201),
+                "%%" + Hex.encode(Digest.blake2b(Array(String(repeating: "x", count: 201).utf8), outputBytes: 16))
+            )
+        ] {
             XCTAssertEqual(KeychainDirectory.stem(group), stem)
             XCTAssertTrue(Self.spec.contains("`\(stem)`"), "SPEC.md §K8 should list \(stem)")
         }

@@ -7,9 +7,11 @@ import XCTest
 final class AppleArchiveTests: XCTestCase {
     /// `shared/` beside the repository (where CI puts its copy), else the workplace's.
     static let directory: URL = {
-        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let beside = repo.deletingLastPathComponent().appendingPathComponent("shared/fixtures/apple-nskeyedarchiver")
-        return FileManager.default.fileExists(atPath: beside.path) ? beside : URL(fileURLWithPath: "/work/shared/fixtures/apple-nskeyedarchiver")
+        return FileManager.default.fileExists(atPath: beside.path)
+            ? beside : URL(fileURLWithPath: "/work/shared/fixtures/apple-nskeyedarchiver")
     }()
 
     /// The files of the folder (README aside), as bytes.
@@ -50,8 +52,9 @@ final class AppleArchiveTests: XCTestCase {
             xmlCount += 1
             let converted = try Self.binary(bytes)
             XCTAssertEqual(try PropertyList(xml: bytes), try PropertyList(binary: converted), name)
-            XCTAssertEqual(try NSKeyedArchive.importValue(from: bytes), try NSKeyedArchive.importValue(from: converted),
-                           name)
+            XCTAssertEqual(
+                try NSKeyedArchive.importValue(from: bytes), try NSKeyedArchive.importValue(from: converted),
+                name)
         }
         XCTAssertEqual(xmlCount, 9)
     }
@@ -59,8 +62,9 @@ final class AppleArchiveTests: XCTestCase {
     func testKnownContents() throws {
         XCTAssertEqual(try Self.value("NSKeyedUnarchiver-ArrayTest.plist"), ["baa", "baa", "black", "sheep"])
         XCTAssertEqual(try Self.value("NSKeyedUnarchiver-OrderedSetTest.plist"), ["valgeir", "nico", "puzzle"])
-        XCTAssertEqual(try Self.value("NSKeyedUnarchiver-UUIDTest.plist"),
-                       .uuid(UUID(uuidString: "0AD863BA-7584-40CF-8896-BD87B3280C34")!))
+        XCTAssertEqual(
+            try Self.value("NSKeyedUnarchiver-UUIDTest.plist"),
+            .uuid(UUID(uuidString: "0AD863BA-7584-40CF-8896-BD87B3280C34")!))
         let url = try Self.value("NSKeyedUnarchiver-URLTest.plist").urlValue
         XCTAssertEqual(url?.relativeString, "foo.xml")
         XCTAssertEqual(url?.baseURL?.absoluteString, "https://www.example.com")

@@ -8,13 +8,15 @@ final class BinaryPlistTests: XCTestCase {
     static var sample: PropertyList {
         .dictionary([
             "null": .null, "bools": .array([.bool(true), .bool(false)]),
-            "ints": .array([.int(0), .int(255), .int(256), .int(65_535), .int(65_536), .int(Int64(UInt32.max)),
-                            .int(Int64(UInt32.max) + 1), .int(-1), .int(.min), .int(.max)]),
+            "ints": .array([
+                .int(0), .int(255), .int(256), .int(65_535), .int(65_536), .int(Int64(UInt32.max)),
+                .int(Int64(UInt32.max) + 1), .int(-1), .int(.min), .int(.max)
+            ]),
             "uint": .uint(.max), "reals": .array([.real(-0.0), .real(.infinity), .real(1.5)]), "date": .date(12.5),
             "data": .data(Data((0..<300).map { UInt8($0 & 0xFF) })), "ascii": "hello", "utf16": "ünïcødé 名前 🔑",
             "empty": "", "uids": .array([.uid(0), .uid(255), .uid(256), .uid(70_000), .uid(UInt64(UInt32.max) + 1)]),
             "set": .set([.int(1), "a"]), "long": .array((0..<20).map { .int(Int64($0)) }),
-            "nested": .dictionary(["a": .array([.dictionary([:]), .array([])])]),
+            "nested": .dictionary(["a": .array([.dictionary([:]), .array([])])])
         ])
     }
 
@@ -27,7 +29,7 @@ final class BinaryPlistTests: XCTestCase {
     func testFoundationReadsTheWriterAndTheReaderReadsFoundation() throws {
         let plist: PropertyList = .dictionary([
             "s": "text", "u": "ünï 🔑", "i": .int(-5), "big": .int(1 << 40), "r": .real(2.25), "b": .bool(true),
-            "d": .data(Data([1, 2, 3])), "a": .array(["x", .int(7)]), "when": .date(1_000),
+            "d": .data(Data([1, 2, 3])), "a": .array(["x", .int(7)]), "when": .date(1_000)
         ])
         let object = try PropertyListSerialization.propertyList(from: Data(plist.binaryBytes()), format: nil)
         guard let d = object as? [String: Any] else { return XCTFail("\(object)") }
@@ -57,7 +59,9 @@ final class BinaryPlistTests: XCTestCase {
         let data = PropertyList.data(Data(count: 100)).binaryBytes()
         assertArchiveError(.lengthLimit) { try PropertyList(binary: data, limits: ArchiveLimits(maxDataLength: 99)) }
         let string = PropertyList.string(String(repeating: "a", count: 100)).binaryBytes()
-        assertArchiveError(.lengthLimit) { try PropertyList(binary: string, limits: ArchiveLimits(maxStringLength: 99)) }
+        assertArchiveError(.lengthLimit) {
+            try PropertyList(binary: string, limits: ArchiveLimits(maxStringLength: 99))
+        }
         assertArchiveError(.sizeLimit) { try PropertyList(binary: data, limits: ArchiveLimits(maxBytes: 100)) }
         let many = PropertyList.array((0..<50).map { .int(Int64($0)) }).binaryBytes()
         assertArchiveError(.valueLimit) { try PropertyList(binary: many, limits: ArchiveLimits(maxValues: 50)) }

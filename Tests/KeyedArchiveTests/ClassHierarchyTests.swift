@@ -83,7 +83,8 @@ final class ClassHierarchyTests: XCTestCase {
 
     func testSubclassesDecodeThroughTheirBaseClass() throws {
         let circle = Circle(name: "c", radius: 2)
-        let drawing = Drawing(shapes: [circle, Square(side: 3), Shape(name: "plain"), Polygon(name: "p", sides: 5)], main: circle)
+        let drawing = Drawing(
+            shapes: [circle, Square(side: 3), Shape(name: "plain"), Polygon(name: "p", sides: 5)], main: circle)
         let data = try ArchiveEncoder(registry: Self.registry).encode(drawing)
         let back = try ArchiveDecoder(registry: Self.registry).decode(Drawing.self, from: data)
         XCTAssertEqual(back.shapes.map { "\(type(of: $0))" }, ["Circle", "Square", "Shape", "Polygon"])
@@ -109,22 +110,30 @@ final class ClassHierarchyTests: XCTestCase {
 
     func testTheAllowListHolds() throws {
         let decoder = ArchiveDecoder(registry: Self.registry)
-        func refused<T: Decodable>(_ type: T.Type, _ className: String, file: StaticString = #filePath, line: UInt = #line) {
-            let v = ArchiveValue.object(className, ["name": .string("x"), "radius": .double(1), "sides": .int(3), "side": .double(1)])
+        func refused<T: Decodable>(
+            _ type: T.Type, _ className: String, file: StaticString = #filePath, line: UInt = #line
+        ) {
+            let v = ArchiveValue.object(
+                className, ["name": .string("x"), "radius": .double(1), "sides": .int(3), "side": .double(1)])
             XCTAssertThrowsError(try decoder.decode(type, fromValue: v), file: file, line: line) {
                 XCTAssertEqual(($0 as? ArchiveError)?.code, .classNotAllowed, "\($0)", file: file, line: line)
             }
         }
-        refused(Shape.self, "Triangle")          // a real subclass, never registered
+        refused(Shape.self, "Triangle")  // a real subclass, never registered
         refused(Shape.self, "NSObject")
-        refused(Circle.self, "Shape")            // a base is not a subclass
-        refused(Circle.self, "Square")           // a sibling
-        refused(Polygon.self, "Circle")          // registered below Shape, not below Polygon
+        refused(Circle.self, "Shape")  // a base is not a subclass
+        refused(Circle.self, "Square")  // a sibling
+        refused(Polygon.self, "Circle")  // registered below Shape, not below Polygon
         refused(Square.self, "Polygon")
-        XCTAssertNoThrow(try decoder.decode(Polygon.self, fromValue: .object("Square", ["name": .string("s"), "sides": .int(4), "side": .double(2)])))
+        XCTAssertNoThrow(
+            try decoder.decode(
+                Polygon.self, fromValue: .object("Square", ["name": .string("s"), "sides": .int(4), "side": .double(2)])
+            ))
         // Without the subclass registrations, Shape admits only "Shape".
         let plain = ArchiveDecoder(registry: ArchiveTypeRegistry().registering(Shape.self, as: "Shape"))
-        XCTAssertThrowsError(try plain.decode(Shape.self, fromValue: .object("Circle", ["name": .string("c"), "radius": .double(1)]))) {
+        XCTAssertThrowsError(
+            try plain.decode(Shape.self, fromValue: .object("Circle", ["name": .string("c"), "radius": .double(1)]))
+        ) {
             XCTAssertEqual(($0 as? ArchiveError)?.code, .classNotAllowed)
         }
         // An unregistered subclass still encodes, under no class name of its own: as its fields alone.

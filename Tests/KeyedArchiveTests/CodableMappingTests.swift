@@ -58,7 +58,10 @@ final class CodableMappingTests: XCTestCase {
         }
     }
 
-    enum Choice: Codable, Equatable { case one(Int), two(x: String) }
+    enum Choice: Codable, Equatable {
+        case one(Int)
+        case two(x: String)
+    }
 
     let encoder = ArchiveEncoder()
     let decoder = ArchiveDecoder()
@@ -67,11 +70,13 @@ final class CodableMappingTests: XCTestCase {
 
     func testScalarsAndWidths() throws {
         let v = try value(Widths())
-        XCTAssertEqual(v, .dictionary([
-            "i8": -8, "i16": -16, "i32": -32, "i64": -64, "i": -1,
-            "u8": .uint(8), "u16": .uint(16), "u32": .uint(32), "u64": .uint(64), "u": .uint(1),
-            "f": 1.5, "d": 2.5, "b": true, "s": "s",
-        ]))
+        XCTAssertEqual(
+            v,
+            .dictionary([
+                "i8": -8, "i16": -16, "i32": -32, "i64": -64, "i": -1,
+                "u8": .uint(8), "u16": .uint(16), "u32": .uint(32), "u64": .uint(64), "u": .uint(1),
+                "f": 1.5, "d": 2.5, "b": true, "s": "s"
+            ]))
         XCTAssertEqual(try decoder.decode(Widths.self, fromValue: v), Widths())
         // Float widens exactly: its bits come back.
         XCTAssertEqual(try value(Float(0.1)), .double(Double(Float(0.1))))
@@ -82,9 +87,11 @@ final class CodableMappingTests: XCTestCase {
         XCTAssertEqual(try decoder.decode(UInt8.self, fromValue: .int(255)), 255)
         XCTAssertEqual(try decoder.decode(Int64.self, fromValue: .uint(7)), 7)
         XCTAssertEqual(try decoder.decode(Int.self, fromValue: .uint(UInt64(Int.max))), .max)
-        for (type, v) in [(Int8.self as any Decodable.Type, ArchiveValue.int(128)), (UInt.self, .int(-1)),
-                          (Int64.self, .uint(.max)), (Int.self, .double(1)), (Int.self, .bool(true)),
-                          (Int.self, .string("1"))] {
+        for (type, v) in [
+            (Int8.self as any Decodable.Type, ArchiveValue.int(128)), (UInt.self, .int(-1)),
+            (Int64.self, .uint(.max)), (Int.self, .double(1)), (Int.self, .bool(true)),
+            (Int.self, .string("1"))
+        ] {
             XCTAssertThrowsError(try decoder.decode(type, fromValue: v), "\(type) from \(v)") {
                 guard case DecodingError.typeMismatch = $0 else { return XCTFail("\($0)") }
             }
@@ -92,10 +99,12 @@ final class CodableMappingTests: XCTestCase {
     }
 
     func testNothingElseConverts() throws {
-        for (type, v) in [(Double.self as any Decodable.Type, ArchiveValue.int(1)), (Bool.self, .int(1)),
-                          (String.self, .data(Data())), (Date.self, .double(0)), (Data.self, .string("")),
-                          (URL.self, .string("https://x/")), (UUID.self, .string("0AD863BA-7584-40CF-8896-BD87B3280C34")),
-                          (Float.self, .int(1))] {
+        for (type, v) in [
+            (Double.self as any Decodable.Type, ArchiveValue.int(1)), (Bool.self, .int(1)),
+            (String.self, .data(Data())), (Date.self, .double(0)), (Data.self, .string("")),
+            (URL.self, .string("https://x/")), (UUID.self, .string("0AD863BA-7584-40CF-8896-BD87B3280C34")),
+            (Float.self, .int(1))
+        ] {
             XCTAssertThrowsError(try decoder.decode(type, fromValue: v), "\(type) from \(v)") {
                 guard case DecodingError.typeMismatch = $0 else { return XCTFail("\($0)") }
             }
@@ -129,8 +138,9 @@ final class CodableMappingTests: XCTestCase {
         let v = try value(Optionals())
         XCTAssertEqual(v, ["present": 3, "list": [1, nil]])
         XCTAssertEqual(try value(ExplicitNil()), ["x": nil])
-        XCTAssertEqual(try decoder.decode(Optionals.self, fromValue: ["present": nil, "list": []]),
-                       Optionals(absent: nil, present: nil, list: []))
+        XCTAssertEqual(
+            try decoder.decode(Optionals.self, fromValue: ["present": nil, "list": []]),
+            Optionals(absent: nil, present: nil, list: []))
         XCTAssertEqual(try value(Int?.none), nil)
         XCTAssertEqual(try value(Int?.some(4)), 4)
     }
@@ -152,8 +162,9 @@ final class CodableMappingTests: XCTestCase {
         XCTAssertThrowsError(try decoder.decode(Optionals.self, fromValue: [1])) {
             guard case DecodingError.typeMismatch = $0 else { return XCTFail("\($0)") }
         }
-        XCTAssertEqual(try decoder.decode(Optionals.self, fromValue: ["list": [], "extra": 1]),
-                       Optionals(absent: nil, present: nil, list: []))
+        XCTAssertEqual(
+            try decoder.decode(Optionals.self, fromValue: ["list": [], "extra": 1]),
+            Optionals(absent: nil, present: nil, list: []))
         XCTAssertThrowsError(try decoder.decode(Widths.self, fromValue: [:])) {
             guard case DecodingError.keyNotFound = $0 else { return XCTFail("\($0)") }
         }
@@ -178,8 +189,9 @@ final class CodableMappingTests: XCTestCase {
         guard case .shared(let box) = try value(base) else { return XCTFail("not shared") }
         XCTAssertEqual(box.value, ["a": 1])
         // Shared boxes are looked through, for structs too.
-        XCTAssertEqual(try decoder.decode(Optionals.self, fromValue: .shared(ArchiveShared(["list": []]))),
-                       Optionals(absent: nil, present: nil, list: []))
+        XCTAssertEqual(
+            try decoder.decode(Optionals.self, fromValue: .shared(ArchiveShared(["list": []]))),
+            Optionals(absent: nil, present: nil, list: []))
     }
 
     struct Listed: Codable {

@@ -50,9 +50,10 @@ final class CodableTests: XCTestCase {
 
     let users = [
         UserData(userName: "张三", password: "123456", categoryName: "普通用户"),
-        UserData(userName: "李四", password: "abc123", email: "li@example.com", image: Data([0x89, 0x50]),
-                 categoryName: "管理员", address: Address(city: "Paris", zip: 75001, location: [48.85, 2.35]),
-                 tags: ["admin", "ops"], created: Date(timeIntervalSince1970: 1_798_761_600)),
+        UserData(
+            userName: "李四", password: "abc123", email: "li@example.com", image: Data([0x89, 0x50]),
+            categoryName: "管理员", address: Address(city: "Paris", zip: 75001, location: [48.85, 2.35]),
+            tags: ["admin", "ops"], created: Date(timeIntervalSince1970: 1_798_761_600))
     ]
 
     func testUserDataArrayArchivesInOneCall() throws {
@@ -90,8 +91,14 @@ final class CodableTests: XCTestCase {
 
     func testLegacyNamesDecodeThroughAliases() throws {
         // Synthesized Decodable ignores default values: non-optional fields must be present.
-        let legacy: ArchiveValue = [.object("MyApp.UserData", ["userName": "old", "tags": [],
-                                                               "created": .date(Date(timeIntervalSinceReferenceDate: 0))])]
+        let legacy: ArchiveValue = [
+            .object(
+                "MyApp.UserData",
+                [
+                    "userName": "old", "tags": [],
+                    "created": .date(Date(timeIntervalSinceReferenceDate: 0))
+                ])
+        ]
         let back = try ArchiveDecoder(registry: Self.registry).decode([UserData].self, fromValue: legacy)
         XCTAssertEqual(back.first?.userName, "old")
     }
@@ -101,7 +108,8 @@ final class CodableTests: XCTestCase {
         let data = try ArchiveEncoder().encode(Pair(left: shared, right: shared))
         let back = try ArchiveDecoder().decode(Pair.self, from: data)
         XCTAssert(back.left === back.right, "one instance in, one instance out")
-        let distinct = try ArchiveDecoder().decode(Pair.self, from: ArchiveEncoder().encode(Pair(left: Node("a"), right: Node("a"))))
+        let distinct = try ArchiveDecoder().decode(
+            Pair.self, from: ArchiveEncoder().encode(Pair(left: Node("a"), right: Node("a"))))
         XCTAssertFalse(distinct.left === distinct.right)
 
         let a = Node("a")

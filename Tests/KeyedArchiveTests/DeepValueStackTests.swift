@@ -1,9 +1,10 @@
-import XCTest
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#endif
 import Foundation
 import KeyedArchive
+import XCTest
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#endif
 
 /// `==`, hashing, printing, writing and freeing a value recurse, bounded by `DEPTH_MAX` counted through shared
 /// references (SPEC.md Part 2 §A3): the deepest value an archive can stand for must be safe on a thread with
@@ -28,7 +29,9 @@ final class DeepValueStackTests: XCTestCase {
                 var b: ArchiveValue? = try ArchiveSerialization.value(from: bytes)
                 if a == b { results.append("==") }
                 if a?.hashValue == b?.hashValue { results.append("hash") }
-                if try ArchiveSerialization.bytes(from: a ?? .null, options: .deterministic).count > 0 { results.append("write") }
+                if try ArchiveSerialization.bytes(from: a ?? .null, options: .deterministic).count > 0 {
+                    results.append("write")
+                }
                 if "\(a ?? .null)".count > 0 { results.append("print") }
                 a = nil
                 b = nil

@@ -15,16 +15,26 @@ enum ArchiveFixtures {
         return [
             ("distinct.kca", [true, 1, 1.0, .uint(1)]),
             ("shared.kca", [shared, shared, ["host": "db.internal", "port": 5432], shared]),
-            ("empty.kca", [.array([]), .dictionary([:]), .anyKeyDictionary([:]), .set([]), .string(""),
-                           .data(Data()), .object("Empty", [:])]),
+            (
+                "empty.kca",
+                [
+                    .array([]), .dictionary([:]), .anyKeyDictionary([:]), .set([]), .string(""),
+                    .data(Data()), .object("Empty", [:])
+                ]
+            ),
             ("scalars.kca", scalars),
             ("users.kca", users),
-            ("any-keys.kca", .anyKeyDictionary([1: "one", "1": "string one", .uint(1): "unsigned one",
-                                                 [1, 2]: "pair", .null: "null"])),
+            (
+                "any-keys.kca",
+                .anyKeyDictionary([
+                    1: "one", "1": "string one", .uint(1): "unsigned one",
+                    [1, 2]: "pair", .null: "null"
+                ])
+            ),
             ("set.kca", .set([3, 1, 2, "a", "b", .double(-0.0), .double(0.0), .double(.nan)])),
             ("urls.kca", urls),
             // U+1AEC is unassigned in Unicode 17.0.0: class 0, so the two keys are not equivalent (§A4).
-            ("unicode.kca", .dictionary(["a\u{1AEC}\u{0316}": 1, "a\u{0316}\u{1AEC}": 2])),
+            ("unicode.kca", .dictionary(["a\u{1AEC}\u{0316}": 1, "a\u{0316}\u{1AEC}": 2]))
         ]
     }
 
@@ -38,7 +48,7 @@ enum ArchiveFixtures {
             .url(URL(string: "http://[::ffff:1.2.3.4]:/p")!),
             .url(URL(string: "a/b:c?d:e#f:g/?")!),
             .url(URL(string: "?", relativeTo: base)!),
-            .url(URL(string: "//h/p", relativeTo: base)!),
+            .url(URL(string: "//h/p", relativeTo: base)!)
         ])
     }
 
@@ -55,7 +65,7 @@ enum ArchiveFixtures {
             .date(Date(timeIntervalSince1970: 1_798_761_600)),
             .uuid(UUID(uuid: (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))),
             .url(URL(string: "https://example.com/a?b=c#d")!),
-            .url(URL(string: "img/logo.png", relativeTo: URL(string: "https://example.com/static/")!)!),
+            .url(URL(string: "img/logo.png", relativeTo: URL(string: "https://example.com/static/")!)!)
         ]
     }
 
@@ -63,8 +73,12 @@ enum ArchiveFixtures {
     static var users: ArchiveValue {
         .array([
             .object("UserData", ["userName": "张三", "password": "123456", "categoryName": "普通用户"]),
-            .object("UserData", ["userName": "李四", "password": "abc123", "categoryName": "管理员",
-                                 "email": "li@example.com", "image": .data(Data([0x89, 0x50, 0x4E, 0x47]))]),
+            .object(
+                "UserData",
+                [
+                    "userName": "李四", "password": "abc123", "categoryName": "管理员",
+                    "email": "li@example.com", "image": .data(Data([0x89, 0x50, 0x4E, 0x47]))
+                ])
         ])
     }
 
@@ -94,10 +108,14 @@ enum ArchiveFixtures {
             ("overlong-utf8.kca", h + [0x06, 0x02, 0xC0, 0xAF], .invalidUTF8),
             ("surrogate-utf8.kca", h + [0x06, 0x03, 0xED, 0xA0, 0x80], .invalidUTF8),
             ("duplicate-key.kca", h + [0x0E, 0x02, 0x00, 0x01, 0x6B, 0x00, 0x01, 0x00], .duplicateKey),
-            ("canonically-equal-keys.kca",
-             h + [0x0E, 0x02, 0x00, 0x02, 0xC3, 0xA9, 0x00, 0x00, 0x03, 0x65, 0xCC, 0x81, 0x00], .duplicateKey),
-            ("keys-out-of-order.kca", hs + [0x0E, 0x02, 0x00, 0x01, 0x62, 0x00, 0x00, 0x01, 0x61, 0x00],
-             .nonCanonical),
+            (
+                "canonically-equal-keys.kca",
+                h + [0x0E, 0x02, 0x00, 0x02, 0xC3, 0xA9, 0x00, 0x00, 0x03, 0x65, 0xCC, 0x81, 0x00], .duplicateKey
+            ),
+            (
+                "keys-out-of-order.kca", hs + [0x0E, 0x02, 0x00, 0x01, 0x62, 0x00, 0x00, 0x01, 0x61, 0x00],
+                .nonCanonical
+            ),
             ("set-out-of-order.kca", hs + [0x10, 0x02, 0x03, 0x04, 0x03, 0x02], .nonCanonical),
             ("set-duplicate.kca", h + [0x10, 0x02, 0x03, 0x02, 0x03, 0x02], .duplicateKey),
             ("any-key-duplicate.kca", h + [0x0F, 0x02, 0x00, 0x01, 0x00, 0x02], .duplicateKey),
@@ -110,14 +128,22 @@ enum ArchiveFixtures {
             ("url-relative-base.kca", h + [0x0C] + slot("a") + slot("rel/"), .invalidValue),
             ("url-scheme-with-base.kca", h + [0x0C] + slot("http://z/q") + slot("https://x.example/"), .invalidValue),
             // Unicode 17.0.0 (§A4): U+1ACF (new in 17.0.0, class 230) and U+0316 (class 220) reorder.
-            ("unicode-17-equal-keys.kca",
-             h + [0x0E, 0x02] + slot("a\u{1ACF}\u{0316}") + [0x00] + slot("a\u{0316}\u{1ACF}") + [0x00], .duplicateKey),
+            (
+                "unicode-17-equal-keys.kca",
+                h + [0x0E, 0x02] + slot("a\u{1ACF}\u{0316}") + [0x00] + slot("a\u{0316}\u{1ACF}") + [0x00],
+                .duplicateKey
+            ),
             // U+16D68 (new in 16.0.0) decomposes to U+16D67 U+16D67.
-            ("unicode-16-equal-elements.kca",
-             h + [0x10, 0x02, 0x06] + slot("\u{16D68}").dropFirst() + [0x06] + slot("\u{16D67}\u{16D67}").dropFirst(),
-             .duplicateKey),
-            ("class-names-equal.kca",
-             h + [0x10, 0x02, 0x11] + slot("\u{E9}") + [0x00, 0x11] + slot("e\u{301}") + [0x00], .duplicateKey),
+            (
+                "unicode-16-equal-elements.kca",
+                h + [0x10, 0x02, 0x06] + slot("\u{16D68}").dropFirst() + [0x06]
+                    + slot("\u{16D67}\u{16D67}").dropFirst(),
+                .duplicateKey
+            ),
+            (
+                "class-names-equal.kca",
+                h + [0x10, 0x02, 0x11] + slot("\u{E9}") + [0x00, 0x11] + slot("e\u{301}") + [0x00], .duplicateKey
+            ),
             ("cycle.kca", h + [0x12, 0x0D, 0x01, 0x13, 0x00], .cycle),
             ("indirect-cycle.kca", h + [0x12, 0x0D, 0x01, 0x12, 0x0D, 0x01, 0x13, 0x00], .cycle),
             ("shared-bad-reference.kca", h + [0x13, 0x00], .badReference),
@@ -130,7 +156,10 @@ enum ArchiveFixtures {
             // 514; a key of 31 combining marks; U+00C0 (A U+0300) and 30 marks, a run of 31.
             ("shared-chain-too-deep.kca", ArchiveCrafting.sharedChain(256), .depthLimit),
             ("nonstarter-run.kca", ArchiveCrafting.combiningKey(marks: 31), .nonStarterRunLimit),
-            ("precomposed-nonstarter-run.kca", ArchiveCrafting.combiningKey(base: "\u{C0}", marks: 30), .nonStarterRunLimit),
+            (
+                "precomposed-nonstarter-run.kca", ArchiveCrafting.combiningKey(base: "\u{C0}", marks: 30),
+                .nonStarterRunLimit
+            )
         ]
     }
 

@@ -19,8 +19,10 @@ final class FixtureTests: XCTestCase {
         }
         // No stray files: everything in the folder comes from a recipe (README.md aside).
         let expected = Set(try ArchiveFixtures.files().map(\.path) + ["README.md"])
-        let present = try FileManager.default.subpathsOfDirectory(atPath: ArchiveFixtures.directory.resolvingSymlinksInPath().path)
-            .filter { !$0.hasSuffix("malformed") }
+        let present = try FileManager.default.subpathsOfDirectory(
+            atPath: ArchiveFixtures.directory.resolvingSymlinksInPath().path
+        )
+        .filter { !$0.hasSuffix("malformed") }
         XCTAssertEqual(Set(present), expected)
     }
 

@@ -1,7 +1,8 @@
-import Foundation
-@testable import KeyedArchive
 import Crafting
+import Foundation
 import XCTest
+
+@testable import KeyedArchive
 
 /// Inputs the fuzz targets (Fuzz/) found, kept in `Fixtures/fuzz/<target>/`, each with what it must do now.
 final class FuzzRegressionTests: XCTestCase {
@@ -12,7 +13,8 @@ final class FuzzRegressionTests: XCTestCase {
     /// and the two stayed distinct; exported, both became plain sets again and the export did not import
     /// ("set element repeated"). A UID in an unread field is no reference now: the archive itself is refused.
     func testAnUnreadUIDMakesNoSharedBox() throws {
-        let bytes = try [UInt8](Data(contentsOf: Self.directory.appendingPathComponent("plist/crash-unread-uid-makes-a-box.bplist")))
+        let bytes = try [UInt8](
+            Data(contentsOf: Self.directory.appendingPathComponent("plist/crash-unread-uid-makes-a-box.bplist")))
         assertArchiveError(.duplicateKey) { try NSKeyedArchive.importValue(from: bytes) }
 
         let set = NSKeyedFixtures.archive { b in
@@ -25,7 +27,8 @@ final class FuzzRegressionTests: XCTestCase {
 
         // A dictionary an NSArray holds once, and names again in a field NSArray decoding ignores: one use, no box.
         let array = NSKeyedFixtures.archive { b in
-            let d = b.instance("NSDictionary", ["NS.keys": .array([b.add("k")]), "NS.objects": .array([b.add(.int(2))])])
+            let d = b.instance(
+                "NSDictionary", ["NS.keys": .array([b.add("k")]), "NS.objects": .array([b.add(.int(2))])])
             return b.instance("NSArray", ["NS.objects": .array([d]), "extra": d])
         }
         let value = try NSKeyedArchive.importValue(from: array)
@@ -34,7 +37,8 @@ final class FuzzRegressionTests: XCTestCase {
         XCTAssertEqual(try NSKeyedArchive.importValue(from: try NSKeyedArchive.exportValue(value)), value)
         // fuzz-plist again: an object reached only through an unread field is no part of the value, so what
         // it names gets no reference from it either. Its export imports as the same value.
-        let reached = try [UInt8](Data(contentsOf: Self.directory.appendingPathComponent("plist/crash-unread-object-makes-a-box.bplist")))
+        let reached = try [UInt8](
+            Data(contentsOf: Self.directory.appendingPathComponent("plist/crash-unread-object-makes-a-box.bplist")))
         let imported = try NSKeyedArchive.importValue(from: reached)
         XCTAssertEqual(try NSKeyedArchive.importValue(from: try NSKeyedArchive.exportValue(imported)), imported)
         let hidden = NSKeyedFixtures.archive { b in
@@ -43,16 +47,20 @@ final class FuzzRegressionTests: XCTestCase {
             let unread = b.instance("Holder", ["x": x])
             return b.instance("NSArray", ["NS.objects": .array([used]), "NS.keys": .array([unread])])
         }
-        guard case .array(let holders) = try NSKeyedArchive.importValue(from: hidden), case .object(let holder) = holders[0],
-              case .array? = holder.fields["x"] else { return XCTFail("x is shared") }
+        guard case .array(let holders) = try NSKeyedArchive.importValue(from: hidden),
+            case .object(let holder) = holders[0],
+            case .array? = holder.fields["x"]
+        else { return XCTFail("x is shared") }
 
         // Custom classes are made of all their fields: a second use there still shares.
         let object = NSKeyedFixtures.archive { b in
             let d = b.instance("NSArray", ["NS.objects": .array([])])
             return b.instance("Pair", ["a": d, "b": d])
         }
-        guard case .object(let pair) = try NSKeyedArchive.importValue(from: object), case .shared(let a)? = pair.fields["a"],
-              case .shared(let b)? = pair.fields["b"] else { return XCTFail("not shared") }
+        guard case .object(let pair) = try NSKeyedArchive.importValue(from: object),
+            case .shared(let a)? = pair.fields["a"],
+            case .shared(let b)? = pair.fields["b"]
+        else { return XCTFail("not shared") }
         XCTAssert(a === b)
     }
 
@@ -64,7 +72,10 @@ final class FuzzRegressionTests: XCTestCase {
     /// printer, the export, the writer and the reader alike. The bytes they count against `SORT_KEYS_MAX` are
     /// still §A3's (what the independent reader counts, each nested sort key at every level).
     func testNestedSetsAreOrderedOnce() throws {
-        let bytes = try [UInt8](Data(contentsOf: Self.directory.appendingPathComponent("archive/timeout-nested-sets-ordered-at-every-level.kca")))
+        let bytes = try [UInt8](
+            Data(
+                contentsOf: Self.directory.appendingPathComponent(
+                    "archive/timeout-nested-sets-ordered-at-every-level.kca")))
         let value = try ArchiveSerialization.value(from: bytes)  // not sorted: no sort key
         XCTAssertEqual(Self.setElements(value), 44)
         let keys = ArchiveSortKeys()
@@ -92,7 +103,10 @@ final class FuzzRegressionTests: XCTestCase {
     /// accepts the refusal now; the refusal comes after a sort key per element at most, and the value writes
     /// and prints unsorted.
     func testASortedWritePastTheSortKeyLimitIsRefusedAtOnce() throws {
-        let bytes = try [UInt8](Data(contentsOf: Self.directory.appendingPathComponent("archive/crash-sorted-write-past-the-sort-key-limit.kca")))
+        let bytes = try [UInt8](
+            Data(
+                contentsOf: Self.directory.appendingPathComponent(
+                    "archive/crash-sorted-write-past-the-sort-key-limit.kca")))
         let value = try ArchiveSerialization.value(from: bytes)
         let keys = ArchiveSortKeys()
         var writer = ArchiveWriter(sorted: true, limits: .default, sortKeys: keys)
@@ -114,7 +128,8 @@ final class FuzzRegressionTests: XCTestCase {
     /// writer refused it); 500 objects 500 arrays apart made a value 250,000 deep whose release overflowed
     /// the stack. Inline values now count towards depth and expansion.
     func testInlineNestingCountsTowardsDepthAndExpansion() throws {
-        let bytes = try [UInt8](Data(contentsOf: Self.directory.appendingPathComponent("plist/crash-inline-nesting-is-depth.bplist")))
+        let bytes = try [UInt8](
+            Data(contentsOf: Self.directory.appendingPathComponent("plist/crash-inline-nesting-is-depth.bplist")))
         assertArchiveError(.depthLimit) { try NSKeyedArchive.importValue(from: bytes) }
 
         // `objects` objects, each holding the next `arrays` arrays deep: 1 + objects * (arrays + 1) levels.
@@ -141,10 +156,13 @@ final class FuzzRegressionTests: XCTestCase {
             var b = KeyedArchiveBuilder()
             var last = b.add("leaf")
             for _ in 1..<height { last = b.instance("NSArray", ["NS.objects": .array([last])]) }
-            return PropertyList.dictionary(["$archiver": "NSKeyedArchiver", "$version": .int(100_000),
-                                            "$top": .dictionary(["a": last, "b": last]), "$objects": .array(b.objects)]).binaryBytes()
+            return PropertyList.dictionary([
+                "$archiver": "NSKeyedArchiver", "$version": .int(100_000),
+                "$top": .dictionary(["a": last, "b": last]), "$objects": .array(b.objects)
+            ]).binaryBytes()
         }
-        XCTAssertNoThrow(try ArchiveSerialization.bytes(from: try NSKeyedArchive.importValue(from: top(height: 510))))  // 512
+        // 512
+        XCTAssertNoThrow(try ArchiveSerialization.bytes(from: try NSKeyedArchive.importValue(from: top(height: 510))))
         assertArchiveError(.depthLimit) { try NSKeyedArchive.importValue(from: top(height: 511)) }
 
         // An object with 1,000 values inline, reached through 7 levels of arrays holding the level below twice.
@@ -157,6 +175,7 @@ final class FuzzRegressionTests: XCTestCase {
             }
         }
         XCTAssertNoThrow(try NSKeyedArchive.importValue(from: bomb(levels: 6), limits: limits))  // 64,127 values
-        assertArchiveError(.expansionLimit) { try NSKeyedArchive.importValue(from: bomb(levels: 7), limits: limits) }  // 128,255
+        // 128,255
+        assertArchiveError(.expansionLimit) { try NSKeyedArchive.importValue(from: bomb(levels: 7), limits: limits) }
     }
 }

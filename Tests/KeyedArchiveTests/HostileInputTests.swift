@@ -6,8 +6,10 @@ import XCTest
 final class HostileInputTests: XCTestCase {
     let header: [UInt8] = [0x89, 0x4B, 0x43, 0x41, 0x01, 0x00]
 
-    func expect(_ code: ArchiveError.Code, _ bytes: [UInt8], limits: ArchiveLimits = .default,
-                file: StaticString = #filePath, line: UInt = #line) {
+    func expect(
+        _ code: ArchiveError.Code, _ bytes: [UInt8], limits: ArchiveLimits = .default,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         let start = Date()
         XCTAssertThrowsError(try ArchiveSerialization.value(from: bytes, limits: limits), file: file, line: line) {
             XCTAssertEqual(($0 as? ArchiveError)?.code, code, "\($0)", file: file, line: line)
@@ -20,7 +22,7 @@ final class HostileInputTests: XCTestCase {
         let openers: [([UInt8], [UInt8])] = [
             ([0x0D, 0x01], [0x0D, 0x01]), ([0x10, 0x01], [0x10, 0x01]), ([0x12], [0x12]),
             ([0x0E, 0x01, 0x00, 0x00], [0x0E, 0x01, 0x01]), ([0x0F, 0x01, 0x00], [0x0F, 0x01, 0x00]),
-            ([0x11, 0x00, 0x01, 0x43, 0x01, 0x00, 0x00], [0x11, 0x01, 0x01, 0x02]),
+            ([0x11, 0x00, 0x01, 0x43, 0x01, 0x00, 0x00], [0x11, 0x01, 0x01, 0x02])
         ]
         for (first, rest) in openers {
             var bytes = header + first
@@ -57,7 +59,7 @@ final class HostileInputTests: XCTestCase {
         let small = ArchiveLimits(maxValues: 10, maxStringLength: 3, maxDataLength: 2)
         let cases: [(ArchiveValue, ArchiveError.Code)] = [
             (.array(Array(repeating: nil, count: 10)), .valueLimit), ("abcd", .lengthLimit),
-            (.data(Data([1, 2, 3])), .lengthLimit), (.object("", [:]), .invalidValue),
+            (.data(Data([1, 2, 3])), .lengthLimit), (.object("", [:]), .invalidValue)
         ]
         for (value, code) in cases {
             XCTAssertThrowsError(try ArchiveSerialization.bytes(from: value, limits: small)) {

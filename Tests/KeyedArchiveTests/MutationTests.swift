@@ -8,7 +8,9 @@ import XCTest
 final class MutationTests: XCTestCase {
     func testMutatedArchivesNeverCrashAndStayCanonical() throws {
         var rng = SplitMix64(state: 0x6B63_6172)
-        let sources = try ArchiveFixtures.golden.map { try ArchiveSerialization.bytes(from: $0.value, options: .deterministic) }
+        let sources = try ArchiveFixtures.golden.map {
+            try ArchiveSerialization.bytes(from: $0.value, options: .deterministic)
+        }
         var accepted = 0
         var rejected: [ArchiveError.Code: Int] = [:]
         for _ in 0..<5_000 {
@@ -27,8 +29,9 @@ final class MutationTests: XCTestCase {
                 let value = try ArchiveSerialization.value(from: bytes)
                 accepted += 1
                 if bytes.count > 5, bytes[5] == 1 {
-                    XCTAssertEqual(try ArchiveSerialization.bytes(from: value, options: .deterministic), bytes,
-                                   "accepted a non-canonical archive: \(bytes)")
+                    XCTAssertEqual(
+                        try ArchiveSerialization.bytes(from: value, options: .deterministic), bytes,
+                        "accepted a non-canonical archive: \(bytes)")
                 }
             } catch let error as ArchiveError {
                 rejected[error.code, default: 0] += 1
@@ -48,8 +51,9 @@ final class MutationTests: XCTestCase {
                     bytes[i] ^= 1 << bit
                     guard let value = try? ArchiveSerialization.value(from: bytes) else { continue }
                     if bytes[5] == 1 {
-                        XCTAssertEqual(try ArchiveSerialization.bytes(from: value, options: .deterministic), bytes,
-                                       "\(g.name) byte \(i) bit \(bit)")
+                        XCTAssertEqual(
+                            try ArchiveSerialization.bytes(from: value, options: .deterministic), bytes,
+                            "\(g.name) byte \(i) bit \(bit)")
                     }
                 }
             }

@@ -9,8 +9,10 @@ enum NSKeyedFixtures {
 
     /// A `bplist00` assembled from encoded objects (references of `refSize` bytes inside them), with any
     /// trailer field overridden.
-    static func bplist(_ objects: [[UInt8]], top: UInt64 = 0, refSize: UInt8 = 1, offsetSize: UInt8? = nil,
-                       count: UInt64? = nil, tableOffset: UInt64? = nil, offsets: [UInt64]? = nil) -> [UInt8] {
+    static func bplist(
+        _ objects: [[UInt8]], top: UInt64 = 0, refSize: UInt8 = 1, offsetSize: UInt8? = nil,
+        count: UInt64? = nil, tableOffset: UInt64? = nil, offsets: [UInt64]? = nil
+    ) -> [UInt8] {
         var out = Array("bplist00".utf8)
         var at: [UInt64] = []
         for o in objects {
@@ -31,23 +33,25 @@ enum NSKeyedFixtures {
 
     /// An XML plist around `body`, as Apple writes them.
     static func xml(_ body: String) -> [UInt8] {
-        Array("""
-        <?xml version="1.0" encoding="UTF-8"?>
-        <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-        <plist version="1.0">
-        \(body)
-        </plist>
+        Array(
+            """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+            <plist version="1.0">
+            \(body)
+            </plist>
 
-        """.utf8)
+            """.utf8)
     }
 
     /// An XML keyed archive whose `$objects` after `$null` are `objects` and whose root is UID 1.
     static func xmlArchive(_ objects: String) -> [UInt8] {
-        xml("""
-        <dict><key>$archiver</key><string>NSKeyedArchiver</string><key>$version</key><integer>100000</integer>
-        <key>$top</key><dict><key>root</key><dict><key>CF$UID</key><integer>1</integer></dict></dict>
-        <key>$objects</key><array><string>$null</string>\(objects)</array></dict>
-        """)
+        xml(
+            """
+            <dict><key>$archiver</key><string>NSKeyedArchiver</string><key>$version</key><integer>100000</integer>
+            <key>$top</key><dict><key>root</key><dict><key>CF$UID</key><integer>1</integer></dict></dict>
+            <key>$objects</key><array><string>$null</string>\(objects)</array></dict>
+            """)
     }
 
     /// `levels` plist arrays, each holding the next (2-byte references).
@@ -101,91 +105,148 @@ enum NSKeyedFixtures {
             ("plist-indirect-cycle.bplist", bplist([[0xA1, 0x01], [0xD1, 0x02, 0x00], [0x51, 0x6B]]), .cycle),
             ("plist-deep-nesting.bplist", nestedPlistArrays(1_000), .depthLimit),
             ("plist-reference-bomb.bplist", bplist(plistBomb, top: 64), .expansionLimit),
-            ("plist-huge-count.bplist", bplist([[0xAF, 0x13, 0x3F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]]),
-             .countExceedsInput),
+            (
+                "plist-huge-count.bplist", bplist([[0xAF, 0x13, 0x3F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]]),
+                .countExceedsInput
+            ),
             ("non-string-key.bplist", bplist([[0xD1, 0x01, 0x01], [0x10, 0x01]]), .nonStringKey),
             ("unpaired-surrogate.bplist", bplist([[0x61, 0xD8, 0x00]]), .invalidString),
             ("non-ascii-ascii-string.bplist", bplist([[0x51, 0xE9]]), .invalidString),
             ("unknown-marker.bplist", bplist([[0x70]]), .unknownTag),
             ("fill-as-object.bplist", bplist([[0x0F]]), .unknownTag),
-            ("int-beyond-64-bits.bplist", bplist([[0x14, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]]),
-             .invalidValue),
+            (
+                "int-beyond-64-bits.bplist", bplist([[0x14, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]]),
+                .invalidValue
+            ),
             // The keyed-archive layer.
-            ("not-keyed.bplist", PropertyList.dictionary(["$objects": .array(["$null"])]).binaryBytes(),
-             .notAKeyedArchive),
-            ("version-99.bplist", PropertyList.dictionary([
-                "$archiver": "NSKeyedArchiver", "$version": .int(99), "$top": .dictionary([:]),
-                "$objects": .array(["$null"]),
-            ]).binaryBytes(), .unsupportedVersion),
-            ("cycle.bplist", archive { b in
-                let me = b.add(.null)
-                b.set(me, .dictionary(["$class": b.classUID("NSArray"), "NS.objects": .array([me])]))
-                return me
-            }, .cycle),
-            ("indirect-cycle.bplist", archive { b in
-                let a = b.add(.null)
-                let inner = b.instance("NSDictionary", ["NS.keys": .array([b.add("k")]), "NS.objects": .array([a])])
-                b.set(a, .dictionary(["$class": b.classUID("NSArray"), "NS.objects": .array([inner])]))
-                return a
-            }, .cycle),
+            (
+                "not-keyed.bplist", PropertyList.dictionary(["$objects": .array(["$null"])]).binaryBytes(),
+                .notAKeyedArchive
+            ),
+            (
+                "version-99.bplist",
+                PropertyList.dictionary([
+                    "$archiver": "NSKeyedArchiver", "$version": .int(99), "$top": .dictionary([:]),
+                    "$objects": .array(["$null"])
+                ]).binaryBytes(), .unsupportedVersion
+            ),
+            (
+                "cycle.bplist",
+                archive { b in
+                    let me = b.add(.null)
+                    b.set(me, .dictionary(["$class": b.classUID("NSArray"), "NS.objects": .array([me])]))
+                    return me
+                }, .cycle
+            ),
+            (
+                "indirect-cycle.bplist",
+                archive { b in
+                    let a = b.add(.null)
+                    let inner = b.instance("NSDictionary", ["NS.keys": .array([b.add("k")]), "NS.objects": .array([a])])
+                    b.set(a, .dictionary(["$class": b.classUID("NSArray"), "NS.objects": .array([inner])]))
+                    return a
+                }, .cycle
+            ),
             ("deep-nesting.bplist", nestedArchiveArrays(1_000), .depthLimit),
             ("reference-bomb.bplist", archiveBomb, .expansionLimit),
-            ("uid-out-of-range.bplist", archive { b in b.instance("NSArray", ["NS.objects": .array([.uid(99)])]) },
-             .badReference),
+            (
+                "uid-out-of-range.bplist", archive { b in b.instance("NSArray", ["NS.objects": .array([.uid(99)])]) },
+                .badReference
+            ),
             ("top-uid-out-of-range.bplist", archive { _ in .uid(1_000_000) }, .badReference),
             ("class-is-a-string.bplist", archive { b in b.add(.dictionary(["$class": b.add("NSArray")])) }, .badClass),
             ("class-missing.bplist", archive { b in b.add(.dictionary(["NS.objects": .array([])])) }, .badClass),
             ("class-is-null.bplist", archive { b in b.add(.dictionary(["$class": .uid(0)])) }, .badClass),
-            ("classes-not-strings.bplist", archive { b in
-                let cls = b.add(.dictionary(["$classname": "X", "$classes": .array([.int(1)])]))
-                return b.add(.dictionary(["$class": cls]))
-            }, .badClass),
-            ("count-mismatch.bplist", archive { b in
-                b.instance("NSDictionary", ["NS.keys": .array([b.add("a"), b.add("b")]), "NS.objects": .array([b.add("v")])])
-            }, .countMismatch),
-            ("short-uuid.bplist", archive { b in b.instance("NSUUID", ["NS.uuidbytes": .data(Data(count: 15))]) },
-             .invalidValue),
+            (
+                "classes-not-strings.bplist",
+                archive { b in
+                    let cls = b.add(.dictionary(["$classname": "X", "$classes": .array([.int(1)])]))
+                    return b.add(.dictionary(["$class": cls]))
+                }, .badClass
+            ),
+            (
+                "count-mismatch.bplist",
+                archive { b in
+                    b.instance(
+                        "NSDictionary",
+                        ["NS.keys": .array([b.add("a"), b.add("b")]), "NS.objects": .array([b.add("v")])])
+                }, .countMismatch
+            ),
+            (
+                "short-uuid.bplist", archive { b in b.instance("NSUUID", ["NS.uuidbytes": .data(Data(count: 15))]) },
+                .invalidValue
+            ),
             ("date-time-is-a-string.bplist", archive { b in b.instance("NSDate", ["NS.time": "0"]) }, .wrongFieldType),
             ("date-time-missing.bplist", archive { b in b.instance("NSDate", [:]) }, .missingField),
-            ("array-objects-not-uids.bplist", archive { b in b.instance("NSArray", ["NS.objects": .array([.int(1)])]) },
-             .wrongFieldType),
-            ("url-base-not-a-url.bplist", archive { b in
-                b.instance("NSURL", ["NS.base": b.add("https://example.com/"), "NS.relative": b.add("x")])
-            }, .wrongFieldType),
-            ("ordered-set-gap.bplist", archive { b in
-                b.instance("NSOrderedSet", ["NS.object.0": b.add("a"), "NS.object.2": b.add("c")])
-            }, .missingField),
-            ("dictionary-duplicate-key.bplist", archive { b in
-                let k = b.add("k")
-                return b.instance("NSDictionary", ["NS.keys": .array([k, k]), "NS.objects": .array([k, k])])
-            }, .duplicateKey),
-            ("set-duplicate.bplist", archive { b in
-                let one = b.add(.int(1))
-                return b.instance("NSSet", ["NS.objects": .array([one, one])])
-            }, .duplicateKey),
+            (
+                "array-objects-not-uids.bplist",
+                archive { b in b.instance("NSArray", ["NS.objects": .array([.int(1)])]) },
+                .wrongFieldType
+            ),
+            (
+                "url-base-not-a-url.bplist",
+                archive { b in
+                    b.instance("NSURL", ["NS.base": b.add("https://example.com/"), "NS.relative": b.add("x")])
+                }, .wrongFieldType
+            ),
+            (
+                "ordered-set-gap.bplist",
+                archive { b in
+                    b.instance("NSOrderedSet", ["NS.object.0": b.add("a"), "NS.object.2": b.add("c")])
+                }, .missingField
+            ),
+            (
+                "dictionary-duplicate-key.bplist",
+                archive { b in
+                    let k = b.add("k")
+                    return b.instance("NSDictionary", ["NS.keys": .array([k, k]), "NS.objects": .array([k, k])])
+                }, .duplicateKey
+            ),
+            (
+                "set-duplicate.bplist",
+                archive { b in
+                    let one = b.add(.int(1))
+                    return b.instance("NSSet", ["NS.objects": .array([one, one])])
+                }, .duplicateKey
+            ),
             ("objects-entry-is-an-array.bplist", archive { b in b.add(.array([])) }, .invalidValue),
             // XML plists.
-            ("xml-deep-nesting.plist",
-             xml(String(repeating: "<array>", count: 1_000) + String(repeating: "</array>", count: 1_000)), .depthLimit),
+            (
+                "xml-deep-nesting.plist",
+                xml(String(repeating: "<array>", count: 1_000) + String(repeating: "</array>", count: 1_000)),
+                .depthLimit
+            ),
             ("xml-mismatched-tags.plist", xml("<array><string>a</array></string>"), .invalidXML),
             ("xml-unknown-element.plist", xml("<array><blob/></array>"), .unknownTag),
             ("xml-truncated.plist", Array(xml("<array><string>abc</string></array>").prefix(180)), .truncated),
             ("xml-trailing-text.plist", xml("<true/>") + Array("<true/>".utf8), .trailingBytes),
-            ("xml-cycle.plist", xmlArchive("""
-                <dict><key>$class</key><dict><key>CF$UID</key><integer>2</integer></dict>
-                <key>NS.objects</key><array><dict><key>CF$UID</key><integer>1</integer></dict></array></dict>
-                <dict><key>$classname</key><string>NSArray</string></dict>
-                """), .cycle),
-            ("xml-uid-out-of-range.plist", xmlArchive("""
-                <dict><key>$class</key><dict><key>CF$UID</key><integer>2</integer></dict>
-                <key>NS.objects</key><array><dict><key>CF$UID</key><integer>7</integer></dict></array></dict>
-                <dict><key>$classname</key><string>NSArray</string></dict>
-                """), .badReference),
-            ("xml-date-time-is-a-string.plist", xmlArchive("""
-                <dict><key>$class</key><dict><key>CF$UID</key><integer>2</integer></dict>
-                <key>NS.time</key><string>0</string></dict>
-                <dict><key>$classname</key><string>NSDate</string></dict>
-                """), .wrongFieldType),
+            (
+                "xml-cycle.plist",
+                xmlArchive(
+                    """
+                    <dict><key>$class</key><dict><key>CF$UID</key><integer>2</integer></dict>
+                    <key>NS.objects</key><array><dict><key>CF$UID</key><integer>1</integer></dict></array></dict>
+                    <dict><key>$classname</key><string>NSArray</string></dict>
+                    """), .cycle
+            ),
+            (
+                "xml-uid-out-of-range.plist",
+                xmlArchive(
+                    """
+                    <dict><key>$class</key><dict><key>CF$UID</key><integer>2</integer></dict>
+                    <key>NS.objects</key><array><dict><key>CF$UID</key><integer>7</integer></dict></array></dict>
+                    <dict><key>$classname</key><string>NSArray</string></dict>
+                    """), .badReference
+            ),
+            (
+                "xml-date-time-is-a-string.plist",
+                xmlArchive(
+                    """
+                    <dict><key>$class</key><dict><key>CF$UID</key><integer>2</integer></dict>
+                    <key>NS.time</key><string>0</string></dict>
+                    <dict><key>$classname</key><string>NSDate</string></dict>
+                    """), .wrongFieldType
+            )
         ]
     }
 

@@ -10,7 +10,8 @@ final class NSKeyedHostileTests: XCTestCase {
         let dir = NSKeyedFixtures.directory
         if ProcessInfo.processInfo.environment["KCAR_WRITE_FIXTURES"] == "1" { try NSKeyedFixtures.write(to: dir) }
         for (path, bytes) in NSKeyedFixtures.files() {
-            XCTAssertEqual(try Data(contentsOf: dir.appendingPathComponent(path)), Data(bytes), "\(path) differs from its recipe")
+            XCTAssertEqual(
+                try Data(contentsOf: dir.appendingPathComponent(path)), Data(bytes), "\(path) differs from its recipe")
         }
         let present = try FileManager.default.contentsOfDirectory(atPath: dir.path)
         XCTAssertEqual(Set(present), Set(NSKeyedFixtures.files().map(\.path) + ["README.md"]))
@@ -47,16 +48,21 @@ final class NSKeyedHostileTests: XCTestCase {
         let limits = ArchiveLimits(maxDepth: 100)
         var expected: ArchiveValue = []
         for _ in 0..<99 { expected = [expected] }
-        XCTAssertEqual(try NSKeyedArchive.importValue(from: NSKeyedFixtures.nestedArchiveArrays(100), limits: limits),
-                       expected)
+        XCTAssertEqual(
+            try NSKeyedArchive.importValue(from: NSKeyedFixtures.nestedArchiveArrays(100), limits: limits),
+            expected)
         assertArchiveError(.depthLimit) {
             try NSKeyedArchive.importValue(from: NSKeyedFixtures.nestedArchiveArrays(101), limits: limits)
         }
         XCTAssertNoThrow(try PropertyList(binary: NSKeyedFixtures.nestedPlistArrays(100), limits: limits))
-        assertArchiveError(.depthLimit) { try PropertyList(binary: NSKeyedFixtures.nestedPlistArrays(101), limits: limits) }
+        assertArchiveError(.depthLimit) {
+            try PropertyList(binary: NSKeyedFixtures.nestedPlistArrays(101), limits: limits)
+        }
         // The exporter refuses what the importer would refuse.
-        XCTAssertEqual(try NSKeyedArchive.importValue(from: try NSKeyedArchive.exportValue(expected, limits: limits),
-                                                      limits: limits), expected)
+        XCTAssertEqual(
+            try NSKeyedArchive.importValue(
+                from: try NSKeyedArchive.exportValue(expected, limits: limits),
+                limits: limits), expected)
         assertArchiveError(.depthLimit) { try NSKeyedArchive.exportValue([expected], limits: limits) }
     }
 

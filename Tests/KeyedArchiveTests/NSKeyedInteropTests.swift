@@ -16,13 +16,13 @@ final class NSKeyedInteropTests: XCTestCase {
             "list": [1, "two", 3.5, [true]], "nested": ["k": "v"], "nothing": nil, "id": .uuid(uuid),
             "link": .url(URL(string: "https://example.com/a?b=c")!),
             "relative": .url(URL(string: "img/logo.png", relativeTo: base)!),
-            "tags": .set(["a", "b", 3]), "empty": [], "emptyDict": .dictionary([:]),
+            "tags": .set(["a", "b", 3]), "empty": [], "emptyDict": .dictionary([:])
         ]
     }
 
     static let foundationClasses: [AnyClass] = [
         NSDictionary.self, NSArray.self, NSString.self, NSNumber.self, NSData.self, NSDate.self, NSNull.self,
-        NSUUID.self, NSURL.self, NSSet.self,
+        NSUUID.self, NSURL.self, NSSet.self
     ]
 
     func testFoundationUnarchivesAnExport() throws {
@@ -53,7 +53,9 @@ final class NSKeyedInteropTests: XCTestCase {
     }
 
     func testFoundationUnarchivesUnsignedAndSpecialNumbers() throws {
-        let bytes = try NSKeyedArchive.exportValue([.uint(.max), .uint(7), .double(-0.0), .double(.infinity), .int(.min)])
+        let bytes = try NSKeyedArchive.exportValue([
+            .uint(.max), .uint(7), .double(-0.0), .double(.infinity), .int(.min)
+        ])
         let object = try NSKeyedUnarchiver.unarchivedObject(ofClasses: Self.foundationClasses, from: Data(bytes))
         guard let a = object as? [NSNumber], a.count == 5 else { return XCTFail("\(String(describing: object))") }
         XCTAssertEqual(a[0].uint64Value, .max)
@@ -68,7 +70,7 @@ final class NSKeyedInteropTests: XCTestCase {
             "string": "hello", "int": 42, "double": 2.5, "bool": true, "data": Data([9, 8, 7]),
             "date": Self.date, "array": ["x", 7, ["y"]], "uuid": NSUUID(uuidString: Self.uuid.uuidString)!,
             "url": NSURL(string: "https://example.com/x")!, "relative": NSURL(string: "a/b", relativeTo: Self.base)!,
-            "null": NSNull(), "set": NSSet(array: [7, 8]), "nested": ["inner": ["deep": "value"]],
+            "null": NSNull(), "set": NSSet(array: [7, 8]), "nested": ["inner": ["deep": "value"]]
         ]
         let data = try NSKeyedArchiver.archivedData(withRootObject: root, requiringSecureCoding: false)
         let value = try NSKeyedArchive.importValue(from: data)
@@ -104,7 +106,7 @@ final class NSKeyedInteropTests: XCTestCase {
             .set([1, "1", .double(1), [1]]),
             .object("UserData", ["userName": "张三", "image": .data(Data([0x89])), "tags": ["a"], "none": nil]),
             .array((0..<40).map { .int(Int64($0)) }),  // counts of 15 and more use the long count form
-            .dictionary(Dictionary(uniqueKeysWithValues: (0..<300).map { ("key\($0)", .int(Int64($0) * 1000)) })),
+            .dictionary(Dictionary(uniqueKeysWithValues: (0..<300).map { ("key\($0)", .int(Int64($0) * 1000)) }))
         ]
         for v in values {
             let bytes = try NSKeyedArchive.exportValue(v)
@@ -137,7 +139,8 @@ final class NSKeyedInteropTests: XCTestCase {
         XCTAssertEqual(try roundTrip(.anyKeyDictionary(["a": 1, "b": 2])), ["a": 1, "b": 2])
         XCTAssertEqual(try roundTrip(.anyKeyDictionary([:])), .dictionary([:]))
         // Two boxes with equal contents, each used twice, stay two boxes.
-        let a = dict.makeShared(), b = dict.makeShared()
+        let a = dict.makeShared()
+        let b = dict.makeShared()
         let back = try roundTrip([a, b, a, b])
         guard case .shared(let x)? = back[0], case .shared(let y)? = back[1], case .shared(let z)? = back[2] else {
             return XCTFail("\(back)")
@@ -152,7 +155,8 @@ final class NSKeyedInteropTests: XCTestCase {
         for _ in 0..<600 { deep = [deep] }
         assertArchiveError(.depthLimit, "deep") { try NSKeyedArchive.exportValue(deep) }
         assertArchiveError(.valueLimit, "many") {
-            try NSKeyedArchive.exportValue(.array((0..<20).map { .int(Int64($0)) }), limits: ArchiveLimits(maxValues: 10))
+            try NSKeyedArchive.exportValue(
+                .array((0..<20).map { .int(Int64($0)) }), limits: ArchiveLimits(maxValues: 10))
         }
     }
 }

@@ -20,7 +20,8 @@ struct KeyedArchiveBuilder {
 
     mutating func classUID(_ name: String) -> PropertyList {
         if let uid = classes[name] { return uid }
-        let uid = add(.dictionary(["$classname": .string(name), "$classes": .array([.string(name), .string("NSObject")])]))
+        let uid = add(
+            .dictionary(["$classname": .string(name), "$classes": .array([.string(name), .string("NSObject")])]))
         classes[name] = uid
         return uid
     }
@@ -33,16 +34,20 @@ struct KeyedArchiveBuilder {
     }
 
     func plist(root: PropertyList) -> PropertyList {
-        .dictionary(["$archiver": "NSKeyedArchiver", "$version": .int(100_000), "$top": .dictionary(["root": root]),
-                     "$objects": .array(objects)])
+        .dictionary([
+            "$archiver": "NSKeyedArchiver", "$version": .int(100_000), "$top": .dictionary(["root": root]),
+            "$objects": .array(objects)
+        ])
     }
 
     func bytes(root: PropertyList) -> [UInt8] { plist(root: root).binaryBytes() }
 }
 
 /// Expects `body` to throw an ``ArchiveError`` with `code`, within a second.
-func assertArchiveError<T>(_ code: ArchiveError.Code, _ what: String = "", file: StaticString = #filePath, line: UInt = #line,
-                           _ body: () throws -> T) {
+func assertArchiveError<T>(
+    _ code: ArchiveError.Code, _ what: String = "", file: StaticString = #filePath, line: UInt = #line,
+    _ body: () throws -> T
+) {
     // A guard against hangs and runaway work (the input is refused early), not a speed test: the bound is
     // far above the milliseconds it takes, so a loaded CI machine does not fail it.
     let start = Date()

@@ -1,7 +1,8 @@
 import Crafting
 import Foundation
-@testable import KeyedArchive
 import XCTest
+
+@testable import KeyedArchive
 
 /// Issue 9: a binary plist's objects are read once per offset, and objects may not overlap, so what a
 /// reader builds is bounded by the input's size, not by its offset table (a 2 MB plist whose table pointed

@@ -79,8 +79,10 @@ final class PrecedenceTests: XCTestCase {
         XCTAssertEqual(code(unsorted + [0x0F, 0x02, 0x00, 0x01, 0x02, 0xFF], limits), .valueLimit)
         XCTAssertNil(code(unsorted + [0x0F, 0x02, 0x00, 0x01, 0x02, 0x03, 0x02], ArchiveLimits(maxValues: 5)))
         // Dictionary: 2 entries = 3 items with the container.
-        XCTAssertNil(code(unsorted + [0x0E, 0x02, 0x00, 0x01, 0x61, 0x00, 0x00, 0x01, 0x62, 0x00],
-                          ArchiveLimits(maxValues: 3)))
+        XCTAssertNil(
+            code(
+                unsorted + [0x0E, 0x02, 0x00, 0x01, 0x61, 0x00, 0x00, 0x01, 0x62, 0x00],
+                ArchiveLimits(maxValues: 3)))
     }
 
     // MARK: §A3 expansion
@@ -103,8 +105,9 @@ final class PrecedenceTests: XCTestCase {
         XCTAssertEqual(code(unsorted + [0x0D, 0x01, 0xFF], ArchiveLimits(maxExpandedValues: 1)), .expansionLimit)
         XCTAssertEqual(code(unsorted + [0x0D, 0x01, 0xFF], ArchiveLimits(maxExpandedValues: 2)), .unknownTag)
         // A reference: index, then bad reference / cycle, then its E(def).
-        XCTAssertEqual(code(unsorted + [0x0D, 0x02, 0x12, 0x00, 0x13, 0x01], ArchiveLimits(maxExpandedValues: 3)),
-                       .badReference)
+        XCTAssertEqual(
+            code(unsorted + [0x0D, 0x02, 0x12, 0x00, 0x13, 0x01], ArchiveLimits(maxExpandedValues: 3)),
+            .badReference)
         XCTAssertEqual(code(unsorted + [0x12, 0x13, 0x01]), .badReference)
         XCTAssertEqual(code(unsorted + [0x12, 0x13, 0x00]), .cycle)
     }
@@ -130,7 +133,7 @@ final class PrecedenceTests: XCTestCase {
     /// duplicates; descending bytes are out of order.
     func testCanonicallyEqualKeysInASortedArchive() {
         let decomposed: [UInt8] = [0x00, 0x03, 0x65, 0xCC, 0x81, 0x00]  // slot "e\u{301}", null
-        let precomposed: [UInt8] = [0x00, 0x02, 0xC3, 0xA9, 0x00]      // slot "é", null
+        let precomposed: [UInt8] = [0x00, 0x02, 0xC3, 0xA9, 0x00]  // slot "é", null
         XCTAssertEqual(code(sorted + [0x0E, 0x02] + decomposed + precomposed), .duplicateKey)
         XCTAssertEqual(code(sorted + [0x0E, 0x02] + precomposed + decomposed), .nonCanonical)
         // Set: sort keys 06 02 c3 a9 < 06 03 65 cc 81.
@@ -168,8 +171,11 @@ final class PrecedenceTests: XCTestCase {
 
     /// §A9: the empty.kca vector, item by item.
     func testEmptyVectorTable() throws {
-        let bytes: [UInt8] = sorted + [0x0D, 0x07, 0x0D, 0x00, 0x0E, 0x00, 0x0F, 0x00, 0x10, 0x00, 0x06, 0x00,
-                                       0x08, 0x00, 0x11, 0x00, 0x05, 0x45, 0x6D, 0x70, 0x74, 0x79, 0x00]
+        let bytes: [UInt8] =
+            sorted + [
+                0x0D, 0x07, 0x0D, 0x00, 0x0E, 0x00, 0x0F, 0x00, 0x10, 0x00, 0x06, 0x00,
+                0x08, 0x00, 0x11, 0x00, 0x05, 0x45, 0x6D, 0x70, 0x74, 0x79, 0x00
+            ]
         let empty = ArchiveFixtures.golden.first { $0.name == "empty.kca" }!
         XCTAssertEqual(try ArchiveSerialization.bytes(from: empty.value, options: .deterministic), bytes)
         XCTAssertEqual(try ArchiveSerialization.value(from: bytes), empty.value)

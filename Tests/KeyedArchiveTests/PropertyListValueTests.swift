@@ -14,17 +14,21 @@ final class PropertyListValueTests: XCTestCase {
             "array": [1, "two", [3.0]] as [Any], "dict": ["k": false] as [String: Any],
             "nil": String?.none as Any, "some": String?.some("x") as Any,
             "ints": [Int: String](uniqueKeysWithValues: [(1, "one")]), "set": Set<AnyHashable>([1, "a"]),
-            "value": ArchiveValue.uint(9),
+            "value": ArchiveValue.uint(9)
         ]
         let v = try ArchiveValue(propertyList: plist)
-        XCTAssertEqual(v, .dictionary([
-            "s": .string("text"), "b": .bool(true), "i": .int(-3), "i8": .int(-8), "u": .uint(7), "u64": .uint(.max),
-            "d": .double(2.5), "f": .double(0.5), "data": .data(Data([1, 2])), "date": .date(date), "uuid": .uuid(uuid),
-            "url": .url(url), "array": .array([.int(1), .string("two"), .array([.double(3)])]),
-            "dict": .dictionary(["k": .bool(false)]), "nil": .null, "some": .string("x"),
-            "ints": .anyKeyDictionary([.int(1): .string("one")]), "set": .set([.int(1), .string("a")]),
-            "value": .uint(9),
-        ]))
+        XCTAssertEqual(
+            v,
+            .dictionary([
+                "s": .string("text"), "b": .bool(true), "i": .int(-3), "i8": .int(-8), "u": .uint(7),
+                "u64": .uint(.max),
+                "d": .double(2.5), "f": .double(0.5), "data": .data(Data([1, 2])), "date": .date(date),
+                "uuid": .uuid(uuid),
+                "url": .url(url), "array": .array([.int(1), .string("two"), .array([.double(3)])]),
+                "dict": .dictionary(["k": .bool(false)]), "nil": .null, "some": .string("x"),
+                "ints": .anyKeyDictionary([.int(1): .string("one")]), "set": .set([.int(1), .string("a")]),
+                "value": .uint(9)
+            ]))
         // The value archives and reads back as itself.
         XCTAssertEqual(try ArchiveSerialization.value(from: ArchiveSerialization.bytes(from: v)), v)
     }
@@ -32,15 +36,20 @@ final class PropertyListValueTests: XCTestCase {
     func testFoundationValues() throws {
         let plist: [Any] = [
             NSNumber(value: true), NSNumber(value: false), NSNumber(value: 1), NSNumber(value: Int8(-2)),
-            NSNumber(value: UInt64.max), NSNumber(value: 2.5), NSString(string: "ns"), NSArray(array: [NSNumber(value: 1)]),
+            NSNumber(value: UInt64.max), NSNumber(value: 2.5), NSString(string: "ns"),
+            NSArray(array: [NSNumber(value: 1)]),
             NSDictionary(dictionary: ["k": NSString(string: "v")]), NSData(bytes: [7] as [UInt8], length: 1),
-            NSDate(timeIntervalSinceReferenceDate: 3), NSNull(), NSSet(array: [NSString(string: "e")]),
+            NSDate(timeIntervalSinceReferenceDate: 3), NSNull(), NSSet(array: [NSString(string: "e")])
         ]
-        XCTAssertEqual(try ArchiveValue(propertyList: plist), .array([
-            .bool(true), .bool(false), .int(1), .int(-2), .uint(.max), .double(2.5), .string("ns"), .array([.int(1)]),
-            .dictionary(["k": .string("v")]), .data(Data([7])), .date(Date(timeIntervalSinceReferenceDate: 3)), .null,
-            .set([.string("e")]),
-        ]))
+        XCTAssertEqual(
+            try ArchiveValue(propertyList: plist),
+            .array([
+                .bool(true), .bool(false), .int(1), .int(-2), .uint(.max), .double(2.5), .string("ns"),
+                .array([.int(1)]),
+                .dictionary(["k": .string("v")]), .data(Data([7])), .date(Date(timeIntervalSinceReferenceDate: 3)),
+                .null,
+                .set([.string("e")])
+            ]))
     }
 
     func testRefusals() throws {

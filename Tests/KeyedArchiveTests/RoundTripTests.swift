@@ -4,8 +4,10 @@ import XCTest
 
 /// Values through the binary format and back: every kind and its edges, sharing and distinctness.
 final class RoundTripTests: XCTestCase {
-    func roundTrip(_ value: ArchiveValue, options: ArchiveWritingOptions = [], file: StaticString = #filePath,
-                   line: UInt = #line) throws -> ArchiveValue {
+    func roundTrip(
+        _ value: ArchiveValue, options: ArchiveWritingOptions = [], file: StaticString = #filePath,
+        line: UInt = #line
+    ) throws -> ArchiveValue {
         let bytes = try ArchiveSerialization.data(from: value, options: options)
         let back = try ArchiveSerialization.value(from: bytes)
         XCTAssertEqual(back, value, file: file, line: line)
@@ -14,7 +16,7 @@ final class RoundTripTests: XCTestCase {
 
     func testEveryKindAndItsEdges() throws {
         for options: ArchiveWritingOptions in [[], .deterministic] {
-            for case let .array(items) in [ArchiveFixtures.scalars] {
+            for case .array(let items) in [ArchiveFixtures.scalars] {
                 for item in items { _ = try roundTrip(item, options: options) }
             }
             _ = try roundTrip(ArchiveFixtures.scalars, options: options)
@@ -33,8 +35,10 @@ final class RoundTripTests: XCTestCase {
     }
 
     func testIntegerExtremesTakeMinimalVarints() throws {
-        let cases: [(ArchiveValue, Int)] = [(.int(0), 1), (.int(-64), 1), (.int(64), 2), (.int(.max), 10),
-                                            (.int(.min), 10), (.uint(127), 1), (.uint(128), 2), (.uint(.max), 10)]
+        let cases: [(ArchiveValue, Int)] = [
+            (.int(0), 1), (.int(-64), 1), (.int(64), 2), (.int(.max), 10),
+            (.int(.min), 10), (.uint(127), 1), (.uint(128), 2), (.uint(.max), 10)
+        ]
         for (value, varintSize) in cases {
             let bytes = try ArchiveSerialization.bytes(from: value)
             XCTAssertEqual(bytes.count, 6 + 1 + varintSize, "\(value)")

@@ -1,7 +1,8 @@
 import Crafting
 import Foundation
-@testable import KeyedArchive
 import XCTest
+
+@testable import KeyedArchive
 
 /// Issue 9: `DEPTH_MAX` bounds the value an archive stands for, shared references expanded (SPEC.md Part 2
 /// §A3), so no value read from an archive is deeper than 512 levels: printing, comparing, hashing and freeing

@@ -1,7 +1,8 @@
 import Crafting
 import Foundation
-@testable import KeyedArchive
 import XCTest
+
+@testable import KeyedArchive
 
 /// Issue 9: `SORT_KEYS_MAX` (SPEC.md Part 2 §A3) bounds the bytes of every sort key reading or writing one
 /// archive computes: one shared data value referenced by every element of a set is in every element's sort
@@ -15,7 +16,8 @@ final class SortKeyBudgetTests: XCTestCase {
         XCTAssertThrowsError(try ArchiveSerialization.value(from: bytes, limits: small)) {
             XCTAssertEqual(($0 as? ArchiveError)?.code, .sortKeyLimit)
         }
-        XCTAssertNoThrow(try ArchiveSerialization.value(from: bytes, limits: ArchiveLimits(maxSortKeyBytes: 60 * 1_008)))
+        XCTAssertNoThrow(
+            try ArchiveSerialization.value(from: bytes, limits: ArchiveLimits(maxSortKeyBytes: 60 * 1_008)))
         // The writer counts the same bytes, so it refuses what the reader would.
         XCTAssertThrowsError(try ArchiveSerialization.bytes(from: value, options: .deterministic, limits: small)) {
             XCTAssertEqual(($0 as? ArchiveError)?.code, .sortKeyLimit)
@@ -28,7 +30,8 @@ final class SortKeyBudgetTests: XCTestCase {
     func testNestedSortKeysCount() throws {
         let inner = ArchiveValue.set([.int(1), .int(2)])  // keys 03 02, 03 04: 4 bytes
         let outer = ArchiveValue.set([inner])  // the element's key 10 02 03 02 03 04 (6), with 4 bytes inside
-        let fits = ArchiveLimits(maxSortKeyBytes: 14), short = ArchiveLimits(maxSortKeyBytes: 13)
+        let fits = ArchiveLimits(maxSortKeyBytes: 14)
+        let short = ArchiveLimits(maxSortKeyBytes: 13)
         let bytes = try ArchiveSerialization.bytes(from: outer, options: .deterministic, limits: fits)
         XCTAssertNoThrow(try ArchiveSerialization.value(from: bytes, limits: fits))
         XCTAssertThrowsError(try ArchiveSerialization.value(from: bytes, limits: short)) {
@@ -57,12 +60,16 @@ final class SortKeyBudgetTests: XCTestCase {
         XCTAssertEqual(keys.written, 47)
         XCTAssertEqual(keys.counted, 67_108_788)
 
-        assertArchiveError(.sortKeyLimit) { try ArchiveSerialization.value(from: ArchiveCrafting.setChain(levels: 24, sorted: true)) }
-        var raised = ArchiveReader(bytes: ArchiveCrafting.setChain(levels: 24, sorted: true), limits: ArchiveLimits(maxSortKeyBytes: 1 << 40))
+        assertArchiveError(.sortKeyLimit) {
+            try ArchiveSerialization.value(from: ArchiveCrafting.setChain(levels: 24, sorted: true))
+        }
+        var raised = ArchiveReader(
+            bytes: ArchiveCrafting.setChain(levels: 24, sorted: true), limits: ArchiveLimits(maxSortKeyBytes: 1 << 40))
         XCTAssertNoThrow(try raised.readArchive())
         XCTAssertEqual(raised.sortKeys.written, 49)
         XCTAssertEqual(raised.sortKeys.counted, 134_217_649)
-        let deeper = try ArchiveSerialization.value(from: ArchiveCrafting.setChain(levels: 24))  // unsorted: no sort key
+        // unsorted: no sort key
+        let deeper = try ArchiveSerialization.value(from: ArchiveCrafting.setChain(levels: 24))
         assertArchiveError(.sortKeyLimit) { try ArchiveSerialization.bytes(from: deeper, options: .deterministic) }
         XCTAssertNoThrow(try ArchiveSerialization.bytes(from: deeper))
         // As deep as DEPTH_MAX allows: refused once the count passes the limit, 24 levels from the bottom.
@@ -85,7 +92,7 @@ final class SortKeyBudgetTests: XCTestCase {
         let value = ArchiveValue.array([
             .anyKeyDictionary([inner: box, .set([box]): .int(1), .int(2): .set([box, inner])]),
             .dictionary(["k": .set([.array([box, box]), .object("C", ["f": inner])])]),
-            box, .set([]), .set([box]),
+            box, .set([]), .set([box])
         ])
         let keys = ArchiveSortKeys()
         var writer = ArchiveWriter(sorted: true, limits: .default, sortKeys: keys)
@@ -100,7 +107,8 @@ final class SortKeyBudgetTests: XCTestCase {
         XCTAssertEqual(try ArchiveSerialization.bytes(from: exported, options: .deterministic), bytes)
         // The public sort of a list agrees (128 before 127: sort keys compare as bytes, §A6).
         let list: [ArchiveValue] = [.string("a"), .int(127), .set([inner, box]), .int(128)]
-        XCTAssertEqual(try ArchiveSortKeys().sorted(list, by: { $0 }), [.int(128), .int(127), .string("a"), .set([inner, box])])
+        XCTAssertEqual(
+            try ArchiveSortKeys().sorted(list, by: { $0 }), [.int(128), .int(127), .string("a"), .set([inner, box])])
     }
 
     /// The attack at its full size, refused by the default limit before the work is done.
@@ -118,17 +126,23 @@ final class StringUseTests: XCTestCase {
     func testEveryUseOfAStringCounts() throws {
         let bytes = ArchiveCrafting.sharedKey(keyBytes: 1_000, dictionaries: 50)
         XCTAssertNoThrow(try ArchiveSerialization.value(from: bytes, limits: ArchiveLimits(maxStringUseBytes: 50_000)))
-        XCTAssertThrowsError(try ArchiveSerialization.value(from: bytes, limits: ArchiveLimits(maxStringUseBytes: 49_999))) {
+        XCTAssertThrowsError(
+            try ArchiveSerialization.value(from: bytes, limits: ArchiveLimits(maxStringUseBytes: 49_999))
+        ) {
             XCTAssertEqual(($0 as? ArchiveError)?.code, .expansionLimit)
         }
         // The writer counts the same uses.
         let value = try ArchiveSerialization.value(from: bytes)
-        XCTAssertThrowsError(try ArchiveSerialization.bytes(from: value, limits: ArchiveLimits(maxStringUseBytes: 49_999))) {
+        XCTAssertThrowsError(
+            try ArchiveSerialization.bytes(from: value, limits: ArchiveLimits(maxStringUseBytes: 49_999))
+        ) {
             XCTAssertEqual(($0 as? ArchiveError)?.code, .expansionLimit)
         }
         XCTAssertEqual(try ArchiveSerialization.bytes(from: value), bytes)
         // The attack at full size: refused by the default limit.
-        XCTAssertThrowsError(try ArchiveSerialization.value(from: ArchiveCrafting.sharedKey(keyBytes: 4_000_000, dictionaries: 2_000))) {
+        XCTAssertThrowsError(
+            try ArchiveSerialization.value(from: ArchiveCrafting.sharedKey(keyBytes: 4_000_000, dictionaries: 2_000))
+        ) {
             XCTAssertEqual(($0 as? ArchiveError)?.code, .expansionLimit)
         }
     }
@@ -146,9 +160,14 @@ final class StringUseTests: XCTestCase {
         let s = String(repeating: "x", count: 100)
         let element = ArchiveValue.array([.string(s), .string(s)])  // 0D 02 06 64 x*100 07 00: 106 + 100
         let value = ArchiveValue.set([element])
-        XCTAssertNoThrow(try ArchiveSerialization.bytes(from: value, options: .deterministic, limits: ArchiveLimits(maxSortKeyBytes: 206)))
-        XCTAssertThrowsError(try ArchiveSerialization.bytes(from: value, options: .deterministic,
-                                                            limits: ArchiveLimits(maxSortKeyBytes: 205))) {
+        XCTAssertNoThrow(
+            try ArchiveSerialization.bytes(
+                from: value, options: .deterministic, limits: ArchiveLimits(maxSortKeyBytes: 206)))
+        XCTAssertThrowsError(
+            try ArchiveSerialization.bytes(
+                from: value, options: .deterministic,
+                limits: ArchiveLimits(maxSortKeyBytes: 205))
+        ) {
             XCTAssertEqual(($0 as? ArchiveError)?.code, .sortKeyLimit)
         }
     }
@@ -170,7 +189,10 @@ final class ElementWeightTests: XCTestCase {
             XCTAssertEqual(($0 as? ArchiveError)?.code, .expansionLimit)
         }
         // Any-key keys count, values do not: {["ab"]: [2]} has one key weighing 4 (two values, two bytes).
-        let anyKey = ArchiveCrafting.header(sorted: false) + [0x0F, 0x01, 0x0D, 0x01, 0x06, 0x02, 0x61, 0x62, 0x0D, 0x01, 0x03, 0x04]
+        let anyKey =
+            ArchiveCrafting.header(sorted: false) + [
+                0x0F, 0x01, 0x0D, 0x01, 0x06, 0x02, 0x61, 0x62, 0x0D, 0x01, 0x03, 0x04
+            ]
         XCTAssertNoThrow(try ArchiveSerialization.value(from: anyKey, limits: ArchiveLimits(maxElementWeight: 4)))
         XCTAssertThrowsError(try ArchiveSerialization.value(from: anyKey, limits: ArchiveLimits(maxElementWeight: 3)))
     }
@@ -183,7 +205,9 @@ final class ElementWeightTests: XCTestCase {
         XCTAssertEqual(try NSKeyedArchive.importValue(from: plist), value)
         // The elements weigh 101, 102, ..., 110: 1,055.
         XCTAssertNoThrow(try NSKeyedArchive.importValue(from: plist, limits: ArchiveLimits(maxElementWeight: 1_055)))
-        XCTAssertThrowsError(try NSKeyedArchive.importValue(from: plist, limits: ArchiveLimits(maxElementWeight: 1_054))) {
+        XCTAssertThrowsError(
+            try NSKeyedArchive.importValue(from: plist, limits: ArchiveLimits(maxElementWeight: 1_054))
+        ) {
             XCTAssertEqual(($0 as? ArchiveError)?.code, .expansionLimit)
         }
     }
@@ -193,22 +217,27 @@ final class ElementWeightTests: XCTestCase {
     func testTheWeightDoesNotDependOnTheWriteOrder() throws {
         let box = ArchiveValue.array([1, 2, 3]).makeShared()
         let s = String(repeating: "s", count: 50)
-        let value = ArchiveValue.dictionary(["a": .set([box, .string(s)]), "b": box, "c": .string(s), "d": .set([.array([box])])])
+        let value = ArchiveValue.dictionary([
+            "a": .set([box, .string(s)]), "b": box, "c": .string(s), "d": .set([.array([box])])
+        ])
         // Elements: the box 1, the string 51, [box] 2, then the sets inside nothing else: 54.
         for _ in 0..<20 {
             XCTAssertNoThrow(try ArchiveSerialization.bytes(from: value, limits: ArchiveLimits(maxElementWeight: 54)))
-            XCTAssertThrowsError(try ArchiveSerialization.bytes(from: value, limits: ArchiveLimits(maxElementWeight: 53)))
+            XCTAssertThrowsError(
+                try ArchiveSerialization.bytes(from: value, limits: ArchiveLimits(maxElementWeight: 53)))
         }
     }
 
     /// The reader adds up each value's weight as it reads it (nothing is walked again); the writer walks each
     /// element: both come to the same total for values of every kind, shared ones included.
     func testTheReaderWeighsWhatTheWriterWeighs() throws {
-        let box = ArchiveValue.object("Ü", ["é": .url(URL(string: "a/b", relativeTo: URL(string: "https://x.example/")!)!)]).makeShared()
+        let box = ArchiveValue.object(
+            "Ü", ["é": .url(URL(string: "a/b", relativeTo: URL(string: "https://x.example/")!)!)]
+        ).makeShared()
         let value = ArchiveValue.set([
             .set([box, .data(Data([1, 2, 3])), .string("ab"), .dictionary(["kk": .set([.null, box])])]),
             .anyKeyDictionary([.set([.int(1)]): .string("v"), .array([box, .uuid(UUID())]): .null]),
-            box, .object("O", [:]), .dictionary([:]), .set([]), .date(Date(timeIntervalSinceReferenceDate: 1)),
+            box, .object("O", [:]), .dictionary([:]), .set([]), .date(Date(timeIntervalSinceReferenceDate: 1))
         ])
         /// The least `ELEMENT_WEIGHT_MAX` that lets `work` through.
         func least(_ work: (ArchiveLimits) throws -> Void) -> Int {
@@ -222,7 +251,12 @@ final class ElementWeightTests: XCTestCase {
         let bytes = try ArchiveSerialization.bytes(from: value)
         let read = least { _ = try ArchiveSerialization.value(from: bytes, limits: $0) }
         XCTAssertEqual(read, least { _ = try ArchiveSerialization.bytes(from: value, limits: $0) })
-        XCTAssertEqual(read, least { _ = try ArchiveSerialization.value(from: ArchiveSerialization.bytes(from: value, options: .deterministic), limits: $0) })
+        XCTAssertEqual(
+            read,
+            least {
+                _ = try ArchiveSerialization.value(
+                    from: ArchiveSerialization.bytes(from: value, options: .deterministic), limits: $0)
+            })
         XCTAssertGreaterThan(read, 50)
     }
 
@@ -231,7 +265,9 @@ final class ElementWeightTests: XCTestCase {
     func testTheReportedNestingIsRefused() {
         let start = Date()
         let bytes = ArchiveCrafting.nestedSets(levels: 505, values: 990_000)
-        XCTAssertThrowsError(try ArchiveSerialization.value(from: bytes, limits: ArchiveLimits(maxElementWeight: 3_000_000))) {
+        XCTAssertThrowsError(
+            try ArchiveSerialization.value(from: bytes, limits: ArchiveLimits(maxElementWeight: 3_000_000))
+        ) {
             XCTAssertEqual(($0 as? ArchiveError)?.code, .expansionLimit)
         }
         XCTAssertLessThan(Date().timeIntervalSince(start), 60)  // a hang guard (77 s before issue 9, release build)

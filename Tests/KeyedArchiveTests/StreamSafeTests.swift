@@ -1,7 +1,8 @@
 import Crafting
 import Foundation
-@testable import KeyedArchive
 import XCTest
+
+@testable import KeyedArchive
 
 /// Issue 9: `NONSTARTER_RUN_MAX` (SPEC.md Part 2 §A3). Runs of non-starters are counted in the canonical
 /// decomposition, as canonical equivalence sees them, and every reader refuses a longer run before any
@@ -10,7 +11,8 @@ final class StreamSafeTests: XCTestCase {
     /// Every code point's contribution, against Unicode 17.0.0's table (the one the independent reader uses).
     func testEveryCodePointAgainstUnicode17() throws {
         let url = ArchiveFixtures.root.appendingPathComponent("scripts/interop/unicode-17.0.0-nfd.txt")
-        var ccc: [UInt32: Int] = [:], nfd: [UInt32: [UInt32]] = [:]
+        var ccc: [UInt32: Int] = [:]
+        var nfd: [UInt32: [UInt32]] = [:]
         for line in try String(contentsOf: url, encoding: .utf8).split(separator: "\n") where !line.hasPrefix("#") {
             let f = line.split(separator: " ")
             let cp = UInt32(f[0], radix: 16)!
@@ -59,16 +61,23 @@ final class StreamSafeTests: XCTestCase {
             }
         }
         XCTAssertNil(code { _ = try ArchiveSerialization.value(from: ArchiveCrafting.combiningKey(marks: 30)) })
-        XCTAssertEqual(code { _ = try ArchiveSerialization.value(from: ArchiveCrafting.combiningKey(marks: 31)) },
-                       .nonStarterRunLimit)
-        XCTAssertEqual(code { _ = try ArchiveSerialization.value(from: ArchiveCrafting.combiningKey(base: "\u{C0}", marks: 30)) },
-                       .nonStarterRunLimit)
+        XCTAssertEqual(
+            code { _ = try ArchiveSerialization.value(from: ArchiveCrafting.combiningKey(marks: 31)) },
+            .nonStarterRunLimit)
+        XCTAssertEqual(
+            code { _ = try ArchiveSerialization.value(from: ArchiveCrafting.combiningKey(base: "\u{C0}", marks: 30)) },
+            .nonStarterRunLimit)
         // 400 KB of marks: refused at once (it took 45 s to compare before issue 9).
-        XCTAssertEqual(code { _ = try ArchiveSerialization.value(from: ArchiveCrafting.combiningKey(marks: 200_000)) },
-                       .nonStarterRunLimit)
+        XCTAssertEqual(
+            code { _ = try ArchiveSerialization.value(from: ArchiveCrafting.combiningKey(marks: 200_000)) },
+            .nonStarterRunLimit)
         // An application may raise the limit for archives it trusts.
-        XCTAssertNil(code { _ = try ArchiveSerialization.value(from: ArchiveCrafting.combiningKey(marks: 31),
-                                                                 limits: ArchiveLimits(maxNonStarterRun: 31)) })
+        XCTAssertNil(
+            code {
+                _ = try ArchiveSerialization.value(
+                    from: ArchiveCrafting.combiningKey(marks: 31),
+                    limits: ArchiveLimits(maxNonStarterRun: 31))
+            })
         // The writer refuses what the reader would.
         let long = "a" + String(repeating: "\u{301}", count: 31)
         XCTAssertEqual(code { _ = try ArchiveSerialization.bytes(from: .string(long)) }, .nonStarterRunLimit)
@@ -77,8 +86,9 @@ final class StreamSafeTests: XCTestCase {
         XCTAssertEqual(code { _ = try PropertyList(xml: Array(xml.utf8)) }, .nonStarterRunLimit)
         var utf16: [UInt8] = []
         for u in long.utf16 { utf16 += [UInt8(u >> 8), UInt8(u & 0xFF)] }
-        let plist = ArchiveCrafting.binaryPlist(objects: [ArchiveCrafting.marker(0x6, count: long.utf16.count) + utf16],
-                                                table: [0], top: 0, refSize: 1)
+        let plist = ArchiveCrafting.binaryPlist(
+            objects: [ArchiveCrafting.marker(0x6, count: long.utf16.count) + utf16],
+            table: [0], top: 0, refSize: 1)
         XCTAssertEqual(code { _ = try PropertyList(binary: plist) }, .nonStarterRunLimit)
         XCTAssertEqual(code { _ = try PropertyList(binary: plist, limits: ArchiveLimits(maxNonStarterRun: 31)) }, nil)
     }

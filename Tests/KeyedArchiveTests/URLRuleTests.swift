@@ -1,7 +1,8 @@
 import FixtureRecipes
 import Foundation
-@testable import KeyedArchive
 import XCTest
+
+@testable import KeyedArchive
 
 /// SPEC.md Part 2 §A5.6: the URL rule, its examples, and Foundation giving back every URL the rule accepts.
 final class URLRuleTests: XCTestCase {
@@ -66,10 +67,12 @@ final class URLRuleTests: XCTestCase {
     /// Random strings from URL pieces: the two forms of the rule agree with each other as the grammar says,
     /// and Foundation builds every URL the rule accepts and gives its strings back.
     func testFoundationGivesBackEveryURLTheRuleAccepts() throws {
-        let pieces = ["a", "Z", "0", "9", "-", ".", "_", "~", "!", "$", "&", "'", "(", ")", "*", "+", ",", ";", "=",
-                      ":", "/", "?", "#", "[", "]", "@", "%41", "%", "%g1", " ", "é", "::", "//", "http:", "x+1.-:",
-                      "[::1]", "[v1.x]", "[::ffff:1.2.3.4]", "[1:2:3:4:5:6:7:8]", "1.2.3.4", "u:p@", ":80", ":",
-                      "mailto:", "file:///", "..", "[fe80::1%25en0]", "\\", "|", "^"]
+        let pieces = [
+            "a", "Z", "0", "9", "-", ".", "_", "~", "!", "$", "&", "'", "(", ")", "*", "+", ",", ";", "=",
+            ":", "/", "?", "#", "[", "]", "@", "%41", "%", "%g1", " ", "é", "::", "//", "http:", "x+1.-:",
+            "[::1]", "[v1.x]", "[::ffff:1.2.3.4]", "[1:2:3:4:5:6:7:8]", "1.2.3.4", "u:p@", ":80", ":",
+            "mailto:", "file:///", "..", "[fe80::1%25en0]", "\\", "|", "^"
+        ]
         let schemes = ["", "", "http:", "a+b.c-d:", "HTTPS:", "1a:", ":", "file:"]
         let hosts = ["", "h", "h.example", "[::1]", "[1::2::3]", "[v7.a:b]", "1.2.3.4", "%41b", "a@b", "[::1", "h]"]
         var rng = SplitMix64(state: 0x7572_6C73)
@@ -81,7 +84,8 @@ final class URLRuleTests: XCTestCase {
             } else {
                 s = schemes[rng.below(schemes.count)]
                 if rng.below(3) > 0 {
-                    s += "//" + (rng.below(4) == 0 ? "user:pw@" : "") + hosts[rng.below(hosts.count)]
+                    s +=
+                        "//" + (rng.below(4) == 0 ? "user:pw@" : "") + hosts[rng.below(hosts.count)]
                         + [" ", "", ":", ":443", ":x"][rng.below(5)]
                 }
                 for _ in 0..<rng.below(4) { s += ["/", "/p", "/a:b", "/%7E", "/[x]", "p"][rng.below(6)] }

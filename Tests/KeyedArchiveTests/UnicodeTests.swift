@@ -1,6 +1,6 @@
-@_spi(_Unicode) import Swift
 import Foundation
 import KeyedArchive
+@_spi(_Unicode) import Swift
 import XCTest
 
 /// SPEC.md Part 2 §A4: strings compare under canonical equivalence of Unicode 17.0.0. kcar compares with
@@ -37,7 +37,8 @@ final class UnicodeTests: XCTestCase {
         XCTAssertEqual("\u{16D68}", "\u{16D67}\u{16D67}")
         XCTAssertNotEqual("a\u{1AEC}\u{0316}", "a\u{0316}\u{1AEC}")
         // Class names compare the same way: two objects, one value.
-        let a = ArchiveValue.object("\u{E9}", [:]), b = ArchiveValue.object("e\u{301}", [:])
+        let a = ArchiveValue.object("\u{E9}", [:])
+        let b = ArchiveValue.object("e\u{301}", [:])
         XCTAssertEqual(a, b)
         XCTAssertEqual(ArchiveValue.set([a, b]), .set([a]))
     }

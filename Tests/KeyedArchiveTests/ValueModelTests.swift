@@ -27,8 +27,9 @@ final class ValueModelTests: XCTestCase {
         XCTAssertEqual(ArchiveValue.double(.nan), .double(.nan))
         XCTAssertNotEqual(ArchiveValue.double(0.0), .double(-0.0))
         XCTAssertEqual(Set<ArchiveValue>([.double(.nan), .double(.nan)]).count, 1)
-        XCTAssertNotEqual(ArchiveValue.date(Date(timeIntervalSinceReferenceDate: 0)),
-                          .date(Date(timeIntervalSinceReferenceDate: -0.0)))
+        XCTAssertNotEqual(
+            ArchiveValue.date(Date(timeIntervalSinceReferenceDate: 0)),
+            .date(Date(timeIntervalSinceReferenceDate: -0.0)))
     }
 
     func testSharedBoxesCompareByContentsButKeepIdentity() {
@@ -49,7 +50,7 @@ final class ValueModelTests: XCTestCase {
             "uuid": .uuid(UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16))),
             "url": .url(URL(string: "a/b", relativeTo: URL(string: "https://example.com/x/"))!),
             "any": .anyKeyDictionary([1: "one", "k": [true]]), "set": .set([1, 2]),
-            "obj": .object("Point", ["x": 1, "y": 2]), "shared": ArchiveValue.string("boxed").makeShared(),
+            "obj": .object("Point", ["x": 1, "y": 2]), "shared": ArchiveValue.string("boxed").makeShared()
         ]
         let json = try JSONEncoder().encode(value)
         XCTAssertEqual(try JSONDecoder().decode(ArchiveValue.self, from: json), value)

@@ -1,8 +1,9 @@
 import Crafting
 import FixtureRecipes
 import Foundation
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// SPEC.md Part 4, V5.1: a copy's versions bound how far a merge moves a vault's clock, so that no sequence of
 /// legal files leaves a vault unable to change; a vault whose clock runs ahead is rewound.
@@ -12,7 +13,8 @@ final class ClockBoundTests: PagedTestCase {
     /// A vault of two items, and a copy of it.
     private func pair() throws -> (ours: String, theirs: String) {
         let ours = dir + "/ours.kcv"
-        try PagedVault.create(path: ours, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema)
+        try PagedVault.create(
+            path: ours, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema)
         let v = try PagedVault.open(path: ours, secret: secret, mode: .write)
         try v.commit { tx in
             _ = try tx.add(attributes: attrs("s", "a"), value: [1])
@@ -42,7 +44,10 @@ final class ClockBoundTests: PagedTestCase {
         try forgeVersion(theirs, account: "a", hlc: UInt64.max - (1 << 32) - 2)
         let before = try bytes(ours)
         for base in [nil, dir + "/base.kcv"] {
-            if let base { _ = try copy(ours, "base.kcv"); XCTAssertEqual(base, dir + "/base.kcv") }
+            if let base {
+                _ = try copy(ours, "base.kcv")
+                XCTAssertEqual(base, dir + "/base.kcv")
+            }
             XCTAssertThrowsError(try merge(base: base, ours: ours, theirs: theirs)) { e in
                 let e = e as? VaultError
                 XCTAssertEqual(e?.code, .clockAhead)
@@ -141,7 +146,8 @@ final class ClockBoundTests: PagedTestCase {
         XCTAssertEqual(before.count, after.count)
         XCTAssertEqual(Set(before.map(\.0)), Set(after.map(\.0)))
         // The map is monotone: every pair of versions keeps its order.
-        let pairs = Dictionary(uniqueKeysWithValues: zip(before.sorted { $0.1 < $1.1 }.map(\.1), after.sorted { $0.1 < $1.1 }.map(\.1)))
+        let pairs = Dictionary(
+            uniqueKeysWithValues: zip(before.sorted { $0.1 < $1.1 }.map(\.1), after.sorted { $0.1 < $1.1 }.map(\.1)))
         XCTAssertEqual(pairs.count, before.count)
         for (old, new) in pairs {
             if old.hlc <= rewindAt {

@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import VaultFormat
 
 /// The failed automatic compactions reported to ``Vault/reportCompactionFailures(to:)``: path and error.

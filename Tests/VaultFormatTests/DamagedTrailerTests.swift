@@ -1,7 +1,8 @@
 import FixtureRecipes
 import Foundation
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// Issue 22, point 8 (SPEC.md §8, "a damaged last trailer is not an interrupted write"; Part 4 V7): a last
 /// trailer that is whole but fails its MAC is *damaged index*, so a flipped byte no longer opens the commit
@@ -10,7 +11,9 @@ import XCTest
 final class DamagedTrailerTests: VaultTestCase {
     /// A vault of two items, then a commit that deletes one: its last trailer's size, its generation, and the
     /// file's bytes. Version 2 with `fold`: the last commit changes more than 256 keys, so it writes a root.
-    func twoCommits(version: Int, fold: Bool = false) throws -> (path: String, trailer: Int, generation: UInt64, bytes: [UInt8]) {
+    func twoCommits(version: Int, fold: Bool = false) throws -> (
+        path: String, trailer: Int, generation: UInt64, bytes: [UInt8]
+    ) {
         let path = dir + "/v\(version)\(fold ? "-fold" : "").kcv"
         var ids: [ItemID] = []
         let add = { (tx: Transaction) in
@@ -25,7 +28,11 @@ final class DamagedTrailerTests: VaultTestCase {
         let v = try Vault.open(path: path, secret: secret, mode: .write)
         try v.commit(options: WriteOptions(autoCompact: false)) { tx in
             try tx.delete(ids[1])
-            if fold { for i in 0..<300 { _ = try tx.add(attributes: self.attrs("bulk", "a\(i)"), value: .bytes([UInt8(i & 0xFF)])) } }
+            if fold {
+                for i in 0..<300 {
+                    _ = try tx.add(attributes: self.attrs("bulk", "a\(i)"), value: .bytes([UInt8(i & 0xFF)]))
+                }
+            }
         }
         XCTAssertEqual(v.version2?.tail.trailer.wroteRoot ?? fold, fold)
         return (path, version == 1 ? Trailer.size : TrailerV2.size, v.generation, try Recipes.read(path))
@@ -53,14 +60,18 @@ final class DamagedTrailerTests: VaultTestCase {
                     var b = good
                     b[i] ^= mask
                     try write(path, b)
-                    XCTAssertEqual(openCode(path), .damagedIndex, "version \(version), fold \(fold): byte \(i - good.count + size) ^ \(mask)")
+                    XCTAssertEqual(
+                        openCode(path), .damagedIndex,
+                        "version \(version), fold \(fold): byte \(i - good.count + size) ^ \(mask)")
                 }
             }
             // Writers open the file first: none cuts it back to the commit before.
             var b = good
             b[b.count - 1] ^= 1
             try write(path, b)
-            XCTAssertThrowsError(try Vault.open(path: path, secret: secret, mode: .write)) { XCTAssertEqual(($0 as? VaultError)?.code, .damagedIndex) }
+            XCTAssertThrowsError(try Vault.open(path: path, secret: secret, mode: .write)) {
+                XCTAssertEqual(($0 as? VaultError)?.code, .damagedIndex)
+            }
             XCTAssertEqual(try Recipes.read(path), b)
         }
     }
@@ -73,7 +84,10 @@ final class DamagedTrailerTests: VaultTestCase {
             var cases: [(String, [UInt8])] = (1..<size).map { ("cut by \($0)", Array(good.dropLast($0))) }
             cases.append(("zeros", good.dropLast(size) + [UInt8](repeating: 0, count: size)))
             // A trailer whose end never reached the disk (zeros from a block boundary on): 16 zero bytes or more.
-            for zeros in [16, size / 2, size - 8] { cases.append(("the last \(zeros) bytes zeros", good.dropLast(zeros) + [UInt8](repeating: 0, count: zeros))) }
+            for zeros in [16, size / 2, size - 8] {
+                cases.append(
+                    ("the last \(zeros) bytes zeros", good.dropLast(zeros) + [UInt8](repeating: 0, count: zeros)))
+            }
             for (what, b) in cases {
                 try write(path, b)
                 let v: Vault
@@ -116,7 +130,9 @@ final class DamagedTrailerTests: VaultTestCase {
     /// fixture `trailer-flipped` pins it (refused either way).
     func testTheOnlyTrailerDamagedIsTruncated() throws {
         let path = dir + "/one.kcv"
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in _ = try tx.add(attributes: self.attrs("s", "a"), value: .bytes([1])) }
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+            _ = try tx.add(attributes: self.attrs("s", "a"), value: .bytes([1]))
+        }
         var b = try Recipes.read(path)
         b[b.count - 1] ^= 1
         try write(path, b)
@@ -129,7 +145,8 @@ final class DamagedTrailerTests: VaultTestCase {
         for version in [1, 2] {
             let (path, size, generation, good) = try twoCommits(version: version)
             let before = try Vault.open(path: path, secret: secret)
-            let previousEnd = Int(before.fileOffset(before.version2?.tail.trailer.commitStart ?? before.tail.trailer.commitStart))
+            let previousEnd = Int(
+                before.fileOffset(before.version2?.tail.trailer.commitStart ?? before.tail.trailer.commitStart))
             var b = good
             b[b.count - size + 20] ^= 0x10
             try write(path, b)
@@ -144,7 +161,9 @@ final class DamagedTrailerTests: VaultTestCase {
             // Nothing more to drop; a wrong key drops nothing.
             XCTAssertEqual(try Vault.dropDamagedTail(path: path, secret: secret).dropped, 0)
             try write(path, b)
-            XCTAssertThrowsError(try Vault.dropDamagedTail(path: path, secret: .keyFile(SecureBytes(copying: [UInt8](repeating: 9, count: 32)))))
+            XCTAssertThrowsError(
+                try Vault.dropDamagedTail(
+                    path: path, secret: .keyFile(SecureBytes(copying: [UInt8](repeating: 9, count: 32)))))
             XCTAssertEqual(try Recipes.read(path), b)
         }
     }

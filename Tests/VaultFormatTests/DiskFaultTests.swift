@@ -44,7 +44,9 @@ final class DiskFaultTests: VaultTestCase {
         XCTAssertEqual(leftovers(m.path, expected: ["v.kcv"]), [])
 
         // The same instance goes on once the value fits.
-        try vault.commit { tx in try tx.add(attributes: attrs("svc", "fits"), value: .bytes(Recipes.noise(20_000, seed: 3))) }
+        try vault.commit { tx in
+            try tx.add(attributes: attrs("svc", "fits"), value: .bytes(Recipes.noise(20_000, seed: 3)))
+        }
         XCTAssertTrue(try Vault.open(path: path, secret: secret).verify().isIntact)
         XCTAssertEqual(try snapshot(path).values.count, 3)
     }
@@ -59,13 +61,17 @@ final class DiskFaultTests: VaultTestCase {
 
         _ = expectError(.io, "compact") { try vault.compact() }
         assertIntact(path, before, "after compact on a full disk")
-        _ = expectError(.io, "changeSlots") { try vault.changeSlots(remove: [], add: [.keyFile(SecureBytes(copying: Recipes.otherKeyFile))]) }
+        _ = expectError(.io, "changeSlots") {
+            try vault.changeSlots(remove: [], add: [.keyFile(SecureBytes(copying: Recipes.otherKeyFile))])
+        }
         assertIntact(path, before, "after a slot change on a full disk")
         XCTAssertEqual(vault.header.slots.count, 1)
         _ = expectError(.io, "rekey") { try vault.rekey(slots: [.keyFile(key)]) }
         assertIntact(path, before, "after rekey on a full disk")
         _ = expectError(.io, "commit") {
-            try vault.commit { tx in try tx.add(attributes: attrs("svc", "more"), value: .bytes(Recipes.noise(64_000, seed: 4))) }
+            try vault.commit { tx in
+                try tx.add(attributes: attrs("svc", "more"), value: .bytes(Recipes.noise(64_000, seed: 4)))
+            }
         }
         assertIntact(path, before, "after a commit on a full disk")
         _ = expectError(.io, "create") {
@@ -94,7 +100,9 @@ final class DiskFaultTests: VaultTestCase {
         }
         let vault = try Vault.open(path: path, secret: secret, mode: .write)
         for s: UInt8 in 7...8 {
-            try vault.commit(options: WriteOptions(autoCompact: false)) { tx in try tx.update(id, value: .bytes(Recipes.noise(600_000, seed: s))) }
+            try vault.commit(options: WriteOptions(autoCompact: false)) { tx in
+                try tx.update(id, value: .bytes(Recipes.noise(600_000, seed: s)))
+            }
         }
         XCTAssertTrue(vault.shouldCompact)
         m.fill("filler", leave: 65_536)

@@ -1,7 +1,8 @@
 import FixtureRecipes
 import Foundation
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// Short writes and EIO injected through `File.faults` (a debug-only seam) at every write, sync and truncate
 /// of a commit, a rewrite and a create: a failed operation reports an I/O error and leaves the vault byte for
@@ -128,7 +129,10 @@ final class FaultInjectionTests: VaultTestCase {
         let rewrites: [(String, (Vault) throws -> Void)] = [
             ("compact", { try $0.compact() }),
             ("rekey", { try $0.rekey(slots: [.keyFile(self.key)]) }),
-            ("changeSlots", { try $0.changeSlots(remove: [], add: [.keyFile(SecureBytes(copying: Recipes.otherKeyFile))]) }),
+            (
+                "changeSlots",
+                { try $0.changeSlots(remove: [], add: [.keyFile(SecureBytes(copying: Recipes.otherKeyFile))]) }
+            )
         ]
         for (name, rewrite) in rewrites {
             let before = try snapshot(path)

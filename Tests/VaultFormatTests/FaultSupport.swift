@@ -15,15 +15,20 @@ extension VaultTestCase {
         let vault = try Vault.open(path: path, secret: secret)
         var values: [String: [UInt8]] = [:]
         for item in vault.items { values["\(item.service ?? "")/\(item.account ?? "")"] = try vault.read(item) }
-        return VaultSnapshot(bytes: Array(try Data(contentsOf: URL(fileURLWithPath: path))), values: values,
-                             generation: vault.generation)
+        return VaultSnapshot(
+            bytes: Array(try Data(contentsOf: URL(fileURLWithPath: path))), values: values,
+            generation: vault.generation)
     }
 
     /// The vault at `path` is byte for byte the one snapshotted, opens, verifies and holds the same values.
-    func assertIntact(_ path: String, _ s: VaultSnapshot, _ message: String = "", file: StaticString = #filePath, line: UInt = #line) {
+    func assertIntact(
+        _ path: String, _ s: VaultSnapshot, _ message: String = "", file: StaticString = #filePath, line: UInt = #line
+    ) {
         do {
             let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-            XCTAssertTrue(bytes == s.bytes, "\(message): \(path) changed (\(s.bytes.count) -> \(bytes.count) bytes)", file: file, line: line)
+            XCTAssertTrue(
+                bytes == s.bytes, "\(message): \(path) changed (\(s.bytes.count) -> \(bytes.count) bytes)", file: file,
+                line: line)
             let now = try snapshot(path)
             XCTAssertTrue(now.values == s.values, "\(message): items differ", file: file, line: line)
             XCTAssertEqual(now.generation, s.generation, message, file: file, line: line)
@@ -36,7 +41,8 @@ extension VaultTestCase {
 
     /// Names in `folder` other than `expected` (temporary files left behind, partial output).
     func leftovers(_ folder: String, expected: Set<String>) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { !expected.contains($0) }.sorted()
+        ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { !expected.contains($0) }
+            .sorted()
     }
 
     /// A tmpfs of `size` at `dir/name`, unmounted when the test ends (also when it fails); skips the test when
@@ -49,8 +55,10 @@ extension VaultTestCase {
         return m
     }
 
-    func expectError(_ code: VaultError.Code, _ message: String = "", file: StaticString = #filePath, line: UInt = #line,
-                     _ body: () throws -> Void) -> VaultError? {
+    func expectError(
+        _ code: VaultError.Code, _ message: String = "", file: StaticString = #filePath, line: UInt = #line,
+        _ body: () throws -> Void
+    ) -> VaultError? {
         do {
             try body()
             XCTFail("\(message): no error, expected \(code)", file: file, line: line)

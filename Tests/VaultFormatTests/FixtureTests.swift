@@ -1,11 +1,13 @@
 import FixtureRecipes
 import Foundation
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// The golden and malformed vaults of Fixtures/: reproduced byte for byte, read back, and rejected as written.
 final class FixtureTests: XCTestCase {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     static func fixture(_ name: String) -> String { root.appendingPathComponent("Fixtures/vault/\(name)").path }
 
@@ -35,9 +37,11 @@ final class FixtureTests: XCTestCase {
 
     func testEverySlotOfTheSlotsVaultOpensIt() throws {
         let path = Self.fixture("slots.kcv")
-        let secrets: [UnlockSecret] = [.passphrase(SecureBytes(copying: Array(Recipes.passphrase.utf8))),
-                                       .keyFile(SecureBytes(copying: Recipes.keyFile)),
-                                       .keyFile(SecureBytes(copying: Recipes.x25519Secret))]
+        let secrets: [UnlockSecret] = [
+            .passphrase(SecureBytes(copying: Array(Recipes.passphrase.utf8))),
+            .keyFile(SecureBytes(copying: Recipes.keyFile)),
+            .keyFile(SecureBytes(copying: Recipes.x25519Secret))
+        ]
         for (i, s) in secrets.enumerated() {
             let v = try Vault.open(path: path, secret: s)
             XCTAssertEqual(v.unlockedSlot, i)
@@ -48,7 +52,9 @@ final class FixtureTests: XCTestCase {
     /// MANIFEST.tsv gives what a reader of format version 1 reports. `version-2` claims version 2 in a header
     /// whose MAC covers version 1: a reader that knows version 2 (``Vault``) finds the MAC wrong instead.
     func testMalformedVaultsFailAsTheManifestSays() throws {
-        let count = try Self.checkMalformed(Recipes.malformed, fixture: Self.fixture, expect: { $0.name == "version-2" ? .tamperedHeader : $0.expect }) {
+        let count = try Self.checkMalformed(
+            Recipes.malformed, fixture: Self.fixture, expect: { $0.name == "version-2" ? .tamperedHeader : $0.expect }
+        ) {
             try Vault.open(path: $0, secret: Recipes.keySecret).verify()
         }
         XCTAssertGreaterThanOrEqual(count, 40)
@@ -56,15 +62,18 @@ final class FixtureTests: XCTestCase {
 
     /// Every malformed file is what its recipe writes, is listed in MANIFEST.tsv with its stage and error, and
     /// fails so: opening it (`open` stage), or verifying it (`verify`: the first problem). Returns how many.
-    static func checkMalformed(_ malformed: [Malformed], fixture: (String) -> String, expect: (Malformed) -> VaultError.Code = { $0.expect },
-                               openAndVerify: (String) throws -> VerifyReport) throws -> Int {
+    static func checkMalformed(
+        _ malformed: [Malformed], fixture: (String) -> String, expect: (Malformed) -> VaultError.Code = { $0.expect },
+        openAndVerify: (String) throws -> VerifyReport
+    ) throws -> Int {
         let manifest = String(decoding: try Recipes.read(fixture("malformed/MANIFEST.tsv")), as: UTF8.self)
         let lines = manifest.split(separator: "\n").filter { !$0.hasPrefix("#") }
         XCTAssertEqual(lines.count, malformed.count)
         for m in malformed {
             let path = fixture("malformed/\(m.name).kcv")
             XCTAssertEqual(try m.build(), try Recipes.read(path), "\(m.name).kcv differs from its recipe")
-            XCTAssertTrue(lines.contains { $0.hasPrefix("\(m.name)\t\(m.stage.rawValue)\t\(m.expect.rawValue)\t") }, m.name)
+            XCTAssertTrue(
+                lines.contains { $0.hasPrefix("\(m.name)\t\(m.stage.rawValue)\t\(m.expect.rawValue)\t") }, m.name)
             do {
                 let report = try openAndVerify(path)
                 XCTAssertEqual(m.stage, .verify, "\(m.name): opened, but should fail at open with \(m.expect)")
@@ -79,7 +88,8 @@ final class FixtureTests: XCTestCase {
 
     func testSpecVectorIsTheOneItemFixture() throws {
         let spec = String(decoding: try Recipes.read(Self.root.appendingPathComponent("SPEC.md").path), as: UTF8.self)
-        let block = spec.components(separatedBy: "<!-- vector:one-item.kcv -->\n```\n")[1].components(separatedBy: "```")[0]
+        let block = spec.components(separatedBy: "<!-- vector:one-item.kcv -->\n```\n")[1].components(
+            separatedBy: "```")[0]
         let hex = block.split(separator: "\n").joined()
         XCTAssertEqual(Hex.decode(hex), try Recipes.read(Self.fixture("one-item.kcv")))
     }
@@ -107,16 +117,22 @@ final class ZlibReaderTests: XCTestCase {
 /// The golden and malformed vaults of format version 2 (released; they never change) (Fixtures/vault-v2/, SPEC.md Part 4): reproduced
 /// byte for byte, read back with ``PagedVault`` as their recipes meant them, and rejected as MANIFEST.tsv says.
 final class FixtureV2Tests: XCTestCase {
-    static func fixture(_ name: String) -> String { FixtureTests.root.appendingPathComponent("Fixtures/vault-v2/\(name)").path }
+    static func fixture(_ name: String) -> String {
+        FixtureTests.root.appendingPathComponent("Fixtures/vault-v2/\(name)").path
+    }
 
     func testGoldenVaultsAreReproducedByteForByte() throws {
         var all: [(String, RecipesV2.Expected)] = []
         for g in RecipesV2.goldens {
             let (bytes, expected) = try RecipesV2.build(g)
-            XCTAssertEqual(bytes, try Recipes.read(Self.fixture("\(g.name).kcv")), "vault-v2/\(g.name).kcv differs from what the code writes")
+            XCTAssertEqual(
+                bytes, try Recipes.read(Self.fixture("\(g.name).kcv")),
+                "vault-v2/\(g.name).kcv differs from what the code writes")
             all.append((g.name, expected))
         }
-        XCTAssertEqual(String(decoding: try Recipes.read(Self.fixture("EXPECTED.json")), as: UTF8.self), RecipesV2.expectedJSON(all))
+        XCTAssertEqual(
+            String(decoding: try Recipes.read(Self.fixture("EXPECTED.json")), as: UTF8.self),
+            RecipesV2.expectedJSON(all))
     }
 
     func testGoldenVaultsReadBack() throws {
@@ -140,8 +156,12 @@ final class FixtureV2Tests: XCTestCase {
                 XCTAssertEqual(item.attributes, want.attributes, g.name)
                 XCTAssertEqual(try vault.read(item), want.value, g.name)
                 // Found again by primary key, by descending the items tree.
-                let keys = vault.schema.classes[item.itemClass.rawValue]?.keyAttributes.map { item.attributes[$0.name] ?? $0.defaultValue } ?? []
-                XCTAssertTrue(try vault.items(class: item.itemClass, keyValues: keys).contains { $0.id == item.id }, g.name)
+                let keys =
+                    vault.schema.classes[item.itemClass.rawValue]?.keyAttributes.map {
+                        item.attributes[$0.name] ?? $0.defaultValue
+                    } ?? []
+                XCTAssertTrue(
+                    try vault.items(class: item.itemClass, keyValues: keys).contains { $0.id == item.id }, g.name)
                 return true
             }
             XCTAssertEqual(seen, expected.items.count, g.name)
@@ -153,7 +173,11 @@ final class FixtureV2Tests: XCTestCase {
     func testVersion1ReaderRefusesVersion2AndVaultReadsIt() throws {
         for g in RecipesV2.goldens {
             let bytes = try Recipes.read(Self.fixture("\(g.name).kcv"))
-            XCTAssertThrowsError(try Header.parse(prefix: bytes, fileSize: UInt64(bytes.count), versions: 1...1) { Array(bytes.prefix($0)) }) {
+            XCTAssertThrowsError(
+                try Header.parse(prefix: bytes, fileSize: UInt64(bytes.count), versions: 1...1) {
+                    Array(bytes.prefix($0))
+                }
+            ) {
                 XCTAssertEqual(($0 as? VaultError)?.code, .unsupportedVersion, g.name)
             }
             let v = try Vault.open(path: Self.fixture("\(g.name).kcv"), secret: Recipes.keySecret)
@@ -163,11 +187,14 @@ final class FixtureV2Tests: XCTestCase {
                 expected[item.id] = try p.read(item)
                 return true
             }
-            XCTAssertEqual(Dictionary(uniqueKeysWithValues: try v.items.map { ($0.id, try v.read($0)) }), expected, g.name)
+            XCTAssertEqual(
+                Dictionary(uniqueKeysWithValues: try v.items.map { ($0.id, try v.read($0)) }), expected, g.name)
         }
     }
 
     func testMalformedVaultsFailAsTheManifestSays() throws {
-        _ = try FixtureTests.checkMalformed(RecipesV2.malformed, fixture: Self.fixture) { try PagedVault.open(path: $0, secret: Recipes.keySecret).verify() }
+        _ = try FixtureTests.checkMalformed(RecipesV2.malformed, fixture: Self.fixture) {
+            try PagedVault.open(path: $0, secret: Recipes.keySecret).verify()
+        }
     }
 }

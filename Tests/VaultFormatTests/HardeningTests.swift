@@ -1,8 +1,9 @@
 import Crafting
 import FixtureRecipes
 import Foundation
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// Issue 9 (hardening, round 2), the vault area: each test crafts the attack and fails on the code before it.
 final class HardeningTests: VaultTestCase {
@@ -30,16 +31,21 @@ final class HardeningTests: VaultTestCase {
     /// A record decoded whole stops at its weight: the old code inflated every chunk first (40 MiB here, 4 GiB
     /// for a 4 MB file), then found the length wrong.
     func testBatchDecodingStopsAtTheRecordsWeight() throws {
-        let vault = try Vault.open(path: try write(try HostileVaults.bombVault(records: 3, chunksPerRecord: 40)), secret: hostileSecret)
+        let vault = try Vault.open(
+            path: try write(try HostileVaults.bombVault(records: 3, chunksPerRecord: 40)), secret: hostileSecret)
         let batches = Vault.recordBatches(vault.items)
         XCTAssertEqual(batches.count, 1, "three small records, one batch")
         let batch = batches[0]
         XCTAssertLessThan(Vault.weight(batch[0]), 64 << 10, "the stored bytes, 40 chunks of about 1 KiB")
-        let decoded = try Vault.decodeRecords(batch, raws: try vault.readRecords(batch), keys: vault.keys, vaultID: vault.header.vaultID)
+        let decoded = try Vault.decodeRecords(
+            batch, raws: try vault.readRecords(batch), keys: vault.keys, vaultID: vault.header.vaultID)
         XCTAssertEqual(decoded.count, 3)
-        XCTAssertTrue(decoded.allSatisfy { $0 == nil }, "over its weight, a record is handed back to be streamed, not inflated")
+        XCTAssertTrue(
+            decoded.allSatisfy { $0 == nil }, "over its weight, a record is handed back to be streamed, not inflated")
         // Streamed, it stops at the first chunk past its member table.
-        XCTAssertEqual(code { try vault.readValues(of: vault.items, begin: { _, _ in }, bytes: { _ in }, end: { _ in }) }, .damagedRecord)
+        XCTAssertEqual(
+            code { try vault.readValues(of: vault.items, begin: { _, _ in }, bytes: { _ in }, end: { _ in }) },
+            .damagedRecord)
         let report = vault.verify()
         XCTAssertEqual(report.problems.map(\.code), [.damagedRecord, .damagedRecord, .damagedRecord])
         // Stopped after the first chunk (the old code inflated all 40 first).
@@ -48,7 +54,8 @@ final class HardeningTests: VaultTestCase {
 
     /// `Blocks.openAll` refuses, before inflating it, the chunk that passes the limit.
     func testOpenAllStopsBeforeTheChunkThatPassesTheLimit() throws {
-        let vault = try Vault.open(path: try write(try HostileVaults.bombVault(records: 1, chunksPerRecord: 3)), secret: hostileSecret)
+        let vault = try Vault.open(
+            path: try write(try HostileVaults.bombVault(records: 1, chunksPerRecord: 3)), secret: hostileSecret)
         let item = vault.items[0]
         let raw = try vault.readRecords([[item]])[0]
         let key = StreamKey.record(vault.keys, vaultID: vault.header.vaultID, recordID: item.location.recordID)
@@ -96,10 +103,14 @@ final class HardeningTests: VaultTestCase {
             try tx.add(attributes: attrs("s", "a"), value: .bytes([1]))
         }
         let vault = try Vault.open(path: path, secret: secret, mode: .write)
-        try vault.commit(options: .init(autoCompact: false)) { tx in try tx.add(attributes: attrs("s", "b"), value: .bytes([2])) }
+        try vault.commit(options: .init(autoCompact: false)) { tx in
+            try tx.add(attributes: attrs("s", "b"), value: .bytes([2]))
+        }
         XCTAssertFalse(vault.tail.trailer.checkpoint)
         vault.tail.chainOps = Limits.chainOpsMax
-        try vault.commit(options: .init(autoCompact: false)) { tx in try tx.add(attributes: attrs("s", "c"), value: .bytes([3])) }
+        try vault.commit(options: .init(autoCompact: false)) { tx in
+            try tx.add(attributes: attrs("s", "c"), value: .bytes([3]))
+        }
         XCTAssertTrue(vault.tail.trailer.checkpoint)
         XCTAssertEqual(vault.tail.chainOps, 3)
     }
@@ -115,7 +126,8 @@ final class HardeningTests: VaultTestCase {
         // whose MAC fails is damage, not an interrupted write (SPEC.md §8, issue 22): 3 more bytes make its end no
         // trailer, so that the search is what is tested.
         var fewerJunk = try HostileVaults.trailerJunk(bytes: 96 * (Limits.trailerProbesMax - 1), structured: true)
-        XCTAssertEqual(code { _ = try Vault.open(path: try self.write(fewerJunk, "d.kcv"), secret: hostileSecret) }, .damagedIndex)
+        XCTAssertEqual(
+            code { _ = try Vault.open(path: try self.write(fewerJunk, "d.kcv"), secret: hostileSecret) }, .damagedIndex)
         fewerJunk.body += [0x5A, 0x5A, 0x5A]
         let fewer = try write(fewerJunk, "f.kcv")
         let vault = try Vault.open(path: fewer, secret: hostileSecret)
@@ -124,7 +136,8 @@ final class HardeningTests: VaultTestCase {
         // The bare magic, repeated, is no candidate at all: scanned past without a MAC (but for the 96 bytes at
         // the end, whose magic makes them a whole trailer: damage, as above).
         var magicJunk = try HostileVaults.trailerJunk(bytes: 1 << 20, structured: false)
-        XCTAssertEqual(code { _ = try Vault.open(path: try self.write(magicJunk, "n.kcv"), secret: hostileSecret) }, .damagedIndex)
+        XCTAssertEqual(
+            code { _ = try Vault.open(path: try self.write(magicJunk, "n.kcv"), secret: hostileSecret) }, .damagedIndex)
         magicJunk.body += [0x5A, 0x5A, 0x5A]
         let magic = try write(magicJunk, "m.kcv")
         XCTAssertEqual(try Vault.open(path: magic, secret: hostileSecret).incompleteBytes, (1 << 20) + 3)
@@ -152,7 +165,9 @@ final class HardeningTests: VaultTestCase {
         let before = try bytes(path)
         let vault = try Vault.open(path: path, secret: hostileSecret, mode: .write)
         XCTAssertEqual(vault.generation, .max)
-        XCTAssertEqual(code { try vault.commit { tx in try tx.add(attributes: self.attrs("s", "b"), value: .bytes([1])) } }, .invalidArgument)
+        XCTAssertEqual(
+            code { try vault.commit { tx in try tx.add(attributes: self.attrs("s", "b"), value: .bytes([1])) } },
+            .invalidArgument)
         XCTAssertEqual(try bytes(path), before)
         let dirEntries = try FileManager.default.contentsOfDirectory(atPath: dir)
         XCTAssertEqual(dirEntries, ["v.kcv"], "no temporary file left")
@@ -171,7 +186,9 @@ final class HardeningTests: VaultTestCase {
     func testHugeDeclaredSizesAreRefusedWhenRead() throws {
         let vault = try Vault.open(path: try write(try HostileVaults.hugeSizes(items: 65_537)), secret: hostileSecret)
         XCTAssertEqual(vault.count, 65_537)
-        XCTAssertEqual(code { try vault.readValues(of: vault.items, begin: { _, _ in }, bytes: { _ in }, end: { _ in }) }, .damagedRecord)
+        XCTAssertEqual(
+            code { try vault.readValues(of: vault.items, begin: { _, _ in }, bytes: { _ in }, end: { _ in }) },
+            .damagedRecord)
         XCTAssertFalse(vault.verify().isIntact)
     }
 
@@ -191,25 +208,30 @@ final class HardeningTests: VaultTestCase {
 
     func testStaleHandlesFailClearly() throws {
         let path = dir + "/s.kcv"
-        var a: ItemID!, b: ItemID!
+        var a: ItemID!
+        var b: ItemID!
         try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
             a = try tx.add(attributes: attrs("s", "a"), value: .bytes(Array("old a".utf8)))
             b = try tx.add(attributes: attrs("s", "b"), value: .bytes(Array("old b".utf8)))
         }
         let vault = try Vault.open(path: path, secret: secret, mode: .write)
-        let oldA = try XCTUnwrap(vault.item(a)), oldB = try XCTUnwrap(vault.item(b))
+        let oldA = try XCTUnwrap(vault.item(a))
+        let oldB = try XCTUnwrap(vault.item(b))
         try vault.commit(options: .init(autoCompact: false)) { tx in
             try tx.update(a, value: .bytes(Array("new a".utf8)))
             try tx.delete(b)
         }
         XCTAssertEqual(code { _ = try vault.read(oldA) }, .staleItem, "the old code returned the old value")
         XCTAssertEqual(code { _ = try vault.read(oldB) }, .staleItem, "the old code returned the deleted value")
-        XCTAssertEqual(code { try vault.readValues(of: [oldA], begin: { _, _ in }, bytes: { _ in }, end: { _ in }) }, .staleItem)
+        XCTAssertEqual(
+            code { try vault.readValues(of: [oldA], begin: { _, _ in }, bytes: { _ in }, end: { _ in }) }, .staleItem)
         XCTAssertEqual(try vault.read(try XCTUnwrap(vault.item(a))), Array("new a".utf8))
         // An attribute change keeps the value: the handle stays current. A compaction that copies the record
         // keeps it current too (the old code read the record's old offset and reported it damaged).
         let current = try XCTUnwrap(vault.item(a))
-        try vault.commit(options: .init(autoCompact: false)) { tx in try tx.update(a, attributes: self.attrs("s", "renamed")) }
+        try vault.commit(options: .init(autoCompact: false)) { tx in
+            try tx.update(a, attributes: self.attrs("s", "renamed"))
+        }
         XCTAssertEqual(try vault.read(current), Array("new a".utf8))
         try vault.compact()
         XCTAssertTrue(vault.verify().isIntact)
@@ -263,15 +285,25 @@ final class HardeningTests: VaultTestCase {
 
     /// Every rewrite keeps an unknown non-critical field, bytes unchanged (the old passwd and rekey dropped it).
     func testEveryRewriteKeepsUnknownNonCriticalFields() throws {
-        let crafted = try CraftedVault(keyFile: HostileVaults.key, group: "g", random: DeterministicRandom(seed: [UInt8](repeating: 4, count: 32)),
-                                       extraFields: [(0x0042, Array("future".utf8))])
+        let crafted = try CraftedVault(
+            keyFile: HostileVaults.key, group: "g", random: DeterministicRandom(seed: [UInt8](repeating: 4, count: 32)),
+            extraFields: [(0x0042, Array("future".utf8))])
         var v = crafted
-        let recordID = HostileVaults.id(0, 9), itemID = HostileVaults.id(0, 1)
+        let recordID = HostileVaults.id(0, 9)
+        let itemID = HostileVaults.id(0, 1)
         let (offset, length) = HostileVaults.smallRecord(&v, id: recordID, member: itemID, value: [7])
-        let index = v.appendIndex(CraftedVault.indexPlaintext([(1, itemID, HostileVaults.entry(service: "s", account: "a", size: 1,
-                                                                                                recordID: recordID, offset: offset, length: length))]),
-                                  generation: 1)
-        v.appendTrailer(generation: 1, commitStart: 0, index: index, previous: nil, itemCount: 1, checkpoint: true, chain: 0)
+        let index = v.appendIndex(
+            CraftedVault.indexPlaintext([
+                (
+                    1, itemID,
+                    HostileVaults.entry(
+                        service: "s", account: "a", size: 1,
+                        recordID: recordID, offset: offset, length: length)
+                )
+            ]),
+            generation: 1)
+        v.appendTrailer(
+            generation: 1, commitStart: 0, index: index, previous: nil, itemCount: 1, checkpoint: true, chain: 0)
         let path = try write(v)
         let vault = try Vault.open(path: path, secret: hostileSecret, mode: .write)
         XCTAssertEqual(vault.header.unknownFields, [0x0042])
@@ -297,7 +329,9 @@ final class HardeningTests: VaultTestCase {
             for i in 0..<20_000 { try tx.add(attributes: attrs("s", "\(i)"), value: .bytes([])) }
         }
         let vault = try Vault.open(path: path, secret: secret)
-        let lengths = Dictionary(grouping: vault.unorderedItems, by: { $0.location.recordID }).values.map { $0[0].location.length }
+        let lengths = Dictionary(grouping: vault.unorderedItems, by: { $0.location.recordID }).values.map {
+            $0[0].location.length
+        }
         XCTAssertEqual(lengths.count, 2)
         XCTAssertLessThan(lengths.max() ?? 0, UInt64(Limits.solidTarget) + 1024)
     }
@@ -313,10 +347,12 @@ final class HardeningTests: VaultTestCase {
         XCTAssertTrue(try Vault.open(path: intact, secret: hostileSecret).verify().isIntact)
         // The record of the one item is at body offset 0; the second first commit names it again.
         let first = try Vault.open(path: intact, secret: hostileSecret).items[0]
-        let entry = HostileVaults.entry(service: "s", account: "a", size: first.size, recordID: first.location.recordID.bytes,
-                                        offset: first.location.offset, length: first.location.length)
+        let entry = HostileVaults.entry(
+            service: "s", account: "a", size: first.size, recordID: first.location.recordID.bytes,
+            offset: first.location.offset, length: first.location.length)
         let index = v.appendIndex(CraftedVault.indexPlaintext([(1, first.id.bytes, entry)]), generation: 2)
-        v.appendTrailer(generation: 2, commitStart: 0, index: index, previous: nil, itemCount: 1, checkpoint: true, chain: 0)
+        v.appendTrailer(
+            generation: 2, commitStart: 0, index: index, previous: nil, itemCount: 1, checkpoint: true, chain: 0)
         let vault = try Vault.open(path: try write(v), secret: hostileSecret)
         XCTAssertEqual(vault.generation, 2)
         let report = vault.verify()

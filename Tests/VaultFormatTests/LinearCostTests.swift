@@ -1,7 +1,8 @@
 import FixtureRecipes
 import Foundation
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// Copying values out of a solid record that cannot be copied whole (a dead member, or the device-only rule of
 /// SPEC.md Part 3 §K9) decodes the record once, not once per value (issue 21): compaction, a sync's filtered
@@ -24,19 +25,24 @@ final class LinearCostTests: PagedTestCase {
 
     /// Work linear in the input: at most `factor` times the file's bytes (a record's plaintext is a little
     /// more than its bytes on disk; a page may open to 16 times its own, V2).
-    func assertLinear(_ r: (opened: UInt64, fileBytes: UInt64), factor: UInt64 = 24, _ what: String, line: UInt = #line) {
-        XCTAssertLessThanOrEqual(r.opened, factor * r.fileBytes, "\(what): opened \(r.opened) bytes for a file of \(r.fileBytes)", line: line)
+    func assertLinear(_ r: (opened: UInt64, fileBytes: UInt64), factor: UInt64 = 24, _ what: String, line: UInt = #line)
+    {
+        XCTAssertLessThanOrEqual(
+            r.opened, factor * r.fileBytes, "\(what): opened \(r.opened) bytes for a file of \(r.fileBytes)", line: line
+        )
     }
 
     /// A vault whose items share one solid record, every tenth of them deleted (dead members), unless `dead`
     /// is false. Values are 8 bytes, distinct.
     /// `copying`: a vault to start from (a copy of it), else a new one.
-    func solidVault(_ name: String, dead: Bool = true, own: Bool = false, copying base: String? = nil) throws -> String {
+    func solidVault(_ name: String, dead: Bool = true, own: Bool = false, copying base: String? = nil) throws -> String
+    {
         let path = dir + "/" + name
         if let base {
             try FileManager.default.copyItem(atPath: base, toPath: path)
         } else {
-            try PagedVault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema)
+            try PagedVault.create(
+                path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema)
         }
         let v = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: 1)
         try v.commit(autoCompact: false) { tx in
@@ -58,11 +64,15 @@ final class LinearCostTests: PagedTestCase {
     func values(_ path: String) throws -> [String: [UInt8]] {
         let v = try PagedVault.open(path: path, secret: secret)
         var items: [Item] = []
-        try v.forEachItem { items.append($0); return true }
+        try v.forEachItem {
+            items.append($0)
+            return true
+        }
         var out: [String: [UInt8]] = [:]
         var value: [UInt8] = []
-        try v.readValues(of: items, begin: { _ in value = [] }, bytes: { value.append(contentsOf: $0) },
-                         end: { out[$0.account ?? ""] = value })
+        try v.readValues(
+            of: items, begin: { _ in value = [] }, bytes: { value.append(contentsOf: $0) },
+            end: { out[$0.account ?? ""] = value })
         return out
     }
 
@@ -70,7 +80,8 @@ final class LinearCostTests: PagedTestCase {
         let path = try solidVault("c.kcv")
         let expected = try values(path)
         let r = try opened(reading: path) {
-            try PagedVault.open(path: path, secret: secret, mode: .write, writerID: 1).compact(retention: Retention(keep: 0))
+            try PagedVault.open(path: path, secret: secret, mode: .write, writerID: 1).compact(
+                retention: Retention(keep: 0))
         }
         assertLinear(r, "compact")
         XCTAssertEqual(try values(path), expected)
@@ -81,7 +92,8 @@ final class LinearCostTests: PagedTestCase {
         let path = try solidVault("s.kcv", dead: false, own: true)
         let copy = dir + "/shared.kcv"
         let r = try opened(reading: path) {
-            try PagedVault.open(path: path, secret: secret).writeCopy(to: copy, keeping: { $0.attributes["pdmn"] == nil })
+            try PagedVault.open(path: path, secret: secret).writeCopy(
+                to: copy, keeping: { $0.attributes["pdmn"] == nil })
         }
         assertLinear(r, "writeCopy")
         var expected = try values(path)
@@ -91,7 +103,8 @@ final class LinearCostTests: PagedTestCase {
 
     func testMergeSplitsARecordWithAnOwnMemberInOnePass() throws {
         let ours = dir + "/ours.kcv"
-        try PagedVault.create(path: ours, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema)
+        try PagedVault.create(
+            path: ours, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema)
         let theirs = try solidVault("theirs.kcv", own: true, copying: ours)
         let policy = MergePolicy(isOwn: { $0.attributes["pdmn"] == .string("aku") })
         let r = try opened(reading: theirs) {
@@ -107,13 +120,19 @@ final class LinearCostTests: PagedTestCase {
 
     func testUpgradeOfAPartlyDeadVersion1RecordDecodesItOnce() throws {
         let path = dir + "/v1.kcv"
-        try Vault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))],
-                         options: WriteOptions(autoCompact: false)) { tx in
-            for i in 0..<members { try tx.add(attributes: attrs("s", "a\(i)"), value: .bytes(Array(String(format: "v%07d", i).utf8))) }
+        try Vault.create(
+            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))],
+            options: WriteOptions(autoCompact: false)
+        ) { tx in
+            for i in 0..<members {
+                try tx.add(attributes: attrs("s", "a\(i)"), value: .bytes(Array(String(format: "v%07d", i).utf8)))
+            }
         }
         let v1 = try Vault.open(path: path, secret: secret, mode: .write)
         try v1.commit(options: WriteOptions(autoCompact: false)) { tx in
-            for item in v1.items where item.account.map({ Int($0.dropFirst())! % 10 == 0 }) ?? false { try tx.delete(item.id) }
+            for item in v1.items where item.account.map({ Int($0.dropFirst())! % 10 == 0 }) ?? false {
+                try tx.delete(item.id)
+            }
         }
         let r = try opened(reading: path) {
             try Vault.open(path: path, secret: secret, mode: .write).upgradeToVersion2(schema: schema, writerID: 5)

@@ -1,5 +1,6 @@
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// The page cache stays full and gives up its oldest page for each new one (first in, first out).
 final class PageCacheTests: XCTestCase {

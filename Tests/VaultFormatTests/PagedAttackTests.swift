@@ -1,8 +1,9 @@
 import Crafting
 import FixtureRecipes
 import Foundation
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// Attacks on the version 2 writers (SPEC.md Part 4): forged trailers and forged THEIRS inputs, merges of
 /// copies in unusual shapes (one side compacted, pending deltas, a copy merged with itself), and upgrades of
@@ -10,31 +11,42 @@ import XCTest
 final class PagedAttackTests: PagedTestCase {
     func makeBase(_ name: String = "base.kcv", items: Int = 6, retention: Retention = .init()) throws -> String {
         let base = dir + "/" + name
-        try PagedVault.create(path: base, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema, retention: retention)
+        try PagedVault.create(
+            path: base, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema,
+            retention: retention)
         let b = try PagedVault.open(path: base, secret: secret, mode: .write, writerID: 1)
-        try b.commit { tx in for i in 1...items { _ = try tx.add(attributes: attrs("p\(i)", "me"), value: Array("base \(i)".utf8)) } }
+        try b.commit { tx in
+            for i in 1...items { _ = try tx.add(attributes: attrs("p\(i)", "me"), value: Array("base \(i)".utf8)) }
+        }
         return base
     }
 
     /// Checks what V9 promises of the two orders of one merge: the same live items and history, a file that
     /// verifies, every live version of either side live or kept.
-    func checkBothOrders(base: String?, _ a: String, _ b: String, file: StaticString = #filePath, line: UInt = #line) throws {
+    func checkBothOrders(base: String?, _ a: String, _ b: String, file: StaticString = #filePath, line: UInt = #line)
+        throws
+    {
         let (sa, sb) = (try snapshot(a), try snapshot(b))
-        let ab = try copy(a, "ab-\(UUID().uuidString).kcv"), ba = try copy(b, "ba-\(UUID().uuidString).kcv")
+        let ab = try copy(a, "ab-\(UUID().uuidString).kcv")
+        let ba = try copy(b, "ba-\(UUID().uuidString).kcv")
         try merge(base: base, ours: ab, theirs: b)
         try merge(base: base, ours: ba, theirs: a)
         let (mab, mba) = (try snapshot(ab), try snapshot(ba))
         XCTAssertEqual(mab.live, mba.live, "commutative", file: file, line: line)
         XCTAssertEqual(mab.history, mba.history, "the same history", file: file, line: line)
-        for p in [ab, ba] { XCTAssertEqual(try PagedVault.open(path: p, secret: secret).verify().problems, [], file: file, line: line) }
+        for p in [ab, ba] {
+            XCTAssertEqual(try PagedVault.open(path: p, secret: secret).verify().problems, [], file: file, line: line)
+        }
         for side in [sa, sb] {
             for (id, s) in side.live {
-                XCTAssertTrue(mab.live[id]?.version == s.version || mab.history[id]?.contains(s.version) == true,
-                              "a live version of \(id) was lost", file: file, line: line)
+                XCTAssertTrue(
+                    mab.live[id]?.version == s.version || mab.history[id]?.contains(s.version) == true,
+                    "a live version of \(id) was lost", file: file, line: line)
             }
         }
-        XCTAssertEqual(Set(mab.live.values.map { [$0.attributes["svce"], $0.attributes["acct"]] }).count, mab.live.count,
-                       "one item per primary key", file: file, line: line)
+        XCTAssertEqual(
+            Set(mab.live.values.map { [$0.attributes["svce"], $0.attributes["acct"]] }).count, mab.live.count,
+            "one item per primary key", file: file, line: line)
         // Idempotent.
         try merge(base: base, ours: ab, theirs: ba)
         XCTAssertEqual(try snapshot(ab).live, mab.live, "merging the results again", file: file, line: line)
@@ -52,7 +64,9 @@ final class PagedAttackTests: PagedTestCase {
         let before = try Recipes.read(path)
         let v = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: 2)
         let it = try item(v, "p1", "me")
-        XCTAssertThrowsError(try v.commit { tx in try tx.delete(it) }) { XCTAssertEqual(($0 as? VaultError)?.code, .damagedIndex, "\($0)") }
+        XCTAssertThrowsError(try v.commit { tx in try tx.delete(it) }) {
+            XCTAssertEqual(($0 as? VaultError)?.code, .damagedIndex, "\($0)")
+        }
         XCTAssertEqual(try Recipes.read(path), before)
     }
 
@@ -61,18 +75,26 @@ final class PagedAttackTests: PagedTestCase {
     /// gives it. `lengthDelta` > 0 makes the extent run past the record; < 0 cuts it short.
     func forgedLengthMerge(lengthDelta: Int64) throws -> (ours: String, report: Result<MergeReport, Error>) {
         let base = try makeBase(items: 3)
-        let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
+        let ours = try copy(base, "ours.kcv")
+        let theirs = try copy(base, "theirs.kcv")
         let t = try PagedVault.open(path: theirs, secret: secret, mode: .write, writerID: 3)
-        try t.commit { tx in try tx.update(try item(t, "p1", "me"), attributes: attrs("p1", "me", label: "relabelled")) }
+        try t.commit { tx in try tx.update(try item(t, "p1", "me"), attributes: attrs("p1", "me", label: "relabelled"))
+        }
         let p1 = try item(t, "p1", "me")
-        let key = ItemKey.make(class: p1.itemClass.rawValue, attributes: p1.attributes, schema: schema.classes["genp"], id: p1.id).key
+        let key = ItemKey.make(
+            class: p1.itemClass.rawValue, attributes: p1.attributes, schema: schema.classes["genp"], id: p1.id
+        ).key
         var e = try XCTUnwrap(try t.entry(.items, key))
         let r = try XCTUnwrap(e.record)
         e.record = RecordRef(id: r.id, offset: r.offset, length: UInt64(Int64(r.length) + lengthDelta))
         let crafted = try CraftedPagedVault(path: theirs, secret: secret, random: SystemRandom.shared)
         try crafted.delta(DeltaCodec.encode([(tree: .items, change: .put(e))]))
         let o = try PagedVault.open(path: ours, secret: secret, mode: .write, writerID: 2)
-        let report = Result { try o.merge(base: PagedVault.open(path: base, secret: secret), theirs: PagedVault.open(path: theirs, secret: secret)) }
+        let report = Result {
+            try o.merge(
+                base: PagedVault.open(path: base, secret: secret), theirs: PagedVault.open(path: theirs, secret: secret)
+            )
+        }
         return (ours, report)
     }
 
@@ -86,7 +108,9 @@ final class PagedAttackTests: PagedTestCase {
             if let r = e.record { extents[r.id, default: []].insert(r) }
             return true
         }
-        for (id, refs) in extents { XCTAssertEqual(refs.count, 1, "record \(id) named with \(refs.map(\.length)) after \(report)") }
+        for (id, refs) in extents {
+            XCTAssertEqual(refs.count, 1, "record \(id) named with \(refs.map(\.length)) after \(report)")
+        }
         try v.forEachItem { item in
             XCTAssertNoThrow(try v.read(item), "\(item.displayName) after \(report)")
             return true
@@ -105,12 +129,16 @@ final class PagedAttackTests: PagedTestCase {
 
     /// Replaces THEIRS's entry of `item` by `forge(item, version)`'s entry, in a crafted delta segment sealed
     /// under the vault's keys (what any holder of the vault key can write).
-    func forgeEntry(_ path: String, _ it: Item, addsLiveItem: Bool = false, _ forge: (inout Item, inout Version) -> Void) throws {
+    func forgeEntry(
+        _ path: String, _ it: Item, addsLiveItem: Bool = false, _ forge: (inout Item, inout Version) -> Void
+    ) throws {
         let v = try PagedVault.open(path: path, secret: secret)
         var (item, version) = (it, try XCTUnwrap(try v.version(of: it)))
         forge(&item, &version)
         let crafted = try CraftedPagedVault(path: path, secret: secret, random: SystemRandom.shared)
-        try crafted.delta(DeltaCodec.encode([(tree: .items, change: .put(ItemEntries.entry(item, version: version, schema: schema)))])) {
+        try crafted.delta(
+            DeltaCodec.encode([(tree: .items, change: .put(ItemEntries.entry(item, version: version, schema: schema)))])
+        ) {
             if addsLiveItem { $0.itemCount += 1 }
         }
     }
@@ -120,7 +148,8 @@ final class PagedAttackTests: PagedTestCase {
     /// shared primary key). A commit refuses such a clock; the merge refuses THEIRS as clock ahead (V5.1), naming it.
     func testAForgedClockAtTheEndOfTimeIsRefusedNotATrap() throws {
         let base = try makeBase(items: 1)
-        let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
+        let ours = try copy(base, "ours.kcv")
+        let theirs = try copy(base, "theirs.kcv")
         let t = try PagedVault.open(path: theirs, secret: secret, mode: .write, writerID: 3)
         try t.commit { tx in _ = try tx.add(attributes: attrs("same", "key"), value: Array("theirs".utf8)) }
         try forgeEntry(theirs, try item(t, "same", "key")) { _, v in v.hlc = .max }
@@ -139,11 +168,16 @@ final class PagedAttackTests: PagedTestCase {
     /// verification. The merge must refuse THEIRS instead, or leave OURS whole.
     func testAForgedTheirsCannotGiveOursAnUnreadableItem() throws {
         let base = try makeBase(items: 3)
-        let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
+        let ours = try copy(base, "ours.kcv")
+        let theirs = try copy(base, "theirs.kcv")
         let t = try PagedVault.open(path: theirs, secret: secret, mode: .write, writerID: 3)
-        try t.commit { tx in try tx.update(try item(t, "p1", "me"), attributes: attrs("p1", "me", label: "relabelled")) }
+        try t.commit { tx in try tx.update(try item(t, "p1", "me"), attributes: attrs("p1", "me", label: "relabelled"))
+        }
         let p2 = try item(t, "p2", "me")
-        try forgeEntry(theirs, try item(t, "p1", "me")) { item, _ in item.location = p2.location; item.size = p2.size }
+        try forgeEntry(theirs, try item(t, "p1", "me")) { item, _ in
+            item.location = p2.location
+            item.size = p2.size
+        }
         let report = Result { try merge(base: base, ours: ours, theirs: theirs) }
         try checkMergeLeftOursWhole(ours, report)
     }
@@ -159,15 +193,19 @@ final class PagedAttackTests: PagedTestCase {
 
     func mergeThenFold(compacting: String) throws {
         let base = try makeBase("base-\(compacting).kcv", items: 3)
-        let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
+        let ours = try copy(base, "ours.kcv")
+        let theirs = try copy(base, "theirs.kcv")
         let t = try PagedVault.open(path: theirs, secret: secret, mode: .write, writerID: 3)
         try t.commit { tx in try tx.update(try item(t, "p1", "me"), attributes: attrs("p1", "me", label: "theirs")) }
-        try PagedVault.open(path: compacting == "ours" ? ours : theirs, secret: secret, mode: .write, writerID: 4).compact()
+        try PagedVault.open(path: compacting == "ours" ? ours : theirs, secret: secret, mode: .write, writerID: 4)
+            .compact()
         try merge(base: base, ours: ours, theirs: theirs)
         let m = try PagedVault.open(path: ours, secret: secret, mode: .write, writerID: 2)
         XCTAssertEqual(m.verify().problems, [])
         // A large commit folds the merge's delta into the trees: p1 and its record-mates share a leaf.
-        try m.commit { tx in for i in 0..<300 { _ = try tx.add(attributes: attrs("bulk", "\(i)"), value: [UInt8(i % 256)]) } }
+        try m.commit { tx in
+            for i in 0..<300 { _ = try tx.add(attributes: attrs("bulk", "\(i)"), value: [UInt8(i % 256)]) }
+        }
         XCTAssertTrue(m.tail.trailer.wroteRoot)
         let r = try PagedVault.open(path: ours, secret: secret, mode: .write, writerID: 2)
         XCTAssertEqual(r.verify().problems, [])
@@ -188,9 +226,13 @@ final class PagedAttackTests: PagedTestCase {
     /// A forged THEIRS holding one item at two keys (its old key, unchanged since BASE, so outside the walk of
     /// step 1, and a new one): OURS must not end with two entries for one item id.
     func testAForgedTheirsWithOneItemAtTwoKeys() throws {
-        try XCTSkipIf(true, "BUG: a THEIRS holding one item id at two keys (its BASE key untouched, so outside step 1's walk, and a new key) is taken as an add: OURS ends with two entries for that id (verify now reports it). Refusing it needs a lookup of OURS's items by id, which the items tree does not give")
+        try XCTSkipIf(
+            true,
+            "BUG: a THEIRS holding one item id at two keys (its BASE key untouched, so outside step 1's walk, and a new key) is taken as an add: OURS ends with two entries for that id (verify now reports it). Refusing it needs a lookup of OURS's items by id, which the items tree does not give"
+        )
         let base = try makeBase(items: 2)
-        let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
+        let ours = try copy(base, "ours.kcv")
+        let theirs = try copy(base, "theirs.kcv")
         let t = try PagedVault.open(path: theirs, secret: secret, mode: .write, writerID: 3)
         let p1 = try item(t, "p1", "me")
         try forgeEntry(theirs, p1) { item, version in
@@ -225,12 +267,15 @@ final class PagedAttackTests: PagedTestCase {
     /// copies agree and every file verifies.
     func testTwoRoundsWithCompactionsBetween() throws {
         let base = try makeBase(items: 8)
-        let a = try copy(base, "a.kcv"), b = try copy(base, "b.kcv")
+        let a = try copy(base, "a.kcv")
+        let b = try copy(base, "b.kcv")
         func edit(_ path: String, _ writer: UInt64, _ round: Int) throws {
             let v = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: writer)
             try v.commit { tx in
                 try tx.update(try item(v, "p\(writer)", "me"), value: Array("r\(round) w\(writer)".utf8))
-                try tx.update(try item(v, "p\(writer + 3)", "me"), attributes: attrs("p\(writer + 3)", "me", label: "r\(round) w\(writer)"))
+                try tx.update(
+                    try item(v, "p\(writer + 3)", "me"),
+                    attributes: attrs("p\(writer + 3)", "me", label: "r\(round) w\(writer)"))
                 _ = try tx.add(attributes: attrs("add-\(writer)", "r\(round)"), value: Array("added".utf8))
             }
             usleep(1500)
@@ -257,7 +302,8 @@ final class PagedAttackTests: PagedTestCase {
     func testCompactingARecordWhoseMemberIsLiveAndInHistory() throws {
         let path = try makeBase(items: 3, retention: Retention(keep: 1, days: 90, tombstoneDays: 90))
         let v = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: 2)
-        try v.commit { tx in try tx.update(try item(v, "p1", "me"), attributes: attrs("p1", "me", label: "relabelled")) }
+        try v.commit { tx in try tx.update(try item(v, "p1", "me"), attributes: attrs("p1", "me", label: "relabelled"))
+        }
         // p2's value in the shared record leaves history after two value changes (keep 1).
         try v.commit { tx in try tx.update(try item(v, "p2", "me"), value: [2]) }
         try v.commit { tx in try tx.update(try item(v, "p2", "me"), value: [3]) }
@@ -266,7 +312,9 @@ final class PagedAttackTests: PagedTestCase {
         XCTAssertEqual(v.verify().problems, [])
         let after = try snapshot(path)
         XCTAssertEqual(after.live, before.live)
-        XCTAssertEqual(after.history, before.history.mapValues { Set($0.sorted { $0 < $1 }.suffix(1)) }.filter { !$0.value.isEmpty })
+        XCTAssertEqual(
+            after.history,
+            before.history.mapValues { Set($0.sorted { $0 < $1 }.suffix(1)) }.filter { !$0.value.isEmpty })
         let p1 = try item(v, "p1", "me")
         XCTAssertEqual(try v.read(p1), Array("base 1".utf8))
     }
@@ -297,7 +345,8 @@ final class PagedAttackTests: PagedTestCase {
     /// changes (no page shared with BASE, records moved): both orders agree, with and without BASE.
     func testMergingAPendingDeltaSideWithACompactedSide() throws {
         let base = try makeBase(items: 12)
-        let a = try copy(base, "a.kcv"), b = try copy(base, "b.kcv")
+        let a = try copy(base, "a.kcv")
+        let b = try copy(base, "b.kcv")
         let va = try PagedVault.open(path: a, secret: secret, mode: .write, writerID: 2)
         try va.commit { tx in
             try tx.update(try item(va, "p1", "me"), value: Array("a 1".utf8))
@@ -327,23 +376,39 @@ final class PagedAttackTests: PagedTestCase {
     func testAChangeAgainstAKeyChange() throws {
         for moverIsNewer in [false, true] {
             let base = try makeBase("base-\(moverIsNewer).kcv", items: 2)
-            let a = try copy(base, "a.kcv"), b = try copy(base, "b.kcv")
+            let a = try copy(base, "a.kcv")
+            let b = try copy(base, "b.kcv")
             func edit(_ path: String, _ writer: UInt64, move: Bool) throws {
                 let v = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: writer)
                 try v.commit { tx in
-                    if move { try tx.update(try item(v, "p1", "me"), attributes: attrs("p1", "elsewhere")) }
-                    else { try tx.update(try item(v, "p1", "me"), value: Array("changed".utf8)) }
+                    if move {
+                        try tx.update(try item(v, "p1", "me"), attributes: attrs("p1", "elsewhere"))
+                    } else {
+                        try tx.update(try item(v, "p1", "me"), value: Array("changed".utf8))
+                    }
                 }
                 usleep(2000)
             }
-            if moverIsNewer { try edit(a, 2, move: false); try edit(b, 3, move: true) } else { try edit(b, 3, move: true); try edit(a, 2, move: false) }
+            if moverIsNewer {
+                try edit(a, 2, move: false)
+                try edit(b, 3, move: true)
+            } else {
+                try edit(b, 3, move: true)
+                try edit(a, 2, move: false)
+            }
             try checkBothOrders(base: base, a, b)
             let m = try copy(a, "m.kcv")
             try merge(base: base, ours: m, theirs: b)
             let v = try PagedVault.open(path: m, secret: secret)
-            let at = try v.items(class: .genericPassword, keyValues: [.bool(false), .string("p1"), .string(moverIsNewer ? "elsewhere" : "me")])
+            let at = try v.items(
+                class: .genericPassword,
+                keyValues: [.bool(false), .string("p1"), .string(moverIsNewer ? "elsewhere" : "me")])
             XCTAssertEqual(at.count, 1)
-            XCTAssertEqual(try v.items(class: .genericPassword, keyValues: [.bool(false), .string("p1"), .string(moverIsNewer ? "me" : "elsewhere")]).count, 0)
+            XCTAssertEqual(
+                try v.items(
+                    class: .genericPassword,
+                    keyValues: [.bool(false), .string("p1"), .string(moverIsNewer ? "me" : "elsewhere")]
+                ).count, 0)
         }
     }
 
@@ -379,23 +444,34 @@ final class PagedAttackTests: PagedTestCase {
         let newKey = SecureBytes(copying: [UInt8](repeating: 0x5A, count: 32))
         try v.rekey(slots: [.keyFile(newKey)])
         var values: [Item] = []
-        try v.forEachItem { values.append($0); return true }
-        try v.scan(.history) { values.append(try ItemEntries.decodeHistory($0).item); return true }
+        try v.forEachItem {
+            values.append($0)
+            return true
+        }
+        try v.scan(.history) {
+            values.append(try ItemEntries.decodeHistory($0).item)
+            return true
+        }
         XCTAssertGreaterThan(values.count, 3)
-        let old = RecordSource(file: v.file, headerLength: UInt64(v.header.length), vaultID: v.header.vaultID, keys: oldKeys)
+        let old = RecordSource(
+            file: v.file, headerLength: UInt64(v.header.length), vaultID: v.header.vaultID, keys: oldKeys)
         for item in values {
             XCTAssertNoThrow(try v.read(item))
             XCTAssertThrowsError(try old.read(item) { _ in }, "\(item.displayName) reads under the old key")
         }
         let root = v.tail.trailer
-        XCTAssertThrowsError(try PagedSealing.open(old, key: .page(oldKeys, vaultID: v.header.vaultID, pageID: root.rootID), offset: root.rootOffset,
-                                                   length: root.rootLength, max: PagedLimits.rootMax) { VaultError(.damagedIndex, $0) })
+        XCTAssertThrowsError(
+            try PagedSealing.open(
+                old, key: .page(oldKeys, vaultID: v.header.vaultID, pageID: root.rootID), offset: root.rootOffset,
+                length: root.rootLength, max: PagedLimits.rootMax
+            ) { VaultError(.damagedIndex, $0) })
     }
 
     /// OURS unchanged since BASE takes THEIRS's state whole: the same live items and history.
     func testMergeIntoAnUnchangedCopyTakesTheirsWhole() throws {
         let base = try makeBase(items: 5)
-        let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
+        let ours = try copy(base, "ours.kcv")
+        let theirs = try copy(base, "theirs.kcv")
         let t = try PagedVault.open(path: theirs, secret: secret, mode: .write, writerID: 3)
         try t.commit { tx in
             try tx.update(try item(t, "p1", "me"), value: [1])
@@ -416,18 +492,25 @@ final class PagedAttackTests: PagedTestCase {
     /// A merge THEIRS fails (a record that does not name the item) leaves OURS byte for byte as it was.
     func testARefusedMergeLeavesOursByteForByte() throws {
         let base = try makeBase(items: 3)
-        let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
+        let ours = try copy(base, "ours.kcv")
+        let theirs = try copy(base, "theirs.kcv")
         let o = try PagedVault.open(path: ours, secret: secret, mode: .write, writerID: 2)
         try o.commit { tx in _ = try tx.add(attributes: attrs("ours", "pending"), value: [5]) }
         let t = try PagedVault.open(path: theirs, secret: secret, mode: .write, writerID: 3)
         try t.commit { tx in
-            for i in 0..<300 { _ = try tx.add(attributes: attrs("theirs", "\(i)"), value: [UInt8(i % 256)]) }  // a merge that folds
+            // a merge that folds
+            for i in 0..<300 { _ = try tx.add(attributes: attrs("theirs", "\(i)"), value: [UInt8(i % 256)]) }
             try tx.update(try item(t, "p1", "me"), attributes: attrs("p1", "me", label: "x"))
         }
         let p2 = try item(t, "p2", "me")
-        try forgeEntry(theirs, try item(t, "p1", "me")) { item, _ in item.location = p2.location; item.size = p2.size }
+        try forgeEntry(theirs, try item(t, "p1", "me")) { item, _ in
+            item.location = p2.location
+            item.size = p2.size
+        }
         let before = try Recipes.read(ours)
-        XCTAssertThrowsError(try merge(base: base, ours: ours, theirs: theirs)) { XCTAssertEqual(($0 as? VaultError)?.code, .damagedRecord) }
+        XCTAssertThrowsError(try merge(base: base, ours: ours, theirs: theirs)) {
+            XCTAssertEqual(($0 as? VaultError)?.code, .damagedRecord)
+        }
         XCTAssertEqual(try Recipes.read(ours), before)
         // And the same instance commits afterwards.
         try o.commit { tx in _ = try tx.add(attributes: attrs("ours", "after"), value: [6]) }
@@ -445,7 +528,8 @@ final class PagedAttackTests: PagedTestCase {
             try tx.add(attributes: Attributes(["svce": .string("twin"), "acct": .string("me")]), value: .bytes([2]))
             try tx.add(attributes: Attributes(["svce": .string("single"), "acct": .string("me")]), value: .bytes([3]))
         }
-        let a = try copy(v1, "a.kcv"), b = try copy(v1, "b.kcv")
+        let a = try copy(v1, "a.kcv")
+        let b = try copy(v1, "b.kcv")
         try Vault.open(path: a, secret: secret, mode: .write).upgradeToVersion2(schema: schema, writerID: 2)
         usleep(2000)
         try Vault.open(path: b, secret: secret, mode: .write).upgradeToVersion2(schema: schema, writerID: 3)
@@ -458,19 +542,31 @@ final class PagedAttackTests: PagedTestCase {
     /// time (the codec sees it, as a page that authenticates but says anything), in each order. The walk ends,
     /// with the differences or *damaged index*, and never traps.
     func testTreeDiffOverFlippedPagesEndsWithoutATrap() throws {
-        func key(_ n: Int) -> [UInt8] { Array("genp".utf8) + [0, 1] + Array("s\(n % 17)".utf8) + [0, 1] + withUnsafeBytes(of: UInt64(n).bigEndian, Array.init) }
+        func key(_ n: Int) -> [UInt8] {
+            Array("genp".utf8) + [0, 1] + Array("s\(n % 17)".utf8) + [0, 1]
+                + withUnsafeBytes(of: UInt64(n).bigEndian, Array.init)
+        }
         func entry(_ n: Int, _ v: Int) -> LeafEntry {
-            LeafEntry(key: key(n), record: RecordRef(id: ID128(hi: UInt64(n % 40), lo: 7), offset: UInt64(n % 40) * 10, length: 10), writer: UInt64(v + 1),
-                      rest: Array("v\(v)".utf8) + [UInt8](repeating: 1, count: n % 20))
+            LeafEntry(
+                key: key(n),
+                record: RecordRef(id: ID128(hi: UInt64(n % 40), lo: 7), offset: UInt64(n % 40) * 10, length: 10),
+                writer: UInt64(v + 1),
+                rest: Array("v\(v)".utf8) + [UInt8](repeating: 1, count: n % 20))
         }
         let store = MemoryPageStore()
         let base = (0..<1500).map { entry($0, 0) }.sorted { $0.key.lexicographicallyPrecedes($1.key) }
         let top = try TreeWriter(store: store, tree: .items).apply(base.map { .put($0) }, to: nil)
-        let changesA: [TreeWriter.Change] = [3, 400, 401, 999].map { .put(entry($0, 1)) }.sorted { $0.key.lexicographicallyPrecedes($1.key) }
-        let changesB: [TreeWriter.Change] = ([7, 400, 1200].map { .put(entry($0, 2)) } + [.remove(key(12))]).sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        let changesA: [TreeWriter.Change] = [3, 400, 401, 999].map { .put(entry($0, 1)) }.sorted {
+            $0.key.lexicographicallyPrecedes($1.key)
+        }
+        let changesB: [TreeWriter.Change] = ([7, 400, 1200].map { .put(entry($0, 2)) } + [.remove(key(12))]).sorted {
+            $0.key.lexicographicallyPrecedes($1.key)
+        }
         let ta = try TreeWriter(store: store, tree: .items).apply(changesA, to: top)
         let tb = try TreeWriter(store: store, tree: .items).apply(changesB, to: top)
-        let (ra, rb) = (TreeReader(store: store, tree: .items, top: ta), TreeReader(store: store, tree: .items, top: tb))
+        let (ra, rb) = (
+            TreeReader(store: store, tree: .items, top: ta), TreeReader(store: store, tree: .items, top: tb)
+        )
         var honest: [[UInt8]] = []
         try TreeDiff.walk(ra, rb) { honest.append($0.key) }
         XCTAssertEqual(honest.count, 7)
@@ -517,11 +613,28 @@ final class PagedAttackTests: PagedTestCase {
         try p.commit { tx in try tx.update(try item(p, "p2", "me"), value: Array("ours".utf8)) }
         let operations: [(String, (PagedVault) throws -> Void)] = [
             ("delta commit", { v in try v.commit { tx in try tx.update(try self.item(v, "p3", "me"), value: [3]) } }),
-            ("fold", { v in try v.commit { tx in for i in 0..<300 { _ = try tx.add(attributes: self.attrs("bulk", "\(i)"), value: [1]) } } }),
-            ("merge", { v in _ = try v.merge(base: PagedVault.open(path: base, secret: self.secret), theirs: PagedVault.open(path: theirs, secret: self.secret)) }),
+            (
+                "fold",
+                { v in
+                    try v.commit { tx in
+                        for i in 0..<300 { _ = try tx.add(attributes: self.attrs("bulk", "\(i)"), value: [1]) }
+                    }
+                }
+            ),
+            (
+                "merge",
+                { v in
+                    _ = try v.merge(
+                        base: PagedVault.open(path: base, secret: self.secret),
+                        theirs: PagedVault.open(path: theirs, secret: self.secret))
+                }
+            ),
             ("compact", { try $0.compact() }),
             ("rekey", { try $0.rekey(slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))]) }),
-            ("changeSlots", { try $0.changeSlots(remove: [], add: [.keyFile(SecureBytes(copying: Recipes.otherKeyFile))]) }),
+            (
+                "changeSlots",
+                { try $0.changeSlots(remove: [], add: [.keyFile(SecureBytes(copying: Recipes.otherKeyFile))]) }
+            )
         ]
         for (name, operation) in operations {
             var point = 1
@@ -569,19 +682,29 @@ final class PagedAttackTests: PagedTestCase {
                 for round in 0..<4 {
                     if rng.below(3) == 0 { try v.compact() }
                     var all: [Item] = []
-                    try v.forEachItem { all.append($0); return true }
+                    try v.forEachItem {
+                        all.append($0)
+                        return true
+                    }
                     var taken = Set(all.map { [$0.attributes["svce"], $0.attributes["acct"]] })
                     func free(_ a: Attributes) -> Bool { taken.insert([a["svce"], a["acct"]]).inserted }
                     let big = rng.below(4) == 0
                     try v.commit { tx in
-                        if big { for i in 0..<260 { _ = try tx.add(attributes: self.attrs("bulk\(writer)", "\(round)-\(i)"), value: [UInt8(i % 256)]) } }
+                        if big {
+                            for i in 0..<260 {
+                                _ = try tx.add(
+                                    attributes: self.attrs("bulk\(writer)", "\(round)-\(i)"), value: [UInt8(i % 256)])
+                            }
+                        }
                         for _ in 0..<(1 + rng.below(8)) where !all.isEmpty {
                             let it = all.remove(at: rng.below(all.count))
                             switch rng.below(6) {
                             case 0:
                                 try tx.delete(it)
                                 // The key freed, sometimes taken again at once by a new item.
-                                if rng.below(2) == 0 { _ = try tx.add(attributes: it.attributes, value: [UInt8(writer), 0xEE]) }
+                                if rng.below(2) == 0 {
+                                    _ = try tx.add(attributes: it.attributes, value: [UInt8(writer), 0xEE])
+                                }
                             case 1: try tx.update(it, value: [UInt8(truncatingIfNeeded: rng.below(256)), UInt8(round)])
                             case 2:
                                 let a = self.attrs("p\(rng.below(40))", "me")
@@ -608,7 +731,8 @@ final class PagedAttackTests: PagedTestCase {
             let ab = try copy(sides[0], "ab-\(seed).kcv")
             try merge(base: base, ours: ab, theirs: sides[1])
             let v = try PagedVault.open(path: ab, secret: secret, mode: .write, writerID: 2)
-            try v.commit { tx in for i in 0..<300 { _ = try tx.add(attributes: self.attrs("fold", "\(i)"), value: [1]) } }
+            try v.commit { tx in for i in 0..<300 { _ = try tx.add(attributes: self.attrs("fold", "\(i)"), value: [1]) }
+            }
             XCTAssertEqual(v.verify().problems, [], "seed \(seed): folded after the merge")
             try v.compact()
             XCTAssertEqual(v.verify().problems, [], "seed \(seed): compacted after the merge")
@@ -625,7 +749,10 @@ final class PagedAttackTests: PagedTestCase {
         try forgeEntry(path, try item(v, "p2", "me")) { item, _ in item.location.offset += 1 }
         let before = try Recipes.read(path)
         let w = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: 2)
-        XCTAssertThrowsError(try w.commit { tx in for i in 0..<300 { _ = try tx.add(attributes: self.attrs("bulk", "\(i)"), value: [1]) } }) {
+        XCTAssertThrowsError(
+            try w.commit { tx in for i in 0..<300 { _ = try tx.add(attributes: self.attrs("bulk", "\(i)"), value: [1]) }
+            }
+        ) {
             XCTAssertEqual(($0 as? VaultError)?.code, .damagedIndex, "\($0)")
         }
         XCTAssertEqual(try Recipes.read(path), before)
@@ -639,7 +766,8 @@ final class PagedAttackTests: PagedTestCase {
     /// all the vault held), so it no longer wins.
     func testAWrongBaseNeverLosesOursNewestVersion() throws {
         let base = try makeBase(items: 2, retention: Retention(keep: 0, days: 90, tombstoneDays: 90))
-        let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
+        let ours = try copy(base, "ours.kcv")
+        let theirs = try copy(base, "theirs.kcv")
         let o = try PagedVault.open(path: ours, secret: secret, mode: .write, writerID: 2)
         try o.commit { tx in try tx.update(try item(o, "p1", "me"), value: Array("newest".utf8)) }
         let wrongBase = try copy(ours, "wrong-base.kcv")
@@ -656,7 +784,8 @@ final class PagedAttackTests: PagedTestCase {
         try Vault.create(path: v1, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))]) { tx in
             try tx.add(attributes: Attributes(["svce": .string("s"), "acct": .string("a")]), value: .bytes([1]))
         }
-        let ours = try copy(v1, "ours.kcv"), base = try copy(v1, "base.kcv")
+        let ours = try copy(v1, "ours.kcv")
+        let base = try copy(v1, "base.kcv")
         try Vault.open(path: ours, secret: secret, mode: .write).upgradeToVersion2(schema: schema, writerID: 2)
         let other = PagedSchema(classes: ["genp": ClassSchema(keyAttributes: [("acct", .string(""))])], indexed: [])
         try Vault.open(path: base, secret: secret, mode: .write).upgradeToVersion2(schema: other, writerID: 2)
@@ -672,10 +801,15 @@ final class PagedAttackTests: PagedTestCase {
     /// two items, and both stay live.
     func testItemsOfAClassWithoutKeyAttributesNeverShareAPrimaryKey() throws {
         let base = try makeBase(items: 1)
-        let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
+        let ours = try copy(base, "ours.kcv")
+        let theirs = try copy(base, "theirs.kcv")
         for (path, writer) in [(ours, UInt64(2)), (theirs, 3)] {
             let v = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: writer)
-            try v.commit { tx in _ = try tx.add(class: .internetPassword, attributes: Attributes(["srvr": .string("host\(writer)")]), value: [UInt8(writer)]) }
+            try v.commit { tx in
+                _ = try tx.add(
+                    class: .internetPassword, attributes: Attributes(["srvr": .string("host\(writer)")]),
+                    value: [UInt8(writer)])
+            }
             usleep(1500)
         }
         let report = try merge(base: base, ours: ours, theirs: theirs)

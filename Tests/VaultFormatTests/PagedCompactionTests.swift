@@ -1,14 +1,14 @@
 import FixtureRecipes
 import Foundation
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// Compaction and rekey of version 2 vaults (SPEC.md Part 4, V8): everything retention keeps survives with
 /// its version (live items, values, history, tombstones), what it no longer keeps leaves the file, and a
 /// failed rewrite leaves the file as it was.
 final class PagedCompactionTests: PagedTestCase {
     static let day: UInt64 = 86_400_000 << 16
-
 
     struct Live: Hashable {
         let id: ItemID
@@ -18,10 +18,15 @@ final class PagedCompactionTests: PagedTestCase {
     }
 
     /// What a reader sees: live items with values and versions, each item's history, and the tombstones.
-    func state(_ v: PagedVault, ids: [ItemID]) throws -> (live: Set<Live>, history: [ItemID: [Version]], values: [[UInt8]]) {
+    func state(_ v: PagedVault, ids: [ItemID]) throws -> (
+        live: Set<Live>, history: [ItemID: [Version]], values: [[UInt8]]
+    ) {
         var live = Set<Live>()
         try v.forEachItem { item in
-            live.insert(Live(id: item.id, attributes: item.attributes, value: try v.read(item), version: try XCTUnwrap(v.version(of: item))))
+            live.insert(
+                Live(
+                    id: item.id, attributes: item.attributes, value: try v.read(item),
+                    version: try XCTUnwrap(v.version(of: item))))
             return true
         }
         var history: [ItemID: [Version]] = [:]
@@ -31,7 +36,9 @@ final class PagedCompactionTests: PagedTestCase {
 
     /// Seeded adds, updates (values and keys) and deletes over 30 commits, some of them folds.
     func build(_ path: String, retention: Retention = .init()) throws -> (PagedVault, [ItemID]) {
-        try PagedVault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema, retention: retention)
+        try PagedVault.create(
+            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema,
+            retention: retention)
         let v = try PagedVault.open(path: path, secret: secret, mode: .write)
         var rng = SplitMix64(state: 99)
         var ids: [ItemID] = []
@@ -48,7 +55,10 @@ final class PagedCompactionTests: PagedTestCase {
             }
             guard round > 0 else { continue }
             var all: [Item] = []
-            try v.forEachItem { all.append($0); return true }
+            try v.forEachItem {
+                all.append($0)
+                return true
+            }
             try v.commit { tx in
                 for _ in 0..<rng.below(10) {
                     let item = all.remove(at: rng.below(all.count))
@@ -66,7 +76,9 @@ final class PagedCompactionTests: PagedTestCase {
         return (v, ids)
     }
 
-    func fileSize(_ path: String) throws -> UInt64 { (try FileManager.default.attributesOfItem(atPath: path)[.size] as? UInt64) ?? 0 }
+    func fileSize(_ path: String) throws -> UInt64 {
+        (try FileManager.default.attributesOfItem(atPath: path)[.size] as? UInt64) ?? 0
+    }
 
     func testCompactionKeepsWhatRetentionKeepsAndDropsTheRest() throws {
         let path = dir + "/v.kcv"
@@ -85,10 +97,16 @@ final class PagedCompactionTests: PagedTestCase {
         XCTAssertLessThan(try fileSize(path), sizeBefore, "dead pages and delta segments left the file")
         // A primary-key and an attribute lookup on the rebuilt trees.
         let some = try XCTUnwrap(before.live.first)
-        XCTAssertEqual(try reopened.items(class: .genericPassword, keyValues: [.bool(false), some.attributes["svce"]!, some.attributes["acct"]!]).map(\.id), [some.id])
-        XCTAssertTrue(try reopened.items(attribute: "@team", equals: some.attributes["@team"]!).contains { $0.id == some.id })
+        XCTAssertEqual(
+            try reopened.items(
+                class: .genericPassword, keyValues: [.bool(false), some.attributes["svce"]!, some.attributes["acct"]!]
+            ).map(\.id), [some.id])
+        XCTAssertTrue(
+            try reopened.items(attribute: "@team", equals: some.attributes["@team"]!).contains { $0.id == some.id })
         // A commit after compaction, then folds, still agree.
-        try reopened.commit { tx in _ = try tx.add(attributes: Attributes(["svce": .string("new"), "acct": .string("one")]), value: [1]) }
+        try reopened.commit { tx in
+            _ = try tx.add(attributes: Attributes(["svce": .string("new"), "acct": .string("one")]), value: [1])
+        }
         XCTAssertEqual(try reopened.verifyIndex(), before.live.count + 1)
 
         // A hundred days on: history and tombstones are past retention, and their values leave the file.
@@ -122,7 +140,9 @@ final class PagedCompactionTests: PagedTestCase {
         let before = try state(v, ids: ids)
         let newKey = SecureBytes(copying: [UInt8](repeating: 0x5A, count: 32))
         try v.rekey(slots: [.keyFile(newKey)])
-        XCTAssertThrowsError(try PagedVault.open(path: path, secret: secret)) { XCTAssertEqual(($0 as? VaultError)?.code, .wrongKey) }
+        XCTAssertThrowsError(try PagedVault.open(path: path, secret: secret)) {
+            XCTAssertEqual(($0 as? VaultError)?.code, .wrongKey)
+        }
         let r = try PagedVault.open(path: path, secret: .keyFile(newKey))
         XCTAssertEqual(try state(r, ids: ids).live, before.live)
         XCTAssertEqual(try state(r, ids: ids).history, before.history)
@@ -137,20 +157,27 @@ final class PagedCompactionTests: PagedTestCase {
         let bodyBefore = Array(try Recipes.read(path).dropFirst(v.header.length))
         let other = SecureBytes(copying: [UInt8](repeating: 0x33, count: 32))
         try v.changeSlots(remove: [0], add: [.keyFile(other)])
-        XCTAssertThrowsError(try PagedVault.open(path: path, secret: secret)) { XCTAssertEqual(($0 as? VaultError)?.code, .wrongKey) }
+        XCTAssertThrowsError(try PagedVault.open(path: path, secret: secret)) {
+            XCTAssertEqual(($0 as? VaultError)?.code, .wrongKey)
+        }
         let r = try PagedVault.open(path: path, secret: .keyFile(other), mode: .write)
         XCTAssertEqual(r.header.formatVersion, 2)
         XCTAssertEqual(Array(try Recipes.read(path).dropFirst(r.header.length)), bodyBefore)
         XCTAssertEqual(try state(r, ids: ids).live, before.live)
         // The instance that changed them goes on committing to the new file.
-        try v.commit { tx in _ = try tx.add(attributes: Attributes(["svce": .string("after"), "acct": .string("passwd")]), value: [2]) }
+        try v.commit { tx in
+            _ = try tx.add(attributes: Attributes(["svce": .string("after"), "acct": .string("passwd")]), value: [2])
+        }
         XCTAssertEqual(try PagedVault.open(path: path, secret: .keyFile(other)).verify().problems, [])
     }
 
     /// Flips a byte in the last chunk of the first item's record; returns the file's bytes and where.
     func flipRecordByte(_ v: PagedVault, _ path: String) throws -> ([UInt8], Int) {
         var item: Item?
-        try v.forEachItem { item = $0; return false }
+        try v.forEachItem {
+            item = $0
+            return false
+        }
         let l = item!.location
         var bytes = try Recipes.read(path)
         let at = v.header.length + Int(l.offset) + Int(l.length) - 20
@@ -207,7 +234,9 @@ final class PagedCompactionTests: PagedTestCase {
         var t = v.tail.trailer
         func trailer(at offset: UInt64) throws -> TrailerV2 {
             let at = v.header.length + Int(offset)
-            return try XCTUnwrap(TrailerV2.decode(Array(bytes[at..<at + TrailerV2.size]), at: offset, vaultID: v.header.vaultID, key: v.keys.trailer))
+            return try XCTUnwrap(
+                TrailerV2.decode(
+                    Array(bytes[at..<at + TrailerV2.size]), at: offset, vaultID: v.header.vaultID, key: v.keys.trailer))
         }
         while !t.wroteRoot { t = try trailer(at: t.previous) }
         let previous = t.previous
@@ -215,6 +244,8 @@ final class PagedCompactionTests: PagedTestCase {
         bytes[v.header.length + Int(previous) + 100] ^= 1
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         let r = try PagedVault.open(path: path, secret: secret).verify()
-        XCTAssertTrue(r.problems.contains { $0.code == .damagedIndex && $0.context.contains("trailer before generation") }, "\(r.problems)")
+        XCTAssertTrue(
+            r.problems.contains { $0.code == .damagedIndex && $0.context.contains("trailer before generation") },
+            "\(r.problems)")
     }
 }

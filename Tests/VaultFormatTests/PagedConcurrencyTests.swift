@@ -28,7 +28,8 @@ final class PagedConcurrencyTests: PagedTestCase {
 
     func testWritersAndReadersAtOnce() throws {
         let path = dir + "/c.kcv"
-        try PagedVault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: .packed)
+        try PagedVault.create(
+            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: .packed)
         let problems = Problems()
         let secret = self.secret
         DispatchQueue.concurrentPerform(iterations: Self.writers + 1) { n in
@@ -40,10 +41,16 @@ final class PagedConcurrencyTests: PagedTestCase {
                             let mine = try v.items(class: .genericPassword, keyValues: [.string("w\(n)")])
                             let want = Self.values(n, c)
                             for item in mine {
-                                if let value = want[item.account!] { try tx.update(item, value: value) } else { try tx.delete(item) }
+                                if let value = want[item.account!] {
+                                    try tx.update(item, value: value)
+                                } else {
+                                    try tx.delete(item)
+                                }
                             }
                             for (account, value) in want where !mine.contains(where: { $0.account == account }) {
-                                _ = try tx.add(attributes: Attributes(["svce": .string("w\(n)"), "acct": .string(account)]), value: value)
+                                _ = try tx.add(
+                                    attributes: Attributes(["svce": .string("w\(n)"), "acct": .string(account)]),
+                                    value: value)
                             }
                         }
                     }
@@ -54,9 +61,15 @@ final class PagedConcurrencyTests: PagedTestCase {
                         for w in 0..<Self.writers {
                             let mine = try r.items(class: .genericPassword, keyValues: [.string("w\(w)")])
                             guard !mine.isEmpty else { continue }
-                            let seen = Set(try mine.map { String(decoding: try r.read($0), as: UTF8.self).split(separator: " ")[1] })
-                            guard seen.count == 1, let c = Int(seen.first!), mine.count == Self.values(w, c).count else {
-                                problems.add("writer \(w): items of several commits \(seen.sorted()) or a partial batch (\(mine.count))")
+                            let seen = Set(
+                                try mine.map {
+                                    String(decoding: try r.read($0), as: UTF8.self).split(separator: " ")[1]
+                                })
+                            guard seen.count == 1, let c = Int(seen.first!), mine.count == Self.values(w, c).count
+                            else {
+                                problems.add(
+                                    "writer \(w): items of several commits \(seen.sorted()) or a partial batch (\(mine.count))"
+                                )
                                 continue
                             }
                         }
@@ -71,7 +84,9 @@ final class PagedConcurrencyTests: PagedTestCase {
         let r = try PagedVault.open(path: path, secret: secret)
         for w in 0..<Self.writers {
             let mine = try r.items(class: .genericPassword, keyValues: [.string("w\(w)")])
-            XCTAssertEqual(Dictionary(uniqueKeysWithValues: try mine.map { ($0.account!, try r.read($0)) }), Self.values(w, Self.commits))
+            XCTAssertEqual(
+                Dictionary(uniqueKeysWithValues: try mine.map { ($0.account!, try r.read($0)) }),
+                Self.values(w, Self.commits))
         }
         XCTAssertEqual(r.verify().problems, [])
         XCTAssertEqual(r.generation, UInt64(1 + Self.writers * Self.commits))

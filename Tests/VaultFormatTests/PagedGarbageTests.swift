@@ -1,7 +1,8 @@
 import FixtureRecipes
 import Foundation
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// The index root's garbage counter and automatic compaction of version 2 vaults (SPEC.md Part 4, V8.1):
 /// what folds count, that compaction resets it, that commits compact by themselves when it passes the
@@ -9,7 +10,9 @@ import XCTest
 /// that a forged count costs at most one compaction.
 final class PagedGarbageTests: PagedTestCase {
     func open(_ path: String, retention: Retention = .init()) throws -> PagedVault {
-        try PagedVault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema, retention: retention)
+        try PagedVault.create(
+            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema,
+            retention: retention)
         return try PagedVault.open(path: path, secret: secret, mode: .write)
     }
 
@@ -27,8 +30,11 @@ final class PagedGarbageTests: PagedTestCase {
     /// a garbage count of 300 (V8.1).
     func testRootVector() throws {
         let root = IndexRoot(schema: .packed, garbage: 300)
-        XCTAssertEqual(Hex.encode(root.encode()), "030000" + "000000" + "000000" + "01" + "0467656e70" + "02" + "0473766365" + "0100" + "0461636374" + "0100" + "00"
-                       + "0000000000000000" + "0a5a5a" + "ac02")
+        XCTAssertEqual(
+            Hex.encode(root.encode()),
+            "030000" + "000000" + "000000" + "01" + "0467656e70" + "02" + "0473766365" + "0100" + "0461636374" + "0100"
+                + "00"
+                + "0000000000000000" + "0a5a5a" + "ac02")
         XCTAssertEqual(try IndexRoot.decode(root.encode()), root)
         // Any count decodes (a hint), the largest too.
         var forged = root
@@ -68,10 +74,16 @@ final class PagedGarbageTests: PagedTestCase {
             var folds = 0
             for n in 0..<200 {
                 var all: [Item] = []
-                try v.forEachItem { all.append($0); return true }
+                try v.forEachItem {
+                    all.append($0)
+                    return true
+                }
                 try v.commit(autoCompact: false) { tx in
                     switch all.isEmpty ? 0 : rng.below(3) {
-                    case 0: try tx.add(attributes: attrs("svc\(rng.below(5))", "user\(n)"), value: Array(repeating: UInt8(n & 0xff), count: rng.below(400)))
+                    case 0:
+                        try tx.add(
+                            attributes: attrs("svc\(rng.below(5))", "user\(n)"),
+                            value: Array(repeating: UInt8(n & 0xff), count: rng.below(400)))
                     case 1: try tx.update(all[rng.below(all.count)], value: Array("v\(n)".utf8))
                     default: try tx.delete(all[rng.below(all.count)])
                     }
@@ -96,7 +108,8 @@ final class PagedGarbageTests: PagedTestCase {
         let commits = 1_500
         let path = dir + "/bounded.kcv"
         let v = try open(path)
-        var largest: UInt64 = 0, compactions = 0
+        var largest: UInt64 = 0
+        var compactions = 0
         for n in 0..<commits {
             let generation = v.generation
             try addOne(v, n, autoCompact: true)
@@ -115,7 +128,9 @@ final class PagedGarbageTests: PagedTestCase {
         XCTAssertLessThan(largest, max(2 * live, live + 1 << 20) + 128 << 10, "largest \(largest), live \(live)")
         XCTAssertGreaterThan(compactions, 0)
         XCTAssertLessThan(compactions, commits / 200, "compaction is not run after every commit")
-        print("bounded: \(commits) commits, \(compactions) automatic compactions, largest \(largest) bytes, last \(before), compacted \(live)")
+        print(
+            "bounded: \(commits) commits, \(compactions) automatic compactions, largest \(largest) bytes, last \(before), compacted \(live)"
+        )
 
         // The same without automatic compaction: most of the file is dead, and the counter says so.
         let off = try open(dir + "/unbounded.kcv")
@@ -147,7 +162,8 @@ final class PagedGarbageTests: PagedTestCase {
             XCTAssertEqual(v.lastCompactionError?.code, .io)
             XCTAssertEqual(seen.reports.map(\.0), [path])
             XCTAssertTrue(v.shouldCompact, "the garbage is still there")
-            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["fail.kcv"], "no temporary file is left")
+            XCTAssertEqual(
+                try FileManager.default.contentsOfDirectory(atPath: dir), ["fail.kcv"], "no temporary file is left")
             File.faults = nil
             // The next commit (a delta commit: the count is the last fold's) tries again.
             try addOne(v, 1000, autoCompact: true)
@@ -168,8 +184,11 @@ final class PagedGarbageTests: PagedTestCase {
             let b = try open(base, retention: Retention(keep: keep))
             // One record per value: a dead member of a shared record counts a share that verify, which counts
             // a record live while any member is, does not (V8.1).
-            try b.commit(solidMembers: 1, autoCompact: false) { tx in for n in 0..<400 { try tx.add(attributes: attrs("s", "\(n)"), value: Array("base \(n)".utf8)) } }
-            let ours = try copy(base, "ours-\(keep)-\(due).kcv"), theirs = try copy(base, "theirs-\(keep)-\(due).kcv")
+            try b.commit(solidMembers: 1, autoCompact: false) { tx in
+                for n in 0..<400 { try tx.add(attributes: attrs("s", "\(n)"), value: Array("base \(n)".utf8)) }
+            }
+            let ours = try copy(base, "ours-\(keep)-\(due).kcv")
+            let theirs = try copy(base, "theirs-\(keep)-\(due).kcv")
             let o = try PagedVault.open(path: ours, secret: secret, mode: .write, writerID: 2)
             try o.commit(autoCompact: false) { tx in try tx.update(try item(o, "s", "1"), value: Array("ours".utf8)) }
             let t = try PagedVault.open(path: theirs, secret: secret, mode: .write, writerID: 3)

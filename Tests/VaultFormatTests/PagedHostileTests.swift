@@ -1,6 +1,7 @@
 import Foundation
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// Version 2's bounds on hostile index structures (SPEC.md Part 4, V2): what a writer never makes is refused
 /// before the work it would cost.
@@ -21,44 +22,77 @@ final class PagedHostileTests: XCTestCase {
         let bomb = Blocks.jobs(for: plain, key: key, random: SystemRandom.shared).flatMap { Blocks.seal($0, level: 6) }
         XCTAssertLessThan(bomb.count, 8192)
         try file.write(bomb, at: 0)
-        XCTAssertThrowsError(try PagedSealing.open(source, key: key, offset: 0, length: UInt64(bomb.count), max: PagedLimits.pageMax) {
-            VaultError(.damagedIndex, $0)
-        }) { XCTAssertEqual(($0 as? VaultError)?.code, .damagedIndex) }
+        XCTAssertThrowsError(
+            try PagedSealing.open(source, key: key, offset: 0, length: UInt64(bomb.count), max: PagedLimits.pageMax) {
+                VaultError(.damagedIndex, $0)
+            }
+        ) { XCTAssertEqual(($0 as? VaultError)?.code, .damagedIndex) }
         let honest = PagedSealing.seal(plain, key: key, random: SystemRandom.shared, level: 6)
         XCTAssertGreaterThan(honest.count, plain.count)
         try file.write(honest, at: UInt64(bomb.count))
-        XCTAssertEqual(try PagedSealing.open(source, key: key, offset: UInt64(bomb.count), length: UInt64(honest.count),
-                                             max: PagedLimits.pageMax) { VaultError(.damagedIndex, $0) }, plain)
+        XCTAssertEqual(
+            try PagedSealing.open(
+                source, key: key, offset: UInt64(bomb.count), length: UInt64(honest.count),
+                max: PagedLimits.pageMax
+            ) { VaultError(.damagedIndex, $0) }, plain)
         // Under another page id (a page moved to another place in a tree), it does not open.
-        XCTAssertThrowsError(try PagedSealing.open(source, key: .page(keys, vaultID: vaultID, pageID: ID128(hi: 1, lo: 3)),
-                                                   offset: UInt64(bomb.count), length: UInt64(honest.count), max: PagedLimits.pageMax) {
-            VaultError(.damagedIndex, $0)
-        })
+        XCTAssertThrowsError(
+            try PagedSealing.open(
+                source, key: .page(keys, vaultID: vaultID, pageID: ID128(hi: 1, lo: 3)),
+                offset: UInt64(bomb.count), length: UInt64(honest.count), max: PagedLimits.pageMax
+            ) {
+                VaultError(.damagedIndex, $0)
+            })
     }
 
     /// A trailer's fields must agree with its position and with each other (V7): each rule broken alone makes
     /// the 128 bytes no candidate, so the search never spends a MAC on them.
     func testTrailerCandidateRules() {
         let at: UInt64 = 10_000
-        let fold = TrailerV2(generation: 3, commitStart: 5000, previous: 4872, rootOffset: 9000, rootLength: 1000, rootID: ID128(hi: 1, lo: 1),
-                             deltaOffset: TrailerV2.none, deltaLength: 0, itemCount: 5, wroteRoot: true, chain: 0)
-        let delta = TrailerV2(generation: 3, commitStart: 5000, previous: 4872, rootOffset: 100, rootLength: 50, rootID: ID128(hi: 1, lo: 1),
-                              deltaOffset: 9900, deltaLength: 100, itemCount: 5, wroteRoot: false, chain: 2)
+        let fold = TrailerV2(
+            generation: 3, commitStart: 5000, previous: 4872, rootOffset: 9000, rootLength: 1000,
+            rootID: ID128(hi: 1, lo: 1),
+            deltaOffset: TrailerV2.none, deltaLength: 0, itemCount: 5, wroteRoot: true, chain: 0)
+        let delta = TrailerV2(
+            generation: 3, commitStart: 5000, previous: 4872, rootOffset: 100, rootLength: 50,
+            rootID: ID128(hi: 1, lo: 1),
+            deltaOffset: 9900, deltaLength: 100, itemCount: 5, wroteRoot: false, chain: 2)
         let key = SecureBytes(copying: [UInt8](repeating: 3, count: 32))
         for good in [fold, delta] {
             XCTAssertEqual(TrailerV2.candidate(good.encode(vaultID: [], key: key)[...], at: at), good)
         }
         var bad: [TrailerV2] = []
-        var t = fold; t.rootLength = 999; bad.append(t)  // the root does not end at the trailer
-        t = fold; t.chain = 1; bad.append(t)  // a fold with a chain
-        t = fold; t.previous = 4000; bad.append(t)  // previous trailer not right before the commit
-        t = fold; t.previous = TrailerV2.none; bad.append(t)  // a first commit must start at 0
-        t = fold; t.generation = 0; bad.append(t)
-        t = delta; t.chain = UInt16(PagedLimits.deltaChainMax); bad.append(t)
-        t = delta; t.deltaLength = 99; bad.append(t)
-        t = delta; t.rootOffset = 9950; bad.append(t)  // the root after the trailer would be named
-        t = delta; t.itemCount = UInt64(Limits.itemsMax) + 1; bad.append(t)
-        t = delta; t.commitStart = 0; t.previous = TrailerV2.none; bad.append(t)  // a first commit must be a fold
+        var t = fold
+        t.rootLength = 999
+        bad.append(t)  // the root does not end at the trailer
+        t = fold
+        t.chain = 1
+        bad.append(t)  // a fold with a chain
+        t = fold
+        t.previous = 4000
+        bad.append(t)  // previous trailer not right before the commit
+        t = fold
+        t.previous = TrailerV2.none
+        bad.append(t)  // a first commit must start at 0
+        t = fold
+        t.generation = 0
+        bad.append(t)
+        t = delta
+        t.chain = UInt16(PagedLimits.deltaChainMax)
+        bad.append(t)
+        t = delta
+        t.deltaLength = 99
+        bad.append(t)
+        t = delta
+        t.rootOffset = 9950
+        bad.append(t)  // the root after the trailer would be named
+        t = delta
+        t.itemCount = UInt64(Limits.itemsMax) + 1
+        bad.append(t)
+        t = delta
+        t.commitStart = 0
+        t.previous = TrailerV2.none
+        bad.append(t)  // a first commit must be a fold
         for b in bad { XCTAssertNil(TrailerV2.candidate(b.encode(vaultID: [], key: key)[...], at: at), "\(b)") }
     }
 }

@@ -10,10 +10,14 @@ import XCTest
 final class PagedMergeTests: PagedTestCase {
     func testEachRule() throws {
         let base = dir + "/base.kcv"
-        try PagedVault.create(path: base, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema)
+        try PagedVault.create(
+            path: base, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema)
         let b = try PagedVault.open(path: base, secret: secret, mode: .write, writerID: 1)
-        try b.commit { tx in for i in 1...6 { _ = try tx.add(attributes: attrs("p\(i)", "me"), value: Array("base \(i)".utf8)) } }
-        let ours = try copy(base, "ours.kcv"), theirs = try copy(base, "theirs.kcv")
+        try b.commit { tx in
+            for i in 1...6 { _ = try tx.add(attributes: attrs("p\(i)", "me"), value: Array("base \(i)".utf8)) }
+        }
+        let ours = try copy(base, "ours.kcv")
+        let theirs = try copy(base, "theirs.kcv")
         let o = try PagedVault.open(path: ours, secret: secret, mode: .write, writerID: 2)
         let oursP1 = try item(o, "p1", "me")
         try o.commit { tx in
@@ -36,15 +40,23 @@ final class PagedMergeTests: PagedTestCase {
         let oursBefore = try Recipes.read(ours)
         let report = try merge(base: base, ours: ours, theirs: theirs)
         let m = try PagedVault.open(path: ours, secret: secret)
-        func value(_ s: String, _ a: String) throws -> String { String(decoding: try m.read(try item(m, s, a)), as: UTF8.self) }
+        func value(_ s: String, _ a: String) throws -> String {
+            String(decoding: try m.read(try item(m, s, a)), as: UTF8.self)
+        }
         XCTAssertEqual(try value("p1", "me"), "theirs 1", "both changed: the newer wins")
         XCTAssertEqual(try m.history(of: oursP1.id).filter { $0.why == 2 }.count, 1, "the losing live version is kept")
         XCTAssertEqual(try value("p2", "me"), "theirs 2", "a change newer than a deletion wins")
-        XCTAssertEqual(try item(m, "p3", "me").attributes["labl"], .string("relabelled"), "a change on one side wins over no change")
-        XCTAssertEqual(try m.items(class: .genericPassword, keyValues: [.bool(false), .string("p4")]), [], "a deletion on one side wins over no change")
+        XCTAssertEqual(
+            try item(m, "p3", "me").attributes["labl"], .string("relabelled"),
+            "a change on one side wins over no change")
+        XCTAssertEqual(
+            try m.items(class: .genericPassword, keyValues: [.bool(false), .string("p4")]), [],
+            "a deletion on one side wins over no change")
         XCTAssertEqual(try value("p5", "me"), "theirs 5")
         XCTAssertEqual(try value("p6", "me"), "base 6")
-        XCTAssertEqual(try m.items(class: .genericPassword, keyValues: [.bool(false), .string("x"), .string("new")]).count, 1, "one item per primary key")
+        XCTAssertEqual(
+            try m.items(class: .genericPassword, keyValues: [.bool(false), .string("x"), .string("new")]).count, 1,
+            "one item per primary key")
         XCTAssertEqual(try value("x", "new"), "theirs x", "added on both sides: the newer stays")
         XCTAssertEqual(try m.history(of: oursX.id).map(\.why), [2])
         XCTAssertEqual(try value("y", "new"), "theirs y")
@@ -56,8 +68,12 @@ final class PagedMergeTests: PagedTestCase {
 
     /// A merge refused for another vault leaves OURS byte for byte.
     func testAnotherVaultIsRefusedNamingTheSide() throws {
-        let a = dir + "/a.kcv", other = dir + "/other.kcv"
-        for p in [a, other] { try PagedVault.create(path: p, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema) }
+        let a = dir + "/a.kcv"
+        let other = dir + "/other.kcv"
+        for p in [a, other] {
+            try PagedVault.create(
+                path: p, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema)
+        }
         let before = try Recipes.read(a)
         XCTAssertThrowsError(try merge(base: nil, ours: a, theirs: other)) { e in
             XCTAssertEqual((e as? VaultError)?.code, .invalidArgument)
@@ -71,16 +87,22 @@ final class PagedMergeTests: PagedTestCase {
             var rng = SplitMix64(state: UInt64(seed))
             let base = dir + "/base.kcv"
             try? FileManager.default.removeItem(atPath: base)
-            try PagedVault.create(path: base, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema)
+            try PagedVault.create(
+                path: base, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema)
             let b = try PagedVault.open(path: base, secret: secret, mode: .write, writerID: 1)
-            try b.commit { tx in for i in 0..<40 { _ = try tx.add(attributes: attrs("s\(i % 7)", "u\(i)"), value: [UInt8(i)]) } }
+            try b.commit { tx in
+                for i in 0..<40 { _ = try tx.add(attributes: attrs("s\(i % 7)", "u\(i)"), value: [UInt8(i)]) }
+            }
             var sides: [String] = []
             for (n, writer) in [("a.kcv", UInt64(2)), ("b.kcv", 3)] {
                 let path = try copy(base, n)
                 let v = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: writer)
                 for round in 0..<3 {
                     var all: [Item] = []
-                    try v.forEachItem { all.append($0); return true }
+                    try v.forEachItem {
+                        all.append($0)
+                        return true
+                    }
                     // Each side keeps one item per primary key, as the keychain does.
                     var taken = Set(all.map { [$0.attributes["svce"], $0.attributes["acct"]] })
                     func free(_ a: Attributes) -> Bool { taken.insert([a["svce"], a["acct"]]).inserted }
@@ -109,7 +131,8 @@ final class PagedMergeTests: PagedTestCase {
                 sides.append(path)
             }
             let (a, bb) = (try snapshot(sides[0]), try snapshot(sides[1]))
-            let ab = try copy(sides[0], "ab.kcv"), ba = try copy(sides[1], "ba.kcv")
+            let ab = try copy(sides[0], "ab.kcv")
+            let ba = try copy(sides[1], "ba.kcv")
             _ = try merge(base: base, ours: ab, theirs: sides[1])
             _ = try merge(base: base, ours: ba, theirs: sides[0])
             let (mab, mba) = (try snapshot(ab), try snapshot(ba))
@@ -127,12 +150,19 @@ final class PagedMergeTests: PagedTestCase {
             // A deletion on one side of an item the other left alone stays a deletion.
             let baseLive = try snapshot(base).live
             for (id, s) in baseLive {
-                let inA = a.live[id], inB = bb.live[id]
-                if inA == nil, inB?.version == s.version { XCTAssertNil(mab.live[id], "seed \(seed): a deleted item came back") }
-                if inB == nil, inA?.version == s.version { XCTAssertNil(mab.live[id], "seed \(seed): a deleted item came back") }
+                let inA = a.live[id]
+                let inB = bb.live[id]
+                if inA == nil, inB?.version == s.version {
+                    XCTAssertNil(mab.live[id], "seed \(seed): a deleted item came back")
+                }
+                if inB == nil, inA?.version == s.version {
+                    XCTAssertNil(mab.live[id], "seed \(seed): a deleted item came back")
+                }
             }
             // One item per primary key.
-            XCTAssertEqual(Set(mab.live.values.map { [$0.attributes["svce"], $0.attributes["acct"]] }).count, mab.live.count, "seed \(seed)")
+            XCTAssertEqual(
+                Set(mab.live.values.map { [$0.attributes["svce"], $0.attributes["acct"]] }).count, mab.live.count,
+                "seed \(seed)")
             // Idempotent: merging the result with either input, or with the other result, changes no item.
             for other in [sides[0], sides[1], ba] {
                 _ = try merge(base: base, ours: ab, theirs: other)
@@ -150,8 +180,9 @@ extension PagedMergeTests {
     /// ClockBoundTests, V5.1.)
     func testACopyOlderThanTheTombstoneHorizonIsReported() throws {
         let base = dir + "/base.kcv"
-        try PagedVault.create(path: base, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema,
-                              retention: Retention(keep: 10, days: 90, tombstoneDays: 30))
+        try PagedVault.create(
+            path: base, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema,
+            retention: Retention(keep: 10, days: 90, tombstoneDays: 30))
         let old = try copy(base, "old.kcv")
         let v = try PagedVault.open(path: old, secret: secret, mode: .write)
         // Its last change, 40 days ago.

@@ -1,7 +1,8 @@
 import FixtureRecipes
 import Foundation
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// Shared copies (SPEC.md Part 3, §K9): a copy written or merged into never holds a byte of an own item
 /// (ThisDeviceOnly for kcar), whether its value shared a record with others or not; a merge keeps each side's
@@ -34,12 +35,15 @@ final class PagedSharedCopyTests: PagedTestCase {
         }
     }
 
-    func assertHoldsNone(_ records: [[UInt8]], _ path: String, file: StaticString = #filePath, line: UInt = #line) throws {
+    func assertHoldsNone(_ records: [[UInt8]], _ path: String, file: StaticString = #filePath, line: UInt = #line)
+        throws
+    {
         let bytes = try Recipes.read(path)
         for r in records {
             // A window from the middle of the sealed record: ciphertext no other record has.
             let window = Array(r[r.count / 2..<min(r.count, r.count / 2 + 48)])
-            XCTAssertNil(bytes.firstRange(of: window), "\(path) holds a record with an own item's value", file: file, line: line)
+            XCTAssertNil(
+                bytes.firstRange(of: window), "\(path) holds a record with an own item's value", file: file, line: line)
         }
     }
 
@@ -55,7 +59,8 @@ final class PagedSharedCopyTests: PagedTestCase {
     /// A group's vault (writer 1) whose first commit adds `items` (service, account, device-only, value).
     func group(_ items: [(String, String, Bool, String)]) throws -> (path: String, vault: PagedVault) {
         let path = dir + "/group.kcv"
-        try PagedVault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema)
+        try PagedVault.create(
+            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema)
         let g = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: 1)
         try g.commit { tx in
             for (s, a, d, v) in items { _ = try tx.add(attributes: attrs(s, a, deviceOnly: d), value: Array(v.utf8)) }
@@ -66,10 +71,17 @@ final class PagedSharedCopyTests: PagedTestCase {
     func testTheCopyAndItsPushesHoldNoOwnByte() throws {
         let shared = dir + "/shared.kcv"
         // One commit: the three values share one solid record.
-        let (_, g) = try group([("api", "alice", false, "alice secret"), ("local", "me", true, "device secret"), ("api", "bob", false, "bob secret")])
-        XCTAssertEqual(Set(try g.items(class: .genericPassword, keyValues: []).map(\.location.recordID)).count, 1, "one solid record")
+        let (_, g) = try group([
+            ("api", "alice", false, "alice secret"), ("local", "me", true, "device secret"),
+            ("api", "bob", false, "bob secret")
+        ])
+        XCTAssertEqual(
+            Set(try g.items(class: .genericPassword, keyValues: []).map(\.location.recordID)).count, 1,
+            "one solid record")
         try g.writeCopy(to: shared, keeping: { !self.own.isOwn!($0) })
-        XCTAssertThrowsError(try g.writeCopy(to: shared, keeping: { _ in true })) { XCTAssertEqual(($0 as? VaultError)?.code, .exists) }
+        XCTAssertThrowsError(try g.writeCopy(to: shared, keeping: { _ in true })) {
+            XCTAssertEqual(($0 as? VaultError)?.code, .exists)
+        }
         var s = try PagedVault.open(path: shared, secret: secret)
         XCTAssertEqual(try names(s), ["api/alice", "api/bob"])
         XCTAssertEqual(s.header.vaultID, g.header.vaultID)
@@ -79,10 +91,12 @@ final class PagedSharedCopyTests: PagedTestCase {
 
         // Changes in the group: again a solid record with an own value, an own item updated, a deletion, and an
         // item added and deleted between two pushes.
-        let bob = try item(g, "api", "bob"), me = try item(g, "local", "me")
+        let bob = try item(g, "api", "bob")
+        let me = try item(g, "local", "me")
         try g.commit { tx in
             _ = try tx.add(attributes: attrs("api", "carol", deviceOnly: false), value: Array("carol secret".utf8))
-            _ = try tx.add(attributes: attrs("local", "you", deviceOnly: true), value: Array("second device secret".utf8))
+            _ = try tx.add(
+                attributes: attrs("local", "you", deviceOnly: true), value: Array("second device secret".utf8))
             try tx.update(me, value: Array("device secret 2".utf8))
             try tx.delete(bob)
             _ = try tx.add(attributes: attrs("tmp", "x", deviceOnly: false), value: Array("short-lived".utf8))
@@ -102,7 +116,10 @@ final class PagedSharedCopyTests: PagedTestCase {
         try assertHoldsNone(try ownRecords(g), shared)
         // Nothing changed: a second push takes nothing.
         let size = try Recipes.read(shared).count
-        XCTAssertEqual(try PagedVault.open(path: shared, secret: secret, mode: .write, writerID: 2).merge(base: nil, theirs: g, policy: push).taken, 0)
+        XCTAssertEqual(
+            try PagedVault.open(path: shared, secret: secret, mode: .write, writerID: 2).merge(
+                base: nil, theirs: g, policy: push
+            ).taken, 0)
         XCTAssertEqual(try Recipes.read(shared).count, size, "nothing written")
     }
 
@@ -112,7 +129,9 @@ final class PagedSharedCopyTests: PagedTestCase {
         try g.writeCopy(to: shared, keeping: { !self.own.isOwn!($0) })
         // Here, alice becomes ThisDeviceOnly; elsewhere, someone changes alice and adds local/me (not own there),
         // and a copy that broke the rule carries an own item.
-        try g.commit { tx in try tx.update(try item(g, "api", "alice"), attributes: attrs("api", "alice", deviceOnly: true)) }
+        try g.commit { tx in
+            try tx.update(try item(g, "api", "alice"), attributes: attrs("api", "alice", deviceOnly: true))
+        }
         usleep(3000)
         let other = try PagedVault.open(path: shared, secret: secret, mode: .write, writerID: 2)
         try other.commit { tx in
@@ -139,17 +158,23 @@ final class PagedSharedCopyTests: PagedTestCase {
     /// nothing to copies that hold no ThisDeviceOnly item (every git merge of shared copies).
     func testARecordWithoutOwnMembersIsCopiedWhole() throws {
         let (path, _) = try group([("api", "alice", false, "alice 1")])
-        let ours = try copy(path, "ours.kcv"), theirs = try copy(path, "theirs.kcv")
+        let ours = try copy(path, "ours.kcv")
+        let theirs = try copy(path, "theirs.kcv")
         let t = try PagedVault.open(path: theirs, secret: secret, mode: .write, writerID: 2)
         try t.commit { tx in
-            for i in 0..<3 { _ = try tx.add(attributes: attrs("api", "user\(i)", deviceOnly: false), value: Array("value \(i)".utf8)) }
+            for i in 0..<3 {
+                _ = try tx.add(attributes: attrs("api", "user\(i)", deviceOnly: false), value: Array("value \(i)".utf8))
+            }
         }
         let record = try item(t, "api", "user0").location
         XCTAssertEqual(try item(t, "api", "user2").location.recordID, record.recordID, "one solid record")
-        let report = try PagedVault.open(path: ours, secret: secret, mode: .write, writerID: 1).merge(base: nil, theirs: t, policy: own)
+        let report = try PagedVault.open(path: ours, secret: secret, mode: .write, writerID: 1).merge(
+            base: nil, theirs: t, policy: own)
         XCTAssertEqual(report.taken, 3)
         XCTAssertEqual(report.recordsCopied, 1)
-        let sealed = Array(try Recipes.read(theirs)[Int(t.header.length) + Int(record.offset)..<Int(t.header.length) + Int(record.offset + record.length)])
+        let sealed = Array(
+            try Recipes.read(theirs)[
+                Int(t.header.length) + Int(record.offset)..<Int(t.header.length) + Int(record.offset + record.length)])
         XCTAssertNotNil(try Recipes.read(ours).firstRange(of: sealed), "the record is in OURS byte for byte")
         let o = try PagedVault.open(path: ours, secret: secret)
         XCTAssertEqual(String(decoding: try o.read(try item(o, "api", "user1")), as: UTF8.self), "value 1")
@@ -184,11 +209,16 @@ final class PagedSharedCopyTests: PagedTestCase {
         let s = try PagedVault.open(path: shared, secret: secret)
         XCTAssertEqual(try names(s), [])
         for key in try treeKeys(s) {
-            XCTAssertNil(key.firstRange(of: Array("private-account-name".utf8)), "the copy holds the own item's account in a key")
+            XCTAssertNil(
+                key.firstRange(of: Array("private-account-name".utf8)), "the copy holds the own item's account in a key"
+            )
         }
         XCTAssertEqual(s.verify().problems, [])
         // A second push changes nothing, and a pull takes nothing back.
-        XCTAssertEqual(try PagedVault.open(path: shared, secret: secret, mode: .write, writerID: 2).merge(base: nil, theirs: g, policy: push).taken, 0)
+        XCTAssertEqual(
+            try PagedVault.open(path: shared, secret: secret, mode: .write, writerID: 2).merge(
+                base: nil, theirs: g, policy: push
+            ).taken, 0)
         XCTAssertEqual(try g.merge(base: nil, theirs: s, policy: own).taken, 0)
     }
 
@@ -196,13 +226,17 @@ final class PagedSharedCopyTests: PagedTestCase {
     /// item deleted in the group, which the copy never held, leaves no tombstone, and so no key, in the copy.
     func testAMergeIntoACopyTakesNoTombstoneOfAnOwnItem() throws {
         let shared = dir + "/shared.kcv"
-        let (_, g) = try group([("api", "alice", false, "alice secret"), ("local", "private-account-name", true, "mine")])
+        let (_, g) = try group([
+            ("api", "alice", false, "alice secret"), ("local", "private-account-name", true, "mine")
+        ])
         try g.writeCopy(to: shared, keeping: { !self.own.isOwn!($0) })
         try g.commit { tx in try tx.delete(try self.item(g, "local", "private-account-name")) }
         let copy = try PagedVault.open(path: shared, secret: secret, mode: .write, writerID: 2)
         XCTAssertEqual(try copy.merge(base: nil, theirs: g, policy: own).taken, 0)
         for key in try treeKeys(try PagedVault.open(path: shared, secret: secret)) {
-            XCTAssertNil(key.firstRange(of: Array("private-account-name".utf8)), "the copy holds the own item's account in a key")
+            XCTAssertNil(
+                key.firstRange(of: Array("private-account-name".utf8)), "the copy holds the own item's account in a key"
+            )
         }
     }
 
@@ -216,7 +250,8 @@ final class PagedSharedCopyTests: PagedTestCase {
         }
         try g.writeCopy(to: shared, keeping: { !self.own.isOwn!($0) })
         let size = try Recipes.read(shared).count
-        let report = try PagedVault.open(path: shared, secret: secret, mode: .write, writerID: 2).merge(base: nil, theirs: g, policy: push)
+        let report = try PagedVault.open(path: shared, secret: secret, mode: .write, writerID: 2).merge(
+            base: nil, theirs: g, policy: push)
         XCTAssertEqual(report.taken, 0)
         XCTAssertEqual(report.historyCopied, 0, "kept versions past retention pushed after the first push")
         XCTAssertEqual(try Recipes.read(shared).count, size, "nothing written")
@@ -230,8 +265,11 @@ final class PagedSharedCopyTests: PagedTestCase {
         let (_, g) = try group([("api", "alice", false, "alice 1"), ("local", "me", true, "mine")])
         try g.writeCopy(to: shared, keeping: { !self.own.isOwn!($0) })
         let other = try PagedVault.open(path: shared, secret: secret, mode: .write, writerID: 2)
-        try other.commit { tx in _ = try tx.add(attributes: attrs("local", "me", deviceOnly: false), value: Array("theirs".utf8)) }
-        XCTAssertEqual(try g.merge(base: nil, theirs: try PagedVault.open(path: shared, secret: secret), policy: own).keptOwn, 1)
+        try other.commit { tx in
+            _ = try tx.add(attributes: attrs("local", "me", deviceOnly: false), value: Array("theirs".utf8))
+        }
+        XCTAssertEqual(
+            try g.merge(base: nil, theirs: try PagedVault.open(path: shared, secret: secret), policy: own).keptOwn, 1)
         let size = try Recipes.read(g.path).count
         let again = try g.merge(base: nil, theirs: try PagedVault.open(path: shared, secret: secret), policy: own)
         XCTAssertEqual(again.taken + again.keptInHistory + again.historyCopied, 0)

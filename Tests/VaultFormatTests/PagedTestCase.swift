@@ -1,16 +1,20 @@
 import Crafting
 import FixtureRecipes
 import Foundation
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// What the version 2 tests share: a fresh folder per test, the fixtures' key file, and a keychain-like
 /// schema (`genp` keyed by `sync`, `svce`, `acct`; every user attribute indexed).
 class PagedTestCase: XCTestCase {
     var dir = ""
     let secret = UnlockSecret.keyFile(SecureBytes(copying: Recipes.keyFile))
-    let schema = PagedSchema(classes: ["genp": ClassSchema(keyAttributes: [("sync", .bool(false)), ("svce", .string("")), ("acct", .string(""))])],
-                             indexed: ["@*"])
+    let schema = PagedSchema(
+        classes: [
+            "genp": ClassSchema(keyAttributes: [("sync", .bool(false)), ("svce", .string("")), ("acct", .string(""))])
+        ],
+        indexed: ["@*"])
 
     override func setUp() {
         dir = NSTemporaryDirectory() + "kcar-paged-\(UUID().uuidString)"
@@ -32,7 +36,8 @@ class PagedTestCase: XCTestCase {
         let v = try PagedVault.open(path: path, secret: secret)
         var live: [ItemID: Seen] = [:]
         try v.forEachItem { item in
-            live[item.id] = Seen(attributes: item.attributes, value: try v.read(item), version: try XCTUnwrap(v.version(of: item)))
+            live[item.id] = Seen(
+                attributes: item.attributes, value: try v.read(item), version: try XCTUnwrap(v.version(of: item)))
             return true
         }
         var history: [ItemID: Set<Version>] = [:]
@@ -75,12 +80,16 @@ class PagedTestCase: XCTestCase {
     }
 
     func item(_ v: PagedVault, _ service: String, _ account: String) throws -> Item {
-        try XCTUnwrap(v.items(class: .genericPassword, keyValues: [.bool(false), .string(service), .string(account)]).first, "\(service)/\(account)")
+        try XCTUnwrap(
+            v.items(class: .genericPassword, keyValues: [.bool(false), .string(service), .string(account)]).first,
+            "\(service)/\(account)")
     }
 
     @discardableResult
     func merge(base: String?, ours: String, theirs: String, writer: UInt64 = 9) throws -> MergeReport {
         let o = try PagedVault.open(path: ours, secret: secret, mode: .write, writerID: writer)
-        return try o.merge(base: base.map { try PagedVault.open(path: $0, secret: secret) }, theirs: PagedVault.open(path: theirs, secret: secret))
+        return try o.merge(
+            base: base.map { try PagedVault.open(path: $0, secret: secret) },
+            theirs: PagedVault.open(path: theirs, secret: secret))
     }
 }

@@ -11,7 +11,11 @@ final class PagedTreeTests: XCTestCase {
         var rng = SplitMix64(state: 7)
         func randomValue() -> AttributeValue {
             switch rng.below(5) {
-            case 0: return .string(String((0..<rng.below(6)).map { _ in ["a", "b", "\u{0}", "é", "z", "\u{10FFFF}"][rng.below(6)] }.joined()))
+            case 0:
+                return .string(
+                    String(
+                        (0..<rng.below(6)).map { _ in ["a", "b", "\u{0}", "é", "z", "\u{10FFFF}"][rng.below(6)] }
+                            .joined()))
             case 1: return .integer([Int64.min, -1, 0, 1, Int64.max, Int64(bitPattern: rng.next())][rng.below(6)])
             case 2: return .bool(rng.below(2) == 1)
             case 3: return .date(nanoseconds: Int64(bitPattern: rng.next()))
@@ -39,8 +43,10 @@ final class PagedTreeTests: XCTestCase {
             }
         }
         for _ in 0..<5000 {
-            let a = [randomValue(), randomValue()], b = [randomValue(), randomValue()]
-            var ka: [UInt8] = [], kb: [UInt8] = []
+            let a = [randomValue(), randomValue()]
+            let b = [randomValue(), randomValue()]
+            var ka: [UInt8] = []
+            var kb: [UInt8] = []
             for v in a { KeyCoding.appendTyped(v, to: &ka) }
             for v in b { KeyCoding.appendTyped(v, to: &kb) }
             let model = less(a[0], b[0]) || (a[0] == b[0] && less(a[1], b[1]))
@@ -71,7 +77,9 @@ final class PagedTreeTests: XCTestCase {
     func testMalformedKeysAreDamagedIndex() {
         for bad: [UInt8] in [[1, 0x61, 0x00, 0x02], [1, 0x61], [2, 1, 2, 3], [3, 2], [9, 0], [1, 0xC3, 0x28, 0, 1]] {
             var p = 0
-            XCTAssertThrowsError(try KeyCoding.readTyped(bad, &p)) { XCTAssertEqual(($0 as? VaultError)?.code, .damagedIndex) }
+            XCTAssertThrowsError(try KeyCoding.readTyped(bad, &p)) {
+                XCTAssertEqual(($0 as? VaultError)?.code, .damagedIndex)
+            }
         }
     }
 
@@ -97,20 +105,30 @@ final class PagedTreeTests: XCTestCase {
         a["svce"] = .string("gh")
         let (key, absent) = ItemKey.make(class: "genp", attributes: a, schema: schema, id: ItemID(Array(0..<16)))
         XCTAssertEqual(absent, 5)
-        XCTAssertEqual(key, hex("67 65 6e 70 00 01  03 00  01 67 68 00 01  01 00 01  00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f"))
-        XCTAssertEqual(PageCodec.encode(leaf([[1, 1], [1, 2]], tree: .attributes)), hex("01 02 00  02  00 02 01 01 00  01 01 02 00"))
-        XCTAssertEqual(PageCodec.encode(Page(tree: .items, level: 0, content: .leaf([LeafEntry(key: [1], writer: 5)]))),
-                       hex("01 01 00  00  01 00 00 00 00 00 00 00 05  01  00 01 01 02 00 01"))
+        XCTAssertEqual(
+            key,
+            hex("67 65 6e 70 00 01  03 00  01 67 68 00 01  01 00 01  00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f"))
+        XCTAssertEqual(
+            PageCodec.encode(leaf([[1, 1], [1, 2]], tree: .attributes)),
+            hex("01 02 00  02  00 02 01 01 00  01 01 02 00"))
+        XCTAssertEqual(
+            PageCodec.encode(Page(tree: .items, level: 0, content: .leaf([LeafEntry(key: [1], writer: 5)]))),
+            hex("01 01 00  00  01 00 00 00 00 00 00 00 05  01  00 01 01 02 00 01"))
     }
 
-
     func leaf(_ keys: [[UInt8]], tree: TreeID = .items) -> Page {
-        Page(tree: tree, level: 0, content: .leaf(keys.enumerated().map { i, k in
-            tree.hasTables
-                ? LeafEntry(key: k, record: RecordRef(id: ID128(hi: 0, lo: UInt64(i % 3 + 1)), offset: UInt64(i % 3) * 100, length: 100),
+        Page(
+            tree: tree, level: 0,
+            content: .leaf(
+                keys.enumerated().map { i, k in
+                    tree.hasTables
+                        ? LeafEntry(
+                            key: k,
+                            record: RecordRef(
+                                id: ID128(hi: 0, lo: UInt64(i % 3 + 1)), offset: UInt64(i % 3) * 100, length: 100),
                             writer: UInt64(i % 2 + 7), rest: [UInt8(i), 0xAA])
-                : LeafEntry(key: k)
-        }))
+                        : LeafEntry(key: k)
+                }))
     }
 
     func testPagesRoundTripCanonically() throws {
@@ -120,10 +138,12 @@ final class PagedTreeTests: XCTestCase {
             XCTAssertEqual(try PageCodec.decode(bytes), page)
             XCTAssertEqual(PageCodec.encode(try PageCodec.decode(bytes)), bytes)
         }
-        let branch = Page(tree: .attributes, level: 3, content: .branch([
-            ([5], PageRef(id: ID128(hi: 1, lo: 2), offset: 10, length: 20, count: 30)),
-            ([5, 1], PageRef(id: ID128(hi: 3, lo: 4), offset: 40, length: 50, count: 60)),
-        ]))
+        let branch = Page(
+            tree: .attributes, level: 3,
+            content: .branch([
+                ([5], PageRef(id: ID128(hi: 1, lo: 2), offset: 10, length: 20, count: 30)),
+                ([5, 1], PageRef(id: ID128(hi: 3, lo: 4), offset: 40, length: 50, count: 60))
+            ]))
         XCTAssertEqual(try PageCodec.decode(PageCodec.encode(branch)), branch)
         XCTAssertEqual(branch.count, 90)
     }
@@ -146,16 +166,22 @@ final class PagedTreeTests: XCTestCase {
             ("shares more than the previous key", [1, 2, 0, 2, 0, 2, 1, 1, 0, 3, 1, 2, 0]),
             ("body past the end", [1, 2, 0, 1, 0, 1, 1, 5, 0]),
             ("branch at level 8", [2, 1, 8, 1, 0, 1, 1] + [UInt8](repeating: 0, count: 16) + [0, 1, 1]),
-            ("child of length 0", [2, 1, 1, 1, 0, 1, 1] + [UInt8](repeating: 0, count: 16) + [0, 0, 1]),
+            ("child of length 0", [2, 1, 1, 1, 0, 1, 1] + [UInt8](repeating: 0, count: 16) + [0, 0, 1])
         ]
         // A record table entry no entry names; writer positions out of range.
         let items = PageCodec.encode(Page(tree: .items, level: 0, content: .leaf([LeafEntry(key: [1], writer: 5)])))
         XCTAssertEqual(items, [1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 5, 1, 0, 1, 1, 2, 0, 1])
         cases.append(("unused record", [1, 1, 0, 1] + [UInt8](repeating: 0, count: 16) + [0, 1] + items.dropFirst(4)))
         cases.append(("writer position past the table", Array(items.prefix(18)) + [0, 2]))
-        cases.append(("writers not ascending", [1, 1, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 5, 1, 0, 1, 1, 2, 0, 1]))
+        cases.append(
+            (
+                "writers not ascending",
+                [1, 1, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 5, 1, 0, 1, 1, 2, 0, 1]
+            ))
         for (name, bytes) in cases {
-            XCTAssertThrowsError(try PageCodec.decode(bytes), name) { XCTAssertEqual(($0 as? VaultError)?.code, .damagedIndex, name) }
+            XCTAssertThrowsError(try PageCodec.decode(bytes), name) {
+                XCTAssertEqual(($0 as? VaultError)?.code, .damagedIndex, name)
+            }
         }
     }
 
@@ -169,8 +195,11 @@ final class PagedTreeTests: XCTestCase {
     }
 
     func entry(_ n: Int, version: Int) -> LeafEntry {
-        LeafEntry(key: key(n), record: RecordRef(id: ID128(hi: UInt64(n / 50), lo: 1), offset: UInt64(n / 50) * 1000, length: 1000),
-                  writer: UInt64(version % 3), rest: Array("v\(version)-\(n)".utf8) + [UInt8](repeating: UInt8(n % 251), count: n % 40))
+        LeafEntry(
+            key: key(n),
+            record: RecordRef(id: ID128(hi: UInt64(n / 50), lo: 1), offset: UInt64(n / 50) * 1000, length: 1000),
+            writer: UInt64(version % 3),
+            rest: Array("v\(version)-\(n)".utf8) + [UInt8](repeating: UInt8(n % 251), count: n % 40))
     }
 
     /// Random batches of puts and removes, each applied copy-on-write to the previous tree: after each, a full
@@ -211,7 +240,11 @@ final class PagedTreeTests: XCTestCase {
                 XCTAssertEqual(try reader.lookup(k), model[k])
             }
             // The tree before this change is untouched (copy-on-write).
-            if round % 10 == 1 { XCTAssertEqual(try TreeReader(store: store, tree: .items, top: previous.top).verify(), UInt64(previous.model.count)) }
+            if round % 10 == 1 {
+                XCTAssertEqual(
+                    try TreeReader(store: store, tree: .items, top: previous.top).verify(), UInt64(previous.model.count)
+                )
+            }
         }
         XCTAssertGreaterThan(model.count, 1000)
     }
@@ -253,12 +286,14 @@ final class PagedTreeTests: XCTestCase {
             return (store, top, try store.read(top))
         }
         let (_, _, sample) = try build()
-        guard case .branch(let children) = sample.content, children.count >= 3 else { return XCTFail("expected a branch top") }
+        guard case .branch(let children) = sample.content, children.count >= 3 else {
+            return XCTFail("expected a branch top")
+        }
         let forgeries: [(String, (inout [(key: [UInt8], child: PageRef)]) -> Void)] = [
             ("same child twice", { $0[1].child = $0[0].child }),
             ("separator not the child's first key", { $0[1].key.append(0) }),
             ("child's keys past the next separator", { $0[2].key = $0[1].key + [0] }),
-            ("count that does not add up", { $0[0].child.count += 1 }),
+            ("count that does not add up", { $0[0].child.count += 1 })
         ]
         for (name, forge) in forgeries {
             let (store, top, page) = try build()
@@ -266,12 +301,18 @@ final class PagedTreeTests: XCTestCase {
             forge(&c)
             store.overwrite(top.id, with: PageCodec.encode(Page(tree: .items, level: page.level, content: .branch(c))))
             let reader = TreeReader(store: store, tree: .items, top: top)
-            XCTAssertThrowsError(try reader.verify(), name) { XCTAssertEqual(($0 as? VaultError)?.code, .damagedIndex, name) }
+            XCTAssertThrowsError(try reader.verify(), name) {
+                XCTAssertEqual(($0 as? VaultError)?.code, .damagedIndex, name)
+            }
         }
         // Another tree's page, and a leaf claiming a level.
         let (store, top, _) = try build()
         XCTAssertThrowsError(try TreeReader(store: store, tree: .history, top: top).scan { _ in true })
-        XCTAssertThrowsError(try TreeReader(store: store, tree: .items, top: PageRef(id: top.id, offset: top.offset + 1, length: top.length, count: top.count)).verify())
+        XCTAssertThrowsError(
+            try TreeReader(
+                store: store, tree: .items,
+                top: PageRef(id: top.id, offset: top.offset + 1, length: top.length, count: top.count)
+            ).verify())
     }
 
     func testRemovingEverythingEmptiesTheTree() throws {

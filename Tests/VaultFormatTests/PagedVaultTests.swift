@@ -1,14 +1,16 @@
 import FixtureRecipes
 import Foundation
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// Version 2 vaults (SPEC.md Part 4, draft) end to end: seeded random commits against a model, reopened
 /// from disk, with lookups by primary key and by indexed attribute, history, tombstones and damage.
 final class PagedVaultTests: PagedTestCase {
     func make(_ name: String = "v2.kcv") throws -> String {
         let path = dir + "/" + name
-        try PagedVault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema)
+        try PagedVault.create(
+            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema)
         return path
     }
 
@@ -26,7 +28,8 @@ final class PagedVaultTests: PagedTestCase {
         var rng = SplitMix64(state: 99)
         // (service, account) -> (team, value)
         var model: [String: (service: String, account: String, team: Int, value: [UInt8])] = [:]
-        var folds = 0, deltas = 0
+        var folds = 0
+        var deltas = 0
         for round in 0..<50 {
             let vault = try PagedVault.open(path: path, secret: secret, mode: .write)
             let before = vault.generation
@@ -34,13 +37,18 @@ final class PagedVaultTests: PagedTestCase {
                 let n = round % 15 == 0 ? 300 : 1 + rng.below(8)
                 var touched = Set<String>()  // items added in this commit are not in the vault yet
                 for _ in 0..<n {
-                    let s = "svc\(rng.below(40))", a = rng.below(5) == 0 ? "" : "acct\(rng.below(30))"
+                    let s = "svc\(rng.below(40))"
+                    let a = rng.below(5) == 0 ? "" : "acct\(rng.below(30))"
                     let k = s + "/" + a
                     guard touched.insert(k).inserted else { continue }
                     let value = (0..<rng.below(300)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
                     let team = rng.below(7)
                     if let old = model[k] {
-                        let item = try XCTUnwrap(vault.items(class: .genericPassword, keyValues: [.bool(false), .string(old.service), .string(old.account)]).first)
+                        let item = try XCTUnwrap(
+                            vault.items(
+                                class: .genericPassword,
+                                keyValues: [.bool(false), .string(old.service), .string(old.account)]
+                            ).first)
                         switch rng.below(3) {
                         case 0:
                             try tx.delete(item)
@@ -64,17 +72,23 @@ final class PagedVaultTests: PagedTestCase {
             XCTAssertEqual(r.count, model.count)
             if round % 10 == 9 { XCTAssertEqual(try r.verifyIndex(), model.count) }
             for (_, m) in model.prefix(25) {
-                let found = try r.items(class: .genericPassword, keyValues: [.bool(false), .string(m.service), .string(m.account)])
+                let found = try r.items(
+                    class: .genericPassword, keyValues: [.bool(false), .string(m.service), .string(m.account)])
                 XCTAssertEqual(found.count, 1)
                 XCTAssertEqual(try r.read(found[0]), m.value)
                 XCTAssertEqual(found[0].attributes["@team"], .string("t\(m.team)"))
                 XCTAssertEqual(found[0].attributes["acct"], m.account.isEmpty ? nil : .string(m.account))
             }
             let team = rng.below(7)
-            let byTeam = try r.items(attribute: "@team", equals: .string("t\(team)")).map { $0.service! + "/" + ($0.account ?? "") }
+            let byTeam = try r.items(attribute: "@team", equals: .string("t\(team)")).map {
+                $0.service! + "/" + ($0.account ?? "")
+            }
             XCTAssertEqual(Set(byTeam), Set(model.filter { $0.value.team == team }.map(\.key)))
             var all: [String] = []
-            try r.forEachItem { all.append($0.service! + "/" + ($0.account ?? "")); return true }
+            try r.forEachItem {
+                all.append($0.service! + "/" + ($0.account ?? ""))
+                return true
+            }
             XCTAssertEqual(all.count, model.count)
             XCTAssertEqual(Set(all), Set(model.keys))
             if r.generation > 1 {
@@ -91,17 +105,21 @@ final class PagedVaultTests: PagedTestCase {
         let path = try make()
         let v = try PagedVault.open(path: path, secret: secret, mode: .write)
         try v.commit { tx in try tx.add(attributes: attributes("gh", "me", team: 1), value: Array("one".utf8)) }
-        var item = try XCTUnwrap(v.items(class: .genericPassword, keyValues: [.bool(false), .string("gh"), .string("me")]).first)
+        var item = try XCTUnwrap(
+            v.items(class: .genericPassword, keyValues: [.bool(false), .string("gh"), .string("me")]).first)
         let v1 = try XCTUnwrap(v.version(of: item))
         try v.commit { tx in try tx.update(item, value: Array("two".utf8)) }
-        item = try XCTUnwrap(v.items(class: .genericPassword, keyValues: [.bool(false), .string("gh"), .string("me")]).first)
+        item = try XCTUnwrap(
+            v.items(class: .genericPassword, keyValues: [.bool(false), .string("gh"), .string("me")]).first)
         let v2 = try XCTUnwrap(v.version(of: item))
         XCTAssertGreaterThan(v2, v1)
         XCTAssertEqual(try v.history(of: item.id).map(\.version), [v1])
         // A key change moves the item: the old key is gone, the new one holds the same id.
         try v.commit { tx in try tx.update(item, attributes: attributes("gh", "you", team: 1)) }
-        XCTAssertEqual(try v.items(class: .genericPassword, keyValues: [.bool(false), .string("gh"), .string("me")]), [])
-        item = try XCTUnwrap(v.items(class: .genericPassword, keyValues: [.bool(false), .string("gh"), .string("you")]).first)
+        XCTAssertEqual(
+            try v.items(class: .genericPassword, keyValues: [.bool(false), .string("gh"), .string("me")]), [])
+        item = try XCTUnwrap(
+            v.items(class: .genericPassword, keyValues: [.bool(false), .string("gh"), .string("you")]).first)
         XCTAssertEqual(try v.read(item), Array("two".utf8))
         try v.commit { tx in try tx.delete(item) }
         let r = try PagedVault.open(path: path, secret: secret)
@@ -127,7 +145,9 @@ final class PagedVaultTests: PagedTestCase {
         let path = try make()
         // What a reader of version 1 only does with the header (Vault reads both versions).
         let bytes = try Recipes.read(path)
-        XCTAssertThrowsError(try Header.parse(prefix: bytes, fileSize: UInt64(bytes.count), versions: 1...1) { Array(bytes.prefix($0)) }) {
+        XCTAssertThrowsError(
+            try Header.parse(prefix: bytes, fileSize: UInt64(bytes.count), versions: 1...1) { Array(bytes.prefix($0)) }
+        ) {
             XCTAssertEqual(($0 as? VaultError)?.code, .unsupportedVersion)
         }
         XCTAssertThrowsError(try PagedVault.open(path: FixtureTests.fixture("one-item.kcv"), secret: secret)) {
@@ -140,7 +160,11 @@ final class PagedVaultTests: PagedTestCase {
     func testByteFlipsNeverGiveAWrongAnswer() throws {
         let path = try make()
         let v = try PagedVault.open(path: path, secret: secret, mode: .write)
-        try v.commit { tx in for i in 0..<400 { try tx.add(attributes: attributes("s\(i % 20)", "a\(i)", team: i % 3), value: [UInt8(i % 256)]) } }
+        try v.commit { tx in
+            for i in 0..<400 {
+                try tx.add(attributes: attributes("s\(i % 20)", "a\(i)", team: i % 3), value: [UInt8(i % 256)])
+            }
+        }
         try v.commit { tx in try tx.add(attributes: attributes("late", "x", team: 2), value: [1, 2]) }
         let good = try Data(contentsOf: URL(fileURLWithPath: path))
         func answers(_ p: String) throws -> [String] {
@@ -153,7 +177,10 @@ final class PagedVaultTests: PagedTestCase {
         func answersOf(_ r: PagedVault) throws -> [String] {
             _ = try r.verifyIndex()
             var out: [String] = []
-            try r.forEachItem { out.append("\($0.service!)/\($0.account!)"); return true }
+            try r.forEachItem {
+                out.append("\($0.service!)/\($0.account!)")
+                return true
+            }
             out += try r.items(attribute: "@team", equals: .string("t2")).map { $0.account! }
             return out
         }

@@ -1,8 +1,9 @@
 import Crafting
 import FixtureRecipes
 import Foundation
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// The MUST rules of SPEC.md Part 4 that `verify` checks beyond what a lookup reads, each on a file forged with
 /// the vault's key (what any key holder can write) that breaks that rule and no other: the state rules after
@@ -16,44 +17,70 @@ final class PagedVerifyRulesTests: PagedTestCase {
     /// one fold, everything in pages (one leaf per tree), no delta segment.
     func folded(_ count: Int = 2) throws -> String {
         let path = dir + "/v.kcv"
-        try PagedVault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema)
+        try PagedVault.create(
+            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema)
         let v = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: 1)
-        for i in 1...count { try v.commit { tx in _ = try tx.add(attributes: attrs("p\(i)", "me"), value: Array("value \(i)".utf8)) } }
+        for i in 1...count {
+            try v.commit { tx in _ = try tx.add(attributes: attrs("p\(i)", "me"), value: Array("value \(i)".utf8)) }
+        }
         try v.compact()
-        XCTAssertEqual(try PagedVault.open(path: path, secret: secret).verify().problems, [], "the vault before it is forged")
+        XCTAssertEqual(
+            try PagedVault.open(path: path, secret: secret).verify().problems, [], "the vault before it is forged")
         return path
     }
 
     func itemKey(_ v: PagedVault, _ item: Item) -> [UInt8] {
-        ItemKey.make(class: item.itemClass.rawValue, attributes: item.attributes, schema: v.schema.classes[item.itemClass.rawValue], id: item.id).key
+        ItemKey.make(
+            class: item.itemClass.rawValue, attributes: item.attributes,
+            schema: v.schema.classes[item.itemClass.rawValue], id: item.id
+        ).key
     }
 
-    func crafted(_ path: String) throws -> CraftedPagedVault { try CraftedPagedVault(path: path, secret: secret, random: SystemRandom.shared) }
+    func crafted(_ path: String) throws -> CraftedPagedVault {
+        try CraftedPagedVault(path: path, secret: secret, random: SystemRandom.shared)
+    }
 
     /// A delta segment of `changes`, each a tree and a change, sorted by key as a writer sorts them.
-    func delta(_ path: String, _ changes: [(tree: TreeID, change: TreeWriter.Change)], trailer: (inout CraftedPagedVault.Trailer) -> Void = { _ in }) throws {
-        let sorted = changes.sorted { ([$0.tree.rawValue] + $0.change.key).lexicographicallyPrecedes([$1.tree.rawValue] + $1.change.key) }
+    func delta(
+        _ path: String, _ changes: [(tree: TreeID, change: TreeWriter.Change)],
+        trailer: (inout CraftedPagedVault.Trailer) -> Void = { _ in }
+    ) throws {
+        let sorted = changes.sorted {
+            ([$0.tree.rawValue] + $0.change.key).lexicographicallyPrecedes([$1.tree.rawValue] + $1.change.key)
+        }
         try crafted(path).delta(DeltaCodec.encode(sorted), trailer: trailer)
     }
 
     /// Replaces the items tree's only leaf by `edit`'s, in a fold that keeps the rest of the root.
     func forgeItemsLeaf(_ path: String, _ edit: (inout [LeafEntry]) throws -> Void) throws {
         let c = try crafted(path)
-        guard case .leaf(var entries) = try c.page(try XCTUnwrap(c.root.items)).content else { return XCTFail("one leaf") }
+        guard case .leaf(var entries) = try c.page(try XCTUnwrap(c.root.items)).content else {
+            return XCTFail("one leaf")
+        }
         try edit(&entries)
         let ref = try c.write(Page(tree: .items, level: 0, content: .leaf(entries)))
         try c.fold { $0.items = ref }
     }
 
-    func assertVerify(_ path: String, _ code: VaultError.Code, _ message: String = "", file: StaticString = #filePath, line: UInt = #line) throws {
+    func assertVerify(
+        _ path: String, _ code: VaultError.Code, _ message: String = "", file: StaticString = #filePath,
+        line: UInt = #line
+    ) throws {
         let problems = try PagedVault.open(path: path, secret: secret).verify().problems
         XCTAssertEqual(problems.first?.code, code, "\(message): \(problems)", file: file, line: line)
         // Vault, which the commands use, reports the same.
-        XCTAssertEqual(try Vault.open(path: path, secret: secret, itemsOnDemand: true).verify().problems.first?.code, code, message, file: file, line: line)
+        XCTAssertEqual(
+            try Vault.open(path: path, secret: secret, itemsOnDemand: true).verify().problems.first?.code, code,
+            message, file: file, line: line)
     }
 
-    func assertThrows<T>(_ code: VaultError.Code, _ message: String, file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> T) {
-        XCTAssertThrowsError(try body(), message, file: file, line: line) { XCTAssertEqual(($0 as? VaultError)?.code, code, "\(message): \($0)", file: file, line: line) }
+    func assertThrows<T>(
+        _ code: VaultError.Code, _ message: String, file: StaticString = #filePath, line: UInt = #line,
+        _ body: () throws -> T
+    ) {
+        XCTAssertThrowsError(try body(), message, file: file, line: line) {
+            XCTAssertEqual(($0 as? VaultError)?.code, code, "\(message): \($0)", file: file, line: line)
+        }
     }
 
     // MARK: State rules, the deltas applied (V3.4)
@@ -64,7 +91,14 @@ final class PagedVerifyRulesTests: PagedTestCase {
         let path = try folded()
         let v = try PagedVault.open(path: path, secret: secret)
         let p1 = try item(v, "p1", "me")
-        try delta(path, [(.attributes, .put(LeafEntry(key: ItemEntries.attributePrefix("@team", .string("forged")) + itemKey(v, p1))))])
+        try delta(
+            path,
+            [
+                (
+                    .attributes,
+                    .put(LeafEntry(key: ItemEntries.attributePrefix("@team", .string("forged")) + itemKey(v, p1)))
+                )
+            ])
         XCTAssertNoThrow(try PagedVault.open(path: path, secret: secret))
         try assertVerify(path, .damagedIndex, "an attribute entry no live item has")
     }
@@ -89,11 +123,16 @@ final class PagedVerifyRulesTests: PagedTestCase {
         moved.attributes["svce"] = .string("moved")
         let e = ItemEntries.entry(moved, version: Version(hlc: v.clock + 1, writer: 1), schema: v.schema)
         var changes: [(tree: TreeID, change: TreeWriter.Change)] = [(.items, .put(e))]
-        for k in ItemEntries.attributeKeys(moved, itemKey: e.key, schema: v.schema) { changes.append((.attributes, .put(LeafEntry(key: k)))) }
+        for k in ItemEntries.attributeKeys(moved, itemKey: e.key, schema: v.schema) {
+            changes.append((.attributes, .put(LeafEntry(key: k))))
+        }
         try delta(path, changes) { $0.itemCount += 1 }
         let r = try PagedVault.open(path: path, secret: secret)
         var seen: [ItemID] = []
-        try r.forEachItem { seen.append($0.id); return true }
+        try r.forEachItem {
+            seen.append($0.id)
+            return true
+        }
         XCTAssertEqual(seen.filter { $0 == moved.id }.count, 2, "the forged state: one id at two keys")
         try assertVerify(path, .damagedIndex, "one item id, two entries")
     }
@@ -105,7 +144,9 @@ final class PagedVerifyRulesTests: PagedTestCase {
     func testAnAttributesLeafEntryWithABodyIsDamagedIndex() throws {
         let path = try folded()
         let c = try crafted(path)
-        guard case .leaf(var entries) = try c.page(try XCTUnwrap(c.root.attributes)).content else { return XCTFail("one leaf") }
+        guard case .leaf(var entries) = try c.page(try XCTUnwrap(c.root.attributes)).content else {
+            return XCTFail("one leaf")
+        }
         entries[0].rest = [0]
         let ref = try c.write(Page(tree: .attributes, level: 0, content: .leaf(entries)))
         try c.fold { $0.attributes = ref }
@@ -152,7 +193,9 @@ final class PagedVerifyRulesTests: PagedTestCase {
         }
         XCTAssertLessThan(at + 16, UInt64(try Recipes.read(path).count), "inside the file")
         let v = try PagedVault.open(path: path, secret: secret)
-        assertThrows(.damagedIndex, "a lookup") { try v.items(class: .genericPassword, keyValues: [.bool(false), .string("p1"), .string("me")]) }
+        assertThrows(.damagedIndex, "a lookup") {
+            try v.items(class: .genericPassword, keyValues: [.bool(false), .string("p1"), .string("me")])
+        }
         try assertVerify(path, .damagedIndex, "a record after its page")
     }
 
@@ -164,7 +207,9 @@ final class PagedVerifyRulesTests: PagedTestCase {
         var p1 = try item(v, "p1", "me")
         let at = try crafted(path).commitStart  // where the segment will be written
         p1.location.length = at + 16 - p1.location.offset
-        try delta(path, [(.items, .put(ItemEntries.entry(p1, version: Version(hlc: v.clock + 1, writer: 1), schema: v.schema)))])
+        try delta(
+            path,
+            [(.items, .put(ItemEntries.entry(p1, version: Version(hlc: v.clock + 1, writer: 1), schema: v.schema)))])
         assertThrows(.damagedIndex, "open") { try PagedVault.open(path: path, secret: secret) }
     }
 
@@ -177,7 +222,9 @@ final class PagedVerifyRulesTests: PagedTestCase {
             entries[0].record = RecordRef(id: r.id, offset: 1 << 40, length: r.length)
         }
         let v = try PagedVault.open(path: path, secret: secret)
-        assertThrows(.damagedIndex, "a lookup") { try v.items(class: .genericPassword, keyValues: [.bool(false), .string("p1"), .string("me")]) }
+        assertThrows(.damagedIndex, "a lookup") {
+            try v.items(class: .genericPassword, keyValues: [.bool(false), .string("p1"), .string("me")])
+        }
         try assertVerify(path, .damagedIndex, "a record past the end of the file")
     }
 
@@ -190,7 +237,9 @@ final class PagedVerifyRulesTests: PagedTestCase {
         var p2 = try item(v, "p2", "me")
         XCTAssertNotEqual(p1.location.recordID, p2.location.recordID)
         p2.location.recordID = p1.location.recordID
-        try delta(path, [(.items, .put(ItemEntries.entry(p2, version: Version(hlc: v.clock + 1, writer: 1), schema: v.schema)))])
+        try delta(
+            path,
+            [(.items, .put(ItemEntries.entry(p2, version: Version(hlc: v.clock + 1, writer: 1), schema: v.schema)))])
         XCTAssertNoThrow(try PagedVault.open(path: path, secret: secret))
         try assertVerify(path, .damagedIndex, "one record id, two extents")
     }
@@ -205,7 +254,9 @@ final class PagedVerifyRulesTests: PagedTestCase {
         p2.location.recordID = ID128(hi: 0x6b63_6172, lo: 2)  // a record of its own (p2's is still named by the leaf)
         p2.location.offset = p1.location.offset + 1
         p2.location.length = p1.location.length
-        try delta(path, [(.items, .put(ItemEntries.entry(p2, version: Version(hlc: v.clock + 1, writer: 1), schema: v.schema)))])
+        try delta(
+            path,
+            [(.items, .put(ItemEntries.entry(p2, version: Version(hlc: v.clock + 1, writer: 1), schema: v.schema)))])
         XCTAssertNoThrow(try PagedVault.open(path: path, secret: secret))
         try assertVerify(path, .damagedIndex, "overlapping records")
     }
@@ -232,7 +283,8 @@ final class PagedVerifyRulesTests: PagedTestCase {
         try forgeItemsLeaf(path) { entries in
             entries = try entries.map { e in
                 let s = try ItemEntries.decode(e, schema: v.schema)
-                return ItemEntries.entry(try XCTUnwrap(s.item), version: Version(hlc: future, writer: 1), schema: v.schema)
+                return ItemEntries.entry(
+                    try XCTUnwrap(s.item), version: Version(hlc: future, writer: 1), schema: v.schema)
             }
         }
         let w = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: 2)
@@ -253,8 +305,14 @@ final class PagedVerifyRulesTests: PagedTestCase {
     /// holds nothing dead. It counted the absent previous trailer (128).
     func testANewVaultWithItemsCountsNoGarbage() throws {
         let path = dir + "/new.kcv"
-        try Vault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: .packed) { tx in
-            for i in 1...3 { _ = try tx.add(attributes: Attributes(["svce": .string("s\(i)"), "acct": .string("a")]), value: .bytes(Array("v".utf8))) }
+        try Vault.create(
+            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: .packed
+        ) { tx in
+            for i in 1...3 {
+                _ = try tx.add(
+                    attributes: Attributes(["svce": .string("s\(i)"), "acct": .string("a")]),
+                    value: .bytes(Array("v".utf8)))
+            }
         }
         let v = try PagedVault.open(path: path, secret: secret)
         XCTAssertEqual(v.garbage, 0)
@@ -281,7 +339,9 @@ final class PagedVerifyRulesTests: PagedTestCase {
             return w.bytes
         }
         XCTAssertNoThrow(try PageCodec.decode(leaf(key: 32, body: PagedLimits.entryMax - 32)))
-        assertThrows(.damagedIndex, "one byte past ENTRY_MAX") { try PageCodec.decode(leaf(key: 32, body: PagedLimits.entryMax - 31)) }
+        assertThrows(.damagedIndex, "one byte past ENTRY_MAX") {
+            try PageCodec.decode(leaf(key: 32, body: PagedLimits.entryMax - 31))
+        }
         func segment(key: Int, body: Int) -> [UInt8] {
             // A delta segment of one put to the history tree, no tables.
             var w = ByteWriter()
@@ -293,8 +353,11 @@ final class PagedVerifyRulesTests: PagedTestCase {
             w.append(contentsOf: [1, 0, 0] + [UInt8](repeating: 9, count: body - 2))
             return w.bytes
         }
-        XCTAssertNoThrow(try DeltaCodec.decode(segment(key: 32, body: PagedLimits.entryMax - 34)), "tree and op bytes counted")
-        assertThrows(.damagedIndex, "one byte past ENTRY_MAX in a segment") { try DeltaCodec.decode(segment(key: 32, body: PagedLimits.entryMax - 33)) }
+        XCTAssertNoThrow(
+            try DeltaCodec.decode(segment(key: 32, body: PagedLimits.entryMax - 34)), "tree and op bytes counted")
+        assertThrows(.damagedIndex, "one byte past ENTRY_MAX in a segment") {
+            try DeltaCodec.decode(segment(key: 32, body: PagedLimits.entryMax - 33))
+        }
     }
 
     /// An item key of exactly KEY_MAX bytes fits a page but not a delta segment, where the tree byte makes it
@@ -302,12 +365,15 @@ final class PagedVerifyRulesTests: PagedTestCase {
     /// KEY_MAX is refused, and nothing is written.
     func testAKeyThatADeltaSegmentCannotHoldFolds() throws {
         let path = dir + "/v.kcv"
-        try PagedVault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema)
+        try PagedVault.create(
+            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema)
         let v = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: 1)
         try v.commit { tx in _ = try tx.add(attributes: attrs("small", "me"), value: Array("v".utf8)) }
         // genp + terminator (6), sync (2), svce (1 + n + 2), acct "me" (5), id (16): 32 + n.
         // No attribute indexed: an attributes-tree key holds the item key and more.
-        func unindexed(_ service: String) -> Attributes { Attributes(["svce": .string(service), "acct": .string("me")]) }
+        func unindexed(_ service: String) -> Attributes {
+            Attributes(["svce": .string(service), "acct": .string("me")])
+        }
         let service = String(repeating: "s", count: PagedLimits.keyMax - 32)
         try v.commit { tx in _ = try tx.add(attributes: unindexed(service), value: Array("long".utf8)) }
         XCTAssertTrue(v.tail.trailer.wroteRoot, "a fold")
@@ -315,7 +381,9 @@ final class PagedVerifyRulesTests: PagedTestCase {
         XCTAssertEqual(try r.read(try item(r, service, "me")), Array("long".utf8))
         XCTAssertEqual(r.verify().problems, [])
         let before = try Recipes.read(path)
-        XCTAssertThrowsError(try v.commit { tx in _ = try tx.add(attributes: unindexed(service + "s"), value: Array("v".utf8)) }) {
+        XCTAssertThrowsError(
+            try v.commit { tx in _ = try tx.add(attributes: unindexed(service + "s"), value: Array("v".utf8)) }
+        ) {
             XCTAssertEqual(($0 as? VaultError)?.code, .invalidArgument, "\($0)")
         }
         XCTAssertEqual(try Recipes.read(path), before)

@@ -12,7 +12,7 @@ final class ReadmeExampleTests: XCTestCase {
         func keyFileBytes() throws -> [UInt8] { Recipes.keyFile }
         let path = dir + "/app.kcv"
 
-        let key = SecureBytes(copying: try keyFileBytes())               // 32 bytes
+        let key = SecureBytes(copying: try keyFileBytes())  // 32 bytes
         try Vault.create(path: path, group: "com.example.shared", slots: [.keyFile(key)]) { tx in
             var attributes = Attributes()
             attributes[AttributeName.service] = .string("example.com")

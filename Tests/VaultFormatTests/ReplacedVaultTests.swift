@@ -1,7 +1,8 @@
 import FixtureRecipes
 import Foundation
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// A vault file replaced behind an open `Vault` (renamed over by another vault or by an older copy of itself,
 /// or overwritten in place): a change either fails with a clear error or applies to the file now at the path,
@@ -24,15 +25,18 @@ final class ReplacedVaultTests: VaultTestCase {
 
     func testRenamedOverByAnotherVault() throws {
         for otherKey in [Recipes.keyFile, Recipes.otherKeyFile] {
-            let path = dir + "/v.kcv", other = dir + "/other.kcv"
+            let path = dir + "/v.kcv"
+            let other = dir + "/other.kcv"
             try make(path, "mine")
             let vault = try Vault.open(path: path, secret: secret, mode: .write)
             try make(other, "theirs", key: otherKey)
             let theirs = try Data(contentsOf: URL(fileURLWithPath: other))
             XCTAssertEqual(rename(other, path), 0)
-            for (name, change) in [("commit", { try self.add(vault, "new") }), ("compact", { try vault.compact() }),
-                                   ("changeSlots", { try vault.changeSlots(remove: [], add: [.keyFile(self.key)]) }),
-                                   ("rekey", { try vault.rekey(slots: [.keyFile(self.key)]) })] as [(String, () throws -> Void)] {
+            for (name, change) in [
+                ("commit", { try self.add(vault, "new") }), ("compact", { try vault.compact() }),
+                ("changeSlots", { try vault.changeSlots(remove: [], add: [.keyFile(self.key)]) }),
+                ("rekey", { try vault.rekey(slots: [.keyFile(self.key)]) })
+            ] as [(String, () throws -> Void)] {
                 let e = expectError(.wrongKey, name, change)
                 XCTAssertTrue(e?.context.contains("replaced") == true, "\(String(describing: e))")
                 XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), theirs, name)
@@ -46,7 +50,8 @@ final class ReplacedVaultTests: VaultTestCase {
     /// file, on top of what it holds; a change to an item only the newer vault had fails as not found.
     func testReplacedByAnOlderCopyOfItself() throws {
         for inPlace in [false, true] {
-            let path = dir + "/v.kcv", old = dir + "/old.kcv"
+            let path = dir + "/v.kcv"
+            let old = dir + "/old.kcv"
             try make(path, "first")
             try FileManager.default.copyItem(atPath: path, toPath: old)
             let oldBytes = try Data(contentsOf: URL(fileURLWithPath: old))
@@ -78,7 +83,8 @@ final class ReplacedVaultTests: VaultTestCase {
     /// Replaced while a commit is being written (after the writer took its lock on the old file): the
     /// commit must not be reported as done when it went to a file no longer at the path.
     func testReplacedDuringACommit() throws {
-        let path = dir + "/v.kcv", other = dir + "/other.kcv"
+        let path = dir + "/v.kcv"
+        let other = dir + "/other.kcv"
         try make(path, "mine")
         try make(other, "theirs")
         let theirs = try Data(contentsOf: URL(fileURLWithPath: other))
@@ -99,10 +105,11 @@ final class ReplacedVaultTests: VaultTestCase {
         let rewrites: [(String, (Vault) throws -> Void)] = [
             ("compact", { try $0.compact() }),
             ("rekey", { try $0.rekey(slots: [.keyFile(self.key)]) }),
-            ("changeSlots", { try $0.changeSlots(remove: [], add: [.keyFile(self.key)]) }),
+            ("changeSlots", { try $0.changeSlots(remove: [], add: [.keyFile(self.key)]) })
         ]
         for (name, rewrite) in rewrites {
-            let path = dir + "/v.kcv", other = dir + "/other.kcv"
+            let path = dir + "/v.kcv"
+            let other = dir + "/other.kcv"
             try make(path, "mine")
             try make(other, "theirs")
             let theirs = try Data(contentsOf: URL(fileURLWithPath: other))

@@ -1,8 +1,9 @@
 import Crafting
 import FixtureRecipes
 import Foundation
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// Reviewer's tests: each demonstrates one finding and fails until it is fixed.
 final class ReviewTests: VaultTestCase {
@@ -69,7 +70,9 @@ final class ReviewTests: VaultTestCase {
         // damage, not an interrupted write (SPEC.md §8, issue 22).
         do {
             let crashed = try Vault.open(path: path, secret: secret, mode: .write)
-            try crashed.commit(random: DeterministicRandom(seed: Recipes.seed(70))) { tx in try tx.update(id, value: .bytes(v1)) }
+            try crashed.commit(random: DeterministicRandom(seed: Recipes.seed(70))) { tx in
+                try tx.update(id, value: .bytes(v1))
+            }
         }
         let commitBytes = try size(path) - base
         let h = try XCTUnwrap(FileHandle(forUpdatingAtPath: path))
@@ -106,8 +109,9 @@ final class ReviewTests: VaultTestCase {
         let b = try Vault.open(path: path, secret: .keyFile(keys[2]), mode: .write)
         try b.changeSlots(remove: [0], add: [])  // B removes slot 0
         try a.changeSlots(remove: [3], add: [])  // A removes slot 3 (keys[3]), as A saw the header
-        XCTAssertThrowsError(try Vault.open(path: path, secret: .keyFile(keys[3])),
-                             "the slot A removed (keys[3]) still opens the vault")
+        XCTAssertThrowsError(
+            try Vault.open(path: path, secret: .keyFile(keys[3])),
+            "the slot A removed (keys[3]) still opens the vault")
         XCTAssertThrowsError(try Vault.open(path: path, secret: .keyFile(keys[0])))
     }
 
@@ -123,7 +127,9 @@ final class ReviewTests: VaultTestCase {
         }
         let v = try Vault.open(path: path, secret: secret, mode: .write)
         var big: ItemID!
-        try v.commit { tx in big = try tx.add(attributes: attrs("s", "big"), value: .bytes(Recipes.noise(2 << 20, seed: 3))) }
+        try v.commit { tx in
+            big = try tx.add(attributes: attrs("s", "big"), value: .bytes(Recipes.noise(2 << 20, seed: 3)))
+        }
         // Damage one byte inside the small item's record (body offset 0: the first commit's record).
         let h = try XCTUnwrap(FileHandle(forUpdatingAtPath: path))
         let at = UInt64(v.headerLength) + 40
@@ -148,13 +154,18 @@ final class ReviewTests: VaultTestCase {
     /// says a reader MUST skip; `Header.parse` starts `lastTag` at 0 and requires `tag > lastTag`, so it
     /// rejects it as "out of order" (damaged header).
     func testReviewNonCriticalTagZeroIsSkipped() throws {
-        var v = try CraftedVault(keyFile: Recipes.keyFile, group: "g", random: DeterministicRandom(seed: Recipes.seed(72)),
-                                 extraFields: [(0x0000, [1, 2, 3])])
-        let itemID = [UInt8](repeating: 0xA1, count: 16), recordID = [UInt8](repeating: 0xB1, count: 16)
-        let rec = v.appendRecord(id: recordID, blocks: [.stored(CraftedVault.recordPlaintext([(itemID, [7])]), index: 0, last: true)])
-        let entry = CraftedVault.entry(strings: [("acct", "a"), ("svce", "s")], size: 1, recordID: recordID, offset: rec.0, length: rec.1)
+        var v = try CraftedVault(
+            keyFile: Recipes.keyFile, group: "g", random: DeterministicRandom(seed: Recipes.seed(72)),
+            extraFields: [(0x0000, [1, 2, 3])])
+        let itemID = [UInt8](repeating: 0xA1, count: 16)
+        let recordID = [UInt8](repeating: 0xB1, count: 16)
+        let rec = v.appendRecord(
+            id: recordID, blocks: [.stored(CraftedVault.recordPlaintext([(itemID, [7])]), index: 0, last: true)])
+        let entry = CraftedVault.entry(
+            strings: [("acct", "a"), ("svce", "s")], size: 1, recordID: recordID, offset: rec.0, length: rec.1)
         let idx = v.appendIndex(CraftedVault.indexPlaintext([(1, itemID, entry)]), generation: 1)
-        v.appendTrailer(generation: 1, commitStart: 0, index: idx, previous: nil, itemCount: 1, checkpoint: true, chain: 0)
+        v.appendTrailer(
+            generation: 1, commitStart: 0, index: idx, previous: nil, itemCount: 1, checkpoint: true, chain: 0)
         let path = dir + "/tag0.kcv"
         XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(v.bytes)))
         let vault = try Vault.open(path: path, secret: secret)

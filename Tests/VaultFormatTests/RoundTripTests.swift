@@ -1,8 +1,9 @@
 import Crafting
 import FixtureRecipes
 import Foundation
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// Round trips across sizes, commits, rewrites, and the edge sweeps (every prefix, every byte flip).
 final class RoundTripTests: VaultTestCase {
@@ -12,7 +13,9 @@ final class RoundTripTests: VaultTestCase {
         let sizes = [0, 1, 100, Limits.solidMemberMax, Limits.solidMemberMax + 1, c - 1, c, c + 1, 3 * c + 17]
         let path = dir + "/sizes.kcv"
         var values: [String: [UInt8]] = [:]
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], random: DeterministicRandom(seed: Recipes.seed(40))) { tx in
+        try Vault.create(
+            path: path, group: "g", slots: [.keyFile(key)], random: DeterministicRandom(seed: Recipes.seed(40))
+        ) { tx in
             for (i, n) in sizes.enumerated() {
                 // Alternate compressible and incompressible content.
                 let v = i % 2 == 0 ? Recipes.text(n, seed: UInt64(n)) : Recipes.noise(n, seed: UInt8(i))
@@ -28,7 +31,8 @@ final class RoundTripTests: VaultTestCase {
         // The batch reader (decoded records, and records over 4 MiB streamed in one pass) agrees.
         var got: [ItemID: [UInt8]] = [:]
         var current: [UInt8] = []
-        try vault.readValues(of: vault.items, begin: { _, _ in current = [] }, bytes: { current += $0 }, end: { got[$0.id] = current })
+        try vault.readValues(
+            of: vault.items, begin: { _, _ in current = [] }, bytes: { current += $0 }, end: { got[$0.id] = current })
         for item in vault.items { XCTAssertEqual(got[item.id], values[item.account!], item.account!) }
         XCTAssertTrue(vault.verify().isIntact)
     }
@@ -60,9 +64,10 @@ final class RoundTripTests: VaultTestCase {
         let fd = open(src, O_RDONLY)
         defer { close(fd) }
         let path = dir + "/short.kcv"
-        XCTAssertThrowsError(try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
-            try tx.add(attributes: attrs("s", "x"), value: .fileDescriptor(fd, size: 300_000))
-        })
+        XCTAssertThrowsError(
+            try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+                try tx.add(attributes: attrs("s", "x"), value: .fileDescriptor(fd, size: 300_000))
+            })
         XCTAssertFalse(FileManager.default.fileExists(atPath: path), "no partial vault is left behind")
     }
 
@@ -92,12 +97,18 @@ final class RoundTripTests: VaultTestCase {
     }
 
     func testWrongSecretsAreRejected() throws {
-        XCTAssertThrowsError(try Vault.open(path: FixtureTests.fixture("passphrase.kcv"),
-                                            secret: .passphrase(SecureBytes(copying: Array("wrong".utf8))))) {
+        XCTAssertThrowsError(
+            try Vault.open(
+                path: FixtureTests.fixture("passphrase.kcv"),
+                secret: .passphrase(SecureBytes(copying: Array("wrong".utf8))))
+        ) {
             XCTAssertEqual(($0 as? VaultError)?.code, .wrongKey)
         }
-        XCTAssertThrowsError(try Vault.open(path: FixtureTests.fixture("one-item.kcv"),
-                                            secret: .keyFile(SecureBytes(copying: Recipes.otherKeyFile)))) {
+        XCTAssertThrowsError(
+            try Vault.open(
+                path: FixtureTests.fixture("one-item.kcv"),
+                secret: .keyFile(SecureBytes(copying: Recipes.otherKeyFile)))
+        ) {
             XCTAssertEqual(($0 as? VaultError)?.code, .wrongKey)
         }
     }
@@ -149,7 +160,9 @@ final class RoundTripTests: VaultTestCase {
     func testCompactionRebuildsSolidRecordsWithDeletedMembers() throws {
         let path = dir + "/solid.kcv"
         try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
-            for i in 0..<20 { try tx.add(attributes: attrs("s", "a\(i)"), value: .bytes(Array("secret number \(i)".utf8))) }
+            for i in 0..<20 {
+                try tx.add(attributes: attrs("s", "a\(i)"), value: .bytes(Array("secret number \(i)".utf8)))
+            }
         }
         let vault = try Vault.open(path: path, secret: secret, mode: .write)
         let victim = vault.items.first { $0.account == "a7" }!
@@ -160,7 +173,9 @@ final class RoundTripTests: VaultTestCase {
         XCTAssertNil(after.item(victim.id))
         XCTAssertTrue(after.verify().isIntact)
         // The rebuilt record holds 19 members: the deleted value is in no record any more.
-        for item in after.items { XCTAssertEqual(try after.read(item), Array("secret number \(item.account!.dropFirst())".utf8)) }
+        for item in after.items {
+            XCTAssertEqual(try after.read(item), Array("secret number \(item.account!.dropFirst())".utf8))
+        }
     }
 
     func testAFailedCommitLeavesTheVaultAsItWas() throws {
@@ -171,10 +186,11 @@ final class RoundTripTests: VaultTestCase {
         let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int
         struct Boom: Error {}
         let vault = try Vault.open(path: path, secret: secret, mode: .write)
-        XCTAssertThrowsError(try vault.commit { tx in
-            try tx.add(attributes: attrs("s", "big"), value: .bytes(Recipes.noise(3 * Limits.chunkSize, seed: 2)))
-            throw Boom()
-        })
+        XCTAssertThrowsError(
+            try vault.commit { tx in
+                try tx.add(attributes: attrs("s", "big"), value: .bytes(Recipes.noise(3 * Limits.chunkSize, seed: 2)))
+                throw Boom()
+            })
         XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int, size)
         let reopened = try Vault.open(path: path, secret: secret)
         XCTAssertEqual(reopened.count, 1)
@@ -212,7 +228,9 @@ final class RoundTripTests: VaultTestCase {
         try v.changeSlots(remove: [], add: [.passphrase(pass, .minimum)])
         XCTAssertEqual(try Vault.open(path: path, secret: .passphrase(pass)).bodyLength, bodyBefore)
         try v.changeSlots(remove: [0], add: [])
-        XCTAssertThrowsError(try Vault.open(path: path, secret: secret)) { XCTAssertEqual(($0 as? VaultError)?.code, .wrongKey) }
+        XCTAssertThrowsError(try Vault.open(path: path, secret: secret)) {
+            XCTAssertEqual(($0 as? VaultError)?.code, .wrongKey)
+        }
 
         let other = SecureBytes(copying: Recipes.otherKeyFile)
         let w = try Vault.open(path: path, secret: .passphrase(pass), mode: .write)
@@ -255,7 +273,7 @@ final class RoundTripTests: VaultTestCase {
     func testSeededMutationsNeverCrash() throws {
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15
         func next() -> UInt64 {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return state >> 11
         }
         let path = dir + "/mutant.kcv"
@@ -270,7 +288,8 @@ final class RoundTripTests: VaultTestCase {
                     let at = Int(next() % UInt64(b.count - 8))
                     b.replaceSubrange(at..<at + 8, with: [0xFF, 0xFF, 0xFF, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF])
                 default:
-                    let a = Int(next() % UInt64(b.count)), c = Int(next() % UInt64(b.count))
+                    let a = Int(next() % UInt64(b.count))
+                    let c = Int(next() % UInt64(b.count))
                     b = Array(b[0..<min(a, c)]) + Array(b[max(a, c)...]) + Array(b[min(a, c)..<max(a, c)])
                 }
                 _ = FileManager.default.createFile(atPath: path, contents: Data(b))
@@ -285,7 +304,8 @@ final class RoundTripTests: VaultTestCase {
     func testDeterministicRandomIsTheLibsodiumStream() {
         // randombytes_buf_deterministic(seed = 0..31) starts with these bytes (ChaCha20-IETF, nonce "LibsodiumDRG").
         let r = DeterministicRandom(seed: Recipes.seed(0))
-        var a = [UInt8](repeating: 0, count: 10), b = [UInt8](repeating: 0, count: 6000)
+        var a = [UInt8](repeating: 0, count: 10)
+        var b = [UInt8](repeating: 0, count: 6000)
         a.withUnsafeMutableBytes { r.fill($0) }
         b.withUnsafeMutableBytes { r.fill($0) }
         let whole = DeterministicRandom(seed: Recipes.seed(0))
@@ -318,12 +338,18 @@ final class LargeMemberTableTests: XCTestCase {
         }
         let (offset, length) = v.appendRecord(id: recordID, blocks: blocks)
         let ops = members.enumerated().map { i, m in
-            (op: UInt8(1), id: m.0, entry: HostileVaults.entry(service: "s", account: String(i), salt: Array(m.0.suffix(8)),
-                                                              size: UInt64(m.1.count), recordID: recordID,
-                                                              offset: offset, length: length, member: i, dataOffset: 0))
+            (
+                op: UInt8(1), id: m.0,
+                entry: HostileVaults.entry(
+                    service: "s", account: String(i), salt: Array(m.0.suffix(8)),
+                    size: UInt64(m.1.count), recordID: recordID,
+                    offset: offset, length: length, member: i, dataOffset: 0)
+            )
         }
         let index = v.appendIndex(CraftedVault.indexPlaintext(ops), generation: 1)
-        v.appendTrailer(generation: 1, commitStart: 0, index: index, previous: nil, itemCount: UInt32(n), checkpoint: true, chain: 0)
+        v.appendTrailer(
+            generation: 1, commitStart: 0, index: index, previous: nil, itemCount: UInt32(n), checkpoint: true, chain: 0
+        )
         XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(v.bytes)))
         let key = SecureBytes(copying: HostileVaults.key)
         let vault = try Vault.open(path: path, secret: .keyFile(key), mode: .write)
@@ -332,7 +358,8 @@ final class LargeMemberTableTests: XCTestCase {
         XCTAssertEqual(last.location.member, n - 1)
         XCTAssertEqual(try vault.read(last), Array("last".utf8))
         var values = 0
-        try vault.readValues(of: Array(vault.unorderedItems), begin: { _, _ in values += 1 }, bytes: { _ in }, end: { _ in })
+        try vault.readValues(
+            of: Array(vault.unorderedItems), begin: { _, _ in values += 1 }, bytes: { _ in }, end: { _ in })
         XCTAssertEqual(values, n)
         let report = vault.verify()
         XCTAssertTrue(report.isIntact, "\(report.problems)")

@@ -1,5 +1,6 @@
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// `WriteOptions.solidMembers` caps the values that share a solid record; readers are unaffected.
 final class SolidMembersTests: VaultTestCase {
@@ -32,8 +33,14 @@ final class CompressibleRecordTests: VaultTestCase {
         let item = v.items[0]
         XCTAssertLessThan(item.location.length, 1 << 20, "stored small")
         XCTAssertTrue(Vault.isStreamed([[item]]))
-        var calls = 0, total = 0
-        try v.readValues(of: [item], begin: { _, _ in }, bytes: { calls += 1; total += $0.count }, end: { _ in })
+        var calls = 0
+        var total = 0
+        try v.readValues(
+            of: [item], begin: { _, _ in },
+            bytes: {
+                calls += 1
+                total += $0.count
+            }, end: { _ in })
         XCTAssertEqual(total, size)
         XCTAssertGreaterThan(calls, 1, "handed out chunk by chunk, not decoded whole")
         XCTAssertTrue(v.verify().isIntact)

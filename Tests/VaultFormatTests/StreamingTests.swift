@@ -1,7 +1,8 @@
 import FixtureRecipes
 import Foundation
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// Issue 10: a version 2 vault opened with its items on demand is listed and verified one page of its items
 /// tree at a time (`kcar list`, `extract`, `verify`), never holding its items, with the answers of a vault
@@ -10,9 +11,13 @@ final class StreamingTests: PagedTestCase {
     /// `n` items over 13 services, in solid records of `solid` members.
     func make(_ n: Int, solid: Int = 64) throws -> String {
         let path = dir + "/s.kcv"
-        try Vault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema,
-                         options: WriteOptions(solidMembers: solid)) { tx in
-            for i in 0..<n { try tx.add(attributes: attrs("s\(i % 13)", "a\(i)"), value: .bytes(Array("value \(i)".utf8))) }
+        try Vault.create(
+            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema,
+            options: WriteOptions(solidMembers: solid)
+        ) { tx in
+            for i in 0..<n {
+                try tx.add(attributes: attrs("s\(i % 13)", "a\(i)"), value: .bytes(Array("value \(i)".utf8)))
+            }
         }
         return path
     }
@@ -98,8 +103,10 @@ final class StreamingTests: PagedTestCase {
         try d.write(to: URL(fileURLWithPath: path))
         let r = try Vault.open(path: path, secret: secret, itemsOnDemand: true).verify()
         XCTAssertEqual(r.problems.map(\.code), [.damagedRecord], "\(r.problems)")
-        XCTAssertTrue(r.problems.first?.context.hasPrefix("\(members[0].displayName) (and \(members.count - 1) more in its record): ") == true,
-                      "\(r.problems)")
+        XCTAssertTrue(
+            r.problems.first?.context.hasPrefix(
+                "\(members[0].displayName) (and \(members.count - 1) more in its record): ") == true,
+            "\(r.problems)")
         XCTAssertEqual(r.items, 300)
     }
 
@@ -108,12 +115,15 @@ final class StreamingTests: PagedTestCase {
     func testAMemberTheTableDoesNotNameIsFound() throws {
         let path = try make(200)
         let target = try XCTUnwrap(Vault.open(path: path, secret: secret).items.first { $0.account == "a77" })
-        for edit: (inout Item) -> Void in [{ $0.location.member += 1 }, { $0.location.dataOffset += 1 }, { $0.size += 1 }] {
+        for edit: (inout Item) -> Void in [
+            { $0.location.member += 1 }, { $0.location.dataOffset += 1 }, { $0.size += 1 }
+        ] {
             let copy = try copy(path, "forged.kcv")
             try forge(copy) { if $0.id == target.id { edit(&$0) } }
             let r = try Vault.open(path: copy, secret: secret, itemsOnDemand: true).verify()
             XCTAssertFalse(r.isIntact)
-            XCTAssertTrue(r.problems.contains { $0.code == .damagedRecord && $0.context.contains("s12/a77") }, "\(r.problems)")
+            XCTAssertTrue(
+                r.problems.contains { $0.code == .damagedRecord && $0.context.contains("s12/a77") }, "\(r.problems)")
         }
     }
 }

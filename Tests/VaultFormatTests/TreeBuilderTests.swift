@@ -9,8 +9,9 @@ final class TreeBuilderTests: XCTestCase {
         var k = Array("genp".utf8) + [0, 1, 1] + Array("svc\(n % 97)".utf8) + [0, 1]
         k += withUnsafeBytes(of: UInt64(n).bigEndian, Array.init)
         let body = (0..<rng.below(120)).map { _ in UInt8(truncatingIfNeeded: rng.below(256)) }
-        return LeafEntry(key: k, record: RecordRef(id: ID128(hi: UInt64(n / 50), lo: 1), offset: UInt64(n / 50) * 9, length: 9),
-                         writer: UInt64(n % 3), rest: body)
+        return LeafEntry(
+            key: k, record: RecordRef(id: ID128(hi: UInt64(n / 50), lo: 1), offset: UInt64(n / 50) * 9, length: 9),
+            writer: UInt64(n % 3), rest: body)
     }
 
     func testBuiltTreesVerifyAndHoldWhatWasGiven() throws {
@@ -24,15 +25,20 @@ final class TreeBuilderTests: XCTestCase {
             XCTAssertEqual(builder.count, UInt64(size))
             XCTAssertEqual(top == nil, size == 0, "size \(size)")
             var seen: [LeafEntry] = []
-            XCTAssertEqual(try TreeReader(store: store, tree: .items, top: top).verify { seen.append($0) }, UInt64(size), "size \(size)")
+            XCTAssertEqual(
+                try TreeReader(store: store, tree: .items, top: top).verify { seen.append($0) }, UInt64(size),
+                "size \(size)")
             XCTAssertEqual(seen, entries, "size \(size)")
             guard let top else { continue }
             let topPage = try store.read(top)
-            if case .branch(let children) = topPage.content { XCTAssertGreaterThan(children.count, 1, "a top branch with one child") }
+            if case .branch(let children) = topPage.content {
+                XCTAssertGreaterThan(children.count, 1, "a top branch with one child")
+            }
             // Pages are full: no more pages than twice what the entries' weight needs, plus a path.
             let leaves = store.pages.count
             let weight = entries.reduce(0) { $0 + $1.weight }
-            XCTAssertLessThanOrEqual(leaves, 2 * (weight / PagedLimits.pageTarget + 1) + topPage.level + 1, "size \(size)")
+            XCTAssertLessThanOrEqual(
+                leaves, 2 * (weight / PagedLimits.pageTarget + 1) + topPage.level + 1, "size \(size)")
             // Lookups, and a copy-on-write change on top of a built tree.
             let reader = TreeReader(store: store, tree: .items, top: top)
             for _ in 0..<10 {

@@ -1,22 +1,29 @@
 import FixtureRecipes
 import Foundation
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// ``Vault``'s public API over a version 2 file does what it does over version 1: the same items, values,
 /// commits, rewrites and checks, with versions and history kept by the paged engine underneath.
 final class VaultVersion2Tests: PagedTestCase {
     func makeVersion2(_ name: String, items n: Int) throws -> String {
         let path = dir + "/" + name
-        try Vault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema) { tx in
-            for i in 0..<n { try tx.add(attributes: attrs("s\(i % 7)", "a\(i)"), value: .bytes(Array("value \(i)".utf8))) }
+        try Vault.create(
+            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema
+        ) { tx in
+            for i in 0..<n {
+                try tx.add(attributes: attrs("s\(i % 7)", "a\(i)"), value: .bytes(Array("value \(i)".utf8)))
+            }
         }
         return path
     }
 
     func values(_ v: Vault) throws -> [String: String] {
         var out: [String: String] = [:]
-        for item in v.items { out[(item.service ?? "") + "/" + (item.account ?? "")] = String(decoding: try v.read(item), as: UTF8.self) }
+        for item in v.items {
+            out[(item.service ?? "") + "/" + (item.account ?? "")] = String(decoding: try v.read(item), as: UTF8.self)
+        }
         return out
     }
 
@@ -119,14 +126,21 @@ final class VaultVersion2Tests: PagedTestCase {
     func testCreateIsAtomic() throws {
         let path = dir + "/new.kcv"
         struct Refused: Error {}
-        XCTAssertThrowsError(try Vault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema) { tx in
-            try tx.add(attributes: attrs("a", "b"), value: .bytes([1]))
-            throw Refused()
-        })
+        XCTAssertThrowsError(
+            try Vault.create(
+                path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema
+            ) { tx in
+                try tx.add(attributes: attrs("a", "b"), value: .bytes([1]))
+                throw Refused()
+            })
         XCTAssertFalse(FileManager.default.fileExists(atPath: path))
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), [], "no temporary file left")
         _ = try makeVersion2("new.kcv", items: 3)
-        XCTAssertThrowsError(try Vault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema) { _ in }) {
+        XCTAssertThrowsError(
+            try Vault.create(
+                path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema
+            ) { _ in }
+        ) {
             XCTAssertEqual(($0 as? VaultError)?.code, .exists)
         }
         let v = try Vault.open(path: path, secret: secret)
@@ -141,10 +155,11 @@ final class VaultVersion2Tests: PagedTestCase {
         let v = try Vault.open(path: path, secret: secret, mode: .write)
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
         struct Refused: Error {}
-        XCTAssertThrowsError(try v.commit { tx in
-            try tx.add(attributes: attrs("n", "n"), value: .bytes([1]))
-            throw Refused()
-        })
+        XCTAssertThrowsError(
+            try v.commit { tx in
+                try tx.add(attributes: attrs("n", "n"), value: .bytes([1]))
+                throw Refused()
+            })
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), before)
         XCTAssertEqual(v.count, 5)
         XCTAssertEqual(v.items.count, 5)

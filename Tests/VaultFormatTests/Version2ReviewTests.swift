@@ -1,15 +1,18 @@
 import Crafting
 import FixtureRecipes
 import Foundation
-@testable import VaultFormat
 import XCTest
+
+@testable import VaultFormat
 
 /// Review: ``Vault`` over version 2, on demand and eager, across failed commits, slot changes, rekeys and
 /// other writers.
 final class Version2ReviewTests: PagedTestCase {
     func make(_ n: Int) throws -> String {
         let path = dir + "/v.kcv"
-        try Vault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema) { tx in
+        try Vault.create(
+            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema
+        ) { tx in
             for i in 0..<n { try tx.add(attributes: attrs("s", "a\(i)"), value: .bytes([UInt8(i)])) }
         }
         return path
@@ -25,17 +28,21 @@ final class Version2ReviewTests: PagedTestCase {
         let path = try make(5)
         let v = try Vault.open(path: path, secret: secret, mode: .write, itemsOnDemand: true)
         let p = try XCTUnwrap(v.version2)
-        let a1 = try XCTUnwrap(p.items(class: .genericPassword, keyValues: [.bool(false), .string("s"), .string("a1")]).first)
+        let a1 = try XCTUnwrap(
+            p.items(class: .genericPassword, keyValues: [.bool(false), .string("s"), .string("a1")]).first)
         struct Refused: Error {}
-        XCTAssertThrowsError(try v.commit { tx in
-            tx.know(a1)
-            try tx.add(attributes: attrs("n", "n"), value: .bytes([1]))
-            try tx.update(a1.id, attributes: attrs("moved", "a1"))
-            throw Refused()
-        })
+        XCTAssertThrowsError(
+            try v.commit { tx in
+                tx.know(a1)
+                try tx.add(attributes: attrs("n", "n"), value: .bytes([1]))
+                try tx.update(a1.id, attributes: attrs("moved", "a1"))
+                throw Refused()
+            })
         XCTAssertEqual(v.count, 5)
         let q = try XCTUnwrap(v.version2)
-        XCTAssertEqual(try q.items(class: .genericPassword, keyValues: [.bool(false), .string("s"), .string("a1")]).map(\.id), [a1.id])
+        XCTAssertEqual(
+            try q.items(class: .genericPassword, keyValues: [.bool(false), .string("s"), .string("a1")]).map(\.id),
+            [a1.id])
         XCTAssertEqual(try q.items(class: .genericPassword, keyValues: [.bool(false), .string("n")]).count, 0)
         XCTAssertEqual(try v.read(a1), [1])
         try v.commit { tx in _ = try tx.add(attributes: attrs("ok", "ok"), value: .bytes([2])) }
@@ -62,7 +69,8 @@ final class Version2ReviewTests: PagedTestCase {
         XCTAssertEqual(try values(b), more, "b followed a's slot change into its commit")
         try c.refresh()
         XCTAssertEqual(c.count, 10)
-        let y = try XCTUnwrap(c.version2?.items(class: .genericPassword, keyValues: [.bool(false), .string("s"), .string("y")]).first)
+        let y = try XCTUnwrap(
+            c.version2?.items(class: .genericPassword, keyValues: [.bool(false), .string("s"), .string("y")]).first)
         XCTAssertEqual(try c.read(y), [10])
         try a.refresh()
         XCTAssertEqual(try values(a), more)
@@ -73,7 +81,8 @@ final class Version2ReviewTests: PagedTestCase {
         more["x"] = [11]
         XCTAssertEqual(try values(b), more)
         try c.refresh()
-        let x2 = try XCTUnwrap(c.version2?.items(class: .genericPassword, keyValues: [.bool(false), .string("s"), .string("x")]).first)
+        let x2 = try XCTUnwrap(
+            c.version2?.items(class: .genericPassword, keyValues: [.bool(false), .string("s"), .string("x")]).first)
         XCTAssertEqual(try c.read(x2), [11])
         // A rekey: the others must open again, and change nothing meanwhile.
         try a.rekey(slots: [.keyFile(SecureBytes(copying: Array(repeating: 8, count: 32)))])
@@ -82,7 +91,9 @@ final class Version2ReviewTests: PagedTestCase {
         XCTAssertEqual(b.count, 10)
         XCTAssertThrowsError(try c.refresh())
         XCTAssertTrue(a.verify().isIntact)
-        XCTAssertEqual(try Vault.open(path: path, secret: .keyFile(SecureBytes(copying: Array(repeating: 8, count: 32)))).count, 10)
+        XCTAssertEqual(
+            try Vault.open(path: path, secret: .keyFile(SecureBytes(copying: Array(repeating: 8, count: 32)))).count, 10
+        )
     }
 }
 
@@ -117,11 +128,14 @@ extension Version2ReviewTests {
         let path = try make(2)
         var n: UInt64 = 0
         try forge(path) { item in
-            item.location = RecordLocation(recordID: ID128(hi: 9, lo: n), offset: 0, length: 1 << 63, member: 0, dataOffset: 0)
+            item.location = RecordLocation(
+                recordID: ID128(hi: 9, lo: n), offset: 0, length: 1 << 63, member: 0, dataOffset: 0)
             n += 1
         }
         // A record must end before the delta segment that names it (V3.4, V6): such a file no longer opens.
-        XCTAssertThrowsError(try Vault.open(path: path, secret: secret)) { XCTAssertEqual(($0 as? VaultError)?.code, .damagedIndex, "\($0)") }
+        XCTAssertThrowsError(try Vault.open(path: path, secret: secret)) {
+            XCTAssertEqual(($0 as? VaultError)?.code, .damagedIndex, "\($0)")
+        }
     }
 }
 
@@ -138,7 +152,8 @@ extension Version2ReviewTests {
             // An extent that does not end before the delta segment naming it is refused when the segment is read.
             return XCTAssertEqual((error as? VaultError)?.code, .damagedIndex, "\(error)", file: file, line: line)
         }
-        XCTAssertThrowsError(try v.readValues(of: v.items, begin: { _, _ in }, bytes: { _ in }, end: { _ in }), file: file, line: line)
+        XCTAssertThrowsError(
+            try v.readValues(of: v.items, begin: { _, _ in }, bytes: { _ in }, end: { _ in }), file: file, line: line)
         XCTAssertThrowsError(try v.read(v.items[0]), file: file, line: line)
     }
 

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // Timing and `name value unit` output shared by the benchmark binaries.
@@ -72,7 +72,9 @@ public func removeTree(_ path: String) {
         return
     }
     while let e = readdir(d) {
-        let name = withUnsafeBytes(of: e.pointee.d_name) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
+        let name = withUnsafeBytes(of: e.pointee.d_name) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
         if name == "." || name == ".." { continue }
         let child = path + "/" + name
         var st = stat()

@@ -18,12 +18,13 @@
 // Every figure is printed as `name value unit` (for scripts: awk '$1 == "name" { print $2 }'); lines starting
 // with `#` are comments; a table with ratios and the issue's targets closes the output.
 
-#if canImport(Glibc)
-import Glibc
-#endif
 import BenchSupport
 import Foundation
 import KeyedArchive
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 // MARK: - Options
 
@@ -68,7 +69,9 @@ func parseOptions() -> Options {
         case "--seed": o.seed = UInt64(int(a))
         case "--profile":
             o.profile = next(a)
-            guard ["encode", "decode", "import"].contains(o.profile!) else { fail("--profile takes encode, decode or import") }
+            guard ["encode", "decode", "import"].contains(o.profile!) else {
+                fail("--profile takes encode, decode or import")
+            }
         case "--profile-seconds":
             guard let v = Double(next(a)), v > 0 else { fail("--profile-seconds needs seconds") }
             o.profileSeconds = v
@@ -139,7 +142,6 @@ func note(_ text: String) {
 
 // MARK: - Records
 
-
 struct Record: Codable, Equatable {
     var id: Int
     var name: String
@@ -153,11 +155,11 @@ struct Record: Codable, Equatable {
 let words = [
     "amber", "birch", "cobalt", "delta", "ember", "fjord", "garnet", "harbor", "indigo", "juniper", "kestrel",
     "lumen", "maple", "nimbus", "onyx", "pebble", "quartz", "raven", "sierra", "tundra", "umber", "violet",
-    "willow", "xenon", "yarrow", "zephyr", "alpine", "basalt", "cedar", "dune", "estuary", "falcon",
+    "willow", "xenon", "yarrow", "zephyr", "alpine", "basalt", "cedar", "dune", "estuary", "falcon"
 ]
 let tagVocabulary = [
     "urgent", "archived", "draft", "review", "shared", "personal", "work", "finance", "travel", "health",
-    "photo", "invoice", "receipt", "contract", "backup", "todo", "done", "idea", "family", "project-x",
+    "photo", "invoice", "receipt", "contract", "backup", "todo", "done", "idea", "family", "project-x"
 ]
 
 func makeRecords(_ n: Int, seed: UInt64) -> [Record] {
@@ -170,16 +172,18 @@ func makeRecords(_ n: Int, seed: UInt64) -> [Record] {
         let payloadCount = Int.random(in: 16...64, using: &rng)
         let payload = Data((0..<payloadCount).map { _ in UInt8.random(in: 0...255, using: &rng) })
         let tags = (0..<Int.random(in: 1...5, using: &rng)).map { _ in tagVocabulary.randomElement(using: &rng)! }
-        out.append(Record(
-            id: Int.random(in: -1_000_000...1_000_000_000_000, using: &rng),
-            name: name,
-            score: Double.random(in: 0..<1000, using: &rng),
-            active: Bool.random(using: &rng),
-            // Whole milliseconds, like most stored dates.
-            created: Date(timeIntervalSinceReferenceDate: Double(Int.random(in: 0...800_000_000_000, using: &rng)) / 1000),
-            payload: payload,
-            tags: tags
-        ))
+        out.append(
+            Record(
+                id: Int.random(in: -1_000_000...1_000_000_000_000, using: &rng),
+                name: name,
+                score: Double.random(in: 0..<1000, using: &rng),
+                active: Bool.random(using: &rng),
+                // Whole milliseconds, like most stored dates.
+                created: Date(
+                    timeIntervalSinceReferenceDate: Double(Int.random(in: 0...800_000_000_000, using: &rng)) / 1000),
+                payload: payload,
+                tags: tags
+            ))
     }
     return out
 }
@@ -188,7 +192,7 @@ func makeRecords(_ n: Int, seed: UInt64) -> [Record] {
 func archiveValue(_ r: Record) -> ArchiveValue {
     .dictionary([
         "id": .int(Int64(r.id)), "name": .string(r.name), "score": .double(r.score), "active": .bool(r.active),
-        "created": .date(r.created), "payload": .data(r.payload), "tags": .array(r.tags.map { .string($0) }),
+        "created": .date(r.created), "payload": .data(r.payload), "tags": .array(r.tags.map { .string($0) })
     ])
 }
 
@@ -199,7 +203,8 @@ func foundationDictionary(_ r: Record) -> NSDictionary {
     d.setObject(NSString(string: r.name), forKey: "name" as NSString)
     d.setObject(NSNumber(value: r.score), forKey: "score" as NSString)
     d.setObject(NSNumber(value: r.active), forKey: "active" as NSString)
-    d.setObject(NSDate(timeIntervalSinceReferenceDate: r.created.timeIntervalSinceReferenceDate), forKey: "created" as NSString)
+    d.setObject(
+        NSDate(timeIntervalSinceReferenceDate: r.created.timeIntervalSinceReferenceDate), forKey: "created" as NSString)
     d.setObject(NSData(data: r.payload), forKey: "payload" as NSString)
     d.setObject(NSArray(array: r.tags.map { NSString(string: $0) }), forKey: "tags" as NSString)
     return d
@@ -224,8 +229,10 @@ nonisolated(unsafe) var rows: [Row] = []
 nonisolated(unsafe) var verdicts: [(String, Bool)] = []
 
 /// A timing row: ratio = peer / kcar (how many times faster kcar is).
-func timeRow(_ section: String, _ figure: String, kcar: Double, peer: String, _ peerMs: Double,
-             need: Double? = nil, targetName: String? = nil) {
+func timeRow(
+    _ section: String, _ figure: String, kcar: Double, peer: String, _ peerMs: Double,
+    need: Double? = nil, targetName: String? = nil
+) {
     let ratio = peerMs / kcar
     var met = ""
     var target = ""
@@ -235,13 +242,17 @@ func timeRow(_ section: String, _ figure: String, kcar: Double, peer: String, _ 
         met = ok ? "yes" : "NO"
         verdicts.append((targetName ?? "\(section) \(figure) vs \(peer)", ok))
     }
-    rows.append(Row(section: section, figure: figure, kcar: fmt(kcar, 2) + " ms", peer: peer,
-                    peerValue: fmt(peerMs, 2) + " ms", ratio: fmt(ratio, 2) + "x faster", target: target, met: met))
+    rows.append(
+        Row(
+            section: section, figure: figure, kcar: fmt(kcar, 2) + " ms", peer: peer,
+            peerValue: fmt(peerMs, 2) + " ms", ratio: fmt(ratio, 2) + "x faster", target: target, met: met))
 }
 
 /// A size row: ratio = kcar / peer (below 1: kcar is smaller).
-func sizeRow(_ section: String, _ figure: String, kcar: Int, peer: String, _ peerBytes: Int, mustNotExceed: Bool = false,
-             targetName: String? = nil) {
+func sizeRow(
+    _ section: String, _ figure: String, kcar: Int, peer: String, _ peerBytes: Int, mustNotExceed: Bool = false,
+    targetName: String? = nil
+) {
     let ratio = Double(kcar) / Double(peerBytes)
     var met = ""
     var target = ""
@@ -251,28 +262,33 @@ func sizeRow(_ section: String, _ figure: String, kcar: Int, peer: String, _ pee
         met = ok ? "yes" : "NO"
         verdicts.append((targetName ?? "\(section) \(figure) vs \(peer)", ok))
     }
-    rows.append(Row(section: section, figure: figure, kcar: "\(kcar) B", peer: peer, peerValue: "\(peerBytes) B",
-                    ratio: fmt(ratio, 3) + "x size", target: target, met: met))
+    rows.append(
+        Row(
+            section: section, figure: figure, kcar: "\(kcar) B", peer: peer, peerValue: "\(peerBytes) B",
+            ratio: fmt(ratio, 3) + "x size", target: target, met: met))
 }
 
 func printTable() {
-    let header = Row(section: "§", figure: "figure", kcar: "kcar", peer: "peer", peerValue: "peer value",
-                     ratio: "ratio", target: "target", met: "met")
+    let header = Row(
+        section: "§", figure: "figure", kcar: "kcar", peer: "peer", peerValue: "peer value",
+        ratio: "ratio", target: "target", met: "met")
     let all = [header] + rows
     func w(_ f: (Row) -> String) -> Int { all.map { f($0).count }.max() ?? 0 }
     let widths = [w(\.section), w(\.figure), w(\.kcar), w(\.peer), w(\.peerValue), w(\.ratio), w(\.target), w(\.met)]
     func line(_ r: Row) -> String {
         let cells = [r.section, r.figure, r.kcar, r.peer, r.peerValue, r.ratio, r.target, r.met]
-        return "| " + zip(cells, widths).enumerated().map { i, cw in
-            let (c, width) = cw
-            let pad = String(repeating: " ", count: max(0, width - c.count))
-            return (i >= 2 && i != 3 && i != 6 && i != 7) ? pad + c : c + pad
-        }.joined(separator: " | ") + " |"
+        return "| "
+            + zip(cells, widths).enumerated().map { i, cw in
+                let (c, width) = cw
+                let pad = String(repeating: " ", count: max(0, width - c.count))
+                return (i >= 2 && i != 3 && i != 6 && i != 7) ? pad + c : c + pad
+            }.joined(separator: " | ") + " |"
     }
     print("")
     print(line(header))
     print("|" + widths.map { String(repeating: "-", count: $0 + 2) }.joined(separator: "|") + "|")
-    let ordered = rows.enumerated().sorted { ($0.element.section, $0.offset) < ($1.element.section, $1.offset) }.map(\.element)
+    let ordered = rows.enumerated().sorted { ($0.element.section, $0.offset) < ($1.element.section, $1.offset) }.map(
+        \.element)
     for r in ordered { print(line(r)) }
     print("")
     for (name, ok) in verdicts.sorted(by: { $0.0 < $1.0 }) { print("target \(ok ? "met   " : "MISSED"): \(name)") }
@@ -327,21 +343,34 @@ func section1(_ o: Options) throws {
     note("  (phases: they locate the time; the totals above are what the targets use)")
 
     let s = "1"
-    timeRow(s, "encode \(n) records", kcar: kEnc, peer: "JSONEncoder", jEnc, need: 1, targetName: "1 encode ≥ JSONEncoder")
-    timeRow(s, "decode \(n) records", kcar: kDec, peer: "JSONDecoder", jDec, need: 1, targetName: "1 decode ≥ JSONDecoder")
+    timeRow(
+        s, "encode \(n) records", kcar: kEnc, peer: "JSONEncoder", jEnc, need: 1, targetName: "1 encode ≥ JSONEncoder")
+    timeRow(
+        s, "decode \(n) records", kcar: kDec, peer: "JSONDecoder", jDec, need: 1, targetName: "1 decode ≥ JSONDecoder")
     timeRow(s, "encode \(n) records", kcar: kEnc, peer: "PropertyListEncoder (binary)", pEnc)
     timeRow(s, "decode \(n) records", kcar: kDec, peer: "PropertyListDecoder", pDec)
-    sizeRow(s, "archive size", kcar: archive.count, peer: "PropertyListEncoder (binary)", plist.count,
-            mustNotExceed: true, targetName: "1 size ≤ binary plist")
+    sizeRow(
+        s, "archive size", kcar: archive.count, peer: "PropertyListEncoder (binary)", plist.count,
+        mustNotExceed: true, targetName: "1 size ≤ binary plist")
     sizeRow(s, "archive size", kcar: archive.count, peer: "JSONEncoder", json.count)
-    rows.append(Row(section: s, figure: "  encode: Codable -> ArchiveValue", kcar: fmt(encTree) + " ms", peer: "", peerValue: "",
-                    ratio: "", target: "", met: ""))
-    rows.append(Row(section: s, figure: "  encode: ArchiveValue -> bytes", kcar: fmt(encBytes) + " ms", peer: "", peerValue: "",
-                    ratio: "", target: "", met: ""))
-    rows.append(Row(section: s, figure: "  decode: bytes -> ArchiveValue", kcar: fmt(decTree) + " ms", peer: "", peerValue: "",
-                    ratio: "", target: "", met: ""))
-    rows.append(Row(section: s, figure: "  decode: ArchiveValue -> Codable", kcar: fmt(decValue) + " ms", peer: "", peerValue: "",
-                    ratio: "", target: "", met: ""))
+    rows.append(
+        Row(
+            section: s, figure: "  encode: Codable -> ArchiveValue", kcar: fmt(encTree) + " ms", peer: "",
+            peerValue: "",
+            ratio: "", target: "", met: ""))
+    rows.append(
+        Row(
+            section: s, figure: "  encode: ArchiveValue -> bytes", kcar: fmt(encBytes) + " ms", peer: "", peerValue: "",
+            ratio: "", target: "", met: ""))
+    rows.append(
+        Row(
+            section: s, figure: "  decode: bytes -> ArchiveValue", kcar: fmt(decTree) + " ms", peer: "", peerValue: "",
+            ratio: "", target: "", met: ""))
+    rows.append(
+        Row(
+            section: s, figure: "  decode: ArchiveValue -> Codable", kcar: fmt(decValue) + " ms", peer: "",
+            peerValue: "",
+            ratio: "", target: "", met: ""))
 }
 
 /// The tree without shared boxes (each box replaced by its contents).
@@ -404,7 +433,8 @@ func section2(_ o: Options) throws {
             let predicted = last.ms * Double(n * n) / Double(last.n * last.n) / 1000
             note("  NSKeyedArchiver at \(n): predicted \(fmt(predicted, 1)) s per run (quadratic from \(last.n))")
             if predicted > 4 * o.nskaBudget {
-                capped.append("\(n) records skipped (predicted \(fmt(predicted, 0)) s > 4 x budget \(fmt(o.nskaBudget, 0)) s)")
+                capped.append(
+                    "\(n) records skipped (predicted \(fmt(predicted, 0)) s > 4 x budget \(fmt(o.nskaBudget, 0)) s)")
                 note("  skipped: \(capped.last!)")
                 continue
             }
@@ -427,8 +457,9 @@ func section2(_ o: Options) throws {
         }
         if samples.isEmpty { samples = [first] }
         if samples.count < o.runs {
-            capped.append("\(n) records: \(samples.count) of \(o.runs) runs (\(fmt(first / 1000, 1)) s per run, "
-                          + "budget \(fmt(o.nskaBudget, 0)) s per size)")
+            capped.append(
+                "\(n) records: \(samples.count) of \(o.runs) runs (\(fmt(first / 1000, 1)) s per run, "
+                    + "budget \(fmt(o.nskaBudget, 0)) s per size)")
             note("  capped: \(capped.last!)")
         }
         nska[n] = median(samples)
@@ -443,8 +474,9 @@ func section2(_ o: Options) throws {
         // NSKeyedArchiver on Linux writes equal objects once (two records with the same tags share one NSArray),
         // and kcar imports an object referenced twice as a shared box: compare without the boxes.
         if stripShared(imported) != expected {
-            note("  WARNING: kcar's import of NSKeyedArchiver's archive of \(n) records differs from the records: "
-                 + firstDifference(imported, expected))
+            note(
+                "  WARNING: kcar's import of NSKeyedArchiver's archive of \(n) records differs from the records: "
+                    + firstDifference(imported, expected))
         }
     }
     // Trend: exponent of n between consecutive sizes.
@@ -461,17 +493,22 @@ func section2(_ o: Options) throws {
         let s = "2"
         let need: Double? = n == m ? 30 : nil
         if let f = nska[n] {
-            timeRow(s, "archive \(n) dicts: ArchiveEncoder", kcar: kcarEnc[n]!, peer: "NSKeyedArchiver (\(nskaRuns[n]!) runs)", f,
-                    need: need, targetName: "2 ArchiveEncoder ≥ 30x NSKeyedArchiver at \(m)")
-            timeRow(s, "archive \(n) dicts: NSKeyedArchive.exportValue", kcar: kcarExp[n]!,
-                    peer: "NSKeyedArchiver (\(nskaRuns[n]!) runs)", f,
-                    need: need, targetName: "2 exportValue ≥ 30x NSKeyedArchiver at \(m)")
+            timeRow(
+                s, "archive \(n) dicts: ArchiveEncoder", kcar: kcarEnc[n]!,
+                peer: "NSKeyedArchiver (\(nskaRuns[n]!) runs)", f,
+                need: need, targetName: "2 ArchiveEncoder ≥ 30x NSKeyedArchiver at \(m)")
+            timeRow(
+                s, "archive \(n) dicts: NSKeyedArchive.exportValue", kcar: kcarExp[n]!,
+                peer: "NSKeyedArchiver (\(nskaRuns[n]!) runs)", f,
+                need: need, targetName: "2 exportValue ≥ 30x NSKeyedArchiver at \(m)")
             sizeRow(s, "\(n) dicts: ArchiveEncoder size", kcar: kcarBytes[n]!.0, peer: "NSKeyedArchiver", nskaBytes[n]!)
             sizeRow(s, "\(n) dicts: exportValue size", kcar: kcarBytes[n]!.1, peer: "NSKeyedArchiver", nskaBytes[n]!)
         } else {
-            rows.append(Row(section: s, figure: "archive \(n) dicts: ArchiveEncoder", kcar: fmt(kcarEnc[n]!) + " ms",
-                            peer: "NSKeyedArchiver (skipped)", peerValue: "-", ratio: "-", target: need == nil ? "" : "≥ 30x",
-                            met: need == nil ? "" : "n/a"))
+            rows.append(
+                Row(
+                    section: s, figure: "archive \(n) dicts: ArchiveEncoder", kcar: fmt(kcarEnc[n]!) + " ms",
+                    peer: "NSKeyedArchiver (skipped)", peerValue: "-", ratio: "-", target: need == nil ? "" : "≥ 30x",
+                    met: need == nil ? "" : "n/a"))
         }
     }
     for c in capped { note("  capped run: \(c)") }
@@ -494,19 +531,24 @@ func section3(_ o: Options) throws {
         guard let any = try NSKeyedUnarchiver.unarchivedObject(ofClasses: classes, from: archive) else {
             fail("NSKeyedUnarchiver returned nil for kcar's archive")
         }
-        guard let array = any as? NSArray, array.count == k else { fail("NSKeyedUnarchiver did not return an array of \(k)") }
+        guard let array = any as? NSArray, array.count == k else {
+            fail("NSKeyedUnarchiver did not return an array of \(k)")
+        }
         for i in [0, k / 2, k - 1] {
             guard let d = array[i] as? NSDictionary,
-                  (d["name"] as? NSString).map({ String($0) }) == records[i].name,
-                  (d["id"] as? NSNumber)?.intValue == records[i].id,
-                  (d["score"] as? NSNumber)?.doubleValue == records[i].score,
-                  (d["active"] as? NSNumber)?.boolValue == records[i].active,
-                  (d["created"] as? NSDate)?.timeIntervalSinceReferenceDate == records[i].created.timeIntervalSinceReferenceDate,
-                  (d["payload"] as? NSData).map({ Data($0) }) == records[i].payload,
-                  (d["tags"] as? NSArray)?.count == records[i].tags.count
+                (d["name"] as? NSString).map({ String($0) }) == records[i].name,
+                (d["id"] as? NSNumber)?.intValue == records[i].id,
+                (d["score"] as? NSNumber)?.doubleValue == records[i].score,
+                (d["active"] as? NSNumber)?.boolValue == records[i].active,
+                (d["created"] as? NSDate)?.timeIntervalSinceReferenceDate
+                    == records[i].created.timeIntervalSinceReferenceDate,
+                (d["payload"] as? NSData).map({ Data($0) }) == records[i].payload,
+                (d["tags"] as? NSArray)?.count == records[i].tags.count
             else { fail("NSKeyedUnarchiver read record \(i) differently") }
         }
-        note("  NSKeyedUnarchiver reads it: \(array.count) dictionaries, records 0, \(k / 2), \(k - 1) checked field by field")
+        note(
+            "  NSKeyedUnarchiver reads it: \(array.count) dictionaries, records 0, \(k / 2), \(k - 1) checked field by field"
+        )
     }
     guard try NSKeyedArchive.importValue(from: archive) == value else { fail("kcar's import does not round-trip") }
 
@@ -530,14 +572,21 @@ func section3(_ o: Options) throws {
     emit("s3_nsku_of_classes_median_ms", fClasses, "ms")
 
     let s = "3"
-    timeRow(s, "import \(k) dicts", kcar: kImport, peer: "NSKeyedUnarchiver.unarchiveTopLevelObjectWithData", fTop,
-            need: 5, targetName: "3 importValue ≥ 5x unarchiveTopLevelObjectWithData")
-    timeRow(s, "import \(k) dicts", kcar: kImport, peer: "NSKeyedUnarchiver.unarchivedObject(ofClasses:)", fClasses,
-            need: 5, targetName: "3 importValue ≥ 5x unarchivedObject(ofClasses:from:)")
-    rows.append(Row(section: s, figure: "  import: bplist -> PropertyList", kcar: fmt(plistOnly) + " ms", peer: "", peerValue: "",
-                    ratio: "", target: "", met: ""))
-    rows.append(Row(section: s, figure: "  import: PropertyList -> ArchiveValue", kcar: fmt(graphOnly) + " ms", peer: "",
-                    peerValue: "", ratio: "", target: "", met: ""))
+    timeRow(
+        s, "import \(k) dicts", kcar: kImport, peer: "NSKeyedUnarchiver.unarchiveTopLevelObjectWithData", fTop,
+        need: 5, targetName: "3 importValue ≥ 5x unarchiveTopLevelObjectWithData")
+    timeRow(
+        s, "import \(k) dicts", kcar: kImport, peer: "NSKeyedUnarchiver.unarchivedObject(ofClasses:)", fClasses,
+        need: 5, targetName: "3 importValue ≥ 5x unarchivedObject(ofClasses:from:)")
+    rows.append(
+        Row(
+            section: s, figure: "  import: bplist -> PropertyList", kcar: fmt(plistOnly) + " ms", peer: "",
+            peerValue: "",
+            ratio: "", target: "", met: ""))
+    rows.append(
+        Row(
+            section: s, figure: "  import: PropertyList -> ArchiveValue", kcar: fmt(graphOnly) + " ms", peer: "",
+            peerValue: "", ratio: "", target: "", met: ""))
 }
 
 // MARK: - Main

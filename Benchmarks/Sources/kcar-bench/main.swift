@@ -9,11 +9,12 @@
 // Every figure is printed on its own line as `name value unit`, so that scripts can pick it with
 // `awk '$1 == "name" { print $2 }'`; lines starting with `#` are comments.
 
-#if canImport(Glibc)
-import Glibc
-#endif
 import BenchSupport
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 // MARK: - Helpers
 
@@ -25,23 +26,23 @@ func fail(_ message: String) -> Never {
 
 func usage(help: Bool = false) -> Never {
     let text = """
-    usage:
-      kcar-bench kdf [--runs N] [--mem-mib M] [--passes P]
-          time one Argon2id derivation at the default (or given) parameters: create a passphrase vault
-          of zero items and subtract the time to create a key-file one; also time opening it
-      kcar-bench items VAULT KEYFILE [--runs N]
-          open + read the first item, open + read the last item, open + list, open + verify (min, median ms)
-      kcar-bench append N_ITEMS MB DIR [--runs N] [--level L] [--random]
-          make a vault of N_ITEMS values totalling MB megabytes in DIR, then time adding one item with a
-          durable commit against rewriting the whole vault with the same items
-      kcar-bench solid DIR MEMBERS RECORDS
-          write the vaults of issue 21's attack on copies out of solid records, under the fixtures' key file:
-          RECORDS solid records of MEMBERS 8-byte values each, which cannot be copied whole: compact.kcv
-          (version 2, no history kept, a member of each record deleted), v1.kcv (the same in version 1),
-          merge-ours.kcv and merge-theirs.kcv (a copy that added them, one ThisDeviceOnly item in each record)
-      kcar-bench solid-copy VAULT OUT
-          time a sync's first push of VAULT (its copy without ThisDeviceOnly items) to OUT, in CPU seconds
-    """
+        usage:
+          kcar-bench kdf [--runs N] [--mem-mib M] [--passes P]
+              time one Argon2id derivation at the default (or given) parameters: create a passphrase vault
+              of zero items and subtract the time to create a key-file one; also time opening it
+          kcar-bench items VAULT KEYFILE [--runs N]
+              open + read the first item, open + read the last item, open + list, open + verify (min, median ms)
+          kcar-bench append N_ITEMS MB DIR [--runs N] [--level L] [--random]
+              make a vault of N_ITEMS values totalling MB megabytes in DIR, then time adding one item with a
+              durable commit against rewriting the whole vault with the same items
+          kcar-bench solid DIR MEMBERS RECORDS
+              write the vaults of issue 21's attack on copies out of solid records, under the fixtures' key file:
+              RECORDS solid records of MEMBERS 8-byte values each, which cannot be copied whole: compact.kcv
+              (version 2, no history kept, a member of each record deleted), v1.kcv (the same in version 1),
+              merge-ours.kcv and merge-theirs.kcv (a copy that added them, one ThisDeviceOnly item in each record)
+          kcar-bench solid-copy VAULT OUT
+              time a sync's first push of VAULT (its copy without ThisDeviceOnly items) to OUT, in CPU seconds
+        """
     if help {
         print(text)
         exit(0)
@@ -142,9 +143,11 @@ struct ValueMaker {
     init(seed: UInt64, random: Bool) {
         rng = SplitMix64(state: seed)
         self.random = random
-        let syllables = ["ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "bar", "cor", "den", "fal", "gor", "han", "lin",
-                         "mon", "par", "ser", "tan", "vor", "data", "key", "user", "item", "read", "write", "open",
-                         "close", "value", "token"]
+        let syllables = [
+            "ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "bar", "cor", "den", "fal", "gor", "han", "lin",
+            "mon", "par", "ser", "tan", "vor", "data", "key", "user", "item", "read", "write", "open",
+            "close", "value", "token"
+        ]
         var w: [[UInt8]] = []
         var g = SplitMix64(state: 42)
         for _ in 0..<600 {
@@ -236,8 +239,10 @@ func runKDF(_ args: ArraySlice<String>) {
     note("Argon2id ops \(params.ops), memory \(params.memKiB / 1024) MiB, \(runs) runs, empty vaults in \(dir)")
     let create = check("create a passphrase vault") {
         try repeatTimed(runs) {
-            try Vault.create(path: passVault, group: "bench", slots: [.passphrase(SecureBytes(copying: pass), params)],
-                             overwrite: true) { _ in }
+            try Vault.create(
+                path: passVault, group: "bench", slots: [.passphrase(SecureBytes(copying: pass), params)],
+                overwrite: true
+            ) { _ in }
         }
     }
     let openPass = check("open the passphrase vault") {
@@ -248,8 +253,10 @@ func runKDF(_ args: ArraySlice<String>) {
     }
     let createKey = check("create a key-file vault") {
         try repeatTimed(max(runs, 5)) {
-            try Vault.create(path: keyVault, group: "bench", slots: [.keyFile(SecureBytes(copying: key))],
-                             overwrite: true) { _ in }
+            try Vault.create(
+                path: keyVault, group: "bench", slots: [.keyFile(SecureBytes(copying: key))],
+                overwrite: true
+            ) { _ in }
         }
     }
     let openKey = check("open the key-file vault") {
@@ -283,20 +290,25 @@ func runItems(_ args: ArraySlice<String>) {
     func secret() -> UnlockSecret { .keyFile(SecureBytes(copying: keyBytes)) }
 
     // First and last in list order; each is then found by service and account, as `kcar extract NAME` does.
-    let (count, first, last) = check("open \(path)") { () throws -> (Int, (String?, String?, UInt64), (String?, String?, UInt64)) in
+    let (count, first, last) = check("open \(path)") {
+        () throws -> (Int, (String?, String?, UInt64), (String?, String?, UInt64)) in
         let v = try Vault.open(path: path, secret: secret())
         let items = v.items
         guard let f = items.first, let l = items.last else { fail("\(path) holds no items") }
         return (items.count, (f.service, f.account, f.size), (l.service, l.account, l.size))
     }
-    note("\(path): \(count) items, \(fileSize(path)) bytes; first \(first.0 ?? "")/\(first.1 ?? "") (\(first.2) B), last \(last.0 ?? "")/\(last.1 ?? "") (\(last.2) B); \(runs) runs")
+    note(
+        "\(path): \(count) items, \(fileSize(path)) bytes; first \(first.0 ?? "")/\(first.1 ?? "") (\(first.2) B), last \(last.0 ?? "")/\(last.1 ?? "") (\(last.2) B); \(runs) runs"
+    )
     var sink = 0
     let open = check("open") {
         try repeatTimed(runs) { sink &+= try Vault.open(path: path, secret: secret()).count }
     }
     func readOne(_ name: (String?, String?, UInt64)) throws {
         let v = try Vault.open(path: path, secret: secret())
-        guard let item = v.unorderedItems.first(where: { $0.service == name.0 && $0.account == name.1 }) else { fail("item vanished") }
+        guard let item = v.unorderedItems.first(where: { $0.service == name.0 && $0.account == name.1 }) else {
+            fail("item vanished")
+        }
         sink &+= try v.read(item).count
     }
     let firstTimes = check("read the first item") { try repeatTimed(runs) { try readOne(first) } }
@@ -375,7 +387,9 @@ func runAppend(_ args: ArraySlice<String>) {
     let create = check("create the vault") {
         try timed {
             try Vault.create(path: path, group: "bench", slots: slots, options: options, overwrite: true) { tx in
-                for (i, v) in values.enumerated() { try tx.add(class: .genericPassword, attributes: attrs(i), value: .bytes(v)) }
+                for (i, v) in values.enumerated() {
+                    try tx.add(class: .genericPassword, attributes: attrs(i), value: .bytes(v))
+                }
             }
         }
     }
@@ -402,7 +416,9 @@ func runAppend(_ args: ArraySlice<String>) {
     let rewrite = check("rewrite the vault") {
         try repeatTimed(max(1, min(3, runs))) {
             try Vault.create(path: rewritePath, group: "bench", slots: slots, options: options, overwrite: true) { tx in
-                for (i, v) in all.enumerated() { try tx.add(class: .genericPassword, attributes: attrs(i), value: .bytes(v)) }
+                for (i, v) in all.enumerated() {
+                    try tx.add(class: .genericPassword, attributes: attrs(i), value: .bytes(v))
+                }
             }
         }
     }
@@ -439,7 +455,9 @@ func runSolid(_ args: ArraySlice<String>) {
     let dir = a[0]
     let slots: [SlotSecret] = [.keyFile(SecureBytes(copying: fixtureKeyFile))]
     let secret = UnlockSecret.keyFile(SecureBytes(copying: fixtureKeyFile))
-    let schema = PagedSchema(classes: ["genp": ClassSchema(keyAttributes: [("svce", .string("")), ("acct", .string(""))])])
+    let schema = PagedSchema(classes: [
+        "genp": ClassSchema(keyAttributes: [("svce", .string("")), ("acct", .string(""))])
+    ])
     func attrs(_ i: Int, own: Bool) -> Attributes {
         var a = Attributes(["svce": .string("s"), "acct": .string("a\(i)")])
         if own { a["pdmn"] = .string("aku") }
@@ -453,28 +471,39 @@ func runSolid(_ args: ArraySlice<String>) {
     _ = check("write the vaults") {
         // Version 2, no history: a deleted member is dead at the next compaction.
         let c = dir + "/compact.kcv"
-        try PagedVault.create(path: c, group: "g", slots: slots, schema: schema, retention: Retention(keep: 0), overwrite: true)
+        try PagedVault.create(
+            path: c, group: "g", slots: slots, schema: schema, retention: Retention(keep: 0), overwrite: true)
         let v = try PagedVault.open(path: c, secret: secret, mode: .write, writerID: 1)
         try v.commit(solidMembers: members, autoCompact: false) { tx in
             for i in 0..<n { _ = try tx.add(attributes: attrs(i, own: false), value: value(i)) }
         }
         try v.commit(autoCompact: false) { tx in
             for r in 0..<records {
-                guard let item = try v.items(class: .genericPassword, keyValues: [.string("s"), .string("a\(r * members)")]).first else { fail("lost an item") }
+                guard
+                    let item = try v.items(
+                        class: .genericPassword, keyValues: [.string("s"), .string("a\(r * members)")]
+                    ).first
+                else { fail("lost an item") }
                 try tx.delete(item)
             }
         }
         // Version 1, the same.
         let one = dir + "/v1.kcv"
-        try Vault.create(path: one, group: "g", slots: slots, options: WriteOptions(autoCompact: false, solidMembers: members), overwrite: true) { tx in
+        try Vault.create(
+            path: one, group: "g", slots: slots, options: WriteOptions(autoCompact: false, solidMembers: members),
+            overwrite: true
+        ) { tx in
             for i in 0..<n { try tx.add(attributes: attrs(i, own: false), value: .bytes(value(i))) }
         }
         let v1 = try Vault.open(path: one, secret: secret, mode: .write)
         try v1.commit(options: WriteOptions(autoCompact: false)) { tx in
-            for item in v1.items where Int(item.account?.dropFirst() ?? "1").map({ $0 % members == 0 }) ?? false { try tx.delete(item.id) }
+            for item in v1.items where Int(item.account?.dropFirst() ?? "1").map({ $0 % members == 0 }) ?? false {
+                try tx.delete(item.id)
+            }
         }
         // A merge: THEIRS added the items, one of each record ThisDeviceOnly (the device-only rule splits them).
-        let ours = dir + "/merge-ours.kcv", theirs = dir + "/merge-theirs.kcv"
+        let ours = dir + "/merge-ours.kcv"
+        let theirs = dir + "/merge-theirs.kcv"
         try PagedVault.create(path: ours, group: "g", slots: slots, schema: schema, overwrite: true)
         let bytes = readFile(ours)
         unlink(theirs)
@@ -497,19 +526,25 @@ func runSolidCopy(_ args: ArraySlice<String>) {
     let a = Array(args)
     guard a.count == 2 else { usage() }
     let secret = UnlockSecret.keyFile(SecureBytes(copying: fixtureKeyFile))
-    var before = rusage(), after = rusage()
+    var before = rusage()
+    var after = rusage()
     let who = __rusage_who_t(RUSAGE_SELF.rawValue)
     getrusage(who, &before)
     _ = check("write the copy") {
-        try PagedVault.open(path: a[0], secret: secret).writeCopy(to: a[1], keeping: { item in
-            guard case .string(let p)? = item.attributes["pdmn"] else { return true }
-            return !p.hasSuffix("u")
-        })
+        try PagedVault.open(path: a[0], secret: secret).writeCopy(
+            to: a[1],
+            keeping: { item in
+                guard case .string(let p)? = item.attributes["pdmn"] else { return true }
+                return !p.hasSuffix("u")
+            })
         return true
     }
     getrusage(who, &after)
     func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
-    emit("solid_copy_cpu_s", seconds(after.ru_utime) + seconds(after.ru_stime) - seconds(before.ru_utime) - seconds(before.ru_stime), "s", decimals: 2)
+    emit(
+        "solid_copy_cpu_s",
+        seconds(after.ru_utime) + seconds(after.ru_stime) - seconds(before.ru_utime) - seconds(before.ru_stime), "s",
+        decimals: 2)
     emit("solid_copy_max_rss_kib", Double(after.ru_maxrss), "KiB", decimals: 0)
 }
 

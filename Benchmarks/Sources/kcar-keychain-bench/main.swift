@@ -10,12 +10,13 @@
 // `account-<i>`, user attribute `@ref` = `ref-<i>` and a 32-byte random value. The script makes the same
 // items for the peers and asks for the same one.
 
-#if canImport(Glibc)
-import Glibc
-#endif
 import BenchSupport
 import KcarKeychain
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 // MARK: - Helpers
 
@@ -26,19 +27,19 @@ func fail(_ message: String) -> Never {
 }
 
 let usageText = """
-usage: kcar-keychain-bench [options]
-  --items N          items of the big group (default 10000)
-  --bulk-runs R      runs of "N adds in one transaction", each into a fresh group (default 5)
-  --single-runs R    single durable adds timed per group size (default 50, after one warm-up add)
-  --query-runs R     runs of each in-process find/get (default 200)
-  --sizes LIST       group sizes for the single adds (default 100,1000,N)
-  --work DIR         scratch directory (made, then removed; default: a new directory in $TMPDIR or /tmp).
-                     Put it on the file system to be measured: fsync costs differ (tmpfs has none).
-  --keep DIR         leave a keychain directory at DIR (must not exist) with group `bench` of N items,
-                     made by one transaction, for whole-process timings
-  --seed S           seed of the values (default 1)
-  --only LIST        sections to run: bulk,single,query (default all; --keep needs query)
-"""
+    usage: kcar-keychain-bench [options]
+      --items N          items of the big group (default 10000)
+      --bulk-runs R      runs of "N adds in one transaction", each into a fresh group (default 5)
+      --single-runs R    single durable adds timed per group size (default 50, after one warm-up add)
+      --query-runs R     runs of each in-process find/get (default 200)
+      --sizes LIST       group sizes for the single adds (default 100,1000,N)
+      --work DIR         scratch directory (made, then removed; default: a new directory in $TMPDIR or /tmp).
+                         Put it on the file system to be measured: fsync costs differ (tmpfs has none).
+      --keep DIR         leave a keychain directory at DIR (must not exist) with group `bench` of N items,
+                         made by one transaction, for whole-process timings
+      --seed S           seed of the values (default 1)
+      --only LIST        sections to run: bulk,single,query (default all; --keep needs query)
+    """
 
 func emit(_ name: String, _ s: Summary, mean: Bool = false) {
     emit(name + "_median_ms", s.median, "ms")
@@ -63,7 +64,9 @@ func fileSize(_ path: String) -> UInt64 {
 
 let options: [String: String] = {
     var options: [String: String] = [:]
-    let valued: Set<String> = ["--items", "--bulk-runs", "--single-runs", "--query-runs", "--sizes", "--work", "--keep", "--seed", "--only"]
+    let valued: Set<String> = [
+        "--items", "--bulk-runs", "--single-runs", "--query-runs", "--sizes", "--work", "--keep", "--seed", "--only"
+    ]
     var args = CommandLine.arguments.dropFirst()
     while let a = args.popFirst() {
         if a == "-h" || a == "--help" {
@@ -168,7 +171,9 @@ func syncBaseline(_ dir: String, runs: Int) -> Summary {
 // MARK: - Run
 
 do {
-    note("kcar-keychain-bench: \(itemCount) items, \(bulkRuns) bulk runs, \(singleRuns) single adds per size, \(queryRuns) query runs")
+    note(
+        "kcar-keychain-bench: \(itemCount) items, \(bulkRuns) bulk runs, \(singleRuns) single adds per size, \(queryRuns) query runs"
+    )
     note("work directory \(work)")
     emit("items", Double(itemCount), "items", decimals: 0)
 
@@ -217,10 +222,11 @@ do {
         let fresh = makeItems(min(singleRuns, 20), offset: size + singleRuns + 1)
         var opened: [Double] = []
         for (a, v) in fresh {
-            opened.append(try timed {
-                let s = try KeychainStore(directory: dir, accessGroups: ["g"])
-                try s.add(attributes: a, value: v, group: "g")
-            })
+            opened.append(
+                try timed {
+                    let s = try KeychainStore(directory: dir, accessGroups: ["g"])
+                    try s.add(attributes: a, value: v, group: "g")
+                })
         }
         emit("open_single_add_\(size)", Summary(samples: opened))
         store.close()
@@ -237,7 +243,9 @@ do {
     let store = try KeychainStore(directory: dir, accessGroups: ["bench"])
     _ = try dir.createGroup("bench")
     let keptTime = try bulkAdd(store, group: "bench", bulkItems)
-    note("group bench of \(dir.path): \(itemCount) items in \(fmt(keptTime)) ms, \(fileSize(dir.vaultPath("bench"))) bytes")
+    note(
+        "group bench of \(dir.path): \(itemCount) items in \(fmt(keptTime)) ms, \(fileSize(dir.vaultPath("bench"))) bytes"
+    )
     let target = itemCount * 7 / 10
     var byRef = Attributes()
     byRef["@ref"] = .string("ref-\(target)")
@@ -258,23 +266,33 @@ do {
         try store.find(ItemQuery.password(service: service(min(n * 100, itemCount - 1)), group: "bench"))
     }
     check(try store.values(of: batchItems) == batchItems.map { try store.value(of: $0) }, "batch values")
-    emit("values_\(batchItems.count)_one_by_one", try repeatTimed(max(5, queryRuns / 20)) {
-        for item in batchItems { _ = try store.value(of: item) }
-    })
-    emit("values_\(batchItems.count)_batch", try repeatTimed(max(5, queryRuns / 20)) { _ = try store.values(of: batchItems) })
+    emit(
+        "values_\(batchItems.count)_one_by_one",
+        try repeatTimed(max(5, queryRuns / 20)) {
+            for item in batchItems { _ = try store.value(of: item) }
+        })
+    emit(
+        "values_\(batchItems.count)_batch",
+        try repeatTimed(max(5, queryRuns / 20)) { _ = try store.values(of: batchItems) })
     emit("find_attr_warm", try repeatTimed(queryRuns) { _ = try store.find(refQuery) })
     emit("get_warm", try repeatTimed(queryRuns) { _ = try get(store) })
     // Cold: a new store each time, so the vault is opened (key file, header, index) as a process would.
     let coldRuns = max(10, queryRuns / 4)
-    emit("open", try repeatTimed(coldRuns) {
-        _ = try KeychainStore(directory: dir, accessGroups: ["bench"]).groupCounts()
-    })
-    emit("open_find_attr", try repeatTimed(coldRuns) {
-        _ = try KeychainStore(directory: dir, accessGroups: ["bench"]).find(refQuery)
-    })
-    emit("open_get", try repeatTimed(coldRuns) {
-        _ = try get(try KeychainStore(directory: dir, accessGroups: ["bench"]))
-    })
+    emit(
+        "open",
+        try repeatTimed(coldRuns) {
+            _ = try KeychainStore(directory: dir, accessGroups: ["bench"]).groupCounts()
+        })
+    emit(
+        "open_find_attr",
+        try repeatTimed(coldRuns) {
+            _ = try KeychainStore(directory: dir, accessGroups: ["bench"]).find(refQuery)
+        })
+    emit(
+        "open_get",
+        try repeatTimed(coldRuns) {
+            _ = try get(try KeychainStore(directory: dir, accessGroups: ["bench"]))
+        })
     store.close()
     if keep != nil {
         emit("kept_vault_bytes", Double(fileSize(dir.vaultPath("bench"))), "bytes", decimals: 0)

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import BenchSupport
 import VaultFormat
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 // The scale benchmark of issue 10 (scripts/bench/scale-bench.sh, `make bench-scale`): the same N generic
 // passwords (64-byte values, a user attribute `@team` of which 10 items share each value) in a version 1 vault
@@ -26,8 +27,11 @@ func die(_ m: String) -> Never {
 func service(_ i: Int) -> String { "svc\(i % 1000).example.com" }
 func account(_ i: Int) -> String { "user\(i)" }
 func team(_ i: Int) -> String { "t\(i / 10)" }
-let schema = PagedSchema(classes: ["genp": ClassSchema(keyAttributes: [("sync", .bool(false)), ("svce", .string("")), ("acct", .string(""))])],
-                         indexed: ["@*"])
+let schema = PagedSchema(
+    classes: [
+        "genp": ClassSchema(keyAttributes: [("sync", .bool(false)), ("svce", .string("")), ("acct", .string(""))])
+    ],
+    indexed: ["@*"])
 func attributes(_ i: Int) -> Attributes {
     var a = Attributes()
     a["svce"] = .string(service(i))
@@ -60,13 +64,19 @@ func writeFile(_ path: String, _ bytes: [UInt8]) {
     close(fd)
 }
 func copyFile(_ from: String, _ to: String) {
-    let src = open(from, O_RDONLY), dst = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-    defer { close(src); close(dst) }
+    let src = open(from, O_RDONLY)
+    let dst = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    defer {
+        close(src)
+        close(dst)
+    }
     guard src >= 0, dst >= 0 else { die("cannot copy \(from) to \(to)") }
     var buffer = [UInt8](repeating: 0, count: 1 << 20)
     while true {
         let n = read(src, &buffer, buffer.count)
-        guard n >= 0, n == 0 || buffer.withUnsafeBytes({ write(dst, $0.baseAddress, n) }) == n else { die("cannot copy \(from) to \(to)") }
+        guard n >= 0, n == 0 || buffer.withUnsafeBytes({ write(dst, $0.baseAddress, n) }) == n else {
+            die("cannot copy \(from) to \(to)")
+        }
         if n == 0 { return }
     }
 }
@@ -82,8 +92,11 @@ func prepareMergeSides(_ dir: String) throws {
         let v = try PagedVault.open(path: dir + "/\(name).kcv", secret: secret, mode: .write, writerID: writer)
         try v.commit { tx in
             for i in range {
-                try tx.update(try v.items(class: .genericPassword, keyValues: [.bool(false), .string(service(i)), .string(account(i))]).first!,
-                              value: value(i + 1))
+                try tx.update(
+                    try v.items(
+                        class: .genericPassword, keyValues: [.bool(false), .string(service(i)), .string(account(i))]
+                    ).first!,
+                    value: value(i + 1))
             }
         }
     }
@@ -111,14 +124,21 @@ do {
         close(fd)
         // KCAR_SCALE_ONLY=v2 builds only the version 2 vault, so that the peak RSS is its own.
         let only = getenv("KCAR_SCALE_ONLY").map { String(cString: $0) }
-        let t1 = only == "v2" ? 0 : try timed {
-            try Vault.create(path: dir + "/v1.kcv", group: "bench", slots: [.keyFile(key)], options: WriteOptions(solidMembers: 256), overwrite: true) { tx in
-                for i in 0..<n { try tx.add(attributes: attributes(i), value: .bytes(value(i))) }
+        let t1 =
+            only == "v2"
+            ? 0
+            : try timed {
+                try Vault.create(
+                    path: dir + "/v1.kcv", group: "bench", slots: [.keyFile(key)],
+                    options: WriteOptions(solidMembers: 256), overwrite: true
+                ) { tx in
+                    for i in 0..<n { try tx.add(attributes: attributes(i), value: .bytes(value(i))) }
+                }
             }
-        }
         if only != "v2" { report("build.v1", t1, "ms") }
         let t2 = try timed {
-            try PagedVault.create(path: dir + "/v2.kcv", group: "bench", slots: [.keyFile(key)], schema: schema, overwrite: true)
+            try PagedVault.create(
+                path: dir + "/v2.kcv", group: "bench", slots: [.keyFile(key)], schema: schema, overwrite: true)
             let v = try PagedVault.open(path: dir + "/v2.kcv", secret: .keyFile(key), mode: .write)
             // One commit, as `kcar import --items` makes.
             try v.commit(solidMembers: 256) { tx in
@@ -182,13 +202,20 @@ do {
         var listed = 0
         let list = try timed {
             let v = try PagedVault.open(path: dir + "/v2.kcv", secret: secret)
-            try v.forEachItem { _ in listed += 1; return true }
+            try v.forEachItem { _ in
+                listed += 1
+                return true
+            }
         }
         report("v2.list_items_per_s", Double(listed) / list * 1000, "items/s")
         let verify = try timed { _ = try PagedVault.open(path: dir + "/v2.kcv", secret: secret).verifyIndex() }
         report("v2.verify_index", verify, "ms")
-        report("v1.index_bytes_per_item", Double(try Vault.open(path: dir + "/v1.kcv", secret: secret).indexBytes) / Double(n), "B")
-        report("v2.index_bytes_per_item", Double(try PagedVault.open(path: dir + "/v2.kcv", secret: secret).indexBytes()) / Double(n + k), "B")
+        report(
+            "v1.index_bytes_per_item",
+            Double(try Vault.open(path: dir + "/v1.kcv", secret: secret).indexBytes) / Double(n), "B")
+        report(
+            "v2.index_bytes_per_item",
+            Double(try PagedVault.open(path: dir + "/v2.kcv", secret: secret).indexBytes()) / Double(n + k), "B")
         for t in try PagedVault.open(path: dir + "/v2.kcv", secret: secret).treeBytes() where t.pages > 0 {
             report("v2.\(t.tree)_tree_bytes_per_item", Double(t.bytes) / Double(n + k), "B")
             report("v2.\(t.tree)_tree_pages", Double(t.pages), "")
@@ -204,7 +231,11 @@ do {
         let t = try timed {
             for _ in 0..<loops {
                 let i = rng.below(n)
-                guard try v.items(class: .genericPassword, keyValues: [.bool(false), .string(service(i)), .string(account(i))]).count == 1 else { die("lost \(i)") }
+                guard
+                    try v.items(
+                        class: .genericPassword, keyValues: [.bool(false), .string(service(i)), .string(account(i))]
+                    ).count == 1
+                else { die("lost \(i)") }
             }
         }
         report("v2.get_loop_mean", t / Double(loops) * 1000, "us")
@@ -214,27 +245,37 @@ do {
         guard args.count == 3 else { die("list DIR") }
         var listed = 0
         let t = try timed {
-            try PagedVault.open(path: args[2] + "/v2.kcv", secret: secretIn(args[2])).forEachItem { _ in listed += 1; return true }
+            try PagedVault.open(path: args[2] + "/v2.kcv", secret: secretIn(args[2])).forEachItem { _ in
+                listed += 1
+                return true
+            }
         }
         report("v2.list_items_per_s", Double(listed) / t * 1000, "items/s")
     case "get":
         guard args.count == 5 else { die("get DIR SERVICE ACCOUNT") }
         let v = try PagedVault.open(path: args[2] + "/v2.kcv", secret: secretIn(args[2]))
-        guard let item = try v.items(class: .genericPassword, keyValues: [.bool(false), .string(args[3]), .string(args[4])]).first else { die("not found") }
+        guard
+            let item = try v.items(
+                class: .genericPassword, keyValues: [.bool(false), .string(args[3]), .string(args[4])]
+            ).first
+        else { die("not found") }
         print(try v.read(item).count)
     case "merge":
         // Two copies of the N-item vault, 100 updates on each side (10 of them to the same items), merged
         // (SPEC.md Part 4, V9) in process: with BASE, and without (`merge --into`).
         guard args.count == 4, let n = Int(args[2]), n >= 200 else { die("merge N DIR (N >= 200)") }
-        let dir = args[3], secret = secretIn(dir)
-        var withBase: [Double] = [], withoutBase: [Double] = []
+        let dir = args[3]
+        let secret = secretIn(dir)
+        var withBase: [Double] = []
+        var withoutBase: [Double] = []
         for run in 0..<10 {
             try prepareMergeSides(dir)
             let base = run % 2 == 0
             let t = try timed {
                 let ours = try PagedVault.open(path: dir + "/ours.kcv", secret: secret, mode: .write, writerID: 4)
-                let r = try ours.merge(base: base ? try PagedVault.open(path: dir + "/base.kcv", secret: secret) : nil,
-                                       theirs: try PagedVault.open(path: dir + "/theirs.kcv", secret: secret))
+                let r = try ours.merge(
+                    base: base ? try PagedVault.open(path: dir + "/base.kcv", secret: secret) : nil,
+                    theirs: try PagedVault.open(path: dir + "/theirs.kcv", secret: secret))
                 precondition(r.taken == 100 && (!base || r.conflicts == 10), "\(r)")
             }
             if base { withBase.append(t) } else { withoutBase.append(t) }
@@ -250,19 +291,26 @@ do {
         // COUNT single-item commits into a copy of the N-item vault, with automatic compaction (SPEC.md V8.1)
         // unless `off`: the durable add, then open + get, the bytes the file grew by, its size and how much
         // of it is dead.
-        guard args.count == 5 || (args.count == 6 && args[5] == "off"), let n = Int(args[2]), let count = Int(args[4]) else {
+        guard args.count == 5 || (args.count == 6 && args[5] == "off"), let n = Int(args[2]), let count = Int(args[4])
+        else {
             die("commits N DIR COUNT [off]")
         }
-        let dir = args[3], secret = secretIn(dir), autoCompact = args.count == 5
+        let dir = args[3]
+        let secret = secretIn(dir)
+        let autoCompact = args.count == 5
         let path = dir + "/commits.kcv"
         copyFile(dir + "/v2.kcv", path)
         let before = fileSize(path)
         let v = try PagedVault.open(path: path, secret: secret, mode: .write)
-        var k = 0, compactions = 0, largest = before
+        var k = 0
+        var compactions = 0
+        var largest = before
         let adds = repeatTimed(count) {
             k += 1
             let generation = v.generation
-            try! v.commit(autoCompact: autoCompact) { tx in try tx.add(attributes: attributes(n + k), value: value(n + k)) }
+            try! v.commit(autoCompact: autoCompact) { tx in
+                try tx.add(attributes: attributes(n + k), value: value(n + k))
+            }
             if v.generation == generation + 2 { compactions += 1 }  // the commit's, then the compaction's
             largest = max(largest, fileSize(path))
         }
@@ -279,11 +327,16 @@ do {
         let get = repeatTimed(21) {
             let r = try! PagedVault.open(path: path, secret: secret)
             let i = rng.below(n + count)
-            precondition(try! r.items(class: .genericPassword, keyValues: [.bool(false), .string(service(i)), .string(account(i))]).count == 1)
+            precondition(
+                try! r.items(
+                    class: .genericPassword, keyValues: [.bool(false), .string(service(i)), .string(account(i))]
+                ).count == 1)
         }
         report("v2.open_get_after_commits", get.median, "ms")
         report("v2.bytes_per_commit", Double(fileSize(path) - before) / Double(count), "B")
-        report("v2.dead_bytes_share", Double(try PagedVault.open(path: path, secret: secret).verify().deadBytes) / Double(fileSize(path)), "")
+        report(
+            "v2.dead_bytes_share",
+            Double(try PagedVault.open(path: path, secret: secret).verify().deadBytes) / Double(fileSize(path)), "")
     default:
         die("unknown mode \(args[1])")
     }

@@ -18,21 +18,29 @@ extension Keychain {
     /// Internet passwords for one server (KeychainAccess's `Keychain(server:protocolType:)`): keys are
     /// accounts, items are `inet` with `kSecAttrServer` the URL's host, `kSecAttrPort` its port if it has one,
     /// `kSecAttrProtocol` and `kSecAttrAuthenticationType` (SPEC.md §K3).
-    public init(server: URL, protocolType: ProtocolType, accessGroup: String? = nil,
-                authenticationType: AuthenticationType = .default, store: KeychainStore? = nil) {
+    public init(
+        server: URL, protocolType: ProtocolType, accessGroup: String? = nil,
+        authenticationType: AuthenticationType = .default, store: KeychainStore? = nil
+    ) {
         self.init(service: "", accessGroup: accessGroup, store: store)
-        internet = InternetServer(host: server.host ?? server.absoluteString, port: server.port, protocolType: protocolType,
-                                  authenticationType: authenticationType)
+        internet = InternetServer(
+            host: server.host ?? server.absoluteString, port: server.port, protocolType: protocolType,
+            authenticationType: authenticationType)
     }
 
     /// The same from a URL string (`"https://github.com"`); a string that is not a URL is taken as the host.
-    public init(server: String, protocolType: ProtocolType, accessGroup: String? = nil,
-                authenticationType: AuthenticationType = .default, store: KeychainStore? = nil) {
+    public init(
+        server: String, protocolType: ProtocolType, accessGroup: String? = nil,
+        authenticationType: AuthenticationType = .default, store: KeychainStore? = nil
+    ) {
         if let url = URL(string: server), url.host != nil {
-            self.init(server: url, protocolType: protocolType, accessGroup: accessGroup, authenticationType: authenticationType, store: store)
+            self.init(
+                server: url, protocolType: protocolType, accessGroup: accessGroup,
+                authenticationType: authenticationType, store: store)
         } else {
             self.init(service: "", accessGroup: accessGroup, store: store)
-            internet = InternetServer(host: server, port: nil, protocolType: protocolType, authenticationType: authenticationType)
+            internet = InternetServer(
+                host: server, port: nil, protocolType: protocolType, authenticationType: authenticationType)
         }
     }
 

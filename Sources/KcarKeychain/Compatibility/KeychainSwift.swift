@@ -152,13 +152,18 @@ open class KeychainSwift: @unchecked Sendable {
     /// The keys with a value (prefix included), as keychain-swift lists them.
     open var allKeys: [String] {
         let k = keychain
-        return record { try k.store().find(ItemQuery(class: .genericPassword, group: k.accessGroup)).compactMap(\.account) } ?? []
+        return record {
+            try k.store().find(ItemQuery(class: .genericPassword, group: k.accessGroup)).compactMap(\.account)
+        } ?? []
     }
 
     private func record<T>(_ body: () throws -> T) -> T? {
         do {
             let r = try body()
-            state.withLock { $0.lastResultCode = noErr; $0.lastError = nil }
+            state.withLock {
+                $0.lastResultCode = noErr
+                $0.lastError = nil
+            }
             return r
         } catch {
             fail(KeychainError.from(error))
@@ -167,6 +172,9 @@ open class KeychainSwift: @unchecked Sendable {
     }
 
     private func fail(_ e: KeychainError) {
-        state.withLock { $0.lastResultCode = e.status.rawValue; $0.lastError = e }
+        state.withLock {
+            $0.lastResultCode = e.status.rawValue
+            $0.lastError = e
+        }
     }
 }

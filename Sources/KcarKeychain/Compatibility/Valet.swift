@@ -33,7 +33,8 @@ public final class Valet: Sendable, CustomStringConvertible {
     init(identifier: Identifier, accessibility: Accessibility, accessGroup: String?, store: KeychainStore?) {
         self.identifier = identifier
         self.accessibility = accessibility
-        keychain = Keychain(service: identifier.description, accessGroup: accessGroup, store: store).accessibility(accessibility)
+        keychain = Keychain(service: identifier.description, accessGroup: accessGroup, store: store).accessibility(
+            accessibility)
     }
 
     /// Valet's `Valet.valet(with:accessibility:)`: the process's default access group (SPEC.md §K2.1).
@@ -42,8 +43,10 @@ public final class Valet: Sendable, CustomStringConvertible {
     }
 
     /// A Valet in a named access group, or over another store (tests, another keychain folder).
-    public class func valet(with identifier: Identifier, accessibility: Accessibility, accessGroup: String?,
-                            store: KeychainStore? = nil) -> Valet {
+    public class func valet(
+        with identifier: Identifier, accessibility: Accessibility, accessGroup: String?,
+        store: KeychainStore? = nil
+    ) -> Valet {
         Valet(identifier: identifier, accessibility: accessibility, accessGroup: accessGroup, store: store)
     }
 
@@ -69,7 +72,9 @@ public final class Valet: Sendable, CustomStringConvertible {
     }
 
     /// The bytes under `key`; ``KeychainError/itemNotFound`` if there are none.
-    public func object(forKey key: String) throws(KeychainError) -> Data { try required(key) { try keychain.getData(key) } }
+    public func object(forKey key: String) throws(KeychainError) -> Data {
+        try required(key) { try keychain.getData(key) }
+    }
 
     /// Stores a string (UTF-8) under `key`.
     public func setString(_ string: String, forKey key: String) throws(KeychainError) {
@@ -77,7 +82,9 @@ public final class Valet: Sendable, CustomStringConvertible {
     }
 
     /// The string under `key`; ``KeychainError/itemNotFound`` if there is none.
-    public func string(forKey key: String) throws(KeychainError) -> String { try required(key) { try keychain.getString(key) } }
+    public func string(forKey key: String) throws(KeychainError) -> String {
+        try required(key) { try keychain.getString(key) }
+    }
 
     /// Whether a value is stored under `key` (the index only).
     public func containsObject(forKey key: String) throws(KeychainError) -> Bool {
@@ -110,7 +117,8 @@ public final class Valet: Sendable, CustomStringConvertible {
             try s.transaction(group: try s.writeTarget(keychain.accessGroup)) { tx in
                 for key in values.keys.sorted() {
                     guard try tx.find(keychain.query(key)).isEmpty else {
-                        throw KeychainError(.duplicateItem, "\(key) already has a value in \(self); nothing was migrated")
+                        throw KeychainError(
+                            .duplicateItem, "\(key) already has a value in \(self); nothing was migrated")
                     }
                     var a = keychain.query(key).attributes
                     a[AttributeName.accessible] = .string(accessibility.rawValue)
@@ -131,7 +139,9 @@ public final class Valet: Sendable, CustomStringConvertible {
 
     /// Runs `body` with Valet's checks (a key must not be empty, nor a value written), its errors as
     /// ``KeychainError``.
-    private func checked<T>(_ key: String?, value isEmpty: Bool = false, _ body: () throws -> T) throws(KeychainError) -> T {
+    private func checked<T>(_ key: String?, value isEmpty: Bool = false, _ body: () throws -> T) throws(KeychainError)
+        -> T
+    {
         if key?.isEmpty == true { throw KeychainError.emptyKey }
         if isEmpty { throw KeychainError.emptyValue }
         do { return try body() } catch { throw KeychainError.from(error) }
@@ -162,7 +172,9 @@ extension KeychainError {
     /// Any other failure (as a pattern, it matches every error the cases above do not).
     public static let couldNotAccessKeychain = KeychainError(.notAvailable, "the keychain could not be used")
 
-    private static let valetCases: [KeychainError] = [.itemNotFound, .userCancelled, .missingEntitlement, .emptyKey, .emptyValue]
+    private static let valetCases: [KeychainError] = [
+        .itemNotFound, .userCancelled, .missingEntitlement, .emptyKey, .emptyValue
+    ]
 
     private func isValetCase(_ c: KeychainError) -> Bool {
         c.reason == nil ? status == c.status && reason != .emptyKey && reason != .emptyValue : reason == c.reason

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The bounds of the version clock (SPEC.md Part 4, V5.1): what a writer reads as now, how far ahead of it a
@@ -35,9 +35,11 @@ package enum HybridClock {
 
     /// The refusal of V5.1 rule 2: `side` (already naming its file) holds `what` at `hlc`, past the limit.
     package static func refusal(_ side: String, _ what: String, hlc: UInt64, now: UInt64) -> VaultError {
-        VaultError(.clockAhead, "\(side): \(what) is dated \(ahead(hlc, of: now)) ahead of this machine's clock; more than a day "
-                   + "is refused (its changes would win every conflict until then, and every copy that took them would count from "
-                   + "there). If this machine's clock is behind, set it right; otherwise rewind that copy on a machine whose clock is "
-                   + "right (`kcar compact --rewind-clock`) and merge the result")
+        VaultError(
+            .clockAhead,
+            "\(side): \(what) is dated \(ahead(hlc, of: now)) ahead of this machine's clock; more than a day "
+                + "is refused (its changes would win every conflict until then, and every copy that took them would count from "
+                + "there). If this machine's clock is behind, set it right; otherwise rewind that copy on a machine whose clock is "
+                + "right (`kcar compact --rewind-clock`) and merge the result")
     }
 }

@@ -10,7 +10,9 @@ package struct PagedSchema: Hashable, Sendable {
     }
 
     /// `kcar pack`'s: `genp` keyed by service and account, nothing indexed.
-    package static let packed = PagedSchema(classes: ["genp": ClassSchema(keyAttributes: [("svce", .string("")), ("acct", .string(""))])])
+    package static let packed = PagedSchema(classes: [
+        "genp": ClassSchema(keyAttributes: [("svce", .string("")), ("acct", .string(""))])
+    ])
 
     package func isIndexed(_ name: String) -> Bool {
         indexed.contains { $0.hasSuffix("*") ? name.utf8.starts(with: $0.utf8.dropLast()) : $0 == name }
@@ -119,15 +121,20 @@ package struct IndexRoot: Hashable, Sendable {
             switch try r.readU8() {
             case 0: refs.append(nil)
             case 1:
-                let ref = PageRef(id: try r.readID(), offset: try r.readVarint(), length: try r.readVarint(), count: try r.readVarint())
+                let ref = PageRef(
+                    id: try r.readID(), offset: try r.readVarint(), length: try r.readVarint(),
+                    count: try r.readVarint())
                 guard ref.length >= 1, ref.count >= 1 else { throw r.fail("a tree of no bytes or no entries") }
                 refs.append(ref)
             default: throw r.fail("a tree presence byte that is not 0 or 1")
             }
         }
-        let live = try r.readVarint(), tombs = try r.readVarint(), hist = try r.readVarint()
+        let live = try r.readVarint()
+        let tombs = try r.readVarint()
+        let hist = try r.readVarint()
         guard live <= UInt64(Limits.itemsMax) else { throw r.fail("\(live) live items (ITEMS_MAX)") }
-        guard (refs[0]?.count ?? 0) == live &+ tombs, (refs[0]?.count ?? 0) >= live, (refs[2]?.count ?? 0) == hist else {
+        guard (refs[0]?.count ?? 0) == live &+ tombs, (refs[0]?.count ?? 0) >= live, (refs[2]?.count ?? 0) == hist
+        else {
             throw r.fail("its counts do not match its trees")
         }
         var names = NameCache()
@@ -135,14 +142,18 @@ package struct IndexRoot: Hashable, Sendable {
         var previous: String?
         for _ in 0..<(try r.readCount(max: PagedLimits.schemaClassesMax, "schema classes")) {
             let c = try r.readString(max: Limits.attrNameMax, "class")
-            guard !c.isEmpty, previous.map({ $0.utf8.lexicographicallyPrecedes(c.utf8) }) ?? true else { throw r.fail("schema classes not strictly ascending") }
+            guard !c.isEmpty, previous.map({ $0.utf8.lexicographicallyPrecedes(c.utf8) }) ?? true else {
+                throw r.fail("schema classes not strictly ascending")
+            }
             previous = c
             let k = try r.readCount(max: PagedLimits.keyAttrsMax, "key attributes")
             // Key attributes are in schema order, not sorted: each is read as a one-attribute list.
             var keys: [(name: String, defaultValue: AttributeValue)] = []
             for _ in 0..<k {
                 let a = try IndexCodec.decodeAttributes(&r, count: 1, names: &names)[0]
-                guard !keys.contains(where: { $0.name == a.name }) else { throw r.fail("key attribute \(a.name) named twice") }
+                guard !keys.contains(where: { $0.name == a.name }) else {
+                    throw r.fail("key attribute \(a.name) named twice")
+                }
                 keys.append((a.name, a.value))
             }
             classes[c] = ClassSchema(keyAttributes: keys)
@@ -150,18 +161,23 @@ package struct IndexRoot: Hashable, Sendable {
         var indexed: [String] = []
         for _ in 0..<(try r.readCount(max: PagedLimits.indexedMax, "indexed attributes")) {
             let n = try r.readString(max: Limits.attrNameMax, "indexed attribute")
-            guard !n.isEmpty, indexed.last.map({ $0.utf8.lexicographicallyPrecedes(n.utf8) }) ?? true else { throw r.fail("indexed names not strictly ascending") }
+            guard !n.isEmpty, indexed.last.map({ $0.utf8.lexicographicallyPrecedes(n.utf8) }) ?? true else {
+                throw r.fail("indexed names not strictly ascending")
+            }
             indexed.append(n)
         }
         let clock = try r.readLE(UInt64.self)
         let keep = try r.readCount(max: PagedLimits.historyKeepMax, "history kept")
-        let days = try r.readCount(max: 1 << 20, "history days"), tdays = try r.readCount(max: 1 << 20, "tombstone days")
+        let days = try r.readCount(max: 1 << 20, "history days")
+        let tdays = try r.readCount(max: 1 << 20, "tombstone days")
         // Any value is accepted: it only steers the compaction policy (V8.1).
         let garbage = try r.readVarint()
         guard r.isAtEnd else { throw r.fail("\(r.remaining) bytes after its last field") }
-        return IndexRoot(items: refs[0], attributes: refs[1], history: refs[2], liveItems: live, tombstones: tombs, historyEntries: hist,
-                         schema: PagedSchema(classes: classes, indexed: indexed), clock: clock,
-                         retention: Retention(keep: keep, days: days, tombstoneDays: tdays), garbage: garbage)
+        return IndexRoot(
+            items: refs[0], attributes: refs[1], history: refs[2], liveItems: live, tombstones: tombs,
+            historyEntries: hist,
+            schema: PagedSchema(classes: classes, indexed: indexed), clock: clock,
+            retention: Retention(keep: keep, days: days, tombstoneDays: tdays), garbage: garbage)
     }
 }
 
@@ -200,7 +216,8 @@ package struct TrailerV2: Equatable, TrailerLayout {
 
     static func decode(_ b: [UInt8], at: UInt64, vaultID: [UInt8], key: SecureBytes) -> TrailerV2? {
         guard let t = candidate(b[...], at: at),
-              Sodium.constantTimeEqual(Sodium.mac(key: key, macInput(vaultID: vaultID, b[0..<96])), Array(b[96..<128])) else { return nil }
+            Sodium.constantTimeEqual(Sodium.mac(key: key, macInput(vaultID: vaultID, b[0..<96])), Array(b[96..<128]))
+        else { return nil }
         return t
     }
 
@@ -213,19 +230,24 @@ package struct TrailerV2: Equatable, TrailerLayout {
         let flags = UInt16(b[o + 88]) | UInt16(b[o + 89]) << 8
         let chain = UInt16(b[o + 90]) | UInt16(b[o + 91]) << 8
         guard flags & ~1 == 0, (92..<96).allSatisfy({ b[o + $0] == 0 }) else { return nil }
-        let t = TrailerV2(generation: u64(8), commitStart: u64(16), previous: u64(24), rootOffset: u64(32), rootLength: u64(40),
-                          rootID: ID128(b[(o + 48)..<(o + 64)]), deltaOffset: u64(64), deltaLength: u64(72), itemCount: u64(80),
-                          wroteRoot: flags & 1 == 1, chain: chain)
+        let t = TrailerV2(
+            generation: u64(8), commitStart: u64(16), previous: u64(24), rootOffset: u64(32), rootLength: u64(40),
+            rootID: ID128(b[(o + 48)..<(o + 64)]), deltaOffset: u64(64), deltaLength: u64(72), itemCount: u64(80),
+            wroteRoot: flags & 1 == 1, chain: chain)
         guard t.generation >= 1, t.commitStart <= at, t.itemCount <= UInt64(Limits.itemsMax), t.rootLength >= 1,
-              let rootEnd = t.rootOffset.adding(t.rootLength), rootEnd <= at,
-              (t.previous == none) == (t.commitStart == 0), t.previous == none || t.previous.adding(UInt64(size)) == t.commitStart,
-              t.previous != none || t.wroteRoot, Int(t.chain) < PagedLimits.deltaChainMax, t.wroteRoot == (t.chain == 0)
+            let rootEnd = t.rootOffset.adding(t.rootLength), rootEnd <= at,
+            (t.previous == none) == (t.commitStart == 0),
+            t.previous == none || t.previous.adding(UInt64(size)) == t.commitStart,
+            t.previous != none || t.wroteRoot, Int(t.chain) < PagedLimits.deltaChainMax, t.wroteRoot == (t.chain == 0)
         else { return nil }
         if t.wroteRoot {
-            guard t.deltaOffset == none, t.deltaLength == 0, t.rootOffset >= t.commitStart, rootEnd == at else { return nil }
+            guard t.deltaOffset == none, t.deltaLength == 0, t.rootOffset >= t.commitStart, rootEnd == at else {
+                return nil
+            }
         } else {
             guard t.deltaLength >= 1, t.deltaOffset >= t.commitStart, t.deltaOffset.adding(t.deltaLength) == at,
-                  rootEnd <= t.commitStart else { return nil }
+                rootEnd <= t.commitStart
+            else { return nil }
         }
         return t
     }

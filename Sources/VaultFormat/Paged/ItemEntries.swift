@@ -65,7 +65,8 @@ package struct KeptVersion: Hashable, Sendable {
 enum ItemEntries {
     static func entry(_ item: Item, version: Version, schema: PagedSchema) -> LeafEntry {
         let cs = schema.classes[item.itemClass.rawValue]
-        let (key, absent) = ItemKey.make(class: item.itemClass.rawValue, attributes: item.attributes, schema: cs, id: item.id)
+        let (key, absent) = ItemKey.make(
+            class: item.itemClass.rawValue, attributes: item.attributes, schema: cs, id: item.id)
         let keyNames = Set((cs?.keyAttributes ?? []).map(\.name))
         var w = ByteWriter(capacity: 64)
         w.append(0)
@@ -78,7 +79,9 @@ enum ItemEntries {
         w.appendVarint(item.location.member)
         w.appendVarint(item.location.dataOffset)
         let l = item.location
-        return LeafEntry(key: key, record: RecordRef(id: l.recordID, offset: l.offset, length: l.length), writer: version.writer, rest: w.bytes)
+        return LeafEntry(
+            key: key, record: RecordRef(id: l.recordID, offset: l.offset, length: l.length), writer: version.writer,
+            rest: w.bytes)
     }
 
     static func tombstone(key: [UInt8], version: Version) -> LeafEntry {
@@ -113,11 +116,14 @@ enum ItemEntries {
         guard let rec = e.record else { throw r.fail("a live item without a record") }
         // At most ATTRS_MAX attributes in all: the body holds those besides the key attributes the item has.
         let present = keyAttributes.count - absent.nonzeroBitCount
-        var pairs = try IndexCodec.decodeAttributes(&r, count: try r.readCount(max: Limits.attrsMax - present, "attribute count"), names: &names)
+        var pairs = try IndexCodec.decodeAttributes(
+            &r, count: try r.readCount(max: Limits.attrsMax - present, "attribute count"), names: &names)
         var attributes = Attributes(sortedPairs: pairs)
         for (i, k) in keyAttributes.enumerated() {
             guard attributes[k.name] == nil else { throw r.fail("key attribute \(k.name) in its body") }
-            if absent & (1 << UInt64(i)) == 0 { attributes[k.name] = values[i] } else if values[i] != k.defaultValue {
+            if absent & (1 << UInt64(i)) == 0 {
+                attributes[k.name] = values[i]
+            } else if values[i] != k.defaultValue {
                 throw r.fail("an absent key attribute whose key is not the default")
             }
         }
@@ -135,15 +141,19 @@ enum ItemEntries {
     }
 
     /// The end of a live or history body: value size, member index and data offset, in the record `rec`.
-    static func valueAtEnd(_ r: inout ByteReader, id: ItemID, class cls: String, attributes: Attributes, record rec: RecordRef) throws -> Item {
+    static func valueAtEnd(
+        _ r: inout ByteReader, id: ItemID, class cls: String, attributes: Attributes, record rec: RecordRef
+    ) throws -> Item {
         let size = try r.readVarint()
         guard size <= Limits.valueMax else { throw r.fail("value size \(size)") }
         let member = try r.readCount(max: Limits.membersMax - 1, "member index")
         let dataOffset = try r.readVarint()
         guard dataOffset.adding(size) != nil else { throw r.fail("value extent overflows") }
         guard r.isAtEnd else { throw r.fail("\(r.remaining) bytes after its body") }
-        return Item(id: id, itemClass: ItemClass(rawValue: cls), attributes: attributes, size: size,
-                    location: RecordLocation(recordID: rec.id, offset: rec.offset, length: rec.length, member: member, dataOffset: dataOffset))
+        return Item(
+            id: id, itemClass: ItemClass(rawValue: cls), attributes: attributes, size: size,
+            location: RecordLocation(
+                recordID: rec.id, offset: rec.offset, length: rec.length, member: member, dataOffset: dataOffset))
     }
 
     /// The attributes-tree keys of a live item (indexed attributes only).
@@ -191,7 +201,8 @@ enum DeltaCodec {
         w.append(0)
         let entries: [LeafEntry] = changes.map { c in
             switch c.change {
-            case .put(let e): return LeafEntry(key: [c.tree.rawValue] + e.key, record: e.record, writer: e.writer, rest: [1] + e.rest)
+            case .put(let e):
+                return LeafEntry(key: [c.tree.rawValue] + e.key, record: e.record, writer: e.writer, rest: [1] + e.rest)
             case .remove(let k): return LeafEntry(key: [c.tree.rawValue] + k, rest: [2])
             }
         }
@@ -208,9 +219,14 @@ enum DeltaCodec {
             guard let tree = TreeID(rawValue: e.key[0]), e.key.count >= 2 else { throw r.fail("an entry of no tree") }
             let key = Array(e.key.dropFirst())
             if e.rest[0] == 2 { return (tree, .remove(key)) }
-            guard tree.hasTables || (e.record == nil && e.writer == nil) else { throw r.fail("tables named for tree 2") }
-            guard tree.hasTables || e.rest.count == 1 else { throw r.fail("a put to the attributes tree with a body") }  // the op byte alone
-            return (tree, .put(LeafEntry(key: key, record: e.record, writer: e.writer, rest: Array(e.rest.dropFirst()))))
+            guard tree.hasTables || (e.record == nil && e.writer == nil) else {
+                throw r.fail("tables named for tree 2")
+            }
+            // the op byte alone
+            guard tree.hasTables || e.rest.count == 1 else { throw r.fail("a put to the attributes tree with a body") }
+            return (
+                tree, .put(LeafEntry(key: key, record: e.record, writer: e.writer, rest: Array(e.rest.dropFirst())))
+            )
         }
     }
 }

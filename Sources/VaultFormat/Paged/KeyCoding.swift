@@ -50,7 +50,9 @@ package enum KeyCoding {
                 let next = key[p]
                 p += 1
                 if next == 1 { return out }
-                guard next == 0xFF else { throw damaged("0x00 followed by 0x\(String(next, radix: 16)) in a key string") }
+                guard next == 0xFF else {
+                    throw damaged("0x00 followed by 0x\(String(next, radix: 16)) in a key string")
+                }
             }
             out.append(b)
             guard out.count <= max else { throw damaged("a key string longer than \(max) bytes") }
@@ -123,7 +125,9 @@ package struct ItemKey {
 
     /// The key of an item with these attributes, and the absent mask (bit i: the i-th key attribute is
     /// missing and its default stands in the key).
-    package static func make(class itemClass: String, attributes: Attributes, schema: ClassSchema?, id: ItemID) -> (key: [UInt8], absent: UInt64) {
+    package static func make(class itemClass: String, attributes: Attributes, schema: ClassSchema?, id: ItemID) -> (
+        key: [UInt8], absent: UInt64
+    ) {
         var values: [AttributeValue] = []
         var absent: UInt64 = 0
         for (i, k) in (schema?.keyAttributes ?? []).enumerated() {
@@ -140,19 +144,25 @@ package struct ItemKey {
     }
 
     /// Splits an items-tree key into class, key values and item id, checking it against the schema.
-    package static func parse(_ key: [UInt8], schemaFor: (String) -> ClassSchema?) throws -> (itemClass: String, values: [AttributeValue], id: ItemID) {
+    package static func parse(_ key: [UInt8], schemaFor: (String) -> ClassSchema?) throws -> (
+        itemClass: String, values: [AttributeValue], id: ItemID
+    ) {
         var names = NameCache()
         return try parse(key, names: &names, schemaFor: schemaFor)
     }
 
-    static func parse(_ key: [UInt8], names: inout NameCache, schemaFor: (String) -> ClassSchema?) throws -> (itemClass: String, values: [AttributeValue], id: ItemID) {
+    static func parse(_ key: [UInt8], names: inout NameCache, schemaFor: (String) -> ClassSchema?) throws -> (
+        itemClass: String, values: [AttributeValue], id: ItemID
+    ) {
         var p = 0
         // A class without a 0x00 byte is its bytes up to the terminator: read through the name cache.
         let cls: String
         if let end = key.firstIndex(of: 0), end + 1 < key.count, key[end + 1] == 1 {
             var r = ByteReader(key, from: 0, to: end, failure: .damagedIndex, what: "item key")
             cls = try names.read(&r, count: end, "class")
-            guard end <= Limits.attrNameMax else { throw KeyCoding.damaged("a class longer than \(Limits.attrNameMax) bytes") }
+            guard end <= Limits.attrNameMax else {
+                throw KeyCoding.damaged("a class longer than \(Limits.attrNameMax) bytes")
+            }
             p = end + 2
         } else {
             cls = try KeyCoding.readString(key, &p, max: Limits.attrNameMax)
@@ -161,7 +171,9 @@ package struct ItemKey {
         let schema = schemaFor(cls)
         var values: [AttributeValue] = []
         for _ in schema?.keyAttributes ?? [] { values.append(try KeyCoding.readTyped(key, &p)) }
-        guard key.count - p == 16 else { throw KeyCoding.damaged("an item key of class \(cls) does not end with a 16-byte item id") }
+        guard key.count - p == 16 else {
+            throw KeyCoding.damaged("an item key of class \(cls) does not end with a 16-byte item id")
+        }
         return (cls, values, ItemID(key[p...]))
     }
 }

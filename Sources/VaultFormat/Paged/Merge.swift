@@ -8,7 +8,9 @@ package struct MergeConflict: Hashable, Sendable {
     package var winner: MergeSide
 
     /// The item as the winner holds it, else as the loser does (a deletion names its item by the other side).
-    package var item: Item? { (winner == .ours ? ours?.item : theirs?.item) ?? (winner == .ours ? theirs?.item : ours?.item) }
+    package var item: Item? {
+        (winner == .ours ? ours?.item : theirs?.item) ?? (winner == .ours ? theirs?.item : ours?.item)
+    }
     package var loser: ItemState? { winner == .ours ? theirs : ours }
 }
 
@@ -83,13 +85,19 @@ extension PagedVault {
     /// included, in key order, holding none of them: the keys the trees differ at (``TreeDiff``, which skips the
     /// pages both share) and the keys either chain of deltas names, each compared as a reader sees it; where
     /// neither vault has deltas on `tree`, straight from the walk of both trees.
-    func forEachDifference(_ tree: TreeID, from base: PagedVault?,
-                           _ body: ((key: [UInt8], base: LeafEntry?, side: LeafEntry?)) throws -> Void) throws {
+    func forEachDifference(
+        _ tree: TreeID, from base: PagedVault?,
+        _ body: ((key: [UInt8], base: LeafEntry?, side: LeafEntry?)) throws -> Void
+    ) throws {
         guard let base else {
-            try scan(tree) { try body(($0.key, nil, $0)); return true }
+            try scan(tree) {
+                try body(($0.key, nil, $0))
+                return true
+            }
             return
         }
-        let ours = overlay[tree] ?? [:], theirs = base.overlay[tree] ?? [:]
+        let ours = overlay[tree] ?? [:]
+        let theirs = base.overlay[tree] ?? [:]
         if ours.isEmpty, theirs.isEmpty {
             try TreeDiff.walk(base.reader(tree), reader(tree)) { try body(($0.key, $0.a, $0.b)) }
             return
@@ -106,7 +114,8 @@ extension PagedVault {
 
     /// The items this vault changed since `base` (V9 step 1): by item id, the state each holds (nil: none).
     /// An item whose key changed shows at two keys with one id.
-    func changedItems(since base: PagedVault?, side: MergeSide) throws -> [ItemID: (base: ItemState?, side: ItemState?)] {
+    func changedItems(since base: PagedVault?, side: MergeSide) throws -> [ItemID: (base: ItemState?, side: ItemState?)]
+    {
         var out: [ItemID: (base: ItemState?, side: ItemState?)] = [:]
         do {
             var names = NameCache()
@@ -138,35 +147,51 @@ extension PagedVault {
     /// commit: with `autoCompact` it is followed by a compaction as ``commit(level:random:solidMembers:autoCompact:now:_:)`` is.
     /// With `listingTaken`, the report names every entry taken (``MergeReport/takenItems``; otherwise it only
     /// counts them, so that a large merge holds no list).
-    package func merge(base: PagedVault?, theirs: PagedVault, policy: MergePolicy = .plain, random: RandomSource = SystemRandom.shared,
-                       level: Int32 = 6, autoCompact: Bool = true, listingTaken: Bool = false) throws -> MergeReport {
+    package func merge(
+        base: PagedVault?, theirs: PagedVault, policy: MergePolicy = .plain, random: RandomSource = SystemRandom.shared,
+        level: Int32 = 6, autoCompact: Bool = true, listingTaken: Bool = false
+    ) throws -> MergeReport {
         for (side, v) in [(MergeSide.theirs, Optional(theirs)), (.base, base)] {
             guard let v else { continue }
             guard v.header.vaultID == header.vaultID else {
-                throw VaultError(.invalidArgument, "\(side.rawValue) (\(v.path)) is another vault (vault id \(Hex.encode(v.header.vaultID)), OURS is \(Hex.encode(header.vaultID)))")
+                throw VaultError(
+                    .invalidArgument,
+                    "\(side.rawValue) (\(v.path)) is another vault (vault id \(Hex.encode(v.header.vaultID)), OURS is \(Hex.encode(header.vaultID)))"
+                )
             }
             guard v.vaultKey.constantTimeEquals(vaultKey) else {
-                throw VaultError(.invalidArgument, "\(side.rawValue) (\(v.path)) is under another vault key (rekeyed apart from OURS); merge needs copies under one key")
+                throw VaultError(
+                    .invalidArgument,
+                    "\(side.rawValue) (\(v.path)) is under another vault key (rekeyed apart from OURS); merge needs copies under one key"
+                )
             }
         }
         for (side, v) in [(MergeSide.theirs, Optional(theirs)), (.base, base)] {
             guard let v, v.root.schema != root.schema else { continue }
-            throw VaultError(.invalidArgument, "\(side.rawValue) (\(v.path)) keys its items by another schema than OURS")
+            throw VaultError(
+                .invalidArgument, "\(side.rawValue) (\(v.path)) keys its items by another schema than OURS")
         }
         var report = MergeReport()
         report.listsTaken = listingTaken
         let now = PagedRebuild.clockNow()
-        report.theirsOlderThanTombstones = theirs.clock < Retention.cutoff(days: root.retention.tombstoneDays, before: now)
-        try committing(autoCompact: autoCompact, random: random, level: level, solidMembers: Limits.membersMax, now: now) {
+        report.theirsOlderThanTombstones =
+            theirs.clock < Retention.cutoff(days: root.retention.tombstoneDays, before: now)
+        try committing(
+            autoCompact: autoCompact, random: random, level: level, solidMembers: Limits.membersMax, now: now
+        ) {
             // A merge gives versions above both clocks (tombstones for shared primary keys); OURS's clock read from
             // a file at the ceiling leaves none to give (as a commit refuses it, never a trap). THEIRS's is bounded
             // by the limit of V5.1 below.
             guard clock < HybridClock.ceiling else {
-                throw VaultError(.invalidArgument, "OURS (\(path)): its clock is at \(clock): no versions are left to give; "
-                                 + "`kcar compact --rewind-clock` renumbers the versions that run ahead of this machine's clock")
+                throw VaultError(
+                    .invalidArgument,
+                    "OURS (\(path)): its clock is at \(clock): no versions are left to give; "
+                        + "`kcar compact --rewind-clock` renumbers the versions that run ahead of this machine's clock")
             }
             // The states of the items either side changed; the other items stay as OURS has them.
-            var b: [ItemID: ItemState] = [:], o: [ItemID: ItemState] = [:], t: [ItemID: ItemState] = [:]
+            var b: [ItemID: ItemState] = [:]
+            var o: [ItemID: ItemState] = [:]
+            var t: [ItemID: ItemState] = [:]
             var ids = Set<ItemID>()
             if let base {
                 let oc = try changedItems(since: base, side: .ours)
@@ -187,11 +212,16 @@ extension PagedVault {
                 }
             }
             var theirsHistory: [LeafEntry] = []
-            try forEachDifference(.history, from: theirs) { d in if d.side == nil, let e = d.base { theirsHistory.append(e) } }
-            let theirsClock = try theirs.clockTaken(states: ids.sorted().compactMap { t[$0] }, history: theirsHistory, now: now)
+            try forEachDifference(.history, from: theirs) { d in
+                if d.side == nil, let e = d.base { theirsHistory.append(e) }
+            }
+            let theirsClock = try theirs.clockTaken(
+                states: ids.sorted().compactMap { t[$0] }, history: theirsHistory, now: now)
             try appendCommit(level: level, random: random, solidMembers: Limits.membersMax) { writer in
-                try mergeChanges(base: b, ours: o, theirs: t, ids: ids, theirsHistory: theirsHistory, theirsClock: theirsClock, from: theirs,
-                                 policy: policy, writer: writer, report: &report)
+                try mergeChanges(
+                    base: b, ours: o, theirs: t, ids: ids, theirsHistory: theirsHistory, theirsClock: theirsClock,
+                    from: theirs,
+                    policy: policy, writer: writer, report: &report)
             }
         }
         return report
@@ -201,7 +231,8 @@ extension PagedVault {
     /// `states` and `history`, which a forged root's clock may understate), refused as *clock ahead* past the
     /// limit, naming an item that passes it where one does.
     package func clockTaken(states: [ItemState], history: [LeafEntry], now: UInt64) throws -> UInt64 {
-        let limit = HybridClock.limit(now: now), side = "THEIRS (\(path))"
+        let limit = HybridClock.limit(now: now)
+        let side = "THEIRS (\(path))"
         var top = clock
         for s in states {
             guard s.version.hlc <= limit else {
@@ -212,7 +243,9 @@ extension PagedVault {
         }
         for e in history where e.key.count == 32 {
             let hlc = UInt64(bigEndianBytes: Array(e.key[16..<24]))
-            guard hlc <= limit else { throw HybridClock.refusal(side, "a kept version of item \(ItemID(e.key[0..<16]))", hlc: hlc, now: now) }
+            guard hlc <= limit else {
+                throw HybridClock.refusal(side, "a kept version of item \(ItemID(e.key[0..<16]))", hlc: hlc, now: now)
+            }
             top = max(top, hlc)
         }
         guard clock <= limit else { throw HybridClock.refusal(side, "its clock", hlc: clock, now: now) }
@@ -225,7 +258,8 @@ extension PagedVault {
         var names = NameCache()
         try streaming {
             try scan(.items) { e in
-                _ = try clockTaken(states: [try ItemEntries.decode(e, schema: root.schema, names: &names)], history: [], now: now)
+                _ = try clockTaken(
+                    states: [try ItemEntries.decode(e, schema: root.schema, names: &names)], history: [], now: now)
                 return true
             }
             try scan(.history) { e in
@@ -238,18 +272,23 @@ extension PagedVault {
     /// The tree changes that bring THEIRS's changes into OURS (V9), with the records they need copied.
     /// `ids`: the items either side changed, whose states `b`, `o`, `t` hold (nil: none); `theirsHistory`: the
     /// history entries THEIRS holds and OURS lacks; `theirsClock`: the greatest hlc taken from THEIRS (V5.1).
-    private func mergeChanges(base b: [ItemID: ItemState], ours o: [ItemID: ItemState], theirs t: [ItemID: ItemState], ids: Set<ItemID>,
-                              theirsHistory: [LeafEntry], theirsClock: UInt64, from theirs: PagedVault, policy: MergePolicy,
-                              writer: CommitWriter, report: inout MergeReport) throws -> CommitChanges {
+    private func mergeChanges(
+        base b: [ItemID: ItemState], ours o: [ItemID: ItemState], theirs t: [ItemID: ItemState], ids: Set<ItemID>,
+        theirsHistory: [LeafEntry], theirsClock: UInt64, from theirs: PagedVault, policy: MergePolicy,
+        writer: CommitWriter, report: inout MergeReport
+    ) throws -> CommitChanges {
         let schema = root.schema
-        func same(_ x: ItemState?, _ y: ItemState?) -> Bool { x?.version == y?.version && (x?.item == nil) == (y?.item == nil) }
+        func same(_ x: ItemState?, _ y: ItemState?) -> Bool {
+            x?.version == y?.version && (x?.item == nil) == (y?.item == nil)
+        }
         /// The newer of two states; an absent one is older than any.
         func newer(_ x: ItemState?, _ y: ItemState?) -> Bool {
             guard let x else { return false }
             guard let y else { return true }
             return y.version < x.version
         }
-        var clock = max(self.clock, theirsClock)  // OURS's below the ceiling, THEIRS's below the limit (V5.1), checked by `merge`
+        // OURS's below the ceiling, THEIRS's below the limit (V5.1), checked by `merge`
+        var clock = max(self.clock, theirsClock)
         func nextVersion() -> Version {
             clock += 1
             return Version(hlc: clock, writer: writerID)
@@ -264,7 +303,8 @@ extension PagedVault {
         }
         for id in ids.sorted() {
             let (bo, oo, tt) = (b[id], o[id], t[id])
-            let oursChanged = !same(oo, bo), theirsChanged = !same(tt, bo)
+            let oursChanged = !same(oo, bo)
+            let theirsChanged = !same(tt, bo)
             guard theirsChanged, !same(oo, tt) else { continue }
             // The device-only rule (§K9): OURS's own item stays, a newer live version of THEIRS is kept in its
             // history; THEIRS's own states are never taken.
@@ -279,14 +319,19 @@ extension PagedVault {
             if !policy.takesUnknownTombstones, let tt, tt.item == nil, oo == nil { continue }
             // A tombstone names its item's class and primary key as the item last had them: one of an item OURS never
             // held whose last version (THEIRS's newest kept one) was own is an own state, not taken.
-            if let isOwn = policy.isOwn, let tt, tt.item == nil, oo == nil, let last = try theirs.keptVersions(of: id).last,
-               isOwn(last.item) { continue }
+            if let isOwn = policy.isOwn, let tt, tt.item == nil, oo == nil,
+                let last = try theirs.keptVersions(of: id).last,
+                isOwn(last.item)
+            {
+                continue
+            }
             // A state older than the one it replaces is no change of THEIRS's (V5: every change is newer than all
             // the vault held); BASE is then not its ancestor (a wrong BASE given), and the newer state stays, as
             // in a conflict, so that OURS's newest version is never dropped unkept.
             if oursChanged || (tt != nil && !newer(tt, oo)) {
                 report.conflicts += 1
-                report.conflictDetails.append(MergeConflict(id: id, ours: oo, theirs: tt, winner: newer(tt, oo) ? .theirs : .ours))
+                report.conflictDetails.append(
+                    MergeConflict(id: id, ours: oo, theirs: tt, winner: newer(tt, oo) ? .theirs : .ours))
                 if !newer(tt, oo) {
                     if let tt, tt.item != nil { losers.append(tt) }
                     continue
@@ -301,8 +346,9 @@ extension PagedVault {
         if policy.isOwn != nil {
             for id in fromTheirs.sorted() {
                 guard let s = final[id], s.item != nil,
-                      schema.classes[s.item!.itemClass.rawValue]?.keyAttributes.isEmpty == false,
-                      try oursOwnItem(keyPrefix: Array(s.key.dropLast(16)), other: id, policy: policy) else { continue }
+                    schema.classes[s.item!.itemClass.rawValue]?.keyAttributes.isEmpty == false,
+                    try oursOwnItem(keyPrefix: Array(s.key.dropLast(16)), other: id, policy: policy)
+                else { continue }
                 final[id] = o[id]
                 fromTheirs.remove(id)
                 losers.append(s)
@@ -314,13 +360,19 @@ extension PagedVault {
         var byKey: [[UInt8]: [ItemID]] = [:]
         // A class the schema gives no key attributes has no primary key: its item keys are equal up to the item
         // id for all its items, which are nonetheless distinct items.
-        for (id, s) in final where s.item != nil && (fromTheirs.contains(id) || !same(o[id], b[id]))
-            && schema.classes[s.item!.itemClass.rawValue]?.keyAttributes.isEmpty == false {
+        for (id, s) in final
+        where s.item != nil && (fromTheirs.contains(id) || !same(o[id], b[id]))
+            && schema.classes[s.item!.itemClass.rawValue]?.keyAttributes.isEmpty == false
+        {
             byKey[Array(s.key.dropLast(16)), default: []].append(id)
         }
         var tombstoned: [ItemID: ItemState] = [:]
-        for ids in byKey.values where ids.count > 1 && ids.contains(where: fromTheirs.contains) && ids.contains(where: { !fromTheirs.contains($0) }) {
-            let keep = ids.max { a, c in newer(final[c], final[a]) || (final[c]!.version == final[a]!.version && c < a) }!
+        for ids in byKey.values
+        where ids.count > 1 && ids.contains(where: fromTheirs.contains)
+            && ids.contains(where: { !fromTheirs.contains($0) })
+        {
+            let keep = ids.max { a, c in newer(final[c], final[a]) || (final[c]!.version == final[a]!.version && c < a)
+            }!
             for id in ids where id != keep {
                 let s = final[id]!
                 losers.append(s)
@@ -346,8 +398,10 @@ extension PagedVault {
             var raw = source.recordReader(l) { VaultError(.damagedRecord, $0) }
             let key = StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID)
             guard let blk = try? raw.nextRaw() else { return false }
-            return (try? Blocks.open(nonce: Array(blk.frame[4..<28]), sealed: blk.sealed, key: key, index: blk.index, last: blk.last,
-                                     fail: { VaultError(.damagedRecord, $0) })) != nil
+            return
+                (try? Blocks.open(
+                    nonce: Array(blk.frame[4..<28]), sealed: blk.sealed, key: key, index: blk.index, last: blk.last,
+                    fail: { VaultError(.damagedRecord, $0) })) != nil
         }
         var moved: [ID128: RecordRef] = [:]
         /// Where OURS holds the record at `l` of THEIRS, if it holds it elsewhere. An entry of OURS that names it is
@@ -384,7 +438,8 @@ extension PagedVault {
         /// Member tables read so far, by where OURS holds the record: members of one solid record read it once.
         var tables: [RecordRef: MemberTable] = [:]
         func named(_ item: Item) throws -> Item {
-            let fail = { (m: String) in VaultError(.damagedRecord, "THEIRS (\(theirs.path)), \(item.displayName): \(m)") }
+            let fail = { (m: String) in VaultError(.damagedRecord, "THEIRS (\(theirs.path)), \(item.displayName): \(m)")
+            }
             let at = RecordRef(id: item.location.recordID, offset: item.location.offset, length: item.location.length)
             do {
                 if tables[at] == nil {
@@ -438,10 +493,15 @@ extension PagedVault {
         var split: [RecordRef: [Int: (read: Item, at: RecordLocation)]] = [:]
         func splitPlace(_ item: Item) throws -> Item? {
             let l = item.location
-            guard let got = split[RecordRef(id: l.recordID, offset: l.offset, length: l.length)]?[l.member] else { return nil }
+            guard let got = split[RecordRef(id: l.recordID, offset: l.offset, length: l.length)]?[l.member] else {
+                return nil
+            }
             // Another entry naming the same member names the same value, or THEIRS is damaged.
-            guard got.read.id == item.id, got.read.size == item.size, got.read.location.dataOffset == l.dataOffset else {
-                throw VaultError(.damagedRecord, "THEIRS (\(theirs.path)), \(item.displayName): the record's member table does not name this item")
+            guard got.read.id == item.id, got.read.size == item.size, got.read.location.dataOffset == l.dataOffset
+            else {
+                throw VaultError(
+                    .damagedRecord,
+                    "THEIRS (\(theirs.path)), \(item.displayName): the record's member table does not name this item")
             }
             var placed = item
             placed.location = got.at
@@ -466,7 +526,8 @@ extension PagedVault {
                 moved[l.recordID] = r
                 return try named(item)
             }
-            let fail = { (m: String) in VaultError(.damagedRecord, "THEIRS (\(source.path)), \(item.displayName): \(m)") }
+            let fail = { (m: String) in VaultError(.damagedRecord, "THEIRS (\(source.path)), \(item.displayName): \(m)")
+            }
             // The device-only rule (§K9): a record of several members is copied only when each member is known not
             // to be own (another member may be an own item's value, live or dead); otherwise the taken value gets a
             // record of its own, read (and authenticated) from THEIRS.
@@ -481,13 +542,15 @@ extension PagedVault {
                     try writer.flush()
                     let first = writer.written.count
                     var read: [Int: Item] = [:]  // sequence number -> the value read
-                    try source.source.readMembers(wanted.keys.sorted().map { wanted[$0]! }, begin: { try writer.beginValue($0, size: $0.size) },
-                                                  bytes: { try writer.appendValue($0) }, end: { it in
-                        try writer.endValue()
-                        try writer.endSolidRecord()
-                        read[writer.sequence] = it
-                        report.recordsCopied += 1
-                    })
+                    try source.source.readMembers(
+                        wanted.keys.sorted().map { wanted[$0]! }, begin: { try writer.beginValue($0, size: $0.size) },
+                        bytes: { try writer.appendValue($0) },
+                        end: { it in
+                            try writer.endValue()
+                            try writer.endSolidRecord()
+                            read[writer.sequence] = it
+                            report.recordsCopied += 1
+                        })
                     try writer.flush()
                     var places: [Int: (read: Item, at: RecordLocation)] = [:]
                     for w in writer.written[first...] {
@@ -495,7 +558,9 @@ extension PagedVault {
                         places[it.location.member] = (it, w.item.location)
                     }
                     split[at] = places
-                    guard let placed = try splitPlace(item) else { throw VaultError(.io, "a copied value went missing") }
+                    guard let placed = try splitPlace(item) else {
+                        throw VaultError(.io, "a copied value went missing")
+                    }
                     return placed
                 }
             }
@@ -504,7 +569,9 @@ extension PagedVault {
             try writer.appendSealed([item]) { emit in
                 while let blk = try raw.nextRaw() {
                     // Authenticated before it is copied: a merge never carries damage into OURS.
-                    _ = try Blocks.open(nonce: Array(blk.frame[4..<28]), sealed: blk.sealed, key: key, index: blk.index, last: blk.last, fail: fail)
+                    _ = try Blocks.open(
+                        nonce: Array(blk.frame[4..<28]), sealed: blk.sealed, key: key, index: blk.index, last: blk.last,
+                        fail: fail)
                     try emit(blk.frame + blk.sealed)
                 }
             }
@@ -515,7 +582,9 @@ extension PagedVault {
             return try named(item)
         }
         // The changes.
-        var items: [TreeWriter.Change] = [], attributes: [TreeWriter.Change] = [], history: [TreeWriter.Change] = []
+        var items: [TreeWriter.Change] = []
+        var attributes: [TreeWriter.Change] = []
+        var history: [TreeWriter.Change] = []
         var liveChange = 0
         func attributeKeys(_ s: ItemState?) -> [[UInt8]] {
             guard let s, let item = s.item else { return [] }
@@ -527,7 +596,8 @@ extension PagedVault {
             if let s = tombstoned[id] {
                 now = ItemEntries.tombstone(key: s.key, version: nextVersion())
             } else if let s = final[id], let item = s.item {
-                now = ItemEntries.entry(try place(item, from: fromTheirs.contains(id) ? theirs : self), version: s.version, schema: schema)
+                now = ItemEntries.entry(
+                    try place(item, from: fromTheirs.contains(id) ? theirs : self), version: s.version, schema: schema)
                 report.taken += 1
                 if report.listsTaken { report.takenItems.append(MergeTaken(id: id, item: item, deleted: false)) }
             } else if let s = final[id] {
@@ -543,7 +613,11 @@ extension PagedVault {
             if let was, was.key != now.key { items.append(.remove(was.key)) }
             items.append(.put(now))
             let old = attributeKeys(was)
-            let new = now.record == nil ? [] : ItemEntries.attributeKeys(try ItemEntries.decode(now, schema: schema).item!, itemKey: now.key, schema: schema)
+            let new =
+                now.record == nil
+                ? []
+                : ItemEntries.attributeKeys(
+                    try ItemEntries.decode(now, schema: schema).item!, itemKey: now.key, schema: schema)
             for k in old where !new.contains(k) { attributes.append(.remove(k)) }
             for k in new where !old.contains(k) { attributes.append(.put(LeafEntry(key: k))) }
             liveChange += (now.record == nil ? 0 : 1) - (was?.item == nil ? 0 : 1)
@@ -564,8 +638,13 @@ extension PagedVault {
             history.append(.put(lost))
             report.keptInHistory += 1
         }
-        return ([(.items, PagedRebuild.sortedByKey(items, key: \.key)), (.attributes, PagedRebuild.sortedByKey(attributes, key: \.key)),
-                 (.history, PagedRebuild.sortedByKey(history, key: \.key))], clock, liveChange)
+        return (
+            [
+                (.items, PagedRebuild.sortedByKey(items, key: \.key)),
+                (.attributes, PagedRebuild.sortedByKey(attributes, key: \.key)),
+                (.history, PagedRebuild.sortedByKey(history, key: \.key))
+            ], clock, liveChange
+        )
     }
 
     /// Whether this vault holds a live item other than `other`, own by `policy`, whose item key starts with

@@ -68,7 +68,8 @@ package struct Page: Hashable, Sendable {
         package static func == (a: Content, b: Content) -> Bool {
             switch (a, b) {
             case (.leaf(let x), .leaf(let y)): return x == y
-            case (.branch(let x), .branch(let y)): return x.elementsEqual(y) { $0.key == $1.key && $0.child == $1.child }
+            case (.branch(let x), .branch(let y)):
+                return x.elementsEqual(y) { $0.key == $1.key && $0.child == $1.child }
             default: return false
             }
         }
@@ -76,7 +77,11 @@ package struct Page: Hashable, Sendable {
         package func hash(into h: inout Hasher) {
             switch self {
             case .leaf(let e): h.combine(e)
-            case .branch(let e): for x in e { h.combine(x.key); h.combine(x.child) }
+            case .branch(let e):
+                for x in e {
+                    h.combine(x.key)
+                    h.combine(x.child)
+                }
             }
         }
     }
@@ -153,7 +158,9 @@ package enum PageCodec {
     /// Tables, entry count and entries: shared by leaves and delta segments (V6). With `op`, each entry's
     /// `rest` starts with its operation byte, written before the table positions (as ``decodeLeafEntries``
     /// reads it).
-    package static func encodeLeafEntries(_ entries: [LeafEntry], hasTables: Bool, op: Bool = false, into w: inout ByteWriter) {
+    package static func encodeLeafEntries(
+        _ entries: [LeafEntry], hasTables: Bool, op: Bool = false, into w: inout ByteWriter
+    ) {
         var records: [ID128: Int] = [:]
         var writers: [UInt64: Int] = [:]
         if hasTables {
@@ -180,7 +187,9 @@ package enum PageCodec {
             var body = ByteWriter(capacity: e.rest.count + 4)
             var rest = e.rest[...]
             if op, let o = rest.popFirst() { body.append(o) }
-            let tables = hasTables && (!op || (body.bytes.first == 1 && e.key.first.flatMap(TreeID.init(rawValue:))?.hasTables == true))
+            let tables =
+                hasTables
+                && (!op || (body.bytes.first == 1 && e.key.first.flatMap(TreeID.init(rawValue:))?.hasTables == true))
             if tables {
                 body.appendVarint(e.record.map { records[$0.id]! + 1 } ?? 0)
                 body.appendVarint(e.writer.map { writers[$0]! + 1 } ?? 0)
@@ -197,7 +206,9 @@ package enum PageCodec {
         var seen: [ID128: RecordRef] = [:]
         for case let r? in entries.lazy.map(\.record) {
             if let s = seen.updateValue(r, forKey: r.id), s != r {
-                throw VaultError(.damagedIndex, "record \(Hex.encode(r.id.bytes)) named at two extents (body offsets \(s.offset) and \(r.offset))")
+                throw VaultError(
+                    .damagedIndex,
+                    "record \(Hex.encode(r.id.bytes)) named at two extents (body offsets \(s.offset) and \(r.offset))")
             }
         }
     }
@@ -205,14 +216,18 @@ package enum PageCodec {
     /// Throws unless every record `entries` name ends at or before `offset`, the body offset of the page or
     /// delta segment that names them (V3.4: a record is written before the first page that names it). A
     /// record past the end of the file is named past its page too: *damaged index*, never *truncated*.
-    static func checkRecordsEnd(_ entries: some Sequence<LeafEntry>, before offset: UInt64, _ what: @autoclosure () -> String) throws {
+    static func checkRecordsEnd(
+        _ entries: some Sequence<LeafEntry>, before offset: UInt64, _ what: @autoclosure () -> String
+    ) throws {
         for case let r? in entries.lazy.map(\.record) { try checkRecordEnd(r, before: offset, what()) }
     }
 
     static func checkRecordEnd(_ r: RecordRef, before offset: UInt64, _ what: @autoclosure () -> String) throws {
         guard let end = r.offset.adding(r.length), end <= offset else {
-            throw VaultError(.damagedIndex, "\(what()): record \(Hex.encode(r.id.bytes)) at body offset \(r.offset) + \(r.length) does not end "
-                             + "before body offset \(offset), where it is named")
+            throw VaultError(
+                .damagedIndex,
+                "\(what()): record \(Hex.encode(r.id.bytes)) at body offset \(r.offset) + \(r.length) does not end "
+                    + "before body offset \(offset), where it is named")
         }
     }
 
@@ -222,7 +237,8 @@ package enum PageCodec {
     /// before it writes: an entry a reader would refuse is never written.
     static func fits(_ e: LeafEntry, inDelta: Bool) -> Bool {
         let extra = inDelta ? 1 : 0
-        return !e.key.isEmpty && e.key.count + extra <= PagedLimits.keyMax && e.key.count + e.rest.count + 6 + 2 * extra <= PagedLimits.entryMax
+        return !e.key.isEmpty && e.key.count + extra <= PagedLimits.keyMax
+            && e.key.count + e.rest.count + 6 + 2 * extra <= PagedLimits.entryMax
     }
 
     static func appendKey(_ key: [UInt8], after previous: [UInt8], into w: inout ByteWriter) {
@@ -245,7 +261,8 @@ package enum PageCodec {
         switch kind {
         case 1:
             guard level == 0 else { throw r.fail("a leaf at level \(level)") }
-            page = Page(tree: tree, level: 0, content: .leaf(try decodeLeafEntries(&r, hasTables: tree.hasTables, op: false)))
+            page = Page(
+                tree: tree, level: 0, content: .leaf(try decodeLeafEntries(&r, hasTables: tree.hasTables, op: false)))
         case 2:
             guard level >= 1, level < PagedLimits.heightMax else { throw r.fail("a branch at level \(level)") }
             let count = try r.readCount(max: PagedLimits.pageEntriesMax, "entry count")
@@ -281,7 +298,9 @@ package enum PageCodec {
             for _ in 0..<n {
                 let rec = RecordRef(id: try r.readID(), offset: try r.readVarint(), length: try r.readVarint())
                 guard rec.length >= 1 else { throw r.fail("a record of length 0 in a record table") }
-                guard rec.offset.addingReportingOverflow(rec.length).overflow == false else { throw r.fail("a record extent overflows") }
+                guard rec.offset.addingReportingOverflow(rec.length).overflow == false else {
+                    throw r.fail("a record extent overflows")
+                }
                 if let last = records.last, !(last.id < rec.id) { throw r.fail("record table not strictly ascending") }
                 records.append(rec)
             }
@@ -305,8 +324,12 @@ package enum PageCodec {
             previous = key
             let bodyLength = try r.readCount(max: PagedLimits.entryMax - key.count, "entry body length")
             // Tree 2's bodies are empty (V3.2): the key is the whole entry.
-            guard hasTables || op || bodyLength == 0 else { throw r.fail("an attributes-tree entry with a body of \(bodyLength) bytes") }
-            var body = ByteReader(r.bytes, from: r.position, to: r.position + min(bodyLength, r.remaining), failure: .damagedIndex, what: "page entry")
+            guard hasTables || op || bodyLength == 0 else {
+                throw r.fail("an attributes-tree entry with a body of \(bodyLength) bytes")
+            }
+            var body = ByteReader(
+                r.bytes, from: r.position, to: r.position + min(bodyLength, r.remaining), failure: .damagedIndex,
+                what: "page entry")
             try r.skip(bodyLength)
             var entry = LeafEntry(key: key)
             var opByte: UInt8 = 1
@@ -315,7 +338,8 @@ package enum PageCodec {
                 guard opByte == 1 || opByte == 2 else { throw body.fail("unknown operation \(opByte)") }
             }
             // A remove carries nothing after its operation; tables are named by puts only.
-            let tables = hasTables && (!op || (opByte == 1 && key.first.flatMap(TreeID.init(rawValue:))?.hasTables == true))
+            let tables =
+                hasTables && (!op || (opByte == 1 && key.first.flatMap(TreeID.init(rawValue:))?.hasTables == true))
             if tables {
                 let rec = try body.readCount(max: records.count, "record position")
                 let wri = try body.readCount(max: writers.count, "writer position")
@@ -335,7 +359,9 @@ package enum PageCodec {
             }
             entries.append(entry)
         }
-        guard usedRecords.allSatisfy({ $0 }), usedWriters.allSatisfy({ $0 }) else { throw r.fail("a table entry no entry names") }
+        guard usedRecords.allSatisfy({ $0 }), usedWriters.allSatisfy({ $0 }) else {
+            throw r.fail("a table entry no entry names")
+        }
         return entries
     }
 
@@ -351,7 +377,9 @@ package enum PageCodec {
             // Canonical: the byte after the shared prefix differs (or the previous key ended there), and
             // then it is greater.
             if shared < p.count {
-                guard key[shared] != p[shared] else { throw r.fail("a key that does not share its whole common prefix") }
+                guard key[shared] != p[shared] else {
+                    throw r.fail("a key that does not share its whole common prefix")
+                }
                 guard key[shared] > p[shared] else { throw r.fail("keys not in strictly ascending order") }
             }
         }

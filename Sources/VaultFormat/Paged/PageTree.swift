@@ -28,9 +28,13 @@ package struct TreeReader {
             VaultError(.damagedIndex, "\(tree) tree, page \(Hex.encode(ref.id.bytes)): \(what)")
         }
         guard page.tree == tree else { throw fail("a page of the \(page.tree) tree") }
-        if let parentLevel, page.level != parentLevel - 1 { throw fail("level \(page.level) under a branch of level \(parentLevel)") }
+        if let parentLevel, page.level != parentLevel - 1 {
+            throw fail("level \(page.level) under a branch of level \(parentLevel)")
+        }
         if let first, page.firstKey != first { throw fail("its first key is not the separator that names it") }
-        if let upper, !page.lastKey.lexicographicallyPrecedes(upper) { throw fail("its last key is not below the next separator") }
+        if let upper, !page.lastKey.lexicographicallyPrecedes(upper) {
+            throw fail("its last key is not below the next separator")
+        }
         // V3.3 rule 4, checked whenever a page is opened: a leaf's entries, or the counts its children's
         // references give (each child is checked against its own when it is opened).
         switch page.content {
@@ -46,7 +50,8 @@ package struct TreeReader {
     /// The position of the child whose range holds `key` (the last separator ≤ key), or nil if `key` is
     /// below the first.
     package static func child(for key: [UInt8], in entries: [(key: [UInt8], child: PageRef)]) -> Int? {
-        var lo = 0, hi = entries.count  // first separator > key
+        var lo = 0
+        var hi = entries.count  // first separator > key
         while lo < hi {
             let mid = (lo + hi) / 2
             if key.lexicographicallyPrecedes(entries[mid].key) { hi = mid } else { lo = mid + 1 }
@@ -85,7 +90,8 @@ package struct TreeReader {
             case .leaf(let entries):
                 var i = 0
                 if seek {
-                    var lo = 0, hi = entries.count
+                    var lo = 0
+                    var hi = entries.count
                     while lo < hi {
                         let mid = (lo + hi) / 2
                         if entries[mid].key.lexicographicallyPrecedes(lower) { lo = mid + 1 } else { hi = mid }
@@ -112,12 +118,16 @@ package struct TreeReader {
     /// Reads every page of the tree once and checks every rule of V3.3, counts included; returns the
     /// entries of its leaves. The recursion follows levels, which strictly decrease: at most
     /// ``PagedLimits/heightMax`` deep.
-    package func verify(_ visit: (LeafEntry) throws -> Void = { _ in }, page onPage: (PageRef) -> Void = { _ in }) throws -> UInt64 {
+    package func verify(_ visit: (LeafEntry) throws -> Void = { _ in }, page onPage: (PageRef) -> Void = { _ in })
+        throws -> UInt64
+    {
         try verifyLeaves({ e, _ in try visit(e) }, page: onPage)
     }
 
     /// ``verify(_:page:)``, handing `visit` each entry with the reference of the leaf that holds it.
-    package func verifyLeaves(_ visit: (LeafEntry, PageRef) throws -> Void, page onPage: (PageRef) -> Void = { _ in }) throws -> UInt64 {
+    package func verifyLeaves(_ visit: (LeafEntry, PageRef) throws -> Void, page onPage: (PageRef) -> Void = { _ in })
+        throws -> UInt64
+    {
         guard let top else { return 0 }
         func walk(_ ref: PageRef, parentLevel: Int?, first: [UInt8]?, upper: [UInt8]?) throws -> UInt64 {
             let page = try open(ref, parentLevel: parentLevel, first: first, upper: upper)
@@ -129,11 +139,16 @@ package struct TreeReader {
             case .branch(let entries):
                 var sum: UInt64 = 0
                 for (i, e) in entries.enumerated() {
-                    let n = try walk(e.child, parentLevel: page.level, first: e.key, upper: i + 1 < entries.count ? entries[i + 1].key : upper)
+                    let n = try walk(
+                        e.child, parentLevel: page.level, first: e.key,
+                        upper: i + 1 < entries.count ? entries[i + 1].key : upper)
                     sum = sum.addingReportingOverflow(n).partialValue
                 }
                 guard sum == ref.count else {
-                    throw VaultError(.damagedIndex, "\(tree) tree, page \(Hex.encode(ref.id.bytes)): its children hold \(sum) entries, its reference says \(ref.count)")
+                    throw VaultError(
+                        .damagedIndex,
+                        "\(tree) tree, page \(Hex.encode(ref.id.bytes)): its children hold \(sum) entries, its reference says \(ref.count)"
+                    )
                 }
                 return sum
             }
@@ -176,9 +191,12 @@ package struct TreeWriter {
     /// Applies `changes` (strictly ascending by key) to the tree whose top is `top`; returns the new top
     /// (nil: the tree is empty). Removing a key the tree lacks is *invalid argument*.
     package func apply(_ changes: [Change], to top: PageRef?) throws -> PageRef? {
-        try apply(changes, to: top, onMissingRemove: { _ in
-            throw VaultError(.invalidArgument, "removing a key the \(tree) tree does not hold")
-        }) { _, _ in }
+        try apply(
+            changes, to: top,
+            onMissingRemove: { _ in
+                throw VaultError(.invalidArgument, "removing a key the \(tree) tree does not hold")
+            }
+        ) { _, _ in }
     }
 
     /// As ``apply(_:to:)``, telling `observe` of each change with the entry it replaces or removes (nil: none);
@@ -186,8 +204,10 @@ package struct TreeWriter {
     /// whose delta chain put and removed a key the tree never held). `dropped` is told of every page the new
     /// tree no longer names: each old page rewritten, and each new one given up for its only child (the
     /// garbage a fold counts, V8.1).
-    func apply(_ changes: [Change], to top: PageRef?, onMissingRemove: ([UInt8]) throws -> Void,
-               dropped: (PageRef) -> Void = { _ in }, observe: (LeafEntry?, Change) -> Void) throws -> PageRef? {
+    func apply(
+        _ changes: [Change], to top: PageRef?, onMissingRemove: ([UInt8]) throws -> Void,
+        dropped: (PageRef) -> Void = { _ in }, observe: (LeafEntry?, Change) -> Void
+    ) throws -> PageRef? {
         for i in changes.indices.dropFirst() where !changes[i - 1].key.lexicographicallyPrecedes(changes[i].key) {
             throw VaultError(.invalidArgument, "tree changes not in strictly ascending order of key")
         }
@@ -198,7 +218,9 @@ package struct TreeWriter {
         if let top {
             let page = try reader.open(top, parentLevel: nil, first: nil, upper: nil)
             dropped(top)
-            level = try rewrite(page, changes[...], reader: reader, upper: nil, skip: onMissingRemove, dropped: dropped, observe: observe)
+            level = try rewrite(
+                page, changes[...], reader: reader, upper: nil, skip: onMissingRemove, dropped: dropped,
+                observe: observe)
             height = page.level
         } else if changes.allSatisfy({ if case .put = $0 { return true } else { return false } }) {
             // A new tree: built bottom-up as the puts stream by, one page per level in memory.
@@ -216,7 +238,9 @@ package struct TreeWriter {
         // Grow: branches above until one page holds the level.
         while level.count > 1 {
             height += 1
-            guard height < PagedLimits.heightMax else { throw VaultError(.invalidArgument, "the \(tree) tree would pass \(PagedLimits.heightMax) levels") }
+            guard height < PagedLimits.heightMax else {
+                throw VaultError(.invalidArgument, "the \(tree) tree would pass \(PagedLimits.heightMax) levels")
+            }
             level = try pack(level.map { ($0.key, $0.child) }, weight: { $0.0.count + 40 }) {
                 Page(tree: tree, level: height, content: .branch($0.map { (key: $0.0, child: $0.1) }))
             }
@@ -232,8 +256,11 @@ package struct TreeWriter {
 
     /// Writes the pages that replace `page` once `changes` (all within its range or, for the first page of a
     /// level, below it) are applied: none if it ends up empty, several if it grows past the target.
-    private func rewrite(_ page: Page, _ changes: ArraySlice<Change>, reader: TreeReader, upper: [UInt8]?, skip: ([UInt8]) throws -> Void,
-                         dropped: (PageRef) -> Void, observe: (LeafEntry?, Change) -> Void) throws -> [(key: [UInt8], child: PageRef)] {
+    private func rewrite(
+        _ page: Page, _ changes: ArraySlice<Change>, reader: TreeReader, upper: [UInt8]?,
+        skip: ([UInt8]) throws -> Void,
+        dropped: (PageRef) -> Void, observe: (LeafEntry?, Change) -> Void
+    ) throws -> [(key: [UInt8], child: PageRef)] {
         switch page.content {
         case .leaf(let entries):
             return try rewriteLeaf(entries, changes, skip: skip, observe: observe)
@@ -243,15 +270,18 @@ package struct TreeWriter {
             for (i, e) in entries.enumerated() {
                 let childUpper = i + 1 < entries.count ? entries[i + 1].key : upper
                 var end = c
-                while end < changes.endIndex, childUpper.map({ changes[end].key.lexicographicallyPrecedes($0) }) ?? true { end += 1 }
+                while end < changes.endIndex, childUpper.map({ changes[end].key.lexicographicallyPrecedes($0) }) ?? true
+                { end += 1 }
                 if end == c {
                     out.append(e)
                     continue
                 }
                 let child = try reader.open(e.child, parentLevel: page.level, first: e.key, upper: childUpper)
                 dropped(e.child)
-                out.append(contentsOf: try rewrite(child, changes[c..<end], reader: reader, upper: childUpper, skip: skip, dropped: dropped,
-                                                   observe: observe))
+                out.append(
+                    contentsOf: try rewrite(
+                        child, changes[c..<end], reader: reader, upper: childUpper, skip: skip, dropped: dropped,
+                        observe: observe))
                 c = end
             }
             guard !out.isEmpty else { return [] }
@@ -261,8 +291,10 @@ package struct TreeWriter {
         }
     }
 
-    private func rewriteLeaf(_ entries: [LeafEntry], _ changes: ArraySlice<Change>, skip: ([UInt8]) throws -> Void,
-                             observe: (LeafEntry?, Change) -> Void) throws -> [(key: [UInt8], child: PageRef)] {
+    private func rewriteLeaf(
+        _ entries: [LeafEntry], _ changes: ArraySlice<Change>, skip: ([UInt8]) throws -> Void,
+        observe: (LeafEntry?, Change) -> Void
+    ) throws -> [(key: [UInt8], child: PageRef)] {
         var merged: [LeafEntry] = []
         merged.reserveCapacity(entries.count + changes.count)
         var i = 0
@@ -296,9 +328,12 @@ package struct TreeWriter {
 
     /// Cuts `items` into pages of about ``pageTarget`` bytes (a last page under a quarter of it joins the one
     /// before), writes them and returns each page's first key and reference.
-    private func pack<T>(_ items: [T], weight: (T) -> Int, page make: ([T]) -> Page) throws -> [(key: [UInt8], child: PageRef)] {
+    private func pack<T>(_ items: [T], weight: (T) -> Int, page make: ([T]) -> Page) throws -> [(
+        key: [UInt8], child: PageRef
+    )] {
         var cuts: [Range<Int>] = []
-        var start = 0, filled = 0
+        var start = 0
+        var filled = 0
         for (i, x) in items.enumerated() {
             filled += weight(x)
             if filled >= pageTarget || i - start + 1 >= PagedLimits.pageEntriesMax {
@@ -308,7 +343,9 @@ package struct TreeWriter {
             }
         }
         if start < items.count {
-            if let last = cuts.last, filled < pageTarget / 4, last.count + items.count - start <= PagedLimits.pageEntriesMax {
+            if let last = cuts.last, filled < pageTarget / 4,
+                last.count + items.count - start <= PagedLimits.pageEntriesMax
+            {
                 cuts[cuts.count - 1] = last.lowerBound..<items.count
             } else {
                 cuts.append(start..<items.count)
@@ -353,7 +390,9 @@ package final class MemoryPageStore: PageStore {
         counter += 1
         let id = ID128(hi: 0x6b63_6172_7061_6765, lo: counter)
         let bytes = PageCodec.encode(page)
-        guard bytes.count <= PagedLimits.pageMax else { throw VaultError(.invalidArgument, "a page of \(bytes.count) bytes") }
+        guard bytes.count <= PagedLimits.pageMax else {
+            throw VaultError(.invalidArgument, "a page of \(bytes.count) bytes")
+        }
         let ref = PageRef(id: id, offset: next, length: UInt64(bytes.count), count: page.count)
         pages[id] = (next, bytes)
         next += UInt64(bytes.count)

@@ -5,14 +5,16 @@ extension ItemEntries {
         var r = ByteReader(e.rest, failure: .damagedIndex, what: "history entry")
         guard e.key.count == 32 else { throw r.fail("a key of \(e.key.count) bytes") }
         let id = ItemID(e.key[0..<16])
-        let version = Version(hlc: UInt64(bigEndianBytes: Array(e.key[16..<24])), writer: UInt64(bigEndianBytes: Array(e.key[24..<32])))
+        let version = Version(
+            hlc: UInt64(bigEndianBytes: Array(e.key[16..<24])), writer: UInt64(bigEndianBytes: Array(e.key[24..<32])))
         guard let rec = e.record, e.writer == nil else { throw r.fail("no record, or a writer in its body") }
         let why = try r.readU8()
         guard (1...3).contains(why) else { throw r.fail("why \(why)") }
         let cls = try r.readString(max: Limits.attrNameMax, "class")
         guard !cls.isEmpty else { throw r.fail("an empty class") }  // 1..ATTR_NAME_MAX bytes (V3.4)
         var names = NameCache()
-        let pairs = try IndexCodec.decodeAttributes(&r, count: try r.readCount(max: Limits.attrsMax, "attribute count"), names: &names)
+        let pairs = try IndexCodec.decodeAttributes(
+            &r, count: try r.readCount(max: Limits.attrsMax, "attribute count"), names: &names)
         let item = try valueAtEnd(&r, id: id, class: cls, attributes: Attributes(sortedPairs: pairs), record: rec)
         return (version, why, item)
     }
@@ -28,34 +30,48 @@ extension PagedVault {
     /// the kept versions of the items in `droppingHistoryOf` are dropped, so their values leave the file.
     /// With `rewindingClock`, every version above `now` is renumbered, in order, to `now + 1`, `now + 2`, ... under
     /// this writer's id (V5.1 rule 6), so that a vault whose clock runs ahead can be merged again.
-    package func compact(random: RandomSource = SystemRandom.shared, level: Int32 = 6, solidMembers: Int = Limits.membersMax,
-                         now: UInt64 = PagedRebuild.clockNow(), retention: Retention? = nil, droppingHistoryOf dropped: Set<ItemID> = [],
-                         rewindingClock: Bool = false) throws {
+    package func compact(
+        random: RandomSource = SystemRandom.shared, level: Int32 = 6, solidMembers: Int = Limits.membersMax,
+        now: UInt64 = PagedRebuild.clockNow(), retention: Retention? = nil, droppingHistoryOf dropped: Set<ItemID> = [],
+        rewindingClock: Bool = false
+    ) throws {
         var rule = KeepRule(retention: retention)
         if !dropped.isEmpty { rule.history = { !dropped.contains($0.id) } }
         if rewindingClock { rule.rewindAbove = now }
-        try rewrite(header: header, headerBytes: nil, newKey: nil, rule: rule, random: random, level: level, solidMembers: solidMembers, now: now)
+        try rewrite(
+            header: header, headerBytes: nil, newKey: nil, rule: rule, random: random, level: level,
+            solidMembers: solidMembers, now: now)
     }
 
     /// Compacts under a new random vault key wrapped for `slots` (which replace all the old ones), re-sealing
     /// every kept record and page. Item ids, record ids, versions and history are kept.
-    package func rekey(slots: [SlotSecret], random: RandomSource = SystemRandom.shared, level: Int32 = 6,
-                       solidMembers: Int = Limits.membersMax, now: UInt64 = PagedRebuild.clockNow()) throws {
+    package func rekey(
+        slots: [SlotSecret], random: RandomSource = SystemRandom.shared, level: Int32 = 6,
+        solidMembers: Int = Limits.membersMax, now: UInt64 = PagedRebuild.clockNow()
+    ) throws {
         let (newHeader, bytes, vk) = try Vault.rekeyedHeader(header, slots: slots, random: random)
-        try rewrite(header: newHeader, headerBytes: bytes, newKey: vk, rule: KeepRule(), random: random, level: level, solidMembers: solidMembers, now: now)
+        try rewrite(
+            header: newHeader, headerBytes: bytes, newKey: vk, rule: KeepRule(), random: random, level: level,
+            solidMembers: solidMembers, now: now)
     }
 
     /// Changes the key slots (as ``Vault/changeSlots(remove:add:random:)``): removes the slots of ``header`` at
     /// the indexes in `remove` and adds slots for `add`; the vault key and the body are unchanged, and the
     /// file keeps its format version. Atomic.
     package func changeSlots(remove: [Int], add: [SlotSecret], random: RandomSource = SystemRandom.shared) throws {
-        guard remove.allSatisfy({ header.slots.indices.contains($0) }) else { throw VaultError(.invalidArgument, "no such slot") }
+        guard remove.allSatisfy({ header.slots.indices.contains($0) }) else {
+            throw VaultError(.invalidArgument, "no such slot")
+        }
         let removed = remove.map { header.slots[$0] }
         try exclusively {
             let end = tail.offset + UInt64(TrailerV2.size)
-            let (newHeader, _, newFile) = try Vault.copyWithSlots(path: path, file: file, header: header, vaultKey: vaultKey, headerKey: keys.header,
-                                                                  bodyEnd: end, removing: removed, add: add, random: random) {
-                guard try file.isStill(path) else { throw VaultError(.io, "\(path) was replaced during the rewrite; nothing was changed") }
+            let (newHeader, _, newFile) = try Vault.copyWithSlots(
+                path: path, file: file, header: header, vaultKey: vaultKey, headerKey: keys.header,
+                bodyEnd: end, removing: removed, add: add, random: random
+            ) {
+                guard try file.isStill(path) else {
+                    throw VaultError(.io, "\(path) was replaced during the rewrite; nothing was changed")
+                }
             }
             file = newFile
             header = newHeader
@@ -82,8 +98,10 @@ extension PagedVault {
     /// once to write the new tree, so that its memory does not grow with the entries (V8, §T).
     /// With `accepted`, the entries were decoded by a pass before, under the same lock: a tombstone's key is not
     /// parsed again.
-    private func forEachKeptItem(now: UInt64, retention r: Retention, rule: KeepRule, accepted: Bool = false, live: (ItemState) throws -> Void,
-                                 tombstone: (LeafEntry, Version) throws -> Void) throws {
+    private func forEachKeptItem(
+        now: UInt64, retention r: Retention, rule: KeepRule, accepted: Bool = false, live: (ItemState) throws -> Void,
+        tombstone: (LeafEntry, Version) throws -> Void
+    ) throws {
         let cutoff = Retention.cutoff(days: r.tombstoneDays, before: now)
         var names = NameCache()
         try streaming {
@@ -106,8 +124,10 @@ extension PagedVault {
     /// Hands over the history entries a rewrite keeps, in key order: for each item its `keep` most recent entries
     /// younger than `days`, of those the ones `rule` keeps. One item's kept entries are held at a time, at most
     /// 2 × `keep` of them.
-    private func forEachKeptVersion(now: UInt64, retention r: Retention, rule: KeepRule,
-                                    _ body: ((version: Version, why: UInt8, item: Item)) throws -> Void) throws {
+    private func forEachKeptVersion(
+        now: UInt64, retention r: Retention, rule: KeepRule,
+        _ body: ((version: Version, why: UInt8, item: Item)) throws -> Void
+    ) throws {
         let cutoff = Retention.cutoff(days: r.days, before: now)
         // History keys sort by item id, then version: each item's entries come together, oldest first.
         var run: [(version: Version, why: UInt8, item: Item)] = []
@@ -128,21 +148,31 @@ extension PagedVault {
         try closeRun()
     }
 
-    private func rewrite(header newHeader: Header, headerBytes: [UInt8]?, newKey: SecureBytes?, rule: KeepRule, random: RandomSource,
-                         level: Int32, solidMembers: Int, now: UInt64) throws {
-        try exclusively { try rewriteLocked(header: newHeader, headerBytes: headerBytes, newKey: newKey, rule: rule, random: random, level: level,
-                                            solidMembers: solidMembers, now: now) }
+    private func rewrite(
+        header newHeader: Header, headerBytes: [UInt8]?, newKey: SecureBytes?, rule: KeepRule, random: RandomSource,
+        level: Int32, solidMembers: Int, now: UInt64
+    ) throws {
+        try exclusively {
+            try rewriteLocked(
+                header: newHeader, headerBytes: headerBytes, newKey: newKey, rule: rule, random: random, level: level,
+                solidMembers: solidMembers, now: now)
+        }
     }
 
-    private func rewriteLocked(header newHeader: Header, headerBytes: [UInt8]?, newKey: SecureBytes?, rule: KeepRule, random: RandomSource,
-                               level: Int32, solidMembers: Int, now: UInt64) throws {
+    private func rewriteLocked(
+        header newHeader: Header, headerBytes: [UInt8]?, newKey: SecureBytes?, rule: KeepRule, random: RandomSource,
+        level: Int32, solidMembers: Int, now: UInt64
+    ) throws {
         let generation = Vault.rewriteGeneration(after: tail.trailer.generation)
         let newKeys = newKey.map { Subkeys(vaultKey: $0) } ?? keys
         let bytes = headerBytes ?? newHeader.encode(macKey: keys.header)
-        let (tmp, newSource, built) = try writeKept(to: path, headerBytes: bytes, newKeys: newKeys, reseal: newKey != nil, rule: rule,
-                                                    random: random, level: level, solidMembers: solidMembers, now: now, generation: generation)
+        let (tmp, newSource, built) = try writeKept(
+            to: path, headerBytes: bytes, newKeys: newKeys, reseal: newKey != nil, rule: rule,
+            random: random, level: level, solidMembers: solidMembers, now: now, generation: generation)
         try tmp.commit(overwrite: true) {
-            guard try file.isStill(path) else { throw VaultError(.io, "\(path) was replaced during the rewrite; nothing was changed") }
+            guard try file.isStill(path) else {
+                throw VaultError(.io, "\(path) was replaced during the rewrite; nothing was changed")
+            }
         }
         file = tmp.file
         header = newHeader
@@ -160,13 +190,17 @@ extension PagedVault {
     /// copy): the same header (vault id, key slots, group), schema and retention, one fold commit, records with
     /// a dropped member rebuilt from the kept values, so that nothing of a dropped item is in the file. Atomic;
     /// a file at `target` is never replaced (*exists*). This vault is only read.
-    package func writeCopy(to target: String, keeping: @escaping (Item) -> Bool, random: RandomSource = SystemRandom.shared, level: Int32 = 6,
-                           now: UInt64 = PagedRebuild.clockNow()) throws {
+    package func writeCopy(
+        to target: String, keeping: @escaping (Item) -> Bool, random: RandomSource = SystemRandom.shared,
+        level: Int32 = 6,
+        now: UInt64 = PagedRebuild.clockNow()
+    ) throws {
         let generation = Vault.rewriteGeneration(after: tail.trailer.generation)
         let rule = KeepRule(live: keeping, history: keeping, tombstones: false)
-        let (tmp, _, _) = try writeKept(to: target, headerBytes: header.encode(macKey: keys.header), newKeys: keys, reseal: false,
-                                        rule: rule, random: random, level: level, solidMembers: Limits.membersMax, now: now,
-                                        generation: generation)
+        let (tmp, _, _) = try writeKept(
+            to: target, headerBytes: header.encode(macKey: keys.header), newKeys: keys, reseal: false,
+            rule: rule, random: random, level: level, solidMembers: Limits.membersMax, now: now,
+            generation: generation)
         try tmp.commit(overwrite: false)
     }
 
@@ -176,9 +210,12 @@ extension PagedVault {
     /// the records are copied; a second pass writes each tree as it reads the old one. Memory grows with the
     /// distinct values kept and the attribute keys of the live items, not with the entries (tombstones and kept
     /// versions naming one value cost nothing held).
-    private func writeKept(to target: String, headerBytes bytes: [UInt8], newKeys: Subkeys, reseal: Bool, rule: KeepRule,
-                           random: RandomSource, level: Int32, solidMembers: Int, now: UInt64, generation: UInt64) throws
-        -> (AtomicReplace, RecordSource, (root: IndexRoot, tail: (TrailerV2, UInt64))) {
+    private func writeKept(
+        to target: String, headerBytes bytes: [UInt8], newKeys: Subkeys, reseal: Bool, rule: KeepRule,
+        random: RandomSource, level: Int32, solidMembers: Int, now: UInt64, generation: UInt64
+    ) throws
+        -> (AtomicReplace, RecordSource, (root: IndexRoot, tail: (TrailerV2, UInt64)))
+    {
         var base = root
         base.retention = rule.retention ?? root.retention
         let retention = base.retention
@@ -190,7 +227,11 @@ extension PagedVault {
         var keptClock: UInt64 = 0
         var ahead: [Version] = []
         func note(_ item: Item, _ v: Version) throws {
-            if let above = rule.rewindAbove, v.hlc > above { ahead.append(v) } else { keptClock = max(keptClock, v.hlc) }
+            if let above = rule.rewindAbove, v.hlc > above {
+                ahead.append(v)
+            } else {
+                keptClock = max(keptClock, v.hlc)
+            }
             let k = ValueKey(item.location)
             guard let i = valueAt[k] else {
                 valueAt[k] = values.count
@@ -198,13 +239,21 @@ extension PagedVault {
                 return
             }
             let first = values[i]
-            guard first.id == item.id, first.size == item.size, first.location.dataOffset == item.location.dataOffset else {
-                throw VaultError(.damagedRecord, "\(item.displayName): the record's member table does not name this item")
+            guard first.id == item.id, first.size == item.size, first.location.dataOffset == item.location.dataOffset
+            else {
+                throw VaultError(
+                    .damagedRecord, "\(item.displayName): the record's member table does not name this item")
             }
         }
-        try forEachKeptItem(now: now, retention: retention, rule: rule, live: { try note($0.item!, $0.version) }, tombstone: { _, v in
-            if let above = rule.rewindAbove, v.hlc > above { ahead.append(v) } else { keptClock = max(keptClock, v.hlc) }
-        })
+        try forEachKeptItem(
+            now: now, retention: retention, rule: rule, live: { try note($0.item!, $0.version) },
+            tombstone: { _, v in
+                if let above = rule.rewindAbove, v.hlc > above {
+                    ahead.append(v)
+                } else {
+                    keptClock = max(keptClock, v.hlc)
+                }
+            })
         try forEachKeptVersion(now: now, retention: retention, rule: rule) { try note($0.item, $0.version) }
         // V5.1 rule 6: the versions above `rewindAbove`, in order, become (now + 1, W), (now + 2, W), ...: a monotone
         // map, so the order of any two versions in the vault (and of the history keys) is unchanged.
@@ -217,7 +266,8 @@ extension PagedVault {
         }
         func renumbered(_ v: Version) -> Version {
             guard let above = rule.rewindAbove, v.hlc > above else { return v }
-            var lo = 0, hi = ahead.count
+            var lo = 0
+            var hi = ahead.count
             while lo < hi {
                 let mid = (lo + hi) / 2
                 if ahead[mid] < v { lo = mid + 1 } else { hi = mid }
@@ -229,14 +279,18 @@ extension PagedVault {
         if let above = rule.rewindAbove, !ahead.isEmpty { keptClock = max(keptClock, above + UInt64(ahead.count)) }
         var sequenceOf = [Int](repeating: 0, count: values.count)
         let tmp = try AtomicReplace(path: target, random: random)
-        let newSource = RecordSource(file: tmp.file, headerLength: UInt64(bytes.count), vaultID: header.vaultID, keys: newKeys)
+        let newSource = RecordSource(
+            file: tmp.file, headerLength: UInt64(bytes.count), vaultID: header.vaultID, keys: newKeys)
         let newStore = FilePageStore(source: newSource, limit: 0)
         let built: (root: IndexRoot, tail: (TrailerV2, UInt64))
         do {
             try tmp.file.write(bytes, at: 0)
-            let writer = CommitWriter(file: tmp.file, headerLength: UInt64(bytes.count), vaultID: header.vaultID, keys: newKeys,
-                                      random: random, level: level, solidMembers: solidMembers, at: 0)
-            try copyRecords(values, to: writer, newKeys: newKeys, reseal: reseal, random: random) { sequenceOf[$0] = $1 }
+            let writer = CommitWriter(
+                file: tmp.file, headerLength: UInt64(bytes.count), vaultID: header.vaultID, keys: newKeys,
+                random: random, level: level, solidMembers: solidMembers, at: 0)
+            try copyRecords(values, to: writer, newKeys: newKeys, reseal: reseal, random: random) {
+                sequenceOf[$0] = $1
+            }
             try writer.flush()
             var moved: [Int: RecordLocation] = [:]
             for w in writer.written { moved[w.sequence] = w.item.location }
@@ -256,26 +310,33 @@ extension PagedVault {
             newStore.level = level
             // Pass 2: the trees, written as the old ones are read.
             let schema = root.schema
-            built = try PagedRebuild.writeFold(store: newStore, base: base, clock: keptClock, commitStart: 0, generation: generation,
-                                               previous: nil, items: { builder in
-                var live: UInt64 = 0
-                var attributeKeys: [[UInt8]] = []
-                try forEachKeptItem(now: now, retention: retention, rule: rule, accepted: true, live: { s in
-                    let item = try place(s.item!)
-                    let e = ItemEntries.entry(item, version: renumbered(s.version), schema: schema)
-                    attributeKeys += ItemEntries.attributeKeys(item, itemKey: e.key, schema: schema)
-                    try builder.append(e)
-                    live += 1
-                }, tombstone: { e, v in
-                    let r = renumbered(v)
-                    try builder.append(r == v ? e : ItemEntries.tombstone(key: e.key, version: r))
+            built = try PagedRebuild.writeFold(
+                store: newStore, base: base, clock: keptClock, commitStart: 0, generation: generation,
+                previous: nil,
+                items: { builder in
+                    var live: UInt64 = 0
+                    var attributeKeys: [[UInt8]] = []
+                    try forEachKeptItem(
+                        now: now, retention: retention, rule: rule, accepted: true,
+                        live: { s in
+                            let item = try place(s.item!)
+                            let e = ItemEntries.entry(item, version: renumbered(s.version), schema: schema)
+                            attributeKeys += ItemEntries.attributeKeys(item, itemKey: e.key, schema: schema)
+                            try builder.append(e)
+                            live += 1
+                        },
+                        tombstone: { e, v in
+                            let r = renumbered(v)
+                            try builder.append(r == v ? e : ItemEntries.tombstone(key: e.key, version: r))
+                        })
+                    return (live, attributeKeys)
+                },
+                history: { builder in
+                    try forEachKeptVersion(now: now, retention: retention, rule: rule) { h in
+                        try builder.append(
+                            ItemEntries.history(try place(h.item), version: renumbered(h.version), why: h.why))
+                    }
                 })
-                return (live, attributeKeys)
-            }, history: { builder in
-                try forEachKeptVersion(now: now, retention: retention, rule: rule) { h in
-                    try builder.append(ItemEntries.history(try place(h.item), version: renumbered(h.version), why: h.why))
-                }
-            })
         } catch {
             tmp.abandon()
             throw error
@@ -301,8 +362,10 @@ extension PagedVault {
     /// Copies the records holding `values` to `writer`: a record all of whose members are kept byte for byte
     /// (authenticated first, or re-sealed under `newKeys`), any other rebuilt from its kept members. Tells
     /// `placed` the position in `values` of each value and the writer's sequence number that now holds it.
-    private func copyRecords(_ values: [Item], to writer: CommitWriter, newKeys: Subkeys, reseal: Bool, random: RandomSource,
-                             placed: (Int, Int) throws -> Void) throws {
+    private func copyRecords(
+        _ values: [Item], to writer: CommitWriter, newKeys: Subkeys, reseal: Bool, random: RandomSource,
+        placed: (Int, Int) throws -> Void
+    ) throws {
         let records = Dictionary(grouping: values.indices, by: { values[$0].location.recordID })
             .values.sorted { values[$0[0]].location.offset < values[$1[0]].location.offset }
         var solidIDs = Set<ItemID>()
@@ -323,11 +386,15 @@ extension PagedVault {
                     while let b = try raw.nextRaw() {
                         if !reseal {
                             // Authenticate before copying, so compaction never carries damage forward.
-                            _ = try Blocks.open(nonce: Array(b.frame[4..<28]), sealed: b.sealed, key: oldKey, index: b.index, last: b.last, fail: fail)
+                            _ = try Blocks.open(
+                                nonce: Array(b.frame[4..<28]), sealed: b.sealed, key: oldKey, index: b.index,
+                                last: b.last, fail: fail)
                             try emit(b.frame + b.sealed)
                         } else {
-                            try emit(try Blocks.reseal(frame: b.frame, sealed: b.sealed, from: oldKey, to: newStreamKey, index: b.index,
-                                                       last: b.last, nonce: random.bytes(Sodium.aeadNonceBytes), fail: fail))
+                            try emit(
+                                try Blocks.reseal(
+                                    frame: b.frame, sealed: b.sealed, from: oldKey, to: newStreamKey, index: b.index,
+                                    last: b.last, nonce: random.bytes(Sodium.aeadNonceBytes), fail: fail))
                         }
                     }
                 }
@@ -337,24 +404,30 @@ extension PagedVault {
                 // them one by one would decode the record again from its start for each. A value that several
                 // entries name (an item and its kept version whose attributes alone changed) is copied once.
                 var distinct: [Int] = []
-                for i in members where distinct.last.map({ values[$0].location.member != values[i].location.member }) ?? true {
+                for i in members
+                where distinct.last.map({ values[$0].location.member != values[i].location.member }) ?? true {
                     distinct.append(i)
                 }
                 var sequenceOf: [Int: Int] = [:]  // member index -> the writer's sequence number of its copy
-                try source.readMembers(distinct.map { values[$0] }, begin: { item in
-                    // Two versions of one item never share a record (its member ids are distinct).
-                    if solidIDs.contains(item.id) {
-                        try writer.endSolidRecord()
-                        solidIDs = []
-                    }
-                    solidIDs.insert(item.id)
-                    try writer.beginValue(item, size: item.size)
-                }, bytes: { try writer.appendValue($0) }, end: { item in
-                    try writer.endValue()
-                    sequenceOf[item.location.member] = writer.sequence
-                })
+                try source.readMembers(
+                    distinct.map { values[$0] },
+                    begin: { item in
+                        // Two versions of one item never share a record (its member ids are distinct).
+                        if solidIDs.contains(item.id) {
+                            try writer.endSolidRecord()
+                            solidIDs = []
+                        }
+                        solidIDs.insert(item.id)
+                        try writer.beginValue(item, size: item.size)
+                    }, bytes: { try writer.appendValue($0) },
+                    end: { item in
+                        try writer.endValue()
+                        sequenceOf[item.location.member] = writer.sequence
+                    })
                 for i in members {
-                    guard let n = sequenceOf[values[i].location.member] else { throw VaultError(.io, "a copied value went missing") }
+                    guard let n = sequenceOf[values[i].location.member] else {
+                        throw VaultError(.io, "a copied value went missing")
+                    }
                     try placed(i, n)
                 }
             }

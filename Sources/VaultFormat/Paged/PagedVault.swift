@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A vault of format version 2 (SPEC.md Part 4): its index is three copy-on-write B+trees of sealed
@@ -66,7 +66,9 @@ package final class PagedVault {
 
     func sortedChanges(_ tree: TreeID) -> [(key: [UInt8], value: TreeWriter.Change)] {
         if let s = sortedOverlay[tree] { return s }
-        let s = (overlay[tree] ?? [:]).map { (key: $0.key, value: $0.value) }.sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        let s = (overlay[tree] ?? [:]).map { (key: $0.key, value: $0.value) }.sorted {
+            $0.key.lexicographicallyPrecedes($1.key)
+        }
         sortedOverlay[tree] = s
         return s
     }
@@ -82,8 +84,10 @@ package final class PagedVault {
     /// Why the last automatic compaction failed, if it did (the commit before it stood).
     package internal(set) var lastCompactionError: VaultError?
 
-    init(path: String, header: Header, file: File, vaultKey: SecureBytes, store: FilePageStore, root: IndexRoot,
-         tail: (TrailerV2, UInt64), writerID: UInt64, mode: OpenMode) {
+    init(
+        path: String, header: Header, file: File, vaultKey: SecureBytes, store: FilePageStore, root: IndexRoot,
+        tail: (TrailerV2, UInt64), writerID: UInt64, mode: OpenMode
+    ) {
         self.path = path
         self.vaultKey = vaultKey
         self.header = header
@@ -96,7 +100,9 @@ package final class PagedVault {
         self.mode = mode
     }
 
-    var source: RecordSource { RecordSource(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys) }
+    var source: RecordSource {
+        RecordSource(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys)
+    }
 
     /// Live items.
     package var count: Int { Int(tail.trailer.itemCount) }
@@ -116,12 +122,17 @@ package final class PagedVault {
 
     /// Creates an empty version 2 vault (one fold commit of empty trees), written under a temporary name and
     /// linked into place.
-    package static func create(path: String, group: String, slots: [SlotSecret], schema: PagedSchema, retention: Retention = .init(),
-                               overwrite: Bool = false, random: RandomSource = SystemRandom.shared) throws {
+    package static func create(
+        path: String, group: String, slots: [SlotSecret], schema: PagedSchema, retention: Retention = .init(),
+        overwrite: Bool = false, random: RandomSource = SystemRandom.shared
+    ) throws {
         let tmp = try Vault.startCreating(path: path, group: group, slots: slots, overwrite: overwrite)
         do {
-            let (vaultID, keys, headerBytes, _, _) = try Vault.writeNewHeader(tmp, group: group, slots: slots, formatVersion: 2, random: random)
-            let store = FilePageStore(source: RecordSource(file: tmp.file, headerLength: UInt64(headerBytes.count), vaultID: vaultID, keys: keys), limit: 0)
+            let (vaultID, keys, headerBytes, _, _) = try Vault.writeNewHeader(
+                tmp, group: group, slots: slots, formatVersion: 2, random: random)
+            let store = FilePageStore(
+                source: RecordSource(
+                    file: tmp.file, headerLength: UInt64(headerBytes.count), vaultID: vaultID, keys: keys), limit: 0)
             store.random = random
             let root = IndexRoot(schema: schema, retention: retention)
             _ = try writeFold(root: root, store: store, commitStart: 0, generation: 1, previous: nil, itemCount: 0)
@@ -132,13 +143,17 @@ package final class PagedVault {
         }
     }
 
-    package static func open(path: String, secret: UnlockSecret, mode: OpenMode = .read, writerID: UInt64? = nil,
-                             lockTimeout: Double = 10) throws -> PagedVault {
+    package static func open(
+        path: String, secret: UnlockSecret, mode: OpenMode = .read, writerID: UInt64? = nil,
+        lockTimeout: Double = 10
+    ) throws -> PagedVault {
         let file = try Vault.lockedFile(path, mode: mode, exclusive: false, timeout: lockTimeout)
         defer { file.unlock() }
         let size = try file.size()
         let prefix = try file.read(Int(min(size, 4096)), at: 0)
-        let (header, headerBytes) = try Header.parse(prefix: prefix, fileSize: size, versions: 2...2) { try file.read($0, at: 0) }
+        let (header, headerBytes) = try Header.parse(prefix: prefix, fileSize: size, versions: 2...2) {
+            try file.read($0, at: 0)
+        }
         var vk: SecureBytes?
         for s in header.slots {
             if let k = s.unwrap(with: secret, vaultID: header.vaultID) {
@@ -146,20 +161,30 @@ package final class PagedVault {
                 break
             }
         }
-        guard let vk else { throw VaultError(.wrongKey, "no key slot of \(path) opens with the \(secret.kindName) given") }
-        guard Header.verifyMAC(headerBytes, key: Subkeys(vaultKey: vk).header) else { throw VaultError(.tamperedHeader, "\(path): the header MAC does not verify") }
-        return try open(file: file, path: path, header: header, vaultKey: vk, size: size, mode: mode, writerID: writerID, lockTimeout: lockTimeout)
+        guard let vk else {
+            throw VaultError(.wrongKey, "no key slot of \(path) opens with the \(secret.kindName) given")
+        }
+        guard Header.verifyMAC(headerBytes, key: Subkeys(vaultKey: vk).header) else {
+            throw VaultError(.tamperedHeader, "\(path): the header MAC does not verify")
+        }
+        return try open(
+            file: file, path: path, header: header, vaultKey: vk, size: size, mode: mode, writerID: writerID,
+            lockTimeout: lockTimeout)
     }
 
     /// Opens the version 2 vault in `file` (locked by the caller), whose header has been parsed and its MAC
     /// checked under `vaultKey`.
-    static func open(file: File, path: String, header: Header, vaultKey vk: SecureBytes, size: UInt64, mode: OpenMode,
-                     writerID: UInt64?, lockTimeout: Double) throws -> PagedVault {
-        let source = RecordSource(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: Subkeys(vaultKey: vk))
+    static func open(
+        file: File, path: String, header: Header, vaultKey vk: SecureBytes, size: UInt64, mode: OpenMode,
+        writerID: UInt64?, lockTimeout: Double
+    ) throws -> PagedVault {
+        let source = RecordSource(
+            file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: Subkeys(vaultKey: vk))
         let (root, chain, bytes, tail) = try load(source, bodySize: size - UInt64(header.length))
         let store = FilePageStore(source: source, limit: tail.1)
-        let v = PagedVault(path: path, header: header, file: file, vaultKey: vk, store: store, root: root, tail: tail,
-                           writerID: writerID ?? UInt64(bigEndianBytes: SystemRandom.shared.bytes(8)), mode: mode)
+        let v = PagedVault(
+            path: path, header: header, file: file, vaultKey: vk, store: store, root: root, tail: tail,
+            writerID: writerID ?? UInt64(bigEndianBytes: SystemRandom.shared.bytes(8)), mode: mode)
         v.replay(chain)
         v.overlayBytes = bytes
         v.lockTimeout = lockTimeout
@@ -168,8 +193,11 @@ package final class PagedVault {
 
     /// Finds the last commit, reads its root and applies its delta chain (V6, V7).
     package static func load(_ source: RecordSource, bodySize: UInt64) throws
-        -> (IndexRoot, [(tree: TreeID, change: TreeWriter.Change)], Int, (TrailerV2, UInt64)) {
-        let reader = TailReader(file: source.file, headerLength: source.headerLength, bodySize: bodySize, vaultID: source.vaultID, keys: source.keys)
+        -> (IndexRoot, [(tree: TreeID, change: TreeWriter.Change)], Int, (TrailerV2, UInt64))
+    {
+        let reader = TailReader(
+            file: source.file, headerLength: source.headerLength, bodySize: bodySize, vaultID: source.vaultID,
+            keys: source.keys)
         let (last, lastOffset) = try reader.lastCommit(TrailerV2.self)
         // Back to the fold, then the deltas oldest first.
         var chain = [(last, lastOffset)]
@@ -177,25 +205,34 @@ package final class PagedVault {
             let t = chain[chain.count - 1].0
             let b = try source.file.read(TrailerV2.size, at: source.headerLength + t.previous)
             guard let p = TrailerV2.decode(b, at: t.previous, vaultID: source.vaultID, key: source.keys.trailer),
-                  p.generation == t.generation - 1, p.chain + 1 == t.chain,
-                  p.rootOffset == t.rootOffset, p.rootLength == t.rootLength, p.rootID == t.rootID else {
-                throw VaultError(.damagedIndex, "the trailer before generation \(t.generation) does not verify or names another root")
+                p.generation == t.generation - 1, p.chain + 1 == t.chain,
+                p.rootOffset == t.rootOffset, p.rootLength == t.rootLength, p.rootID == t.rootID
+            else {
+                throw VaultError(
+                    .damagedIndex, "the trailer before generation \(t.generation) does not verify or names another root"
+                )
             }
             chain.append((p, t.previous))
         }
         let fail = { (m: String) in VaultError(.damagedIndex, "index root of generation \(last.generation): \(m)") }
-        let root = try IndexRoot.decode(try PagedSealing.open(source, key: .page(source.keys, vaultID: source.vaultID, pageID: last.rootID),
-                                                              offset: last.rootOffset, length: last.rootLength, max: PagedLimits.rootMax, fail: fail))
+        let root = try IndexRoot.decode(
+            try PagedSealing.open(
+                source, key: .page(source.keys, vaultID: source.vaultID, pageID: last.rootID),
+                offset: last.rootOffset, length: last.rootLength, max: PagedLimits.rootMax, fail: fail))
         var changes: [(tree: TreeID, change: TreeWriter.Change)] = []
         var bytes = 0
         for (t, _) in chain.reversed() where !t.wroteRoot {
-            let dfail = { (m: String) in VaultError(.damagedIndex, "delta segment of generation \(t.generation): \(m)") }
-            let plain = try PagedSealing.open(source, key: .delta(source.keys, vaultID: source.vaultID, generation: t.generation),
-                                              offset: t.deltaOffset, length: t.deltaLength,
-                                              max: min(PagedLimits.deltaMax, PagedLimits.deltaTotalMax - bytes), fail: dfail)
+            let dfail = { (m: String) in VaultError(.damagedIndex, "delta segment of generation \(t.generation): \(m)")
+            }
+            let plain = try PagedSealing.open(
+                source, key: .delta(source.keys, vaultID: source.vaultID, generation: t.generation),
+                offset: t.deltaOffset, length: t.deltaLength,
+                max: min(PagedLimits.deltaMax, PagedLimits.deltaTotalMax - bytes), fail: dfail)
             bytes += plain.count
             let decoded = try DeltaCodec.decode(plain)
-            try PageCodec.checkRecordsEnd(decoded.lazy.compactMap(\.change.entry), before: t.deltaOffset, "delta segment of generation \(t.generation)")
+            try PageCodec.checkRecordsEnd(
+                decoded.lazy.compactMap(\.change.entry), before: t.deltaOffset,
+                "delta segment of generation \(t.generation)")
             changes += decoded
         }
         return (root, changes, bytes, (last, lastOffset))
@@ -218,7 +255,8 @@ package final class PagedVault {
     func scan(_ tree: TreeID, from lower: [UInt8] = [], _ body: (LeafEntry) throws -> Bool) throws {
         let pending = sortedChanges(tree)
         // The first change at or after `lower`.
-        var lo = 0, hi = pending.count
+        var lo = 0
+        var hi = pending.count
         while lo < hi {
             let mid = (lo + hi) / 2
             if pending[mid].key.lexicographicallyPrecedes(lower) { lo = mid + 1 } else { hi = mid }
@@ -256,7 +294,8 @@ package final class PagedVault {
     /// key order: the range of the items tree that the type's byte opens (V3.1).
     package func items(class itemClass: ItemClass, keyTypeOfFirst sample: AttributeValue) throws -> [Item] {
         let classPrefix = ItemKey.prefix(class: itemClass.rawValue, values: [])
-        return try items(keyPrefix: Array(ItemKey.prefix(class: itemClass.rawValue, values: [sample]).prefix(classPrefix.count + 1)))
+        return try items(
+            keyPrefix: Array(ItemKey.prefix(class: itemClass.rawValue, values: [sample]).prefix(classPrefix.count + 1)))
     }
 
     /// The live items whose keys start with `prefix`, in key order.
@@ -273,7 +312,9 @@ package final class PagedVault {
     /// The live items whose indexed attribute `name` is `value`: a range of the attributes tree, then one
     /// lookup per match.
     package func items(attribute name: String, equals value: AttributeValue) throws -> [Item] {
-        guard root.schema.isIndexed(name) else { throw VaultError(.invalidArgument, "attribute \(name) is not indexed in this vault") }
+        guard root.schema.isIndexed(name) else {
+            throw VaultError(.invalidArgument, "attribute \(name) is not indexed in this vault")
+        }
         let prefix = ItemEntries.attributePrefix(name, value)
         var keys: [[UInt8]] = []
         try scan(.attributes, from: prefix) { e in
@@ -291,7 +332,9 @@ package final class PagedVault {
 
     /// The live item with this id, class and attributes (its key attributes name its key), if it is there.
     package func liveItem(id: ItemID, class itemClass: ItemClass, attributes: Attributes) throws -> Item? {
-        let key = ItemKey.make(class: itemClass.rawValue, attributes: attributes, schema: root.schema.classes[itemClass.rawValue], id: id).key
+        let key = ItemKey.make(
+            class: itemClass.rawValue, attributes: attributes, schema: root.schema.classes[itemClass.rawValue], id: id
+        ).key
         guard let e = try entry(.items, key) else { return nil }
         return try ItemEntries.decode(e, schema: root.schema).item
     }
@@ -323,7 +366,10 @@ package final class PagedVault {
 
     /// The version of the item at `item`'s key, if it is there.
     package func version(of item: Item) throws -> Version? {
-        let key = ItemKey.make(class: item.itemClass.rawValue, attributes: item.attributes, schema: root.schema.classes[item.itemClass.rawValue], id: item.id).key
+        let key = ItemKey.make(
+            class: item.itemClass.rawValue, attributes: item.attributes,
+            schema: root.schema.classes[item.itemClass.rawValue], id: item.id
+        ).key
         return try entry(.items, key).map { try ItemEntries.decode($0, schema: root.schema).version }
     }
 
@@ -358,7 +404,10 @@ package final class PagedVault {
     /// has), else found by a scan of the items tree.
     package func state(of item: Item) throws -> ItemState? {
         let schema = root.schema
-        let key = ItemKey.make(class: item.itemClass.rawValue, attributes: item.attributes, schema: schema.classes[item.itemClass.rawValue], id: item.id).key
+        let key = ItemKey.make(
+            class: item.itemClass.rawValue, attributes: item.attributes,
+            schema: schema.classes[item.itemClass.rawValue], id: item.id
+        ).key
         if let e = try entry(.items, key) { return try ItemEntries.decode(e, schema: schema) }
         var found: ItemState?
         var names = NameCache()
@@ -393,7 +442,9 @@ package final class PagedVault {
     /// segments of the chain (reads every page).
     package func indexBytes() throws -> UInt64 {
         var bytes = tail.trailer.rootLength
-        for tree in [TreeID.items, .attributes, .history] { _ = try reader(tree).verify({ _ in }, page: { bytes += $0.length }) }
+        for tree in [TreeID.items, .attributes, .history] {
+            _ = try reader(tree).verify({ _ in }, page: { bytes += $0.length })
+        }
         return bytes + (try chainDeltaBytes())
     }
 
@@ -444,8 +495,14 @@ package final class PagedVault {
     /// Bytes on disk of each tree's pages (the benchmarks' breakdown of ``indexBytes()``).
     package func treeBytes() throws -> [(tree: String, bytes: UInt64, pages: Int)] {
         try [TreeID.items, .attributes, .history].map { tree in
-            var bytes: UInt64 = 0, pages = 0
-            _ = try reader(tree).verify({ _ in }, page: { bytes += $0.length; pages += 1 })
+            var bytes: UInt64 = 0
+            var pages = 0
+            _ = try reader(tree).verify(
+                { _ in },
+                page: {
+                    bytes += $0.length
+                    pages += 1
+                })
             return ("\(tree)", bytes, pages)
         }
     }
@@ -459,22 +516,29 @@ package final class PagedVault {
     // MARK: Writing
 
     /// Writes `root` and a fold trailer after the pages at `store.position`; syncs the data before the trailer.
-    static func writeFold(root: IndexRoot, store: FilePageStore, commitStart: UInt64, generation: UInt64,
-                          previous: UInt64?, itemCount: UInt64) throws -> (TrailerV2, UInt64) {
+    static func writeFold(
+        root: IndexRoot, store: FilePageStore, commitStart: UInt64, generation: UInt64,
+        previous: UInt64?, itemCount: UInt64
+    ) throws -> (TrailerV2, UInt64) {
         let rootID = ID128(store.random.bytes(16))
         let plain = root.encode()
-        guard plain.count <= PagedLimits.rootMax else { throw VaultError(.invalidArgument, "an index root of \(plain.count) bytes") }
-        let (offset, length) = try store.append(plain, key: .page(store.source.keys, vaultID: store.source.vaultID, pageID: rootID))
-        let t = TrailerV2(generation: generation, commitStart: commitStart, previous: previous ?? TrailerV2.none, rootOffset: offset,
-                          rootLength: length, rootID: rootID, deltaOffset: TrailerV2.none, deltaLength: 0, itemCount: itemCount,
-                          wroteRoot: true, chain: 0)
+        guard plain.count <= PagedLimits.rootMax else {
+            throw VaultError(.invalidArgument, "an index root of \(plain.count) bytes")
+        }
+        let (offset, length) = try store.append(
+            plain, key: .page(store.source.keys, vaultID: store.source.vaultID, pageID: rootID))
+        let t = TrailerV2(
+            generation: generation, commitStart: commitStart, previous: previous ?? TrailerV2.none, rootOffset: offset,
+            rootLength: length, rootID: rootID, deltaOffset: TrailerV2.none, deltaLength: 0, itemCount: itemCount,
+            wroteRoot: true, chain: 0)
         return (t, try writeTrailer(t, store: store))
     }
 
     static func writeTrailer(_ t: TrailerV2, store: FilePageStore) throws -> UInt64 {
         try store.source.file.sync()
         let at = store.position
-        _ = try store.source.file.write(t.encode(vaultID: store.source.vaultID, key: store.source.keys.trailer), at: store.source.headerLength + at)
+        _ = try store.source.file.write(
+            t.encode(vaultID: store.source.vaultID, key: store.source.keys.trailer), at: store.source.headerLength + at)
         store.position += UInt64(TrailerV2.size)
         store.limit = store.position
         try store.source.file.sync()
@@ -488,11 +552,15 @@ package final class PagedVault {
     /// (``shouldCompact``, V8.1) is followed by a compaction, outside the lock; a compaction that fails leaves
     /// the vault as it was and the commit standing, and is reported in ``lastCompactionError`` and to the
     /// handler of ``Vault/reportCompactionFailures(to:)`` (as version 1 does).
-    package func commit(level: Int32 = 6, random: RandomSource = SystemRandom.shared, solidMembers: Int = Limits.membersMax,
-                        autoCompact: Bool = true, now: () -> UInt64 = PagedTransaction.realTimeMilliseconds,
-                        _ body: (PagedTransaction) throws -> Void) throws {
+    package func commit(
+        level: Int32 = 6, random: RandomSource = SystemRandom.shared, solidMembers: Int = Limits.membersMax,
+        autoCompact: Bool = true, now: () -> UInt64 = PagedTransaction.realTimeMilliseconds,
+        _ body: (PagedTransaction) throws -> Void
+    ) throws {
         let started = now()
-        try committing(autoCompact: autoCompact, random: random, level: level, solidMembers: solidMembers, now: started << 16) {
+        try committing(
+            autoCompact: autoCompact, random: random, level: level, solidMembers: solidMembers, now: started << 16
+        ) {
             try commitLocked(level: level, random: random, solidMembers: solidMembers, now: started, body)
         }
     }
@@ -503,7 +571,9 @@ package final class PagedVault {
     /// stands whatever the compaction does: a failure goes to ``lastCompactionError`` and the handler of
     /// ``Vault/reportCompactionFailures(to:)``, never to the caller. A commit that changed nothing does not
     /// compact (as version 1).
-    func committing<T>(autoCompact: Bool, random: RandomSource, level: Int32, solidMembers: Int, now: UInt64, _ body: () throws -> T) throws -> T {
+    func committing<T>(
+        autoCompact: Bool, random: RandomSource, level: Int32, solidMembers: Int, now: UInt64, _ body: () throws -> T
+    ) throws -> T {
         let (result, due) = try exclusively { () throws -> (T, Bool) in
             let generation = self.generation
             let result = try body()
@@ -531,7 +601,9 @@ package final class PagedVault {
         return try body()
     }
 
-    func commitLocked(level: Int32, random: RandomSource, solidMembers: Int, now: UInt64, _ body: (PagedTransaction) throws -> Void) throws {
+    func commitLocked(
+        level: Int32, random: RandomSource, solidMembers: Int, now: UInt64, _ body: (PagedTransaction) throws -> Void
+    ) throws {
         try appendCommit(level: level, random: random, solidMembers: solidMembers) { writer in
             let tx = try PagedTransaction(vault: self, writer: writer, random: random, now: now)
             try body(tx)
@@ -545,12 +617,15 @@ package final class PagedVault {
 
     /// Appends one commit (under the lock): `make` writes its records through the writer it is given and
     /// returns its tree changes, which become a delta segment or a fold.
-    func appendCommit(level: Int32, random: RandomSource, solidMembers: Int, _ make: (CommitWriter) throws -> CommitChanges) throws {
+    func appendCommit(
+        level: Int32, random: RandomSource, solidMembers: Int, _ make: (CommitWriter) throws -> CommitChanges
+    ) throws {
         let generation = uncommitted ? 1 : try Vault.nextGeneration(after: tail.trailer.generation, path)
         let end = uncommitted ? 0 : tail.offset + UInt64(TrailerV2.size)
         if try file.size() != UInt64(header.length) + end { try file.truncate(to: UInt64(header.length) + end) }
-        let writer = CommitWriter(file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys,
-                                  random: random, level: level, solidMembers: solidMembers, at: end)
+        let writer = CommitWriter(
+            file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys,
+            random: random, level: level, solidMembers: solidMembers, at: end)
         do {
             var (perTree, clock, liveChange) = try make(writer)
             let changeCount = perTree.reduce(0) { $0 + $1.changes.count }
@@ -566,7 +641,9 @@ package final class PagedVault {
             // The trailer's count is only checked against the index by verification (V4): a forged or damaged
             // one must not trap here.
             guard count + liveChange >= 0 else {
-                throw VaultError(.damagedIndex, "the commit would leave \(count + liveChange) live items (the trailer counts \(count))")
+                throw VaultError(
+                    .damagedIndex,
+                    "the commit would leave \(count + liveChange) live items (the trailer counts \(count))")
             }
             // ITEMS_MAX, which a trailer must respect to be read (V7): checked here, where the count is known
             // (a transaction on demand holds only the items it touched).
@@ -575,21 +652,30 @@ package final class PagedVault {
             }
             let itemCount = UInt64(count + liveChange)
             // A commit of many changes folds without being encoded as a delta first.
-            let changes = changeCount > PagedLimits.foldAfterChanges ? [] : perTree.flatMap { t in t.changes.map { (tree: t.tree, change: $0) } }
+            let changes =
+                changeCount > PagedLimits.foldAfterChanges
+                ? [] : perTree.flatMap { t in t.changes.map { (tree: t.tree, change: $0) } }
             try PageCodec.checkOneExtentPerRecord(changes.lazy.compactMap(\.change.entry))
             let delta = changes.isEmpty ? [] : DeltaCodec.encode(changes)
             // A delta segment's keys and entries count their tree and operation bytes against KEY_MAX and
             // ENTRY_MAX (V2): a change that one cannot hold folds, and the tree writers check it against a page's.
-            let fitsDelta = changes.allSatisfy { PageCodec.fits($0.change.entry ?? LeafEntry(key: $0.change.key), inDelta: true) }
-            if uncommitted || chain >= PagedLimits.deltaChainMax || overlayBytes + delta.count > PagedLimits.foldAfterBytes || changeCount > PagedLimits.foldAfterChanges
-                || delta.count > PagedLimits.deltaMax || !fitsDelta {
+            let fitsDelta = changes.allSatisfy {
+                PageCodec.fits($0.change.entry ?? LeafEntry(key: $0.change.key), inDelta: true)
+            }
+            if uncommitted || chain >= PagedLimits.deltaChainMax
+                || overlayBytes + delta.count > PagedLimits.foldAfterBytes || changeCount > PagedLimits.foldAfterChanges
+                || delta.count > PagedLimits.deltaMax || !fitsDelta
+            {
                 var newRoot = root
                 newRoot.clock = clock
                 // Garbage (V8.1): the root and chain this fold supersedes, the pages it replaces, and the
                 // records of replaced entries that none of its puts names.
                 let last = tail.trailer
                 // The first commit of a new vault supersedes nothing: its root counts 0 (V8.1).
-                if !uncommitted { newRoot.addGarbage(last.rootLength + UInt64(TrailerV2.size) * (UInt64(last.chain) + 1) + (try chainDeltaBytes())) }
+                if !uncommitted {
+                    newRoot.addGarbage(
+                        last.rootLength + UInt64(TrailerV2.size) * (UInt64(last.chain) + 1) + (try chainDeltaBytes()))
+                }
                 var deadRecords = supersededRecords
                 var namedRecords = Set<ID128>()
                 for t in perTree.indices {
@@ -601,7 +687,9 @@ package final class PagedVault {
                             if let share = pendingRecordShare(tree, c.key) { deadRecords[share.id] = share.bytes }
                         }
                     }
-                    let pending = earlier.isEmpty ? perTree[t].changes : PagedVault.combine(earlier.map(\.value), perTree[t].changes)
+                    let pending =
+                        earlier.isEmpty
+                        ? perTree[t].changes : PagedVault.combine(earlier.map(\.value), perTree[t].changes)
                     perTree[t].changes = []
                     // The counts follow what each change replaces (an items-tree entry is live exactly when it
                     // names a record; wrapping, since a forged root's counts are only compared afterwards); a
@@ -611,17 +699,27 @@ package final class PagedVault {
                         if case .put = self.overlay[tree]?[k] { return true }  // this commit removes what the chain put
                         return false
                     }
-                    let top = try TreeWriter(store: store, tree: tree).apply(pending, to: root.top(tree), onMissingRemove: { k in
-                        guard mayBeMissing(k) else {
-                            throw VaultError(.damagedIndex, "a delta segment removes a key of the \(tree) tree that neither the tree nor the chain holds")
-                        }
-                    }, dropped: { newRoot.addGarbage($0.length) }) { old, c in
+                    let top = try TreeWriter(store: store, tree: tree).apply(
+                        pending, to: root.top(tree),
+                        onMissingRemove: { k in
+                            guard mayBeMissing(k) else {
+                                throw VaultError(
+                                    .damagedIndex,
+                                    "a delta segment removes a key of the \(tree) tree that neither the tree nor the chain holds"
+                                )
+                            }
+                        }, dropped: { newRoot.addGarbage($0.length) }
+                    ) { old, c in
                         if let old, let share = self.recordShare(tree, old) { deadRecords[share.id] = share.bytes }
                         if case .put(let e) = c, let r = e.record { namedRecords.insert(r.id) }
                         switch tree {
                         case .items:
-                            if let old { if old.record != nil { newRoot.liveItems &-= 1 } else { newRoot.tombstones &-= 1 } }
-                            if case .put(let e) = c { if e.record != nil { newRoot.liveItems &+= 1 } else { newRoot.tombstones &+= 1 } }
+                            if let old {
+                                if old.record != nil { newRoot.liveItems &-= 1 } else { newRoot.tombstones &-= 1 }
+                            }
+                            if case .put(let e) = c {
+                                if e.record != nil { newRoot.liveItems &+= 1 } else { newRoot.tombstones &+= 1 }
+                            }
                         case .history:
                             if old != nil { newRoot.historyEntries &-= 1 }
                             if case .put = c { newRoot.historyEntries &+= 1 }
@@ -633,21 +731,25 @@ package final class PagedVault {
                 }
                 for (id, bytes) in deadRecords where !namedRecords.contains(id) { newRoot.addGarbage(bytes) }
                 guard newRoot.liveItems == itemCount else {
-                    throw VaultError(.damagedIndex, "folding gives \(newRoot.liveItems) live items where \(itemCount) were expected")
+                    throw VaultError(
+                        .damagedIndex, "folding gives \(newRoot.liveItems) live items where \(itemCount) were expected")
                 }
-                let t = try PagedVault.writeFold(root: newRoot, store: store, commitStart: end, generation: generation,
-                                                 previous: uncommitted ? nil : tail.offset, itemCount: itemCount)
+                let t = try PagedVault.writeFold(
+                    root: newRoot, store: store, commitStart: end, generation: generation,
+                    previous: uncommitted ? nil : tail.offset, itemCount: itemCount)
                 uncommitted = false
                 root = newRoot
                 replay([])
                 overlayBytes = 0
                 tail = t
             } else {
-                let (offset, length) = try store.append(delta, key: .delta(keys, vaultID: header.vaultID, generation: generation))
+                let (offset, length) = try store.append(
+                    delta, key: .delta(keys, vaultID: header.vaultID, generation: generation))
                 let p = tail.trailer
-                let t = TrailerV2(generation: generation, commitStart: end, previous: tail.offset, rootOffset: p.rootOffset,
-                                  rootLength: p.rootLength, rootID: p.rootID, deltaOffset: offset, deltaLength: length,
-                                  itemCount: itemCount, wroteRoot: false, chain: UInt16(chain))
+                let t = TrailerV2(
+                    generation: generation, commitStart: end, previous: tail.offset, rootOffset: p.rootOffset,
+                    rootLength: p.rootLength, rootID: p.rootID, deltaOffset: offset, deltaLength: length,
+                    itemCount: itemCount, wroteRoot: false, chain: UInt16(chain))
                 let at = try PagedVault.writeTrailer(t, store: store)
                 for (tree, c) in changes { addToOverlay(tree, c) }
                 overlayBytes += delta.count
@@ -662,7 +764,9 @@ package final class PagedVault {
     }
 
     /// Merges two change lists, each in ascending key order, into one; on equal keys the newer (`later`) wins.
-    static func combine<S: Sequence<TreeWriter.Change>>(_ earlier: [TreeWriter.Change], _ later: S) -> [TreeWriter.Change] {
+    static func combine<S: Sequence<TreeWriter.Change>>(_ earlier: [TreeWriter.Change], _ later: S) -> [TreeWriter
+        .Change]
+    {
         var out: [TreeWriter.Change] = []
         out.reserveCapacity(earlier.count)
         var i = 0
@@ -683,7 +787,10 @@ package final class PagedVault {
         let size = try file.size()
         let known = try? file.read(TrailerV2.size, at: UInt64(header.length) + tail.offset)
         if size == UInt64(header.length) + tail.offset + UInt64(TrailerV2.size),
-           known == tail.trailer.encode(vaultID: header.vaultID, key: keys.trailer) { return }
+            known == tail.trailer.encode(vaultID: header.vaultID, key: keys.trailer)
+        {
+            return
+        }
         let (r, chain, b, t) = try PagedVault.load(source, bodySize: size - UInt64(header.length))
         (root, overlayBytes, tail) = (r, b, t)
         replay(chain)
@@ -719,8 +826,10 @@ package final class PagedTransaction {
         // A root's clock is read from the file: one at the ceiling leaves no versions to give (never a trap;
         // V5.1: only a file kcar did not write can be there, and a rewind brings it back).
         guard vault.clock < HybridClock.ceiling else {
-            throw VaultError(.invalidArgument, "the vault's clock is at \(vault.clock): no versions are left to give; "
-                             + "`kcar compact --rewind-clock` renumbers the versions that run ahead of this machine's clock")
+            throw VaultError(
+                .invalidArgument,
+                "the vault's clock is at \(vault.clock): no versions are left to give; "
+                    + "`kcar compact --rewind-clock` renumbers the versions that run ahead of this machine's clock")
         }
         clock = max(min(now, HybridClock.nowMaxMilliseconds) << 16, vault.clock + 1) - 1
     }
@@ -732,7 +841,9 @@ package final class PagedTransaction {
 
     /// Adds a new item and returns it.
     @discardableResult
-    package func add(class itemClass: ItemClass = .genericPassword, attributes: Attributes, value: [UInt8]) throws -> ItemID {
+    package func add(class itemClass: ItemClass = .genericPassword, attributes: Attributes, value: [UInt8]) throws
+        -> ItemID
+    {
         try add(class: itemClass, attributes: attributes, value: .bytes(value))
     }
 
@@ -741,8 +852,9 @@ package final class PagedTransaction {
     package func add(class itemClass: ItemClass, attributes: Attributes, value: ValueSource) throws -> ItemID {
         try Transaction.check(itemClass, attributes)
         let id = ItemID(random.bytes(16))
-        let item = Item(id: id, itemClass: itemClass, attributes: attributes, size: 0,
-                        location: RecordLocation(recordID: ID128(hi: 0, lo: 0), offset: 0, length: 0, member: 0, dataOffset: 0))
+        let item = Item(
+            id: id, itemClass: itemClass, attributes: attributes, size: 0,
+            location: RecordLocation(recordID: ID128(hi: 0, lo: 0), offset: 0, length: 0, member: 0, dataOffset: 0))
         try writer.add(item, value: value)
         changed[id] = item
         valued[id] = writer.sequence
@@ -772,11 +884,18 @@ package final class PagedTransaction {
     /// The current state of `item` (as this transaction left it, or as the vault holds it).
     private func current(_ item: Item) throws -> (before: ItemState?, now: Item) {
         if let c = changed[item.id] {
-            guard let now = c else { throw VaultError(.itemNotFound, "item \(item.id) was deleted in this transaction") }
+            guard let now = c else {
+                throw VaultError(.itemNotFound, "item \(item.id) was deleted in this transaction")
+            }
             return (before[item.id], now)
         }
-        let key = ItemKey.make(class: item.itemClass.rawValue, attributes: item.attributes, schema: vault.root.schema.classes[item.itemClass.rawValue], id: item.id).key
-        guard let e = try vault.entry(.items, key), let s = Optional(try ItemEntries.decode(e, schema: vault.root.schema)), let now = s.item else {
+        let key = ItemKey.make(
+            class: item.itemClass.rawValue, attributes: item.attributes,
+            schema: vault.root.schema.classes[item.itemClass.rawValue], id: item.id
+        ).key
+        guard let e = try vault.entry(.items, key),
+            let s = Optional(try ItemEntries.decode(e, schema: vault.root.schema)), let now = s.item
+        else {
             throw VaultError(.itemNotFound, "item \(item.id)")
         }
         return (s, now)
@@ -789,7 +908,8 @@ package final class PagedTransaction {
 
     /// Changes `item`'s class, its attributes, its value, or any of them (a new class or new key attributes
     /// move its entry to another key).
-    package func update(_ item: Item, class itemClass: ItemClass?, attributes: Attributes?, value: ValueSource?) throws {
+    package func update(_ item: Item, class itemClass: ItemClass?, attributes: Attributes?, value: ValueSource?) throws
+    {
         let (was, now) = try current(item)
         var next = now
         if let itemClass { next.itemClass = itemClass }
@@ -812,7 +932,9 @@ package final class PagedTransaction {
             try update(live, attributes: kept.attributes, value: value)
             return
         }
-        guard changed[kept.id] == nil else { throw VaultError(.invalidArgument, "item \(kept.id) was changed in this transaction") }
+        guard changed[kept.id] == nil else {
+            throw VaultError(.invalidArgument, "item \(kept.id) was changed in this transaction")
+        }
         try Transaction.check(kept.itemClass, kept.attributes)
         var item = kept
         item.size = 0
@@ -845,7 +967,9 @@ package final class PagedTransaction {
         takeLocations()
         valued = [:]
         let schema = vault.root.schema
-        var items: [TreeWriter.Change] = [], attributes: [TreeWriter.Change] = [], history: [TreeWriter.Change] = []
+        var items: [TreeWriter.Change] = []
+        var attributes: [TreeWriter.Change] = []
+        var history: [TreeWriter.Change] = []
         items.reserveCapacity(changed.count)
         for id in changed.keys.sorted() {
             guard let after = changed.removeValue(forKey: id) else { continue }
@@ -854,7 +978,9 @@ package final class PagedTransaction {
             // damaged index, V4) that the clock did not see (V5).
             if let old = was, old.version.hlc >= clock {
                 guard old.version.hlc < HybridClock.ceiling else {
-                    throw VaultError(.invalidArgument, "item \(id) has a version at \(old.version.hlc): no versions are left to give")
+                    throw VaultError(
+                        .invalidArgument, "item \(id) has a version at \(old.version.hlc): no versions are left to give"
+                    )
                 }
                 clock = old.version.hlc
             }
@@ -864,7 +990,9 @@ package final class PagedTransaction {
                 oldAttributeKeys = ItemEntries.attributeKeys(oldItem, itemKey: old.key, schema: schema)
                 if vault.root.retention.keep > 0 {
                     history.append(.put(ItemEntries.history(oldItem, version: old.version, why: after == nil ? 3 : 1)))
-                    for k in try vault.historyPastRetention(of: id, adding: 1, now: clock) { history.append(.remove(k)) }
+                    for k in try vault.historyPastRetention(of: id, adding: 1, now: clock) {
+                        history.append(.remove(k))
+                    }
                 }
             }
             var newAttributeKeys: [[UInt8]] = []
@@ -880,8 +1008,11 @@ package final class PagedTransaction {
             for k in oldAttributeKeys where !newAttributeKeys.contains(k) { attributes.append(.remove(k)) }
             for k in newAttributeKeys where !oldAttributeKeys.contains(k) { attributes.append(.put(LeafEntry(key: k))) }
         }
-        return [(.items, PagedRebuild.sortedByKey(items, key: \.key)), (.attributes, PagedRebuild.sortedByKey(attributes, key: \.key)),
-                (.history, PagedRebuild.sortedByKey(history, key: \.key))]
+        return [
+            (.items, PagedRebuild.sortedByKey(items, key: \.key)),
+            (.attributes, PagedRebuild.sortedByKey(attributes, key: \.key)),
+            (.history, PagedRebuild.sortedByKey(history, key: \.key))
+        ]
     }
 }
 

@@ -17,14 +17,18 @@ extension PagedVault {
         }
         report.incompleteBytes = incompleteBytes
         if report.incompleteBytes > 0 {
-            report.problems.append(VaultError(.incompleteCommit,
-                "\(report.incompleteBytes) bytes after the last complete commit (generation \(generation)); the next commit cuts them off"))
+            report.problems.append(
+                VaultError(
+                    .incompleteCommit,
+                    "\(report.incompleteBytes) bytes after the last complete commit (generation \(generation)); the next commit cuts them off"
+                ))
         }
         if let e = Vault.generationProblem(tail.trailer.generation) { report.problems.append(e) }
         let end = tail.offset + UInt64(TrailerV2.size)
         var live = UInt64(TrailerV2.size) + tail.trailer.rootLength
         // Trailers, newest first; the delta commits back to the last fold are kept for the chain check.
-        let tails = TailReader(file: file, headerLength: UInt64(header.length), bodySize: end, vaultID: header.vaultID, keys: keys)
+        let tails = TailReader(
+            file: file, headerLength: UInt64(header.length), bodySize: end, vaultID: header.vaultID, keys: keys)
         var (t, at) = tail
         var inChain = true
         var probes = TailReader.Probes()
@@ -38,9 +42,14 @@ extension PagedVault {
             // chain of trailers does not reach.
             if scanning {
                 do {
-                    if let (hidden, p) = try tails.validTrailer(TrailerV2.self, from: t.commitStart, end: at, probes: &probes) {
-                        report.problems.append(VaultError(.damagedIndex,
-                            "a valid trailer of generation \(hidden.generation) lies at body offset \(p), inside the commit of generation \(t.generation)"))
+                    if let (hidden, p) = try tails.validTrailer(
+                        TrailerV2.self, from: t.commitStart, end: at, probes: &probes)
+                    {
+                        report.problems.append(
+                            VaultError(
+                                .damagedIndex,
+                                "a valid trailer of generation \(hidden.generation) lies at body offset \(p), inside the commit of generation \(t.generation)"
+                            ))
                     }
                 } catch {
                     note(error)
@@ -49,14 +58,22 @@ extension PagedVault {
             }
             if t.previous == TrailerV2.none {
                 if t.commitStart != 0 || !t.wroteRoot {
-                    report.problems.append(VaultError(.damagedIndex, "the first commit (generation \(t.generation)) does not start the body with a fold"))
+                    report.problems.append(
+                        VaultError(
+                            .damagedIndex,
+                            "the first commit (generation \(t.generation)) does not start the body with a fold"))
                 }
                 break
             }
             let b = try? file.read(TrailerV2.size, at: UInt64(header.length) + t.previous)
-            guard let b, let p = TrailerV2.decode(b, at: t.previous, vaultID: header.vaultID, key: keys.trailer), p.generation == t.generation - 1,
-                  t.wroteRoot || (p.chain + 1 == t.chain && p.rootOffset == t.rootOffset && p.rootID == t.rootID) else {
-                report.problems.append(VaultError(.damagedIndex, "the trailer before generation \(t.generation) (body offset \(t.previous)) does not verify"))
+            guard let b, let p = TrailerV2.decode(b, at: t.previous, vaultID: header.vaultID, key: keys.trailer),
+                p.generation == t.generation - 1,
+                t.wroteRoot || (p.chain + 1 == t.chain && p.rootOffset == t.rootOffset && p.rootID == t.rootID)
+            else {
+                report.problems.append(
+                    VaultError(
+                        .damagedIndex,
+                        "the trailer before generation \(t.generation) (body offset \(t.previous)) does not verify"))
                 break
             }
             (t, at) = (p, t.previous)
@@ -109,7 +126,9 @@ extension PagedVault {
                 guard let m = members[id], !m.isEmpty else { continue }
                 do {
                     try source.verifyRecord(m)
-                    note(VaultError(.damagedRecord, "\(m[0].displayName): the record's member table does not name its items"))
+                    note(
+                        VaultError(
+                            .damagedRecord, "\(m[0].displayName): the record's member table does not name its items"))
                 } catch { note(error) }
             }
         }
@@ -142,37 +161,54 @@ extension PagedVault {
 
     /// The pages of the three trees, their counts against the root, their entries, the clock and the record
     /// extents they name. Returns the count and hash sum of the attributes tree's pages (``attributeHash(_:)``).
-    private func verifyTrees(_ extents: inout RecordExtents, page onPage: (PageRef) -> Void) throws -> (count: Int, sum: UInt64) {
-        let schema = root.schema, clock = root.clock
+    private func verifyTrees(_ extents: inout RecordExtents, page onPage: (PageRef) -> Void) throws -> (
+        count: Int, sum: UInt64
+    ) {
+        let schema = root.schema
+        let clock = root.clock
         func clocked(_ hlc: UInt64, _ what: @autoclosure () -> String) throws {
             guard hlc <= clock else {
-                throw VaultError(.damagedIndex, "\(what()) has a version of hlc \(hlc), above the clock of the index root (\(clock))")
+                throw VaultError(
+                    .damagedIndex, "\(what()) has a version of hlc \(hlc), above the clock of the index root (\(clock))"
+                )
             }
         }
-        var live: UInt64 = 0, tombstones: UInt64 = 0
+        var live: UInt64 = 0
+        var tombstones: UInt64 = 0
         var names = NameCache()
-        let entries = try reader(.items).verifyLeaves({ e, leaf in
-            let s = try ItemEntries.decode(e, schema: schema, names: &names)
-            try clocked(s.version.hlc, "item \(s.id) of the items tree")
-            if s.item == nil { tombstones += 1 } else { live += 1 }
-            if let r = e.record { try extents.add(r, namedAt: leaf.offset, by: "items tree, page \(Hex.encode(leaf.id.bytes))") }
-        }, page: onPage)
+        let entries = try reader(.items).verifyLeaves(
+            { e, leaf in
+                let s = try ItemEntries.decode(e, schema: schema, names: &names)
+                try clocked(s.version.hlc, "item \(s.id) of the items tree")
+                if s.item == nil { tombstones += 1 } else { live += 1 }
+                if let r = e.record {
+                    try extents.add(r, namedAt: leaf.offset, by: "items tree, page \(Hex.encode(leaf.id.bytes))")
+                }
+            }, page: onPage)
         guard entries == root.liveItems &+ root.tombstones, live == root.liveItems else {
-            throw VaultError(.damagedIndex, "the items tree holds \(live) live items and \(tombstones) tombstones, the root says \(root.liveItems) and \(root.tombstones)")
+            throw VaultError(
+                .damagedIndex,
+                "the items tree holds \(live) live items and \(tombstones) tombstones, the root says \(root.liveItems) and \(root.tombstones)"
+            )
         }
         // Its entries are compared with what the live items make once the deltas apply (verifyState).
         var attributes = (count: 0, sum: 0 as UInt64)
-        _ = try reader(.attributes).verify({ e in
-            attributes.count += 1
-            attributes.sum &+= PagedVault.attributeHash(e.key)
-        }, page: onPage)
-        let kept = try reader(.history).verifyLeaves({ e, leaf in
-            let h = try ItemEntries.decodeHistory(e)
-            try clocked(h.version.hlc, "a kept version of item \(h.item.id)")
-            if let r = e.record { try extents.add(r, namedAt: leaf.offset, by: "history tree, page \(Hex.encode(leaf.id.bytes))") }
-        }, page: onPage)
+        _ = try reader(.attributes).verify(
+            { e in
+                attributes.count += 1
+                attributes.sum &+= PagedVault.attributeHash(e.key)
+            }, page: onPage)
+        let kept = try reader(.history).verifyLeaves(
+            { e, leaf in
+                let h = try ItemEntries.decodeHistory(e)
+                try clocked(h.version.hlc, "a kept version of item \(h.item.id)")
+                if let r = e.record {
+                    try extents.add(r, namedAt: leaf.offset, by: "history tree, page \(Hex.encode(leaf.id.bytes))")
+                }
+            }, page: onPage)
         guard kept == root.historyEntries else {
-            throw VaultError(.damagedIndex, "the history tree holds \(kept) entries, the root says \(root.historyEntries)")
+            throw VaultError(
+                .damagedIndex, "the history tree holds \(kept) entries, the root says \(root.historyEntries)")
         }
         return attributes
     }
@@ -193,8 +229,9 @@ extension PagedVault {
         var put: [TreeID: Set<[UInt8]>] = [:]
         for d in chain.reversed() {
             let fail = { (m: String) in VaultError(.damagedIndex, "delta segment of generation \(d.generation): \(m)") }
-            let plain = try PagedSealing.open(source, key: .delta(keys, vaultID: header.vaultID, generation: d.generation),
-                                              offset: d.deltaOffset, length: d.deltaLength, max: PagedLimits.deltaMax, fail: fail)
+            let plain = try PagedSealing.open(
+                source, key: .delta(keys, vaultID: header.vaultID, generation: d.generation),
+                offset: d.deltaOffset, length: d.deltaLength, max: PagedLimits.deltaMax, fail: fail)
             for (tree, change) in try DeltaCodec.decode(plain) {
                 switch change {
                 case .put(let e):
@@ -203,11 +240,14 @@ extension PagedVault {
                     case .history: _ = try ItemEntries.decodeHistory(e)
                     case .attributes: break  // a key alone
                     }
-                    if let r = e.record { try extents.add(r, namedAt: d.deltaOffset, by: "delta segment of generation \(d.generation)") }
+                    if let r = e.record {
+                        try extents.add(r, namedAt: d.deltaOffset, by: "delta segment of generation \(d.generation)")
+                    }
                     put[tree, default: []].insert(e.key)
                 case .remove(let k):
                     guard try put[tree]?.contains(k) == true || reader(tree).lookup(k) != nil else {
-                        throw fail("removes a key of the \(tree) tree that neither the tree nor an earlier segment holds")
+                        throw fail(
+                            "removes a key of the \(tree) tree that neither the tree nor an earlier segment holds")
                     }
                 }
             }
@@ -222,7 +262,8 @@ extension PagedVault {
         // The attributes tree is compared as a count and a sum of hashes (seeded per process, so not
         // forgeable), in bounded memory: what the items make, against the tree's entries and the chain's
         // changes to them.
-        var expected = (count: 0, sum: 0 as UInt64), found = attributesInPages
+        var expected = (count: 0, sum: 0 as UInt64)
+        var found = attributesInPages
         let hash = PagedVault.attributeHash
         // One entry per item (V3.4): an item id at two keys (a key change that kept the old entry, in the
         // trees or by a delta) is damage. Checked on 8-byte hashes of the ids, exactly if any repeat.
@@ -243,7 +284,8 @@ extension PagedVault {
         }
         ids.sort()
         if let twice = try repeatedItemID(sorted: ids) {
-            throw VaultError(.damagedIndex, "item \(twice) has two entries in the items tree (the delta segments applied)")
+            throw VaultError(
+                .damagedIndex, "item \(twice) has two entries in the items tree (the delta segments applied)")
         }
         ids = []
         // The chain's last change of each key: a put of a key the tree lacks adds an entry, a remove of one it
@@ -262,8 +304,10 @@ extension PagedVault {
             }
         }
         guard found == expected else {
-            throw VaultError(.damagedIndex, "the attributes tree holds \(found.count) entries (the delta segments applied) that are not the \(expected.count) "
-                             + "its live items make")
+            throw VaultError(
+                .damagedIndex,
+                "the attributes tree holds \(found.count) entries (the delta segments applied) that are not the \(expected.count) "
+                    + "its live items make")
         }
         guard live == count else { throw VaultError(.damagedIndex, "\(live) live items, the trailer says \(count)") }
         return live

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Whole-index builds of version 2 files (SPEC.md Part 4, V1 upgrade, V8 compaction): every tree written
@@ -24,7 +24,8 @@ package enum PagedRebuild {
             starts.withUnsafeBufferPointer { s in
                 guard let base = f.baseAddress else { return }
                 order.sort { a, b in
-                    let la = s[a + 1] - s[a], lb = s[b + 1] - s[b]
+                    let la = s[a + 1] - s[a]
+                    let lb = s[b + 1] - s[b]
                     let c = memcmp(base + s[a], base + s[b], min(la, lb))
                     return c != 0 ? c < 0 : la < lb
                 }
@@ -38,28 +39,36 @@ package enum PagedRebuild {
     /// Writes the three trees holding `items` (items-tree entries: live items and tombstones, in any order),
     /// `attributeKeys` and `history` (any order), then the root and a fold trailer that makes them one commit
     /// starting at body offset `commitStart`. Returns the trailer and its offset.
-    static func writeFold(store: FilePageStore, items: [LeafEntry], attributeKeys: [[UInt8]], history: [LeafEntry],
-                          base: IndexRoot, clock: UInt64, commitStart: UInt64, generation: UInt64, previous: UInt64?) throws
-        -> (root: IndexRoot, tail: (TrailerV2, UInt64)) {
-        try writeFold(store: store, base: base, clock: clock, commitStart: commitStart, generation: generation, previous: previous,
-                      items: { builder in
-                          var live: UInt64 = 0
-                          for e in sortedByKey(items) {
-                              if e.record != nil { live += 1 }
-                              try builder.append(e)
-                          }
-                          return (live, attributeKeys)
-                      },
-                      history: { builder in for e in sortedByKey(history) { try builder.append(e) } })
+    static func writeFold(
+        store: FilePageStore, items: [LeafEntry], attributeKeys: [[UInt8]], history: [LeafEntry],
+        base: IndexRoot, clock: UInt64, commitStart: UInt64, generation: UInt64, previous: UInt64?
+    ) throws
+        -> (root: IndexRoot, tail: (TrailerV2, UInt64))
+    {
+        try writeFold(
+            store: store, base: base, clock: clock, commitStart: commitStart, generation: generation,
+            previous: previous,
+            items: { builder in
+                var live: UInt64 = 0
+                for e in sortedByKey(items) {
+                    if e.record != nil { live += 1 }
+                    try builder.append(e)
+                }
+                return (live, attributeKeys)
+            },
+            history: { builder in for e in sortedByKey(history) { try builder.append(e) } })
     }
 
     /// ``writeFold(store:items:attributeKeys:history:base:clock:commitStart:generation:previous:)`` with the
     /// entries streamed: `items` hands the items tree's entries to its builder in ascending key order and returns
     /// the live count and the attributes-tree keys (any order); `history` hands the history entries over in
     /// ascending key order. Memory holds one page per level of each tree, and the attribute keys.
-    static func writeFold(store: FilePageStore, base: IndexRoot, clock: UInt64, commitStart: UInt64, generation: UInt64, previous: UInt64?,
-                          items: (TreeBuilder) throws -> (live: UInt64, attributeKeys: [[UInt8]]),
-                          history: (TreeBuilder) throws -> Void) throws -> (root: IndexRoot, tail: (TrailerV2, UInt64)) {
+    static func writeFold(
+        store: FilePageStore, base: IndexRoot, clock: UInt64, commitStart: UInt64, generation: UInt64,
+        previous: UInt64?,
+        items: (TreeBuilder) throws -> (live: UInt64, attributeKeys: [[UInt8]]),
+        history: (TreeBuilder) throws -> Void
+    ) throws -> (root: IndexRoot, tail: (TrailerV2, UInt64)) {
         var root = base
         root.clock = clock
         root.garbage = 0  // a file written whole holds nothing dead (V8.1)
@@ -75,8 +84,9 @@ package enum PagedRebuild {
         try history(historyBuilder)
         root.history = try historyBuilder.finish()
         root.historyEntries = historyBuilder.count
-        let tail = try PagedVault.writeFold(root: root, store: store, commitStart: commitStart, generation: generation,
-                                            previous: previous, itemCount: live)
+        let tail = try PagedVault.writeFold(
+            root: root, store: store, commitStart: commitStart, generation: generation,
+            previous: previous, itemCount: live)
         return (root, tail)
     }
 }
@@ -87,9 +97,11 @@ extension Vault {
     /// `(now, writerID)` (`now` an hlc); no tombstones, no history. One atomic rename: a crash leaves the
     /// version 1 file or the version 2 file. Afterwards this instance no longer describes the file (its
     /// commits are refused as to a replaced file): open it with ``PagedVault/open(path:secret:mode:writerID:lockTimeout:)``.
-    package func upgradeToVersion2(schema: PagedSchema, retention: Retention = .init(), writerID: UInt64,
-                                   random: RandomSource = SystemRandom.shared, options: WriteOptions = .init(),
-                                   now: UInt64 = PagedRebuild.clockNow()) throws {
+    package func upgradeToVersion2(
+        schema: PagedSchema, retention: Retention = .init(), writerID: UInt64,
+        random: RandomSource = SystemRandom.shared, options: WriteOptions = .init(),
+        now: UInt64 = PagedRebuild.clockNow()
+    ) throws {
         guard header.formatVersion == 1 else { throw VaultError(.invalidArgument, "\(path) is not a version 1 vault") }
         try options.check()
         try exclusively {
@@ -99,12 +111,15 @@ extension Vault {
             let tmp = try AtomicReplace(path: path, random: random)
             do {
                 try tmp.file.write(bytes, at: 0)
-                let writer = CommitWriter(file: tmp.file, headerLength: UInt64(bytes.count), vaultID: header.vaultID,
-                                          keys: keys, random: random, level: options.level, solidMembers: options.solidMembers, at: 0)
+                let writer = CommitWriter(
+                    file: tmp.file, headerLength: UInt64(bytes.count), vaultID: header.vaultID,
+                    keys: keys, random: random, level: options.level, solidMembers: options.solidMembers, at: 0)
                 try copyLiveRecords(to: writer, newKeys: keys, reseal: false, random: random)
                 try writer.flush()
-                let store = FilePageStore(source: RecordSource(file: tmp.file, headerLength: UInt64(bytes.count), vaultID: header.vaultID, keys: keys),
-                                          limit: writer.position)
+                let store = FilePageStore(
+                    source: RecordSource(
+                        file: tmp.file, headerLength: UInt64(bytes.count), vaultID: header.vaultID, keys: keys),
+                    limit: writer.position)
                 store.random = random
                 store.level = options.level
                 let version = Version(hlc: now, writer: writerID)
@@ -116,9 +131,10 @@ extension Vault {
                     attributeKeys += ItemEntries.attributeKeys(w.item, itemKey: e.key, schema: schema)
                     entries.append(e)
                 }
-                _ = try PagedRebuild.writeFold(store: store, items: entries, attributeKeys: attributeKeys, history: [],
-                                               base: IndexRoot(schema: schema, retention: retention), clock: version.hlc,
-                                               commitStart: 0, generation: generation, previous: nil)
+                _ = try PagedRebuild.writeFold(
+                    store: store, items: entries, attributeKeys: attributeKeys, history: [],
+                    base: IndexRoot(schema: schema, retention: retention), clock: version.hlc,
+                    commitStart: 0, generation: generation, previous: nil)
                 try tmp.commit(overwrite: true) { try ensureStillAtPath("an upgrade") }
             } catch {
                 tmp.abandon()

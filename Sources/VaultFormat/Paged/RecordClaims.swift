@@ -36,7 +36,8 @@ struct RecordClaims {
         }
         records[n].valueBytes = records[n].valueBytes.saturatingAdding(item.size)
         let member = l.member < 0 ? RecordClaims.memberMask : min(UInt64(l.member), RecordClaims.memberMask)
-        claims.append((UInt64(n) << RecordClaims.memberBits | member, RecordClaims.hash(item.id, item.size, l.dataOffset)))
+        claims.append(
+            (UInt64(n) << RecordClaims.memberBits | member, RecordClaims.hash(item.id, item.size, l.dataOffset)))
     }
 
     private static func hash(_ id: ItemID, _ size: UInt64, _ dataOffset: UInt64) -> UInt64 {
@@ -56,7 +57,8 @@ struct RecordClaims {
             let r = records[n]
             let key = UInt64(n) << RecordClaims.memberBits
             // The first claim of record n.
-            var lo = 0, hi = claims.count
+            var lo = 0
+            var hi = claims.count
             while lo < hi {
                 let mid = (lo + hi) / 2
                 if claims[mid].key < key { lo = mid + 1 } else { hi = mid }
@@ -69,8 +71,10 @@ struct RecordClaims {
             var named = true
             while named, lo < claims.count, claims[lo].key >> RecordClaims.memberBits == UInt64(n) {
                 let m = Int(claims[lo].key & RecordClaims.memberMask)
-                named = m < table.members.count
-                    && claims[lo].hash == RecordClaims.hash(table.members[m].id, table.members[m].size, table.offsets[m])
+                named =
+                    m < table.members.count
+                    && claims[lo].hash
+                        == RecordClaims.hash(table.members[m].id, table.members[m].size, table.offsets[m])
                 lo += 1
             }
             outcome(r.id, named ? .intact(valueBytes: r.valueBytes, length: r.length) : .failed)

@@ -35,8 +35,10 @@ struct RecordExtents {
             if kept > 0, named[kept - 1].id == r.id {
                 let first = named[kept - 1]
                 guard first == r else {
-                    throw VaultError(.damagedIndex, "record \(Hex.encode(r.id.bytes)) is named at two extents (body offset \(first.offset) + "
-                                     + "\(first.length), and \(r.offset) + \(r.length))")
+                    throw VaultError(
+                        .damagedIndex,
+                        "record \(Hex.encode(r.id.bytes)) is named at two extents (body offset \(first.offset) + "
+                            + "\(first.length), and \(r.offset) + \(r.length))")
                 }
                 continue
             }
@@ -49,8 +51,10 @@ struct RecordExtents {
         for i in named.indices.dropFirst() {
             let (a, b) = (named[i - 1], named[i])
             if a.offset + a.length > b.offset {  // within 64 bits: the page codec checks every extent's end
-                throw VaultError(.damagedIndex, "records \(Hex.encode(a.id.bytes)) (body offset \(a.offset) + \(a.length)) and "
-                                 + "\(Hex.encode(b.id.bytes)) (body offset \(b.offset)) overlap")
+                throw VaultError(
+                    .damagedIndex,
+                    "records \(Hex.encode(a.id.bytes)) (body offset \(a.offset) + \(a.length)) and "
+                        + "\(Hex.encode(b.id.bytes)) (body offset \(b.offset)) overlap")
             }
         }
         named = []

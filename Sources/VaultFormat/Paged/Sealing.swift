@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension StreamKey {
@@ -10,7 +10,9 @@ extension StreamKey {
 
     /// A delta segment's blocks (V6): `"kcar-dlt-v2" || vault_id || u64 generation`.
     package static func delta(_ keys: Subkeys, vaultID: [UInt8], generation: UInt64) -> StreamKey {
-        StreamKey(key: keys.index, label: "kcar-dlt-v2", vaultID: vaultID, naming: withUnsafeBytes(of: generation.littleEndian, Array.init))
+        StreamKey(
+            key: keys.index, label: "kcar-dlt-v2", vaultID: vaultID,
+            naming: withUnsafeBytes(of: generation.littleEndian, Array.init))
     }
 }
 
@@ -34,11 +36,14 @@ package enum PagedSealing {
 
     /// Opens the blocks at body extent [offset, offset + length): at most `max` plaintext bytes and the
     /// expansion bound, each checked before the chunk that would pass it is inflated.
-    package static func open(_ source: RecordSource, key: StreamKey, offset: UInt64, length: UInt64, max: Int,
-                             fail: @escaping (String) -> VaultError) throws -> [UInt8] {
+    package static func open(
+        _ source: RecordSource, key: StreamKey, offset: UInt64, length: UInt64, max: Int,
+        fail: @escaping (String) -> VaultError
+    ) throws -> [UInt8] {
         let bound = min(UInt64(max), expansionBound(length))
-        var reader = BlockReader(file: source.file, key: key, start: source.headerLength + offset,
-                                 end: source.headerLength + offset + length, fail: fail)
+        var reader = BlockReader(
+            file: source.file, key: key, start: source.headerLength + offset,
+            end: source.headerLength + offset + length, fail: fail)
         var out: [UInt8] = []
         while let c = try reader.next(room: Int(min(UInt64(Limits.chunkSize), bound - UInt64(out.count)))) {
             out.append(contentsOf: c)
@@ -83,8 +88,9 @@ package final class FilePageStore: PageStore {
         guard let end = ref.offset.adding(ref.length), end <= limit, ref.length > 0 else {
             throw fail("its extent lies outside the body before its commit")
         }
-        let plain = try PagedSealing.open(source, key: .page(source.keys, vaultID: source.vaultID, pageID: ref.id),
-                                          offset: ref.offset, length: ref.length, max: PagedLimits.pageMax, fail: fail)
+        let plain = try PagedSealing.open(
+            source, key: .page(source.keys, vaultID: source.vaultID, pageID: ref.id),
+            offset: ref.offset, length: ref.length, max: PagedLimits.pageMax, fail: fail)
         opened += 1
         let page = try PageCodec.decode(plain)
         if case .leaf(let entries) = page.content {
@@ -101,9 +107,12 @@ package final class FilePageStore: PageStore {
     package func write(_ page: Page) throws -> PageRef {
         if case .leaf(let entries) = page.content { try PageCodec.checkOneExtentPerRecord(entries) }
         let plain = PageCodec.encode(page)
-        guard plain.count <= PagedLimits.pageMax else { throw VaultError(.invalidArgument, "a page of \(plain.count) bytes (PAGE_MAX)") }
+        guard plain.count <= PagedLimits.pageMax else {
+            throw VaultError(.invalidArgument, "a page of \(plain.count) bytes (PAGE_MAX)")
+        }
         let id = ID128(random.bytes(16))
-        let sealed = PagedSealing.seal(plain, key: .page(source.keys, vaultID: source.vaultID, pageID: id), random: random, level: level)
+        let sealed = PagedSealing.seal(
+            plain, key: .page(source.keys, vaultID: source.vaultID, pageID: id), random: random, level: level)
         try source.file.write(sealed, at: source.headerLength + position)
         let ref = PageRef(id: id, offset: position, length: UInt64(sealed.count), count: page.count)
         position += UInt64(sealed.count)

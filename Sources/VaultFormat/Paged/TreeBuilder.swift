@@ -95,7 +95,9 @@ package final class TreeBuilder {
     }
 
     private func writeBranch(_ entries: [(key: [UInt8], child: PageRef)], level: Int) throws -> PageRef {
-        guard level < PagedLimits.heightMax else { throw VaultError(.invalidArgument, "the \(tree) tree would pass \(PagedLimits.heightMax) levels") }
+        guard level < PagedLimits.heightMax else {
+            throw VaultError(.invalidArgument, "the \(tree) tree would pass \(PagedLimits.heightMax) levels")
+        }
         let ref = try store.write(Page(tree: tree, level: level, content: .branch(entries)))
         try push(entries[0].key, ref, level: level)
         return ref

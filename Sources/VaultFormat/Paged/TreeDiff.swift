@@ -8,12 +8,14 @@ package struct TreeDiff {
 
     /// Hands `body` every difference between the trees of `a` and `b`, in key order.
     package static func walk(_ a: TreeReader, _ b: TreeReader, _ body: (Difference) throws -> Void) throws {
-        var x = Cursor(a), y = Cursor(b)
+        var x = Cursor(a)
+        var y = Cursor(b)
         while true {
             switch (x.position, y.position) {
             case (.end, .end):
                 return
-            case (.subtree(let s), .subtree(let t)) where s.ref.id == t.ref.id && s.ref.offset == t.ref.offset && s.ref.length == t.ref.length:
+            case (.subtree(let s), .subtree(let t))
+            where s.ref.id == t.ref.id && s.ref.offset == t.ref.offset && s.ref.length == t.ref.length:
                 // One page under both: equal subtrees (a page is written once, V3.2).
                 try x.skip()
                 try y.skip()
@@ -21,17 +23,22 @@ package struct TreeDiff {
             default:
                 break
             }
-            let kx = x.position.key, ky = y.position.key
+            let kx = x.position.key
+            let ky = y.position.key
             if let kx, ky.map({ kx.lexicographicallyPrecedes($0) }) ?? true {
                 if case .entry(let e) = x.position {
                     try body((kx, e, nil))
                     try x.advance()
-                } else { try x.expand() }
+                } else {
+                    try x.expand()
+                }
             } else if let ky, kx.map({ ky.lexicographicallyPrecedes($0) }) ?? true {
                 if case .entry(let e) = y.position {
                     try body((ky, nil, e))
                     try y.advance()
-                } else { try y.expand() }
+                } else {
+                    try y.expand()
+                }
             } else {
                 // The same key on both sides: open subtrees until both stand at an entry (the higher one
                 // first: its first child may be the other's page).
