@@ -5,7 +5,7 @@ import VaultFormat
     import Glibc
 #endif
 
-/// Hostile version 2 vaults made with the key (issue 21 point 8), for kcar-hostile: each starts as a vault
+/// Hostile version 2 vaults made with the key, for kcar-hostile: each starts as a vault
 /// that ``PagedVault`` writes (so its header, slots, records and MACs are real), then ``CraftedPagedVault``
 /// appends sealed pages, roots, delta segments and trailers that are legal one by one and hostile together.
 /// Every builder writes `v.kcv` (the attack) and `o.kcv` (a clean copy of the same vault before the attack,

@@ -249,7 +249,7 @@ func refuseStandardInput(_ path: String) throws {
 }
 
 /// The file a command is reading (a vault, an archive, an item file), so that an error from inside it names
-/// it (issue 13, item 6): `kcar: v.kcv: not a vault`, not `kcar: not a vault`. Set by the functions that open
+/// it: `kcar: v.kcv: not a vault`, not `kcar: not a vault`. Set by the functions that open
 /// such a file; `-` is named `-` (standard input).
 enum Subject {
     nonisolated(unsafe) private static var path: String?

@@ -23,7 +23,7 @@ enum Extract {
         guard let path = try positionals.first.map(StandardStreams.vaultInput) else {
             throw CLIError.usage("expected VAULT [ITEM...]")
         }
-        // Streamed (issue 10): a version 2 vault's items are read from its trees one page at a time, in key
+        // Streamed: a version 2 vault's items are read from its trees one page at a time, in key
         // order, never all held (a version 1 vault's index is in memory anyway). ITEM arguments select as
         // extract's do (tar tf ARCHIVE NAME...): only the selected items are held.
         let vault = try openVault(path, args, itemsOnDemand: true)
@@ -562,7 +562,7 @@ final class SafeWriter {
         let display: String
         let force: Bool
         private var finished = false
-        /// Removal of the file being written on SIGINT, SIGTERM, ... (issue 9, item 11).
+        /// Removal of the file being written on SIGINT, SIGTERM and the like.
         private let registration: Int?
 
         /// `registration`: the file's, made as it was created (``TemporaryFiles/creating(_:)``).
@@ -660,7 +660,7 @@ final class SafeWriter {
     /// Folders already cleaned of stale temporaries in this run.
     private var cleaned = Set<[UInt8]>()
 
-    /// Removes the temporary files a killed extract left in `dir` (issue 9, item 11), once per folder and run
+    /// Removes the temporary files a killed extract left in `dir`, once per folder and run
     /// (a fresh root has none).
     private func removeStale(in dir: Int32, key: [UInt8]) {
         guard !freshRoot, cleaned.insert(key).inserted else { return }

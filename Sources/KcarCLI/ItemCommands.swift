@@ -229,7 +229,7 @@ enum ItemCommands {
     }
 
     /// The value for add/update: `--value-file FILE` (`-` for standard input), else standard input, or a
-    /// no-echo prompt when standard input is a terminal. The newline rule (issue 13, item 7): a value from
+    /// no-echo prompt when standard input is a terminal. The newline rule: a value from
     /// standard input is a line of text, as `echo tok | kcar add` and `kcar add < token.txt` mean it, so one
     /// trailing newline (LF or CRLF) is dropped, as from a passphrase file and as `pass insert` does;
     /// `--keep-newline` keeps it. `--value-file FILE` is stored byte for byte (binary values come from files).

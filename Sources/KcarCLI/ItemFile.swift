@@ -16,7 +16,7 @@ enum ItemFile {
 
     static let maxBytes = 1 << 30
 
-    /// Writes an item file as the values are read (issue 9, item 14): the document's head, then each item as
+    /// Writes an item file as the values are read: the document's head, then each item as
     /// its value streams in, base64-encoded chunk by chunk, so memory holds one output buffer whatever the
     /// number and size of the items. The buffer (decrypted values) is wiped after every flush.
     final class Writer {
@@ -145,7 +145,7 @@ enum ItemFile {
         }
     }
 
-    /// A JSON reader made for the item file's shape (issue 9, item 2; issue 10): one pass over the bytes as
+    /// A JSON reader made for the item file's shape: one pass over the bytes as
     /// they are read, no tree of JSON values, each value decoded straight into its entry. Members it does not
     /// know are skipped without recursion. JSON per RFC 8259: strings with their escapes (surrogate pairs
     /// joined, lone ones refused, raw control characters refused, UTF-8 validated); whitespace; nothing after

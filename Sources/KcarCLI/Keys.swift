@@ -90,7 +90,7 @@ enum Keys {
         if path == "-" { return try keygenToStdout(x25519: args.flag("x25519")) }
         let force = args.flag("force")
         let pubPath = path + ".pub"
-        // Both or neither (issue 9, item 13): both names are checked and both files written in full before
+        // Both or neither: both names are checked and both files written in full before
         // either is given its name; if the second cannot be placed the first is removed again.
         if !force {
             for p in args.flag("x25519") ? [path, pubPath] : [path] where exists(p) {
@@ -325,7 +325,7 @@ enum Keys {
         }
     }
 
-    /// `rekey`: a new vault key, wrapped for every slot kcar can wrap it for (issue 13, item 8): each slot
+    /// `rekey`: a new vault key, wrapped for every slot kcar can wrap it for: each slot
     /// whose secret is given (`--key-file`, `--identity`, a passphrase, the group's key, `--add-key-file`)
     /// is kept, re-wrapped. A slot whose secret is not given is never dropped silently: rekey refuses and
     /// names it, unless --drop-slots says to drop it (named again on standard error).

@@ -8,7 +8,7 @@ import VaultFormat
 /// files), named `PREFIX<12 hex digits>SUFFIX` and locked (`flock`) from creation until they are renamed or
 /// removed. The lock dies with the process, so a temporary of that form that nobody locks was left by a killed
 /// kcar (SIGKILL, a crash: no signal handler ran) and is removed by the next run that writes to its folder
-/// (issue 9, item 11).
+///.
 struct LockedTemporary {
     let prefix: String
     let suffix: String

@@ -48,7 +48,7 @@ enum Pack {
         var listedName: String { parts.joined(separator: "/") + (isFolder ? "/" : "") }
     }
 
-    /// The folders the listing went through, each by its parent, name and identity (issue 9, item 6): a file
+    /// The folders the listing went through, each by its parent, name and identity: a file
     /// is later opened relative to its folder, and every folder on the way is reopened with O_NOFOLLOW and
     /// checked to be the one listed, so a folder swapped for a symlink (or another folder) after the listing
     /// is refused instead of followed.
@@ -90,7 +90,7 @@ enum Pack {
         let target = toStdout ? temporaryPath() : vaultPath
         let opener = try Opener(root: dir, folders: folders)
         var changed = 0
-        // The vault written for standard output is removed on a fatal signal too (issue 9, item 11).
+        // The vault written for standard output is removed on a fatal signal too.
         let registration = toStdout ? TemporaryFiles.register(target) : nil
         defer { TemporaryFiles.unregister(registration) }
         do {

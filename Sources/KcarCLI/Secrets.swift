@@ -19,7 +19,7 @@ enum Secrets {
             memset(p, 0, n)
             unsetenv("KCAR_PASSPHRASE")
         }
-        // An interrupted pack or extract removes its temporary files (issue 9, item 11).
+        // An interrupted pack or extract removes its temporary files.
         TemporaryFiles.installHandlers()
         var limit = rlimit(rlim_cur: 0, rlim_max: 0)
         setrlimit(Int32(RLIMIT_CORE.rawValue), &limit)
@@ -232,7 +232,7 @@ enum Secrets {
         return String(decoding: buf.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self).hasPrefix("pipe:[")
     }
 
-    /// Opens a file kcar reads a secret or an input from without ever blocking (issue 9, item 7): a regular
+    /// Opens a file kcar reads a secret or an input from without ever blocking: a regular
     /// file, or with `allowPipe` an anonymous pipe (`--passphrase-file <(pass show x)`: it was made with its
     /// writer, so it ends when the writer does) or the null device. Anything else is refused with exit 15 before it is read: a
     /// named FIFO (its open and reads wait for a writer anyone who can create it may withhold; read one on

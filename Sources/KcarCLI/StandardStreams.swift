@@ -101,7 +101,7 @@ enum StandardStreams {
     /// Writes a value (get, extract --stdout). To a pipe or a file: its bytes exactly, nothing added. To a
     /// terminal: only text (``isPrintableText(_:)``) of at most 1 MiB unless `force` (binary would garble the
     /// terminal, as age refuses it), followed by a newline when it does not end with one, so the shell's
-    /// prompt does not stick to the secret (issue 13, item 7).
+    /// prompt does not stick to the secret.
     static func writeValue(_ value: [UInt8], name: String, force: Bool) throws {
         guard Output.out.isTerminal else {
             try value.withUnsafeBytes { try Output.out.writeBytes($0) }

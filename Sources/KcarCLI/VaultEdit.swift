@@ -5,7 +5,7 @@ import VaultFormat
 #endif
 
 /// `kcar add VAULT PATH...` and `kcar delete VAULT ITEM...`: files added to and items deleted from a packed
-/// vault, without a keychain, as `7z a`/`7z d` and `tar -r` do (issue 13, item 9). The keychain's `add` and
+/// vault, without a keychain, as `7z a`/`7z d` and `tar -r` do. The keychain's `add` and
 /// `delete` take options only, so a positional argument is what tells a packed vault's command apart.
 enum VaultEdit {
     /// Options both forms of `add`/`delete` take.

@@ -2,7 +2,7 @@ import Dispatch
 import FoundationEssentials
 import VaultFormat
 
-// Async variants (issue 12, item 5). Every keychain call is synchronous and may block: on another process's
+// Async variants. Every keychain call is synchronous and may block: on another process's
 // vault lock for up to the store's `lockTimeout` (10 s by default; then errSecInteractionNotAllowed), on
 // another thread of this process using the same store, and on file I/O and fsync. Called from a Swift task,
 // that wait would hold one of the few threads of the cooperative pool. The variants below run the same

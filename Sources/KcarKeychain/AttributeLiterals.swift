@@ -2,7 +2,7 @@ import FoundationEssentials
 import VaultFormat
 
 // Literals and `Date`s for attribute values, so that typed code reads as SecItem code does:
-// `["category": "admin", "level": 3, "when": .date(Date())]` (issue 12, item 10).
+// `["category": "admin", "level": 3, "when": .date(Date())]`.
 
 extension AttributeValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByBooleanLiteral
@@ -26,7 +26,7 @@ extension AttributeValue {
     }
 }
 
-// `ArchiveValue`'s spellings, so code that builds both reads alike (issue 12, item 10). The stored cases keep
+// `ArchiveValue`'s spellings, so code that builds both reads alike. The stored cases keep
 // their names (`integer`, `data([UInt8])`, `date(nanoseconds:)`), which the vault format and existing code use;
 // these build the same values and read them back.
 extension AttributeValue {

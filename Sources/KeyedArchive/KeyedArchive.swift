@@ -1,4 +1,4 @@
-/// Heterogeneous values <-> archive bytes: the keyed archiver that replaces NSKeyedArchiver (issue 3).
+/// Heterogeneous values <-> archive bytes: the keyed archiver that replaces NSKeyedArchiver.
 ///
 /// Layers, top to bottom: ``ArchiveEncoder`` / ``ArchiveDecoder`` (Codable) -> ``ArchiveValue`` (the value
 /// tree) -> ``ArchiveSerialization`` (the binary format of SPEC.md Part 2, written and read without recursion).

@@ -1,7 +1,7 @@
 import Dispatch
 import Synchronization
 
-/// What this process decoded, for tests that count work instead of timing it (issue 21): the plaintext bytes
+/// What this process decoded, for tests that count work instead of timing it: the plaintext bytes
 /// of every chunk opened (records, index segments, pages), on any thread. A command's decoding is linear in
 /// its input when this grows by at most a constant times the bytes it reads.
 package enum DecodeWork {

@@ -27,7 +27,7 @@ package final class File {
     /// Opens an existing vault for reading and writing.
     package static func openReadWrite(_ path: String) throws -> File { try openExisting(path, flags: O_RDWR) }
 
-    /// Opens an existing file that must be a regular file (issue 9, item 7): a FIFO, device, socket or folder
+    /// Opens an existing file that must be a regular file: a FIFO, device, socket or folder
     /// at a vault's path is refused with ``VaultError/Code/unsafeFile`` before it is opened, so nothing
     /// blocks (a FIFO's open waits for a writer, its read for data, and no lock timeout applies) and no
     /// device is touched; the open itself is non-blocking and checked again with `fstat`, for a file
@@ -241,7 +241,7 @@ struct AtomicReplace {
     let path: String
     let tempPath: String
     let file: File
-    /// Its registration for removal on a fatal signal (issue 9, item 11).
+    /// Its registration for removal on a fatal signal.
     let registration: Int?
 
     init(path: String, random: RandomSource = SystemRandom.shared) throws {

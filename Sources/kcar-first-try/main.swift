@@ -1,4 +1,4 @@
-// What a new user tries first, as a whole process (issue 12, item 1): the README's SecItem and subscript
+// What a new user tries first, as a whole process: the README's SecItem and subscript
 // examples and the seeds' delete-then-add, run by KeychainTests/FirstTryTests in a fresh environment (no
 // variables but HOME). Prints one `name: result` line per step; exits 0 when every step did what iOS does.
 import Foundation
@@ -7,7 +7,7 @@ import KcarKeychain
 nonisolated(unsafe) var failed = false
 
 /// Apple's sample ("Adding a password to the keychain") declares its own `KeychainError`, as Valet does; with
-/// the module named `KcarKeychain`, both qualify (issue 12, item 3).
+/// the module named `KcarKeychain`, both qualify.
 enum KeychainError: Error {
     case noPassword
     case unexpectedPasswordData

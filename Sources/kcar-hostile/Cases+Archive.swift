@@ -12,7 +12,7 @@ func refusedFile(
         exits: [4])
 }
 
-/// Hostile inputs for the archive area (issue 9). Each case is one crafted file and the command handed it.
+/// Hostile inputs for the archive area. Each case is one crafted file and the command handed it.
 func archiveCases() -> [HostileCase] {
     let show = ["archive", "show", "a.kca"]
     let convert = ["archive", "convert", "a.kca", "out.plist"]

@@ -5,7 +5,7 @@ import VaultFormat
     import Glibc
 #endif
 
-/// Hostile inputs for the cli area (issue 9). Each case is one crafted file and the command handed it.
+/// Hostile inputs for the cli area. Each case is one crafted file and the command handed it.
 func cliCases() -> [HostileCase] {
     let key = "--key-file"
     /// The fixtures' key file as k.key, and a vault `v.kcv` of `items` (service, account, value) in group `group`.

@@ -1,4 +1,4 @@
-/// Hostile requests for the credential helpers (issue 13, items 11-12): git's key=value lines and docker's
+/// Hostile requests for the credential helpers: git's key=value lines and docker's
 /// JSON and server URL on standard input, each refused within CredentialServer.requestMax (1 MiB) or
 /// answered in bounded work. docker's protocol makes every failure exit 1, so those cases expect 1.
 func credentialCases() -> [HostileCase] {

@@ -5,7 +5,7 @@ import VaultFormat
     import Glibc
 #endif
 
-/// Hostile inputs for the keychain area (issue 9). Each case is a keychain folder `kc` in the case folder
+/// Hostile inputs for the keychain area. Each case is a keychain folder `kc` in the case folder
 /// (`KCAR_KEYCHAIN=kc`) whose files someone else planted or replaced, and the command handed it: kcar must
 /// refuse what it does not trust (exit 15), what was rolled back or replaced (14), what is damaged (4),
 /// without blocking on a FIFO or reading more of a file than its format allows.

@@ -1,7 +1,7 @@
 import Crafting
 import KeyedArchive
 
-/// Hostile inputs for the plist area (issue 9). Each case is one crafted file and the command handed it.
+/// Hostile inputs for the plist area. Each case is one crafted file and the command handed it.
 func plistCases() -> [HostileCase] {
     let show = ["archive", "show", "p.plist"]
     let convert = ["archive", "convert", "p.plist", "out.kca"]

@@ -5,7 +5,7 @@ import VaultFormat
     import Glibc
 #endif
 
-/// Hostile inputs for the vault area (issue 9). Each case is one crafted file and the command handed it.
+/// Hostile inputs for the vault area. Each case is one crafted file and the command handed it.
 /// The vaults are made with VaultFormat's crafting helpers under a key file the case also writes, so the
 /// attack reaches past the header and the MACs (a shared group: whoever gives you the vault gives you its key).
 func vaultCases() -> [HostileCase] {

@@ -1,7 +1,7 @@
 import FoundationEssentials
 import VaultFormat
 
-// KeychainAccess's common spellings on kcar's `Keychain` (issue 12, item 8), so code written for
+// KeychainAccess's common spellings on kcar's `Keychain`, so code written for
 // KeychainAccess compiles with its import changed: `Keychain(service:)`, `set(_:key:)`, `get(_:)`,
 // `getData(_:)`, `remove(_:)`, `removeAll()`, `allKeys()`, the `label(_:)`, `comment(_:)`,
 // `accessibility(_:)` and `synchronizable(_:)` modifiers, the subscripts, and `Keychain(server:protocolType:)`

@@ -2,7 +2,7 @@ import FoundationEssentials
 import Synchronization
 import VaultFormat
 
-// keychain-swift's spellings (issue 12, item 8), so code written for `KeychainSwift` compiles with its import
+// keychain-swift's spellings, so code written for `KeychainSwift` compiles with its import
 // changed: `set(_:forKey:withAccess:)` for strings, data and booleans, `get(_:)`, `getData(_:)`,
 // `getBool(_:)`, `delete(_:)`, `clear()`, `allKeys`, `lastResultCode`, `accessGroup`, `synchronizable` and
 // `init(keyPrefix:)`. Items are generic passwords with an account (the prefixed key) and no service, as

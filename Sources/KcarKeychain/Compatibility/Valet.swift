@@ -1,7 +1,7 @@
 import FoundationEssentials
 import VaultFormat
 
-// Valet's common spellings (issue 12, item 8), so code written for Square's Valet compiles with its import
+// Valet's common spellings, so code written for Square's Valet compiles with its import
 // changed: `Valet.valet(with:accessibility:)`, `string(forKey:)`, `object(forKey:)`, `setString(_:forKey:)`,
 // `setObject(_:forKey:)`, `containsObject(forKey:)`, `allKeys()`, `removeObject(forKey:)`,
 // `removeAllObjects()`, `canAccessKeychain()`, `migrateObjects(from:removeOnCompletion:)`, and
