@@ -1,3 +1,4 @@
+import FixtureRecipes
 import Foundation
 import XCTest
 
@@ -95,4 +96,23 @@ final class PagedHostileTests: XCTestCase {
         bad.append(t)  // a first commit must be a fold
         for b in bad { XCTAssertNil(TrailerV2.candidate(b.encode(vaultID: [], key: key)[...], at: at), "\(b)") }
     }
+
+    /// The in-place sort a merge and a commit use on a million changes orders exactly as the copying one, on
+    /// seeded keys of many lengths sharing prefixes (every cycle of the order is followed).
+    func testInPlaceSortByKeyMatchesSortedCopy() {
+        var rng = SplitMix64(state: 0x5017)
+        for n in [0, 1, 2, 3, 17, 1_000] {
+            var keys: [[UInt8]] = (0..<n).map { _ in
+                let len = Int(rng.next() % 6)
+                return (0..<len).map { _ in UInt8(rng.next() % 3) }
+            }
+            keys = keys.enumerated().map { $0.element + [UInt8($0.offset & 0xFF), UInt8($0.offset >> 8)] }
+            let expected = PagedRebuild.sortedByKey(keys, key: { $0 })
+            var sorted = keys
+            PagedRebuild.sortByKey(&sorted, key: { $0 })
+            XCTAssertEqual(sorted, expected, "n = \(n)")
+            XCTAssertEqual(sorted, keys.sorted { $0.lexicographicallyPrecedes($1) }, "n = \(n)")
+        }
+    }
+
 }

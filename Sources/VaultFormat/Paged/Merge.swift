@@ -112,34 +112,6 @@ extension PagedVault {
         }
     }
 
-    /// The items this vault changed since `base` (V9 step 1): by item id, the state each holds (nil: none).
-    /// An item whose key changed shows at two keys with one id.
-    func changedItems(since base: PagedVault?, side: MergeSide) throws -> [ItemID: (base: ItemState?, side: ItemState?)]
-    {
-        var out: [ItemID: (base: ItemState?, side: ItemState?)] = [:]
-        do {
-            var names = NameCache()
-            try forEachDifference(.items, from: base) { d in
-                let b = try d.base.map { try ItemEntries.decode($0, schema: root.schema, names: &names) }
-                let s = try d.side.map { try ItemEntries.decode($0, schema: root.schema, names: &names) }
-                guard let id = (b ?? s)?.id else { return }
-                var c = out[id] ?? (nil, nil)
-                if let b {
-                    guard c.base == nil else { throw VaultError(.damagedIndex, "item \(id) has two entries") }
-                    c.base = b
-                }
-                if let s {
-                    guard c.side == nil else { throw VaultError(.damagedIndex, "item \(id) has two entries") }
-                    c.side = s
-                }
-                out[id] = c
-            }
-        } catch let e as VaultError {
-            throw VaultError(e.code, "\(side.rawValue) (\(path)): \(e.context)")
-        }
-        return out
-    }
-
     /// Merges THEIRS into this vault (OURS), given their common ancestor BASE (nil: none, `merge --into`), by
     /// the rules of SPEC.md Part 4, V9, in one commit appended under OURS's lock (nothing is written if
     /// anything fails). THEIRS and BASE are only read. Copies of one vault share their vault key; a side
@@ -189,39 +161,21 @@ extension PagedVault {
                         + "`kcar compact --rewind-clock` renumbers the versions that run ahead of this machine's clock")
             }
             // The states of the items either side changed; the other items stay as OURS has them.
-            var b: [ItemID: ItemState] = [:]
-            var o: [ItemID: ItemState] = [:]
-            var t: [ItemID: ItemState] = [:]
-            var ids = Set<ItemID>()
-            if let base {
-                let oc = try changedItems(since: base, side: .ours)
-                let tc = try theirs.changedItems(since: base, side: .theirs)
-                ids = Set(oc.keys).union(tc.keys)
-                for id in ids {
-                    b[id] = oc[id]?.base ?? tc[id]?.base
-                    o[id] = oc[id].map(\.side) ?? b[id]
-                    t[id] = tc[id].map(\.side) ?? b[id]
-                }
-            } else {
-                // Without BASE every item either side holds is a change; those both hold alike change nothing,
-                // so only where the two differ counts.
-                for (id, c) in try theirs.changedItems(since: self, side: .both) {
-                    ids.insert(id)
-                    o[id] = c.base
-                    t[id] = c.side
-                }
-            }
+            var states =
+                try base.map { try MergeStates.threeWay(base: $0, ours: self, theirs: theirs) }
+                ?? MergeStates.twoWay(ours: self, theirs: theirs)
             var theirsHistory: [LeafEntry] = []
-            try forEachDifference(.history, from: theirs) { d in
-                if d.side == nil, let e = d.base { theirsHistory.append(e) }
+            try streaming(with: theirs) {
+                try forEachDifference(.history, from: theirs) { d in
+                    if d.side == nil, let e = d.base { theirsHistory.append(e) }
+                }
             }
             let theirsClock = try theirs.clockTaken(
-                states: ids.sorted().compactMap { t[$0] }, history: theirsHistory, now: now)
+                states: states.rows.indices.lazy.compactMap { states.theirs($0) }, history: theirsHistory, now: now)
             try appendCommit(level: level, random: random, solidMembers: Limits.membersMax) { writer in
                 try mergeChanges(
-                    base: b, ours: o, theirs: t, ids: ids, theirsHistory: theirsHistory, theirsClock: theirsClock,
-                    from: theirs,
-                    policy: policy, writer: writer, report: &report)
+                    &states, theirsHistory: theirsHistory, theirsClock: theirsClock, from: theirs, policy: policy,
+                    writer: writer, report: &report)
             }
         }
         return report
@@ -230,7 +184,9 @@ extension PagedVault {
     /// V5.1 rule 2, on THEIRS: the greatest hlc a merge takes from it (its clock, or a greater version among
     /// `states` and `history`, which a forged root's clock may understate), refused as *clock ahead* past the
     /// limit, naming an item that passes it where one does.
-    package func clockTaken(states: [ItemState], history: [LeafEntry], now: UInt64) throws -> UInt64 {
+    package func clockTaken(
+        states: some Sequence<ItemState>, history: [LeafEntry], now: UInt64
+    ) throws -> UInt64 {
         let limit = HybridClock.limit(now: now)
         let side = "THEIRS (\(path))"
         var top = clock
@@ -270,12 +226,11 @@ extension PagedVault {
     }
 
     /// The tree changes that bring THEIRS's changes into OURS (V9), with the records they need copied.
-    /// `ids`: the items either side changed, whose states `b`, `o`, `t` hold (nil: none); `theirsHistory`: the
+    /// `states`: the items either side changed, with their states in BASE, OURS and THEIRS; `theirsHistory`: the
     /// history entries THEIRS holds and OURS lacks; `theirsClock`: the greatest hlc taken from THEIRS (V5.1).
     private func mergeChanges(
-        base b: [ItemID: ItemState], ours o: [ItemID: ItemState], theirs t: [ItemID: ItemState], ids: Set<ItemID>,
-        theirsHistory: [LeafEntry], theirsClock: UInt64, from theirs: PagedVault, policy: MergePolicy,
-        writer: CommitWriter, report: inout MergeReport
+        _ states: inout MergeStates, theirsHistory: [LeafEntry], theirsClock: UInt64, from theirs: PagedVault,
+        policy: MergePolicy, writer: CommitWriter, report: inout MergeReport
     ) throws -> CommitChanges {
         let schema = root.schema
         func same(_ x: ItemState?, _ y: ItemState?) -> Bool {
@@ -293,16 +248,16 @@ extension PagedVault {
             clock += 1
             return Version(hlc: clock, writer: writerID)
         }
-        // 1-3: per item id, the state that wins, and the live versions that lose.
-        var final = o
-        var fromTheirs = Set<ItemID>()
-        var losers: [ItemState] = []
+        // 1-3: per item, the state that wins (THEIRS's where the row is taken), and the live versions that lose,
+        // each with the side whose records hold its value.
+        var losers: [(state: ItemState, fromOurs: Bool)] = []
         func own(_ s: ItemState?) -> Bool {
             guard let isOwn = policy.isOwn, let item = s?.item else { return false }
             return isOwn(item)
         }
-        for id in ids.sorted() {
-            let (bo, oo, tt) = (b[id], o[id], t[id])
+        for r in states.rows.indices {
+            let id = states.rows[r].id
+            let (bo, oo, tt) = (states.base(r), states.ours(r), states.theirs(r))
             let oursChanged = !same(oo, bo)
             let theirsChanged = !same(tt, bo)
             guard theirsChanged, !same(oo, tt) else { continue }
@@ -310,7 +265,7 @@ extension PagedVault {
             // history; THEIRS's own states are never taken.
             if own(oo) {
                 if let tt, tt.item != nil, !own(tt), newer(tt, oo) {
-                    losers.append(tt)
+                    losers.append((tt, false))
                     report.keptOwn += 1
                 }
                 continue
@@ -333,51 +288,59 @@ extension PagedVault {
                 report.conflictDetails.append(
                     MergeConflict(id: id, ours: oo, theirs: tt, winner: newer(tt, oo) ? .theirs : .ours))
                 if !newer(tt, oo) {
-                    if let tt, tt.item != nil { losers.append(tt) }
+                    if let tt, tt.item != nil { losers.append((tt, false)) }
                     continue
                 }
-                if let oo, oo.item != nil { losers.append(oo) }
+                if let oo, oo.item != nil { losers.append((oo, true)) }
             }
-            final[id] = tt
-            fromTheirs.insert(id)
+            states.setTaken(r, true)
         }
         // The device-only rule (§K9): an item of THEIRS that would share its primary key with an own live item
         // of OURS is not taken (changed or not: OURS's own item is never replaced); it is kept in history.
         if policy.isOwn != nil {
-            for id in fromTheirs.sorted() {
-                guard let s = final[id], s.item != nil,
+            for r in states.rows.indices where states.rows[r].taken {
+                guard let s = states.final(r), s.item != nil,
                     schema.classes[s.item!.itemClass.rawValue]?.keyAttributes.isEmpty == false,
-                    try oursOwnItem(keyPrefix: Array(s.key.dropLast(16)), other: id, policy: policy)
+                    try oursOwnItem(keyPrefix: Array(s.key.dropLast(16)), other: s.id, policy: policy)
                 else { continue }
-                final[id] = o[id]
-                fromTheirs.remove(id)
-                losers.append(s)
+                states.setTaken(r, false)
+                losers.append((s, false))
                 report.keptOwn += 1
             }
         }
         // After the rules, two live items changed on different sides that share a primary key are one: the
-        // newer stays, the other becomes a tombstone and its version goes to history.
-        var byKey: [[UInt8]: [ItemID]] = [:]
+        // newer stays, the other becomes a tombstone and its version goes to history. The candidates are sorted by
+        // primary key (the item key without its id), so that items sharing one are neighbours.
         // A class the schema gives no key attributes has no primary key: its item keys are equal up to the item
         // id for all its items, which are nonetheless distinct items.
-        for (id, s) in final
-        where s.item != nil && (fromTheirs.contains(id) || !same(o[id], b[id]))
-            && schema.classes[s.item!.itemClass.rawValue]?.keyAttributes.isEmpty == false
-        {
-            byKey[Array(s.key.dropLast(16)), default: []].append(id)
+        var keyed = states.rows.indices.filter { r in
+            guard let s = states.final(r), let item = s.item else { return false }
+            return (states.rows[r].taken || !same(states.ours(r), states.base(r)))
+                && schema.classes[item.itemClass.rawValue]?.keyAttributes.isEmpty == false
         }
-        var tombstoned: [ItemID: ItemState] = [:]
-        for ids in byKey.values
-        where ids.count > 1 && ids.contains(where: fromTheirs.contains)
-            && ids.contains(where: { !fromTheirs.contains($0) })
-        {
-            let keep = ids.max { a, c in newer(final[c], final[a]) || (final[c]!.version == final[a]!.version && c < a)
+        func primaryKey(_ r: Int) -> ArraySlice<UInt8> { states.final(r)!.key.dropLast(16) }
+        keyed.sort { a, c in
+            let (ka, kc) = (primaryKey(a), primaryKey(c))
+            return ka.lexicographicallyPrecedes(kc) || (ka.elementsEqual(kc) && states.rows[a].id < states.rows[c].id)
+        }
+        var start = 0
+        while start < keyed.count {
+            var end = start + 1
+            while end < keyed.count, primaryKey(keyed[end]).elementsEqual(primaryKey(keyed[start])) { end += 1 }
+            let group = keyed[start..<end]
+            start = end
+            guard group.count > 1, group.contains(where: { states.rows[$0].taken }),
+                group.contains(where: { !states.rows[$0].taken })
+            else { continue }
+            // The newest stays; of equal versions, the smallest id.
+            let keep = group.max { a, c in
+                newer(states.final(c), states.final(a))
+                    || (states.final(c)!.version == states.final(a)!.version && states.rows[c].id < states.rows[a].id)
             }!
-            for id in ids where id != keep {
-                let s = final[id]!
-                losers.append(s)
+            for r in group where r != keep {
+                losers.append((states.final(r)!, !states.rows[r].taken))
                 report.sharedKeys += 1
-                tombstoned[id] = s
+                states.setTombstoned(r)
             }
         }
         // Records: a winner's or a kept version's record that OURS lacks is copied from THEIRS, byte for byte.
@@ -420,7 +383,7 @@ extension PagedVault {
             let fail = { (m: String) in VaultError(.damagedRecord, "THEIRS (\(theirs.path)): \(m)") }
             var reader = theirs.source.recordReader(l, fail: fail)
             for m in try reader.memberTable().0.members.map(\.id) {
-                if let it = o[m]?.item, it.location.recordID == l.recordID {
+                if let it = states.row(of: m).flatMap(states.ours)?.item, it.location.recordID == l.recordID {
                     return RecordRef(id: l.recordID, offset: it.location.offset, length: it.location.length)
                 }
                 var found: RecordRef?
@@ -457,7 +420,9 @@ extension PagedVault {
         /// (a dead value, or one of an item this merge does not look at) is not known to be shareable.
         var keptByID: [ItemID: [Item]]?
         func shareable(_ id: ItemID, in record: ID128) -> Bool {
-            if let item = t[id]?.item, item.location.recordID == record { return !policy.isOwn!(item) }
+            if let item = states.row(of: id).flatMap(states.theirs)?.item, item.location.recordID == record {
+                return !policy.isOwn!(item)
+            }
             if keptByID == nil {
                 keptByID = [:]
                 for e in theirsHistory {
@@ -478,12 +443,14 @@ extension PagedVault {
                     let at = RecordRef(id: l.recordID, offset: l.offset, length: l.length)
                     if all[at]?[l.member] == nil { all[at, default: [:]][l.member] = it }
                 }
-                for id in fromTheirs where tombstoned[id] == nil { if let it = final[id]?.item { note(it) } }
+                for r in states.rows.indices where states.rows[r].taken && !states.rows[r].tombstoned {
+                    if let it = states.final(r)?.item { note(it) }
+                }
                 for e in theirsHistory {
                     let h = try ItemEntries.decodeHistory(e)
                     if !(policy.isOwn?(h.item) ?? false) { note(h.item) }
                 }
-                for s in losers where o[s.id]?.version != s.version { if let it = s.item { note(it) } }
+                for s in losers where !s.fromOurs { if let it = s.state.item { note(it) } }
                 placedFromTheirs = all
             }
             return placedFromTheirs?[at] ?? [:]
@@ -583,6 +550,7 @@ extension PagedVault {
         }
         // The changes.
         var items: [TreeWriter.Change] = []
+        items.reserveCapacity(states.rows.lazy.filter { $0.taken || $0.tombstoned }.count)
         var attributes: [TreeWriter.Change] = []
         var history: [TreeWriter.Change] = []
         var liveChange = 0
@@ -590,17 +558,17 @@ extension PagedVault {
             guard let s, let item = s.item else { return [] }
             return ItemEntries.attributeKeys(item, itemKey: s.key, schema: schema)
         }
-        for id in (fromTheirs.union(tombstoned.keys)).sorted() {
-            let was = o[id]
+        for r in states.rows.indices where states.rows[r].taken || states.rows[r].tombstoned {
+            let id = states.rows[r].id
+            let was = states.ours(r)
             var now: LeafEntry
-            if let s = tombstoned[id] {
+            if states.rows[r].tombstoned, let s = states.final(r) {
                 now = ItemEntries.tombstone(key: s.key, version: nextVersion())
-            } else if let s = final[id], let item = s.item {
-                now = ItemEntries.entry(
-                    try place(item, from: fromTheirs.contains(id) ? theirs : self), version: s.version, schema: schema)
+            } else if let s = states.final(r), let item = s.item {
+                now = ItemEntries.entry(try place(item, from: theirs), version: s.version, schema: schema)
                 report.taken += 1
                 if report.listsTaken { report.takenItems.append(MergeTaken(id: id, item: item, deleted: false)) }
-            } else if let s = final[id] {
+            } else if let s = states.final(r) {
                 // The device-only rule (§K9): a tombstone taken for an item OURS holds is put at the key OURS holds it
                 // at, so that a class or primary key the item had only as an own item (made ThisDeviceOnly, changed,
                 // then deleted) does not travel with its deletion.
@@ -631,20 +599,17 @@ extension PagedVault {
             if historyKeys.insert(kept.key).inserted { history.append(.put(kept)) }
             report.historyCopied += 1
         }
-        for s in losers {
-            let source: PagedVault = o[s.id]?.version == s.version ? self : theirs
-            let lost = ItemEntries.history(try place(s.item!, from: source), version: s.version, why: 2)
+        for (s, fromOurs) in losers {
+            let lost = ItemEntries.history(
+                try place(s.item!, from: fromOurs ? self : theirs), version: s.version, why: 2)
             guard try entry(.history, lost.key) == nil, historyKeys.insert(lost.key).inserted else { continue }
             history.append(.put(lost))
             report.keptInHistory += 1
         }
-        return (
-            [
-                (.items, PagedRebuild.sortedByKey(items, key: \.key)),
-                (.attributes, PagedRebuild.sortedByKey(attributes, key: \.key)),
-                (.history, PagedRebuild.sortedByKey(history, key: \.key))
-            ], clock, liveChange
-        )
+        PagedRebuild.sortByKey(&items, key: \.key)
+        PagedRebuild.sortByKey(&attributes, key: \.key)
+        PagedRebuild.sortByKey(&history, key: \.key)
+        return ([(.items, items), (.attributes, attributes), (.history, history)], clock, liveChange)
     }
 
     /// Whether this vault holds a live item other than `other`, own by `policy`, whose item key starts with

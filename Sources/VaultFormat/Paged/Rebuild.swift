@@ -11,6 +11,33 @@ package enum PagedRebuild {
     /// Sorts by a byte-string key. The keys are copied once into one buffer and compared there with
     /// `memcmp`, so that sorting a million entries moves positions, not entries, and counts no references.
     static func sortedByKey<T>(_ elements: [T], key: (T) -> [UInt8]) -> [T] {
+        sortedOrder(elements, key: key).map { elements[$0] }
+    }
+
+    /// As ``sortedByKey(_:key:)``, in place: the elements are moved along the cycles of the order, so that a
+    /// million changes are never held twice.
+    static func sortByKey<T>(_ elements: inout [T], key: (T) -> [UInt8]) {
+        let order = sortedOrder(elements, key: key)
+        var placed = [Bool](repeating: false, count: elements.count)
+        for start in elements.indices where !placed[start] {
+            // Position k takes the element at order[k]; follow the cycle through `start`.
+            let first = elements[start]
+            var k = start
+            while true {
+                placed[k] = true
+                let from = order[k]
+                if from == start {
+                    elements[k] = first
+                    break
+                }
+                elements[k] = elements[from]
+                k = from
+            }
+        }
+    }
+
+    /// The positions of `elements` in ascending order of key.
+    private static func sortedOrder<T>(_ elements: [T], key: (T) -> [UInt8]) -> [Int] {
         var flat: [UInt8] = []
         var starts: [Int] = []
         starts.reserveCapacity(elements.count + 1)
@@ -31,7 +58,7 @@ package enum PagedRebuild {
                 }
             }
         }
-        return order.map { elements[$0] }
+        return order
     }
 
     static func sortedByKey(_ entries: [LeafEntry]) -> [LeafEntry] { sortedByKey(entries, key: \.key) }
