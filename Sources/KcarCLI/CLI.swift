@@ -19,7 +19,7 @@ public enum CLI {
     /// Every command, in the order help lists them; dispatch, help, the man page and the completions come from here.
     static let commands: [Command] = [
         Command("pack", Help.pack, Pack.run),
-        Command("list", Help.list, Extract.list),
+        Command("list", Help.list, ListCommand.run),
         Command("extract", Help.extract, Extract.run),
         Command("verify", Help.verify, Verify.run),
         Command("info", Help.info, Verify.info),
