@@ -83,6 +83,14 @@ package enum ArchiveCrafting {
         return out
     }
 
+    /// An array of `n` empty arrays: 2 bytes of archive per value, each an object of its own in an
+    /// NSKeyedArchiver export.
+    package static func emptyArrays(_ n: Int) -> [UInt8] {
+        var out = header(sorted: false) + [ArchiveFormat.Tag.array] + varint(n)
+        for _ in 0..<n { out += [ArchiveFormat.Tag.array, 0] }
+        return out
+    }
+
     /// `levels` sets, each the one element of the next, around an array of `values` small ints: inserting each
     /// set into the next hashes everything inside it again.
     package static func nestedSets(levels: Int, values: Int) -> [UInt8] {

@@ -45,6 +45,17 @@ func archiveCases() -> [HostileCase] {
         refusedFile("archive/shared-key", "one 4 MB key shared by 2,000 dictionaries (4 MB)", "a.kca", convert) {
             ArchiveCrafting.sharedKey(keyBytes: 4_000_000, dictionaries: 2_000)
         },
+        // Open: an export to NSKeyedArchiver builds the whole property list in memory, about 800 bytes for each
+        // value (each an object with its class reference), so VALUES_MAX tiny values cost more than the limits
+        // allow. Marked, so that the runner shows its figures; the fix is an export that streams its objects.
+        HostileCase(
+            name: "archive/empty-arrays-convert-nskeyed",
+            attack: "990,000 empty arrays (2 MB) converted to an NSKeyedArchiver plist",
+            make: { try writeFile($0 + "/a.kca", ArchiveCrafting.emptyArrays(990_000)) },
+            args: convert + ["--to", "nskeyed"],
+            knownBreach:
+                "an NSKeyedArchiver export holds its whole property list, about 800 bytes per value: linear, over the "
+                + "limits near VALUES_MAX values; streaming the export is not built yet"),
         refusedFile(
             "archive/nested-sets", "505 nested sets around 990,000 ints (2 MB): each level hashes all again",
             "a.kca", convert
