@@ -226,12 +226,16 @@ extension PagedVault {
         var valueAt: [ValueKey: Int] = [:]
         var keptClock: UInt64 = 0
         var ahead: [Version] = []
-        func note(_ item: Item, _ v: Version) throws {
+        /// A version kept: renumbered if it runs ahead (`--rewind-clock`), else counted towards the new clock.
+        func noteVersion(_ v: Version) {
             if let above = rule.rewindAbove, v.hlc > above {
                 ahead.append(v)
             } else {
                 keptClock = max(keptClock, v.hlc)
             }
+        }
+        func note(_ item: Item, _ v: Version) throws {
+            noteVersion(v)
             let k = ValueKey(item.location)
             guard let i = valueAt[k] else {
                 valueAt[k] = values.count
@@ -247,13 +251,7 @@ extension PagedVault {
         }
         try forEachKeptItem(
             now: now, retention: retention, rule: rule, live: { try note($0.item!, $0.version) },
-            tombstone: { _, v in
-                if let above = rule.rewindAbove, v.hlc > above {
-                    ahead.append(v)
-                } else {
-                    keptClock = max(keptClock, v.hlc)
-                }
-            })
+            tombstone: { _, v in noteVersion(v) })
         try forEachKeptVersion(now: now, retention: retention, rule: rule) { try note($0.item, $0.version) }
         // V5.1 rule 6: the versions above `rewindAbove`, in order, become (now + 1, W), (now + 2, W), ...: a monotone
         // map, so the order of any two versions in the vault (and of the history keys) is unchanged.
