@@ -77,6 +77,13 @@ struct Arguments {
     /// The names of the options given (flags and options with values).
     var given: Set<String> { flags.union(values.keys) }
 
+    /// These arguments with option `name` given `value` (a selector a positional argument stands for).
+    func setting(_ name: String, to value: String) -> Arguments {
+        var a = self
+        a.values[name] = [value]
+        return a
+    }
+
     func flag(_ name: String) -> Bool { flags.contains(name) }
     func value(_ name: String) -> String? { values[name]?.last }
     func all(_ name: String) -> [String] { values[name] ?? [] }

@@ -621,9 +621,11 @@ extension Help {
         ])
 
     static let get = Page(
-        synopsis: ["get SELECTORS"],
+        synopsis: ["get SERVICE/ACCOUNT [SELECTORS]", "get SELECTORS"],
         summary: "Print the value of the one matching item.",
         description: [
+            "SERVICE/ACCOUNT names an item in one word, as list and history name it (%2F for a / in the service): the same "
+                + "as --service SERVICE --account ACCOUNT; SERVICE alone selects by service.",
             "Searches every class unless --class is given (a class whose attributes the selectors cannot name is left out). More than one match is exit 2; none exit 6.",
             "The value goes to a pipe or file byte for byte, nothing added ($(kcar get ...) and kcar get ... > file are "
                 + "exact). On a terminal a newline follows it, and only text (UTF-8 without control characters but tab and "
@@ -631,7 +633,8 @@ extension Help {
         ],
         options: queryOptions + [O(name: "force", kind: .flag, meaning: "show a binary or large value on a terminal")],
         examples: [
-            Example(command: "get --service github.com --account ci", meaning: "the token on standard output"),
+            Example(command: "get github.com/ci", meaning: "the token on standard output"),
+            Example(command: "get --service github.com --account ci", meaning: "the same, by its selectors"),
             Example(
                 command: "get --server db.internal --account app", meaning: "an internet password (no --class needed)")
         ])

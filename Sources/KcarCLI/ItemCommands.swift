@@ -407,9 +407,22 @@ enum ItemCommands {
                 + "bool, date or data is matched by NAME:int=VALUE, :bool, :date, :data)")
     }
 
+    /// `SERVICE/ACCOUNT`, an item named in one word as `list` and `history` name it (`pass show api/bob`), as the
+    /// selectors `--service SERVICE --account ACCOUNT`; `SERVICE` alone selects by service.
+    static func named(_ args: Arguments) throws -> Arguments {
+        guard let name = try args.positionals(["SERVICE/ACCOUNT"], optional: 1).first else { return args }
+        guard args.value("service") == nil, args.value("account") == nil else {
+            throw CLIError.usage("\(name) names the item already: give SERVICE/ACCOUNT or --service and --account")
+        }
+        guard let (service, account) = ItemPath.parse(name) else {
+            throw CLIError.usage("\(name) is not an item name: SERVICE/ACCOUNT, with %XX where list writes it")
+        }
+        let a = args.setting("service", to: service)
+        return account.map { a.setting("account", to: $0) } ?? a
+    }
+
     static func get(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: CLI.specs("get"))
-        _ = try args.positionals([])
+        let args = try named(try Arguments(argv, specs: CLI.specs("get")))
         let s = try store(args)
         let r = try searchClasses(s, args, limit: 2)
         let found = r.items

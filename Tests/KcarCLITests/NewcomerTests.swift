@@ -127,6 +127,28 @@ final class NewcomerTests: XCTestCase {
         XCTAssertTrue(String(decoding: try run(["find", "--attr", "level:int=3"]).out, as: UTF8.self).contains("api"))
     }
 
+    /// `kcar get api/bob` is one word, as `pass show api/bob` (issue 22, point 9): SERVICE/ACCOUNT as list and
+    /// history name items, percent-encoded alike; with the selectors it stands for as well, a usage error.
+    func testGetTakesAnItemNameInOneWord() throws {
+        func run(_ args: [String], stdin: String? = nil, expect: Int32 = 0) throws -> KcarRun {
+            let r = try runKcar(args, in: dir, stdin: stdin.map { Data($0.utf8) }, env: ["HOME": dir + "/home"])
+            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
+            return r
+        }
+        _ = try run(["add", "--service", "api", "--account", "bob"], stdin: "bob's")
+        _ = try run(["add", "--service", "api", "--account", "ci/deploy"], stdin: "deploy")
+        _ = try run(["add", "--service", "a/b", "--account", "x"], stdin: "slash")
+        XCTAssertEqual(String(decoding: try run(["get", "api/bob"]).out, as: UTF8.self), "bob's")
+        XCTAssertEqual(String(decoding: try run(["get", "api/ci/deploy"]).out, as: UTF8.self), "deploy")
+        XCTAssertEqual(String(decoding: try run(["get", "a%2Fb/x"]).out, as: UTF8.self), "slash")
+        XCTAssertEqual(String(decoding: try run(["get", "a%2Fb"]).out, as: UTF8.self), "slash")
+        _ = try run(["get", "api"], expect: 2)  // two items of service api
+        _ = try run(["get", "api/nobody"], expect: 6)
+        let twice = try run(["get", "api/bob", "--account", "bob"], expect: 2)
+        XCTAssertTrue(twice.err.contains("names the item already"), twice.err)
+        _ = try run(["get", "a%zz/b"], expect: 2)
+    }
+
     /// One base64 decoder, canonical: `--attr NAME:data=` and item files refuse a spelling whose left-over bits
     /// are set (`QR==` and `QUJ=` for `QQ==` and `QUI=`), which Foundation's decoder took, and accept the
     /// canonical one (SPEC §K7).
