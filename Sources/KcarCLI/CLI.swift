@@ -38,6 +38,7 @@ public enum CLI {
         Command("init", Help.initPage, ItemCommands.initCommand),
         Command("add", Help.add, ItemCommands.add),
         Command("get", Help.get, ItemCommands.get),
+        Command("generate", Help.generate, GenerateCommand.run),
         Command("find", Help.find, ItemCommands.find),
         Command("update", Help.update, ItemCommands.update),
         Command("delete", Help.delete, ItemCommands.delete),

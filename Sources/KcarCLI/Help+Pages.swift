@@ -575,6 +575,7 @@ extension Help {
     static let add = Page(
         synopsis: [
             "add SELECTORS [--group G] [--accessible LEVEL] [--synchronizable] [--value-file FILE]",
+            "add SELECTORS [--group G] --generate [--length N] [--symbols]",
             "add VAULT PATH... [-C DIR] [--exclude PATTERN] [-h] [-v] [secret options]",
             "add VAULT NAME --value-file FILE|- [secret options]"
         ],
@@ -601,8 +602,9 @@ extension Help {
                 name: "value-file", kind: .value, argument: "FILE",
                 meaning: "read the value from FILE, byte for byte (- standard input)",
                 completes: .file),
-            keepNewline, accessible, synchronizable
-        ] + addToVaultOptions,
+            keepNewline, accessible, synchronizable,
+            O(name: "generate", kind: .flag, meaning: "store a generated password (see generate) and print it")
+        ] + generateOptions + addToVaultOptions,
         examples: [
             Example(
                 command: "add --service github.com --account ci < token.txt", meaning: "a generic password from a file"),
@@ -637,6 +639,31 @@ extension Help {
             Example(command: "get --service github.com --account ci", meaning: "the same, by its selectors"),
             Example(
                 command: "get --server db.internal --account app", meaning: "an internet password (no --class needed)")
+        ])
+
+    /// The options of a generated password (`generate`, `add --generate`).
+    static let generateOptions: [Option] = [
+        O(
+            name: "length", kind: .value, argument: "N",
+            meaning: "characters (8 to 4096; default 24: 142 bits of letters and digits)"),
+        O(name: "symbols", kind: .flag, meaning: "draw from every printable ASCII character but space (94)")
+    ]
+
+    static let generate = Page(
+        synopsis: ["generate [--length N] [--symbols]"],
+        summary: "Print a random password.",
+        description: [
+            "Letters and digits (or, with --symbols, every printable ASCII character but space), each drawn uniformly from "
+                + "the system's random source. On a pipe or file the password is written with nothing added; on a terminal a "
+                + "newline follows it. add --generate stores one instead of reading a value (and prints it)."
+        ],
+        options: generateOptions,
+        examples: [
+            Example(command: "generate", meaning: "24 letters and digits"),
+            Example(command: "generate --length 32 --symbols", meaning: "32 printable characters"),
+            Example(
+                command: "add --service db --account app --generate",
+                meaning: "a new item with a generated value, printed once")
         ])
 
     static let find = Page(

@@ -315,10 +315,19 @@ enum ItemCommands {
             return code
         }
         let (c, attributes) = try newItem(args)
+        let generate = args.flag("generate")
+        guard generate || (args.value("length") == nil && !args.flag("symbols")) else {
+            throw CLIError.usage("--length and --symbols shape a generated password: give --generate")
+        }
+        guard !generate || args.value("value-file") == nil else {
+            throw CLIError.usage("--generate makes the value: give it or --value-file, not both")
+        }
         let s = try store(args)
-        var value = try readValue(args, required: true)!
+        var value = try generate ? GenerateCommand.password(args) : readValue(args, required: true)!
         defer { wipe(&value) }
         try s.add(class: c, attributes: attributes, value: value, group: args.value("group"))
+        // Printed once the item is stored, so that a refused add shows no password that was never kept.
+        if generate { try StandardStreams.writeValue(value, name: "the password", force: false) }
         return .success
     }
 

@@ -149,6 +149,37 @@ final class NewcomerTests: XCTestCase {
         _ = try run(["get", "a%zz/b"], expect: 2)
     }
 
+    /// `kcar generate` and `add --generate` (issue 22, point 9; pass generate): the alphabet and length asked for,
+    /// every symbol reachable (12,800 draws miss one of 62 with probability e^-206), nothing added on a pipe; the
+    /// value `add --generate` prints is the one stored, and nothing is printed when the add is refused.
+    func testGeneratedPasswords() throws {
+        func run(_ args: [String], expect: Int32 = 0) throws -> KcarRun {
+            let r = try runKcar(args, in: dir, env: ["HOME": dir + "/home"])
+            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
+            return r
+        }
+        let alnum = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
+        XCTAssertEqual(try run(["generate"]).out.count, 24)
+        var seen = Set<UInt8>()
+        for _ in 0..<100 {
+            let p = try run(["generate", "--length", "128"]).out
+            XCTAssertEqual(p.count, 128)
+            XCTAssertTrue(Set(p).isSubset(of: alnum), String(decoding: p, as: UTF8.self))
+            seen.formUnion(p)
+        }
+        XCTAssertEqual(seen, alnum)
+        let s = try run(["generate", "--length", "4096", "--symbols"]).out
+        XCTAssertEqual(s.count, 4096)
+        XCTAssertTrue(s.allSatisfy { (0x21...0x7E).contains($0) })
+        XCTAssertTrue(s.contains { !alnum.contains($0) })
+        _ = try run(["generate", "--length", "7"], expect: 2)
+        let stored = try run(["add", "--service", "db", "--account", "app", "--generate", "--length", "20"]).out
+        XCTAssertEqual(stored.count, 20)
+        XCTAssertEqual(try run(["get", "db/app"]).out, stored)
+        XCTAssertTrue(try run(["add", "--service", "db", "--account", "app", "--generate"], expect: 11).out.isEmpty)
+        _ = try run(["add", "--service", "db", "--account", "x", "--symbols"], expect: 2)
+    }
+
     /// One base64 decoder, canonical: `--attr NAME:data=` and item files refuse a spelling whose left-over bits
     /// are set (`QR==` and `QUJ=` for `QQ==` and `QUI=`), which Foundation's decoder took, and accept the
     /// canonical one (SPEC §K7).
