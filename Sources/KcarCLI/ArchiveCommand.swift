@@ -78,13 +78,8 @@ enum ArchiveCommand {
         guard st.st_size <= max else {
             throw CLIError(.damaged, "\(path): \(st.st_size) bytes, more than the \(max)-byte limit")
         }
-        var out = [UInt8](repeating: 0, count: Int(st.st_size))
-        var done = 0
-        while done < out.count {
-            let n = out.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { throw CLIError(.io, "cannot read \(path)") }
-            done += n
+        guard let out = StandardStreams.readExactly(fd, Int(st.st_size)) else {
+            throw CLIError(.io, "cannot read \(path)")
         }
         return out
     }

@@ -41,6 +41,7 @@ public enum CLI {
         Command("generate", Help.generate, GenerateCommand.run),
         Command("find", Help.find, ItemCommands.find),
         Command("update", Help.update, ItemCommands.update),
+        Command("edit", Help.edit, EditCommand.run),
         Command("delete", Help.delete, ItemCommands.delete),
         Command("groups", Help.groups, ItemCommands.groups),
         Command("import", Help.importPage, ItemCommands.importCommand),

@@ -666,6 +666,23 @@ extension Help {
                 meaning: "a new item with a generated value, printed once")
         ])
 
+    static let edit = Page(
+        synopsis: ["edit SERVICE/ACCOUNT [SELECTORS]", "edit SELECTORS"],
+        summary: "Edit the value of the one matching item in $VISUAL or $EDITOR.",
+        description: [
+            "The value is written to a file of mode 0600 in a new private folder (in $XDG_RUNTIME_DIR, else /dev/shm, else "
+                + "$TMPDIR), opened in $VISUAL, else $EDITOR, else vi (run by /bin/sh, so EDITOR=\"code --wait\" works), and "
+                + "stored as the item's new value if it changed; the file and whatever the editor left beside it are "
+                + "overwritten with zeros and removed however the edit ends. A newline the editor added at the end of a value "
+                + "that had none is dropped. An editor that exits non-zero, or an item changed by another process during the "
+                + "edit, leaves the item as it was (exit 1).", itemNote
+        ],
+        options: queryOptions,
+        examples: [
+            Example(command: "edit api/bob", meaning: "the value of service api, account bob, in your editor"),
+            Example(command: "edit --server db.internal --account app", meaning: "an internet password's")
+        ])
+
     static let find = Page(
         synopsis: ["find [SELECTORS] [--json] [--limit N]"],
         summary: "List matching items (attributes only, no values).",

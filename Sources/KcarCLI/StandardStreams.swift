@@ -102,6 +102,22 @@ enum StandardStreams {
     /// terminal: only text (``isPrintableText(_:)``) of at most 1 MiB unless `force` (binary would garble the
     /// terminal, as age refuses it), followed by a newline when it does not end with one, so the shell's
     /// prompt does not stick to the secret.
+    /// `count` bytes read from `fd`; nil if it ends sooner or a read fails.
+    static func readExactly(_ fd: Int32, _ count: Int) -> [UInt8]? {
+        var out = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let n = out.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else {
+                wipe(&out)
+                return nil
+            }
+            done += n
+        }
+        return out
+    }
+
     static func writeValue(_ value: [UInt8], name: String, force: Bool) throws {
         guard Output.out.isTerminal else {
             try value.withUnsafeBytes { try Output.out.writeBytes($0) }

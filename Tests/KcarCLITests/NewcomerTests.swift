@@ -180,6 +180,52 @@ final class NewcomerTests: XCTestCase {
         _ = try run(["add", "--service", "db", "--account", "x", "--symbols"], expect: 2)
     }
 
+    /// `kcar edit` (issue 22, point 9; pass edit): the value in the user's editor through a private file that is
+    /// gone afterwards, whatever the editor did; an editor's added final newline dropped; a failed editor or an
+    /// item changed meanwhile leaves the item as it was.
+    func testEditInTheUsersEditor() throws {
+        let runtime = dir + "/runtime"
+        XCTAssertEqual(mkdir(runtime, 0o700), 0)
+        func run(_ args: [String], editor: String, expect: Int32 = 0) throws -> KcarRun {
+            let r = try runKcar(
+                args, in: dir, env: ["HOME": dir + "/home", "XDG_RUNTIME_DIR": runtime, "EDITOR": editor, "VISUAL": ""])
+            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
+            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: runtime), [], "left behind")
+            return r
+        }
+        func script(_ name: String, _ body: String) throws -> String {
+            let path = dir + "/" + name
+            try ("#!/bin/sh\n" + body + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+            XCTAssertEqual(chmod(path, 0o755), 0)
+            return path
+        }
+        let kcar = CLITests.binary
+        let home = dir + "/home"
+        _ = try runKcar(
+            ["add", "--service", "api", "--account", "bob"], in: dir, stdin: Data("old".utf8), env: ["HOME": home])
+        func value() throws -> String {
+            String(decoding: try runKcar(["get", "api/bob"], in: dir, env: ["HOME": home]).out, as: UTF8.self)
+        }
+        // The file holds the value, mode 0600; the editor's swap file goes too.
+        let edit = try script(
+            "ed",
+            "[ \"$(cat \"$1\")\" = old ] || exit 3; [ \"$(stat -c %a \"$1\")\" = 600 ] || exit 4\n"
+                + "echo swap > \"$(dirname \"$1\")/.value.swp\"; printf 'new\\n' > \"$1\"")
+        XCTAssertTrue(try run(["edit", "api/bob"], editor: edit).err.contains("new value stored (3 bytes)"))
+        XCTAssertEqual(try value(), "new")
+        XCTAssertTrue(try run(["edit", "api/bob"], editor: "true").err.contains("unchanged"))
+        _ = try run(["edit", "api/bob"], editor: "false", expect: 1)
+        XCTAssertEqual(try value(), "new")
+        let meanwhile = try script(
+            "meanwhile",
+            "printf 'other' | HOME=\(home) \(kcar) update --service api --account bob --value-file -; printf mine > \"$1\""
+        )
+        XCTAssertTrue(
+            try run(["edit", "api/bob"], editor: meanwhile, expect: 1).err.contains("changed while it was edited"))
+        XCTAssertEqual(try value(), "other")
+        _ = try run(["edit", "api/nobody"], editor: "true", expect: 6)
+    }
+
     /// One base64 decoder, canonical: `--attr NAME:data=` and item files refuse a spelling whose left-over bits
     /// are set (`QR==` and `QUJ=` for `QQ==` and `QUI=`), which Foundation's decoder took, and accept the
     /// canonical one (SPEC §K7).
