@@ -42,7 +42,9 @@ enum Completion {
                 let action = o.completes.action(
                     file: "COMPREPLY=($(compgen -f -- \"$cur\"))",
                     directory: "COMPREPLY=($(compgen -d -- \"$cur\"))",
-                    words: { "COMPREPLY=($(compgen -W \"\($0)\" -- \"$cur\"))" }, nothing: "COMPREPLY=()")
+                    words: { "COMPREPLY=($(compgen -W \"\($0)\" -- \"$cur\"))" },
+                    group: "COMPREPLY=($(compgen -W \"$(kcar groups --names 2>/dev/null)\" -- \"$cur\"))",
+                    nothing: "COMPREPLY=()")
                 out += "        \(optionWords(o).joined(separator: "|"))) \(action); return ;;\n"
             }
             out += "        esac\n"
@@ -76,6 +78,11 @@ enum Completion {
         var out = """
             #compdef kcar
             # zsh completion for kcar, made by `kcar completion zsh`
+            _kcar_groups() {
+              local -a groups
+              groups=(${(f)"$(kcar groups --names 2>/dev/null)"})
+              _describe 'group' groups
+            }
             _kcar() {
               local -a commands
               commands=(
@@ -104,7 +111,8 @@ enum Completion {
                 var spec = prefix + name + "'[\(zshText(o.meaning))]"
                 if let arg = o.argument {
                     let action = o.completes.action(
-                        file: "_files", directory: "_files -/", words: { "(\($0))" }, nothing: " ")
+                        file: "_files", directory: "_files -/", words: { "(\($0))" }, group: "_kcar_groups",
+                        nothing: " ")
                     spec += ":\(zshText(arg)):\(action)"
                 }
                 out += "      \(spec)' \\\n"
@@ -150,7 +158,8 @@ enum Completion {
                 if o.argument != nil {
                     line += o.completes.action(
                         file: " -r -F", directory: " -x -a '(__fish_complete_directories)'",
-                        words: { " -x -a " + fishQuote($0) }, nothing: " -x")
+                        words: { " -x -a " + fishQuote($0) }, group: " -x -a '(kcar groups --names 2>/dev/null)'",
+                        nothing: " -x")
                 }
                 out += line + " -d \(fishQuote(o.meaning))\n"
             }

@@ -36,7 +36,8 @@ extension Help {
             identity,
             O(
                 name: "group", kind: .value, argument: "G",
-                meaning: "access group G's vault in the keychain instead of VAULT, opened with its key file"),
+                meaning: "access group G's vault in the keychain instead of VAULT, opened with its key file",
+                completes: .group),
             keychainDir, groupList, lockTimeout
         ]
 
@@ -45,7 +46,8 @@ extension Help {
         O(
             name: "group", kind: .value, argument: "G",
             meaning:
-                "the access group (add: default the first of --groups; others: every group of the list or readable)"),
+                "the access group (add: default the first of --groups; others: every group of the list or readable)",
+            completes: .group),
         groupList, lockTimeout
     ]
 
@@ -177,7 +179,8 @@ extension Help {
                 completes: .file),
             O(
                 name: "group", kind: .value, argument: "G",
-                meaning: "the vault's access group (default \"default\"); with --keychain the group packed"),
+                meaning: "the vault's access group (default \"default\"); with --keychain the group packed",
+                completes: .group),
             keychainDir, groupList, lockTimeout,
             level, format,
             exclude, dereference,
@@ -793,7 +796,12 @@ extension Help {
         ],
         options: keychainOptions + [
             json,
-            O(name: "accept-rollback", kind: .value, argument: "G", meaning: "accept group G's vault as it is now")
+            O(
+                name: "accept-rollback", kind: .value, argument: "G", meaning: "accept group G's vault as it is now",
+                completes: .group),
+            O(
+                name: "names", kind: .flag,
+                meaning: "only the names, one a line, without opening any vault (for completion)")
         ],
         examples: [
             Example(command: "groups", meaning: "count and name of every group"),
@@ -896,7 +904,7 @@ extension Help {
             keychainDir,
             O(
                 name: "group", kind: .value, argument: "G",
-                meaning: "the keychain group FILE is a shared copy of (required)"),
+                meaning: "the keychain group FILE is a shared copy of (required)", completes: .group),
             groupList, lockTimeout,
             O(
                 name: "key-file", kind: .value, argument: "KEY",

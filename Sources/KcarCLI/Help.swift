@@ -6,13 +6,18 @@ enum Help {
     enum Completes: Sendable, Equatable {
         case nothing, file, directory
         case words([String])
+        /// The access groups of the keychain, asked of `kcar groups --names` when completing.
+        case group
 
         /// A shell's text for each case (`words` gets the words joined by spaces).
-        func action(file: String, directory: String, words: (String) -> String, nothing: String) -> String {
+        func action(
+            file: String, directory: String, words: (String) -> String, group: String, nothing: String
+        ) -> String {
             switch self {
             case .file: return file
             case .directory: return directory
             case .words(let w): return words(w.joined(separator: " "))
+            case .group: return group
             case .nothing: return nothing
             }
         }

@@ -582,6 +582,11 @@ enum ItemCommands {
         let args = try Arguments(argv, specs: CLI.specs("groups"))
         _ = try args.positionals([])
         let s = try store(args)
+        // Names alone come from the folder: no vault is opened, no key read (shell completion runs this).
+        if args.flag("names") {
+            for g in try s.directory.groups() { Output.out.line(terminalSafe(g)) }
+            return .success
+        }
         if let g = args.value("accept-rollback") {
             try s.acceptRollback(group: g)
             warn("group \(g): its vault is accepted as it is now")

@@ -147,6 +147,45 @@ final class InstallHelpTests: XCTestCase {
 
     /// `make install DESTDIR=... PREFIX=/usr` (with the test's binary, without rebuilding) installs the binary,
     /// a man page that renders without warnings, and completions each shell loads; `make uninstall` removes them.
+    /// `--group G` completes to the keychain's groups (issue 22, point 14), asked of `kcar groups --names`, which
+    /// opens no vault: in bash and fish, run as the shells run them; zsh's script at least parses.
+    func testGroupNamesComplete() throws {
+        let home = dir + "/home"
+        for g in ["team.backend", "team.ops", "personal"] {
+            let r = try runKcar(
+                ["add", "--group", g, "--service", "s", "--account", "a"], in: dir, stdin: Data("x".utf8),
+                env: ["HOME": home])
+            XCTAssertEqual(r.code, 0, r.err)
+        }
+        XCTAssertEqual(
+            String(decoding: try runKcar(["groups", "--names"], in: dir, env: ["HOME": home]).out, as: UTF8.self),
+            "personal\nteam.backend\nteam.ops\n")
+        let bin = URL(fileURLWithPath: CLITests.binary).deletingLastPathComponent().path
+        let path = bin + ":/usr/bin:/bin"
+        if let bash = tool("bash") {
+            try kcar(["completion", "bash"]).out.write(toFile: dir + "/c.bash", atomically: true, encoding: .utf8)
+            let r = try runProcess(
+                bash,
+                [
+                    "-c",
+                    "source c.bash; COMP_WORDS=(kcar get --group team.); COMP_CWORD=3; _kcar; printf '%s\\n' \"${COMPREPLY[@]}\""
+                ], env: ["HOME": home, "PATH": path], cwd: dir)
+            XCTAssertEqual(r.out, "team.backend\nteam.ops\n", r.err)
+        }
+        if let fish = tool("fish") {
+            try kcar(["completion", "fish"]).out.write(toFile: dir + "/c.fish", atomically: true, encoding: .utf8)
+            let r = try runProcess(
+                fish, ["--no-config", "-c", "source c.fish; complete -C 'kcar list --group pe'"],
+                env: ["HOME": home, "PATH": path], cwd: dir)
+            XCTAssertEqual(
+                r.out.split(separator: "\n").map { String($0.split(separator: "\t")[0]) }, ["personal"], r.err)
+        }
+        if let zsh = tool("zsh") {
+            try kcar(["completion", "zsh"]).out.write(toFile: dir + "/_kcar", atomically: true, encoding: .utf8)
+            XCTAssertEqual(try runProcess(zsh, ["-n", "_kcar"], cwd: dir).code, 0)
+        }
+    }
+
     func testMakeInstallManPageAndCompletionsCoverEveryCommandAndOption() throws {
         guard let make = tool("make") else { throw XCTSkip("no make") }
         let root = dir + "/root"
