@@ -19,6 +19,19 @@ enum GenerateCommand {
         return .success
     }
 
+    /// Whether `add` or `update` is to store a generated password (`--generate`, which `--length` and `--symbols`
+    /// need and `--value-file` excludes).
+    static func requested(_ args: Arguments) throws -> Bool {
+        let generate = args.flag("generate")
+        guard generate || (args.value("length") == nil && !args.flag("symbols")) else {
+            throw CLIError.usage("--length and --symbols shape a generated password: give --generate")
+        }
+        guard !generate || args.value("value-file") == nil else {
+            throw CLIError.usage("--generate makes the value: give it or --value-file, not both")
+        }
+        return generate
+    }
+
     /// A password as `--length` and `--symbols` ask.
     static func password(_ args: Arguments, random: RandomSource = SystemRandom.shared) throws -> [UInt8] {
         let length = try args.int("length", in: lengths) ?? defaultLength

@@ -704,8 +704,9 @@ extension Help {
 
     static let update = Page(
         synopsis: [
-            "update SELECTORS [--set-label L] [--set-attr NAME=VALUE]... [--unset-attr NAME]... [--set-accessible LEVEL] "
-                + "[--value-file FILE]"
+            "update [SERVICE/ACCOUNT] [SELECTORS] [--set-label L] [--set-attr NAME=VALUE]... [--unset-attr NAME]... "
+                + "[--set-accessible LEVEL] [--value-file FILE]",
+            "update SERVICE/ACCOUNT|SELECTORS --generate [--length N] [--symbols]"
         ],
         summary: "Change the attributes or the value of every matching item.",
         description: [
@@ -713,6 +714,9 @@ extension Help {
                 + "file (an empty one is refused) or asked twice on a terminal. With --set-label, --set-attr, --unset-attr or "
                 + "--set-accessible, the value changes only with --value-file FILE (- for standard input): update --set-label L "
                 + "< /dev/null, or in a script whose standard input is inherited, never waits for nor changes a value.",
+            "SERVICE/ACCOUNT selects as get's does. --generate gives the one matching item a new generated password (see "
+                + "generate) and prints it: a credential rotated in one command; more than one match is exit 2, before anything "
+                + "changes.",
             "Says how many items it changed. --dry-run prints the items it would change (as find does) and their number, "
                 + "reads no value and changes nothing.",
             itemNote
@@ -730,8 +734,9 @@ extension Help {
                 name: "value-file", kind: .value, argument: "FILE",
                 meaning: "the new value from FILE, byte for byte (- standard input)",
                 completes: .file),
-            keepNewline, dryRun
-        ],
+            keepNewline, dryRun,
+            O(name: "generate", kind: .flag, meaning: "a new generated password as the value, printed")
+        ] + generateOptions,
         examples: [
             Example(
                 command: "update --service api --set-label 'API key' --dry-run",

@@ -315,13 +315,7 @@ enum ItemCommands {
             return code
         }
         let (c, attributes) = try newItem(args)
-        let generate = args.flag("generate")
-        guard generate || (args.value("length") == nil && !args.flag("symbols")) else {
-            throw CLIError.usage("--length and --symbols shape a generated password: give --generate")
-        }
-        guard !generate || args.value("value-file") == nil else {
-            throw CLIError.usage("--generate makes the value: give it or --value-file, not both")
-        }
+        let generate = try GenerateCommand.requested(args)
         let s = try store(args)
         var value = try generate ? GenerateCommand.password(args) : readValue(args, required: true)!
         defer { wipe(&value) }
@@ -501,8 +495,8 @@ enum ItemCommands {
     }
 
     static func update(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: CLI.specs("update"))
-        _ = try args.positionals([])
+        let args = try named(try Arguments(argv, specs: CLI.specs("update")))
+        let generate = try GenerateCommand.requested(args)
         let q = try query(args)
         var changes: [String: AttributeValue?] = [:]
         if let l = args.value("set-label") { changes["labl"] = .string(l) }
@@ -519,7 +513,17 @@ enum ItemCommands {
         }
         // A dry run reads no value: it shows which items the change would reach.
         if args.flag("dry-run") { return try dryRun(args, q, "update") }
-        var value = try readValue(args, required: false)
+        let s = try store(args)
+        if generate {
+            // One password for one item: a selection that matches several is refused before anything changes.
+            var two = q
+            two.limit = 2
+            guard try s.search(two).items.count <= 1 else {
+                throw CLIError.usage(
+                    "--generate gives one item a password; more than one matches (`kcar find` lists them)")
+            }
+        }
+        var value = generate ? try GenerateCommand.password(args) : try readValue(args, required: false)
         if value == nil, changes.isEmpty { value = try updateValueFromStandardInput(args) }
         defer { if value != nil { wipe(&value!) } }
         guard !changes.isEmpty || value != nil else {
@@ -527,8 +531,9 @@ enum ItemCommands {
                 "nothing to change: give --set-label, --set-attr, --unset-attr, --set-accessible or --value-file, "
                     + "or pipe the new value in")
         }
-        let n = try store(args).update(q, set: changes, value: value)
+        let n = try s.update(q, set: changes, value: value)
         warn("updated \(count(n, "item"))")
+        if generate, let value { try StandardStreams.writeValue(value, name: "the password", force: false) }
         return .success
     }
 

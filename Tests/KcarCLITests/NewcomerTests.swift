@@ -178,6 +178,16 @@ final class NewcomerTests: XCTestCase {
         XCTAssertEqual(try run(["get", "db/app"]).out, stored)
         XCTAssertTrue(try run(["add", "--service", "db", "--account", "app", "--generate"], expect: 11).out.isEmpty)
         _ = try run(["add", "--service", "db", "--account", "x", "--symbols"], expect: 2)
+        // A credential rotated in one command: update NAME --generate, one item only.
+        let rotated = try run(["update", "db/app", "--generate", "--length", "30"]).out
+        XCTAssertEqual(rotated.count, 30)
+        XCTAssertNotEqual(rotated, stored)
+        XCTAssertEqual(try run(["get", "db/app"]).out, rotated)
+        _ = try runKcar(
+            ["add", "--service", "db", "--account", "b"], in: dir, stdin: Data("b".utf8), env: ["HOME": dir + "/home"])
+        XCTAssertTrue(try run(["update", "db", "--generate"], expect: 2).out.isEmpty)
+        XCTAssertEqual(try run(["get", "db/app"]).out, rotated)
+        XCTAssertEqual(try run(["get", "db/b"]).out, Data("b".utf8))
     }
 
     /// `kcar edit` (issue 22, point 9; pass edit): the value in the user's editor through a private file that is
