@@ -143,16 +143,7 @@ enum EditCommand {
 
     /// Overwrites every file in `folder` with zeros, removes them and the folder.
     static func removeAll(in folder: String) {
-        guard let dir = opendir(folder) else { return }
-        var names: [String] = []
-        while let e = readdir(dir) {
-            let name = withUnsafeBytes(of: e.pointee.d_name) {
-                String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
-            }
-            if name != ".", name != ".." { names.append(name) }
-        }
-        closedir(dir)
-        for name in names {
+        for name in entryNames(folder) {
             let path = folder + "/" + name
             let fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
             if fd >= 0 {
@@ -173,4 +164,16 @@ enum EditCommand {
         }
         rmdir(folder)
     }
+}
+
+/// The names in folder `path` but `.` and `..` (none if it cannot be read).
+func entryNames(_ path: String) -> [String] {
+    guard let dir = opendir(path) else { return [] }
+    defer { closedir(dir) }
+    var names: [String] = []
+    while let e = readdir(dir) {
+        let name = withUnsafeBytes(of: e.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+        if name != ".", name != ".." { names.append(name) }
+    }
+    return names
 }

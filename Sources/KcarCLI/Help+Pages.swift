@@ -636,10 +636,19 @@ extension Help {
                 + "exact). On a terminal a newline follows it, and only text (UTF-8 without control characters but tab and "
                 + "newlines) of at most 1 MiB is shown unless --force.", itemNote
         ],
-        options: queryOptions + [O(name: "force", kind: .flag, meaning: "show a binary or large value on a terminal")],
+        options: queryOptions + [
+            O(name: "force", kind: .flag, meaning: "show a binary or large value on a terminal"),
+            O(
+                name: "clip", kind: .flag,
+                meaning: "put the value on the clipboard (wl-copy, xclip or xsel) instead, cleared after 45 s"),
+            O(
+                name: "clip-seconds", kind: .value, argument: "N",
+                meaning: "clear the clipboard after N seconds (0: never), if it still holds the value")
+        ],
         examples: [
             Example(command: "get github.com/ci", meaning: "the token on standard output"),
             Example(command: "get --service github.com --account ci", meaning: "the same, by its selectors"),
+            Example(command: "get github.com/ci --clip", meaning: "on the clipboard for 45 seconds, as pass -c"),
             Example(
                 command: "get --server db.internal --account app", meaning: "an internet password (no --class needed)")
         ])

@@ -438,8 +438,15 @@ enum ItemCommands {
         }
         var value = try s.value(of: item)
         defer { wipe(&value) }
-        try StandardStreams.writeValue(
-            value, name: describe(item.itemClass, item.attributes), force: args.flag("force"))
+        let name = describe(item.itemClass, item.attributes)
+        if args.flag("clip") {
+            let seconds = try args.int("clip-seconds", in: 0...86_400) ?? Clipboard.defaultSeconds
+            try Clipboard.copy(value, clearAfter: seconds)
+            warn("copied \(name) to the clipboard" + (seconds > 0 ? "; it is cleared in \(seconds) s" : ""))
+        } else {
+            guard args.value("clip-seconds") == nil else { throw CLIError.usage("--clip-seconds goes with --clip") }
+            try StandardStreams.writeValue(value, name: name, force: args.flag("force"))
+        }
         return reportSkipped(r.skipped)
     }
 

@@ -236,6 +236,50 @@ final class NewcomerTests: XCTestCase {
         _ = try run(["edit", "api/nobody"], editor: "true", expect: 6)
     }
 
+    /// `get --clip` (issue 22, point 9; pass -c), with stand-ins for wl-copy and wl-paste that keep the clipboard in
+    /// a file: the value goes there, and is cleared after --clip-seconds only if it is still there; without a
+    /// desktop session, a clear error.
+    func testGetCopiesToTheClipboardAndClearsIt() throws {
+        let tools = dir + "/tools"
+        let clip = dir + "/clipboard"
+        XCTAssertEqual(mkdir(tools, 0o700), 0)
+        for (name, body) in [
+            ("wl-copy", "if [ \"$1\" = --clear ]; then : > \(clip); else cat > \(clip); fi"),
+            ("wl-paste", "cat \(clip)")
+        ] {
+            try ("#!/bin/sh\n" + body + "\n").write(toFile: tools + "/" + name, atomically: true, encoding: .utf8)
+            XCTAssertEqual(chmod(tools + "/" + name, 0o755), 0)
+        }
+        let env = ["HOME": dir + "/home", "PATH": tools + ":/usr/bin:/bin", "WAYLAND_DISPLAY": "wayland-test"]
+        func run(_ args: [String], stdin: String? = nil, env: [String: String] = env, expect: Int32 = 0) throws
+            -> KcarRun
+        {
+            let r = try runKcar(args, in: dir, stdin: stdin.map { Data($0.utf8) }, env: env)
+            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
+            return r
+        }
+        func clipboard() -> String { (try? String(contentsOfFile: clip, encoding: .utf8)) ?? "" }
+        /// Waits (at most 20 s) for the clipboard to be `expected`.
+        func eventually(_ expected: String) {
+            for _ in 0..<200 where clipboard() != expected { usleep(100_000) }
+            XCTAssertEqual(clipboard(), expected)
+        }
+        _ = try run(["add", "--service", "api", "--account", "bob"], stdin: "s3cr3t")
+        let r = try run(["get", "api/bob", "--clip", "--clip-seconds", "1"])
+        XCTAssertTrue(r.out.isEmpty)
+        XCTAssertTrue(r.err.contains("to the clipboard; it is cleared in 1 s"), r.err)
+        XCTAssertEqual(clipboard(), "s3cr3t")
+        eventually("")
+        // Something else copied meanwhile stays.
+        _ = try run(["get", "api/bob", "--clip", "--clip-seconds", "1"])
+        try "mine".write(toFile: clip, atomically: false, encoding: .utf8)
+        sleep(2)
+        XCTAssertEqual(clipboard(), "mine")
+        let none = try run(["get", "api/bob", "--clip"], env: ["HOME": dir + "/home", "PATH": tools], expect: 1)
+        XCTAssertTrue(none.err.contains("no clipboard"), none.err)
+        _ = try run(["get", "api/bob", "--clip-seconds", "5"], expect: 2)
+    }
+
     /// One base64 decoder, canonical: `--attr NAME:data=` and item files refuse a spelling whose left-over bits
     /// are set (`QR==` and `QUJ=` for `QQ==` and `QUI=`), which Foundation's decoder took, and accept the
     /// canonical one (SPEC §K7).
