@@ -419,3 +419,14 @@ package enum PagedLimits {
     package static let indexedMax = 64
     package static let historyKeepMax = 1000
 }
+
+extension PagedLimits {
+    /// Writers fold once the pending deltas would pass this many plaintext bytes (V6).
+    static let foldAfterBytes = 65_536
+    /// Writers fold a commit that changes more keys than this (V6).
+    static let foldAfterChanges = 256
+}
+
+extension UInt64 {
+    init(bigEndianBytes b: [UInt8]) { self = b.prefix(8).reduce(0) { $0 << 8 | UInt64($1) } }
+}
