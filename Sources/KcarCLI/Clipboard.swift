@@ -99,13 +99,7 @@ enum Clipboard {
         }
         // A tool that exits without reading all of it must not kill this process with SIGPIPE.
         let previous = signal(SIGPIPE, SIG_IGN)
-        var off = 0
-        while off < input.count {
-            let n = input.withUnsafeBytes { write(fds[1], $0.baseAddress! + off, $0.count - off) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { break }
-            off += n
-        }
+        _ = StandardStreams.writeExactly(fds[1], input)
         close(fds[1])
         signal(SIGPIPE, previous)
         guard wait else { return 0 }

@@ -59,17 +59,18 @@ enum EditCommand {
         let folder = try privateFolder()
         defer { removeAll(in: folder) }
         let path = folder + "/value"
+        var written = false
         let token = TemporaryFiles.creating { () -> Int? in
             let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else { return nil }
-            let written = value.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            let token = TemporaryFiles.register(path)
+            written = StandardStreams.writeExactly(fd, value)
             close(fd)
-            return written == value.count ? TemporaryFiles.register(path) : nil
+            return token
         }
         defer { TemporaryFiles.unregister(token) }
-        guard token != nil || access(path, F_OK) == 0 else {
-            throw CLIError(.io, "cannot write the value to a private file in \(folder)")
-        }
+        // A value written in part is never handed to the editor: saved, it would replace the whole value.
+        guard written else { throw CLIError(.io, "cannot write the value to a private file in \(folder)") }
         try runEditor(path)
         return try readBack(path)
     }

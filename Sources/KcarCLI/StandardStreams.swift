@@ -102,6 +102,18 @@ enum StandardStreams {
     /// terminal: only text (``isPrintableText(_:)``) of at most 1 MiB unless `force` (binary would garble the
     /// terminal, as age refuses it), followed by a newline when it does not end with one, so the shell's
     /// prompt does not stick to the secret.
+    /// Writes all of `bytes` to `fd`; false if a write fails first.
+    static func writeExactly(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { return false }
+            done += n
+        }
+        return true
+    }
+
     /// `count` bytes read from `fd`; nil if it ends sooner or a read fails.
     static func readExactly(_ fd: Int32, _ count: Int) -> [UInt8]? {
         var out = [UInt8](repeating: 0, count: count)
