@@ -66,9 +66,9 @@ package final class PagedVault {
 
     func sortedChanges(_ tree: TreeID) -> [(key: [UInt8], value: TreeWriter.Change)] {
         if let s = sortedOverlay[tree] { return s }
-        let s = (overlay[tree] ?? [:]).map { (key: $0.key, value: $0.value) }.sorted {
-            $0.key.lexicographicallyPrecedes($1.key)
-        }
+        // Sorted in place (a chain of 750,000 changes is 67 MiB of pairs: never held twice).
+        var s = (overlay[tree] ?? [:]).map { (key: $0.key, value: $0.value) }
+        PagedRebuild.sortByKey(&s, key: \.key)
         sortedOverlay[tree] = s
         return s
     }
