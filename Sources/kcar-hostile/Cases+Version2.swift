@@ -134,8 +134,7 @@ func version2Cases() -> [HostileCase] {
     // At the edge of the limits (within them on an idle machine, over them on a loaded one): reading a million
     // tombstones costs about 3 us each (list 3.4 s, verify 5.2 s, a compaction's two passes 6.3-7.0 s; a loaded
     // machine took an earlier compaction to 10.4 s); a delta chain of 780,000 removes holds about 600 bytes and
-    // 6 us per entry (475 MiB, 4.5 s for every reader; a merge looks each removed key up in OURS's tree, 10 s on a
-    // loaded machine); a commit deleting
+    // 6 us per entry (475 MiB, 4-4.6 s for every reader, a merge included); a commit deleting
     // 262,144 items at once holds each about three times (the vault's items, the transaction's, the tree
     // changes: 490 MiB). Marked, so that a loaded CI machine does not fail on them; the runner shows their figures.
     let edge =

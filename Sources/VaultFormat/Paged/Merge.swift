@@ -102,13 +102,18 @@ extension PagedVault {
             try TreeDiff.walk(base.reader(tree), reader(tree)) { try body(($0.key, $0.a, $0.b)) }
             return
         }
-        var keys = Set<[UInt8]>()
-        try TreeDiff.walk(base.reader(tree), reader(tree)) { keys.insert($0.key) }
-        keys.formUnion(ours.keys)
-        keys.formUnion(theirs.keys)
-        for k in keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
-            let (b, s) = (try base.entry(tree, k), try entry(tree, k))
-            if b != s { try body((k, b, s)) }
+        // The keys, each once, in order: gathered, sorted with the flat-key sort and made unique as neighbours (a
+        // set of 750,000 keys and a sort comparing arrays cost a merge of a long delta chain 40 % of its CPU).
+        var keys: [[UInt8]] = []
+        try TreeDiff.walk(base.reader(tree), reader(tree)) { keys.append($0.key) }
+        keys.append(contentsOf: ours.keys)
+        keys.append(contentsOf: theirs.keys)
+        PagedRebuild.sortByKey(&keys) { $0 }
+        try keepingLeaves(with: base) {
+            for (i, k) in keys.enumerated() where i == 0 || keys[i - 1] != k {
+                let (b, s) = (try base.entry(tree, k), try entry(tree, k))
+                if b != s { try body((k, b, s)) }
+            }
         }
     }
 

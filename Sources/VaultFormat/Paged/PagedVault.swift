@@ -369,6 +369,19 @@ package final class PagedVault {
         try streaming { try other.map { try $0.streaming(body) } ?? body() }
     }
 
+    /// Runs `body`, a run of lookups in key order, keeping the leaves it reads (inside a walk that keeps none):
+    /// neighbouring keys mostly lie in one leaf, which is then opened once, not once per key.
+    func keepingLeaves<T>(with other: PagedVault?, _ body: () throws -> T) rethrows -> T {
+        let (mine, theirs) = (store.keepsLeaves, other?.store.keepsLeaves)
+        store.keepsLeaves = true
+        other?.store.keepsLeaves = true
+        defer {
+            store.keepsLeaves = mine
+            if let theirs { other?.store.keepsLeaves = theirs }
+        }
+        return try body()
+    }
+
     /// The version of the item at `item`'s key, if it is there.
     package func version(of item: Item) throws -> Version? {
         let key = ItemKey.make(
