@@ -83,3 +83,13 @@ struct InputCursor {
     }
     mutating func rest() -> [UInt8] { take(remaining) }
 }
+
+/// The path of an empty regular file for a target's stand-in vault (unlinked by the caller once opened):
+/// vault files are refused unless they are regular files, so `/dev/null` will not do.
+func emptyScratchFile(_ name: String) -> String {
+    var template = Array("/tmp/kcar-fuzz-\(name)-XXXXXX".utf8CString)
+    let fd = mkstemp(&template)
+    precondition(fd >= 0, "mkstemp failed")
+    close(fd)
+    return String(cString: template)
+}

@@ -37,7 +37,7 @@ func decryptFixture(_ path: String) -> DecryptedVault {
     let headerLength = UInt64(header.length)
     let reader = TailReader(
         file: file, headerLength: headerLength, bodySize: size - headerLength, vaultID: header.vaultID, keys: keys)
-    guard var (t, _) = try? reader.findLast() else { return out }
+    guard var (t, _) = try? reader.lastCommit(Trailer.self) else { return out }
     var extents: [ID128: (offset: UInt64, length: UInt64)] = [:]
     for _ in 0..<Limits.chainMax * 4 {
         if let plain = try? reader.segmentPlaintext(t) {

@@ -3,6 +3,9 @@
 // The input is decoded as a checkpoint, then as a delta over the checkpoint's state; what decodes must
 // encode back to the same bytes (the encoding is canonical); the state is then applied and validated as
 // TailReader does, and the items go through what `list`, `list --json` and `extract` do with them.
+#if canImport(Glibc)
+    import Glibc
+#endif
 @testable import KcarCLI
 @testable import VaultFormat
 
@@ -14,12 +17,14 @@ let trailer = Trailer(
 /// A vault around the state, for the item views (`items`, `deadBytes`).
 let vault: Vault = {
     let header = Header(vaultID: [UInt8](repeating: 1, count: 16), group: "fuzz", slots: [])
-    let file = try! File.openRead("/dev/null")
+    let path = emptyScratchFile("index")
+    let file = try! File.openRead(path)
+    unlink(path)
     let tail = Tail(
         trailer: trailer, offset: trailer.indexOffset + trailer.indexLength, checkpointBytes: trailer.indexLength,
         deltaBytes: 0)
     return Vault(
-        path: "/dev/null", header: header, headerBytes: [], file: file,
+        path: "index", header: header, headerBytes: [], file: file,
         vaultKey: SecureBytes(copying: [UInt8](repeating: 9, count: 32)), state: [:],
         tail: tail, incompleteBytes: 0, mode: .read)
 }()

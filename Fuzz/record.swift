@@ -30,8 +30,11 @@ let vault: Vault = {
         generation: 1, commitStart: 0, indexOffset: 1 << 40, indexLength: 1, previous: Trailer.noPrevious,
         itemCount: 0, checkpoint: true, chain: 0)
     let tail = Tail(trailer: trailer, offset: trailer.indexOffset + 1, checkpointBytes: 1, deltaBytes: 0)
+    let path = emptyScratchFile("record")
+    let file = try! File.openRead(path)
+    unlink(path)
     return Vault(
-        path: "record", header: header, headerBytes: [], file: try! File.openRead("/dev/null"),
+        path: "record", header: header, headerBytes: [], file: file,
         vaultKey: SecureBytes(copying: [UInt8](repeating: 9, count: 32)), state: [:], tail: tail, incompleteBytes: 0,
         mode: .read)
 }()
