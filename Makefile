@@ -129,7 +129,7 @@ ported: test-deps
 	echo "+ env -i HOME=$$h PATH=... ported-app again"; env -i HOME="$$h" PATH="$$PATH" "$$bin" again
 
 # Crafted hostile inputs (each at most 20 MB) handed to every command as a whole process: each must be refused
-# or processed within 512 MiB peak RSS and 10 s of CPU, with a documented exit code (Sources/kcar-hostile): 118
+# or processed within 512 MiB peak RSS and 10 s of CPU, with a documented exit code (Sources/kcar-hostile): 119
 # cases of issue 9 and later, and 158 of version 2 vaults made with the key (v2/, issue 21 point 8).
 # HOSTILE_ARGS, e.g. --only plist/ -v, or --keep DIR to keep the crafted files.
 hostile: test-deps

@@ -3,11 +3,12 @@
 // The input is decoded as a checkpoint, then as a delta over the checkpoint's state; what decodes must
 // encode back to the same bytes (the encoding is canonical); the state is then applied and validated as
 // TailReader does, and the items go through what `list`, `list --json` and `extract` do with them.
+@testable import KcarCLI
+@testable import VaultFormat
+
 #if canImport(Glibc)
     import Glibc
 #endif
-@testable import KcarCLI
-@testable import VaultFormat
 
 /// The trailer the segment hangs from: records must end before its index offset.
 let trailer = Trailer(

@@ -63,7 +63,7 @@ struct BinaryPlistWriter {
         return index
     }
 
-    private static func encodeScalar(_ value: PropertyList) -> [UInt8] {
+    static func encodeScalar(_ value: PropertyList) -> [UInt8] {
         switch value {
         case .null: return [0x00]
         case .bool(let b): return [b ? 0x09 : 0x08]
@@ -91,11 +91,11 @@ struct BinaryPlistWriter {
     }
 
     /// A marker with its count: in the low nibble below 15, else 0xF and an int object.
-    private static func header(_ high: UInt8, _ count: Int) -> [UInt8] {
+    static func header(_ high: UInt8, _ count: Int) -> [UInt8] {
         count < 15 ? [high << 4 | UInt8(count)] : [high << 4 | 0x0F] + encodeInt(Int64(count))
     }
 
-    private static func minimalSize(_ v: UInt64, allowed: [Int]) -> Int {
+    static func minimalSize(_ v: UInt64, allowed: [Int]) -> Int {
         allowed.first { $0 == 8 || v >> (8 * UInt64($0)) == 0 } ?? 8
     }
 

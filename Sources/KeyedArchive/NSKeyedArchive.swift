@@ -61,7 +61,7 @@ public enum NSKeyedArchive {
     /// errors for values beyond `limits`.
     public static func exportValue(_ value: ArchiveValue, limits: ArchiveLimits = .default) throws -> [UInt8] {
         var exporter = NSKeyedExporter(limits: limits)
-        return try exporter.archive(value).binaryBytes()
+        return try exporter.archive(value)
     }
 
     /// The class names import maps to value kinds (reserved for export).

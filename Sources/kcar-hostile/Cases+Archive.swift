@@ -45,17 +45,20 @@ func archiveCases() -> [HostileCase] {
         refusedFile("archive/shared-key", "one 4 MB key shared by 2,000 dictionaries (4 MB)", "a.kca", convert) {
             ArchiveCrafting.sharedKey(keyBytes: 4_000_000, dictionaries: 2_000)
         },
-        // Open: an export to NSKeyedArchiver builds the whole property list in memory, about 800 bytes for each
-        // value (each an object with its class reference), so VALUES_MAX tiny values cost more than the limits
-        // allow. Marked, so that the runner shows its figures; the fix is an export that streams its objects.
+        // An export to NSKeyedArchiver used to build its whole property list as a tree, about 800 bytes per
+        // value: 990,000 empty arrays cost 807 MiB. It now builds the plist in flat storage (about 100 bytes per
+        // plist object) and refuses a plist of more than VALUES_MAX objects, which import would refuse.
+        refusedFile(
+            "archive/empty-arrays-convert-nskeyed",
+            "990,000 empty arrays (2 MB) converted to an NSKeyedArchiver plist: 2,970,000 plist objects", "a.kca",
+            convert + ["--to", "nskeyed"]
+        ) { ArchiveCrafting.emptyArrays(990_000) },
         HostileCase(
-            name: "archive/empty-arrays-convert-nskeyed",
-            attack: "990,000 empty arrays (2 MB) converted to an NSKeyedArchiver plist",
-            make: { try writeFile($0 + "/a.kca", ArchiveCrafting.emptyArrays(990_000)) },
-            args: convert + ["--to", "nskeyed"],
-            knownBreach:
-                "an NSKeyedArchiver export holds its whole property list, about 800 bytes per value: linear, over the "
-                + "limits near VALUES_MAX values; streaming the export is not built yet"),
+            name: "archive/empty-arrays-convert-nskeyed-largest",
+            attack:
+                "333,000 empty arrays (670 KB) converted to an NSKeyedArchiver plist: 999,000 plist objects, just within VALUES_MAX",
+            make: { try writeFile($0 + "/a.kca", ArchiveCrafting.emptyArrays(333_000)) },
+            args: convert + ["--to", "nskeyed"], exits: [0]),
         refusedFile(
             "archive/nested-sets", "505 nested sets around 990,000 ints (2 MB): each level hashes all again",
             "a.kca", convert

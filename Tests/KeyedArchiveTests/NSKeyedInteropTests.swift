@@ -1,3 +1,4 @@
+import FixtureRecipes
 import Foundation
 import KeyedArchive
 import XCTest
@@ -158,5 +159,37 @@ final class NSKeyedInteropTests: XCTestCase {
             try NSKeyedArchive.exportValue(
                 .array((0..<20).map { .int(Int64($0)) }), limits: ArchiveLimits(maxValues: 10))
         }
+    }
+
+    /// What export writes, import reads under the same limits (SPEC.md §A10): a value whose plist would hold
+    /// more than `VALUES_MAX` objects is refused by export, not written for import to refuse. Seeded shapes
+    /// around the limit: empty arrays (three plist objects each), ints, shared strings, nested dictionaries,
+    /// objects, sets.
+    func testExportWritesOnlyWhatImportReads() throws {
+        var random = SplitMix64(state: 2026_1203)
+        let limits = ArchiveLimits(maxValues: 300)
+        var exported = 0
+        var refused = 0
+        for round in 0..<400 {
+            let n = Int.random(in: 1...160, using: &random)
+            let value: ArchiveValue =
+                switch round % 6 {
+                case 0: .array(Array(repeating: [], count: n))
+                case 1: .array((0..<n).map { .int(Int64($0 % 7)) })
+                case 2: .array((0..<n).map { .string("s\($0 % 5)") })
+                case 3: .dictionary(Dictionary(uniqueKeysWithValues: (0..<n).map { ("k\($0)", ["v": .int(1)]) }))
+                case 4: .array((0..<n).map { .object("Thing", ["id": .int(Int64($0)), "tag": "t"]) })
+                default: .set(Set((0..<n).map { ArchiveValue.array([.int(Int64($0))]) }))
+                }
+            do {
+                let bytes = try NSKeyedArchive.exportValue(value, limits: limits)
+                XCTAssertEqual(try NSKeyedArchive.importValue(from: bytes, limits: limits), value, "round \(round)")
+                exported += 1
+            } catch let error as ArchiveError {
+                XCTAssertEqual(error.code, .valueLimit, "round \(round): \(error)")
+                refused += 1
+            }
+        }
+        XCTAssert(exported > 50 && refused > 50, "both sides of the limit: \(exported) exported, \(refused) refused")
     }
 }
