@@ -84,6 +84,13 @@ struct Arguments {
         return a
     }
 
+    /// These arguments without their positionals (once a command has read them as options).
+    func droppingPositionals() -> Arguments {
+        var a = self
+        a.positionals = []
+        return a
+    }
+
     func flag(_ name: String) -> Bool { flags.contains(name) }
     func value(_ name: String) -> String? { values[name]?.last }
     func all(_ name: String) -> [String] { values[name] ?? [] }

@@ -768,12 +768,14 @@ extension Help {
 
     static let delete = Page(
         synopsis: [
-            "delete SELECTORS", "delete --all [--class C]", "delete VAULT ITEM... [--dry-run] [-v] [secret options]"
+            "delete SERVICE/ACCOUNT [SELECTORS]", "delete SELECTORS", "delete --all [--class C]",
+            "delete VAULT ITEM... [--dry-run] [-v] [secret options]"
         ],
         summary: "Delete items from the keychain, or from a packed vault.",
         description: [
             "Without a selector nothing is deleted unless --all says so. Says how many items it deleted; --dry-run "
-                + "prints the items it would delete (as find does) and their number, and deletes nothing.", itemNote,
+                + "prints the items it would delete (as find does) and their number, and deletes nothing. SERVICE/ACCOUNT "
+                + "selects as get's does (one word that is not a file).", itemNote,
             "With VAULT ITEM... (as 7z d): deletes the items named as kcar list names them (a service or folder name: "
                 + "everything below it) from the packed vault VAULT, in one commit; an ITEM that names nothing is exit 6 and "
                 + "nothing is deleted.",
@@ -792,7 +794,7 @@ extension Help {
             + deleteFromVaultOptions,
         examples: [
             Example(command: "delete --service api --dry-run", meaning: "what would be deleted; nothing is"),
-            Example(command: "delete --service github.com --account ci", meaning: "one item"),
+            Example(command: "delete github.com/ci", meaning: "one item (--service github.com --account ci)"),
             Example(command: "delete --group scratch --all", meaning: "every item of a group"),
             Example(
                 command: "delete secrets.kcv github.com/tokens/old --purge --key-file me.key",
@@ -994,7 +996,8 @@ extension Help {
     static let history = Page(
         synopsis: [
             "history VAULT ITEM [--json] [secret options]", "history VAULT ITEM --clear [-q] [secret options]",
-            "history --group G ITEM [--keychain DIR] [--json | --clear]"
+            "history --group G ITEM [--keychain DIR] [--json | --clear]",
+            "history ITEM [--keychain DIR] [--json | --clear]"
         ],
         summary: "List, or clear, the kept versions of an item of a version 2 vault.",
         description: [
@@ -1002,7 +1005,9 @@ extension Help {
                 + "versions. Prints the current version (live or deleted), then each kept version, newest first, numbered for kcar "
                 + "restore: its time (UTC) and writer, why it was kept (updated: replaced by an update; deleted; merged: lost a "
                 + "merge) and its value's size. Retention (SPEC.md Part 4, V8) keeps the 10 most recent versions of the last 90 days "
-                + "(kcar compact --history N --history-days D changes that). No such item: exit 6.",
+                + "(kcar compact --history N --history-days D changes that). No such item: exit 6. ITEM alone, without VAULT or "
+                + "--group, is looked for in every access group of the keychain (as get searches): the one group that holds it, "
+                + "live or kept.",
             "--clear drops the item's kept versions and compacts the vault, so that their values leave the file (a leaked secret's "
                 + "old value, say). Other copies keep theirs, and a merge with one brings them back: clear them there too.",
             keyNote
@@ -1027,12 +1032,13 @@ extension Help {
     static let restore = Page(
         synopsis: [
             "restore VAULT ITEM --version N [-q] [secret options]",
-            "restore --group G ITEM --version N [--keychain DIR] [-q]"
+            "restore --group G ITEM --version N [--keychain DIR] [-q]", "restore ITEM --version N [--keychain DIR] [-q]"
         ],
         summary: "Bring back a kept version of an item as its new version.",
         description: [
             "Makes kept version N (as kcar history numbers them) the item's current version, attributes and value, in one commit: "
-                + "the version it replaces is kept in turn. A deleted item comes back under its id. No such item or version: exit 6.",
+                + "the version it replaces is kept in turn. A deleted item comes back under its id. No such item or version: exit 6. "
+                + "ITEM alone is found in the keychain's groups as kcar history finds it.",
             keyNote
         ],
         options: vaultOptions + [

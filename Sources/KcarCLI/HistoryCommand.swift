@@ -9,7 +9,7 @@ enum HistoryCommand {
 
     static func history(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("history"))
-        let p = try vaultArguments(args, ["VAULT", "ITEM"])
+        let p = try itemVault(args)
         if args.flag("clear") { return try clear(p[0], p[1], args) }
         let vault = try open(p[0], args, mode: .read)
         let (item, state, kept) = try resolve(vault, p[1])
@@ -81,7 +81,7 @@ enum HistoryCommand {
 
     static func restore(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("restore"))
-        let p = try vaultArguments(args, ["VAULT", "ITEM"])
+        let p = try itemVault(args)
         guard let n = try args.int("version", in: 1...1000) else {
             throw CLIError.usage("--version N names the kept version (kcar history numbers them)")
         }
@@ -109,6 +109,31 @@ enum HistoryCommand {
     static func split(_ v: Version) -> (String, String) {
         let parts = GitCommand.describe(v).split(separator: "/").map(String.init)
         return (parts[0], parts.count > 1 ? parts[1] : "")
+    }
+
+    /// VAULT and ITEM: as given, or the group's vault with `--group G ITEM`, or, for ITEM alone, the vault of
+    /// the one access group this process may use that holds an item of that name, live or kept (as `get`
+    /// searches every group): `kcar history api/bob`.
+    static func itemVault(_ args: Arguments) throws -> [String] {
+        guard args.value("group") == nil, args.positionals.count == 1 else {
+            return try vaultArguments(args, ["VAULT", "ITEM"])
+        }
+        let name = args.positionals[0]
+        let s = try ItemCommands.store(args)
+        var holders: [(group: String, path: String)] = []
+        for group in try s.directory.groups() where (try? s.entitle(group)) != nil {
+            let path = try ItemCommands.groupVaultPath(args, group)
+            guard (try? resolve(try open(path, args, mode: .read), name)) != nil else { continue }
+            holders.append((group, path))
+        }
+        guard let first = holders.first else {
+            throw CLIError(.notFound, "no item \(name), live or kept, in the access groups of \(s.directory.path)")
+        }
+        guard holders.count == 1 else {
+            throw CLIError.usage(
+                "groups \(holders.map(\.group).joined(separator: ", ")) each hold an item \(name): give --group G")
+        }
+        return [first.path, name]
     }
 
     /// Opens a version 2 vault; a version 1 file keeps no history and is told how to change that.

@@ -563,7 +563,12 @@ enum ItemCommands {
     }
 
     static func delete(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: CLI.specs("delete"))
+        var args = try Arguments(argv, specs: CLI.specs("delete"))
+        // One word that is no file: SERVICE/ACCOUNT in the keychain (`kcar delete api/bob`); a vault alone is
+        // still told that it needs ITEM.
+        if args.positionals.count == 1, !Keys.exists(args.positionals[0]) {
+            args = try named(args).droppingPositionals()
+        }
         if let code = try VaultEdit.route(
             args, "delete", vaultOptions: Help.deleteFromVaultOptions, run: VaultEdit.delete)
         {

@@ -149,6 +149,36 @@ final class NewcomerTests: XCTestCase {
         _ = try run(["get", "a%zz/b"], expect: 2)
     }
 
+    /// delete, history and restore take the one-word name too (`kcar delete api/bob`): history and restore find
+    /// the one group that holds the item, live or kept; a name two groups hold asks for --group; a vault file
+    /// alone is still a vault that needs ITEM.
+    func testDeleteHistoryAndRestoreTakeAnItemNameInOneWord() throws {
+        func run(_ args: [String], stdin: String? = nil, expect: Int32 = 0) throws -> KcarRun {
+            let r = try runKcar(args, in: dir, stdin: stdin.map { Data($0.utf8) }, env: ["HOME": dir + "/home"])
+            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
+            return r
+        }
+        _ = try run(["add", "--group", "g", "--service", "api", "--account", "bob"], stdin: "first")
+        _ = try run(["add", "--group", "h", "--service", "db", "--account", "app"], stdin: "db")
+        _ = try run(["update", "api/bob"], stdin: "second")
+        _ = try run(["delete", "api/bob"])
+        _ = try run(["get", "api/bob"], expect: 6)
+        let h = String(decoding: try run(["history", "api/bob"]).out, as: UTF8.self)
+        XCTAssertTrue(h.contains("current") && h.contains("deleted") && h.contains("updated"), h)
+        _ = try run(["restore", "api/bob", "--version", "2", "-q"])
+        XCTAssertEqual(String(decoding: try run(["get", "api/bob"]).out, as: UTF8.self), "first")
+        _ = try run(["history", "api/nobody"], expect: 6)
+        _ = try run(["delete", "api/nobody"], expect: 6)
+        _ = try run(["add", "--group", "h", "--service", "api", "--account", "bob"], stdin: "other")
+        XCTAssertTrue(try run(["history", "api/bob"], expect: 2).err.contains("give --group G"))
+        XCTAssertTrue(
+            String(decoding: try run(["history", "--group", "h", "api/bob"]).out, as: UTF8.self).contains("live"))
+        try Data(repeating: 7, count: 32).write(to: URL(fileURLWithPath: dir + "/k.key"))
+        chmod(dir + "/k.key", 0o600)
+        _ = try run(["pack", "p.kcv", "plain", "--key-file", "k.key"])
+        XCTAssertTrue(try run(["delete", "p.kcv", "--key-file", "k.key"], expect: 2).err.contains("VAULT ITEM"))
+    }
+
     /// `kcar generate` and `add --generate` (issue 22, point 9; pass generate): the alphabet and length asked for,
     /// every symbol reachable (12,800 draws miss one of 62 with probability e^-206), nothing added on a pipe; the
     /// value `add --generate` prints is the one stored, and nothing is printed when the add is refused.
