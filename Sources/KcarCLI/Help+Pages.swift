@@ -598,7 +598,8 @@ extension Help {
                 + "folder, or the reverse, is refused (exit 7). Exit 9 if inputs were skipped, each named.",
             "With VAULT NAME --value-file FILE (- standard input, one trailing newline dropped unless --keep-newline): the item "
                 + "NAME (service/account, or a top-level item's name, as list prints it) gets that value, added or replaced, stored as pack stores a file of "
-                + "mode 0600: a packed vault changes one secret with no plaintext file written anywhere."
+                + "mode 0600: a packed vault changes one secret with no plaintext file written anywhere. A VAULT that does not "
+                + "exist is made with the item (as tar rf and 7z a make their archive), with the secrets pack would take."
         ],
         options: keychainOptions + selectorOptions + [
             O(

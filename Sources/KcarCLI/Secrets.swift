@@ -149,6 +149,9 @@ enum Secrets {
         for f in args.all("recipients-file") { slots += try readRecipientsFile(f).map { .recipient($0) } }
         if let p = try givenPassphrase(args) {
             slots.append(.passphrase(p, try kdf(args)))
+        } else if slots.isEmpty, let path = environmentKeyFile {
+            // As when opening: the key file KCAR_KEY_FILE names when no secret is given.
+            slots.append(.keyFile(try readKeyFile(path)))
         } else if slots.isEmpty {
             slots.append(.passphrase(try prompt("New passphrase: ", confirm: true), try kdf(args)))
         }

@@ -89,11 +89,28 @@ enum VaultEdit {
         }
         var value = try ItemCommands.readValue(args, required: true) ?? []
         defer { wipe(&value) }
+        let options = WriteOptions(level: Int32(try args.int("level", in: 0...12) ?? 6))
+        let attributes = Attributes([
+            AttributeName.service: .string(service), AttributeName.account: .string(account),
+            PackedKind.modeAttribute: .integer(0o600),
+            AttributeName.modificationDate: .date(
+                nanoseconds: Int64(PagedTransaction.realTimeMilliseconds()) * 1_000_000)
+        ])
+        // No vault yet: made with the item, as `tar rf` and `7z a` make their archive (the secrets as pack takes
+        // them; a half-made vault is never left).
+        if !Keys.exists(vaultPath) {
+            try Pack.createVault(vaultPath, group: "default", slots: try Secrets.newSlots(args), options: options, args)
+            {
+                try $0.add(attributes: attributes, value: .bytes(value))
+            }
+            if !args.flag("quiet") { warn("added \(names[0]) in \(vaultPath), a new vault") }
+            return .success
+        }
         let vault = try openVault(vaultPath, args, mode: .write)
         let name = Name(service, account)
         let parts = ItemPath.components(service: service, account: account)
         var replaced = false
-        try vault.commit(options: WriteOptions(level: Int32(try args.int("level", in: 0...12) ?? 6))) { tx in
+        try vault.commit(options: options) { tx in
             var old: ItemID?
             var taken = Extract.PathSet()
             for item in tx.items {
@@ -103,12 +120,6 @@ enum VaultEdit {
             if let c = taken.insert(parts, folder: false) {
                 throw CLIError(.exists, "nothing added to \(vaultPath): " + c.message(root: "VAULT"))
             }
-            let attributes = Attributes([
-                AttributeName.service: .string(service), AttributeName.account: .string(account),
-                PackedKind.modeAttribute: .integer(0o600),
-                AttributeName.modificationDate: .date(
-                    nanoseconds: Int64(PagedTransaction.realTimeMilliseconds()) * 1_000_000)
-            ])
             if let old {
                 try tx.update(old, class: .genericPassword, attributes: attributes, value: .bytes(value))
                 replaced = true

@@ -179,6 +179,29 @@ final class NewcomerTests: XCTestCase {
         XCTAssertTrue(try run(["delete", "p.kcv", "--key-file", "k.key"], expect: 2).err.contains("VAULT ITEM"))
     }
 
+    /// `add VAULT NAME --value-file -` makes the vault when there is none (as `tar rf` and `7z a`), with the
+    /// secrets pack takes, KCAR_KEY_FILE included; without a secret nothing is left behind.
+    func testAddMakesTheVaultItNames() throws {
+        try Data(repeating: 7, count: 32).write(to: URL(fileURLWithPath: dir + "/k.key"))
+        chmod(dir + "/k.key", 0o600)
+        let env = ["HOME": dir + "/home", "KCAR_KEY_FILE": dir + "/k.key"]
+        var r = try runKcar(
+            ["add", "new.kcv", "api/bob", "--value-file", "-"], in: dir, stdin: Data("tok".utf8), env: env)
+        XCTAssertEqual(r.code, 0, r.output)
+        XCTAssertTrue(r.err.contains("a new vault"), r.err)
+        r = try runKcar(["extract", "new.kcv", "--stdout", "api/bob"], in: dir, env: env)
+        XCTAssertEqual(r.out, Data("tok".utf8), r.output)
+        r = try runKcar(["pack", "p.kcv", "plain"], in: dir, env: env)
+        XCTAssertEqual(r.code, 0, r.output)
+        r = try runKcar(["list", "p.kcv", "--key-file", "k.key"], in: dir, env: ["HOME": dir + "/home"])
+        XCTAssertTrue(r.output.contains("svc/a"), r.output)
+        r = try runKcar(
+            ["add", "none.kcv", "api/bob", "--value-file", "-"], in: dir, stdin: Data("tok".utf8),
+            env: ["HOME": dir + "/home"])
+        XCTAssertEqual(r.code, 10, r.output)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/none.kcv"))
+    }
+
     /// `kcar generate` and `add --generate` (issue 22, point 9; pass generate): the alphabet and length asked for,
     /// every symbol reachable (12,800 draws miss one of 62 with probability e^-206), nothing added on a pipe; the
     /// value `add --generate` prints is the one stored, and nothing is printed when the add is refused.
