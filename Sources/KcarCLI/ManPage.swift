@@ -44,7 +44,8 @@ enum ManPage {
         for e in Help.environment { out += ".TP\n.B \(e.name)\n" + esc(e.meaning) + "\n" }
         out += ".SH FILES\n"
         for f in Help.files { out += ".TP\n.I \(esc(f.name))\n" + esc(f.meaning) + "\n" }
-        out += ".SH SEE ALSO\nThe README.md and SPEC.md of kcar's source: the vault, archive and keychain formats.\n"
+        out +=
+            ".SH SEE ALSO\nThe README.md, docs/ and SPEC.md of kcar's source: the guides, and the vault, archive and keychain formats.\n"
         return out
     }
 

@@ -1,17 +1,21 @@
 import Foundation
 import XCTest
 
-/// The Swift examples of README.md compile as written (issue 12, item 10): each ```swift block of "The keychain"
-/// and "The library" is type-checked by swiftc against the modules this build made, with only what the text
-/// leaves to the reader declared after it (`data`, `profile`, `keyFileBytes()`).
+/// The Swift examples of the guides compile as written: each ```swift block of "The keychain" (docs/keychain.md)
+/// and "The library" (docs/library.md) is type-checked by swiftc against the modules this build made, with only
+/// what the text leaves to the reader declared after it (`data`, `profile`, `keyFileBytes()`).
 final class ReadmeTests: XCTestCase {
     static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    func swiftBlocks(section: String) throws -> [String] {
-        let readme = try String(contentsOf: ReadmeTests.repo.appendingPathComponent("README.md"), encoding: .utf8)
-        let lines = readme.components(separatedBy: "\n")
-        guard let start = lines.firstIndex(of: "## \(section)") else { throw XCTSkip("no section \(section)") }
+    /// The ```swift blocks of the section titled `section` of `page` (README.md or a page of docs/).
+    func swiftBlocks(section: String, page: String) throws -> [String] {
+        let text = try String(contentsOf: ReadmeTests.repo.appendingPathComponent(page), encoding: .utf8)
+        let lines = text.components(separatedBy: "\n")
+        guard let start = lines.firstIndex(of: "## \(section)") else {
+            XCTFail("no section \(section) in \(page)")
+            return []
+        }
         let end = lines[(start + 1)...].firstIndex { $0.hasPrefix("## ") } ?? lines.count
         var blocks: [String] = []
         var current: [String]?
@@ -56,7 +60,7 @@ final class ReadmeTests: XCTestCase {
     }
 
     func testKeychainExampleCompiles() throws {
-        let blocks = try swiftBlocks(section: "The keychain")
+        let blocks = try swiftBlocks(section: "The keychain", page: "docs/keychain.md")
         XCTAssertEqual(blocks.count, 1)
         try typecheck(
             blocks.joined(separator: "\n") + """
@@ -68,15 +72,49 @@ final class ReadmeTests: XCTestCase {
     }
 
     func testVaultFormatExampleCompiles() throws {
-        let blocks = try swiftBlocks(section: "The library")
+        let blocks = try swiftBlocks(section: "The library", page: "docs/library.md")
         XCTAssertEqual(blocks.count, 1)
         try typecheck(
             blocks.joined(separator: "\n")
                 + "\nfunc keyFileBytes() throws -> [UInt8] { [UInt8](repeating: 7, count: 32) }\n")
     }
 
+    /// The ```swift blocks of a DocC article, but a package manifest's.
+    func articleBlocks(_ path: String) throws -> [String] {
+        let text = try String(contentsOf: ReadmeTests.repo.appendingPathComponent(path), encoding: .utf8)
+        var blocks: [String] = []
+        var current: [String]?
+        for line in text.components(separatedBy: "\n") {
+            if line == "```swift" {
+                current = []
+            } else if line == "```", let c = current {
+                if c.first != "// Package.swift" { blocks.append(c.joined(separator: "\n")) }
+                current = nil
+            } else {
+                current?.append(line)
+            }
+        }
+        return blocks
+    }
+
+    /// The getting-started article of each library's DocC catalog (`make docs`) compiles as written.
+    func testDocCArticlesCompile() throws {
+        let vault = try articleBlocks("Sources/VaultFormat/VaultFormat.docc/GettingStarted.md")
+        XCTAssertEqual(vault.count, 3)
+        try typecheck(
+            vault.joined(separator: "\n")
+                + "\nfunc keyFileBytes() throws -> [UInt8] { [UInt8](repeating: 7, count: 32) }\n")
+        let archive = try articleBlocks("Sources/KeyedArchive/KeyedArchive.docc/GettingStarted.md")
+        XCTAssertEqual(archive.count, 3)
+        try typecheck(archive.joined(separator: "\n") + "\nfunc loadLegacyPlist() throws -> [UInt8] { [] }\n")
+        let keychain = try articleBlocks("Sources/KcarKeychain/KcarKeychain.docc/GettingStarted.md")
+        XCTAssertEqual(keychain.count, 2)
+        try typecheck(keychain.joined(separator: "\n"))
+    }
+
     func testAsyncExampleCompiles() throws {
-        let blocks = try swiftBlocks(section: "Swift: blocking calls, async variants and batch reads")
+        let blocks = try swiftBlocks(
+            section: "Swift: blocking calls, async variants and batch reads", page: "docs/keychain.md")
         XCTAssertEqual(blocks.count, 1)
         try typecheck(blocks.joined(separator: "\n"))
     }
