@@ -29,7 +29,7 @@ BASHDIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHDIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISHDIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 
-.PHONY: all deps test-deps install-packages build install uninstall demo test hostile bench bench-keychain bench-scale bench-merge fixtures fuzz clean
+.PHONY: all deps test-deps install-packages build install uninstall demo test hostile bench bench-keychain bench-scale bench-merge fixtures fuzz clean docs
 
 all: build
 
@@ -178,6 +178,24 @@ bench-keychain: deps
 # FUZZ_TARGET: header, index, record, archive, plist, cli or all. Fuzz/README.md says how to run for hours.
 FUZZ_SECONDS ?= 60
 FUZZ_TARGET ?= all
+# DocC for the three library products, offline: symbol graphs from a build of KcarKeychain (which builds the
+# other two) in a folder of its own (.build/docs-build, so the normal build is not redone), then `docc convert`
+# of each Sources/M/M.docc catalog with its module's graphs, warnings as errors. Archives in
+# .build/docs/M.doccarchive (`docc preview` or any static server).
+DOCS_MODULES = VaultFormat KeyedArchive KcarKeychain
+docs: deps
+	swift build --scratch-path .build/docs-build --target KcarKeychain \
+		-Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc $(CURDIR)/.build/docs-build/graphs
+	set -e; for m in $(DOCS_MODULES); do \
+		rm -rf .build/docs-build/graphs-$$m .build/docs/$$m.doccarchive; mkdir -p .build/docs-build/graphs-$$m .build/docs; \
+		cp .build/docs-build/graphs/$$m.symbols.json .build/docs-build/graphs-$$m/; \
+		cp .build/docs-build/graphs/$$m@*.symbols.json .build/docs-build/graphs-$$m/ 2>/dev/null || true; \
+		docc convert Sources/$$m/$$m.docc --additional-symbol-graph-dir .build/docs-build/graphs-$$m \
+			--fallback-display-name $$m --fallback-bundle-identifier org.kcar.$$m \
+			--output-path .build/docs/$$m.doccarchive --warnings-as-errors; \
+	done
+	@echo "documentation: $(foreach m,$(DOCS_MODULES),.build/docs/$(m).doccarchive)"
+
 fuzz: deps
 	bash scripts/fuzz/run.sh $(FUZZ_TARGET) $(FUZZ_SECONDS)
 

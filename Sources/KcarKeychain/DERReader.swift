@@ -4,7 +4,7 @@ import VaultFormat
 public enum DERLimits {
     /// `DER_INPUT_MAX`: bytes of one DER input (a certificate, a key). Larger values are not parsed at all.
     public static let inputMax = 65_536
-    /// `DER_DEPTH_MAX`: nesting of constructed elements in ``DERTree`` (the outermost element is depth 1).
+    /// `DER_DEPTH_MAX`: nesting of constructed elements in a DER tree (the outermost element is depth 1).
     public static let depthMax = 32
     /// `DER_LENGTH_BYTES_MAX`: bytes of a long-form length (`0x81`..`0x84`); 4 covers any length below 4 GiB.
     public static let lengthBytesMax = 4

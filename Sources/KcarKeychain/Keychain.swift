@@ -162,7 +162,7 @@ public struct Keychain: Sendable {
             try Keychain.encode(value), forKey: key, attributes: attributes, replacingAttributes: replacingAttributes)
     }
 
-    /// Reads a value stored by ``set(_:forKey:attributes:)``, or nil if there is none.
+    /// Reads a value stored by ``set(_:forKey:attributes:replacingAttributes:)``, or nil if there is none.
     public func get<T: Decodable>(_ type: T.Type, forKey key: String) throws -> T? {
         guard let d = try getData(key) else { return nil }
         return try Keychain.decode(type, d, key: key)
@@ -217,7 +217,7 @@ public struct Keychain: Sendable {
     /// KeychainAccess-style subscript: a string, nil if absent; assigning nil removes. Unlike KeychainAccess's,
     /// it drops nothing silently: a read or write that fails leaves its error in ``lastError`` (nil after one
     /// that succeeds) and, for a write, prints one line naming the key and the status on standard error
-    /// (never the value). Use ``set(_:forKey:attributes:)`` and ``get(_:forKey:)``, which throw, where the
+    /// (never the value). Use ``set(_:forKey:attributes:replacingAttributes:)`` and ``get(_:forKey:)``, which throw, where the
     /// program must react.
     public subscript(key: String) -> String? {
         get { recording(key, write: false) { try getString(key) } ?? nil }

@@ -58,6 +58,8 @@ public final class KeychainStore: @unchecked Sendable {
     ///   - directory: the keychain; nil is the default folder (``KeychainDirectory/defaultPath(environment:)``,
     ///     which refuses to guess when HOME is unset).
     ///   - accessGroups: the explicit list; nil reads `KCAR_ACCESS_GROUPS`, and without it every readable group.
+    ///   - lockTimeout: how long, in seconds, a call waits for another process's lock on a group's vault.
+    ///   - random: where new keys, item ids and nonces come from (the system's generator).
     public init(
         directory: KeychainDirectory? = nil,
         accessGroups: [String]? = nil, lockTimeout: Double = 10, random: RandomSource = SystemRandom.shared

@@ -194,8 +194,8 @@ public struct Header: Sendable {
     let unknown: [(tag: UInt16, value: [UInt8])]
     /// Bytes of the header (the body starts here).
     public let length: Int
-    /// The format version the header names: 1 (SPEC.md Part 1) or 2 (Part 4, a draft read only by
-    /// ``PagedVault`` so far).
+    /// The format version the header names: 1 (SPEC.md Part 1) or 2 (Part 4, the version new vaults are
+    /// written in by the kcar tool).
     public let formatVersion: UInt16
 
     /// A header to write: `unknown` are the non-critical fields of the header it replaces (kept as they were).

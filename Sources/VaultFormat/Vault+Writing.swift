@@ -67,7 +67,8 @@ public final class Transaction {
         onDemand = false
     }
 
-    /// The items as they stand in this transaction (before ``loadAll()``, on demand: those known and changed).
+    /// The items as they stand in this transaction (in a vault opened with its items on demand, until they are
+    /// all loaded: those known and changed).
     public var items: [Item] {
         guard onDemand else { return Array(state.values) }
         let touched = touchedItems

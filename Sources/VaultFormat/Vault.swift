@@ -201,7 +201,7 @@ public final class Vault {
     /// value is counted live, except for the values of deleted members that come before a live one in it
     /// (the gaps the index shows between its live members' data); deleted members after the last live one
     /// are not visible without decrypting the record, so this is a lower bound (SPEC.md §9). Deleted values
-    /// leave the file only when a compaction rewrites their record: ``compact()`` always does.
+    /// leave the file only when a compaction rewrites their record: ``compact(random:options:)`` always does.
     public var deadBytes: UInt64 {
         if let p = paged { return (try? deadBytesVersion2(p)) ?? 0 }
         var live: UInt64 = 0
@@ -402,7 +402,7 @@ public final class Vault {
     }
 
     /// Reads only the plaintext header (no key needed): what `info` and `verify` can say without a key.
-    /// Reads headers of every format version this kcar knows (version 1 and the version 2 draft, whose
+    /// Reads headers of every format version this kcar knows (versions 1 and 2, whose
     /// header is the same, SPEC.md Part 4, V1).
     public static func inspect(path: String) throws -> (header: Header, fileSize: UInt64) {
         let file = try File.openRead(path)
