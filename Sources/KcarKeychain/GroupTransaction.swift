@@ -30,9 +30,9 @@ public final class GroupTransaction {
     /// falls when a change failed part-way: the full index is built from then on.
     private var pending: [PrimaryKey: ItemID?] = [:]
     private var pendingValid = true
-    private var lookups: PagedVault? {
-        guard keys == nil, pendingValid, tx.isOnDemand, let p = vault.version2 else { return nil }
-        return p
+    private var lookups: ItemIndex? {
+        guard keys == nil, pendingValid, tx.isOnDemand else { return nil }
+        return vault.itemIndex
     }
 
     init(group: String, _ tx: Transaction, vault: Vault, keys: [PrimaryKey: ItemID]? = nil, mayScan: Bool = false) {
@@ -144,7 +144,7 @@ public final class GroupTransaction {
     public func find(_ query: ItemQuery) throws -> [KeychainItem] {
         try live()
         var found: [Item]
-        if let p = vault.version2, tx.isOnDemand {
+        if let p = vault.itemIndex, tx.isOnDemand {
             // The vault's items before this transaction, less those it changed, plus those as it left them.
             let touched = tx.touchedItems
             found = try query.select(in: p).filter { touched[$0.id] == nil }

@@ -277,7 +277,7 @@ public final class KeychainStore: @unchecked Sendable {
         var out: [KeychainItem] = []
         var skipped: [SkippedGroup] = []
         try eachGroup(query.group, &skipped) { group, v in
-            for item in try v.version2.map({ try query.select(in: $0) }) ?? query.select(v.unorderedItems) {
+            for item in try v.itemIndex.map({ try query.select(in: $0) }) ?? query.select(v.unorderedItems) {
                 if let limit = query.limit, out.count >= limit { return false }
                 out.append(KeychainItem(group: group, item))
             }
@@ -369,7 +369,7 @@ public final class KeychainStore: @unchecked Sendable {
     /// Pages of the group's version 2 vault read from its file since the store opened it (nil when it is not
     /// open, or is version 1): what tests and benchmarks count lookups by.
     package func pagesOpened(group: String) -> Int? {
-        try? locked { opened[group]?.vault.version2?.pagesOpened }
+        try? locked { opened[group]?.vault.itemIndex?.pagesOpened }
     }
 
     /// The open vault of a group, for the vault commands (`kcar list --keychain D --group G`).

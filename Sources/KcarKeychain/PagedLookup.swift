@@ -48,7 +48,7 @@ extension ItemQuery {
     /// The items of `vault` (version 2) that match, in the order ``select(_:)`` gives: from the key range of
     /// the primary-key attributes the query gives exactly (from the first on), else from the entries of an
     /// indexed attribute it gives exactly, else from every item of the class.
-    func select(in vault: PagedVault) throws -> [Item] {
+    func select(in vault: ItemIndex) throws -> [Item] {
         let c = itemClass.rawValue
         var candidates: [Item] = []
         let keyed = vault.schema.classes[c]?.keyAttributes ?? []
