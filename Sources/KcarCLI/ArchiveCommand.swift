@@ -70,7 +70,7 @@ enum ArchiveCommand {
 
     static func readLimited(_ path: String, max: Int) throws -> [UInt8] {
         if path == "-" { return try StandardStreams.readAll(max: max, what: "the archive") }
-        // Regular files only, opened without blocking: a FIFO would hang the command (issue 9's rule).
+        // Regular files only, opened without blocking: a FIFO would hang the command.
         let fd = try Secrets.openInput(path, what: "archive", allowPipe: false)
         defer { close(fd) }
         var st = stat()

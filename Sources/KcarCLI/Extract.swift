@@ -72,7 +72,7 @@ enum Extract {
             if selected.isEmpty { return .skipped }
         }
         if let file = args.value("items") {
-            // One pass over the records, in file order, each decoded once (issue 9, item 14: reading the items
+            // One pass over the records, in file order, each decoded once (reading the items
             // one by one decoded a shared record once per member), written as it is read.
             guard selected.count <= ItemFile.itemsMax else {
                 throw CLIError.usage(

@@ -1,6 +1,6 @@
 import VaultFormat
 
-/// What a packed item stands for on disk (SPEC.md §7.1, issue 13 item 9): a regular file (its value), an
+/// What a packed item stands for on disk (SPEC.md §7.1): a regular file (its value), an
 /// empty folder or a symbolic link, and the permission bits `pack` stored. Read from three user attributes,
 /// so that a vault packed before them (no such attribute) is all regular files of unknown mode, as it was.
 struct PackedKind: Equatable {

@@ -31,7 +31,7 @@ enum Secrets {
         _ = glibcMallopt(trimThreshold, 128 << 20)
     }
 
-    /// Opens the vault at `path` with every secret given, tried in turn (issue 13, item 8: `--key-file` and a
+    /// Opens the vault at `path` with every secret given, tried in turn (`--key-file` and a
     /// passphrase together, or several `--identity` files, as age tries its identities), else with a passphrase
     /// asked on the terminal (unless `ask` is false: then exit 10). A missing vault is reported before any
     /// secret is read, so a wrong vault path is not reported as a missing key file. Returns the vault and the

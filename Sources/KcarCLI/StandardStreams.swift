@@ -4,8 +4,7 @@ import VaultFormat
     import Glibc
 #endif
 
-/// `-` as a path: standard input for what a command reads, standard output for what it writes (issue 13,
-/// item 3). Binary output is refused on a terminal unless `--force`, as age does.
+/// `-` as a path: standard input for what a command reads, standard output for what it writes. Binary output is refused on a terminal unless `--force`, as age does.
 enum StandardStreams {
     /// A vault read from standard input (`list -`, `extract -`, `verify -`, `info -`) is copied to a
     /// temporary file first, since a vault is read by offset (its index sits at the end): at most this many

@@ -4,7 +4,7 @@ import VaultFormat
 /// and `git log -p` show the items that were added, changed or deleted.
 extension GitCommand {
     /// `TEXTCONV_OUTPUT_MAX`: bytes `git textconv --values` prints at most. Values that compress a
-    /// thousandfold print far more than their vault holds (a 228 KB vault printed 1.25 GB, issue 21), so the
+    /// thousandfold print far more than their vault holds (a 228 KB vault printed 1.25 GB), so the
     /// output is counted first and a vault that would print more is refused before anything is printed (exit 4).
     static let textconvOutputMax = 67_108_864
 
@@ -95,8 +95,7 @@ extension GitCommand {
     }
 
     /// The second line of a vault whose items are not shown (no key, a wrong one, a file it cannot read), so
-    /// that two different files never print the same text and `git diff` shows every change (issue 22, point
-    /// 2): the file's size, its BLAKE2b-128 (as `b2sum -l 128` prints it) and what its last trailer claims, its
+    /// that two different files never print the same text and `git diff` shows every change: the file's size, its BLAKE2b-128 (as `b2sum -l 128` prints it) and what its last trailer claims, its
     /// generation and item count, which nothing authenticates without the key. Stable: the same bytes give the
     /// same line. Nil if the file cannot be read.
     static func fileLine(_ path: String, header: Header?) -> String? {

@@ -205,7 +205,7 @@ enum VaultEdit {
         return problems.isEmpty && skipped == 0 ? .success : .skipped
     }
 
-    /// Why a PATH is likely relative to the wrong folder (issue 22, point 4: `add VAULT secrets/x` typed in the
+    /// Why a PATH is likely relative to the wrong folder (`add VAULT secrets/x` typed in the
     /// folder above the one VAULT was packed from makes a service `secrets`). A PATH is flagged when its first
     /// component S becomes a new service (no item of the vault is named S or below S) and the folder DIR/S
     /// holds a name the vault already has as a first component (a service or a top-level item): S is then

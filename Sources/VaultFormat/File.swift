@@ -254,7 +254,7 @@ struct AtomicReplace {
         // It is created and locked under a name removeStale passes over, then given its name: created under
         // that name, another writer's removeStale could take it for stale between open and flock.
         let staging = tempPath + ".new"
-        // Created and registered with the signals held (a signal in between would leave it: issue 21).
+        // Created and registered with the signals held (a signal in between would leave it behind).
         let (fd, stagingRegistration) = TemporaryFiles.creating { () -> (Int32, Int?) in
             let fd = open(staging, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             guard fd >= 0 else { return (fd, nil) }

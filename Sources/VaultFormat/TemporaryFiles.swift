@@ -98,7 +98,7 @@ package enum TemporaryFiles {
 
     /// Runs `body`, which creates a file and registers it, with the signals of ``signals`` held until it
     /// returns: one that arrives in between (on any thread) is acted on once the file is registered, so that
-    /// no moment exists at which the file is on disk and unknown to the handler (issue 21: an interrupted
+    /// no moment exists at which the file is on disk and unknown to the handler (without it, an interrupted
     /// `pack` left `.VAULT.<hex>.tmp.new` in a third of runs). Blocking the signals with `pthread_sigmask`
     /// would not do: it blocks them for one thread, and another thread of the process then takes them.
     package static func creating<T>(_ body: () throws -> T) rethrows -> T {
