@@ -133,13 +133,14 @@ func version2Cases() -> [HostileCase] {
     all += swapCases()
     // At the edge of the limits (within them on an idle machine, over them on a loaded one): reading a million
     // tombstones costs about 3 us each (list 3.4 s, verify 5.2 s, a compaction's two passes 6.3-7.0 s; a loaded
-    // machine took an earlier compaction to 10.4 s); a delta chain of 780,000 removes holds about 600 bytes and
-    // 6 us per entry (475 MiB, 4-4.6 s for every reader, a merge included); a commit deleting
+    // machine took an earlier compaction to 10.4 s); a delta chain of 780,000 removes holds about 300 bytes and
+    // 6 us per entry (about 275 MiB and 4.4 s for every reader, 390 MiB for a commit on it; 475 MiB for every
+    // reader before the overlay boxed its puts); a commit deleting
     // 262,144 items at once holds each about three times (the vault's items, the transaction's, the tree
     // changes: 490 MiB). Marked, so that a loaded CI machine does not fail on them; the runner shows their figures.
     let edge =
         "at the edge of the CPU or memory bound on a loaded machine: about 3 us to decode each of a million entries, "
-        + "600 bytes held per delta remove, 1.9 KiB per item of a commit that deletes a quarter of a million"
+        + "6 us per delta remove, 1.9 KiB per item of a commit that deletes a quarter of a million"
     for i in all.indices
     where [
         "v2/tombstones-compact", "v2/tombstones-verify", "v2/delta-removes-absent-list",

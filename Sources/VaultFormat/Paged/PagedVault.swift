@@ -15,7 +15,7 @@ package final class PagedVault {
     var store: FilePageStore
     var root: IndexRoot
     /// The changes of the delta segments since the last fold, by tree and key (later ones replace earlier).
-    var overlay: [TreeID: [[UInt8]: TreeWriter.Change]] = [:] {
+    var overlay: [TreeID: [[UInt8]: OverlayChange]] = [:] {
         didSet {
             sortedOverlay = [:]
             overlayClock = nil
@@ -46,7 +46,7 @@ package final class PagedVault {
         case .put(let e):
             cancelled[tree]?.remove(e.key)
         }
-        overlay[tree, default: [:]][change.key] = change
+        overlay[tree, default: [:]][change.key] = OverlayChange(change)
     }
 
     /// The greatest hlc in the vault (V5): the root's clock, or a later one that a pending delta segment's
@@ -67,7 +67,7 @@ package final class PagedVault {
     func sortedChanges(_ tree: TreeID) -> [(key: [UInt8], value: TreeWriter.Change)] {
         if let s = sortedOverlay[tree] { return s }
         // Sorted in place (a chain of 750,000 changes is 67 MiB of pairs: never held twice).
-        var s = (overlay[tree] ?? [:]).map { (key: $0.key, value: $0.value) }
+        var s = (overlay[tree] ?? [:]).map { (key: $0.key, value: $0.value.change) }
         PagedRebuild.sortByKey(&s, key: \.key)
         sortedOverlay[tree] = s
         return s
