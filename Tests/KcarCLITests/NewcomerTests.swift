@@ -13,6 +13,13 @@ final class NewcomerTests: XCTestCase {
 
     override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
 
+    /// `kcar args` in the test's folder with its HOME, `stdin` as its standard input, expecting exit `expect`.
+    func run(_ args: [String], stdin: String? = nil, expect: Int32 = 0) throws -> KcarRun {
+        let r = try runKcar(args, in: dir, stdin: stdin.map { Data($0.utf8) }, env: ["HOME": dir + "/home"])
+        XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
+        return r
+    }
+
     func kcar(_ args: [String], expect: Int32) throws -> KcarRun {
         let r = try runKcar(args, in: dir, env: ["HOME": dir + "/home"])
         XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
@@ -85,11 +92,6 @@ final class NewcomerTests: XCTestCase {
 
     /// history, restore and upgrade take --group as every vault command does (issue 22, point 5).
     func testHistoryRestoreAndUpgradeTakeAGroup() throws {
-        func run(_ args: [String], stdin: String? = nil, expect: Int32 = 0) throws -> KcarRun {
-            let r = try runKcar(args, in: dir, stdin: stdin.map { Data($0.utf8) }, env: ["HOME": dir + "/home"])
-            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
-            return r
-        }
         _ = try run(["add", "--group", "g", "--service", "api", "--account", "bob"], stdin: "first\n")
         _ = try run(["update", "--group", "g", "--service", "api", "--account", "bob"], stdin: "second\n")
         let h = String(decoding: try run(["history", "--group", "g", "api/bob"]).out, as: UTF8.self)
@@ -108,11 +110,6 @@ final class NewcomerTests: XCTestCase {
 
     /// Errors that spoke only Apple say what to do (issue 22, point 9).
     func testKeychainErrorsSayWhatToDo() throws {
-        func run(_ args: [String], stdin: String? = nil, expect: Int32 = 0) throws -> KcarRun {
-            let r = try runKcar(args, in: dir, stdin: stdin.map { Data($0.utf8) }, env: ["HOME": dir + "/home"])
-            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
-            return r
-        }
         _ = try run(
             ["add", "--group", "team", "--service", "api", "--account", "bob", "--attr", "level:int=3"], stdin: "x")
         let dup = try run(["add", "--group", "team", "--service", "api", "--account", "bob"], stdin: "y", expect: 11)
@@ -130,11 +127,6 @@ final class NewcomerTests: XCTestCase {
     /// `kcar get api/bob` is one word, as `pass show api/bob` (issue 22, point 9): SERVICE/ACCOUNT as list and
     /// history name items, percent-encoded alike; with the selectors it stands for as well, a usage error.
     func testGetTakesAnItemNameInOneWord() throws {
-        func run(_ args: [String], stdin: String? = nil, expect: Int32 = 0) throws -> KcarRun {
-            let r = try runKcar(args, in: dir, stdin: stdin.map { Data($0.utf8) }, env: ["HOME": dir + "/home"])
-            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
-            return r
-        }
         _ = try run(["add", "--service", "api", "--account", "bob"], stdin: "bob's")
         _ = try run(["add", "--service", "api", "--account", "ci/deploy"], stdin: "deploy")
         _ = try run(["add", "--service", "a/b", "--account", "x"], stdin: "slash")
@@ -153,11 +145,6 @@ final class NewcomerTests: XCTestCase {
     /// the one group that holds the item, live or kept; a name two groups hold asks for --group; a vault file
     /// alone is still a vault that needs ITEM.
     func testDeleteHistoryAndRestoreTakeAnItemNameInOneWord() throws {
-        func run(_ args: [String], stdin: String? = nil, expect: Int32 = 0) throws -> KcarRun {
-            let r = try runKcar(args, in: dir, stdin: stdin.map { Data($0.utf8) }, env: ["HOME": dir + "/home"])
-            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
-            return r
-        }
         _ = try run(["add", "--group", "g", "--service", "api", "--account", "bob"], stdin: "first")
         _ = try run(["add", "--group", "h", "--service", "db", "--account", "app"], stdin: "db")
         _ = try run(["update", "api/bob"], stdin: "second")
@@ -337,11 +324,6 @@ final class NewcomerTests: XCTestCase {
     /// are set (`QR==` and `QUJ=` for `QQ==` and `QUI=`), which Foundation's decoder took, and accept the
     /// canonical one (SPEC §K7).
     func testBase64IsCanonicalEverywhere() throws {
-        func run(_ args: [String], stdin: String? = nil, expect: Int32 = 0) throws -> KcarRun {
-            let r = try runKcar(args, in: dir, stdin: stdin.map { Data($0.utf8) }, env: ["HOME": dir + "/home"])
-            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
-            return r
-        }
         let add = ["add", "--group", "team", "--service", "api", "--account", "bob"]
         for bad in ["QR==", "QUJ=", "QQ", "Q Q=="] {
             let r = try run(add + ["--attr", "blob:data=\(bad)"], stdin: "x", expect: 2)
