@@ -567,7 +567,14 @@ enum ItemCommands {
         // One word that is no file: SERVICE/ACCOUNT in the keychain (`kcar delete api/bob`); a vault alone is
         // still told that it needs ITEM.
         if args.positionals.count == 1, !Keys.exists(args.positionals[0]) {
+            let word = args.positionals[0]
             args = try named(args).droppingPositionals()
+            // A service alone would delete every item of it: that has to be said with --service.
+            guard args.value("account") != nil else {
+                throw CLIError.usage(
+                    "delete \(terminalSafe(word)): name one item as SERVICE/ACCOUNT"
+                        + " (--service S deletes every item of service S)")
+            }
         }
         if let code = try VaultEdit.route(
             args, "delete", vaultOptions: Help.deleteFromVaultOptions, run: VaultEdit.delete)

@@ -156,6 +156,9 @@ final class NewcomerTests: XCTestCase {
         XCTAssertEqual(String(decoding: try run(["get", "api/bob"]).out, as: UTF8.self), "first")
         _ = try run(["history", "api/nobody"], expect: 6)
         _ = try run(["delete", "api/nobody"], expect: 6)
+        // A service alone would delete every item of it: the word form refuses, --service says it.
+        XCTAssertTrue(try run(["delete", "db"], expect: 2).err.contains("SERVICE/ACCOUNT"))
+        XCTAssertEqual(String(decoding: try run(["get", "db/app"]).out, as: UTF8.self), "db")
         _ = try run(["add", "--group", "h", "--service", "api", "--account", "bob"], stdin: "other")
         XCTAssertTrue(try run(["history", "api/bob"], expect: 2).err.contains("give --group G"))
         XCTAssertTrue(
