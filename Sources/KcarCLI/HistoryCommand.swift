@@ -69,7 +69,7 @@ enum HistoryCommand {
         try refuseStandardInput(path)
         let vault = try open(path, args, mode: .write)
         let (item, _, kept) = try resolve(vault, name)
-        try vault.compact(droppingHistoryOf: [item.id])
+        try vault.dropHistory(of: [item.id])
         if !args.flag("quiet") {
             Output.out.line(
                 terminalSafe(
@@ -95,7 +95,7 @@ enum HistoryCommand {
         }
         let k = kept[kept.count - n]
         let value = try vault.read(k.item)
-        try vault.commit { tx in try tx.restore(k.item, value: value, over: state) }
+        try vault.restore(k.item, value: value, over: state)
         if !args.flag("quiet") {
             Output.out.line(
                 terminalSafe(
@@ -137,23 +137,23 @@ enum HistoryCommand {
     }
 
     /// Opens a version 2 vault; a version 1 file keeps no history and is told how to change that.
-    static func open(_ path: String, _ args: Arguments, mode: OpenMode) throws -> PagedVault {
+    static func open(_ path: String, _ args: Arguments, mode: OpenMode) throws -> Versioning {
         try Secrets.requireVaultFile(path)
         Subject.set(path)
         let header = try Vault.inspect(path: path).header
-        if header.formatVersion == 1 {
+        if !header.keepsVersions {
             throw CLIError(
                 .damaged,
                 "\(path) is a version 1 vault, which keeps no versions: `kcar upgrade \(path)` makes it version 2")
         }
-        return try Secrets.unlockPaged(
+        return try Secrets.unlockVersioned(
             path, args, mode: mode, given: try Secrets.givenSecrets(args, orKeyOfGroup: header.group))
     }
 
     /// The item ITEM names: a name as `list` prints it (service/account) or `%id/` and its id, among the live
     /// items, else among the kept versions of deleted ones. Returns the item (live, or as last kept), its
     /// items-tree entry and its kept versions (oldest first).
-    static func resolve(_ vault: PagedVault, _ name: String) throws -> (Item, ItemState?, [KeptVersion]) {
+    static func resolve(_ vault: Versioning, _ name: String) throws -> (Item, ItemState?, [KeptVersion]) {
         let id = name.hasPrefix("%id/") ? ItemID(hex: String(name.dropFirst(4))) : nil
         func named(_ item: Item) -> Bool { id.map { item.id == $0 } ?? (ItemPath.name(item) == name) }
         var live: [Item] = []

@@ -113,19 +113,19 @@ enum MergeCommand {
     /// branches share no ancestor); a version 1 file is refused with the way forward.
     static func open(
         _ side: MergeSide, _ path: String, _ args: Arguments, _ given: [UnlockSecret], mode: OpenMode = .read
-    ) throws -> PagedVault? {
+    ) throws -> Versioning? {
         let name = "\(side.rawValue) (\(shown(path)))"
         do {
             try Secrets.requireVaultFile(path)
             var st = stat()
             if side == .base, stat(path, &st) == 0, st.st_size == 0 { return nil }
-            if try Vault.inspect(path: path).header.formatVersion == 1 {
+            if try !Vault.inspect(path: path).header.keepsVersions {
                 throw CLIError(
                     .damaged,
                     "\(name) is a version 1 vault: merging needs version 2 (per-item versions); "
                         + "upgrade the vault with `kcar upgrade VAULT` and commit that first")
             }
-            return try Secrets.unlockPaged(path, args, mode: mode, given: given)
+            return try Secrets.unlockVersioned(path, args, mode: mode, given: given)
         } catch let e as VaultError {
             throw CLIError(ExitCode.of(e.code), "\(name): \(e)")
         } catch let e as CLIError where !e.message.hasPrefix(name) {

@@ -7,7 +7,7 @@ enum MergeReporting {
     /// temporary), `ours`/`theirs` the sides; `restore` gives the command that brings back a kept version of
     /// an item (nil: none to give, a keychain group's history is read with `kcar history`).
     static func conflicts(
-        _ report: MergeReport, in vault: PagedVault, ours: String, theirs: String,
+        _ report: MergeReport, in vault: Versioning, ours: String, theirs: String,
         restore: ((_ item: String, _ version: Int) -> String)?
     ) -> [String] {
         var text = VersionText()

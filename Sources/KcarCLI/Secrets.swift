@@ -48,16 +48,20 @@ enum Secrets {
         }
     }
 
-    /// As ``unlockVault(_:_:mode:given:ask:)``, for a version 2 file (SPEC.md Part 4) as the paged engine; opened to write, it
-    /// records this user's writer id (``WriterIdentity``) in the versions it makes.
-    static func unlockPaged(
+    /// As ``unlockVault(_:_:mode:given:ask:itemsOnDemand:)``, for the commands that work on items' versions
+    /// (history, restore, merge, sync): the vault's ``Versioning``, its items looked up as needed. A vault whose
+    /// format keeps no versions is refused; callers that can say more check ``Header/keepsVersions`` first.
+    static func unlockVersioned(
         _ path: String, _ args: Arguments, mode: OpenMode = .read, given: [UnlockSecret]? = nil,
         ask: Bool = true
-    ) throws -> PagedVault {
-        let writer = mode == .write ? WriterIdentity.current() : nil
-        return try unlock(path, args, given: given, ask: ask) {
-            try PagedVault.open(path: path, secret: $0, mode: mode, writerID: writer)
-        }.0
+    ) throws -> Versioning {
+        let (vault, _) = try unlockVault(path, args, mode: mode, given: given, ask: ask, itemsOnDemand: true)
+        guard let versioning = vault.versioning else {
+            throw CLIError(
+                .damaged,
+                "\(path) is a version 1 vault, which keeps no versions: `kcar upgrade \(path)` makes it version 2")
+        }
+        return versioning
     }
 
     /// `kcar recover --drop-damaged`: ``Vault/dropDamagedTail(path:secret:lockTimeout:)`` with the secrets given, in turn.

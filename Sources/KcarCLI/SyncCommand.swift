@@ -39,9 +39,9 @@ enum SyncCommand {
         // The group's files are checked (trust, rollback) before anything else reads them.
         let path = try ItemCommands.groupVaultPath(args, group)
         // A sync merges, which needs per-item versions: a group made by an earlier kcar is upgraded first.
-        if try Vault.inspect(path: path).header.formatVersion == 1 { try store.upgradeGroup(group) }
+        if try !Vault.inspect(path: path).header.keepsVersions { try store.upgradeGroup(group) }
         let key: [UnlockSecret] = [.keyFile(try store.directory.readKey(group))]
-        let local = try Secrets.unlockPaged(path, args, mode: .write, given: key)
+        let local = try Secrets.unlockVersioned(path, args, mode: .write, given: key)
         guard exists else {
             guard !pullOnly else { throw CLIError(.notFound, "\(shown(file)): no such shared copy to pull from") }
             let left = try deviceOnlyCount(local)
@@ -54,9 +54,9 @@ enum SyncCommand {
             }
             return .success
         }
-        let shared = try named(file) { () throws -> PagedVault in
+        let shared = try named(file) { () throws -> Versioning in
             try checkCopy(file, of: group)
-            return try Secrets.unlockPaged(file, args, mode: pullOnly ? .read : .write, given: key)
+            return try Secrets.unlockVersioned(file, args, mode: pullOnly ? .read : .write, given: key)
         }
         let verbose = args.flag("verbose")
         let pulled = try named(file) {
@@ -119,7 +119,11 @@ enum SyncCommand {
                 try checkCopy(path, of: group)
                 // A join takes the copy whole: its clock is bounded as a merge's THEIRS is (SPEC.md Part 4, V5.1), and
                 // its generation as writers' are (§8), since the group's record then starts from it.
-                let copy = try PagedVault.open(path: path, secret: .keyFile(key), mode: .read)
+                guard
+                    let copy = try Vault.open(path: path, secret: .keyFile(key), itemsOnDemand: true).versioning
+                else {
+                    throw CLIError(.damaged, "a version 1 vault: a shared copy is version 2 (written by kcar sync)")
+                }
                 try copy.checkClockTakenWhole(now: HybridClock.now())
                 guard copy.generation <= Limits.generationMax else {
                     throw CLIError(
@@ -139,7 +143,7 @@ enum SyncCommand {
     /// Refuses a file that cannot be a shared copy of `group`, from its header alone (before any key is tried).
     static func checkCopy(_ file: String, of group: String) throws {
         let header = try Vault.inspect(path: file).header
-        guard header.formatVersion == 2 else {
+        guard header.keepsVersions else {
             throw CLIError(.damaged, "a version 1 vault: a shared copy is version 2 (written by kcar sync)")
         }
         guard header.group == group else {
@@ -166,7 +170,7 @@ enum SyncCommand {
     }
 
     /// The live ThisDeviceOnly items of a vault.
-    static func deviceOnlyCount(_ v: PagedVault) throws -> Int {
+    static func deviceOnlyCount(_ v: Versioning) throws -> Int {
         var n = 0
         try v.forEachItem { item in
             if Schema.isDeviceOnly(item.attributes) { n += 1 }

@@ -38,27 +38,10 @@ extension GitCommand {
                 if let line = fileLine(path, header: header) { Output.out.line(line) }
                 return .success
             }
-            if header.formatVersion == 1 {
-                let (vault, _) = try Secrets.unlockVault(path, args, given: given, ask: false)
-                let items = vault.items.sorted {
-                    ($0.itemClass.rawValue, ItemPath.name($0), $0.id) < (
-                        $1.itemClass.rawValue, ItemPath.name($1), $1.id
-                    )
-                }
-                let first = terminalSafe(head + ": \(count(items.count, "item"))")
-                if values {
-                    try printWithValues(first, items.map { ($0, nil) }) { items, begin, bytes, end in
-                        try vault.readValues(of: items, begin: { item, _ in try begin(item) }, bytes: bytes, end: end)
-                    }
-                } else {
-                    Output.out.line(first)
-                    var out = JSONWriter()
-                    for item in items { try printLine(item, version: nil, value: nil, to: &out) }
-                }
-            } else {
-                let vault = try Secrets.unlockPaged(path, args, given: given, ask: false)
+            let (opened, _) = try Secrets.unlockVault(path, args, given: given, ask: false, itemsOnDemand: true)
+            if let vault = opened.versioning {
                 let first = terminalSafe(head + ": \(count(vault.count, "item"))")
-                // The items tree's order: class, key attributes, item id.
+                // The items tree's order: class, key attributes, item id; each item with its version.
                 var text = VersionText()
                 if values {
                     var lines: [(Item, String?)] = []
@@ -77,6 +60,24 @@ extension GitCommand {
                         try printLine(item, version: text(s.version), value: nil, to: &out)
                         return true
                     }
+                }
+            } else {
+                // A format without versions: every item, in name order.
+                let vault = opened
+                let items = vault.items.sorted {
+                    ($0.itemClass.rawValue, ItemPath.name($0), $0.id) < (
+                        $1.itemClass.rawValue, ItemPath.name($1), $1.id
+                    )
+                }
+                let first = terminalSafe(head + ": \(count(items.count, "item"))")
+                if values {
+                    try printWithValues(first, items.map { ($0, nil) }) { items, begin, bytes, end in
+                        try vault.readValues(of: items, begin: { item, _ in try begin(item) }, bytes: bytes, end: end)
+                    }
+                } else {
+                    Output.out.line(first)
+                    var out = JSONWriter()
+                    for item in items { try printLine(item, version: nil, value: nil, to: &out) }
                 }
             }
         } catch is TextConvTooLarge {

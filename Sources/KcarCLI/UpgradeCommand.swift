@@ -14,14 +14,14 @@ enum UpgradeCommand {
             // its first change would; the group's files are checked first.
             _ = try vaultArguments(args, ["VAULT"])
             let store = try ItemCommands.store(args)
-            let before = try Vault.inspect(path: store.directory.vaultPath(group)).header.formatVersion
+            let current = try Vault.inspect(path: store.directory.vaultPath(group)).header.isCurrentFormat
             try store.upgradeGroup(group)
             if !args.flag("quiet") {
                 Output.out.line(
                     terminalSafe(
-                        before == 2
-                            ? "group \(group): already vault format version 2; nothing to do"
-                            : "group \(group): upgraded to vault format version 2"))
+                        current
+                            ? "group \(group): already vault format version \(Header.currentFormatVersion); nothing to do"
+                            : "group \(group): upgraded to vault format version \(Header.currentFormatVersion)"))
             }
             return .success
         }
@@ -29,8 +29,9 @@ enum UpgradeCommand {
         try refuseStandardInput(path)
         try Secrets.requireVaultFile(path)
         Subject.set(path)
-        if try Vault.inspect(path: path).header.formatVersion == 2 {
-            Output.out.line(terminalSafe("\(path): already vault format version 2; nothing to do"))
+        if try Vault.inspect(path: path).header.isCurrentFormat {
+            Output.out.line(
+                terminalSafe("\(path): already vault format version \(Header.currentFormatVersion); nothing to do"))
             return .success
         }
         let (vault, _) = try Secrets.unlockVault(path, args, mode: .write)
@@ -39,7 +40,7 @@ enum UpgradeCommand {
         if !args.flag("quiet") {
             Output.out.line(
                 terminalSafe(
-                    "\(path): upgraded to vault format version 2 (\(count(items, "item"))); "
+                    "\(path): upgraded to vault format version \(Header.currentFormatVersion) (\(count(items, "item"))); "
                         + "a kcar that reads only version 1 can no longer open it"))
         }
         return .success

@@ -73,15 +73,7 @@ enum Verify {
         var problems: [VaultError] = []
         do {
             Subject.set(path)
-            let (header, size) = try Vault.inspect(path: path)
-            let trailer = header.formatVersion == 1 ? (96, "KCARTRL1") : (128, "KCARTRL2")
-            if size < UInt64(header.length + trailer.0) {
-                problems.append(VaultError(.truncated, "no commit follows the header"))
-            } else if try !endsWithTrailerMagic(path, size: size, trailer: trailer) {
-                problems.append(
-                    VaultError(
-                        .incompleteCommit, "the file does not end with a trailer (an interrupted write, or damage)"))
-            }
+            if let problem = try Vault.checkWithoutKey(path: path).problem { problems.append(problem) }
         } catch let e as VaultError {
             problems.append(e)
         }
@@ -93,18 +85,6 @@ enum Verify {
             )
         }
         return problems.first.map { ExitCode.of($0.code) } ?? .success
-    }
-
-    static func endsWithTrailerMagic(_ path: String, size: UInt64, trailer: (size: Int, magic: String)) throws -> Bool {
-        // Non-blocking: the file was checked to be a regular file, but could be swapped for a FIFO since.
-        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { throw VaultError(.io, "cannot open \(path)") }
-        defer { close(fd) }
-        var b = [UInt8](repeating: 0, count: 8)
-        guard pread(fd, &b, 8, off_t(size - UInt64(trailer.size))) == 8 else {
-            throw VaultError(.io, "cannot read \(path)")
-        }
-        return b == Array(trailer.magic.utf8)
     }
 
     static func emit(json: Bool, path: String, keyed: Bool, problems: [VaultError], extra: [(String, String)]) {

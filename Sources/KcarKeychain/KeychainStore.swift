@@ -476,11 +476,11 @@ public final class KeychainStore: @unchecked Sendable {
     /// and slots, so that every later lookup reads a path of pages.
     private func upgradedVault(_ group: String) throws -> Vault {
         let v = try vault(group, write: true)
-        guard v.header.formatVersion == 1 else { return v }
+        guard !v.header.isCurrentFormat else { return v }
         do {
             try v.upgradeToVersion2(schema: Schema.paged, writerID: writerID, random: random)
         } catch let e as VaultError
-            where e.code == .io && (try? Vault.inspect(path: directory.vaultPath(group)).header.formatVersion) == 2
+            where e.code == .io && (try? Vault.inspect(path: directory.vaultPath(group)).header.isCurrentFormat) == true
         {
             // Another process upgraded it first (its first write at the same moment): open what it wrote.
         }

@@ -50,3 +50,29 @@ package struct KeylessSummary: Sendable, Equatable {
         return out
     }
 }
+
+extension Vault {
+    /// What can be checked of the file at `path` without its key (`kcar verify` with none): its header parses
+    /// and its checksum holds (else the header's error is thrown), a commit's worth of bytes follows the
+    /// header, and the file ends with the magic of its format's trailer. Returns the header, the file's size
+    /// and the one problem found, if any (*truncated*, or *incomplete commit* for a file that does not end with
+    /// a trailer); nothing is authenticated.
+    package static func checkWithoutKey(path: String) throws -> (header: Header, size: UInt64, problem: VaultError?) {
+        let file = try File.openRead(path)
+        let size = try file.size()
+        let prefix = try file.read(Int(min(size, 4096)), at: 0)
+        let header = try Header.parse(prefix: prefix, fileSize: size, versions: 1...2) { try file.read($0, at: 0) }.0
+        let (trailerSize, magic) =
+            header.formatVersion == 1 ? (Trailer.size, Trailer.magic) : (TrailerV2.size, TrailerV2.magic)
+        guard size >= UInt64(header.length + trailerSize) else {
+            return (header, size, VaultError(.truncated, "no commit follows the header"))
+        }
+        guard try file.read(magic.count, at: size - UInt64(trailerSize)) == magic else {
+            return (
+                header, size,
+                VaultError(.incompleteCommit, "the file does not end with a trailer (an interrupted write, or damage)")
+            )
+        }
+        return (header, size, nil)
+    }
+}
