@@ -100,10 +100,10 @@ enum Credential {
             a["port"] = .integer(port)
         }
         if let path = r.path { a["path"] = .string(path) }
-        if let user = r.username { a["acct"] = .string(user) }
+        if let user = r.username { a[AttributeName.account] = .string(user) }
         if exact {
             // The whole primary key (SPEC.md §K4): the item a store replaces, not one that only shares a host.
-            for name in ["path", "acct", "sdmn", "atyp"] where a[name] == nil { a[name] = .string("") }
+            for name in ["path", AttributeName.account, "sdmn", "atyp"] where a[name] == nil { a[name] = .string("") }
         }
         return ItemQuery(class: .internetPassword, attributes: a, group: group)
     }
@@ -119,11 +119,11 @@ enum Credential {
         let parts = [
             credential.string("ptcl") ?? "", credential.string("srvr") ?? "", String(port),
             credential.string("path") ?? "",
-            credential.string("acct") ?? ""
+            credential.string(AttributeName.account) ?? ""
         ]
         var a = Attributes()
-        a["svce"] = .string(refreshService)
-        a["acct"] = .string(parts.map { "\($0.utf8.count):\($0)" }.joined())
+        a[AttributeName.service] = .string(refreshService)
+        a[AttributeName.account] = .string(parts.map { "\($0.utf8.count):\($0)" }.joined())
         return ItemQuery(class: .genericPassword, attributes: a, group: group)
     }
 
@@ -133,7 +133,7 @@ enum Credential {
         for item in try s.find(q) {
             var value = try s.value(of: item)
             defer { wipe(&value) }
-            let user = item.attributes.string("acct") ?? ""
+            let user = item.attributes.string(AttributeName.account) ?? ""
             guard let password = CredentialServer.text(value, lineSafe: true),
                 CredentialServer.text(Array(user.utf8), lineSafe: true) != nil
             else {
@@ -166,7 +166,7 @@ enum Credential {
         for name in ["sdmn", "atyp"] { attributes[name] = nil }
         if attributes["path"] == .string("") { attributes["path"] = nil }
         if attributes["port"] == .integer(0) { attributes["port"] = nil }
-        if user.isEmpty { attributes["acct"] = nil }
+        if user.isEmpty { attributes[AttributeName.account] = nil }
         attributes["labl"] = .string("\(p)://\(host)" + (r.path.map { "/" + $0 } ?? ""))
         if let e = r.expiry { attributes["@password_expiry_utc"] = .string(e) }
         var value = Array(password.utf8)

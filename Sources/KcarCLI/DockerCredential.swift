@@ -146,7 +146,7 @@ enum DockerCredential {
         var attributes = q.attributes
         if attributes["port"] == .integer(0) { attributes["port"] = nil }
         if attributes["path"] == .string("") { attributes["path"] = nil }
-        attributes["acct"] = .string(user)
+        attributes[AttributeName.account] = .string(user)
         attributes["labl"] = .string(label)
         attributes[serverURLAttribute] = .string(url)
         var value = Array((request.Secret ?? "").utf8)
@@ -169,7 +169,7 @@ enum DockerCredential {
                 .damaged, "item \(item.id) of group \(group): its secret is not UTF-8, which docker cannot take")
         }
         Output.out.line(
-            "{\"ServerURL\":\(JSON.string(url)),\"Username\":\(JSON.string(item.attributes.string("acct") ?? "")),"
+            "{\"ServerURL\":\(JSON.string(url)),\"Username\":\(JSON.string(item.attributes.string(AttributeName.account) ?? "")),"
                 + "\"Secret\":\(JSON.string(secret))}")
     }
 
@@ -192,7 +192,7 @@ enum DockerCredential {
         for item in try s.find(ItemQuery(class: .internetPassword, group: group)) {
             let a = item.attributes
             let url = a.string(serverURLAttribute) ?? serverURL(a)
-            if users[url] == nil { users[url] = a.string("acct") ?? "" }
+            if users[url] == nil { users[url] = a.string(AttributeName.account) ?? "" }
         }
         // Go's encoding/json writes a map's keys sorted, by their bytes.
         let pairs = users.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }

@@ -1,3 +1,5 @@
+import VaultFormat
+
 /// The pages of `Help`, one per command of `CLI.commands`, and the option groups several commands share.
 extension Help {
     typealias O = Option
@@ -51,7 +53,7 @@ extension Help {
         groupList, lockTimeout
     ]
 
-    static let classes = ["genp", "inet", "cert", "keys", "idnt"]
+    static let classes = ItemClass.keychainClasses.map(\.rawValue)
     static let levels = [
         "when-unlocked", "after-first-unlock", "always", "when-unlocked-this-device-only",
         "after-first-unlock-this-device-only", "always-this-device-only", "when-passcode-set-this-device-only"

@@ -129,7 +129,9 @@ enum ItemCommands {
 
     static func itemClass(_ args: Arguments) throws -> ItemClass {
         guard let name = args.value("class") else { return .genericPassword }
-        guard let c = classNames[name] else { throw CLIError.usage("--class takes genp, inet, cert, keys or idnt") }
+        guard let c = classNames[name] else {
+            throw CLIError.usage("--class takes \(Help.classes.joined(separator: ", "))")
+        }
         return c
     }
 
@@ -137,7 +139,8 @@ enum ItemCommands {
     static func selection(_ args: Arguments, class c: ItemClass) throws -> Attributes {
         var a = Attributes()
         for (option, name) in [
-            ("service", "svce"), ("account", "acct"), ("label", "labl"), ("server", "srvr"),
+            ("service", AttributeName.service), ("account", AttributeName.account), ("label", "labl"),
+            ("server", "srvr"),
             ("protocol", "ptcl"), ("path", "path")
         ] {
             if let v = args.value(option) { a[name] = .string(v) }
@@ -344,7 +347,7 @@ enum ItemCommands {
             caseInsensitive: args.flag("ignore-case"), synchronizableAny: attributes["sync"] == nil)
     }
 
-    static let allClasses: [ItemClass] = [.genericPassword, .internetPassword, .certificate, .key, .identity]
+    static let allClasses = ItemClass.keychainClasses
 
     /// The items find and get print: of `--class C`, else of every class, in the access groups' order and then
     /// the classes'. A class whose attributes the selectors cannot name (`--service` of an inet item) has no
@@ -479,11 +482,13 @@ enum ItemCommands {
         ])
         for i in found {
             let service =
-                i.attributes.string("svce") ?? i.attributes.string("srvr") ?? i.attributes.string("labl") ?? "-"
+                i.attributes.string(AttributeName.service) ?? i.attributes.string("srvr") ?? i.attributes.string("labl")
+                ?? "-"
             var modified = "-"
             if case .date(let ns)? = i.attributes["mdat"] { modified = tableDate(nanoseconds: ns) }
             table.add([
-                i.group, i.itemClass.rawValue, service, i.attributes.string("acct") ?? "-", String(i.size), modified
+                i.group, i.itemClass.rawValue, service, i.attributes.string(AttributeName.account) ?? "-",
+                String(i.size), modified
             ])
         }
         table.print()
@@ -685,7 +690,9 @@ enum ItemCommands {
 
 /// An item for a message: its class and the attributes that usually name it (`genp, service api, account bob`).
 func describe(_ c: ItemClass, _ a: Attributes) -> String {
-    let named = [("svce", "service"), ("srvr", "server"), ("acct", "account"), ("labl", "label")].compactMap {
+    let named = [
+        (AttributeName.service, "service"), ("srvr", "server"), (AttributeName.account, "account"), ("labl", "label")
+    ].compactMap {
         key, word in
         a.string(key).map { "\(word) \(String($0.prefix(64)))" }
     }
@@ -716,8 +723,8 @@ enum ItemJSON {
         if let group { pairs.append(("group", JSON.string(group))) }
         pairs += [
             ("id", JSON.string(id.description)), ("class", JSON.string(c.rawValue)),
-            ("service", a.string("svce").map(JSON.string) ?? "null"),
-            ("account", a.string("acct").map(JSON.string) ?? "null")
+            ("service", a.string(AttributeName.service).map(JSON.string) ?? "null"),
+            ("account", a.string(AttributeName.account).map(JSON.string) ?? "null")
         ]
         pairs += extra
         var modified = "null"

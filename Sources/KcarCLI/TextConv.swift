@@ -172,7 +172,9 @@ extension GitCommand {
         // The name holds service and account when both are strings.
         try out.write(
             ItemJSON.attributes(
-                item.attributes, excluding: item.service != nil && item.account != nil ? ["svce", "acct"] : []))
+                item.attributes,
+                excluding: item.service != nil && item.account != nil
+                    ? [AttributeName.service, AttributeName.account] : []))
         if let value { try out.write(value) }
         try out.write("\n")
     }

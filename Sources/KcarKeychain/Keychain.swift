@@ -79,8 +79,8 @@ public struct Keychain: Sendable {
 
     func query(_ key: String?, extra: [String: AttributeValue] = [:]) -> ItemQuery {
         var a = Attributes()
-        if let internet { internet.select(&a) } else { a["svce"] = .string(service) }
-        if let key { a["acct"] = .string(key) }
+        if let internet { internet.select(&a) } else { a[AttributeName.service] = .string(service) }
+        if let key { a[AttributeName.account] = .string(key) }
         if synchronizable { a["sync"] = .bool(true) }
         for (k, v) in extra { a[Schema.userPrefix + k] = v }
         return ItemQuery(
@@ -286,7 +286,7 @@ public struct Keychain: Sendable {
 
     /// The keys whose user attributes have these values, from the index alone: no value is decrypted.
     public func keys(where attributes: [String: AttributeValue]) throws -> [String] {
-        try store().find(query(nil, extra: attributes)).compactMap { $0.attributes.string("acct") }
+        try store().find(query(nil, extra: attributes)).compactMap { $0.attributes.string(AttributeName.account) }
     }
 
     /// The values of every key whose user attributes have these values (`[:]`: every key of the service),

@@ -16,7 +16,7 @@ extension Schema {
     package static let packed = PagedSchema(classes: primaryKeyClasses, indexed: [])
 
     private static let primaryKeyClasses = Dictionary(
-        uniqueKeysWithValues: ["genp", "inet", "cert", "idnt", "keys"].map { c in
+        uniqueKeysWithValues: ItemClass.keychainClasses.map(\.rawValue).map { c in
             (
                 c,
                 ClassSchema(

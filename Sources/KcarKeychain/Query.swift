@@ -67,8 +67,8 @@ public struct ItemQuery: Sendable {
     /// A generic-password query by service and account.
     public static func password(service: String? = nil, account: String? = nil, group: String? = nil) -> ItemQuery {
         var a = Attributes()
-        if let service { a["svce"] = .string(service) }
-        if let account { a["acct"] = .string(account) }
+        if let service { a[AttributeName.service] = .string(service) }
+        if let account { a[AttributeName.account] = .string(account) }
         return ItemQuery(class: .genericPassword, attributes: a, group: group)
     }
 

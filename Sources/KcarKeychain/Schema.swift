@@ -32,7 +32,7 @@ public enum Schema {
     }
 
     static let passwords: Set<String> = ["genp", "inet"]
-    static let all: Set<String> = ["genp", "inet", "cert", "keys", "idnt"]
+    static let all = Set(ItemClass.keychainClasses.map(\.rawValue))
     static let certs: Set<String> = ["cert", "idnt"]
     static let keys: Set<String> = ["keys", "idnt"]
 
@@ -152,7 +152,9 @@ public enum Schema {
     /// Checks that every attribute is an Apple attribute of the right type for the class, or a user attribute.
     static func validate(_ attributes: Attributes, class c: String) throws {
         guard all.contains(c) else {
-            throw KeychainError(.param, "unknown item class \"\(c)\" (genp, inet, cert, keys, idnt)")
+            throw KeychainError(
+                .param,
+                "unknown item class \"\(c)\" (\(ItemClass.keychainClasses.map(\.rawValue).joined(separator: ", ")))")
         }
         for (name, value) in attributes {
             if name.hasPrefix(userPrefix) {

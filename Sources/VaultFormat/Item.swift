@@ -61,6 +61,11 @@ public struct ItemClass: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let certificate = ItemClass(rawValue: "cert")
     public static let key = ItemClass(rawValue: "keys")
     public static let identity = ItemClass(rawValue: "idnt")
+
+    /// Apple's five classes, in the order a search of every class goes through them.
+    package static let keychainClasses: [ItemClass] = [
+        .genericPassword, .internetPassword, .certificate, .key, .identity
+    ]
 }
 
 /// A typed attribute value (SPEC.md §7).
