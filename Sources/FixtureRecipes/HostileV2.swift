@@ -49,7 +49,8 @@ package enum HostileV2 {
     ) throws -> PagedVault {
         let r = random(seed)
         try PagedVault.create(
-            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: key))], schema: .packed, retention: retention,
+            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: key))], schema: .servicesAndAccounts,
+            retention: retention,
             overwrite: true, random: r)
         var v = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: writer)
         for c in commits { try v.commit(random: r, autoCompact: false) { tx in try c(v, tx) } }
@@ -397,8 +398,8 @@ package enum HostileV2 {
         for (name, bomb) in [("o.kcv", false), ("v.kcv", true)] {
             let path = dir + "/" + name
             try write(path, try solidV1(members: bomb ? members : 0, valueBytes: valueBytes))
-            try Vault.open(path: path, secret: secret, mode: .write).upgradeToVersion2(
-                schema: .packed, retention: Retention(keep: 0),
+            try Vault.open(path: path, secret: secret, mode: .write).upgrade(
+                schema: .servicesAndAccounts, retention: Retention(keep: 0),
                 writerID: writer, random: random(13))
         }
         let v = try PagedVault.open(path: dir + "/v.kcv", secret: secret, mode: .write, writerID: writer)

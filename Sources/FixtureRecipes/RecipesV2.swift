@@ -140,7 +140,7 @@ package enum RecipesV2 {
     }
 
     static func buildOneItem(_ path: String) throws -> Expected {
-        let v = try Session(path: path, seed: 20, group: "com.example.shared", schema: .packed)
+        let v = try Session(path: path, seed: 20, group: "com.example.shared", schema: .servicesAndAccounts)
         try v.commit { tx in
             try v.add(tx, Recipes.attributes("example.com", "alice", Recipes.epoch), Array("hunter2".utf8))
         }
@@ -148,7 +148,7 @@ package enum RecipesV2 {
     }
 
     static func buildManyItems(_ path: String) throws -> Expected {
-        let v = try Session(path: path, seed: 21, group: "many", schema: .packed)
+        let v = try Session(path: path, seed: 21, group: "many", schema: .servicesAndAccounts)
         var n = 0
         for size in [500, 500, 500, 490, 10] {
             try v.commit { tx in
@@ -162,7 +162,7 @@ package enum RecipesV2 {
     }
 
     static func buildHistory(_ path: String) throws -> Expected {
-        let v = try Session(path: path, seed: 22, group: "history", schema: .packed)
+        let v = try Session(path: path, seed: 22, group: "history", schema: .servicesAndAccounts)
         func key(_ i: Int) -> [AttributeValue] { [s("app"), s("a\(i)")] }
         // 1: 300 items, a fold (more than 256 changes).
         try v.commit { tx in for i in 0..<300 { try v.add(tx, attributes("app", "a\(i)", i), Array("value \(i)".utf8)) }

@@ -36,7 +36,7 @@ enum UpgradeCommand {
         }
         let (vault, _) = try Secrets.unlockVault(path, args, mode: .write)
         let items = vault.count
-        try vault.upgradeToVersion2(schema: Schema.packed, writerID: WriterIdentity.current())  // as pack writes them
+        try vault.upgrade(schema: Schema.packed, writerID: WriterIdentity.current())  // as pack writes them
         if !args.flag("quiet") {
             Output.out.line(
                 terminalSafe(

@@ -31,8 +31,8 @@ public final class GroupTransaction {
     private var pending: [PrimaryKey: ItemID?] = [:]
     private var pendingValid = true
     private var lookups: ItemIndex? {
-        guard keys == nil, pendingValid, tx.isOnDemand else { return nil }
-        return vault.itemIndex
+        guard keys == nil, pendingValid else { return nil }
+        return tx.itemIndex
     }
 
     init(group: String, _ tx: Transaction, vault: Vault, keys: [PrimaryKey: ItemID]? = nil, mayScan: Bool = false) {
@@ -91,7 +91,7 @@ public final class GroupTransaction {
             // An item this transaction changed holds the keys `pending` says.
             return holders.contains { tx.touchedItems[$0.id] == nil }
         }
-        if keys == nil, mayScan, !tx.isOnDemand {
+        if keys == nil, mayScan, tx.itemIndex == nil {
             mayScan = false
             let wanted = Schema.primaryKeyValues(attributes, class: pk.itemClass)
             return tx.items.contains { item in
@@ -117,12 +117,7 @@ public final class GroupTransaction {
     }
 
     /// The item with this id as it stands in this transaction: known from a search made in it, or read.
-    private func item(_ id: ItemID) throws -> Item? {
-        if let item = tx.item(id) { return item }
-        guard tx.isOnDemand else { return nil }
-        try tx.loadAll()
-        return tx.item(id)
-    }
+    private func item(_ id: ItemID) throws -> Item? { try tx.current(id) }
 
     /// Gives up the primary-key index (for the store to keep after the commit); nil if it was never built.
     func takeKeys() -> [PrimaryKey: ItemID]? {
@@ -144,7 +139,7 @@ public final class GroupTransaction {
     public func find(_ query: ItemQuery) throws -> [KeychainItem] {
         try live()
         var found: [Item]
-        if let p = vault.itemIndex, tx.isOnDemand {
+        if let p = tx.itemIndex {
             // The vault's items before this transaction, less those it changed, plus those as it left them.
             let touched = tx.touchedItems
             found = try query.select(in: p).filter { touched[$0.id] == nil }

@@ -299,7 +299,7 @@ public struct KeychainDirectory: Sendable, Hashable {
             do {
                 // Version 2 (SPEC.md Part 4): a lookup reads a path of pages, whatever the number of items.
                 try Vault.create(
-                    path: vaultPath(group), group: group, slots: [.keyFile(key)], schema: Schema.paged, random: random
+                    path: vaultPath(group), group: group, slots: [.keyFile(key)], schema: Schema.group, random: random
                 ) { _ in }
                 shareVault(group, trust)
             } catch let e as VaultError where e.code == .exists {

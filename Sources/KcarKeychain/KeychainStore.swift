@@ -478,7 +478,7 @@ public final class KeychainStore: @unchecked Sendable {
         let v = try vault(group, write: true)
         guard !v.header.isCurrentFormat else { return v }
         do {
-            try v.upgradeToVersion2(schema: Schema.paged, writerID: writerID, random: random)
+            try v.upgrade(schema: Schema.group, writerID: writerID, random: random)
         } catch let e as VaultError
             where e.code == .io && (try? Vault.inspect(path: directory.vaultPath(group)).header.isCurrentFormat) == true
         {

@@ -6,7 +6,7 @@ import VaultFormat
 extension Schema {
     /// How a group's version 2 vault keys its items: each class by its primary-key attributes (§K4), in
     /// their order, with the defaults a missing one takes; user attributes (`@name`) and labels are indexed.
-    package static let paged = PagedSchema(classes: primaryKeyClasses, indexed: [userPrefix + "*", "labl"])
+    package static let group = PagedSchema(classes: primaryKeyClasses, indexed: [userPrefix + "*", "labl"])
 
     /// How a packed vault (`kcar pack`, `kcar upgrade`) keys its items: as a group does, so that a name finds
     /// its item with one lookup, but with no attribute indexed. Nothing searches a packed vault by attribute,

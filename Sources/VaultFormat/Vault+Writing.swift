@@ -43,8 +43,10 @@ public final class Transaction {
         self.onDemand = onDemand
     }
 
-    /// Whether ``items`` and ``item(_:)`` see only the items this transaction touched (see ``loadAll()``).
-    package var isOnDemand: Bool { onDemand }
+    /// The index a search in this transaction goes to, while ``items`` holds only the items known and
+    /// changed (a vault opened with its items on demand, until ``loadAll()``); nil when ``items`` holds every
+    /// item. What it answers is the vault before this transaction: correct it by ``touchedItems``.
+    package var itemIndex: ItemIndex? { onDemand ? paged.map { ItemIndex($0.vault) } : nil }
 
     /// The items this transaction changed, as they stand now (nil: deleted): what a search of the vault
     /// (which sees the items before the transaction) must be corrected by.
@@ -82,7 +84,7 @@ public final class Transaction {
     }
 
     /// ``item(_:)``, reading every item first if, on demand, the transaction does not know it.
-    private func current(_ id: ItemID) throws -> Item? {
+    package func current(_ id: ItemID) throws -> Item? {
         if onDemand, touchedItems[id] == nil, state[id] == nil { try loadAll() }
         return item(id)
     }

@@ -196,7 +196,7 @@ private func lastTrailerFlipped(_ path: String, version: Int) throws -> [UInt8] 
     if version == 1 {
         try Vault.create(path: path, group: "g", slots: slots, overwrite: true, add)
     } else {
-        try Vault.create(path: path, group: "g", slots: slots, schema: .packed, overwrite: true, add)
+        try Vault.create(path: path, group: "g", slots: slots, schema: .servicesAndAccounts, overwrite: true, add)
     }
     let v = try Vault.open(path: path, secret: .keyFile(SecureBytes(copying: HostileVaults.key)), mode: .write)
     try v.commit { tx in try tx.delete(deleted!) }

@@ -53,7 +53,8 @@ final class CrashTests: XCTestCase {
         let secret = UnlockSecret.keyFile(SecureBytes(copying: Recipes.keyFile))
         let path = dir + "/stress.kcv"
         try PagedVault.create(
-            path: path, group: "stress", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: .packed)
+            path: path, group: "stress", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))],
+            schema: .servicesAndAccounts)
         // Longer delays: each run first reads every value back, and some commits fold 300 changes.
         let (commits, pendingSeen) = try killWriters(runs: runs, arguments: ["--paged", path], delays: 50_000...900_000)
         { run in

@@ -23,7 +23,8 @@ final class DamagedTrailerTests: VaultTestCase {
         if version == 1 {
             try Vault.create(path: path, group: "g", slots: [.keyFile(key)], add)
         } else {
-            try Vault.create(path: path, group: "g", slots: [.keyFile(key)], schema: PagedSchema.packed, add)
+            try Vault.create(
+                path: path, group: "g", slots: [.keyFile(key)], schema: PagedSchema.servicesAndAccounts, add)
         }
         let v = try Vault.open(path: path, secret: secret, mode: .write)
         try v.commit(options: WriteOptions(autoCompact: false)) { tx in

@@ -135,7 +135,7 @@ final class LinearCostTests: PagedTestCase {
             }
         }
         let r = try opened(reading: path) {
-            try Vault.open(path: path, secret: secret, mode: .write).upgradeToVersion2(schema: schema, writerID: 5)
+            try Vault.open(path: path, secret: secret, mode: .write).upgrade(schema: schema, writerID: 5)
         }
         assertLinear(r, "upgrade")
         XCTAssertEqual(try values(path).count, members - members / 10)

@@ -420,7 +420,7 @@ final class PagedAttackTests: PagedTestCase {
             try FileManager.default.copyItem(atPath: FixtureTests.fixture("\(g.name).kcv"), toPath: path)
             let v1 = try Vault.open(path: path, secret: g.secret, mode: .write)
             let count = v1.items.count
-            try v1.upgradeToVersion2(schema: schema, writerID: 7)
+            try v1.upgrade(schema: schema, writerID: 7)
             let v2 = try PagedVault.open(path: path, secret: g.secret, mode: .write, writerID: 8)
             XCTAssertEqual(v2.verify().problems, [], g.name)
             try v2.compact()
@@ -530,9 +530,9 @@ final class PagedAttackTests: PagedTestCase {
         }
         let a = try copy(v1, "a.kcv")
         let b = try copy(v1, "b.kcv")
-        try Vault.open(path: a, secret: secret, mode: .write).upgradeToVersion2(schema: schema, writerID: 2)
+        try Vault.open(path: a, secret: secret, mode: .write).upgrade(schema: schema, writerID: 2)
         usleep(2000)
-        try Vault.open(path: b, secret: secret, mode: .write).upgradeToVersion2(schema: schema, writerID: 3)
+        try Vault.open(path: b, secret: secret, mode: .write).upgrade(schema: schema, writerID: 3)
         try merge(base: nil, ours: a, theirs: b)
         let m = try snapshot(a)
         XCTAssertEqual(m.live.count, 3, "an item of the version 1 vault is gone")
@@ -786,9 +786,9 @@ final class PagedAttackTests: PagedTestCase {
         }
         let ours = try copy(v1, "ours.kcv")
         let base = try copy(v1, "base.kcv")
-        try Vault.open(path: ours, secret: secret, mode: .write).upgradeToVersion2(schema: schema, writerID: 2)
+        try Vault.open(path: ours, secret: secret, mode: .write).upgrade(schema: schema, writerID: 2)
         let other = PagedSchema(classes: ["genp": ClassSchema(keyAttributes: [("acct", .string(""))])], indexed: [])
-        try Vault.open(path: base, secret: secret, mode: .write).upgradeToVersion2(schema: other, writerID: 2)
+        try Vault.open(path: base, secret: secret, mode: .write).upgrade(schema: other, writerID: 2)
         let theirs = try copy(ours, "theirs.kcv")
         XCTAssertThrowsError(try merge(base: base, ours: ours, theirs: theirs)) { e in
             XCTAssertEqual((e as? VaultError)?.code, .invalidArgument, "\(e)")

@@ -29,7 +29,8 @@ final class PagedConcurrencyTests: PagedTestCase {
     func testWritersAndReadersAtOnce() throws {
         let path = dir + "/c.kcv"
         try PagedVault.create(
-            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: .packed)
+            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))],
+            schema: .servicesAndAccounts)
         let problems = Problems()
         let secret = self.secret
         DispatchQueue.concurrentPerform(iterations: Self.writers + 1) { n in

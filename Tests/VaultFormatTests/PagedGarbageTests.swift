@@ -29,7 +29,7 @@ final class PagedGarbageTests: PagedTestCase {
     /// SPEC.md V10's index root: empty trees under `kcar pack`'s schema, clock 0, the default retention, and
     /// a garbage count of 300 (V8.1).
     func testRootVector() throws {
-        let root = IndexRoot(schema: .packed, garbage: 300)
+        let root = IndexRoot(schema: .servicesAndAccounts, garbage: 300)
         XCTAssertEqual(
             Hex.encode(root.encode()),
             "030000" + "000000" + "000000" + "01" + "0467656e70" + "02" + "0473766365" + "0100" + "0461636374" + "0100"

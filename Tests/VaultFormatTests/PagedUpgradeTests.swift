@@ -30,7 +30,7 @@ final class PagedUpgradeTests: PagedTestCase {
                         id: $0.id, itemClass: $0.itemClass.rawValue, attributes: $0.attributes, value: try v1.read($0))
                 })
             let vaultID = v1.header.vaultID
-            try v1.upgradeToVersion2(schema: schema, writerID: 0x0102_0304_0506_0708)
+            try v1.upgrade(schema: schema, writerID: 0x0102_0304_0506_0708)
             XCTAssertEqual(try Vault.inspect(path: path).header.formatVersion, 2, g.name)
             // Vault reads the upgraded file with the same items.
             let reread = try Vault.open(path: path, secret: g.secret)
@@ -88,7 +88,7 @@ final class PagedUpgradeTests: PagedTestCase {
             toPath: path)
         let original = try Recipes.read(path)
         let v1 = try Vault.open(path: path, secret: Recipes.keySecret, mode: .write)
-        XCTAssertThrowsError(try v1.upgradeToVersion2(schema: schema, writerID: 1)) {
+        XCTAssertThrowsError(try v1.upgrade(schema: schema, writerID: 1)) {
             XCTAssertEqual(($0 as? VaultError)?.code, .damagedRecord)
         }
         XCTAssertEqual(try Recipes.read(path), original)

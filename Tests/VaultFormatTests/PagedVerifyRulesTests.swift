@@ -306,7 +306,8 @@ final class PagedVerifyRulesTests: PagedTestCase {
     func testANewVaultWithItemsCountsNoGarbage() throws {
         let path = dir + "/new.kcv"
         try Vault.create(
-            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: .packed
+            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))],
+            schema: .servicesAndAccounts
         ) { tx in
             for i in 1...3 {
                 _ = try tx.add(

@@ -10,7 +10,8 @@ final class PagedVersionTests: PagedTestCase {
     func testVersionsIncreaseWhenTheClockStepsBack() throws {
         let path = dir + "/v.kcv"
         try PagedVault.create(
-            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: .packed)
+            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))],
+            schema: .servicesAndAccounts)
         let v = try PagedVault.open(path: path, secret: secret, mode: .write)
         let start: UInt64 = 1_800_000_000_000
         try v.commit(now: { start }) { tx in
@@ -38,7 +39,8 @@ final class PagedVersionTests: PagedTestCase {
     func testTouchingAnItemTrimsItsHistory() throws {
         let path = dir + "/keep.kcv"
         try PagedVault.create(
-            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: .packed,
+            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))],
+            schema: .servicesAndAccounts,
             retention: Retention(keep: 2, days: 90, tombstoneDays: 90))
         let v = try PagedVault.open(path: path, secret: secret, mode: .write)
         let start: UInt64 = 1_800_000_000_000

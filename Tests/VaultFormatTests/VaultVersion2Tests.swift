@@ -113,7 +113,7 @@ final class VaultVersion2Tests: PagedTestCase {
             for i in 0..<5 { try tx.add(attributes: attrs("s", "a\(i)"), value: .bytes([UInt8(i)])) }
         }
         let old = try Vault.open(path: path, secret: secret, mode: .write)
-        try Vault.open(path: path, secret: secret, mode: .write).upgradeToVersion2(schema: schema, writerID: 5)
+        try Vault.open(path: path, secret: secret, mode: .write).upgrade(schema: schema, writerID: 5)
         try old.commit { try $0.add(attributes: attrs("s", "late"), value: .bytes([42])) }
         XCTAssertEqual(old.header.formatVersion, 2)
         let fresh = try Vault.open(path: path, secret: secret)

@@ -9,8 +9,10 @@ package struct PagedSchema: Hashable, Sendable {
         self.indexed = indexed
     }
 
-    /// `kcar pack`'s: `genp` keyed by service and account, nothing indexed.
-    package static let packed = PagedSchema(classes: [
+    /// Generic passwords keyed by service and account, nothing indexed: the smallest schema, which the
+    /// fixture recipes, hostile cases and tests write (`kcar pack` and the keychain key every class by its
+    /// primary key: `Schema.packed` and `Schema.group` in KcarKeychain).
+    package static let servicesAndAccounts = PagedSchema(classes: [
         "genp": ClassSchema(keyAttributes: [("svce", .string("")), ("acct", .string(""))])
     ])
 

@@ -124,7 +124,7 @@ extension Vault {
     /// `(now, writerID)` (`now` an hlc); no tombstones, no history. One atomic rename: a crash leaves the
     /// version 1 file or the version 2 file. Afterwards this instance no longer describes the file (its
     /// commits are refused as to a replaced file): open it with ``PagedVault/open(path:secret:mode:writerID:lockTimeout:)``.
-    package func upgradeToVersion2(
+    package func upgrade(
         schema: PagedSchema, retention: Retention = .init(), writerID: UInt64,
         random: RandomSource = SystemRandom.shared, options: WriteOptions = .init(),
         now: UInt64 = PagedRebuild.clockNow()
