@@ -1,0 +1,155 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Reading a version 2 vault: entries of its trees through the overlay of delta changes, items by key range or
+/// indexed attribute, and the streaming of leaves while a command walks two vaults.
+extension PagedVault {
+    func reader(_ tree: TreeID) -> TreeReader { TreeReader(store: store, tree: tree, top: root.top(tree)) }
+
+    /// The entry at `key` of `tree`, the deltas first.
+    func entry(_ tree: TreeID, _ key: [UInt8]) throws -> LeafEntry? {
+        if let c = overlay[tree]?[key] {
+            if case .put(let e) = c { return e }
+            return nil
+        }
+        return try reader(tree).lookup(key)
+    }
+
+    /// Entries of `tree` with keys ≥ `lower`, in order, the deltas merged in, until `body` returns false.
+    func scan(_ tree: TreeID, from lower: [UInt8] = [], _ body: (LeafEntry) throws -> Bool) throws {
+        let pending = sortedChanges(tree)
+        // The first change at or after `lower`.
+        var lo = 0
+        var hi = pending.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if pending[mid].key.lexicographicallyPrecedes(lower) { lo = mid + 1 } else { hi = mid }
+        }
+        var i = lo
+        var going = true
+        // Overlay entries before `key` are handed over first; a tree entry the overlay names is replaced.
+        func drain(before key: [UInt8]?) throws {
+            while going, i < pending.count, key.map({ pending[i].key.lexicographicallyPrecedes($0) }) ?? true {
+                if case .put(let e) = pending[i].value { going = try body(e) }
+                i += 1
+            }
+        }
+        try reader(tree).scan(from: lower) { e in
+            try drain(before: e.key)
+            guard going else { return false }
+            if i < pending.count, pending[i].key == e.key {
+                if case .put(let o) = pending[i].value { going = try body(o) }
+                i += 1
+                return going
+            }
+            going = try body(e)
+            return going
+        }
+        try drain(before: nil)
+    }
+
+    /// The items of `class` whose first key attributes are `values` (all of them: one item at most, as a
+    /// primary-key lookup), in key order.
+    package func items(class itemClass: ItemClass, keyValues values: [AttributeValue]) throws -> [Item] {
+        try items(keyPrefix: ItemKey.prefix(class: itemClass.rawValue, values: values))
+    }
+
+    /// The items of `class` whose first key attribute has the type of `sample` (any value of that type), in
+    /// key order: the range of the items tree that the type's byte opens (V3.1).
+    package func items(class itemClass: ItemClass, keyTypeOfFirst sample: AttributeValue) throws -> [Item] {
+        let classPrefix = ItemKey.prefix(class: itemClass.rawValue, values: [])
+        return try items(
+            keyPrefix: Array(ItemKey.prefix(class: itemClass.rawValue, values: [sample]).prefix(classPrefix.count + 1)))
+    }
+
+    /// The live items whose keys start with `prefix`, in key order.
+    private func items(keyPrefix prefix: [UInt8]) throws -> [Item] {
+        var out: [Item] = []
+        try scan(.items, from: prefix) { e in
+            guard e.key.starts(with: prefix) else { return false }
+            if let item = try ItemEntries.decode(e, schema: root.schema).item { out.append(item) }
+            return true
+        }
+        return out
+    }
+
+    /// The live items whose indexed attribute `name` is `value`: a range of the attributes tree, then one
+    /// lookup per match.
+    package func items(attribute name: String, equals value: AttributeValue) throws -> [Item] {
+        guard root.schema.isIndexed(name) else {
+            throw VaultError(.invalidArgument, "attribute \(name) is not indexed in this vault")
+        }
+        let prefix = ItemEntries.attributePrefix(name, value)
+        var keys: [[UInt8]] = []
+        try scan(.attributes, from: prefix) { e in
+            guard e.key.starts(with: prefix) else { return false }
+            keys.append(Array(e.key[prefix.count...]))
+            return true
+        }
+        return try keys.compactMap { k in
+            guard let e = try entry(.items, k), let item = try ItemEntries.decode(e, schema: root.schema).item else {
+                throw VaultError(.damagedIndex, "an attribute entry names an item the items tree lacks")
+            }
+            return item
+        }
+    }
+
+    /// The live item with this id, class and attributes (its key attributes name its key), if it is there.
+    package func liveItem(id: ItemID, class itemClass: ItemClass, attributes: Attributes) throws -> Item? {
+        let key = ItemKey.make(
+            class: itemClass.rawValue, attributes: attributes, schema: root.schema.classes[itemClass.rawValue], id: id
+        ).key
+        guard let e = try entry(.items, key) else { return nil }
+        return try ItemEntries.decode(e, schema: root.schema).item
+    }
+
+    /// Every live item in key order (class, then key attributes, then id), one page at a time.
+    package func forEachItem(_ body: (Item) throws -> Bool) throws {
+        try forEachLiveState { s in try s.item.map(body) ?? true }
+    }
+
+    /// Every live item with its version (its items-tree entry, decoded), in key order, one page at a time.
+    package func forEachLiveState(_ body: (ItemState) throws -> Bool) throws {
+        var names = NameCache()
+        try streaming {
+            try scan(.items) { e in
+                let s = try ItemEntries.decode(e, schema: root.schema, names: &names)
+                return s.item == nil ? true : try body(s)
+            }
+        }
+    }
+
+    /// Runs `body`, a walk over whole trees, without keeping the leaves it reads: its memory stays that of
+    /// one page whatever the size of the trees.
+    func streaming<T>(_ body: () throws -> T) rethrows -> T {
+        let keeps = store.keepsLeaves
+        store.keepsLeaves = false
+        defer { store.keepsLeaves = keeps }
+        return try body()
+    }
+
+    /// As ``streaming(_:)``, for a walk over the trees of this vault and `other` together (a difference).
+    func streaming<T>(with other: PagedVault?, _ body: () throws -> T) rethrows -> T {
+        try streaming { try other.map { try $0.streaming(body) } ?? body() }
+    }
+
+    /// Runs `body`, a run of lookups in key order, keeping the leaves it reads (inside a walk that keeps none):
+    /// neighbouring keys mostly lie in one leaf, which is then opened once, not once per key.
+    func keepingLeaves<T>(with other: PagedVault?, _ body: () throws -> T) rethrows -> T {
+        let (mine, theirs) = (store.keepsLeaves, other?.store.keepsLeaves)
+        store.keepsLeaves = true
+        other?.store.keepsLeaves = true
+        defer {
+            store.keepsLeaves = mine
+            if let theirs { other?.store.keepsLeaves = theirs }
+        }
+        return try body()
+    }
+
+    package func read(_ item: Item) throws -> [UInt8] {
+        var out: [UInt8] = []
+        try source.read(item) { out.append(contentsOf: $0) }
+        return out
+    }
+}
