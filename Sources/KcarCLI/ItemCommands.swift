@@ -8,8 +8,9 @@ import VaultFormat
     import Glibc
 #endif
 
-/// `kcar init | add | get | find | update | delete | groups | import`: SecItem semantics from the shell,
-/// over a keychain directory (SPEC.md Part 3).
+/// What the keychain commands share (`kcar init`, `add`, `get`, `find`, `update`, `delete`, `groups`, `import`,
+/// each in its own NAMECommand.swift): SecItem semantics from the shell over a keychain directory (SPEC.md
+/// Part 3): opening the store and a group's vault, selecting items from options, reading values, printing.
 enum ItemCommands {
     static func directory(_ args: Arguments) throws -> KeychainDirectory {
         KeychainDirectory(path: try args.value("keychain") ?? KeychainDirectory.defaultPath())
@@ -291,42 +292,7 @@ enum ItemCommands {
         return out
     }
 
-    // MARK: Commands
-
-    static func initCommand(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: CLI.specs("init"))
-        _ = try args.positionals([])
-        let dir = try directory(args)
-        let shared = args.value("shared-group")
-        let defaultGroup = args.value("default-group")
-        let created = try dir.create(sharedGroup: shared)
-        if let defaultGroup { try dir.setDefaultGroup(defaultGroup) }
-        Output.out.line(dir.path)
-        if let shared {
-            warn(
-                "\(dir.path) is shared with the members of Unix group \(shared): each of them can add groups and read "
-                    + "the groups they can read the key of")
-        } else if !created, defaultGroup == nil {
-            warn("\(dir.path) exists; nothing changed")
-        }
-        return .success
-    }
-
-    static func add(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: CLI.specs("add"))
-        if let code = try VaultEdit.route(args, "add", vaultOptions: Help.addToVaultOptions, run: VaultEdit.add) {
-            return code
-        }
-        let (c, attributes) = try newItem(args)
-        let generate = try GenerateCommand.requested(args)
-        let s = try store(args)
-        var value = try generate ? GenerateCommand.password(args) : readValue(args, required: true)!
-        defer { wipe(&value) }
-        try s.add(class: c, attributes: attributes, value: value, group: args.value("group"))
-        // Printed once the item is stored, so that a refused add shows no password that was never kept.
-        if generate { try StandardStreams.writeValue(value, name: "the password", force: false) }
-        return .success
-    }
+    // MARK: What several commands share
 
     /// The class and attributes of a new item: the selectors, `--accessible` and `--synchronizable`.
     static func newItem(_ args: Arguments) throws -> (ItemClass, Attributes) {
@@ -427,44 +393,6 @@ enum ItemCommands {
         return account.map { a.setting("account", to: $0) } ?? a
     }
 
-    static func get(_ argv: [String]) throws -> ExitCode {
-        let args = try named(try Arguments(argv, specs: CLI.specs("get")))
-        let s = try store(args)
-        let r = try searchClasses(s, args, limit: 2)
-        let found = r.items
-        guard let item = found.first else {
-            guard r.skipped.isEmpty else { return reportSkipped(r.skipped) }
-            throw noMatch(s, args)
-        }
-        guard found.count == 1 else {
-            throw CLIError.usage("more than one item matches; narrow the selection (`kcar find` lists them)")
-        }
-        var value = try s.value(of: item)
-        defer { wipe(&value) }
-        let name = describe(item.itemClass, item.attributes)
-        if args.flag("clip") {
-            let seconds = try args.int("clip-seconds", in: 0...86_400) ?? Clipboard.defaultSeconds
-            try Clipboard.copy(value, clearAfter: seconds)
-            warn("copied \(name) to the clipboard" + (seconds > 0 ? "; it is cleared in \(seconds) s" : ""))
-        } else {
-            guard args.value("clip-seconds") == nil else { throw CLIError.usage("--clip-seconds goes with --clip") }
-            try StandardStreams.writeValue(value, name: name, force: args.flag("force"))
-        }
-        return reportSkipped(r.skipped)
-    }
-
-    static func find(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: CLI.specs("find"))
-        _ = try args.positionals([])
-        let s = try store(args)
-        let r = try searchClasses(s, args, limit: try args.int("limit", in: 1...Int(Int32.max)))
-        let found = r.items
-        printItems(found, json: args.flag("json"))
-        let skipped = reportSkipped(r.skipped)
-        if skipped == .success, found.isEmpty, !args.flag("json") { warn(noMatch(s, args).description) }
-        return skipped != .success ? skipped : found.isEmpty ? .notFound : .success
-    }
-
     /// Items as find prints them: JSON, or a table whose group, service and account are cut at 40 characters.
     static func printItems(_ found: [KeychainItem], json: Bool) {
         if json {
@@ -506,186 +434,6 @@ enum ItemCommands {
         return reportSkipped(r.skipped)
     }
 
-    static func update(_ argv: [String]) throws -> ExitCode {
-        let args = try named(try Arguments(argv, specs: CLI.specs("update")))
-        let generate = try GenerateCommand.requested(args)
-        let q = try query(args)
-        var changes: [String: AttributeValue?] = [:]
-        if let l = args.value("set-label") { changes["labl"] = .string(l) }
-        for text in args.all("set-attr") {
-            let (name, value) = try parseAttribute(text, class: q.itemClass)
-            changes[name] = value
-        }
-        for name in args.all("unset-attr") {
-            changes[name.hasPrefix("kSecAttr") ? (Schema.indexName(name) ?? name) : "@" + name] = .some(nil)
-        }
-        if let a = args.value("set-accessible") {
-            changes["pdmn"] = try accessibility(
-                try Arguments(["--accessible", a], specs: [.init(name: "accessible", kind: .value)]))
-        }
-        // A dry run reads no value: it shows which items the change would reach.
-        if args.flag("dry-run") { return try dryRun(args, q, "update") }
-        let s = try store(args)
-        if generate {
-            // One password for one item: a selection that matches several is refused before anything changes.
-            var two = q
-            two.limit = 2
-            guard try s.search(two).items.count <= 1 else {
-                throw CLIError.usage(
-                    "--generate gives one item a password; more than one matches (`kcar find` lists them)")
-            }
-        }
-        var value = generate ? try GenerateCommand.password(args) : try readValue(args, required: false)
-        if value == nil, changes.isEmpty { value = try updateValueFromStandardInput(args) }
-        defer { if value != nil { wipe(&value!) } }
-        guard !changes.isEmpty || value != nil else {
-            throw CLIError.usage(
-                "nothing to change: give --set-label, --set-attr, --unset-attr, --set-accessible or --value-file, "
-                    + "or pipe the new value in")
-        }
-        let n = try s.update(q, set: changes, value: value)
-        warn("updated \(count(n, "item"))")
-        if generate, let value { try StandardStreams.writeValue(value, name: "the password", force: false) }
-        return .success
-    }
-
-    /// update's value when it names no other change and no --value-file: standard input as add reads it (asked
-    /// twice on a terminal), if it is a pipe, socket or file; nil for anything else (`< /dev/null`, closed). An
-    /// empty input is refused rather than taken for an empty value. Never read when an attribute changes, so
-    /// `update --set-label L` in a script with an inherited standard input neither waits nor changes a value.
-    static func updateValueFromStandardInput(_ args: Arguments) throws -> [UInt8]? {
-        if isatty(0) == 1 { return try readValue(args, required: true) }
-        var st = stat()
-        guard fstat(0, &st) == 0 else { return nil }
-        let type = st.st_mode & S_IFMT
-        guard type == S_IFIFO || type == S_IFREG || type == S_IFSOCK else { return nil }
-        let value = try readStandardInput(args)
-        guard !value.isEmpty else {
-            throw CLIError.usage(
-                "nothing to change: standard input is empty (--value-file /dev/null sets an empty value)")
-        }
-        return value
-    }
-
-    static func delete(_ argv: [String]) throws -> ExitCode {
-        var args = try Arguments(argv, specs: CLI.specs("delete"))
-        // One word that is no file: SERVICE/ACCOUNT in the keychain (`kcar delete api/bob`); a vault alone is
-        // still told that it needs ITEM.
-        if args.positionals.count == 1, !Keys.exists(args.positionals[0]) {
-            let word = args.positionals[0]
-            args = try named(args).droppingPositionals()
-            // A service alone would delete every item of it: that has to be said with --service.
-            guard args.value("account") != nil else {
-                throw CLIError.usage(
-                    "delete \(terminalSafe(word)): name one item as SERVICE/ACCOUNT"
-                        + " (--service S deletes every item of service S)")
-            }
-        }
-        if let code = try VaultEdit.route(
-            args, "delete", vaultOptions: Help.deleteFromVaultOptions, run: VaultEdit.delete)
-        {
-            return code
-        }
-        let q = try query(args)
-        guard q.attributes.count > 0 || args.flag("all") else {
-            throw CLIError.usage("no selection: this would delete every \(q.itemClass) item; add --all to mean it")
-        }
-        if args.flag("dry-run") { return try dryRun(args, q, "delete") }
-        let s = try store(args)
-        // --purge: the items' kept versions are dropped by a compaction of each group they were in.
-        let found = args.flag("purge") ? Dictionary(grouping: try s.find(q), by: \.group) : [:]
-        let n = try s.delete(q)
-        for (group, items) in found.sorted(by: { $0.key < $1.key }) {
-            try s.withVault(group: group, write: true) {
-                try $0.compact(retention: nil, droppingHistoryOf: Set(items.map(\.id)))
-            }
-            try s.finishVaultCommand(group: group)
-        }
-        warn(
-            "deleted \(count(n, "item"))"
-                + (args.flag("purge") ? "; their values, and their kept versions, have left the files" : ""))
-        return .success
-    }
-
-    static func groups(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: CLI.specs("groups"))
-        _ = try args.positionals([])
-        let s = try store(args)
-        // Names alone come from the folder: no vault is opened, no key read (shell completion runs this).
-        if args.flag("names") {
-            for g in try s.directory.groups() { Output.out.line(terminalSafe(g)) }
-            return .success
-        }
-        if let g = args.value("accept-rollback") {
-            try s.acceptRollback(group: g)
-            warn("group \(g): its vault is accepted as it is now")
-        }
-        let (counts, skipped) = try s.groupSummary()
-        if args.flag("json") {
-            Output.out.line(
-                JSON.array(
-                    counts.map {
-                        JSON.object([
-                            ("group", JSON.string($0.group)), ("items", String($0.count)),
-                            ("vault", JSON.string(s.directory.vaultPath($0.group)))
-                        ])
-                    }))
-        } else {
-            var table = Table([.init(title: "ITEMS", rightAligned: true), .init(title: "GROUP")])
-            for c in counts { table.add([String(c.count), c.group]) }
-            table.print()
-        }
-        return reportSkipped(skipped)
-    }
-
-    static func importCommand(_ argv: [String]) throws -> ExitCode {
-        let args = try Arguments(argv, specs: CLI.specs("import"))
-        _ = try args.positionals([])
-        let s = try store(args)
-        switch (args.value("nskeyed"), args.value("items")) {
-        case (let file?, nil):
-            let (value, wasNSKeyed) = try ArchiveCommand.loadDetecting(file)
-            guard wasNSKeyed else { throw CLIError.usage("\(file) is not an NSKeyedArchiver archive") }
-            let bytes = try ArchiveSerialization.bytes(from: value, options: .deterministic)
-            let (c, attributes) = try newItem(args)
-            try s.add(class: c, attributes: attributes, value: bytes, group: args.value("group"))
-            warn("imported \(file) as a kcar archive of \(bytes.count) bytes")
-        case (nil, let file?):
-            // One transaction around the streaming read: an item the file refuses after others were added
-            // ends it, and nothing is imported. The file's own error leaves as it is (the store would report
-            // an error it does not know as an I/O failure).
-            var fileError: CLIError?
-            let imported: Int
-            do {
-                imported = try s.transaction(group: args.value("group")) { tx in
-                    var n = 0
-                    do {
-                        return try ItemFile.read(file) { e in
-                            n += 1
-                            do {
-                                try tx.add(class: e.itemClass, attributes: e.attributes, value: e.value)
-                            } catch let error as KeychainError where error.status == .duplicateItem {
-                                // Which of the file's items: its place in the file and the attributes that name it.
-                                throw KeychainError(
-                                    .duplicateItem,
-                                    "item \(n) of \(file) (\(describe(e.itemClass, e.attributes))): "
-                                        + "\(error.message); nothing was imported")
-                            }
-                        }
-                    } catch let error as CLIError {
-                        fileError = error
-                        throw error
-                    }
-                }
-            } catch {
-                throw fileError ?? error
-            }
-            warn("imported \(count(imported, "item"))")
-        default:
-            throw CLIError.usage("give --nskeyed FILE or --items FILE.json")
-        }
-        return .success
-    }
 }
 
 /// An item for a message: its class and the attributes that usually name it (`genp, service api, account bob`).

@@ -1,0 +1,55 @@
+import KcarKeychain
+import KeyedArchive
+import VaultFormat
+
+/// `kcar import`: an NSKeyedArchiver plist as one item, or the items of a `find --json`/export file.
+enum ImportCommand {
+    static func run(_ argv: [String]) throws -> ExitCode {
+        let args = try Arguments(argv, specs: CLI.specs("import"))
+        _ = try args.positionals([])
+        let s = try ItemCommands.store(args)
+        switch (args.value("nskeyed"), args.value("items")) {
+        case (let file?, nil):
+            let (value, wasNSKeyed) = try ArchiveCommand.loadDetecting(file)
+            guard wasNSKeyed else { throw CLIError.usage("\(file) is not an NSKeyedArchiver archive") }
+            let bytes = try ArchiveSerialization.bytes(from: value, options: .deterministic)
+            let (c, attributes) = try ItemCommands.newItem(args)
+            try s.add(class: c, attributes: attributes, value: bytes, group: args.value("group"))
+            warn("imported \(file) as a kcar archive of \(bytes.count) bytes")
+        case (nil, let file?):
+            // One transaction around the streaming read: an item the file refuses after others were added
+            // ends it, and nothing is imported. The file's own error leaves as it is (the store would report
+            // an error it does not know as an I/O failure).
+            var fileError: CLIError?
+            let imported: Int
+            do {
+                imported = try s.transaction(group: args.value("group")) { tx in
+                    var n = 0
+                    do {
+                        return try ItemFile.read(file) { e in
+                            n += 1
+                            do {
+                                try tx.add(class: e.itemClass, attributes: e.attributes, value: e.value)
+                            } catch let error as KeychainError where error.status == .duplicateItem {
+                                // Which of the file's items: its place in the file and the attributes that name it.
+                                throw KeychainError(
+                                    .duplicateItem,
+                                    "item \(n) of \(file) (\(describe(e.itemClass, e.attributes))): "
+                                        + "\(error.message); nothing was imported")
+                            }
+                        }
+                    } catch let error as CLIError {
+                        fileError = error
+                        throw error
+                    }
+                }
+            } catch {
+                throw fileError ?? error
+            }
+            warn("imported \(count(imported, "item"))")
+        default:
+            throw CLIError.usage("give --nskeyed FILE or --items FILE.json")
+        }
+        return .success
+    }
+}
