@@ -238,23 +238,91 @@ extension PagedVault {
         policy: MergePolicy, writer: CommitWriter, report: inout MergeReport
     ) throws -> CommitChanges {
         let schema = root.schema
-        func same(_ x: ItemState?, _ y: ItemState?) -> Bool {
-            x?.version == y?.version && (x?.item == nil) == (y?.item == nil)
-        }
-        /// The newer of two states; an absent one is older than any.
-        func newer(_ x: ItemState?, _ y: ItemState?) -> Bool {
-            guard let x else { return false }
-            guard let y else { return true }
-            return y.version < x.version
-        }
+        let losers = try decide(&states, from: theirs, policy: policy, report: &report)
         // OURS's below the ceiling, THEIRS's below the limit (V5.1), checked by `merge`
         var clock = max(self.clock, theirsClock)
         func nextVersion() -> Version {
             clock += 1
             return Version(hlc: clock, writer: writerID)
         }
-        // 1-3: per item, the state that wins (THEIRS's where the row is taken), and the live versions that lose,
-        // each with the side whose records hold its value.
+        let placement = MergePlacement(
+            ours: self, theirs: theirs, states: states, theirsHistory: theirsHistory, losers: losers, policy: policy,
+            writer: writer)
+        defer { report.recordsCopied += placement.recordsCopied }
+        func place(_ item: Item, from source: PagedVault) throws -> Item { try placement.place(item, from: source) }
+        // The changes.
+        var items: [TreeWriter.Change] = []
+        items.reserveCapacity(states.rows.lazy.filter { $0.taken || $0.tombstoned }.count)
+        var attributes: [TreeWriter.Change] = []
+        var history: [TreeWriter.Change] = []
+        var liveChange = 0
+        func attributeKeys(_ s: ItemState?) -> [[UInt8]] {
+            guard let s, let item = s.item else { return [] }
+            return ItemEntries.attributeKeys(item, itemKey: s.key, schema: schema)
+        }
+        for r in states.rows.indices where states.rows[r].taken || states.rows[r].tombstoned {
+            let id = states.rows[r].id
+            let was = states.ours(r)
+            var now: LeafEntry
+            if states.rows[r].tombstoned, let s = states.final(r) {
+                now = ItemEntries.tombstone(key: s.key, version: nextVersion())
+            } else if let s = states.final(r), let item = s.item {
+                now = ItemEntries.entry(try place(item, from: theirs), version: s.version, schema: schema)
+                report.taken += 1
+                if report.listsTaken { report.takenItems.append(MergeTaken(id: id, item: item, deleted: false)) }
+            } else if let s = states.final(r) {
+                // The device-only rule (§K9): a tombstone taken for an item OURS holds is put at the key OURS holds it
+                // at, so that a class or primary key the item had only as an own item (made ThisDeviceOnly, changed,
+                // then deleted) does not travel with its deletion.
+                now = ItemEntries.tombstone(key: policy.isOwn != nil ? (was?.key ?? s.key) : s.key, version: s.version)
+                report.taken += 1
+                if report.listsTaken { report.takenItems.append(MergeTaken(id: id, item: was?.item, deleted: true)) }
+            } else {
+                continue  // THEIRS lacks an item OURS and BASE hold unchanged (dropped by its compaction): kept
+            }
+            if let was, was.key != now.key { items.append(.remove(was.key)) }
+            items.append(.put(now))
+            let old = attributeKeys(was)
+            let new =
+                now.record == nil
+                ? []
+                : ItemEntries.attributeKeys(
+                    try ItemEntries.decode(now, schema: schema).item!, itemKey: now.key, schema: schema)
+            for k in old where !new.contains(k) { attributes.append(.remove(k)) }
+            for k in new where !old.contains(k) { attributes.append(.put(LeafEntry(key: k))) }
+            liveChange += (now.record == nil ? 0 : 1) - (was?.item == nil ? 0 : 1)
+        }
+        // History: THEIRS's kept versions, and the losing live versions.
+        var historyKeys = Set<[UInt8]>()
+        for e in theirsHistory {
+            let h = try ItemEntries.decodeHistory(e)
+            if let isOwn = policy.isOwn, isOwn(h.item) { continue }
+            let kept = ItemEntries.history(try place(h.item, from: theirs), version: h.version, why: h.why)
+            if historyKeys.insert(kept.key).inserted { history.append(.put(kept)) }
+            report.historyCopied += 1
+        }
+        for (s, fromOurs) in losers {
+            let lost = ItemEntries.history(
+                try place(s.item!, from: fromOurs ? self : theirs), version: s.version, why: 2)
+            guard try entry(.history, lost.key) == nil, historyKeys.insert(lost.key).inserted else { continue }
+            history.append(.put(lost))
+            report.keptInHistory += 1
+        }
+        PagedRebuild.sortByKey(&items, key: \.key)
+        PagedRebuild.sortByKey(&attributes, key: \.key)
+        PagedRebuild.sortByKey(&history, key: \.key)
+        return ([(.items, items), (.attributes, attributes), (.history, history)], clock, liveChange)
+    }
+
+    /// Rules 1-3 of V9 and the device-only rule (§K9), per item: marks the rows whose state THEIRS wins
+    /// (`taken`) and the live items that lose a shared primary key (`tombstoned`), and returns the live versions
+    /// that lose, each with the side whose records hold its value (they are kept in history).
+    private func decide(
+        _ states: inout MergeStates, from theirs: PagedVault, policy: MergePolicy, report: inout MergeReport
+    ) throws -> [(state: ItemState, fromOurs: Bool)] {
+        let schema = root.schema
+        let same = MergeStates.same
+        let newer = MergeStates.newer
         var losers: [(state: ItemState, fromOurs: Bool)] = []
         func own(_ s: ItemState?) -> Bool {
             guard let isOwn = policy.isOwn, let item = s?.item else { return false }
@@ -348,273 +416,7 @@ extension PagedVault {
                 states.setTombstoned(r)
             }
         }
-        // Records: a winner's or a kept version's record that OURS lacks is copied from THEIRS, byte for byte.
-        // Copies share the records written before they parted, at the same place: one that authenticates
-        // there under its record id (random, so it is that record) is not copied.
-        // What is learnt of a record of THEIRS is learnt once, by its extent: its members are placed one by one, and
-        // finding out again for each would open the record once per member.
-        var holds: [RecordRef: Bool] = [:]
-        func oursHolds(_ l: RecordLocation) -> Bool {
-            let at = RecordRef(id: l.recordID, offset: l.offset, length: l.length)
-            if let known = holds[at] { return known }
-            let known = oursHoldsUncached(l)
-            holds[at] = known
-            return known
-        }
-        func oursHoldsUncached(_ l: RecordLocation) -> Bool {
-            guard let end = l.offset.adding(l.length), end <= tail.offset else { return false }
-            var raw = source.recordReader(l) { VaultError(.damagedRecord, $0) }
-            let key = StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID)
-            guard let blk = try? raw.nextRaw() else { return false }
-            return
-                (try? Blocks.open(
-                    nonce: Array(blk.frame[4..<28]), sealed: blk.sealed, key: key, index: blk.index, last: blk.last,
-                    fail: { VaultError(.damagedRecord, $0) })) != nil
-        }
-        var moved: [ID128: RecordRef] = [:]
-        /// Where OURS holds the record at `l` of THEIRS, if it holds it elsewhere. An entry of OURS that names it is
-        /// the entry of one of its members (or a kept version of one): a member neither side changed has one
-        /// entry in both, which names the record where both hold it (found in place), so only the members
-        /// either side changed and their kept versions are looked at, never every record of OURS.
-        var elsewhere: [RecordRef: RecordRef?] = [:]
-        func oursRecord(_ l: RecordLocation) throws -> RecordRef? {
-            let at = RecordRef(id: l.recordID, offset: l.offset, length: l.length)
-            if let known = elsewhere[at] { return known }
-            let found = try oursRecordUncached(l)
-            elsewhere[at] = found
-            return found
-        }
-        func oursRecordUncached(_ l: RecordLocation) throws -> RecordRef? {
-            let fail = { (m: String) in VaultError(.damagedRecord, "THEIRS (\(theirs.path)): \(m)") }
-            var reader = theirs.source.recordReader(l, fail: fail)
-            for m in try reader.memberTable().0.members.map(\.id) {
-                if let it = states.row(of: m).flatMap(states.ours)?.item, it.location.recordID == l.recordID {
-                    return RecordRef(id: l.recordID, offset: it.location.offset, length: it.location.length)
-                }
-                var found: RecordRef?
-                try scan(.history, from: m.bytes) { e in
-                    guard e.key.starts(with: m.bytes) else { return false }
-                    if let r = e.record, r.id == l.recordID { found = r }
-                    return found == nil
-                }
-                if let found { return found }
-            }
-            return nil
-        }
-        /// A taken item's record, where OURS now holds it, must name the item at its member: only the first block
-        /// of a reused record authenticates, and the member a THEIRS entry names is THEIRS's word.
-        /// Member tables read so far, by where OURS holds the record: members of one solid record read it once.
-        var tables: [RecordRef: MemberTable] = [:]
-        func named(_ item: Item) throws -> Item {
-            let fail = { (m: String) in VaultError(.damagedRecord, "THEIRS (\(theirs.path)), \(item.displayName): \(m)")
-            }
-            let at = RecordRef(id: item.location.recordID, offset: item.location.offset, length: item.location.length)
-            do {
-                if tables[at] == nil {
-                    var reader = source.recordReader(item.location, fail: fail)
-                    tables[at] = try reader.memberTable().0
-                }
-                try tables[at]!.check([item])
-            } catch let e as VaultError {
-                throw VaultError(.damagedRecord, "THEIRS (\(theirs.path)): \(e.context)")
-            }
-            return item
-        }
-        /// THEIRS's items and kept versions by id, with the records their values are in: whether member `id` of
-        /// THEIRS's record `record` is a value THEIRS names (live or kept) that is not own. A member nothing names
-        /// (a dead value, or one of an item this merge does not look at) is not known to be shareable.
-        var keptByID: [ItemID: [Item]]?
-        func shareable(_ id: ItemID, in record: ID128) -> Bool {
-            if let item = states.row(of: id).flatMap(states.theirs)?.item, item.location.recordID == record {
-                return !policy.isOwn!(item)
-            }
-            if keptByID == nil {
-                keptByID = [:]
-                for e in theirsHistory {
-                    if let h = try? ItemEntries.decodeHistory(e) { keptByID![h.item.id, default: []].append(h.item) }
-                }
-            }
-            guard let kept = keptByID?[id]?.first(where: { $0.location.recordID == record }) else { return false }
-            return !policy.isOwn!(kept)
-        }
-        /// The values of THEIRS this merge places (taken live items, kept versions, losing versions), by record and
-        /// member: a record that is not copied whole is read once for all of them (built when first needed).
-        var placedFromTheirs: [RecordRef: [Int: Item]]?
-        func theirsValues(in at: RecordRef) throws -> [Int: Item] {
-            if placedFromTheirs == nil {
-                var all: [RecordRef: [Int: Item]] = [:]
-                func note(_ it: Item) {
-                    let l = it.location
-                    let at = RecordRef(id: l.recordID, offset: l.offset, length: l.length)
-                    if all[at]?[l.member] == nil { all[at, default: [:]][l.member] = it }
-                }
-                for r in states.rows.indices where states.rows[r].taken && !states.rows[r].tombstoned {
-                    if let it = states.final(r)?.item { note(it) }
-                }
-                for e in theirsHistory {
-                    let h = try ItemEntries.decodeHistory(e)
-                    if !(policy.isOwn?(h.item) ?? false) { note(h.item) }
-                }
-                for s in losers where !s.fromOurs { if let it = s.state.item { note(it) } }
-                placedFromTheirs = all
-            }
-            return placedFromTheirs?[at] ?? [:]
-        }
-        /// Where the values of a record of THEIRS split by the device-only rule were written, by member: each the
-        /// item read (whose id, size and data offset the record's table proved) and its new location.
-        var split: [RecordRef: [Int: (read: Item, at: RecordLocation)]] = [:]
-        func splitPlace(_ item: Item) throws -> Item? {
-            let l = item.location
-            guard let got = split[RecordRef(id: l.recordID, offset: l.offset, length: l.length)]?[l.member] else {
-                return nil
-            }
-            // Another entry naming the same member names the same value, or THEIRS is damaged.
-            guard got.read.id == item.id, got.read.size == item.size, got.read.location.dataOffset == l.dataOffset
-            else {
-                throw VaultError(
-                    .damagedRecord,
-                    "THEIRS (\(theirs.path)), \(item.displayName): the record's member table does not name this item")
-            }
-            var placed = item
-            placed.location = got.at
-            return placed
-        }
-        func place(_ item: Item, from source: PagedVault) throws -> Item {
-            var item = item
-            let l = item.location
-            if let r = moved[l.recordID] {
-                item.location.offset = r.offset
-                item.location.length = r.length
-                return source === self ? item : try named(item)
-            }
-            if source === self { return item }
-            if let placed = try splitPlace(item) { return placed }
-            if oursHolds(l) { return try named(item) }
-            // Not at THEIRS's place: OURS may still hold it elsewhere (either side compacted since they parted).
-            // A copy would give one record id two extents (V3.4), and a leaf naming both cannot be written.
-            if let r = try oursRecord(l) {
-                item.location.offset = r.offset
-                item.location.length = r.length
-                moved[l.recordID] = r
-                return try named(item)
-            }
-            let fail = { (m: String) in VaultError(.damagedRecord, "THEIRS (\(source.path)), \(item.displayName): \(m)")
-            }
-            // The device-only rule (§K9): a record of several members is copied only when each member is known not
-            // to be own (another member may be an own item's value, live or dead); otherwise the taken value gets a
-            // record of its own, read (and authenticated) from THEIRS.
-            if policy.isOwn != nil {
-                var reader = source.source.recordReader(l, fail: fail)
-                let members = try reader.memberTable().0.members.map(\.id)
-                if members.count > 1, !members.allSatisfy({ shareable($0, in: l.recordID) }) {
-                    // Every value of the record this merge places, read in one pass, each into a record of its own.
-                    let at = RecordRef(id: l.recordID, offset: l.offset, length: l.length)
-                    var wanted = try theirsValues(in: at)
-                    if wanted[l.member] == nil { wanted[l.member] = item }
-                    try writer.flush()
-                    let first = writer.written.count
-                    var read: [Int: Item] = [:]  // sequence number -> the value read
-                    try source.source.readMembers(
-                        wanted.keys.sorted().map { wanted[$0]! }, begin: { try writer.beginValue($0, size: $0.size) },
-                        bytes: { try writer.appendValue($0) },
-                        end: { it in
-                            try writer.endValue()
-                            try writer.endSolidRecord()
-                            read[writer.sequence] = it
-                            report.recordsCopied += 1
-                        })
-                    try writer.flush()
-                    var places: [Int: (read: Item, at: RecordLocation)] = [:]
-                    for w in writer.written[first...] {
-                        guard let it = read[w.sequence] else { continue }
-                        places[it.location.member] = (it, w.item.location)
-                    }
-                    split[at] = places
-                    guard let placed = try splitPlace(item) else {
-                        throw VaultError(.io, "a copied value went missing")
-                    }
-                    return placed
-                }
-            }
-            let key = StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID)
-            var raw = source.source.recordReader(l, fail: fail)
-            try writer.appendSealed([item]) { emit in
-                while let blk = try raw.nextRaw() {
-                    // Authenticated before it is copied: a merge never carries damage into OURS.
-                    _ = try Blocks.open(
-                        nonce: Array(blk.frame[4..<28]), sealed: blk.sealed, key: key, index: blk.index, last: blk.last,
-                        fail: fail)
-                    try emit(blk.frame + blk.sealed)
-                }
-            }
-            let copied = writer.written[writer.written.count - 1].item.location
-            moved[l.recordID] = RecordRef(id: l.recordID, offset: copied.offset, length: copied.length)
-            report.recordsCopied += 1
-            item.location = copied
-            return try named(item)
-        }
-        // The changes.
-        var items: [TreeWriter.Change] = []
-        items.reserveCapacity(states.rows.lazy.filter { $0.taken || $0.tombstoned }.count)
-        var attributes: [TreeWriter.Change] = []
-        var history: [TreeWriter.Change] = []
-        var liveChange = 0
-        func attributeKeys(_ s: ItemState?) -> [[UInt8]] {
-            guard let s, let item = s.item else { return [] }
-            return ItemEntries.attributeKeys(item, itemKey: s.key, schema: schema)
-        }
-        for r in states.rows.indices where states.rows[r].taken || states.rows[r].tombstoned {
-            let id = states.rows[r].id
-            let was = states.ours(r)
-            var now: LeafEntry
-            if states.rows[r].tombstoned, let s = states.final(r) {
-                now = ItemEntries.tombstone(key: s.key, version: nextVersion())
-            } else if let s = states.final(r), let item = s.item {
-                now = ItemEntries.entry(try place(item, from: theirs), version: s.version, schema: schema)
-                report.taken += 1
-                if report.listsTaken { report.takenItems.append(MergeTaken(id: id, item: item, deleted: false)) }
-            } else if let s = states.final(r) {
-                // The device-only rule (§K9): a tombstone taken for an item OURS holds is put at the key OURS holds it
-                // at, so that a class or primary key the item had only as an own item (made ThisDeviceOnly, changed,
-                // then deleted) does not travel with its deletion.
-                now = ItemEntries.tombstone(key: policy.isOwn != nil ? (was?.key ?? s.key) : s.key, version: s.version)
-                report.taken += 1
-                if report.listsTaken { report.takenItems.append(MergeTaken(id: id, item: was?.item, deleted: true)) }
-            } else {
-                continue  // THEIRS lacks an item OURS and BASE hold unchanged (dropped by its compaction): kept
-            }
-            if let was, was.key != now.key { items.append(.remove(was.key)) }
-            items.append(.put(now))
-            let old = attributeKeys(was)
-            let new =
-                now.record == nil
-                ? []
-                : ItemEntries.attributeKeys(
-                    try ItemEntries.decode(now, schema: schema).item!, itemKey: now.key, schema: schema)
-            for k in old where !new.contains(k) { attributes.append(.remove(k)) }
-            for k in new where !old.contains(k) { attributes.append(.put(LeafEntry(key: k))) }
-            liveChange += (now.record == nil ? 0 : 1) - (was?.item == nil ? 0 : 1)
-        }
-        // History: THEIRS's kept versions, and the losing live versions.
-        var historyKeys = Set<[UInt8]>()
-        for e in theirsHistory {
-            let h = try ItemEntries.decodeHistory(e)
-            if let isOwn = policy.isOwn, isOwn(h.item) { continue }
-            let kept = ItemEntries.history(try place(h.item, from: theirs), version: h.version, why: h.why)
-            if historyKeys.insert(kept.key).inserted { history.append(.put(kept)) }
-            report.historyCopied += 1
-        }
-        for (s, fromOurs) in losers {
-            let lost = ItemEntries.history(
-                try place(s.item!, from: fromOurs ? self : theirs), version: s.version, why: 2)
-            guard try entry(.history, lost.key) == nil, historyKeys.insert(lost.key).inserted else { continue }
-            history.append(.put(lost))
-            report.keptInHistory += 1
-        }
-        PagedRebuild.sortByKey(&items, key: \.key)
-        PagedRebuild.sortByKey(&attributes, key: \.key)
-        PagedRebuild.sortByKey(&history, key: \.key)
-        return ([(.items, items), (.attributes, attributes), (.history, history)], clock, liveChange)
+        return losers
     }
 
     /// Whether this vault holds a live item other than `other`, own by `policy`, whose item key starts with

@@ -28,6 +28,18 @@ struct MergeStates {
     /// The state the merge leaves: THEIRS's where taken, else OURS's.
     func final(_ r: Int) -> ItemState? { rows[r].taken ? theirs(r) : ours(r) }
 
+    /// Whether two states are the same change: one version, both live or both deleted.
+    static func same(_ x: ItemState?, _ y: ItemState?) -> Bool {
+        x?.version == y?.version && (x?.item == nil) == (y?.item == nil)
+    }
+
+    /// Whether `x` is newer than `y`; an absent state is older than any.
+    static func newer(_ x: ItemState?, _ y: ItemState?) -> Bool {
+        guard let x else { return false }
+        guard let y else { return true }
+        return y.version < x.version
+    }
+
     mutating func setTaken(_ r: Int, _ taken: Bool) { rows[r].taken = taken }
     mutating func setTombstoned(_ r: Int) { rows[r].tombstoned = true }
 
