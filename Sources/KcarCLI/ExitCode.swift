@@ -78,9 +78,13 @@ extension ExitCode {
 struct CLIError: Error {
     let code: ExitCode
     let message: String
-    init(_ code: ExitCode, _ message: String) {
+    /// The file the message already names (as given on the command line), so that a caller that names the file
+    /// its errors are about (merge's sides, sync's shared copy) does not name it twice.
+    let file: String?
+    init(_ code: ExitCode, _ message: String, file: String? = nil) {
         self.code = code
         self.message = message
+        self.file = file
     }
 
     static func usage(_ m: String) -> CLIError { CLIError(.usage, m) }

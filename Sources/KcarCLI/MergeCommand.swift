@@ -53,10 +53,10 @@ enum MergeCommand {
             report = try ours.merge(base: base, theirs: theirs, policy: .deviceOnly, listingTaken: args.flag("verbose"))
         } catch let e as VaultError {
             // The library's own refusals name their side; anything else happened while writing OURS.
-            let named = [MergeSide.base, .ours, .theirs].contains { e.context.hasPrefix($0.rawValue + " (") }
             throw CLIError(
                 ExitCode.of(e.code),
-                named ? e.context : "OURS (\(shown(paths.ours))): merge failed, OURS unchanged: \(e)")
+                e.side.map { $0 != .both } ?? false
+                    ? e.context : "OURS (\(shown(paths.ours))): merge failed, OURS unchanged: \(e)")
         }
         warnOfAge(report, theirs: "THEIRS (\(shown(paths.theirs)))", ours: "OURS")
         // Named as the user knows it: git passes the vault's path in the repository (%P) as --name, since OURS is
@@ -123,13 +123,13 @@ enum MergeCommand {
                 throw CLIError(
                     .damaged,
                     "\(name) is a version 1 vault: merging needs version 2 (per-item versions); "
-                        + "upgrade the vault with `kcar upgrade VAULT` and commit that first")
+                        + "upgrade the vault with `kcar upgrade VAULT` and commit that first", file: path)
             }
             return try Secrets.unlockVersioned(path, args, mode: mode, given: given)
         } catch let e as VaultError {
-            throw CLIError(ExitCode.of(e.code), "\(name): \(e)")
-        } catch let e as CLIError where !e.message.hasPrefix(name) {
-            throw CLIError(e.code, "\(name): \(e.message)")
+            throw CLIError(ExitCode.of(e.code), "\(name): \(e)", file: path)
+        } catch let e as CLIError where e.file != path {
+            throw CLIError(e.code, "\(name): \(e.message)", file: path)
         }
     }
 

@@ -43,7 +43,9 @@ enum SyncCommand {
         let key: [UnlockSecret] = [.keyFile(try store.directory.readKey(group))]
         let local = try Secrets.unlockVersioned(path, args, mode: .write, given: key)
         guard exists else {
-            guard !pullOnly else { throw CLIError(.notFound, "\(shown(file)): no such shared copy to pull from") }
+            guard !pullOnly else {
+                throw CLIError(.notFound, "\(shown(file)): no such shared copy to pull from", file: file)
+            }
             let left = try deviceOnlyCount(local)
             try named(file) { try local.writeCopy(to: file, keeping: { !Schema.isDeviceOnly($0.attributes) }) }
             if !quiet {
@@ -163,9 +165,10 @@ enum SyncCommand {
         guard let folder = real(keychain) else { return }
         let places = [real(directoryOf(file)), real(file).map(directoryOf)]
         if places.contains(folder) {
-            throw CLIError.usage(
-                "\(shown(file)) is in the keychain (\(keychain)): a shared copy lives outside it, in a repository or a synced folder"
-            )
+            throw CLIError(
+                .usage,
+                "\(shown(file)) is in the keychain (\(keychain)): a shared copy lives outside it, in a repository or a synced folder",
+                file: file)
         }
     }
 
@@ -185,9 +188,9 @@ enum SyncCommand {
         do {
             return try body()
         } catch let e as VaultError {
-            throw CLIError(ExitCode.of(e.code), "\(name): \(e)")
-        } catch let e as CLIError where !e.message.hasPrefix(name) {
-            throw CLIError(e.code, "\(name): \(e.message)")
+            throw CLIError(ExitCode.of(e.code), "\(name): \(e)", file: file)
+        } catch let e as CLIError where e.file != file {
+            throw CLIError(e.code, "\(name): \(e.message)", file: file)
         }
     }
 

@@ -49,10 +49,22 @@ public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
     public let code: Code
     /// Where and what: never contains secrets.
     public let context: String
+    /// The copy of a merge or sync the error is about (BASE, OURS or THEIRS), which ``context`` names first as
+    /// `SIDE (PATH)`: a field, so that a caller tells which file failed without reading the message.
+    package let side: MergeSide?
 
     public init(_ code: Code, _ context: String = "") {
         self.code = code
         self.context = context
+        side = nil
+    }
+
+    /// An error about `side` of a merge, the copy at `path`: its context is `SIDE (PATH)` followed by `rest`
+    /// (which starts with `: `, `, ` or a space).
+    package init(_ code: Code, side: MergeSide, path: String, _ rest: String) {
+        self.code = code
+        context = "\(side.rawValue) (\(path))" + rest
+        self.side = side
     }
 
     public var description: String { context.isEmpty ? code.rawValue : "\(code.rawValue): \(context)" }

@@ -52,6 +52,7 @@ final class ClockBoundTests: PagedTestCase {
                 let e = e as? VaultError
                 XCTAssertEqual(e?.code, .clockAhead)
                 XCTAssertTrue(e?.context.hasPrefix("THEIRS (\(theirs)): item ") == true, e?.context ?? "")
+                XCTAssertEqual(e?.side, .theirs, e?.context ?? "")
                 XCTAssertTrue(e?.context.contains("years ahead") == true, e?.context ?? "")
             }
             XCTAssertEqual(try bytes(ours), before, "a refused merge wrote nothing")

@@ -205,7 +205,9 @@ final class PagedWriteSweepTests: PagedTestCase {
         let theirs = try copy(ours, "theirs.kcv")
         XCTAssertThrowsError(try merge(base: base, ours: ours, theirs: theirs)) { e in
             XCTAssertEqual((e as? VaultError)?.code, .invalidArgument, "\(e)")
-            XCTAssertTrue("\(e)".contains("BASE"), "\(e)")
+            // The side is a field of the error (callers never read it off the message), and the message says it.
+            XCTAssertEqual((e as? VaultError)?.side, .base, "\(e)")
+            XCTAssertTrue("\(e)".contains("BASE (\(base))"), "\(e)")
         }
     }
 

@@ -34,10 +34,12 @@ package enum HybridClock {
     }
 
     /// The refusal of V5.1 rule 2: `side` (already naming its file) holds `what` at `hlc`, past the limit.
-    package static func refusal(_ side: String, _ what: String, hlc: UInt64, now: UInt64) -> VaultError {
+    package static func refusal(_ side: MergeSide, _ path: String, _ what: String, hlc: UInt64, now: UInt64)
+        -> VaultError
+    {
         VaultError(
-            .clockAhead,
-            "\(side): \(what) is dated \(ahead(hlc, of: now)) ahead of this machine's clock; more than a day "
+            .clockAhead, side: side, path: path,
+            ": \(what) is dated \(ahead(hlc, of: now)) ahead of this machine's clock; more than a day "
                 + "is refused (its changes would win every conflict until then, and every copy that took them would count from "
                 + "there). If this machine's clock is behind, set it right; otherwise rewind that copy on a machine whose clock is "
                 + "right (`kcar compact --rewind-clock`) and merge the result")

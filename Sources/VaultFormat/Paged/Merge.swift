@@ -132,21 +132,21 @@ extension PagedVault {
             guard let v else { continue }
             guard v.header.vaultID == header.vaultID else {
                 throw VaultError(
-                    .invalidArgument,
-                    "\(side.rawValue) (\(v.path)) is another vault (vault id \(Hex.encode(v.header.vaultID)), OURS is \(Hex.encode(header.vaultID)))"
+                    .invalidArgument, side: side, path: v.path,
+                    " is another vault (vault id \(Hex.encode(v.header.vaultID)), OURS is \(Hex.encode(header.vaultID)))"
                 )
             }
             guard v.vaultKey.constantTimeEquals(vaultKey) else {
                 throw VaultError(
-                    .invalidArgument,
-                    "\(side.rawValue) (\(v.path)) is under another vault key (rekeyed apart from OURS); merge needs copies under one key"
+                    .invalidArgument, side: side, path: v.path,
+                    " is under another vault key (rekeyed apart from OURS); merge needs copies under one key"
                 )
             }
         }
         for (side, v) in [(MergeSide.theirs, Optional(theirs)), (.base, base)] {
             guard let v, v.root.schema != root.schema else { continue }
             throw VaultError(
-                .invalidArgument, "\(side.rawValue) (\(v.path)) keys its items by another schema than OURS")
+                .invalidArgument, side: side, path: v.path, " keys its items by another schema than OURS")
         }
         var report = MergeReport()
         report.listsTaken = listingTaken
@@ -161,8 +161,8 @@ extension PagedVault {
             // by the limit of V5.1 below.
             guard clock < HybridClock.ceiling else {
                 throw VaultError(
-                    .invalidArgument,
-                    "OURS (\(path)): its clock is at \(clock): no versions are left to give; "
+                    .invalidArgument, side: .ours, path: path,
+                    ": its clock is at \(clock): no versions are left to give; "
                         + "`kcar compact --rewind-clock` renumbers the versions that run ahead of this machine's clock")
             }
             // The states of the items either side changed; the other items stay as OURS has them.
@@ -193,23 +193,23 @@ extension PagedVault {
         states: some Sequence<ItemState>, history: [LeafEntry], now: UInt64
     ) throws -> UInt64 {
         let limit = HybridClock.limit(now: now)
-        let side = "THEIRS (\(path))"
         var top = clock
         for s in states {
             guard s.version.hlc <= limit else {
                 let what = s.item.map { "item \($0.displayName)" } ?? "the deletion of item \(s.id)"
-                throw HybridClock.refusal(side, what, hlc: s.version.hlc, now: now)
+                throw HybridClock.refusal(.theirs, path, what, hlc: s.version.hlc, now: now)
             }
             top = max(top, s.version.hlc)
         }
         for e in history where e.key.count == 32 {
             let hlc = UInt64(bigEndianBytes: Array(e.key[16..<24]))
             guard hlc <= limit else {
-                throw HybridClock.refusal(side, "a kept version of item \(ItemID(e.key[0..<16]))", hlc: hlc, now: now)
+                throw HybridClock.refusal(
+                    .theirs, path, "a kept version of item \(ItemID(e.key[0..<16]))", hlc: hlc, now: now)
             }
             top = max(top, hlc)
         }
-        guard clock <= limit else { throw HybridClock.refusal(side, "its clock", hlc: clock, now: now) }
+        guard clock <= limit else { throw HybridClock.refusal(.theirs, path, "its clock", hlc: clock, now: now) }
         return top
     }
 

@@ -68,7 +68,7 @@ final class MergePlacement {
         return found
     }
     private func oursRecordUncached(_ l: RecordLocation) throws -> RecordRef? {
-        let fail = { (m: String) in VaultError(.damagedRecord, "THEIRS (\(self.theirs.path)): \(m)") }
+        let fail = { (m: String) in VaultError(.damagedRecord, side: .theirs, path: self.theirs.path, ": \(m)") }
         var reader = theirs.source.recordReader(l, fail: fail)
         for m in try reader.memberTable().0.members.map(\.id) {
             if let it = states.row(of: m).flatMap(states.ours)?.item, it.location.recordID == l.recordID {
@@ -90,7 +90,7 @@ final class MergePlacement {
     private var tables: [RecordRef: MemberTable] = [:]
     private func named(_ item: Item) throws -> Item {
         let fail = { (m: String) in
-            VaultError(.damagedRecord, "THEIRS (\(self.theirs.path)), \(item.displayName): \(m)")
+            VaultError(.damagedRecord, side: .theirs, path: self.theirs.path, ", \(item.displayName): \(m)")
         }
         let at = RecordRef(id: item.location.recordID, offset: item.location.offset, length: item.location.length)
         do {
@@ -100,7 +100,7 @@ final class MergePlacement {
             }
             try tables[at]!.check([item])
         } catch let e as VaultError {
-            throw VaultError(.damagedRecord, "THEIRS (\(theirs.path)): \(e.context)")
+            throw VaultError(.damagedRecord, side: .theirs, path: theirs.path, ": \(e.context)")
         }
         return item
     }
@@ -156,8 +156,8 @@ final class MergePlacement {
         guard got.read.id == item.id, got.read.size == item.size, got.read.location.dataOffset == l.dataOffset
         else {
             throw VaultError(
-                .damagedRecord,
-                "THEIRS (\(theirs.path)), \(item.displayName): the record's member table does not name this item")
+                .damagedRecord, side: .theirs, path: theirs.path,
+                ", \(item.displayName): the record's member table does not name this item")
         }
         var placed = item
         placed.location = got.at
@@ -184,7 +184,8 @@ final class MergePlacement {
             moved[l.recordID] = r
             return try named(item)
         }
-        let fail = { (m: String) in VaultError(.damagedRecord, "THEIRS (\(source.path)), \(item.displayName): \(m)")
+        let fail = { (m: String) in
+            VaultError(.damagedRecord, side: .theirs, path: source.path, ", \(item.displayName): \(m)")
         }
         // The device-only rule (§K9): a record of several members is copied only when each member is known not
         // to be own (another member may be an own item's value, live or dead); otherwise the taken value gets a

@@ -72,7 +72,7 @@ struct MergeStates {
             read.append(($1, $0 ? .baseFromTheirs : .theirs))
         }
         return try grouped(&read, threeWay: true) {
-            $0 == .ours || $0 == .baseFromOurs ? "OURS (\(ours.path))" : "THEIRS (\(theirs.path))"
+            $0 == .ours || $0 == .baseFromOurs ? (.ours, ours.path) : (.theirs, theirs.path)
         }
     }
 
@@ -80,13 +80,13 @@ struct MergeStates {
     static func twoWay(ours: PagedVault, theirs: PagedVault) throws -> MergeStates {
         var read: [(state: ItemState, tag: Tag)] = []
         try theirs.forEachChangedItem(since: ours, side: .both) { read.append(($1, $0 ? .ours : .theirs)) }
-        return try grouped(&read, threeWay: false) { _ in "OURS or THEIRS (\(theirs.path))" }
+        return try grouped(&read, threeWay: false) { _ in (.both, theirs.path) }
     }
 
     /// Sorts the states read by item id and makes one row of each id (the rows name the states where the sort
     /// left them). A side whose walk names one item twice (two keys for one id) is damaged.
     private static func grouped(
-        _ read: inout [(state: ItemState, tag: Tag)], threeWay: Bool, side: (Tag) -> String
+        _ read: inout [(state: ItemState, tag: Tag)], threeWay: Bool, side: (Tag) -> (MergeSide, String)
     ) throws -> MergeStates {
         read.sort { a, b in a.state.id < b.state.id || (a.state.id == b.state.id && a.tag.rawValue < b.tag.rawValue) }
         var out = MergeStates()
@@ -101,7 +101,10 @@ struct MergeStates {
                 let tag = read[i].tag
                 let at = Int32(i)
                 i += 1
-                guard tag != last else { throw VaultError(.damagedIndex, "\(side(tag)): item \(id) has two entries") }
+                guard tag != last else {
+                    let (s, path) = side(tag)
+                    throw VaultError(.damagedIndex, side: s, path: path, ": item \(id) has two entries")
+                }
                 last = tag
                 switch tag {
                 case .baseFromOurs:
@@ -147,7 +150,7 @@ extension PagedVault {
                 }
             }
         } catch let e as VaultError {
-            throw VaultError(e.code, "\(side.rawValue) (\(path)): \(e.context)")
+            throw VaultError(e.code, side: side, path: path, ": \(e.context)")
         }
     }
 }
