@@ -6,7 +6,7 @@ import KeyedArchive
 package enum ArchiveCrafting {
     /// A kcar archive header (SPEC.md Part 2 §A2), sorted or not.
     package static func header(sorted: Bool) -> [UInt8] {
-        ArchiveFormat.magic + [KeyedArchive.formatVersion, sorted ? 1 : 0]
+        ArchiveFormat.magic + [ArchiveSerialization.formatVersion, sorted ? 1 : 0]
     }
 
     /// A minimal LEB128 varint.

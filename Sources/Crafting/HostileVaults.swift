@@ -1,6 +1,6 @@
 import VaultFormat
 
-/// Hostile vaults for the acceptance harness (kcar-hostile) and the tests of issue 9: each a valid header, one
+/// Hostile vaults for the acceptance harness (kcar-hostile) and the hostile-input tests: each a valid header, one
 /// key-file slot for ``key`` and valid trailers around the hostile structure, so the attack reaches past the MACs.
 package enum HostileVaults {
     package static let key = [UInt8](repeating: 7, count: 32)

@@ -101,7 +101,7 @@ struct ArchiveReader {
             throw ArchiveError(.notAnArchive, at: 0, "magic differs")
         }
         guard bytes.count >= ArchiveFormat.headerSize else { throw ArchiveError(.truncated, at: bytes.count, "header") }
-        guard bytes[4] == KeyedArchive.formatVersion else {
+        guard bytes[4] == ArchiveSerialization.formatVersion else {
             throw ArchiveError(.unsupportedVersion, at: 4, "version \(bytes[4])")
         }
         guard bytes[5] & ~ArchiveFormat.flagSorted == 0 else {

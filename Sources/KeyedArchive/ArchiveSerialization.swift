@@ -18,6 +18,9 @@ public struct ArchiveWritingOptions: OptionSet, Hashable, Sendable {
 /// Converts between ``ArchiveValue`` trees and archive bytes (SPEC.md Part 2), like `JSONSerialization`.
 /// Neither direction recurses on the stack: nesting costs heap memory only, up to ``ArchiveLimits/maxDepth``.
 public enum ArchiveSerialization {
+    /// The format version this module writes and reads (SPEC.md Part 2 §A2).
+    public static let formatVersion: UInt8 = 1
+
     /// The archive of `value`. Throws ``ArchiveError`` if the value breaks a limit (the archive would not be
     /// readable with the same limits).
     public static func data(
@@ -32,7 +35,7 @@ public enum ArchiveSerialization {
     ) throws -> [UInt8] {
         let sorted = options.contains(.deterministic)
         var writer = ArchiveWriter(sorted: sorted, limits: limits)
-        writer.out = ArchiveFormat.magic + [KeyedArchive.formatVersion, sorted ? ArchiveFormat.flagSorted : 0]
+        writer.out = ArchiveFormat.magic + [ArchiveSerialization.formatVersion, sorted ? ArchiveFormat.flagSorted : 0]
         try writer.write(value)
         try limits.checkSize(writer.out.count)
         return writer.out

@@ -241,7 +241,7 @@ func cliCases() -> [HostileCase] {
                     ["{\"class\":\"genp\",\"value\":\"" + String(repeating: "QUJD", count: 4_750_000) + "\"}"])
             },
             args: ["pack", "out.kcv", "--items", "items.json", key, "k.key"], exits: [0]),
-        // Issue 13, item 9: links, folders and modes in a packed vault (the CLI tests check that nothing is
+        // Links, folders and modes in a packed vault (the CLI tests check that nothing is
         // written outside; here each stays within the bounds and its documented exit code).
         HostileCase(
             name: "cli/extract-link-then-files",

@@ -102,7 +102,7 @@ func keychainCases() -> [HostileCase] {
             try group(kc, "g")
             try fifo(kc + "/.kcar-shared")
         },
-        // The default group's marker (SPEC.md §K2.1, issue 12): someone who can write the folder must not
+        // The default group's marker (SPEC.md §K2.1): someone who can write the folder must not
         // send the owner's adds to a group of their choosing, nor make an add block or read megabytes.
         c("fifo-default-group", "a FIFO where .kcar-default-group is looked for", add, [15]) { kc in
             try group(kc, "g")
@@ -177,8 +177,8 @@ func keychainCases() -> [HostileCase] {
             try writeFile(kc + "/h.kcv", [UInt8](repeating: 0, count: 1_000_000))
         },
         // Each vault is within CHAIN_INDEX_MAX (15 items of 256 data attributes of 64 KiB: 250 MiB of index from
-        // 304 KB), so only a bound over the whole scan keeps a search of four of them under the limit (found by
-        // the independent attack on issue 9: 751 MiB for three groups).
+        // 304 KB), so only a bound over the whole scan keeps a search of four of them under the limit (a bound per
+        // vault let three groups cost 751 MiB).
         c(
             "large-groups-find", "four groups, each an index of 250 MiB in 304 KB: find across the implicit list",
             ["find", "--service", "x"], [6]

@@ -15,8 +15,8 @@ func plistCases() -> [HostileCase] {
         let key = "a" + ArchiveCrafting.combiningMarks(200_000)
         return Array("<?xml version=\"1.0\"?><plist version=\"1.0\"><dict><key>\(key)</key><true/></dict></plist>".utf8)
     }
-    // 9,000,000 one-byte UIDs naming one NSNumber (9 MB): 579 MiB to show, 1.15 GiB to convert before the
-    // review of issue 9 (the import built a value per UID); and two arrays of 9,900,000 (20 MB): 570 MiB to
+    // 9,000,000 one-byte UIDs naming one NSNumber (9 MB): 579 MiB to show, 1.15 GiB to convert when the
+    // import built a value per UID (it no longer does); and two arrays of 9,900,000 (20 MB): 570 MiB to
     // refuse, the plist reader having built the first whole before the second's refusal.
     let uids = { ArchiveCrafting.uidArraysArchive(arrays: 1, uids: 9_000_000) }
     let twoArrays = { ArchiveCrafting.uidArraysArchive(arrays: 2, uids: 9_900_000) }

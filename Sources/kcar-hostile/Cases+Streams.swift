@@ -4,7 +4,7 @@ import FixtureRecipes
     import Glibc
 #endif
 
-/// Hostile inputs on standard input (issue 13, item 3: `-` for a vault, an archive, an item file): the same
+/// Hostile inputs on standard input (`-` for a vault, an archive, an item file): the same
 /// limits and the same refusals as for a file of those bytes.
 func streamsCases() -> [HostileCase] {
     let nested =

@@ -77,7 +77,7 @@ func vaultCases() -> [HostileCase] {
             attack: "one checkpoint of 240 MiB of data attributes (under INDEX_MAX): list",
             make: { try writeVault($0, try HostileVaults.chainVault(segments: 1, itemsPerSegment: 15)) },
             args: ["list", "v.kcv", key, "k.key"]))
-    // The same as JSON: 335 MB of it, built whole in memory before the review of issue 9 (1.36 GiB, 13.7 s).
+    // The same as JSON: 335 MB of it, once built whole in memory (1.36 GiB, 13.7 s); it streams now.
     cases.append(
         HostileCase(
             name: "vault/index-one-big-checkpoint-json",
@@ -94,14 +94,14 @@ func vaultCases() -> [HostileCase] {
                 make: { try writeVault($0, try HostileVaults.trailerJunk(bytes: 19_000_000, structured: true)) },
                 args: [command, "v.kcv"] + (keyed ? [key, "k.key"] : []), exits: keyed ? [4] : [0]))
     }
-    // Its last 96 bytes start with the magic: a whole trailer whose MAC fails, damage (SPEC.md §8, issue 22).
+    // Its last 96 bytes start with the magic: a whole trailer whose MAC fails, damage (SPEC.md §8).
     cases.append(
         HostileCase(
             name: "vault/trailer-magic-junk",
             attack: "a valid vault followed by 19 MB of the trailer magic repeated: list",
             make: { try writeVault($0, try HostileVaults.trailerJunk(bytes: 19_000_000, structured: false)) },
             args: ["list", "v.kcv", key, "k.key"], exits: [4]))
-    // Issue 22, point 8: one byte of the last commit's trailer changed is damage, not an interrupted write read
+    // One byte of the last commit's trailer changed is damage, not an interrupted write read
     // past (the commit before it, where the item that commit deleted is back).
     for version in [1, 2] {
         for command in ["list", "verify"] {
@@ -123,7 +123,7 @@ func vaultCases() -> [HostileCase] {
             name: "vault/extract-size-sum", attack: "65,537 items of 2^48 bytes each in one record: extract",
             make: { try writeVault($0, try HostileVaults.hugeSizes(items: 65_537)) },
             args: ["extract", "v.kcv", key, "k.key", "-C", "out"], exits: [4]))
-    // Item 8: a vault at the last generation takes no commit (exit 2, nothing written); since issue 21 a
+    // A vault at the last generation takes no commit (exit 2, nothing written); a
     // compaction writes it again from generation 1 (SPEC.md §8, GENERATION_MAX), after which it takes commits.
     cases.append(
         HostileCase(

@@ -35,7 +35,7 @@ struct HostileCase {
     var knownBreach: String? = nil
 }
 
-/// The acceptance limits of issue 9: any crafted file up to 20 MB, given to any command, is refused or
+/// The acceptance limits (SPEC.md §3 and README, Security): any crafted file up to 20 MB, given to any command, is refused or
 /// processed within these.
 enum Limits {
     static let rssBytes: Int = 512 << 20
