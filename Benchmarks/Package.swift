@@ -4,7 +4,7 @@
 // targets and scripts/bench build them here: swift build -c release --package-path Benchmarks.
 import PackageDescription
 
-// kcar-bench and kcar-scale-bench time the version 2 engine (PagedVault, PagedSchema), which kcar declares
+// kcar-bench and kcar-scale-bench time the version 2 engine (PagedVault, IndexSchema), which kcar declares
 // `package`, not public. They are compiled as members of kcar's package: SwiftPM's own -package-name (this
 // package's) is off (packageAccess: false) and kcar's is given instead, spelt as SwiftPM spells a path
 // dependency's identity: the folder's name (less `.git`), lowercased, anything but a letter, digit or `_`

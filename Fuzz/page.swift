@@ -6,7 +6,7 @@
 // against an empty tree.
 @testable import VaultFormat
 
-let schema = PagedSchema(
+let schema = IndexSchema(
     classes: [
         "genp": ClassSchema(keyAttributes: [("sync", .bool(false)), ("svce", .string("")), ("acct", .string(""))])
     ],

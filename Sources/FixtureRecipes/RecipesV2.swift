@@ -17,7 +17,7 @@ package enum RecipesV2 {
 
     /// The keychain-like schema (SPEC.md Part 3 §K4 primary keys, shortened for inet) with `@*` and `labl`
     /// indexed.
-    package static let keychainSchema = PagedSchema(
+    package static let keychainSchema = IndexSchema(
         classes: [
             "genp": ClassSchema(keyAttributes: [("sync", .bool(false)), ("svce", .string("")), ("acct", .string(""))]),
             "inet": ClassSchema(keyAttributes: [
@@ -47,9 +47,9 @@ package enum RecipesV2 {
         var vault: PagedVault
         var expected = Expected()
         var commits: UInt64 = 0
-        let schema: PagedSchema
+        let schema: IndexSchema
 
-        init(path: String, seed: UInt8, group: String, schema: PagedSchema) throws {
+        init(path: String, seed: UInt8, group: String, schema: IndexSchema) throws {
             self.path = path
             self.schema = schema
             random = DeterministicRandom(seed: RecipesV2.seed(seed))

@@ -18,11 +18,11 @@ public enum CLI {
 
     /// Every command, in the order help lists them; dispatch, help, the man page and the completions come from here.
     static let commands: [Command] = [
-        Command("pack", Help.pack, Pack.run),
+        Command("pack", Help.pack, PackCommand.run),
         Command("list", Help.list, ListCommand.run),
-        Command("extract", Help.extract, Extract.run),
-        Command("verify", Help.verify, Verify.run),
-        Command("info", Help.info, Verify.info),
+        Command("extract", Help.extract, ExtractCommand.run),
+        Command("verify", Help.verify, VerifyCommand.run),
+        Command("info", Help.info, VerifyCommand.info),
         Command("keygen", Help.keygen, KeygenCommand.run),
         Command("passwd", Help.passwd, PasswdCommand.run),
         Command("rekey", Help.rekey, RekeyCommand.run),

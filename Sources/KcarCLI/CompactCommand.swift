@@ -23,7 +23,7 @@ enum CompactCommand {
     /// The retention rule `--history`, `--history-days` and `--tombstone-days` give (SPEC.md Part 4, V8), the
     /// vault's own for those not given; nil if none is. A version 1 vault keeps neither history nor tombstones.
     static func retention(_ args: Arguments, _ vault: Vault) throws -> Retention? {
-        let keep = try args.int("history", in: 0...PagedLimits.historyKeepMax)
+        let keep = try args.int("history", in: 0...Retention.keepMax)
         let days = try args.int("history-days", in: 0...1_048_576)
         let tombstones = try args.int("tombstone-days", in: 0...1_048_576)
         guard keep != nil || days != nil || tombstones != nil else { return nil }

@@ -27,7 +27,7 @@ enum ListCommand {
         // order, never all held (a version 1 vault's index is in memory anyway). ITEM arguments select as
         // extract's do (tar tf ARCHIVE NAME...): only the selected items are held.
         let vault = try openVault(path, args, itemsOnDemand: true)
-        let selected = positionals.count > 1 ? try Extract.select(vault, Array(positionals.dropFirst())) : nil
+        let selected = positionals.count > 1 ? try ExtractCommand.select(vault, Array(positionals.dropFirst())) : nil
         func forEachItem(inOrder: Bool = true, _ body: (Item) throws -> Bool) throws {
             guard let selected else { return try vault.forEachItem(inOrder: inOrder, body) }
             for item in selected where try !body(item) { return }
@@ -35,7 +35,7 @@ enum ListCommand {
         if args.flag("json") {
             try JSON.printArray { element in
                 try forEachItem { item in
-                    element(Extract.json(item))
+                    element(ExtractCommand.json(item))
                     return true
                 }
             }

@@ -20,7 +20,7 @@ enum StandardStreams {
         guard isatty(0) != 1 else {
             throw CLIError.usage("VAULT - reads the vault from standard input, which is a terminal; pipe it in")
         }
-        let target = Pack.temporaryPath()
+        let target = PackCommand.temporaryPath()
         let (fd, registration) = TemporaryFiles.creating { () -> (Int32, Int?) in
             let fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             return (fd, fd >= 0 ? TemporaryFiles.register(target) : nil)

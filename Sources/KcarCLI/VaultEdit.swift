@@ -94,13 +94,14 @@ enum VaultEdit {
             AttributeName.service: .string(service), AttributeName.account: .string(account),
             PackedKind.modeAttribute: .integer(0o600),
             AttributeName.modificationDate: .date(
-                nanoseconds: Int64(PagedTransaction.realTimeMilliseconds()) * 1_000_000)
+                nanoseconds: Int64(HybridClock.nowMilliseconds()) * 1_000_000)
         ])
         // No vault yet: made with the item, as `tar rf` and `7z a` make their archive (the secrets as pack takes
         // them; a half-made vault is never left).
         if !Keys.exists(vaultPath) {
-            try Pack.createVault(vaultPath, group: "default", slots: try Secrets.newSlots(args), options: options, args)
-            {
+            try PackCommand.createVault(
+                vaultPath, group: "default", slots: try Secrets.newSlots(args), options: options, args
+            ) {
                 try $0.add(attributes: attributes, value: .bytes(value))
             }
             if !args.flag("quiet") { warn("added \(names[0]) in \(vaultPath), a new vault") }
@@ -112,7 +113,7 @@ enum VaultEdit {
         var replaced = false
         try vault.commit(options: options) { tx in
             var old: ItemID?
-            var taken = Extract.PathSet()
+            var taken = ExtractCommand.PathSet()
             for item in tx.items {
                 guard let s = item.service, let a = item.account, let p = ItemPath.components(item) else { continue }
                 if Name(s, a) == name { old = item.id } else { _ = taken.insert(p, folder: ItemPath.isFolder(item)) }
@@ -143,12 +144,12 @@ enum VaultEdit {
         let level = Int32(try args.int("level", in: 0...12) ?? 6)
         let paths = try rest.map(components)
         // Listed before the vault is opened: a PATH that is missing changes nothing and asks for no secret.
-        let (entries, folders, problems) = try Pack.walk(
+        let (entries, folders, problems) = try PackCommand.walk(
             dir, excludes: args.all("exclude"), dereference: args.flag("dereference"), only: paths)
         for problem in problems { warn("skipped \(problem)") }
         let vault = try openVault(vaultPath, args, mode: .write)
-        let opener = try Pack.Opener(root: dir, folders: folders)
-        let progress = Progress(label: "add", total: Pack.totalSize(entries))
+        let opener = try PackCommand.Opener(root: dir, folders: folders)
+        let progress = Progress(label: "add", total: PackCommand.totalSize(entries))
         defer { progress.finish() }
         let listing = verboseListing(args, dataOnStdout: false)
         var skipped = 0
@@ -158,7 +159,7 @@ enum VaultEdit {
             // folder, or the reverse (extract could not write both).
             let added = Set(entries.map { Name($0.service, $0.account) })
             var existing: [Name: ItemID] = [:]
-            var taken = Extract.PathSet()
+            var taken = ExtractCommand.PathSet()
             var named = Set<[UInt8]>()
             for item in tx.items {
                 guard let s = item.service, let a = item.account, let parts = ItemPath.components(item) else {
@@ -179,7 +180,7 @@ enum VaultEdit {
             }
             for e in entries {
                 let old = existing[Name(e.service, e.account)]
-                let problem = try Pack.store(e, opener: opener, progress: progress) { attributes, value in
+                let problem = try PackCommand.store(e, opener: opener, progress: progress) { attributes, value in
                     if let old {
                         try tx.update(old, class: .genericPassword, attributes: attributes, value: value)
                     } else {
@@ -211,7 +212,7 @@ enum VaultEdit {
     /// holds a name the vault already has as a first component (a service or a top-level item): S is then
     /// likely the folder VAULT was packed from. `named`: the first components of the vault's item names.
     static func likelyWrong(
-        _ given: [String], _ paths: [[String]], dir: String, entries: [Pack.Entry], named: Set<[UInt8]>,
+        _ given: [String], _ paths: [[String]], dir: String, entries: [PackCommand.Entry], named: Set<[UInt8]>,
         vault: String
     ) -> [String] {
         guard !named.isEmpty else { return [] }
@@ -226,7 +227,7 @@ enum VaultEdit {
             let fd = open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard fd >= 0 else { continue }
             defer { close(fd) }
-            guard let inside = try? Pack.listDirectory(fd, path: folder),
+            guard let inside = try? PackCommand.listDirectory(fd, path: folder),
                 let known = inside.first(where: { named.contains(Array(ItemPath.component($0.1, slash: true).utf8)) })
             else { continue }
             let rest = parts.count > 1 ? parts.dropFirst().joined(separator: "/") : "."
@@ -243,7 +244,7 @@ enum VaultEdit {
             args, "delete VAULT ITEM...: name the items to delete, as kcar list names them")
         let vault = try openVault(vaultPath, args, mode: .write)
         // Every ITEM must name something (exit 6), checked before anything changes.
-        let selected = try Extract.select(vault, names)
+        let selected = try ExtractCommand.select(vault, names)
         if args.flag("dry-run") {
             for item in selected { Output.out.line(terminalSafe(ItemPath.name(item))) }
             warn("would delete \(count(selected.count, "item")) (--dry-run: nothing changed)")

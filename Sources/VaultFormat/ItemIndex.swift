@@ -9,7 +9,7 @@ package struct ItemIndex {
     init(_ engine: PagedVault) { self.engine = engine }
 
     /// How the vault keys its items: each class by its key attributes, and which attributes are indexed.
-    package var schema: PagedSchema { engine.schema }
+    package var schema: IndexSchema { engine.schema }
 
     /// The items of class `itemClass` whose leading key attributes are `values`, in key order.
     package func items(class itemClass: ItemClass, keyValues values: [AttributeValue]) throws -> [Item] {

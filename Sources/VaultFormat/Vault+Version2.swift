@@ -207,9 +207,9 @@ extension Vault {
     /// commit), written under a temporary name that is renamed into place only when complete (as
     /// ``create(path:group:slots:options:overwrite:random:_:)``).
     package static func create(
-        path: String, group: String, slots: [SlotSecret], schema: PagedSchema, retention: Retention = .init(),
+        path: String, group: String, slots: [SlotSecret], schema: IndexSchema, retention: Retention = .init(),
         options: WriteOptions = .init(), overwrite: Bool = false, random: RandomSource = SystemRandom.shared,
-        now: UInt64 = PagedTransaction.realTimeMilliseconds(), writerID: UInt64? = nil,
+        now: UInt64 = HybridClock.nowMilliseconds(), writerID: UInt64? = nil,
         _ body: (Transaction) throws -> Void
     ) throws {
         try options.check()

@@ -115,7 +115,7 @@ func version2Cases() -> [HostileCase] {
     let add = ["add", "p.kcv", "-C", "src", "s/new"] + key
     for (name, ms) in [
         ("clock-max", UInt64(1 << 48) - 1),
-        ("clock-years", PagedTransaction.realTimeMilliseconds() + 100 * 365 * 86_400_000)
+        ("clock-years", HybridClock.nowMilliseconds() + 100 * 365 * 86_400_000)
     ] {
         let attack =
             "a commit whose clock is \(name == "clock-max" ? "2^48 - 1 ms (hlc 2^64 - 65,536)" : "100 years ahead")"

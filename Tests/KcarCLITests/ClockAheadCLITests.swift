@@ -29,7 +29,7 @@ final class ClockAheadCLITests: XCTestCase {
         let v = try PagedVault.open(
             path: path, secret: .keyFile(SecureBytes(copying: Array(try Data(contentsOf: URL(fileURLWithPath: key))))),
             mode: .write)
-        let later = PagedTransaction.realTimeMilliseconds() + 3650 * 86_400_000
+        let later = HybridClock.nowMilliseconds() + 3650 * 86_400_000
         try v.commit(now: { later }) { tx in
             _ = try tx.add(attributes: Attributes(["svce": .string("late"), "acct": .string("x")]), value: [1])
         }

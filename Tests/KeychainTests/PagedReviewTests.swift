@@ -50,7 +50,7 @@ final class PagedReviewTests: KeychainTestCase {
         let s = try store()
         try s.add(attributes: attrs(["svce": .string("seed")]), value: [0], group: group)
         let key = try dir.readKey(group)
-        let schema = PagedSchema(classes: [
+        let schema = IndexSchema(classes: [
             "genp": ClassSchema(keyAttributes: [
                 ("sync", .bool(false)), ("svce", .string("none")), ("acct", .string(""))
             ])

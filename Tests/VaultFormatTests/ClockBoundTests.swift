@@ -67,7 +67,7 @@ final class ClockBoundTests: PagedTestCase {
     /// by the same check for a tombstone and for a kept version as for a live item.
     func testTheBoundIsADayAheadOfThisMachine() throws {
         let (ours, theirs) = try pair()
-        let now = PagedTransaction.realTimeMilliseconds()
+        let now = HybridClock.nowMilliseconds()
         let t = try PagedVault.open(path: theirs, secret: secret, mode: .write)
         try t.commit(now: { now + 3 * 3_600_000 }) { tx in
             try tx.update(try self.item(t, "s", "a"), attributes: nil, value: [9])
@@ -89,7 +89,7 @@ final class ClockBoundTests: PagedTestCase {
     func testLocalCommitsCountOnFromAClockAhead() throws {
         let (ours, _) = try pair()
         let v = try PagedVault.open(path: ours, secret: secret, mode: .write)
-        let farAhead = PagedTransaction.realTimeMilliseconds() + 3650 * day
+        let farAhead = HybridClock.nowMilliseconds() + 3650 * day
         try v.commit(now: { farAhead }) { tx in _ = try tx.add(attributes: attrs("s", "c"), value: [3]) }
         let clock = v.clock
         try v.commit { tx in try tx.update(try self.item(v, "s", "c"), attributes: nil, value: [4]) }
@@ -110,7 +110,7 @@ final class ClockBoundTests: PagedTestCase {
     func testARewindRenumbersInOrderAndTheCopyMergesAgain() throws {
         let (ours, theirs) = try pair()
         let t = try PagedVault.open(path: theirs, secret: secret, mode: .write, writerID: 5)
-        let now = PagedTransaction.realTimeMilliseconds()
+        let now = HybridClock.nowMilliseconds()
         // Item a's first version (now) goes to history with the updates below, and is kept as it is.
         let untouched = try XCTUnwrap(t.version(of: try item(t, "s", "a")))
         try t.commit(now: { now + 30 * self.day }) { tx in

@@ -24,7 +24,7 @@ final class DamagedTrailerTests: VaultTestCase {
             try Vault.create(path: path, group: "g", slots: [.keyFile(key)], add)
         } else {
             try Vault.create(
-                path: path, group: "g", slots: [.keyFile(key)], schema: PagedSchema.servicesAndAccounts, add)
+                path: path, group: "g", slots: [.keyFile(key)], schema: IndexSchema.servicesAndAccounts, add)
         }
         let v = try Vault.open(path: path, secret: secret, mode: .write)
         try v.commit(options: WriteOptions(autoCompact: false)) { tx in

@@ -186,7 +186,7 @@ extension PagedMergeTests {
         let old = try copy(base, "old.kcv")
         let v = try PagedVault.open(path: old, secret: secret, mode: .write)
         // Its last change, 40 days ago.
-        let fortyDaysAgo = PagedTransaction.realTimeMilliseconds() - 40 * 86_400_000
+        let fortyDaysAgo = HybridClock.nowMilliseconds() - 40 * 86_400_000
         try v.commit(now: { fortyDaysAgo }) { tx in _ = try tx.add(attributes: attrs("s", "a"), value: [1]) }
         let recent = try copy(base, "recent.kcv")
         let r = try PagedVault.open(path: recent, secret: secret, mode: .write)

@@ -10,7 +10,7 @@ import XCTest
 class PagedTestCase: XCTestCase {
     var dir = ""
     let secret = UnlockSecret.keyFile(SecureBytes(copying: Recipes.keyFile))
-    let schema = PagedSchema(
+    let schema = IndexSchema(
         classes: [
             "genp": ClassSchema(keyAttributes: [("sync", .bool(false)), ("svce", .string("")), ("acct", .string(""))])
         ],

@@ -278,7 +278,7 @@ final class PagedVerifyRulesTests: PagedTestCase {
     /// what it replaces (V5).
     func testAChangeGivesAVersionAboveTheItemsEvenPastTheClock() throws {
         let path = try folded()
-        let future = (PagedTransaction.realTimeMilliseconds() + 86_400_000) << 16
+        let future = (HybridClock.nowMilliseconds() + 86_400_000) << 16
         let v = try PagedVault.open(path: path, secret: secret)
         try forgeItemsLeaf(path) { entries in
             entries = try entries.map { e in

@@ -200,7 +200,7 @@ final class PagedWriteSweepTests: PagedTestCase {
         let ours = try copy(v1, "ours.kcv")
         let base = try copy(v1, "base.kcv")
         try Vault.open(path: ours, secret: secret, mode: .write).upgrade(schema: schema, writerID: 2)
-        let other = PagedSchema(classes: ["genp": ClassSchema(keyAttributes: [("acct", .string(""))])], indexed: [])
+        let other = IndexSchema(classes: ["genp": ClassSchema(keyAttributes: [("acct", .string(""))])], indexed: [])
         try Vault.open(path: base, secret: secret, mode: .write).upgrade(schema: other, writerID: 2)
         let theirs = try copy(ours, "theirs.kcv")
         XCTAssertThrowsError(try merge(base: base, ours: ours, theirs: theirs)) { e in

@@ -455,7 +455,7 @@ func runSolid(_ args: ArraySlice<String>) {
     let dir = a[0]
     let slots: [SlotSecret] = [.keyFile(SecureBytes(copying: fixtureKeyFile))]
     let secret = UnlockSecret.keyFile(SecureBytes(copying: fixtureKeyFile))
-    let schema = PagedSchema(classes: [
+    let schema = IndexSchema(classes: [
         "genp": ClassSchema(keyAttributes: [("svce", .string("")), ("acct", .string(""))])
     ])
     func attrs(_ i: Int, own: Bool) -> Attributes {

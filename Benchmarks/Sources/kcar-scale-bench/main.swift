@@ -27,7 +27,7 @@ func die(_ m: String) -> Never {
 func service(_ i: Int) -> String { "svc\(i % 1000).example.com" }
 func account(_ i: Int) -> String { "user\(i)" }
 func team(_ i: Int) -> String { "t\(i / 10)" }
-let schema = PagedSchema(
+let schema = IndexSchema(
     classes: [
         "genp": ClassSchema(keyAttributes: [("sync", .bool(false)), ("svce", .string("")), ("acct", .string(""))])
     ],

@@ -1,6 +1,6 @@
 /// What the items of a version 2 vault are keyed and indexed by (SPEC.md Part 4, V4): each class's key
 /// attributes with their defaults, and the indexed attribute names (a trailing `*` is a prefix).
-package struct PagedSchema: Hashable, Sendable {
+package struct IndexSchema: Hashable, Sendable {
     package var classes: [String: ClassSchema]
     package var indexed: [String]
 
@@ -12,7 +12,7 @@ package struct PagedSchema: Hashable, Sendable {
     /// Generic passwords keyed by service and account, nothing indexed: the smallest schema, which the
     /// fixture recipes, hostile cases and tests write (`kcar pack` and the keychain key every class by its
     /// primary key: `Schema.packed` and `Schema.group` in KcarKeychain).
-    package static let servicesAndAccounts = PagedSchema(classes: [
+    package static let servicesAndAccounts = IndexSchema(classes: [
         "genp": ClassSchema(keyAttributes: [("svce", .string("")), ("acct", .string(""))])
     ])
 
@@ -26,6 +26,9 @@ package struct Retention: Hashable, Sendable {
     package var keep: Int
     package var days: Int
     package var tombstoneDays: Int
+
+    /// The most versions of an item a vault keeps in history (SPEC.md Part 4, V2: `HISTORY_KEEP_MAX`).
+    package static let keepMax = PagedLimits.historyKeepMax
 
     package init(keep: Int = 10, days: Int = 90, tombstoneDays: Int = 90) {
         self.keep = keep
@@ -51,7 +54,7 @@ package struct IndexRoot: Hashable, Sendable {
     package var liveItems: UInt64 = 0
     package var tombstones: UInt64 = 0
     package var historyEntries: UInt64 = 0
-    var schema: PagedSchema
+    var schema: IndexSchema
     package var clock: UInt64 = 0
     var retention = Retention()
     /// Body bytes the index no longer needs, as the folds counted them (V8.1): a hint for the compaction
@@ -178,7 +181,7 @@ package struct IndexRoot: Hashable, Sendable {
         return IndexRoot(
             items: refs[0], attributes: refs[1], history: refs[2], liveItems: live, tombstones: tombs,
             historyEntries: hist,
-            schema: PagedSchema(classes: classes, indexed: indexed), clock: clock,
+            schema: IndexSchema(classes: classes, indexed: indexed), clock: clock,
             retention: Retention(keep: keep, days: days, tombstoneDays: tdays), garbage: garbage)
     }
 }

@@ -63,7 +63,7 @@ package struct KeptVersion: Hashable, Sendable {
 
 /// Items <-> entries of the three trees (V3.4).
 enum ItemEntries {
-    static func entry(_ item: Item, version: Version, schema: PagedSchema) -> LeafEntry {
+    static func entry(_ item: Item, version: Version, schema: IndexSchema) -> LeafEntry {
         let cs = schema.classes[item.itemClass.rawValue]
         let (key, absent) = ItemKey.make(
             class: item.itemClass.rawValue, attributes: item.attributes, schema: cs, id: item.id)
@@ -92,14 +92,14 @@ enum ItemEntries {
         return LeafEntry(key: key, writer: version.writer, rest: w.bytes)
     }
 
-    static func decode(_ e: LeafEntry, schema: PagedSchema) throws -> ItemState {
+    static func decode(_ e: LeafEntry, schema: IndexSchema) throws -> ItemState {
         var names = NameCache()
         return try decode(e, schema: schema, names: &names)
     }
 
     /// As ``decode(_:schema:)``, with class and attribute names carried from entry to entry (a scan decodes
     /// each name once, not once per item).
-    static func decode(_ e: LeafEntry, schema: PagedSchema, names: inout NameCache) throws -> ItemState {
+    static func decode(_ e: LeafEntry, schema: IndexSchema, names: inout NameCache) throws -> ItemState {
         let (cls, values, id) = try ItemKey.parse(e.key, names: &names) { schema.classes[$0] }
         var r = ByteReader(e.rest, failure: .damagedIndex, item: id)
         let flags = try r.readU8()
@@ -157,7 +157,7 @@ enum ItemEntries {
     }
 
     /// The attributes-tree keys of a live item (indexed attributes only).
-    static func attributeKeys(_ item: Item, itemKey: [UInt8], schema: PagedSchema) -> [[UInt8]] {
+    static func attributeKeys(_ item: Item, itemKey: [UInt8], schema: IndexSchema) -> [[UInt8]] {
         item.attributes.pairs.filter { schema.isIndexed($0.name) }.map { a in
             var k: [UInt8] = []
             KeyCoding.appendEscaped(a.name.utf8, to: &k)

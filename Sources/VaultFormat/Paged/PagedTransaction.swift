@@ -21,8 +21,6 @@ package final class PagedTransaction {
     var keepsValueLocations = false
     private(set) var valueLocations: [ItemID: (size: UInt64, location: RecordLocation)] = [:]
 
-    package static func realTimeMilliseconds() -> UInt64 { HybridClock.nowMilliseconds() }
-
     init(vault: PagedVault, writer: CommitWriter, random: RandomSource, now: UInt64) throws {
         self.vault = vault
         self.writer = writer

@@ -44,7 +44,7 @@ extension PagedVault {
     /// handler of ``Vault/reportCompactionFailures(to:)`` (as version 1 does).
     package func commit(
         level: Int32 = 6, random: RandomSource = SystemRandom.shared, solidMembers: Int = Limits.membersMax,
-        autoCompact: Bool = true, now: () -> UInt64 = PagedTransaction.realTimeMilliseconds,
+        autoCompact: Bool = true, now: () -> UInt64 = HybridClock.nowMilliseconds,
         _ body: (PagedTransaction) throws -> Void
     ) throws {
         let started = now()

@@ -114,7 +114,7 @@ package final class PagedVault {
         return size > end ? size - end : 0
     }
     package var generation: UInt64 { tail.trailer.generation }
-    package var schema: PagedSchema { root.schema }
+    package var schema: IndexSchema { root.schema }
     /// Pages opened from the file so far (not from the cache).
     package var pagesOpened: Int { store.opened }
 
@@ -123,7 +123,7 @@ package final class PagedVault {
     /// Creates an empty version 2 vault (one fold commit of empty trees), written under a temporary name and
     /// linked into place.
     package static func create(
-        path: String, group: String, slots: [SlotSecret], schema: PagedSchema, retention: Retention = .init(),
+        path: String, group: String, slots: [SlotSecret], schema: IndexSchema, retention: Retention = .init(),
         overwrite: Bool = false, random: RandomSource = SystemRandom.shared
     ) throws {
         let tmp = try Vault.startCreating(path: path, group: group, slots: slots, overwrite: overwrite)

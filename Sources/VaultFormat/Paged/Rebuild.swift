@@ -125,7 +125,7 @@ extension Vault {
     /// version 1 file or the version 2 file. Afterwards this instance no longer describes the file (its
     /// commits are refused as to a replaced file): open it with ``PagedVault/open(path:secret:mode:writerID:lockTimeout:)``.
     package func upgrade(
-        schema: PagedSchema, retention: Retention = .init(), writerID: UInt64,
+        schema: IndexSchema, retention: Retention = .init(), writerID: UInt64,
         random: RandomSource = SystemRandom.shared, options: WriteOptions = .init(),
         now: UInt64 = PagedRebuild.clockNow()
     ) throws {

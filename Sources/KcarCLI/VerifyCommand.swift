@@ -5,7 +5,7 @@ import VaultFormat
 #endif
 
 /// `kcar verify` and `kcar info`.
-enum Verify {
+enum VerifyCommand {
     static func run(_ argv: [String]) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("verify"))
         let path = try StandardStreams.vaultInput(try vaultArguments(args, ["VAULT"])[0])

@@ -6,7 +6,7 @@ import VaultFormat
 #endif
 
 /// `kcar extract`, and what `list` and `get` share with it: an item as JSON, a value printed, items selected by name.
-enum Extract {
+enum ExtractCommand {
     /// An item as `list --json` prints it; an item with a kind or mode stored by pack (SPEC.md §7.1) also has
     /// `type` (file, folder or link), `mode` (octal, `"0640"`, or null) and a link's `target`.
     static func json(_ item: Item) -> String {
@@ -150,7 +150,7 @@ enum Extract {
             if kind.kind == .folder { try SafeWriter.checkNames(parts) } else { try writer.check(parts) }
             plan.append((item, parts, kind))
         }
-        if let collision = Extract.collision(plan.map { ($0.parts, $0.kind.kind == .folder) }) {
+        if let collision = ExtractCommand.collision(plan.map { ($0.parts, $0.kind.kind == .folder) }) {
             throw CLIError(.exists, collision.message(root: dir) + "; extract them one at a time with --stdout")
         }
         // Folders first (made 0700 until the end), then the files, then the links: every file is written

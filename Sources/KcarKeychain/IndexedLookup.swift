@@ -1,19 +1,19 @@
 import VaultFormat
 
-/// Searches of a group whose vault is version 2 (SPEC.md Part 4), opened with its items on demand: a query
-/// reads the range of the items tree its primary-key attributes pin, or the entries of an indexed attribute
-/// it asks for, instead of every item (SPEC.md §K4 on Part 4, V4).
+/// Searches of a group whose vault keeps an index of its items (``ItemIndex``; version 2, SPEC.md Part 4), opened
+/// with its items on demand: a query reads the range of the items tree its primary-key attributes pin, or the
+/// entries of an indexed attribute it asks for, instead of every item (SPEC.md §K4 on Part 4, V4).
 extension Schema {
     /// How a group's version 2 vault keys its items: each class by its primary-key attributes (§K4), in
     /// their order, with the defaults a missing one takes; user attributes (`@name`) and labels are indexed.
-    package static let group = PagedSchema(classes: primaryKeyClasses, indexed: [userPrefix + "*", "labl"])
+    package static let group = IndexSchema(classes: primaryKeyClasses, indexed: [userPrefix + "*", "labl"])
 
     /// How a packed vault (`kcar pack`, `kcar upgrade`) keys its items: as a group does, so that a name finds
     /// its item with one lookup, but with no attribute indexed. Nothing searches a packed vault by attribute,
     /// and an index entry per attribute would make a pack of items with many attributes cost several times
     /// its input (7,000 items of 256 attributes: 689 MiB). Copies of one vault merge; a packed vault and a
     /// group never share a vault id, so their schemas need not agree.
-    package static let packed = PagedSchema(classes: primaryKeyClasses, indexed: [])
+    package static let packed = IndexSchema(classes: primaryKeyClasses, indexed: [])
 
     private static let primaryKeyClasses = Dictionary(
         uniqueKeysWithValues: ItemClass.keychainClasses.map(\.rawValue).map { c in
@@ -26,7 +26,7 @@ extension Schema {
 
     /// Whether `schema` keys class `c` by the primary key of §K4, so that one key range holds exactly the
     /// items that share a primary key.
-    static func keysByPrimaryKey(_ schema: PagedSchema, _ c: String) -> Bool {
+    static func keysByPrimaryKey(_ schema: IndexSchema, _ c: String) -> Bool {
         let names = primaryKey(c)
         guard let keyed = schema.classes[c]?.keyAttributes else { return names.isEmpty }
         return keyed.map(\.name) == names

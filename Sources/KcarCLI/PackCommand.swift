@@ -6,7 +6,7 @@ import VaultFormat
 #endif
 
 /// `kcar pack VAULT DIR`.
-enum Pack {
+enum PackCommand {
     /// What the listing found to store: a regular file, a symbolic link or an empty folder, by its folder (an
     /// index into ``Tree/folders``), its name there, and the identity it had when listed.
     struct Entry {
@@ -563,7 +563,7 @@ func randomBytes(_ n: Int) -> [UInt8] {
     return b
 }
 
-extension Pack {
+extension PackCommand {
     /// Creates a vault in the format `--format` asks for: version 2 (SPEC.md Part 4, the default) keyed as a
     /// keychain group is, with no attribute index (``Schema/packed``); or version 1 (Part 1).
     static func createVault(
