@@ -3,11 +3,10 @@ import Foundation
 import VaultFormat
 import XCTest
 
-/// Issue 9, what the independent review of the merged hardening found: other files kcar opens that a FIFO
-/// could stand in for, and names `list` printed with C1 and bidirectional controls raw. Each test fails on
-/// the merge of issue 9 (adf9b07).
+/// Files kcar opens that a FIFO could stand in for (archives, value files, a rewrite's stale temporary), and
+/// names `list` prints with C1 and bidirectional controls escaped. Each test failed before its fix (adf9b07).
 extension HardeningCLITests {
-    /// Item 7's class beyond vaults and key files: an archive (`archive show`/`convert`, `import --nskeyed`)
+    /// Beyond vaults and key files: an archive (`archive show`/`convert`, `import --nskeyed`)
     /// and a `--value-file` (`add`, `update`) that are FIFOs are refused at once (exit 15, naming the path);
     /// before, each blocked forever in open(). An anonymous pipe stays a fine value file (`<(cmd)`).
     func testArchiveAndValueFilesNeverBlock() throws {

@@ -6,7 +6,7 @@ import XCTest
 
 /// Review of the on-demand (version 2) keychain path against the eager one: the same query must find the
 /// same items, and a transaction must see its own changes and refuse the same duplicates.
-final class PagedReviewTests: KeychainTestCase {
+final class OnDemandQueryTests: KeychainTestCase {
     let group = "app.shared"
 
     /// Commits `items` straight into the group's vault (as another tool holding the key could).

@@ -4,8 +4,10 @@ import Foundation
 import VaultFormat
 import XCTest
 
-/// Reviewer's CLI tests: each demonstrates one finding and fails until it is fixed.
-final class ReviewCLITests: XCTestCase {
+/// Reading a vault from the CLI safely: a trailer's huge item count is a damaged index (not an allocation that
+/// kills the process), extract checks every name against the others before writing anything, and every name
+/// `list` prints (`%id/...` included) reads back with extract. Each test failed before its fix.
+final class ExtractSafetyCLITests: XCTestCase {
     var dir: String!
     var keyFile: String { CLITests.repo.appendingPathComponent("Fixtures/keys/keyfile.key").path }
 
@@ -27,11 +29,11 @@ final class ReviewCLITests: XCTestCase {
         return (p.terminationStatus, p.terminationReason == .uncaughtSignal, String(decoding: e, as: UTF8.self))
     }
 
-    /// Finding 5: `TailReader.load` calls `state.reserveCapacity(Int(t.itemCount))` for a checkpoint before the
+    /// `TailReader.load` calls `state.reserveCapacity(Int(t.itemCount))` for a checkpoint before the
     /// count is checked against ITEMS_MAX (SPEC.md §3: limits are checked before allocating). A checkpoint
     /// trailer with item count 0xFFFFFFFF makes the reader allocate storage for 4.3 billion items: the process
     /// dies instead of reporting a damaged index (exit 4).
-    func testReviewHugeTrailerItemCountIsADamagedIndexNotACrash() throws {
+    func testHugeTrailerItemCountIsADamagedIndexNotACrash() throws {
         var v = try CraftedVault(
             keyFile: Recipes.keyFile, group: "g", random: DeterministicRandom(seed: Recipes.seed(80)))
         let itemID = [UInt8](repeating: 0xA1, count: 16)
@@ -50,10 +52,10 @@ final class ReviewCLITests: XCTestCase {
         XCTAssertEqual(r.code, 4, r.err)
     }
 
-    /// Finding 7: README "Extraction safety": existing files are refused with exit 7, "checked for every item
+    /// README "Extraction safety": existing files are refused with exit 7, "checked for every item
     /// before anything is written". Two items of a vault that map to the same file are not checked against each
     /// other: extract writes the first, then fails on the second (exit 7), leaving a partial extraction.
-    func testReviewExtractRefusesConflictingNamesBeforeWritingAnything() throws {
+    func testExtractRefusesConflictingNamesBeforeWritingAnything() throws {
         let path = dir + "/dup.kcv"
         try Vault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))]) { tx in
             for v in ["first", "second"] {
@@ -74,10 +76,10 @@ final class ReviewCLITests: XCTestCase {
         }
     }
 
-    /// Finding 9: README: "An ITEM is a name as `list` prints it". `list` prints `%id/<hex id>` for items
+    /// README: "An ITEM is a name as `list` prints it". `list` prints `%id/<hex id>` for items
     /// without service and account, but `ItemPath.parse` cannot decode `%id` (`%` followed by non-hex), so
     /// `extract --stdout %id/<hex>` answers "no item named" (exit 6): such an item cannot be read with kcar.
-    func testReviewExtractStdoutTakesTheIdNameThatListPrints() throws {
+    func testExtractStdoutTakesTheIdNameThatListPrints() throws {
         let path = dir + "/noname.kcv"
         var id: ItemID!
         try Vault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))]) { tx in

@@ -5,17 +5,19 @@ import XCTest
 
 @testable import VaultFormat
 
-/// Reviewer's tests: each demonstrates one finding and fails until it is fixed.
-final class ReviewTests: VaultTestCase {
+/// Commits at their edges: a small then a large value for one item in one transaction, catching up with a
+/// writer that cut an incomplete commit, slot changes against a concurrent one, a commit whose automatic
+/// compaction fails, and a header's non-critical tag 0. Each test failed before its fix.
+final class CommitEdgeCaseTests: VaultTestCase {
 
     func size(_ path: String) throws -> UInt64 {
         (try FileManager.default.attributesOfItem(atPath: path)[.size] as! NSNumber).uint64Value
     }
 
-    /// Finding 1: in one transaction, a small value (kept in the open solid record) followed by a large value
+    /// in one transaction, a small value (kept in the open solid record) followed by a large value
     /// (> SOLID_MEMBER_MAX, closed into its own record at once) for the same item: the solid record is
     /// written last, so `finalize`'s "last in `written` wins" picks the older, small value.
-    func testReviewSmallThenLargeUpdateInOneTransactionKeepsTheLastValue() throws {
+    func testSmallThenLargeUpdateInOneTransactionKeepsTheLastValue() throws {
         let path = dir + "/order.kcv"
         var id: ItemID!
         try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
@@ -34,7 +36,7 @@ final class ReviewTests: VaultTestCase {
     }
 
     /// Same, with the large value streamed from a descriptor (what a caller packing files would use).
-    func testReviewSmallThenStreamedUpdateInOneTransactionKeepsTheLastValue() throws {
+    func testSmallThenStreamedUpdateInOneTransactionKeepsTheLastValue() throws {
         let path = dir + "/order-fd.kcv"
         var id: ItemID!
         try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
@@ -54,10 +56,10 @@ final class ReviewTests: VaultTestCase {
         XCTAssertTrue(try reopened.read(try XCTUnwrap(reopened.item(id))) == large, "read back the superseded value")
     }
 
-    /// Finding 2: `catchUp` takes the file as unchanged when its size equals `tail.end + incompleteBytes` and the
+    /// `catchUp` takes the file as unchanged when its size equals `tail.end + incompleteBytes` and the
     /// trailer it knows is in place, without looking at the bytes after it. If another writer cut the
     /// incomplete commit and appended a commit of exactly that size, this writer then cuts that commit off.
-    func testReviewCatchUpDoesNotCutAnotherWritersCommitOfTheIncompleteSize() throws {
+    func testCatchUpDoesNotCutAnotherWritersCommitOfTheIncompleteSize() throws {
         let path = dir + "/catchup.kcv"
         var id: ItemID!
         try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
@@ -96,10 +98,10 @@ final class ReviewTests: VaultTestCase {
         XCTAssertTrue(try after.read(try XCTUnwrap(after.item(id))) == v2, "B's committed value is lost")
     }
 
-    /// Finding 3: `changeSlots(keep:)` takes slot indexes from the header this instance opened, but applies
+    /// `changeSlots(keep:)` takes slot indexes from the header this instance opened, but applies
     /// them to the header it catches up with under the lock. A concurrent slot change shifts the indexes, so a
     /// slot meant to be removed survives (or another one is dropped).
-    func testReviewChangeSlotsIndexesAreResolvedAgainstTheHeaderTheCallerSaw() throws {
+    func testChangeSlotsIndexesAreResolvedAgainstTheHeaderTheCallerSaw() throws {
         let path = dir + "/slots.kcv"
         let keys = (0..<4).map { i in SecureBytes(copying: (0..<32).map { UInt8(i * 40 + $0) }) }
         try Vault.create(path: path, group: "g", slots: keys.map { .keyFile($0) }) { tx in
@@ -115,12 +117,12 @@ final class ReviewTests: VaultTestCase {
         XCTAssertThrowsError(try Vault.open(path: path, secret: .keyFile(keys[0])))
     }
 
-    /// Finding 4: `commit` documents that "on any error the file is cut back ... a failed commit leaves the vault
+    /// `commit` documents that "on any error the file is cut back ... a failed commit leaves the vault
     /// as it was", but the automatic compaction runs after the commit is durable and its error is thrown from
     /// `commit`: the caller sees a failure for a change that was made (and a retry applies it twice). Any
     /// compaction failure does it (ENOSPC for the temporary copy, lock timeout, rename); here a damaged live
     /// record that the commit itself never reads.
-    func testReviewACommitThatThrowsLeavesTheVaultAsItWas() throws {
+    func testACommitThatThrowsLeavesTheVaultAsItWas() throws {
         let path = dir + "/autocompact.kcv"
         try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
             try tx.add(attributes: attrs("s", "small"), value: .bytes(Array("small value".utf8)))
@@ -150,10 +152,10 @@ final class ReviewTests: VaultTestCase {
         }
     }
 
-    /// Finding 6: a non-critical header field with tag 0x0000 is an unknown non-critical field that SPEC.md §4
+    /// a non-critical header field with tag 0x0000 is an unknown non-critical field that SPEC.md §4
     /// says a reader MUST skip; `Header.parse` starts `lastTag` at 0 and requires `tag > lastTag`, so it
     /// rejects it as "out of order" (damaged header).
-    func testReviewNonCriticalTagZeroIsSkipped() throws {
+    func testNonCriticalTagZeroIsSkipped() throws {
         var v = try CraftedVault(
             keyFile: Recipes.keyFile, group: "g", random: DeterministicRandom(seed: Recipes.seed(72)),
             extraFields: [(0x0000, [1, 2, 3])])

@@ -3,8 +3,10 @@ import KcarKeychain
 import VaultFormat
 import XCTest
 
-/// Regression tests for the findings of the independent review of the keychain layer.
-final class KeychainReviewTests: KeychainTestCase {
+/// The keychain at its edges: errors caught inside a transaction, a store kept across a rekey, the keychain
+/// called inside its own transaction, primary keys with kSecAttrSynchronizable, strings compared as bytes,
+/// match limits on update and delete, and one group's cleanup beside another's temporary files.
+final class KeychainEdgeCaseTests: KeychainTestCase {
     /// A caller that catches an error inside a transaction and goes on cannot commit a duplicate.
     func testCaughtErrorInsideATransactionLeavesNoDuplicate() throws {
         let s = try store()

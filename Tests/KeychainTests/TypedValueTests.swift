@@ -3,8 +3,8 @@ import KcarKeychain
 import VaultFormat
 import XCTest
 
-/// Issue 12, item 10: bytes as bytes, literal attribute values, dates as `Date`, service and account on items.
-final class SmallerTests: KeychainTestCase {
+/// Typed values in the keychain API: bytes as bytes, literal attribute values, dates as `Date`, service and account on items.
+final class TypedValueTests: KeychainTestCase {
     func testBytesAreStoredRawLikeData() throws {
         let k = Keychain(service: "s", accessGroup: "app.shared", store: try store())
         let bytes: [UInt8] = [0, 1, 2, 0xFF]

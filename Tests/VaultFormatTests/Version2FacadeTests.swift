@@ -7,7 +7,7 @@ import XCTest
 
 /// Review: ``Vault`` over version 2, on demand and eager, across failed commits, slot changes, rekeys and
 /// other writers.
-final class Version2ReviewTests: PagedTestCase {
+final class Version2FacadeTests: PagedTestCase {
     func make(_ n: Int) throws -> String {
         let path = dir + "/v.kcv"
         try Vault.create(
@@ -97,7 +97,7 @@ final class Version2ReviewTests: PagedTestCase {
     }
 }
 
-extension Version2ReviewTests {
+extension Version2FacadeTests {
     /// No writer of version 2 checks ITEMS_MAX against the count it writes: ``Transaction/add`` compares the
     /// items it holds in memory (only those it touched, on demand), and PagedVault none. A vault whose trailer
     /// counts ITEMS_MAX items (4,000,000 real ones, or a count a key holder forged: verification alone checks
@@ -121,7 +121,7 @@ extension Version2ReviewTests {
     }
 }
 
-extension Version2ReviewTests {
+extension Version2FacadeTests {
     /// Record lengths in a version 2 index are any varint whose extent does not overflow: a key holder can
     /// name two records of 2^63 bytes. `deadBytes` (``kcar info``) adds the live records' lengths with `+`.
     func testDeadBytesOfHugeRecordLengthsIsNotATrap() throws {
@@ -139,7 +139,7 @@ extension Version2ReviewTests {
     }
 }
 
-extension Version2ReviewTests {
+extension Version2FacadeTests {
     /// Both ways of reading a value (one item, and batched) refuse a vault whose one item `edit` forged, with
     /// an error, not a trap.
     func assertReadsRefused(_ edit: (inout Item) -> Void, file: StaticString = #filePath, line: UInt = #line) throws {
