@@ -570,16 +570,14 @@ extension PackCommand {
         _ path: String, group: String, slots: [SlotSecret], options: WriteOptions, _ args: Arguments,
         _ body: (Transaction) throws -> Void
     ) throws {
+        let format: NewVaultFormat
         switch args.value("format") ?? "2" {
-        case "2":
-            try Vault.create(
-                path: path, group: group, slots: slots, schema: Schema.packed, options: options,
-                overwrite: args.flag("force"),
-                writerID: WriterIdentity.current(), body)
-        case "1":
-            try Vault.create(
-                path: path, group: group, slots: slots, options: options, overwrite: args.flag("force"), body)
+        case "2": format = .current(schema: Schema.packed, writerID: WriterIdentity.current())
+        case "1": format = .version1
         case let other: throw CLIError.usage("--format \(other): 1 or 2")
         }
+        try Vault.create(
+            path: path, group: group, slots: slots, format: format, options: options, overwrite: args.flag("force"),
+            body)
     }
 }

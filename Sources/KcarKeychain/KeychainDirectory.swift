@@ -297,9 +297,10 @@ public struct KeychainDirectory: Sendable, Hashable {
         }
         if !exists(group) {
             do {
-                // Version 2 (SPEC.md Part 4): a lookup reads a path of pages, whatever the number of items.
+                // The current format (SPEC.md Part 4): a lookup reads a path of pages, whatever the number of items.
                 try Vault.create(
-                    path: vaultPath(group), group: group, slots: [.keyFile(key)], schema: Schema.group, random: random
+                    path: vaultPath(group), group: group, slots: [.keyFile(key)],
+                    format: .current(schema: Schema.group), random: random
                 ) { _ in }
                 shareVault(group, trust)
             } catch let e as VaultError where e.code == .exists {

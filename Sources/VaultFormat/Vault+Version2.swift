@@ -249,3 +249,32 @@ extension Vault {
         }
     }
 }
+
+/// The format of a new vault (``Vault/create(path:group:slots:format:options:overwrite:random:_:)``).
+package enum NewVaultFormat: Sendable {
+    /// Version 1 (SPEC.md Part 1): a chain of index segments, no versions; for readers of format 1 only.
+    case version1
+    /// The current format, version 2 (SPEC.md Part 4): items keyed by `schema`, history kept by `retention`,
+    /// versions written by `writerID` (nil: one drawn).
+    case current(schema: IndexSchema, retention: Retention = .init(), writerID: UInt64? = nil)
+}
+
+extension Vault {
+    /// Creates a new vault at `path` in `format`, holding what `body` adds in its first commit; the file is
+    /// written under a temporary name and renamed into place only when complete (an error leaves nothing).
+    /// The one creator callers choose a format with: each format's own creator is behind it.
+    package static func create(
+        path: String, group: String, slots: [SlotSecret], format: NewVaultFormat, options: WriteOptions = .init(),
+        overwrite: Bool = false, random: RandomSource = SystemRandom.shared, _ body: (Transaction) throws -> Void
+    ) throws {
+        switch format {
+        case .version1:
+            try create(
+                path: path, group: group, slots: slots, options: options, overwrite: overwrite, random: random, body)
+        case .current(let schema, let retention, let writerID):
+            try create(
+                path: path, group: group, slots: slots, schema: schema, retention: retention, options: options,
+                overwrite: overwrite, random: random, writerID: writerID, body)
+        }
+    }
+}

@@ -7,7 +7,7 @@ import XCTest
 /// Reading a vault from the CLI safely: a trailer's huge item count is a damaged index (not an allocation that
 /// kills the process), extract checks every name against the others before writing anything, and every name
 /// `list` prints (`%id/...` included) reads back with extract. Each test failed before its fix.
-final class ExtractSafetyCLITests: XCTestCase {
+final class VaultReadingCLITests: XCTestCase {
     var dir: String!
     var keyFile: String { CLITests.repo.appendingPathComponent("Fixtures/keys/keyfile.key").path }
 
