@@ -15,8 +15,6 @@ struct LockedTemporary {
 
     /// extract's temporaries in an output folder: `.kcar-<hex>.tmp`.
     static let extracted = LockedTemporary(prefix: ".kcar-", suffix: ".tmp")
-    /// A staged file's temporary next to `base`: `.BASE.<hex>.tmp`, the form vault rewrites use too.
-    static func staged(_ base: String) -> LockedTemporary { LockedTemporary(prefix: ".\(base).", suffix: ".tmp") }
 
     func isOurs(_ name: [UInt8]) -> Bool {
         let p = Array(prefix.utf8)

@@ -11,27 +11,14 @@ import VaultFormat
 /// stages a file of that name, as nobody locks it).
 final class StagedFile {
     let path: String
-    let temp: String
-    private var fd: Int32
-    /// Whether the temporary name is still ours to remove (not yet renamed into place).
-    private var tempExists = true
-    private let registration: Int?
+    private let replace: AtomicReplace
+    private var written: UInt64 = 0
+    /// Whether the temporary file is still ours to remove (not yet given its name).
+    private var pending = true
 
     init(_ path: String, mode: mode_t) throws {
         self.path = path
-        let dir = directoryOf(path)
-        let base = path.split(separator: "/").last.map(String.init) ?? path
-        let dirFD = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard dirFD >= 0 else { throw CLIError(.io, "cannot create \(path): \(String(cString: strerror(errno)))") }
-        defer { close(dirFD) }
-        let form = LockedTemporary.staged(base)
-        form.removeStale(in: dirFD)
-        let (fd, name, registration) = try form.create(in: dirFD, mode: mode, display: path) {
-            TemporaryFiles.register(dir + "/" + $0)
-        }
-        self.fd = fd
-        temp = dir + "/" + name
-        self.registration = registration
+        replace = try StagedFile.cli(path) { try AtomicReplace(path: path, mode: mode) }
     }
 
     convenience init(_ path: String, mode: mode_t, bytes: [UInt8]) throws {
@@ -41,43 +28,34 @@ final class StagedFile {
         try append(data)
     }
 
+    var temp: String { replace.tempPath }
+
     func append(_ bytes: [UInt8]) throws {
         try bytes.withUnsafeBytes { try append($0) }
     }
 
     func append(_ bytes: UnsafeRawBufferPointer) throws {
-        var done = 0
-        while done < bytes.count {
-            let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { throw CLIError(.io, "cannot write \(path): \(String(cString: strerror(errno)))") }
-            done += n
-        }
+        try StagedFile.cli(path) { try replace.write(bytes, at: written) }
+        written += UInt64(bytes.count)
     }
 
     /// Syncs and gives the file its name: with `force` by rename (replacing what is there), else by link
     /// (failing with exit 7 if the name exists, so a concurrent creator is never overwritten).
     func place(force: Bool) throws {
-        guard fsync(fd) == 0 else { throw CLIError(.io, "cannot write \(path): \(String(cString: strerror(errno)))") }
-        let ok = force ? rename(temp, path) == 0 : link(temp, path) == 0
-        let err = errno
-        if ok, force { tempExists = false }
-        discard()
-        guard ok else {
-            if err == EEXIST { throw CLIError(.exists, "\(path) exists (--force replaces it)") }
-            throw CLIError(.io, "cannot create \(path): \(String(cString: strerror(err)))")
+        pending = false
+        try StagedFile.cli(path) { try replace.commit(overwrite: force) }
+    }
+
+    /// The library's errors in the CLI's words: an existing file says how to replace it.
+    private static func cli<T>(_ path: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let e as VaultError where e.code == .exists {
+            throw CLIError(.exists, "\(path) exists (--force replaces it)")
+        } catch let e as VaultError {
+            throw CLIError(ExitCode.of(e.code), e.context)
         }
     }
 
-    private func discard() {
-        if fd >= 0 {
-            close(fd)
-            fd = -1
-        }
-        if tempExists { unlink(temp) }
-        tempExists = false
-        TemporaryFiles.unregister(registration)
-    }
-
-    deinit { discard() }
+    deinit { if pending { replace.abandon() } }
 }

@@ -237,14 +237,19 @@ package final class File {
 
 /// Writes a whole file next to `path` and renames it over `path` only once it is complete and synced:
 /// readers and crashes see either the old file or the new one. The temporary file is removed on failure.
-struct AtomicReplace {
-    let path: String
-    let tempPath: String
+/// The one helper for writing a file whole: vault rewrites and creations, and the CLI's key files, item files
+/// and outputs (its `StagedFile`).
+package struct AtomicReplace {
+    package let path: String
+    package let tempPath: String
     let file: File
     /// Its registration for removal on a fatal signal.
     let registration: Int?
 
-    init(path: String, random: RandomSource = SystemRandom.shared) throws {
+    /// A new temporary file next to `path`, `.BASE.<12 hex>.tmp`, created with `mode` (less the umask),
+    /// exclusively (never through a link), locked until it is renamed or removed, registered for removal on a
+    /// fatal signal; one a killed writer left (nobody locks it) is removed first.
+    package init(path: String, mode: mode_t = 0o600, random: RandomSource = SystemRandom.shared) throws {
         self.path = path
         let dir = directoryOf(path)
         let base = path.split(separator: "/").last.map(String.init) ?? path
@@ -256,7 +261,7 @@ struct AtomicReplace {
         let staging = tempPath + ".new"
         // Created and registered with the signals held (a signal in between would leave it behind).
         let (fd, stagingRegistration) = TemporaryFiles.creating { () -> (Int32, Int?) in
-            let fd = open(staging, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            let fd = open(staging, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
             guard fd >= 0 else { return (fd, nil) }
             DebugSeam.pause("temporary-created")
             return (fd, TemporaryFiles.register(staging))
@@ -320,7 +325,7 @@ struct AtomicReplace {
     /// Syncs, renames over the target (refusing to replace an existing one unless `overwrite`), syncs the folder.
     /// `check` runs just before the rename (after the slow sync): a rewrite throws there if the file it copied
     /// is no longer at `path`. The temporary file is removed if anything fails.
-    func commit(overwrite: Bool, check: () throws -> Void = {}) throws {
+    package func commit(overwrite: Bool, check: () throws -> Void = {}) throws {
         do {
             try file.fullSync()
             try check()
@@ -355,13 +360,16 @@ struct AtomicReplace {
         syncDirectory(directoryOf(path))
     }
 
+    /// Writes `bytes` at `offset` of the temporary file.
+    package func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws { try file.write(bytes, at: offset) }
+
     /// Whether `path`'s folder has the restricted-deletion (sticky) bit.
     static func inStickyFolder(_ path: String) -> Bool {
         var st = stat()
         return stat(directoryOf(path), &st) == 0 && st.st_mode & S_ISVTX != 0
     }
 
-    func abandon() {
+    package func abandon() {
         unlink(tempPath)
         TemporaryFiles.unregister(registration)
     }
