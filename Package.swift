@@ -23,21 +23,21 @@ let package = Package(
         // Vaults and archives built byte by byte, any rule broken at will: for tests, fixtures and kcar-hostile only.
         .target(name: "Crafting", dependencies: ["VaultFormat", "KeyedArchive"]),
         // The seeded recipes of Fixtures/ (golden, malformed and hostile vaults) and helpers the tests share.
-        .target(name: "FixtureRecipes", dependencies: ["VaultFormat", "Crafting"]),
+        .target(name: "TestSupport", dependencies: ["VaultFormat", "Crafting"]),
         // Writes Fixtures/ and the SPEC's test vector from the recipes (make fixtures).
-        .executableTarget(name: "kcar-fixtures", dependencies: ["FixtureRecipes", "VaultFormat"]),
+        .executableTarget(name: "kcar-fixtures", dependencies: ["TestSupport", "VaultFormat"]),
         // The README's examples and the seeds' first calls as a whole process, for KeychainTests (issue 12).
-        .executableTarget(name: "kcar-first-try", dependencies: ["KcarKeychain"]),
+        .executableTarget(name: "kcar-keychain-examples", dependencies: ["KcarKeychain"]),
         // The writer that the crash tests kill and the concurrency tests run beside others (KcarCLITests).
-        .executableTarget(name: "kcar-stress", dependencies: ["VaultFormat", "FixtureRecipes"]),
+        .executableTarget(name: "kcar-stress", dependencies: ["VaultFormat", "TestSupport"]),
         // Crafts hostile inputs and checks that each kcar command refuses them within named limits (issue 9).
         .executableTarget(
-            name: "kcar-hostile", dependencies: ["VaultFormat", "KeyedArchive", "Crafting", "FixtureRecipes"]),
-        .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat", "Crafting", "FixtureRecipes"]),
-        .testTarget(name: "KcarCLITests", dependencies: ["KcarCLI", "VaultFormat", "Crafting", "FixtureRecipes"]),
-        .testTarget(name: "KeyedArchiveTests", dependencies: ["KeyedArchive", "Crafting", "FixtureRecipes"]),
+            name: "kcar-hostile", dependencies: ["VaultFormat", "KeyedArchive", "Crafting", "TestSupport"]),
+        .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat", "Crafting", "TestSupport"]),
+        .testTarget(name: "KcarCLITests", dependencies: ["KcarCLI", "VaultFormat", "Crafting", "TestSupport"]),
+        .testTarget(name: "KeyedArchiveTests", dependencies: ["KeyedArchive", "Crafting", "TestSupport"]),
         .testTarget(
-            name: "KeychainTests", dependencies: ["KcarKeychain", "VaultFormat", "KeyedArchive", "FixtureRecipes"])
+            name: "KeychainTests", dependencies: ["KcarKeychain", "VaultFormat", "KeyedArchive", "TestSupport"])
     ],
     swiftLanguageModes: [.v6]
 )

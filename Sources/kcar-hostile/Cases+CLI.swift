@@ -1,4 +1,4 @@
-import FixtureRecipes
+import TestSupport
 import VaultFormat
 
 #if canImport(Glibc)

@@ -1,4 +1,4 @@
-import FixtureRecipes
+import TestSupport
 
 #if canImport(Glibc)
     import Glibc

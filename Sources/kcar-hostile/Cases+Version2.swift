@@ -1,4 +1,4 @@
-import FixtureRecipes
+import TestSupport
 import VaultFormat
 
 #if canImport(Glibc)
@@ -6,7 +6,7 @@ import VaultFormat
 #endif
 
 /// Hostile version 2 vaults made with the key: a collaborator who holds the key writes
-/// files that are legal structure by structure (FixtureRecipes/HostileV2.swift makes them) and hostile in
+/// files that are legal structure by structure (TestSupport/HostileV2.swift makes them) and hostile in
 /// what they cost or in how their parts point at each other. Each input is handed to every command that reads
 /// or writes a version 2 vault; `o.kcv` (BASE) and `p.kcv` (OURS) are clean copies of the same vault from
 /// before the attack, for merges, and `src/s/new` a file for `add`.

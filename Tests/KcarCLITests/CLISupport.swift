@@ -1,5 +1,5 @@
-import FixtureRecipes
 import Foundation
+import TestSupport
 import XCTest
 
 /// One run of the built `kcar` (the fault, extraction and secrets tests; CLITests has its own).

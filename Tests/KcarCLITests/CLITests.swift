@@ -1,5 +1,5 @@
-import FixtureRecipes
 import Foundation
+import TestSupport
 import XCTest
 
 /// Runs the built `kcar` as users do and checks its output, files and exit codes.

@@ -1,5 +1,5 @@
-import FixtureRecipes
 import Foundation
+import TestSupport
 import XCTest
 
 /// `kcar` on a full disk and on a read-only file system (a small tmpfs; needs root, skips otherwise): every

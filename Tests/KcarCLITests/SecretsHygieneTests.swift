@@ -1,5 +1,5 @@
-import FixtureRecipes
 import Foundation
+import TestSupport
 import XCTest
 
 /// Secrets never leave kcar by its output: the built binary is run through its error paths with a

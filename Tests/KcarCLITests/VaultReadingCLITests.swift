@@ -1,6 +1,6 @@
 import Crafting
-import FixtureRecipes
 import Foundation
+import TestSupport
 import VaultFormat
 import XCTest
 

@@ -3,13 +3,13 @@ import KcarKeychain
 import XCTest
 
 /// Issue 12, item 1: the README's examples and the seeds' delete-then-add work on the first try, in a fresh
-/// environment (no variables but a new HOME), as a whole process: `kcar-first-try` and the built `kcar`.
+/// environment (no variables but a new HOME), as a whole process: `kcar-keychain-examples` and the built `kcar`.
 final class FirstTryTests: XCTestCase {
     var home: String!
     var keychain: String { home + "/.local/share/kcar" }
 
     override func setUpWithError() throws {
-        home = NSTemporaryDirectory() + "kcar-first-try-\(UUID().uuidString)"
+        home = NSTemporaryDirectory() + "kcar-keychain-examples-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
     }
 
@@ -44,13 +44,13 @@ final class FirstTryTests: XCTestCase {
     }
 
     func testReadmeExamplesWorkInAFreshEnvironment() throws {
-        let r = try run("kcar-first-try", ["readme"])
+        let r = try run("kcar-keychain-examples", ["readme"])
         XCTAssertEqual(r.code, 0, r.out + r.err)
         XCTAssertTrue(r.out.contains("SecItemAdd: 0\n"), r.out)
         XCTAssertTrue(r.out.contains("subscript get: x\n"), r.out)
         // The default group is the program's name (SPEC.md §K2.1).
-        XCTAssertTrue(r.out.contains("default group: kcar-first-try\n"), r.out)
-        XCTAssertTrue(FileManager.default.fileExists(atPath: keychain + "/kcar-first-try.kcv"))
+        XCTAssertTrue(r.out.contains("default group: kcar-keychain-examples\n"), r.out)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: keychain + "/kcar-keychain-examples.kcv"))
         XCTAssertEqual(r.err, "")
     }
 
@@ -61,13 +61,13 @@ final class FirstTryTests: XCTestCase {
             "kcar", ["add", "--group", "com.example.other", "--service", "elsewhere", "--value-file", "/dev/null"])
         XCTAssertEqual(add.code, 0, add.err)
         for value in ["first", "second"] {
-            let r = try run("kcar-first-try", ["seed", value])
+            let r = try run("kcar-keychain-examples", ["seed", value])
             XCTAssertEqual(r.code, 0, r.out + r.err)
             XCTAssertTrue(r.out.contains("load: \(value)\n"), r.out)
         }
         let groups = try run("kcar", ["groups"])
         XCTAssertEqual(groups.code, 0, groups.err)
-        XCTAssertTrue(groups.out.contains("kcar-first-try"), groups.out)
+        XCTAssertTrue(groups.out.contains("kcar-keychain-examples"), groups.out)
         XCTAssertTrue(groups.out.contains("com.example.other"), groups.out)
     }
 
@@ -75,11 +75,11 @@ final class FirstTryTests: XCTestCase {
     func testRecordedDefaultGroupAndListOrder() throws {
         let i = try run("kcar", ["init", "--default-group", "com.example.team"])
         XCTAssertEqual(i.code, 0, i.err)
-        let r = try run("kcar-first-try", ["readme"])
+        let r = try run("kcar-keychain-examples", ["readme"])
         XCTAssertEqual(r.code, 0, r.out + r.err)
         XCTAssertTrue(r.out.contains("default group: com.example.team\n"), r.out)
         XCTAssertTrue(FileManager.default.fileExists(atPath: keychain + "/com.example.team.kcv"))
-        let listed = try run("kcar-first-try", ["seed"], env: ["KCAR_ACCESS_GROUPS": "com.example.list"])
+        let listed = try run("kcar-keychain-examples", ["seed"], env: ["KCAR_ACCESS_GROUPS": "com.example.list"])
         XCTAssertEqual(listed.code, 0, listed.out + listed.err)
         XCTAssertTrue(FileManager.default.fileExists(atPath: keychain + "/com.example.list.kcv"))
         // The CLI's add follows the same rule.
@@ -93,7 +93,7 @@ final class FirstTryTests: XCTestCase {
     func testUnsafeDefaultGroupFileIsRefused() throws {
         XCTAssertEqual(try run("kcar", ["init", "--default-group", "com.example.team"]).code, 0)
         chmod(keychain + "/.kcar-default-group", 0o666)
-        let r = try run("kcar-first-try", ["seed"])
+        let r = try run("kcar-keychain-examples", ["seed"])
         XCTAssertNotEqual(r.code, 0)
         XCTAssertTrue(r.out.contains("save: \(errSecMissingEntitlement)\n"), r.out)
         let add = try run("kcar", ["add", "--service", "cli", "--value-file", "/dev/null"])
@@ -103,7 +103,7 @@ final class FirstTryTests: XCTestCase {
 
     /// A subscript write that fails is visible: `lastError`, and one line on standard error without the value.
     func testFailedSubscriptWriteIsVisible() throws {
-        let r = try run("kcar-first-try", ["refused"], env: ["KCAR_ACCESS_GROUPS": "com.example.app"])
+        let r = try run("kcar-keychain-examples", ["refused"], env: ["KCAR_ACCESS_GROUPS": "com.example.app"])
         XCTAssertEqual(r.code, 0, r.out + r.err)
         XCTAssertTrue(r.err.contains("[\"token\"] was not written: errSecMissingEntitlement"), r.err)
         XCTAssertFalse(r.err.contains("hunter2"), r.err)
@@ -112,7 +112,7 @@ final class FirstTryTests: XCTestCase {
     /// A program that declares Apple's sample `KeychainError` still names kcar's as `KcarKeychain.KeychainError`
     /// (this compiles only since the module is no longer named like its type `Keychain`).
     func testKeychainErrorQualifiesBesideApplesSample() throws {
-        let r = try run("kcar-first-try", ["naming"])
+        let r = try run("kcar-keychain-examples", ["naming"])
         XCTAssertEqual(r.code, 0, r.out + r.err)
         XCTAssertEqual(
             r.out,
@@ -122,7 +122,7 @@ final class FirstTryTests: XCTestCase {
     /// With no HOME (nor XDG_DATA_HOME, KCAR_KEYCHAIN) there is no keychain: refused, and nothing is made
     /// under the current directory (issue 12, item 10).
     func testNoHomeIsRefusedNotGuessed() throws {
-        let r = try run("kcar-first-try", ["seed"], withHome: false)
+        let r = try run("kcar-keychain-examples", ["seed"], withHome: false)
         XCTAssertNotEqual(r.code, 0)
         XCTAssertTrue(r.out.contains("save: \(errSecNotAvailable)\n"), r.out)
         let add = try run("kcar", ["add", "--service", "cli", "--value-file", "/dev/null"], withHome: false)

@@ -1,6 +1,6 @@
-import FixtureRecipes
 import Foundation
 import KeyedArchive
+import TestSupport
 import XCTest
 
 /// Seeded mutations of the golden archives: the reader never crashes or hangs, and whatever it accepts from

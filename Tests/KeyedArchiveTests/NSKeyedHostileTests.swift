@@ -1,6 +1,6 @@
-import FixtureRecipes
 import Foundation
 import KeyedArchive
+import TestSupport
 import XCTest
 
 /// Hostile property lists and archives fail fast with their specific error; seeded mutations never crash.

@@ -1,6 +1,6 @@
-import FixtureRecipes
 import Foundation
 import KeyedArchive
+import TestSupport
 import XCTest
 
 /// Export and import against Foundation's own NSKeyedArchiver and NSKeyedUnarchiver on this platform, and

@@ -1,6 +1,6 @@
 import Crafting
-import FixtureRecipes
 import Foundation
+import TestSupport
 import XCTest
 
 @testable import VaultFormat

@@ -1,5 +1,5 @@
-import FixtureRecipes
 import Foundation
+import TestSupport
 import XCTest
 
 @testable import VaultFormat

@@ -1,4 +1,4 @@
-/// SplitMix64, the seeded generator of the benchmarks' inputs: the same as FixtureRecipes' in kcar's test
+/// SplitMix64, the seeded generator of the benchmarks' inputs: the same as TestSupport's in kcar's test
 /// support (which a package of its own cannot import), so that a seed makes the inputs it always made.
 public struct SplitMix64: RandomNumberGenerator {
     public var state: UInt64
@@ -13,5 +13,5 @@ public struct SplitMix64: RandomNumberGenerator {
     public mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
 }
 
-/// The key file of kcar's fixtures (FixtureRecipes' `Recipes.keyFile`), under which `kcar-bench solid` writes.
+/// The key file of kcar's fixtures (TestSupport's `Recipes.keyFile`), under which `kcar-bench solid` writes.
 public let fixtureKeyFile: [UInt8] = Array(0x20...0x3F)

@@ -74,7 +74,7 @@ case "naming":
     report("kcar", kcar.status, ok: kcar.status.rawValue == errSecItemNotFound)
     report("keychain", keychain.service, ok: true)
 default:
-    print("usage: kcar-first-try readme | seed [VALUE] | refused | naming")
+    print("usage: kcar-keychain-examples readme | seed [VALUE] | refused | naming")
     exit(2)
 }
 exit(failed ? 1 : 0)
