@@ -2,18 +2,10 @@ import Foundation
 import TestSupport
 import XCTest
 
-/// One run of the built `kcar` (the fault, extraction and secrets tests; CLITests has its own).
-struct KcarRun {
-    let code: Int32
-    let out: Data
-    let err: String
-    var output: String { String(decoding: out, as: UTF8.self) + err }
-}
-
 /// Runs `kcar args` in `dir` with `KCAR_PASSPHRASE` removed unless `env` sets it.
-func runKcar(_ args: [String], in dir: String, stdin: Data? = nil, env: [String: String] = [:]) throws -> KcarRun {
-    let r = try runProcess(CLITests.binary, args, stdin: stdin, env: env, cwd: dir)
-    return KcarRun(code: r.code, out: r.data, err: r.err)
+func runKcar(_ args: [String], in dir: String, stdin: Data? = nil, env: [String: String] = [:]) throws -> ProcessResult
+{
+    try runProcess(CLITests.binary, args, stdin: stdin, env: env, cwd: dir)
 }
 
 extension XCTestCase {

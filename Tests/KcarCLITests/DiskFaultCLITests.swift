@@ -20,7 +20,7 @@ final class DiskFaultCLITests: XCTestCase {
     @discardableResult
     func kcar(
         _ args: [String], expect: Int32, env: [String: String] = [:], file: StaticString = #filePath, line: UInt = #line
-    ) throws -> KcarRun {
+    ) throws -> ProcessResult {
         let r = try runKcar(args, in: dir, env: env)
         XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
         return r
@@ -44,7 +44,7 @@ final class DiskFaultCLITests: XCTestCase {
         try kcar(["verify", path, "--key-file", keyFile], expect: 0, file: file, line: line)
         let small = try kcar(
             ["extract", path, "--stdout", "svc/small", "--key-file", keyFile], expect: 0, file: file, line: line)
-        XCTAssertEqual(small.out, Data("hunter2".utf8), what, file: file, line: line)
+        XCTAssertEqual(small.data, Data("hunter2".utf8), what, file: file, line: line)
     }
 
     func makeSmallTree() throws {

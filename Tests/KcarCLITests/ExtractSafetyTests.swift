@@ -27,7 +27,9 @@ final class ExtractSafetyTests: XCTestCase {
     }
 
     @discardableResult
-    func kcar(_ args: [String], expect: Int32, file: StaticString = #filePath, line: UInt = #line) throws -> KcarRun {
+    func kcar(_ args: [String], expect: Int32, file: StaticString = #filePath, line: UInt = #line) throws
+        -> ProcessResult
+    {
         let r = try runKcar(args + ["--key-file", keyFile], in: dir)
         XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
         return r
@@ -74,8 +76,8 @@ final class ExtractSafetyTests: XCTestCase {
         assertNothingOutside()
         // The names `list` prints select the same items.
         XCTAssertEqual(
-            try kcar(["extract", "v.kcv", "--stdout", "%2E%2E/%2E%2E/%2E%2E/escape"], expect: 0).out, Data([1]))
-        XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "%2Fetc/%/passwd"], expect: 0).out, Data([2]))
+            try kcar(["extract", "v.kcv", "--stdout", "%2E%2E/%2E%2E/%2E%2E/escape"], expect: 0).data, Data([1]))
+        XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "%2Fetc/%/passwd"], expect: 0).data, Data([2]))
     }
 
     func testNULAndControlCharactersAreEncoded() throws {
@@ -85,7 +87,7 @@ final class ExtractSafetyTests: XCTestCase {
         try kcar(["extract", "v.kcv", "-C", "box/out"], expect: 0)
         XCTAssertEqual(
             regularFiles(dir + "/box/out"), ["sv%00c/a%00b": [1], "svc/tab%09here%0Anewline": [2], "svc/100%25": [3]])
-        XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "sv%00c/a%00b"], expect: 0).out, Data([1]))
+        XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "sv%00c/a%00b"], expect: 0).data, Data([1]))
         assertNothingOutside()
     }
 
@@ -113,7 +115,7 @@ final class ExtractSafetyTests: XCTestCase {
             ["0" + String(repeating: "d", count: 240), longest, "plain"].sorted())
         // Asked for by name, a skipped item is still reported.
         try kcar(["extract", "v.kcv", "-C", "box/out", "svc/" + tooLong, "--force"], expect: 9)
-        XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "svc/" + tooLong], expect: 0).out, Data([2]))
+        XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "svc/" + tooLong], expect: 0).data, Data([2]))
         assertNothingOutside()
     }
 
@@ -157,9 +159,9 @@ final class ExtractSafetyTests: XCTestCase {
         XCTAssertEqual(byBytes[Array((nfd + "/x").utf8)], [5])
         XCTAssertEqual(byBytes[Array(("svc/" + nfc).utf8)], [6])
         XCTAssertEqual(byBytes[Array(("svc/" + nfd).utf8)], [7])
-        XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "svc/" + nfc], expect: 0).out, Data([6]))
-        XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "svc/" + nfd], expect: 0).out, Data([7]))
-        XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", nfd + "/x"], expect: 0).out, Data([5]))
+        XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "svc/" + nfc], expect: 0).data, Data([6]))
+        XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "svc/" + nfd], expect: 0).data, Data([7]))
+        XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", nfd + "/x"], expect: 0).data, Data([5]))
         try kcar(["extract", "v.kcv", "-C", "box/one", nfc], expect: 0)
         XCTAssertEqual(regularFilesByBytes(dir + "/box/one"), [Array((nfc + "/x").utf8): [4]])
         try FileManager.default.removeItem(atPath: dir + "/box/one")

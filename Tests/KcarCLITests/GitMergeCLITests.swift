@@ -22,15 +22,15 @@ final class GitMergeCLITests: XCTestCase {
 
     /// `kcar args` in the test's folder, the key given through KCAR_KEY_FILE (as git's driver gets it).
     @discardableResult
-    func run(_ args: [String], env: [String: String] = [:], noTerminal: Bool = false) throws -> KcarRun {
+    func run(_ args: [String], env: [String: String] = [:], noTerminal: Bool = false) throws -> ProcessResult {
         var e = ["XDG_STATE_HOME": dir + "/state"]
         for (k, v) in env { e[k] = v }
         let r = try runProcess(
             CLITests.binary, args, env: e, cwd: dir, prefix: noTerminal ? ["/usr/bin/setsid", "-w"] : [])
-        return KcarRun(code: r.code, out: r.data, err: r.err)
+        return r
     }
 
-    func keyed(_ args: [String]) throws -> KcarRun { try run(args, env: ["KCAR_KEY_FILE": key]) }
+    func keyed(_ args: [String]) throws -> ProcessResult { try run(args, env: ["KCAR_KEY_FILE": key]) }
 
     /// A version 2 vault of a folder of `items` (service/account -> value), by `kcar pack` (version 2 by default;
     /// `kcar upgrade` then leaves it as it is).
@@ -62,7 +62,7 @@ final class GitMergeCLITests: XCTestCase {
     func items(_ path: String) throws -> [String] {
         let r = try keyed(["git", "textconv", path, "--values"])
         XCTAssertEqual(r.code, 0, r.output)
-        return Array(String(decoding: r.out, as: UTF8.self).split(separator: "\n").dropFirst().map(String.init))
+        return Array(r.out.split(separator: "\n").dropFirst().map(String.init))
     }
 
     func testMergeTakesEachSidesChangesAndKeepsTheLoserInHistory() throws {
@@ -223,12 +223,12 @@ final class GitMergeCLITests: XCTestCase {
         let second = try keyed(["git", "textconv", v])
         XCTAssertEqual(first.code, 0)
         XCTAssertEqual(first.out, second.out)
-        let before = String(decoding: first.out, as: UTF8.self).split(separator: "\n").map(String.init)
+        let before = first.out.split(separator: "\n").map(String.init)
         XCTAssertEqual(before.count, 51)
         XCTAssertEqual(before.dropFirst().sorted(), Array(before.dropFirst()), "in the vault's order")
         XCTAssertFalse(before.joined().contains("value 7"), "no values without --values")
         try V2Edit.set(v, key: key, writer: 3, ["svc2/acct7": "changed"])
-        let after = String(decoding: try keyed(["git", "textconv", v]).out, as: UTF8.self).split(separator: "\n").map(
+        let after = try keyed(["git", "textconv", v]).out.split(separator: "\n").map(
             String.init)
         let removed = Set(before).subtracting(after)
         let added = Set(after).subtracting(before)
@@ -243,7 +243,7 @@ final class GitMergeCLITests: XCTestCase {
             try run(["git", "textconv", v], env: ["KCAR_KEY_FILE": dir + "/missing.key"])
         ] {
             XCTAssertEqual(r.code, 0, r.output)
-            let lines = String(decoding: r.out, as: UTF8.self).split(separator: "\n")
+            let lines = r.out.split(separator: "\n")
             XCTAssertEqual(lines.count, 2, r.output)
             XCTAssertTrue(lines[0].hasPrefix("# kcar vault, format 2"), r.output)
             XCTAssertTrue(lines[1].hasPrefix("# file: "), r.output)
@@ -252,7 +252,7 @@ final class GitMergeCLITests: XCTestCase {
         try "hello".write(toFile: notVault, atomically: true, encoding: .utf8)
         let nv = try keyed(["git", "textconv", notVault])
         XCTAssertEqual(nv.code, 0)
-        XCTAssertTrue(String(decoding: nv.out, as: UTF8.self).hasPrefix("# not a readable kcar vault"), nv.output)
+        XCTAssertTrue(nv.out.hasPrefix("# not a readable kcar vault"), nv.output)
     }
 
     func testHistoryAndRestoreBringBackUpdatedAndDeletedValues() throws {
@@ -261,7 +261,7 @@ final class GitMergeCLITests: XCTestCase {
         try V2Edit.set(v, key: key, writer: 1, ["svc/a": "three"])
         let h = try keyed(["history", v, "svc/a"])
         XCTAssertEqual(h.code, 0, h.output)
-        let lines = String(decoding: h.out, as: UTF8.self).split(separator: "\n").map(String.init)
+        let lines = h.out.split(separator: "\n").map(String.init)
         XCTAssertEqual(lines.count, 5, h.output)  // name, header, current, 2 kept
         XCTAssertTrue(lines[2].hasPrefix("current") && lines[3].hasPrefix("1") && lines[4].hasPrefix("2"), h.output)
         XCTAssertTrue(lines[3].contains("updated"), h.output)

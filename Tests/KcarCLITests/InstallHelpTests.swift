@@ -158,7 +158,7 @@ final class InstallHelpTests: XCTestCase {
             XCTAssertEqual(r.code, 0, r.err)
         }
         XCTAssertEqual(
-            String(decoding: try runKcar(["groups", "--names"], in: dir, env: ["HOME": home]).out, as: UTF8.self),
+            try runKcar(["groups", "--names"], in: dir, env: ["HOME": home]).out,
             "personal\nteam.backend\nteam.ops\n")
         let bin = URL(fileURLWithPath: CLITests.binary).deletingLastPathComponent().path
         let path = bin + ":/usr/bin:/bin"

@@ -14,13 +14,13 @@ final class NewcomerTests: XCTestCase {
     override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
 
     /// `kcar args` in the test's folder with its HOME, `stdin` as its standard input, expecting exit `expect`.
-    func run(_ args: [String], stdin: String? = nil, expect: Int32 = 0) throws -> KcarRun {
+    func run(_ args: [String], stdin: String? = nil, expect: Int32 = 0) throws -> ProcessResult {
         let r = try runKcar(args, in: dir, stdin: stdin.map { Data($0.utf8) }, env: ["HOME": dir + "/home"])
         XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
         return r
     }
 
-    func kcar(_ args: [String], expect: Int32) throws -> KcarRun {
+    func kcar(_ args: [String], expect: Int32) throws -> ProcessResult {
         let r = try runKcar(args, in: dir, env: ["HOME": dir + "/home"])
         XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
         return r
@@ -37,7 +37,7 @@ final class NewcomerTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/v.kcv"))
         let other = try kcar(["pack", "v.kcv", "plain", "--key-file", "plain/svc/a"], expect: 2)
         XCTAssertTrue(other.err.contains("must hold exactly 32 bytes") && other.err.contains("--identity"), other.err)
-        XCTAssertTrue(String(decoding: try kcar(["help"], expect: 0).out, as: UTF8.self).contains("--identity FILE"))
+        XCTAssertTrue(try kcar(["help"], expect: 0).out.contains("--identity FILE"))
     }
 
     func testPasswdInAScriptSaysTheNewPassphraseIsMissing() throws {
@@ -50,7 +50,7 @@ final class NewcomerTests: XCTestCase {
 
     func testTheVersionLineNamesTheFormatsKcarReadsAndWrites() throws {
         XCTAssertEqual(
-            String(decoding: try kcar(["--version"], expect: 0).out, as: UTF8.self),
+            try kcar(["--version"], expect: 0).out,
             "kcar 0.1 (vault formats 1 and 2 read; new vaults are format 2)\n")
     }
 
@@ -66,24 +66,21 @@ final class NewcomerTests: XCTestCase {
         XCTAssertEqual(
             try kcar(["add", "v.kcv", "-C", "plain", "svc/b", "-q", "--key-file", "k.key"], expect: 0).output, "")
         // list takes names as tar tf and 7z l do.
-        let one = String(
-            decoding: try kcar(["list", "v.kcv", "svc/b", "--key-file", "k.key"], expect: 0).out, as: UTF8.self)
+        let one = try kcar(["list", "v.kcv", "svc/b", "--key-file", "k.key"], expect: 0).out
         XCTAssertTrue(one.hasSuffix("svc/b\n") && !one.contains("svc/a"), one)
-        let both = String(
-            decoding: try kcar(["list", "v.kcv", "svc", "--key-file", "k.key"], expect: 0).out, as: UTF8.self)
+        let both = try kcar(["list", "v.kcv", "svc", "--key-file", "k.key"], expect: 0).out
         XCTAssertTrue(both.contains("svc/a") && both.contains("svc/b"), both)
         _ = try kcar(["list", "v.kcv", "nope", "--key-file", "k.key"], expect: 6)
         // One item's value, in the singular.
         let deleted = try kcar(["delete", "v.kcv", "svc/b", "--key-file", "k.key"], expect: 0)
         XCTAssertTrue(deleted.err.contains("deleted 1 item from v.kcv; its value stays in the file"), deleted.err)
         // History times have one width: milliseconds always.
-        let history = String(
-            decoding: try kcar(["history", "v.kcv", "svc/a", "--key-file", "k.key"], expect: 0).out, as: UTF8.self)
+        let history = try kcar(["history", "v.kcv", "svc/a", "--key-file", "k.key"], expect: 0).out
         let current = try XCTUnwrap(history.split(separator: "\n").first { $0.hasPrefix("current") })
         XCTAssertNotNil(
             current.range(of: #"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"#, options: .regularExpression), String(current))
         // keygen --x25519 prints and writes the public key as age spells a recipient.
-        let pub = String(decoding: try kcar(["keygen", "x.key", "--x25519"], expect: 0).out, as: UTF8.self)
+        let pub = try kcar(["keygen", "x.key", "--x25519"], expect: 0).out
         XCTAssertTrue(pub.hasPrefix("age1") && pub.count == 63, pub)
         XCTAssertEqual(try String(contentsOfFile: dir + "/x.key.pub", encoding: .utf8), pub)
         _ = try kcar(["pack", "r.kcv", "plain", "--recipient", "x.key.pub", "-q"], expect: 0)
@@ -94,15 +91,14 @@ final class NewcomerTests: XCTestCase {
     func testHistoryRestoreAndUpgradeTakeAGroup() throws {
         _ = try run(["add", "--group", "g", "--service", "api", "--account", "bob"], stdin: "first\n")
         _ = try run(["update", "--group", "g", "--service", "api", "--account", "bob"], stdin: "second\n")
-        let h = String(decoding: try run(["history", "--group", "g", "api/bob"]).out, as: UTF8.self)
+        let h = try run(["history", "--group", "g", "api/bob"]).out
         XCTAssertTrue(h.contains("updated"), h)
         _ = try run(["restore", "--group", "g", "api/bob", "--version", "1", "-q"])
         XCTAssertEqual(
-            String(
-                decoding: try run(["get", "--group", "g", "--service", "api", "--account", "bob"]).out, as: UTF8.self),
+            try run(["get", "--group", "g", "--service", "api", "--account", "bob"]).out,
             "first")
         XCTAssertTrue(
-            String(decoding: try run(["upgrade", "--group", "g"]).out, as: UTF8.self).contains(
+            try run(["upgrade", "--group", "g"]).out.contains(
                 "already vault format version 2"))
         // The group's record advanced with the restore: a read after it is no rollback.
         _ = try run(["find", "--group", "g"])
@@ -121,7 +117,7 @@ final class NewcomerTests: XCTestCase {
             typo.err.contains("no access group teem in ") && typo.err.contains("(its groups: team)"), typo.err)
         let untyped = try run(["find", "--attr", "level=3"], expect: 6)
         XCTAssertTrue(untyped.err.contains("NAME:int=VALUE"), untyped.err)
-        XCTAssertTrue(String(decoding: try run(["find", "--attr", "level:int=3"]).out, as: UTF8.self).contains("api"))
+        XCTAssertTrue(try run(["find", "--attr", "level:int=3"]).out.contains("api"))
     }
 
     /// `kcar get api/bob` is one word, as `pass show api/bob` (issue 22, point 9): SERVICE/ACCOUNT as list and
@@ -130,10 +126,10 @@ final class NewcomerTests: XCTestCase {
         _ = try run(["add", "--service", "api", "--account", "bob"], stdin: "bob's")
         _ = try run(["add", "--service", "api", "--account", "ci/deploy"], stdin: "deploy")
         _ = try run(["add", "--service", "a/b", "--account", "x"], stdin: "slash")
-        XCTAssertEqual(String(decoding: try run(["get", "api/bob"]).out, as: UTF8.self), "bob's")
-        XCTAssertEqual(String(decoding: try run(["get", "api/ci/deploy"]).out, as: UTF8.self), "deploy")
-        XCTAssertEqual(String(decoding: try run(["get", "a%2Fb/x"]).out, as: UTF8.self), "slash")
-        XCTAssertEqual(String(decoding: try run(["get", "a%2Fb"]).out, as: UTF8.self), "slash")
+        XCTAssertEqual(try run(["get", "api/bob"]).out, "bob's")
+        XCTAssertEqual(try run(["get", "api/ci/deploy"]).out, "deploy")
+        XCTAssertEqual(try run(["get", "a%2Fb/x"]).out, "slash")
+        XCTAssertEqual(try run(["get", "a%2Fb"]).out, "slash")
         _ = try run(["get", "api"], expect: 2)  // two items of service api
         _ = try run(["get", "api/nobody"], expect: 6)
         let twice = try run(["get", "api/bob", "--account", "bob"], expect: 2)
@@ -150,19 +146,19 @@ final class NewcomerTests: XCTestCase {
         _ = try run(["update", "api/bob"], stdin: "second")
         _ = try run(["delete", "api/bob"])
         _ = try run(["get", "api/bob"], expect: 6)
-        let h = String(decoding: try run(["history", "api/bob"]).out, as: UTF8.self)
+        let h = try run(["history", "api/bob"]).out
         XCTAssertTrue(h.contains("current") && h.contains("deleted") && h.contains("updated"), h)
         _ = try run(["restore", "api/bob", "--version", "2", "-q"])
-        XCTAssertEqual(String(decoding: try run(["get", "api/bob"]).out, as: UTF8.self), "first")
+        XCTAssertEqual(try run(["get", "api/bob"]).out, "first")
         _ = try run(["history", "api/nobody"], expect: 6)
         _ = try run(["delete", "api/nobody"], expect: 6)
         // A service alone would delete every item of it: the word form refuses, --service says it.
         XCTAssertTrue(try run(["delete", "db"], expect: 2).err.contains("SERVICE/ACCOUNT"))
-        XCTAssertEqual(String(decoding: try run(["get", "db/app"]).out, as: UTF8.self), "db")
+        XCTAssertEqual(try run(["get", "db/app"]).out, "db")
         _ = try run(["add", "--group", "h", "--service", "api", "--account", "bob"], stdin: "other")
         XCTAssertTrue(try run(["history", "api/bob"], expect: 2).err.contains("give --group G"))
         XCTAssertTrue(
-            String(decoding: try run(["history", "--group", "h", "api/bob"]).out, as: UTF8.self).contains("live"))
+            try run(["history", "--group", "h", "api/bob"]).out.contains("live"))
         try Data(repeating: 7, count: 32).write(to: URL(fileURLWithPath: dir + "/k.key"))
         chmod(dir + "/k.key", 0o600)
         _ = try run(["pack", "p.kcv", "plain", "--key-file", "k.key"])
@@ -180,7 +176,7 @@ final class NewcomerTests: XCTestCase {
         XCTAssertEqual(r.code, 0, r.output)
         XCTAssertTrue(r.err.contains("a new vault"), r.err)
         r = try runKcar(["extract", "new.kcv", "--stdout", "api/bob"], in: dir, env: env)
-        XCTAssertEqual(r.out, Data("tok".utf8), r.output)
+        XCTAssertEqual(r.data, Data("tok".utf8), r.output)
         r = try runKcar(["pack", "p.kcv", "plain"], in: dir, env: env)
         XCTAssertEqual(r.code, 0, r.output)
         r = try runKcar(["list", "p.kcv", "--key-file", "k.key"], in: dir, env: ["HOME": dir + "/home"])
@@ -196,22 +192,22 @@ final class NewcomerTests: XCTestCase {
     /// every symbol reachable (12,800 draws miss one of 62 with probability e^-206), nothing added on a pipe; the
     /// value `add --generate` prints is the one stored, and nothing is printed when the add is refused.
     func testGeneratedPasswords() throws {
-        func run(_ args: [String], expect: Int32 = 0) throws -> KcarRun {
+        func run(_ args: [String], expect: Int32 = 0) throws -> ProcessResult {
             let r = try runKcar(args, in: dir, env: ["HOME": dir + "/home"])
             XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
             return r
         }
         let alnum = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
-        XCTAssertEqual(try run(["generate"]).out.count, 24)
+        XCTAssertEqual(try run(["generate"]).data.count, 24)
         var seen = Set<UInt8>()
         for _ in 0..<100 {
-            let p = try run(["generate", "--length", "128"]).out
+            let p = try run(["generate", "--length", "128"]).data
             XCTAssertEqual(p.count, 128)
             XCTAssertTrue(Set(p).isSubset(of: alnum), String(decoding: p, as: UTF8.self))
             seen.formUnion(p)
         }
         XCTAssertEqual(seen, alnum)
-        let s = try run(["generate", "--length", "4096", "--symbols"]).out
+        let s = try run(["generate", "--length", "4096", "--symbols"]).data
         XCTAssertEqual(s.count, 4096)
         XCTAssertTrue(s.allSatisfy { (0x21...0x7E).contains($0) })
         XCTAssertTrue(s.contains { !alnum.contains($0) })
@@ -230,7 +226,7 @@ final class NewcomerTests: XCTestCase {
             ["add", "--service", "db", "--account", "b"], in: dir, stdin: Data("b".utf8), env: ["HOME": dir + "/home"])
         XCTAssertTrue(try run(["update", "db", "--generate"], expect: 2).out.isEmpty)
         XCTAssertEqual(try run(["get", "db/app"]).out, rotated)
-        XCTAssertEqual(try run(["get", "db/b"]).out, Data("b".utf8))
+        XCTAssertEqual(try run(["get", "db/b"]).data, Data("b".utf8))
     }
 
     /// `kcar edit` (issue 22, point 9; pass edit): the value in the user's editor through a private file that is
@@ -239,7 +235,7 @@ final class NewcomerTests: XCTestCase {
     func testEditInTheUsersEditor() throws {
         let runtime = dir + "/runtime"
         XCTAssertEqual(mkdir(runtime, 0o700), 0)
-        func run(_ args: [String], editor: String, expect: Int32 = 0) throws -> KcarRun {
+        func run(_ args: [String], editor: String, expect: Int32 = 0) throws -> ProcessResult {
             let r = try runKcar(
                 args, in: dir, env: ["HOME": dir + "/home", "XDG_RUNTIME_DIR": runtime, "EDITOR": editor, "VISUAL": ""])
             XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
@@ -257,7 +253,7 @@ final class NewcomerTests: XCTestCase {
         _ = try runKcar(
             ["add", "--service", "api", "--account", "bob"], in: dir, stdin: Data("old".utf8), env: ["HOME": home])
         func value() throws -> String {
-            String(decoding: try runKcar(["get", "api/bob"], in: dir, env: ["HOME": home]).out, as: UTF8.self)
+            try runKcar(["get", "api/bob"], in: dir, env: ["HOME": home]).out
         }
         // The file holds the value, mode 0600; the editor's swap file goes too.
         let edit = try script(
@@ -295,7 +291,7 @@ final class NewcomerTests: XCTestCase {
         }
         let env = ["HOME": dir + "/home", "PATH": tools + ":/usr/bin:/bin", "WAYLAND_DISPLAY": "wayland-test"]
         func run(_ args: [String], stdin: String? = nil, env: [String: String] = env, expect: Int32 = 0) throws
-            -> KcarRun
+            -> ProcessResult
         {
             let r = try runKcar(args, in: dir, stdin: stdin.map { Data($0.utf8) }, env: env)
             XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
@@ -334,7 +330,7 @@ final class NewcomerTests: XCTestCase {
         }
         _ = try run(add + ["--attr", "blob:data=QUI="], stdin: "x")
         XCTAssertTrue(
-            String(decoding: try run(["find", "--attr", "blob:data=QUI="]).out, as: UTF8.self).contains("api"))
+            try run(["find", "--attr", "blob:data=QUI="]).out.contains("api"))
         let item = { (v: String) in
             "{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"genp\", "
                 + "\"attributes\": {\"svce\": \"s\", \"acct\": \"a\"}, \"value\": \"\(v)\"}]}"
@@ -352,7 +348,7 @@ final class NewcomerTests: XCTestCase {
         func run(_ args: [String], stdin: String? = nil) throws -> String {
             let r = try runKcar(args, in: dir, stdin: stdin.map { Data($0.utf8) }, env: ["HOME": dir + "/home"])
             XCTAssertEqual(r.code, 0, "kcar \(args.joined(separator: " ")): \(r.output)")
-            return String(decoding: r.out, as: UTF8.self)
+            return r.out
         }
         func writers(_ history: String) -> Set<String> {
             Set(
@@ -388,11 +384,9 @@ final class NewcomerTests: XCTestCase {
             stdin: Data("tok2".utf8), env: ["HOME": dir + "/home"])
         XCTAssertTrue(replaced.err.contains("replaced github.com/ci in v.kcv"), replaced.output)
         XCTAssertEqual(
-            try kcar(["extract", "v.kcv", "--stdout", "github.com/ci", "--key-file", "k.key"], expect: 0).out,
+            try kcar(["extract", "v.kcv", "--stdout", "github.com/ci", "--key-file", "k.key"], expect: 0).data,
             Data("tok2".utf8))
-        let long = String(
-            decoding: try kcar(["list", "v.kcv", "github.com/ci", "--long", "--key-file", "k.key"], expect: 0).out,
-            as: UTF8.self)
+        let long = try kcar(["list", "v.kcv", "github.com/ci", "--long", "--key-file", "k.key"], expect: 0).out
         XCTAssertTrue(long.contains("-rw-------"), long)
         // A name without `/` is a top-level item (issue 22, point 4); a service alone names no item.
         _ = try kcar(["add", "v.kcv", "svc/", "--value-file", "-", "--key-file", "k.key"], expect: 2)

@@ -3,9 +3,12 @@ import Foundation
 /// The result of running a program: exit status, standard output and error.
 struct ProcessResult {
     let code: Int32
+    /// Standard output as text (invalid UTF-8 replaced); ``data`` holds its bytes.
     let out: String
     let err: String
     let data: Data
+    /// Standard output and error together, as a terminal would show them one after the other.
+    var output: String { out + err }
 }
 
 /// Runs `executable` with `args` in `cwd`, feeding `stdin`; KCAR_PASSPHRASE is removed from the environment

@@ -44,8 +44,8 @@ final class SecretsHygieneTests: XCTestCase {
         return out
     }
 
-    func assertNoSecret(_ r: KcarRun, _ what: String, file: StaticString = #filePath, line: UInt = #line) {
-        let output = [UInt8](r.out) + Array(r.err.utf8)
+    func assertNoSecret(_ r: ProcessResult, _ what: String, file: StaticString = #filePath, line: UInt = #line) {
+        let output = [UInt8](r.data) + Array(r.err.utf8)
         for secret in [Array(passphrase.utf8), Array(otherPassphrase.utf8), key] {
             for s in spellings(secret) where contains(output, s) {
                 XCTFail("\(what): the output holds a secret (\(s.count) bytes): \(r.err)", file: file, line: line)
@@ -65,7 +65,7 @@ final class SecretsHygieneTests: XCTestCase {
     func kcar(
         _ args: [String], expect: Int32, stdin: Data? = nil, env: [String: String] = [:],
         file: StaticString = #filePath, line: UInt = #line
-    ) throws -> KcarRun {
+    ) throws -> ProcessResult {
         let r = try runKcar(args, in: dir, stdin: stdin, env: env)
         XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
         XCTAssertFalse(
@@ -155,7 +155,7 @@ final class SecretsHygieneTests: XCTestCase {
             "init", "add", "get", "find", "update", "delete", "groups", "import"
         ] {
             let help = try kcar([command, "--help"], expect: 0)
-            let text = String(decoding: help.out, as: UTF8.self)
+            let text = help.out
             for m in text.matches(of: /--[a-z0-9-]+/) { options.insert(String(m.output)) }
         }
         let secretish = options.filter { ["passphrase", "password", "key", "secret"].contains(where: $0.contains) }

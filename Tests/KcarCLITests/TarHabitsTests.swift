@@ -23,7 +23,8 @@ final class TarHabitsTests: XCTestCase {
     }
 
     @discardableResult
-    func kcar(_ args: [String], expect: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws -> KcarRun
+    func kcar(_ args: [String], expect: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws
+        -> ProcessResult
     {
         let r = try runKcar(args + ["--key-file", keyFile], in: dir)
         XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
@@ -65,7 +66,7 @@ final class TarHabitsTests: XCTestCase {
 
     func names(_ vault: String = "v.kcv") throws -> [String] {
         let list = try kcar(["list", vault, "--json"])
-        return (try JSONSerialization.jsonObject(with: list.out) as! [[String: Any]]).map { $0["name"] as! String }
+        return (try JSONSerialization.jsonObject(with: list.data) as! [[String: Any]]).map { $0["name"] as! String }
     }
 
     /// Nothing was created beside the output folders: `outside` is as setUp left it.
@@ -94,7 +95,8 @@ final class TarHabitsTests: XCTestCase {
         ] {
             XCTAssertTrue(list.contains(line), list)
         }
-        let json = try JSONSerialization.jsonObject(with: try kcar(["list", "v.kcv", "--json"]).out) as! [[String: Any]]
+        let json =
+            try JSONSerialization.jsonObject(with: try kcar(["list", "v.kcv", "--json"]).data) as! [[String: Any]]
         let toA = json.first { $0["name"] as? String == "svc/to-a" }!
         XCTAssertEqual(toA["type"] as? String, "link")
         XCTAssertEqual(toA["target"] as? String, "a")
@@ -133,8 +135,8 @@ final class TarHabitsTests: XCTestCase {
         for flag in ["-h", "--dereference"] {
             try kcar(["pack", "v\(flag).kcv", "src", flag])
             XCTAssertEqual(try names("v\(flag).kcv"), ["svc/a", "svc/dir/inner/x", "svc/to-a"])
-            XCTAssertEqual(try kcar(["extract", "v\(flag).kcv", "--stdout", "svc/to-a"]).out, Data("A".utf8))
-            XCTAssertEqual(try kcar(["extract", "v\(flag).kcv", "--stdout", "svc/dir/inner/x"]).out, Data("X".utf8))
+            XCTAssertEqual(try kcar(["extract", "v\(flag).kcv", "--stdout", "svc/to-a"]).data, Data("A".utf8))
+            XCTAssertEqual(try kcar(["extract", "v\(flag).kcv", "--stdout", "svc/dir/inner/x"]).data, Data("X".utf8))
         }
         // A dangling link and a loop (a link to a folder above it) are named and skipped.
         try link("src/svc/gone", to: "nothing-here")
@@ -223,7 +225,8 @@ final class TarHabitsTests: XCTestCase {
             XCTAssertTrue(long.contains(line), long)
         }
         XCTAssertTrue(long.hasPrefix("MODE        SIZE  MODIFIED (UTC)        NAME\n"), long)
-        let json = try JSONSerialization.jsonObject(with: try kcar(["list", "v.kcv", "--json"]).out) as! [[String: Any]]
+        let json =
+            try JSONSerialization.jsonObject(with: try kcar(["list", "v.kcv", "--json"]).data) as! [[String: Any]]
         XCTAssertEqual(
             Dictionary(uniqueKeysWithValues: json.map { ($0["name"] as! String, $0["mode"] as! String) }),
             ["svc/empty/": "0750", "svc/open": "0777", "svc/run": "0755", "svc/setuid": "0755", "svc/shared": "0640"])
@@ -271,7 +274,7 @@ final class TarHabitsTests: XCTestCase {
             try kcar(["list", fixture]).stdout,
             "SIZE  MODIFIED (UTC)        NAME\n   7  2026-01-01T00:00:00Z  example.com/alice\n")
         XCTAssertEqual(
-            String(decoding: try kcar(["list", fixture, "--json"]).out, as: UTF8.self),
+            try kcar(["list", fixture, "--json"]).out,
             "[{\"id\": \"aab454576b7c5833eb0bf982a1bb4587\", \"class\": \"genp\", \"service\": \"example.com\", \"account\": \"alice\", "
                 + "\"name\": \"example.com/alice\", \"size\": 7, \"modified\": \"2026-01-01T00:00:00Z\", \"attributes\": {\"acct\": "
                 + "\"alice\", \"mdat\": {\"$date\": \"2026-01-01T00:00:00Z\"}, \"svce\": \"example.com\"}}]\n")
@@ -299,7 +302,7 @@ final class TarHabitsTests: XCTestCase {
         XCTAssertEqual(add.stdout, "other/c\nother/l\nsvc/a\nsvc/sub/b\n")
         XCTAssertTrue(add.err.contains("added 3 items to v.kcv, replaced 1 item"), add.err)
         XCTAssertEqual(try names(), ["other/c", "other/l", "svc/a", "svc/keep", "svc/sub/b"])
-        XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "svc/a"]).out, Data("new".utf8))
+        XCTAssertEqual(try kcar(["extract", "v.kcv", "--stdout", "svc/a"]).data, Data("new".utf8))
         XCTAssertTrue(try kcar(["list", "v.kcv", "-l"]).stdout.contains("-rwx------     3"))
         try kcar(["verify", "v.kcv"])
 
@@ -358,7 +361,7 @@ final class TarHabitsTests: XCTestCase {
     }
 }
 
-extension KcarRun {
+extension ProcessResult {
     /// Standard output as text.
-    var stdout: String { String(decoding: out, as: UTF8.self) }
+    var stdout: String { out }
 }

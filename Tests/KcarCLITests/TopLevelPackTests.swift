@@ -17,7 +17,7 @@ final class TopLevelPackTests: XCTestCase {
     @discardableResult
     func kcar(
         _ args: [String], stdin: Data? = nil, expect: Int32 = 0, file: StaticString = #filePath, line: UInt = #line
-    ) throws -> KcarRun {
+    ) throws -> ProcessResult {
         let r = try runKcar(args, in: dir, stdin: stdin, env: ["HOME": dir + "/home"])
         XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)", file: file, line: line)
         return r
@@ -32,7 +32,7 @@ final class TopLevelPackTests: XCTestCase {
 
     func names(_ vault: String) throws -> [String] {
         let r = try kcar(["list", vault, "--json", "--key-file", "k.key"])
-        return (try JSONSerialization.jsonObject(with: r.out) as! [[String: Any]]).map { $0["name"] as! String }
+        return (try JSONSerialization.jsonObject(with: r.data) as! [[String: Any]]).map { $0["name"] as! String }
             .sorted()
     }
 
@@ -72,7 +72,7 @@ final class TopLevelPackTests: XCTestCase {
         // list names a top-level item by its name alone (its own path component encoding kept), tar tf's way.
         XCTAssertEqual(
             try names("v.kcv"), ["%25odd name", "empty/", "latest", "notes.txt", "run.sh", "svc/a", "svc/sub/b"])
-        let table = String(decoding: try kcar(["list", "v.kcv", "--key-file", "k.key"]).out, as: UTF8.self)
+        let table = try kcar(["list", "v.kcv", "--key-file", "k.key"]).out
         XCTAssertTrue(table.contains(" notes.txt\n") && table.contains(" latest -> notes.txt\n"), table)
         // Into an empty folder, with the packed modes: the same tree, byte for byte, mode for mode.
         try kcar(["extract", "v.kcv", "-C", "out", "-p", "--key-file", "k.key"])
@@ -81,9 +81,10 @@ final class TopLevelPackTests: XCTestCase {
         XCTAssertEqual(try tree(dir + "/out"), expected)
         // A name without `/` selects the top-level item (and %/name too); --stdout reads it.
         XCTAssertEqual(
-            try kcar(["extract", "v.kcv", "--stdout", "notes.txt", "--key-file", "k.key"]).out, Data("notes\n".utf8))
+            try kcar(["extract", "v.kcv", "--stdout", "notes.txt", "--key-file", "k.key"]).data, Data("notes\n".utf8))
         XCTAssertEqual(
-            try kcar(["extract", "v.kcv", "--stdout", "%/run.sh", "--key-file", "k.key"]).out, Data("#!/bin/sh\n".utf8))
+            try kcar(["extract", "v.kcv", "--stdout", "%/run.sh", "--key-file", "k.key"]).data, Data("#!/bin/sh\n".utf8)
+        )
         try kcar(["extract", "v.kcv", "notes.txt", "-C", "one", "--key-file", "k.key"])
         XCTAssertEqual(try tree(dir + "/one"), ["notes.txt": "file 600 notes\n"])
     }
@@ -100,7 +101,7 @@ final class TopLevelPackTests: XCTestCase {
         try FileManager.default.createSymbolicLink(atPath: dir + "/alias", withDestinationPath: "dir/token.txt")
         try kcar(["pack", "w.kcv", "alias", "--key-file", "k.key"])
         XCTAssertEqual(
-            try kcar(["extract", "w.kcv", "--stdout", "alias", "--key-file", "k.key"]).out, Data("s3cret".utf8))
+            try kcar(["extract", "w.kcv", "--stdout", "alias", "--key-file", "k.key"]).data, Data("s3cret".utf8))
         // Neither a folder nor a regular file: refused (exit 8), nothing written.
         mkfifo(dir + "/fifo", 0o600)
         let fifo = try kcar(["pack", "f.kcv", "fifo", "--key-file", "k.key"], expect: 8)
@@ -119,7 +120,7 @@ final class TopLevelPackTests: XCTestCase {
         try kcar(["add", "v.kcv", "api-token", "--value-file", "-", "--key-file", "k.key"], stdin: Data("tok\n".utf8))
         XCTAssertEqual(try names("v.kcv"), ["api-token", "svc/a"])
         XCTAssertEqual(
-            try kcar(["extract", "v.kcv", "--stdout", "api-token", "--key-file", "k.key"]).out, Data("tok".utf8))
+            try kcar(["extract", "v.kcv", "--stdout", "api-token", "--key-file", "k.key"]).data, Data("tok".utf8))
     }
 
     func testAddWarnsAboutAPathTypedFromTheFolderAbove() throws {

@@ -26,14 +26,14 @@ final class TrustCLITests: XCTestCase {
     }
 
     @discardableResult
-    func run(_ args: [String], env: [String: String] = [:]) throws -> KcarRun {
+    func run(_ args: [String], env: [String: String] = [:]) throws -> ProcessResult {
         let r = try runProcess(CLITests.binary, args, env: environment.merging(env) { $1 }, cwd: dir)
-        return KcarRun(code: r.code, out: r.data, err: r.err)
+        return r
     }
 
     @discardableResult
     func keyed(_ args: [String], expect: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws
-        -> KcarRun
+        -> ProcessResult
     {
         let r = try run(args + ["--key-file", key])
         XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)", file: file, line: line)
@@ -53,9 +53,9 @@ final class TrustCLITests: XCTestCase {
 
     func bytes(_ path: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))) }
     func put(_ path: String, _ b: [UInt8]) throws { try Data(b).write(to: URL(fileURLWithPath: path)) }
-    func text(_ r: KcarRun) -> String { String(decoding: r.out, as: UTF8.self) }
+    func text(_ r: ProcessResult) -> String { r.out }
     /// The NAME column of `kcar list`.
-    func names(_ r: KcarRun) -> [String] {
+    func names(_ r: ProcessResult) -> [String] {
         text(r).split(separator: "\n").dropFirst().compactMap { $0.split(separator: " ").last.map(String.init) }
     }
 

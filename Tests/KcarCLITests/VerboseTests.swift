@@ -22,7 +22,7 @@ extension KeychainCLITests {
         let toStdout = try runKcar(["pack", "-", "src", "-v", "-q", "--key-file", "k"], in: dir)
         XCTAssertEqual(toStdout.code, 0, toStdout.err)
         XCTAssertEqual(toStdout.err, names)
-        XCTAssertEqual(Array(toStdout.out.prefix(4)), [0x89, 0x4B, 0x43, 0x56])
+        XCTAssertEqual(Array(toStdout.data.prefix(4)), [0x89, 0x4B, 0x43, 0x56])
         // extract -v: each file as it is written, and none without -v.
         XCTAssertEqual(try kcar(["extract", "v.kcv", "-v", "-Cout", "--key-file", "k"]).out, names)
         XCTAssertEqual(try kcar(["extract", "v.kcv", "-C", "quiet", "--key-file", "k"]).out, "")

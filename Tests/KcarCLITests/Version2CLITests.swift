@@ -74,13 +74,13 @@ final class Version2CLITests: XCTestCase {
         try FileManager.default.copyItem(atPath: "\(v2)/many-items.kcv", toPath: vault)
         let json = try runKcar(["list", "--json", "--key-file", key, vault], in: dir)
         XCTAssertEqual(json.code, 0, json.err)
-        let objects = try XCTUnwrap(JSONSerialization.jsonObject(with: json.out) as? [[String: Any]])
+        let objects = try XCTUnwrap(JSONSerialization.jsonObject(with: json.data) as? [[String: Any]])
         XCTAssertEqual(objects.count, 2000)
         let names = objects.map { o in [o["service"], o["account"], o["id"]].map { Array(($0 as? String ?? "").utf8) } }
         XCTAssertEqual(names, names.sorted { $0.lexicographicallyPrecedes($1) { $0.lexicographicallyPrecedes($1) } })
         let table = try runKcar(["list", "--key-file", key, vault], in: dir)
         XCTAssertEqual(table.code, 0, table.err)
-        let rows = String(decoding: table.out, as: UTF8.self).split(separator: "\n")
+        let rows = table.out.split(separator: "\n")
         XCTAssertEqual(rows.count, 2001)
         XCTAssertEqual(
             rows.dropFirst().map { String($0.split(separator: " ").last ?? "") },
