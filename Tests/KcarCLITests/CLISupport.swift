@@ -2,6 +2,31 @@ import Foundation
 import TestSupport
 import XCTest
 
+/// The built `kcar` as the tests of one class run it, configured once: in `dir`, with `env` added to the
+/// environment (`KCAR_PASSPHRASE` removed unless set), `arguments` after every command's own, optionally under
+/// `timeout -s KILL`. Calling it runs one command and checks its exit code against `expect` (nil: unchecked),
+/// naming the command and its output on failure, as swift-argument-parser's `AssertExecuteCommand` does. A test class declares `var kcar: KcarRunner { KcarRunner(dir: dir, ...) }`.
+struct KcarRunner {
+    var dir: String
+    var env: [String: String] = [:]
+    var arguments: [String] = []
+    var timeout: Int?
+
+    @discardableResult
+    func callAsFunction(
+        _ args: [String], stdin: Data? = nil, expect: Int32? = 0, env extra: [String: String] = [:],
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> ProcessResult {
+        let r = try runProcess(
+            CLITests.binary, args + arguments, stdin: stdin, env: env.merging(extra) { $1 }, cwd: dir,
+            prefix: timeout.map { ["/usr/bin/timeout", "-s", "KILL", String($0)] } ?? [])
+        if let code = expect {
+            XCTAssertEqual(r.code, code, "kcar \(args.joined(separator: " ")): \(r.output)", file: file, line: line)
+        }
+        return r
+    }
+}
+
 /// Runs `kcar args` in `dir` with `KCAR_PASSPHRASE` removed unless `env` sets it.
 func runKcar(_ args: [String], in dir: String, stdin: Data? = nil, env: [String: String] = [:]) throws -> ProcessResult
 {

@@ -17,14 +17,8 @@ final class DiskFaultCLITests: XCTestCase {
 
     override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
 
-    @discardableResult
-    func kcar(
-        _ args: [String], expect: Int32, env: [String: String] = [:], file: StaticString = #filePath, line: UInt = #line
-    ) throws -> ProcessResult {
-        let r = try runKcar(args, in: dir, env: env)
-        XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
-        return r
-    }
+    /// kcar as this class runs it (`KcarRunner`).
+    var kcar: KcarRunner { KcarRunner(dir: dir) }
 
     func write(_ path: String, _ bytes: [UInt8]) throws {
         let url = URL(fileURLWithPath: dir + "/" + path)

@@ -26,14 +26,8 @@ final class ExtractSafetyTests: XCTestCase {
         rm.waitUntilExit()
     }
 
-    @discardableResult
-    func kcar(_ args: [String], expect: Int32, file: StaticString = #filePath, line: UInt = #line) throws
-        -> ProcessResult
-    {
-        let r = try runKcar(args + ["--key-file", keyFile], in: dir)
-        XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
-        return r
-    }
+    /// kcar as this class runs it (`KcarRunner`).
+    var kcar: KcarRunner { KcarRunner(dir: dir, arguments: ["--key-file", keyFile]) }
 
     /// A vault `v.kcv` holding (service, account, value) items.
     func vault(_ items: [(String, String, [UInt8])]) throws {

@@ -18,15 +18,15 @@ extension HardeningCLITests {
         let env = ["KCAR_KEYCHAIN": path("kc"), "KCAR_ACCESS_GROUPS": "", "XDG_STATE_HOME": path("state")]
         try kcar(["init"], expect: 0, env: env)
         try kcar(
-            ["add", "--group", "g", "--service", "s", "--account", "a"], expect: 0, env: env, stdin: Data("v".utf8))
+            ["add", "--group", "g", "--service", "s", "--account", "a"], stdin: Data("v".utf8), expect: 0, env: env)
         XCTAssertTrue(
             try kcar(["add", "--group", "g", "--service", "s2", "--value-file", "a.fifo"], expect: 15, env: env).err
                 .contains("a.fifo"))
         try kcar(["update", "--group", "g", "--service", "s", "--value-file", "a.fifo"], expect: 15, env: env)
         try kcar(["import", "--nskeyed", "a.fifo", "--group", "g", "--service", "s3"], expect: 15, env: env)
         try kcar(
-            ["add", "--group", "g", "--service", "s4", "--value-file", "/dev/stdin"], expect: 0, env: env,
-            stdin: Data("piped".utf8))
+            ["add", "--group", "g", "--service", "s4", "--value-file", "/dev/stdin"], stdin: Data("piped".utf8),
+            expect: 0, env: env)
         XCTAssertEqual(try kcar(["get", "--group", "g", "--service", "s4"], expect: 0, env: env).out, "piped")
         XCTAssertEqual(try kcar(["get", "--group", "g", "--service", "s"], expect: 0, env: env).out, "v")
         // A device that never ends is refused; the null device (an empty value, a common idiom) is not.

@@ -19,16 +19,8 @@ final class HardeningCLITests: XCTestCase {
 
     /// Runs kcar under `timeout`: a command that blocks (the bug these tests catch) fails instead of hanging
     /// the suite. The guard is generous; the commands end in milliseconds.
-    @discardableResult
-    func kcar(
-        _ args: [String], expect: Int32, env: [String: String] = [:], stdin: Data? = nil,
-        file: StaticString = #filePath, line: UInt = #line
-    ) throws -> ProcessResult {
-        let r = try runProcess(
-            CLITests.binary, args, stdin: stdin, env: env, cwd: dir, prefix: ["/usr/bin/timeout", "-s", "KILL", "60"])
-        XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
-        return r
-    }
+    /// kcar as this class runs it (`KcarRunner`).
+    var kcar: KcarRunner { KcarRunner(dir: dir, timeout: 60) }
 
     func path(_ name: String) -> String { dir + "/" + name }
 
@@ -80,7 +72,7 @@ final class HardeningCLITests: XCTestCase {
                 "8", "--kdf-passes", "1"
             ],
             expect: 0)
-        try kcar(["list", "p.kcv", "--passphrase-file", "/dev/stdin"], expect: 0, stdin: Data(pass.utf8))
+        try kcar(["list", "p.kcv", "--passphrase-file", "/dev/stdin"], stdin: Data(pass.utf8), expect: 0)
         // A symlink given on the command line is followed, as tar follows it; its target is what is checked.
         try FileManager.default.createSymbolicLink(atPath: path("link.kcv"), withDestinationPath: "v.kcv")
         try kcar(["list", "link.kcv", "--key-file", keyFile], expect: 0)

@@ -16,21 +16,15 @@ final class InstallHelpTests: XCTestCase {
 
     override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
 
-    @discardableResult
-    func kcar(
-        _ args: [String], stdin: Data? = nil, expect: Int32? = 0, file: StaticString = #filePath, line: UInt = #line
-    ) throws -> ProcessResult {
-        // HOME here too: `kcar git setup --global` writes the git config of whoever HOME says.
-        let r = try runProcess(
-            CLITests.binary, args, stdin: stdin,
+    /// kcar as this class runs it (`KcarRunner`); HOME here too: `kcar git setup --global` writes the git
+    /// config of whoever HOME says.
+    var kcar: KcarRunner {
+        KcarRunner(
+            dir: dir,
             env: [
-                "KCAR_KEYCHAIN": dir + "/kc", "KCAR_ACCESS_GROUPS": "", "HOME": dir,
-                "GIT_CONFIG_NOSYSTEM": "1", "XDG_STATE_HOME": dir + "/state"
-            ], cwd: dir)
-        if let expect {
-            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
-        }
-        return r
+                "KCAR_KEYCHAIN": dir + "/kc", "KCAR_ACCESS_GROUPS": "", "HOME": dir, "GIT_CONFIG_NOSYSTEM": "1",
+                "XDG_STATE_HOME": dir + "/state"
+            ])
     }
 
     /// A program on PATH, or nil.

@@ -19,13 +19,8 @@ final class RetentionCLITests: XCTestCase {
         try? FileManager.default.removeItem(atPath: dir)
     }
 
-    @discardableResult
-    func kcar(_ args: [String], expect: Int32? = 0) throws -> ProcessResult {
-        let r = try runProcess(
-            CLITests.binary, args, env: ["HOME": dir + "/home", "XDG_STATE_HOME": dir + "/state"], cwd: dir)
-        if let expect { XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.out)\(r.err)") }
-        return r
-    }
+    /// kcar as this class runs it (`KcarRunner`).
+    var kcar: KcarRunner { KcarRunner(dir: dir, env: ["HOME": dir + "/home", "XDG_STATE_HOME": dir + "/state"]) }
 
     func write(_ name: String, seed: UInt8) throws {
         var g = SystemRandomNumberGenerator()

@@ -25,14 +25,8 @@ final class RevokeTests: XCTestCase {
 
     override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
 
-    @discardableResult
-    func kcar(_ args: [String], expect: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws
-        -> ProcessResult
-    {
-        let r = try runKcar(args, in: dir)
-        XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
-        return r
-    }
+    /// kcar as this class runs it (`KcarRunner`).
+    var kcar: KcarRunner { KcarRunner(dir: dir) }
 
     var vault: [UInt8] { get throws { Array(try Data(contentsOf: URL(fileURLWithPath: dir + "/v.kcv"))) } }
 

@@ -22,14 +22,8 @@ final class TarHabitsTests: XCTestCase {
         try? fm.removeItem(atPath: dir)
     }
 
-    @discardableResult
-    func kcar(_ args: [String], expect: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws
-        -> ProcessResult
-    {
-        let r = try runKcar(args + ["--key-file", keyFile], in: dir)
-        XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
-        return r
-    }
+    /// kcar as this class runs it (`KcarRunner`).
+    var kcar: KcarRunner { KcarRunner(dir: dir, arguments: ["--key-file", keyFile]) }
 
     func write(_ path: String, _ text: String, mode: Int = 0o644) throws {
         let url = URL(fileURLWithPath: dir + "/" + path)

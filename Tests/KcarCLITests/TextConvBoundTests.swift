@@ -17,9 +17,8 @@ final class TextConvBoundTests: XCTestCase {
 
     override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
 
-    func kcar(_ args: [String]) throws -> ProcessResult {
-        try runProcess(CLITests.binary, args, cwd: dir, prefix: ["/usr/bin/timeout", "-s", "KILL", "120"])
-    }
+    /// kcar as this class runs it (`KcarRunner`).
+    var kcar: KcarRunner { KcarRunner(dir: dir, timeout: 120) }
 
     /// A value of 65 MiB of one letter (a vault of some 70 KB) prints a line of more than 64 MiB: refused,
     /// exit 4, nothing on standard output; in both format versions. Without --values the vault prints as before.
@@ -29,15 +28,15 @@ final class TextConvBoundTests: XCTestCase {
         try Data("small".utf8).write(to: URL(fileURLWithPath: dir + "/src/svc/small"))
         for format in ["1", "2"] {
             let vault = "v\(format).kcv"
-            let packed = try kcar(["pack", vault, "src", "--key-file", keyFile, "--format", format, "-q"])
+            let packed = try kcar(["pack", vault, "src", "--key-file", keyFile, "--format", format, "-q"], expect: nil)
             XCTAssertEqual(packed.code, 0, packed.err)
             let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: dir + "/" + vault)[.size] as? Int)
             XCTAssertLessThan(size, 1 << 20, "the vault is small")
-            let r = try kcar(["git", "textconv", vault, "--values", "--key-file", keyFile])
+            let r = try kcar(["git", "textconv", vault, "--values", "--key-file", keyFile], expect: nil)
             XCTAssertEqual(r.code, 4, "format \(format): \(r.err)")
             XCTAssertEqual(r.data.count, 0, "format \(format): nothing is printed")
             XCTAssertTrue(r.err.contains("67108864"), r.err)
-            let plain = try kcar(["git", "textconv", vault, "--key-file", keyFile])
+            let plain = try kcar(["git", "textconv", vault, "--key-file", keyFile], expect: nil)
             XCTAssertEqual(plain.code, 0, plain.err)
             XCTAssertEqual(plain.out.split(separator: "\n").count, 3, plain.out)
         }
@@ -48,9 +47,9 @@ final class TextConvBoundTests: XCTestCase {
         for (name, value) in [("a", "first"), ("b", "second")] {
             try Data(value.utf8).write(to: URL(fileURLWithPath: dir + "/src/svc/" + name))
         }
-        let packed = try kcar(["pack", "v.kcv", "src", "--key-file", keyFile, "-q"])
+        let packed = try kcar(["pack", "v.kcv", "src", "--key-file", keyFile, "-q"], expect: nil)
         XCTAssertEqual(packed.code, 0, packed.err)
-        let r = try kcar(["git", "textconv", "v.kcv", "--values", "--key-file", keyFile])
+        let r = try kcar(["git", "textconv", "v.kcv", "--values", "--key-file", keyFile], expect: nil)
         XCTAssertEqual(r.code, 0, r.err)
         let lines = r.out.split(separator: "\n")
         XCTAssertEqual(lines.count, 3, r.out)

@@ -14,14 +14,8 @@ final class TopLevelPackTests: XCTestCase {
 
     override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
 
-    @discardableResult
-    func kcar(
-        _ args: [String], stdin: Data? = nil, expect: Int32 = 0, file: StaticString = #filePath, line: UInt = #line
-    ) throws -> ProcessResult {
-        let r = try runKcar(args, in: dir, stdin: stdin, env: ["HOME": dir + "/home"])
-        XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)", file: file, line: line)
-        return r
-    }
+    /// kcar as this class runs it (`KcarRunner`).
+    var kcar: KcarRunner { KcarRunner(dir: dir, env: ["HOME": dir + "/home"]) }
 
     func write(_ path: String, _ text: String, mode: Int = 0o600) throws {
         let url = URL(fileURLWithPath: dir + "/" + path)
