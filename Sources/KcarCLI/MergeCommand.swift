@@ -52,11 +52,12 @@ enum MergeCommand {
         do {
             report = try ours.merge(base: base, theirs: theirs, policy: .deviceOnly, listingTaken: args.flag("verbose"))
         } catch let e as VaultError {
-            // The library's own refusals name their side; anything else happened while writing OURS.
+            // The library's own refusals that name one side stand as they are; anything else (a comparison of
+            // both sides, a failure while writing) is said as OURS's, which is unchanged.
+            let namesOneSide = e.side != nil && e.side != .both
             throw CLIError(
                 ExitCode.of(e.code),
-                e.side.map { $0 != .both } ?? false
-                    ? e.context : "OURS (\(shown(paths.ours))): merge failed, OURS unchanged: \(e)")
+                namesOneSide ? e.context : "OURS (\(shown(paths.ours))): merge failed, OURS unchanged: \(e)")
         }
         warnOfAge(report, theirs: "THEIRS (\(shown(paths.theirs)))", ours: "OURS")
         // Named as the user knows it: git passes the vault's path in the repository (%P) as --name, since OURS is

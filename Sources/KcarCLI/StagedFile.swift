@@ -28,8 +28,6 @@ final class StagedFile {
         try append(data)
     }
 
-    var temp: String { replace.tempPath }
-
     func append(_ bytes: [UInt8]) throws {
         try bytes.withUnsafeBytes { try append($0) }
     }

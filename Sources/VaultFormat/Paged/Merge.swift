@@ -249,7 +249,6 @@ extension PagedVault {
             ours: self, theirs: theirs, states: states, theirsHistory: theirsHistory, losers: losers, policy: policy,
             writer: writer)
         defer { report.recordsCopied += placement.recordsCopied }
-        func place(_ item: Item, from source: PagedVault) throws -> Item { try placement.place(item, from: source) }
         // The changes.
         var items: [TreeWriter.Change] = []
         items.reserveCapacity(states.rows.lazy.filter { $0.taken || $0.tombstoned }.count)
@@ -267,7 +266,7 @@ extension PagedVault {
             if states.rows[r].tombstoned, let s = states.final(r) {
                 now = ItemEntries.tombstone(key: s.key, version: nextVersion())
             } else if let s = states.final(r), let item = s.item {
-                now = ItemEntries.entry(try place(item, from: theirs), version: s.version, schema: schema)
+                now = ItemEntries.entry(try placement.place(item, from: theirs), version: s.version, schema: schema)
                 report.taken += 1
                 if report.listsTaken { report.takenItems.append(MergeTaken(id: id, item: item, deleted: false)) }
             } else if let s = states.final(r) {
@@ -297,13 +296,13 @@ extension PagedVault {
         for e in theirsHistory {
             let h = try ItemEntries.decodeHistory(e)
             if let isOwn = policy.isOwn, isOwn(h.item) { continue }
-            let kept = ItemEntries.history(try place(h.item, from: theirs), version: h.version, why: h.why)
+            let kept = ItemEntries.history(try placement.place(h.item, from: theirs), version: h.version, why: h.why)
             if historyKeys.insert(kept.key).inserted { history.append(.put(kept)) }
             report.historyCopied += 1
         }
         for (s, fromOurs) in losers {
             let lost = ItemEntries.history(
-                try place(s.item!, from: fromOurs ? self : theirs), version: s.version, why: 2)
+                try placement.place(s.item!, from: fromOurs ? self : theirs), version: s.version, why: 2)
             guard try entry(.history, lost.key) == nil, historyKeys.insert(lost.key).inserted else { continue }
             history.append(.put(lost))
             report.keptInHistory += 1
