@@ -37,6 +37,8 @@ module() {
 	local lib="$MOD/lib$name.a"
 	if [ -f "$lib" ] && [ -z "$(find "$ROOT/Sources/$name" "$@" -newer "$lib" -print -quit 2>/dev/null)" ]; then return; fi
 	echo "building module $name"
+	# An archive is added to, not replaced: objects of a renamed or removed source would stay in it and clash.
+	rm -f "$lib"
 	# Every source below the module's folder, as SwiftPM takes them (KcarKeychain has Compatibility/).
 	local sources
 	mapfile -t sources < <(find "$ROOT/Sources/$name" -name '*.swift' | sort)
