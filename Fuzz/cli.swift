@@ -30,7 +30,7 @@ func fuzzOne(_ input: [UInt8]) {
     }
     let args: Arguments
     do {
-        args = try Arguments(rest, specs: specs)
+        args = try Arguments(rest, specs: specs, context: CommandContext())
     } catch let e as CLIError {
         precondition(e.code == .usage && !e.message.isEmpty)
         return

@@ -3,7 +3,7 @@ import VaultFormat
 
 /// `kcar add`: one new item in a group (SecItemAdd).
 enum AddCommand {
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("add"))
         if let code = try VaultEdit.route(args, "add", vaultOptions: Help.addToVaultOptions, run: VaultEdit.add) {
             return code

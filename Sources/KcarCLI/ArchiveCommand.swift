@@ -7,16 +7,16 @@ import VaultFormat
 
 /// `kcar archive show FILE [--json]` and `kcar archive convert IN OUT [--to kcar|nskeyed] [--deterministic]`.
 enum ArchiveCommand {
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         try CLI.subcommand("archive", argv, [("show", "FILE", show), ("convert", "IN OUT", convert)])
     }
 
-    static func show(_ argv: [String]) throws -> ExitCode {
+    static func show(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("archive", "show"))
         let path = try args.positionals(["FILE"])[0]
         let indent = !args.flag("json")
         // The order of every set and any-key dictionary is worked out once, for both passes.
-        let value = try ArchiveSortKeys().ordered(load(path))
+        let value = try ArchiveSortKeys().ordered(load(path, args.context))
         // A first pass counts the bytes, so nothing is printed unless all of it fits `SHOW_OUTPUT_MAX`.
         var counter = JSONPrinter(indent: indent, sink: JSONCounter())
         do {
@@ -33,10 +33,10 @@ enum ArchiveCommand {
         return .success
     }
 
-    static func convert(_ argv: [String]) throws -> ExitCode {
+    static func convert(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("archive", "convert"))
         let p = try args.positionals(["IN", "OUT"])
-        let (value, wasNSKeyed) = try loadDetecting(p[0])
+        let (value, wasNSKeyed) = try loadDetecting(p[0], args.context)
         // By default a conversion goes to the other format.
         let target = args.value("to") ?? (wasNSKeyed ? "kcar" : "nskeyed")
         let bytes: [UInt8]
@@ -57,12 +57,14 @@ enum ArchiveCommand {
     }
 
     /// Reads a file of at most the archive size limit and decodes it.
-    static func load(_ path: String) throws -> ArchiveValue { try loadDetecting(path).0 }
+    static func load(_ path: String, _ context: CommandContext) throws -> ArchiveValue {
+        try loadDetecting(path, context).0
+    }
 
     /// The value of a kcar archive or an NSKeyedArchiver archive (binary or XML plist), told apart by their
     /// first bytes; and whether it was the latter.
-    static func loadDetecting(_ path: String) throws -> (ArchiveValue, Bool) {
-        Subject.set(path)
+    static func loadDetecting(_ path: String, _ context: CommandContext) throws -> (ArchiveValue, Bool) {
+        context.reading(path)
         let bytes = try readLimited(path, max: ArchiveLimits.default.maxBytes)
         if NSKeyedArchive.isKeyedArchive(bytes) { return (try NSKeyedArchive.importValue(from: bytes), true) }
         return (try ArchiveSerialization.value(from: bytes), false)

@@ -13,7 +13,16 @@ struct Arguments {
     private var flags = Set<String>()
     private var values: [String: [String]] = [:]
 
-    init(_ args: [String], specs: [Spec]) throws {
+    /// The run these arguments were given to (``Invocation``): what the helpers that open files record into.
+    let context: CommandContext
+
+    /// The arguments of `call`, parsed by `specs`.
+    init(_ call: Invocation, specs: [Spec]) throws {
+        try self.init(call.arguments, specs: specs, context: call.context)
+    }
+
+    init(_ args: [String], specs: [Spec], context: CommandContext) throws {
+        self.context = context
         var byName: [String: Spec] = [:]
         var byShort: [Character: Spec] = [:]
         for s in specs {

@@ -8,8 +8,8 @@ public enum CLI {
     struct Command: Sendable {
         let name: String
         let page: Help.Page
-        let run: @Sendable ([String]) throws -> ExitCode
-        init(_ name: String, _ page: Help.Page, _ run: @escaping @Sendable ([String]) throws -> ExitCode) {
+        let run: @Sendable (Invocation) throws -> ExitCode
+        init(_ name: String, _ page: Help.Page, _ run: @escaping @Sendable (Invocation) throws -> ExitCode) {
             self.name = name
             self.page = page
             self.run = run
@@ -57,17 +57,18 @@ public enum CLI {
     /// Runs the subcommand `argv[0]` of `name` (`archive show`, `git setup`): one of `table`, in the order
     /// their usage lists them.
     static func subcommand(
-        _ name: String, _ argv: [String], _ table: [(name: String, usage: String, run: ([String]) throws -> ExitCode)]
+        _ name: String, _ argv: Invocation,
+        _ table: [(name: String, usage: String, run: (Invocation) throws -> ExitCode)]
     ) throws -> ExitCode {
         let known = table.map(\.name).joined(separator: ", ")
-        guard let sub = argv.first else {
+        guard let sub = argv.arguments.first else {
             throw CLIError.usage(
                 "expected " + table.map { "`\(name) \($0.name) \($0.usage)`" }.joined(separator: " or "))
         }
         guard let entry = table.first(where: { $0.name == sub }) else {
             throw CLIError.usage("unknown \(name) command '\(terminalSafe(String(sub.prefix(64))))' (\(known))")
         }
-        return try entry.run(Array(argv.dropFirst()))
+        return try entry.run(argv.rest)
     }
 
     /// The parser's specs of `command` (of its subcommand `sub`): the options its help page lists.
@@ -84,7 +85,7 @@ public enum CLI {
 
     static let versionText = "kcar 0.1 (vault formats 1 and 2 read; new vaults are format 2)"
 
-    static func help(_ argv: [String]) throws -> ExitCode {
+    static func help(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: specs("help"))
         let p = try args.positionals(["COMMAND"], optional: 1)
         if args.flag("man") {
@@ -101,7 +102,7 @@ public enum CLI {
         return .success
     }
 
-    static func version(_ argv: [String]) throws -> ExitCode {
+    static func version(_ argv: Invocation) throws -> ExitCode {
         _ = try Arguments(argv, specs: specs("version")).positionals([])
         Output.out.line(versionText)
         return .success
@@ -173,25 +174,27 @@ public enum CLI {
             Output.out.write(Help.text(command.name, command.page) + "\n")
             return 0
         }
+        let context = CommandContext()
         // A vault command given --group G advances the group's generation record when it ends (SPEC.md §K6).
         defer {
-            ItemCommands.finishGroupCommand()
+            ItemCommands.finishGroupCommand(context)
             StandardStreams.finish()
         }
-        // A commit whose automatic compaction failed still succeeded (exit 0): said where it happens.
-        Vault.reportCompactionFailures { path, e in
-            warn(
-                "\(path): committed, but the automatic compaction after it failed (\(e)); deleted values stay in the file until `kcar compact` succeeds"
-            )
-        }
         do {
-            return try command.run(rest).rawValue
+            // A commit whose automatic compaction failed still succeeded (exit 0): said where it happens.
+            return try Vault.reportingCompactionFailures(to: { path, e in
+                warn(
+                    "\(path): committed, but the automatic compaction after it failed (\(e)); deleted values stay in the file until `kcar compact` succeeds"
+                )
+            }) {
+                try command.run(Invocation(arguments: rest, context: context))
+            }.rawValue
         } catch let e as CLIError {
             warn(e.message)
             if e.code == .usage, name != "help" { Output.err.line("`kcar \(name) --help` shows the options") }
             return e.code.rawValue
         } catch let e as VaultError {
-            warn(Subject.naming(e.description))
+            warn(context.naming(e.description))
             // A command that can replace what exists says how.
             if e.code == .exists, CLI.specs(name).contains(where: { $0.name == "force" }) {
                 Output.err.line("`kcar \(name) --force` replaces it")
@@ -207,7 +210,7 @@ public enum CLI {
             }
             return ExitCode.of(e).rawValue
         } catch let e as ArchiveError {
-            warn(Subject.naming(e.description))
+            warn(context.naming(e.description))
             return ExitCode.damaged.rawValue
         } catch {
             warn("\(error)")
@@ -248,22 +251,4 @@ func refuseStandardInput(_ path: String) throws {
     guard path == "-" else { return }
     throw CLIError.usage(
         "VAULT - (standard input) is for list, extract, verify and info; this command changes a vault file in place")
-}
-
-/// The file a command is reading (a vault, an archive, an item file), so that an error from inside it names
-/// it: `kcar: v.kcv: not a vault`, not `kcar: not a vault`. Set by the functions that open
-/// such a file; `-` is named `-` (standard input).
-enum Subject {
-    nonisolated(unsafe) private static var path: String?
-
-    static func set(_ p: String) {
-        let shown = StandardStreams.shown(p)
-        path = shown == "-" ? "standard input" : shown
-    }
-
-    /// `message`, preceded by the file the command was reading unless it already names it.
-    static func naming(_ message: String) -> String {
-        guard let path, !message.hasPrefix(path + ":"), !message.contains(" " + path) else { return message }
-        return path + ": " + message
-    }
 }

@@ -6,7 +6,7 @@ import VaultFormat
 
 /// `kcar compact VAULT`: the vault rewritten without dead bytes, with the retention rule given (SPEC.md Part 4, V8).
 enum CompactCommand {
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("compact"))
         let path = try vaultArguments(args, ["VAULT"])[0]
         let vault = try openVault(path, args, mode: .write)

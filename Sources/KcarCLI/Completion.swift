@@ -1,7 +1,7 @@
 /// `kcar completion bash|zsh|fish`: completion scripts made from `CLI.commands`, so every command and every
 /// option the parser accepts completes, and nothing else does.
 enum Completion {
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("completion"))
         let shell = try args.positionals(["SHELL"])[0]
         switch shell {

@@ -62,7 +62,7 @@ enum Credential {
         }
     }
 
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("credential"))
         guard let action = try args.positionals(["get|store|erase"]).first else {
             throw CLIError.usage("expected get, store or erase")

@@ -3,7 +3,7 @@ import VaultFormat
 
 /// `kcar delete`: the items that match (SecItemDelete).
 enum DeleteCommand {
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         var args = try Arguments(argv, specs: CLI.specs("delete"))
         // One word that is no file: SERVICE/ACCOUNT in the keychain (`kcar delete api/bob`); a vault alone is
         // still told that it needs ITEM.

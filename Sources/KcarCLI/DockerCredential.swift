@@ -42,7 +42,7 @@ enum DockerCredential {
     }
 
     /// Runs an action; every failure is reported as docker-credential-helpers' `Serve` reports it.
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         do {
             try perform(argv)
             return .success
@@ -64,7 +64,7 @@ enum DockerCredential {
         }
     }
 
-    static func perform(_ argv: [String]) throws {
+    static func perform(_ argv: Invocation) throws {
         let args = try Arguments(argv, specs: CLI.specs("docker-credential"))
         guard let action = try args.positionals(["store|get|erase|list|version"]).first else {
             throw CLIError.usage("expected an action")

@@ -17,7 +17,7 @@ enum EditCommand {
     /// The largest value an edit stores (the file is read whole).
     static let valueMax = 16 << 20
 
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try ItemCommands.named(try Arguments(argv, specs: CLI.specs("edit")))
         let s = try ItemCommands.store(args)
         let r = try ItemCommands.searchClasses(s, args, limit: 2)

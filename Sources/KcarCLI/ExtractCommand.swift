@@ -54,7 +54,7 @@ enum ExtractCommand {
         try StandardStreams.writeValue(value, name: ItemPath.name(item), force: force)
     }
 
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("extract"))
         var positionals = args.positionals
         if let group = args.value("group") { positionals.insert(try ItemCommands.groupVaultPath(args, group), at: 0) }

@@ -3,7 +3,7 @@ import VaultFormat
 
 /// `kcar find`: the items that match a query, as a table or JSON (their attributes, never their values).
 enum FindCommand {
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("find"))
         _ = try args.positionals([])
         let s = try ItemCommands.store(args)

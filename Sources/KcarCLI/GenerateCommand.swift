@@ -10,7 +10,7 @@ enum GenerateCommand {
     static let defaultLength = 24
     static let lengths = 8...4096
 
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("generate"))
         _ = try args.positionals([])
         var value = try password(args)

@@ -3,7 +3,7 @@ import VaultFormat
 
 /// `kcar get`: the value of one item (SecItemCopyMatching with one match and its data).
 enum GetCommand {
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try ItemCommands.named(try Arguments(argv, specs: CLI.specs("get")))
         let s = try ItemCommands.store(args)
         let r = try ItemCommands.searchClasses(s, args, limit: 2)

@@ -7,14 +7,14 @@ import VaultFormat
 /// `kcar git setup` and `kcar git textconv`: vaults in a git repository that merge item by item (`kcar merge`
 /// as the merge driver) and diff as text (one line per item).
 enum GitCommand {
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         try CLI.subcommand("git", argv, [("setup", "[--global]", setup), ("textconv", "VAULT", textconv)])
     }
 
     /// The line `.gitattributes` gets, and the configuration git reads it with.
     static let attributesLine = "*.kcv merge=kcar diff=kcar"
 
-    static func setup(_ argv: [String]) throws -> ExitCode {
+    static func setup(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("git", "setup"))
         _ = try args.positionals([])
         let global = args.flag("global")

@@ -3,7 +3,7 @@ import VaultFormat
 
 /// `kcar groups`: the access groups of the keychain and what each holds.
 enum GroupsCommand {
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("groups"))
         _ = try args.positionals([])
         let s = try ItemCommands.store(args)

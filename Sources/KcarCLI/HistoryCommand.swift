@@ -7,7 +7,7 @@ enum HistoryCommand {
     /// What each kept version's `why` (V3.4) says happened to it.
     static let reasons: [UInt8: String] = [1: "updated", 2: "merged", 3: "deleted"]
 
-    static func history(_ argv: [String]) throws -> ExitCode {
+    static func history(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("history"))
         let p = try itemVault(args)
         if args.flag("clear") { return try clear(p[0], p[1], args) }
@@ -79,7 +79,7 @@ enum HistoryCommand {
         return .success
     }
 
-    static func restore(_ argv: [String]) throws -> ExitCode {
+    static func restore(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("restore"))
         let p = try itemVault(args)
         guard let n = try args.int("version", in: 1...1000) else {
@@ -139,7 +139,7 @@ enum HistoryCommand {
     /// Opens a version 2 vault; a version 1 file keeps no history and is told how to change that.
     static func open(_ path: String, _ args: Arguments, mode: OpenMode) throws -> Versioning {
         try Secrets.requireVaultFile(path)
-        Subject.set(path)
+        args.context.reading(path)
         let header = try Vault.inspect(path: path).header
         if !header.keepsVersions {
             throw CLIError(

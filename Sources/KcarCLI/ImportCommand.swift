@@ -4,13 +4,13 @@ import VaultFormat
 
 /// `kcar import`: an NSKeyedArchiver plist as one item, or the items of a `find --json`/export file.
 enum ImportCommand {
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("import"))
         _ = try args.positionals([])
         let s = try ItemCommands.store(args)
         switch (args.value("nskeyed"), args.value("items")) {
         case (let file?, nil):
-            let (value, wasNSKeyed) = try ArchiveCommand.loadDetecting(file)
+            let (value, wasNSKeyed) = try ArchiveCommand.loadDetecting(file, args.context)
             guard wasNSKeyed else { throw CLIError.usage("\(file) is not an NSKeyedArchiver archive") }
             let bytes = try ArchiveSerialization.bytes(from: value, options: .deterministic)
             let (c, attributes) = try ItemCommands.newItem(args)

@@ -3,7 +3,7 @@ import VaultFormat
 
 /// `kcar init`: creates the keychain directory (mode 0700), with `--shared-group` a folder a team shares.
 enum InitCommand {
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("init"))
         _ = try args.positionals([])
         let dir = try ItemCommands.directory(args)

@@ -1,7 +1,6 @@
 import FoundationEssentials
 import KcarKeychain
 import KeyedArchive
-import Synchronization
 import VaultFormat
 
 #if canImport(Glibc)
@@ -29,11 +28,6 @@ enum ItemCommands {
     }
 
     // MARK: Vault commands on a keychain's group
-
-    /// The group a vault command was given with `--group G`: checked once before the command runs
-    /// (``groupVaultPath(_:_:)``) and its generation record advanced once after it (``finishGroupCommand()``),
-    /// whichever way the command itself opens the vault (SPEC.md §K6).
-    private static let resolved = Mutex<(store: KeychainStore, group: String, file: FileVersion)?>(nil)
 
     /// What tells whether a command changed a vault file: a rewrite makes a new inode, a commit grows it.
     struct FileVersion: Equatable {
@@ -68,7 +62,7 @@ enum ItemCommands {
         // The command opens the vault itself; this store's copy is closed first.
         s.close()
         let path = s.directory.vaultPath(group)
-        resolved.withLock { $0 = (s, group, FileVersion(path)) }
+        args.context.group = (s, group, FileVersion(path))
         return path
     }
 
@@ -80,9 +74,9 @@ enum ItemCommands {
     /// After a vault command on a group: its generation record advances to what the command committed (a
     /// rekey, a compaction, a recovery), and in a shared keychain the file keeps the group's mode. Called by
     /// `CLI.main` whether the command succeeded or not; a failure here is a warning.
-    static func finishGroupCommand() {
-        guard let (s, group, before) = resolved.withLock({ $0 }) else { return }
-        resolved.withLock { $0 = nil }
+    static func finishGroupCommand(_ context: CommandContext) {
+        guard let (s, group, before) = context.group else { return }
+        context.group = nil
         guard FileVersion(s.directory.vaultPath(group)) != before else { return }
         do {
             try s.finishVaultCommand(group: group)

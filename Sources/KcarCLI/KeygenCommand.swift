@@ -6,7 +6,7 @@ import VaultFormat
 
 /// `kcar keygen FILE`: a new random 32-byte key file (with `--x25519`, an age identity and its recipient).
 enum KeygenCommand {
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("keygen"))
         let path = try args.positionals(["FILE"])[0]
         if path == "-" { return try toStandardOutput(x25519: args.flag("x25519")) }

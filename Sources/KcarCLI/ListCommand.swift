@@ -7,7 +7,7 @@ import VaultFormat
 
 /// `kcar list VAULT [ITEM...]`: the items of a vault, by name, as a table or JSON.
 enum ListCommand {
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("list"))
         var positionals = args.positionals
         if let group = args.value("group") {

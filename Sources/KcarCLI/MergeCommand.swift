@@ -8,7 +8,7 @@ import VaultFormat
 /// `kcar merge BASE OURS THEIRS` (git's merge-driver order, `%O %A %B`) and `kcar merge --into VAULT OTHER`:
 /// THEIRS's changes merged into OURS item by item (SPEC.md Part 4, V9), in one commit appended to OURS.
 enum MergeCommand {
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("merge"))
         guard let name = args.value("name") else { return try merge(args) }
         // Run by git (--name %P): a failure leaves the vault conflicted, and git's own message names neither kcar

@@ -62,7 +62,7 @@ enum PackCommand {
         var follow = false
     }
 
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("pack"))
         // `pack VAULT --group G` with no DIR packs the keychain's group G: the keychain is --keychain DIR, else
         // KCAR_KEYCHAIN or the default one, as for every other keychain command.

@@ -6,7 +6,7 @@ import VaultFormat
 
 /// `kcar passwd VAULT`: a vault's key slots changed (a passphrase, slots added or removed; `--revoke` with a new vault key).
 enum PasswdCommand {
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("passwd"))
         let path = try vaultArguments(args, ["VAULT"])[0]
         try refuseStandardInput(path)

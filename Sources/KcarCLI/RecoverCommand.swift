@@ -6,7 +6,7 @@ import VaultFormat
 
 /// `kcar recover VAULT`: an interrupted commit cut off, or with `--drop-damaged` a damaged last commit dropped.
 enum RecoverCommand {
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("recover"))
         let path = try vaultArguments(args, ["VAULT"])[0]
         if args.flag("drop-damaged") {

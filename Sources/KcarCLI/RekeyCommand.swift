@@ -10,7 +10,7 @@ enum RekeyCommand {
     /// whose secret is given (`--key-file`, `--identity`, a passphrase, the group's key, `--add-key-file`)
     /// is kept, re-wrapped. A slot whose secret is not given is never dropped silently: rekey refuses and
     /// names it, unless --drop-slots says to drop it (named again on standard error).
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("rekey"))
         let path = try vaultArguments(args, ["VAULT"])[0]
         try refuseStandardInput(path)

@@ -75,7 +75,7 @@ enum Secrets {
         open: (UnlockSecret) throws -> V
     ) throws -> (V, UnlockSecret) {
         try requireVaultFile(path)
-        Subject.set(path)
+        args.context.reading(path)
         var candidates = try given ?? givenSecrets(args)
         if candidates.isEmpty {
             guard ask else { throw CLIError(.noSecret, "no secret given for \(path)") }

@@ -10,7 +10,7 @@ import VaultFormat
 /// without ThisDeviceOnly items, if it does not exist). A group not in the keychain is joined from FILE, given
 /// its key.
 enum SyncCommand {
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("sync"))
         guard let group = args.value("group") else {
             throw CLIError.usage("sync needs --group G: the keychain group FILE is a shared copy of")

@@ -12,7 +12,7 @@ extension GitCommand {
     /// (git would diff a truncated text as if it were the vault).
     struct TextConvTooLarge: Error {}
 
-    static func textconv(_ argv: [String]) throws -> ExitCode {
+    static func textconv(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("git", "textconv"))
         let path = try args.positionals(["VAULT"])[0]
         let values = args.flag("values")

@@ -7,7 +7,7 @@ import VaultFormat
 
 /// `kcar update`: new attributes or a new value for the items that match (SecItemUpdate).
 enum UpdateCommand {
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try ItemCommands.named(try Arguments(argv, specs: CLI.specs("update")))
         let generate = try GenerateCommand.requested(args)
         let q = try ItemCommands.query(args)
@@ -22,7 +22,8 @@ enum UpdateCommand {
         }
         if let a = args.value("set-accessible") {
             changes["pdmn"] = try ItemCommands.accessibility(
-                try Arguments(["--accessible", a], specs: [.init(name: "accessible", kind: .value)]))
+                try Arguments(
+                    ["--accessible", a], specs: [.init(name: "accessible", kind: .value)], context: args.context))
         }
         // A dry run reads no value: it shows which items the change would reach.
         if args.flag("dry-run") { return try ItemCommands.dryRun(args, q, "update") }

@@ -7,7 +7,7 @@ import VaultFormat
 
 /// `kcar upgrade VAULT`: a version 1 vault rewritten as version 2 (SPEC.md Part 4, V1), atomically.
 enum UpgradeCommand {
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("upgrade"))
         if let group = args.value("group") {
             // A keychain group is upgraded by the keychain, with its schema (SPEC.md Part 3 on Part 4's V4), as
@@ -28,7 +28,7 @@ enum UpgradeCommand {
         let path = try args.positionals(["VAULT"])[0]
         try refuseStandardInput(path)
         try Secrets.requireVaultFile(path)
-        Subject.set(path)
+        args.context.reading(path)
         if try Vault.inspect(path: path).header.isCurrentFormat {
             Output.out.line(
                 terminalSafe("\(path): already vault format version \(Header.currentFormatVersion); nothing to do"))

@@ -6,13 +6,13 @@ import VaultFormat
 
 /// `kcar verify` and `kcar info`.
 enum VerifyCommand {
-    static func run(_ argv: [String]) throws -> ExitCode {
+    static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("verify"))
         let path = try StandardStreams.vaultInput(try vaultArguments(args, ["VAULT"])[0])
         let json = args.flag("json")
         // Only an explicit --no-key checks the structure alone: a `verify v.kcv || alert` that found no secret
         // must not pass a vault whose records it never authenticated.
-        if args.flag("no-key") { return try structural(path, json: json) }
+        if args.flag("no-key") { return try structural(path, json: json, args.context) }
         do {
             try Secrets.requireVaultFile(path)
         } catch let e as VaultError {
@@ -69,10 +69,10 @@ enum VerifyCommand {
     }
 
     /// Without a key: header checksum and fields, and whether the file ends in a trailer's magic.
-    static func structural(_ path: String, json: Bool) throws -> ExitCode {
+    static func structural(_ path: String, json: Bool, _ context: CommandContext) throws -> ExitCode {
         var problems: [VaultError] = []
         do {
-            Subject.set(path)
+            context.reading(path)
             if let problem = try Vault.checkWithoutKey(path: path).problem { problems.append(problem) }
         } catch let e as VaultError {
             problems.append(e)
@@ -105,10 +105,10 @@ enum VerifyCommand {
         }
     }
 
-    static func info(_ argv: [String]) throws -> ExitCode {
+    static func info(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("info"))
         let path = try StandardStreams.vaultInput(try vaultArguments(args, ["VAULT"])[0])
-        Subject.set(path)
+        args.context.reading(path)
         let (header, size) = try Vault.inspect(path: path)
         var pairs: [(String, String)] = [
             ("path", JSON.string(StandardStreams.shown(path))), ("version", String(header.formatVersion)),

@@ -74,12 +74,20 @@ extension Vault {
         }
     }
 
-    /// ``loadItems()`` for the accessors that cannot throw: a damaged page leaves them empty (the callers in
-    /// kcar call ``loadItems()`` first, and see the error).
+    /// ``loadItems()`` for the accessors that cannot throw (``items``, ``unorderedItems``, ``item(_:)``), which a
+    /// caller of a vault opened with its items on demand reaches only after ``loadItems()``: it reports a damaged
+    /// page there. Reached before it, the items are read here, and a page that does not read stops the process
+    /// with the error rather than answer with no items (an empty answer would read as "no such item", and a
+    /// caller that then adds one writes over what it could not see).
     func loadOnDemand() {
         guard onDemand else { return }
         assert(false, "items of a vault opened with its items on demand, before loadItems()")
-        try? loadItems()
+        do {
+            try loadItems()
+        } catch {
+            preconditionFailure(
+                "\(path): the items of a vault opened with its items on demand, before loadItems(): \(error)")
+        }
     }
 
     /// The live item with `item`'s id as the vault holds it now: looked up at its key (one path of pages),

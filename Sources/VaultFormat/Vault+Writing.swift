@@ -279,7 +279,7 @@ extension Vault {
         }
         // The commit is durable now; a failed compaction leaves the vault as it was (it is atomic), so it
         // must not turn a successful commit into an error. It is tried again after the next commit, and
-        // reported: in ``lastCompactionError`` and to ``compactionFailures``.
+        // reported: in ``lastCompactionError`` and to ``reportingCompactionFailures(to:_:)``'s handler.
         if compactNow {
             lastCompactionError = Vault.compactAfterCommit(path: path) { try compact(random: random, options: options) }
         }
@@ -327,7 +327,7 @@ extension Vault {
     }
 
     /// Runs the automatic compaction after a commit that stood (both format versions): a failure is returned
-    /// (the caller's `lastCompactionError`) and told to the ``reportCompactionFailures(to:)`` handler, never
+    /// (the caller's `lastCompactionError`) and told to the ``reportingCompactionFailures(to:_:)`` handler, never
     /// thrown.
     static func compactAfterCommit(path: String, _ compact: () throws -> Void) -> VaultError? {
         do {
@@ -335,7 +335,7 @@ extension Vault {
             return nil
         } catch {
             let e = error as? VaultError ?? VaultError(.io, "\(error)")
-            compactionFailures.withLock { $0 }?(path, e)
+            compactionFailures?(path, e)
             return e
         }
     }
@@ -346,15 +346,18 @@ extension Vault {
         dead > Limits.compactDeadMin && Double(dead) > Double(body) * Limits.compactDeadRatio
     }
 
-    /// Told, on the committing thread, of every automatic compaction that failed after a commit (the commit
-    /// stood; the dead space, deleted values included, stays in the file until a compaction succeeds). The
-    /// CLI sets it to warn on standard error, so a failure is reported whichever layer made the commit.
-    public static func reportCompactionFailures(to handler: (@Sendable (_ path: String, _ error: VaultError) -> Void)?)
-    {
-        compactionFailures.withLock { $0 = handler }
+    /// Runs `body`, telling `handler` of every automatic compaction that fails after a commit made inside it,
+    /// on the committing thread (the commit stood; the dead space, deleted values included, stays in the file
+    /// until a compaction succeeds). The handler is bound to `body`'s task, not to the process: commits made by
+    /// other tasks or threads, or after `body` returns, are not told to it. The CLI runs each command inside
+    /// one that warns on standard error, so a failure is reported whichever layer made the commit.
+    public static func reportingCompactionFailures<T>(
+        to handler: @escaping @Sendable (_ path: String, _ error: VaultError) -> Void, _ body: () throws -> T
+    ) rethrows -> T {
+        try $compactionFailures.withValue(handler, operation: body)
     }
 
-    static let compactionFailures = Mutex<(@Sendable (String, VaultError) -> Void)?>(nil)
+    @TaskLocal static var compactionFailures: (@Sendable (String, VaultError) -> Void)?
 
     /// The generation of the commit after `generation`: refused at `GENERATION_MAX` (SPEC.md §8), before anything
     /// is written, with the way out (a rewrite, which starts again at 1).

@@ -269,11 +269,12 @@ final class HardeningCLITests: XCTestCase {
     // MARK: items 6 and 11: a running command, paused at a point by the debug seam
 
     /// A kcar process started in the background with `KCAR_DEBUG_PAUSE=point:marker`, and the moment it
-    /// reached the point (the marker exists).
-    func start(_ args: [String], pause point: String) throws -> (Process, marker: String) {
+    /// reached the point (the marker exists); its standard error goes to `errors` if given.
+    func start(_ args: [String], pause point: String, errors: Pipe? = nil) throws -> (Process, marker: String) {
         let marker = path(".pause-\(point)")
         try? FileManager.default.removeItem(atPath: marker)  // a marker left by an earlier, killed run
         let p = kcarProcess(args, cwd: dir, env: ["KCAR_DEBUG_PAUSE": "\(point):\(marker)"])
+        if let errors { p.standardError = errors }
         try p.run()
         var waited = 0
         while !FileManager.default.fileExists(atPath: marker) {
@@ -332,6 +333,37 @@ final class HardeningCLITests: XCTestCase {
         XCTAssertEqual(names, ["svc/a"])
         XCTAssertEqual(
             try kcar(["extract", "v.kcv", "--stdout", "svc/a", "--key-file", keyFile], expect: 0).out, "fine")
+    }
+
+    /// A commit stands when the automatic compaction after it fails, and the command says so on standard
+    /// error with exit 0. The compaction is made to fail from outside: paused once its temporary file exists,
+    /// the vault is replaced by a copy (another inode), so the rewrite refuses to rename itself over it.
+    func testAFailedAutomaticCompactionIsReportedAndTheCommitStands() throws {
+        // 2 MiB that do not compress: deleting them leaves more than 1 MiB and half of the body dead.
+        var x: UInt64 = 0x9E37_79B9_7F4A_7C15
+        let big = (0..<2 << 20).map { _ -> UInt8 in
+            x ^= x << 13
+            x ^= x >> 7
+            x ^= x << 17
+            return UInt8(truncatingIfNeeded: x)
+        }
+        try makeVault(items: [
+            (.genericPassword, ["svce": "s", "acct": "big"], big),
+            (.genericPassword, ["svce": "s", "acct": "small"], [1, 2])
+        ])
+        let errors = Pipe()
+        let (p, marker) = try start(
+            ["delete", "v.kcv", "s/big", "--key-file", keyFile], pause: "temporary-created", errors: errors)
+        try FileManager.default.copyItem(atPath: path("v.kcv"), toPath: path("copy.kcv"))
+        XCTAssertEqual(rename(path("copy.kcv"), path("v.kcv")), 0)
+        try FileManager.default.removeItem(atPath: marker)
+        finish(p)
+        XCTAssertEqual(p.terminationStatus, 0, "the commit stood")
+        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertTrue(said.contains("committed, but the automatic compaction after it failed"), said)
+        XCTAssertTrue(said.contains("was replaced while a rewrite was written"), said)
+        let list = try kcar(["list", "v.kcv", "--key-file", keyFile], expect: 0).out
+        XCTAssertTrue(list.contains("s/small") && !list.contains("s/big"), list)
     }
 
     /// Leftover temporaries in `folder`: extract's `.kcar-*.tmp` and a vault writer's `.NAME.*.tmp`.

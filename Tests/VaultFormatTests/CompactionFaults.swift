@@ -2,7 +2,7 @@ import Foundation
 
 @testable import VaultFormat
 
-/// The failed automatic compactions reported to ``Vault/reportCompactionFailures(to:)``: path and error.
+/// The failed automatic compactions reported to ``Vault/reportingCompactionFailures(to:_:)``: path and error.
 final class CompactionReports: @unchecked Sendable {
     var reports: [(String, VaultError)] = []
 }
@@ -12,11 +12,7 @@ final class CompactionReports: @unchecked Sendable {
 /// sooner by setting `File.faults` to nil).
 func withFailingCompactions(_ body: (CompactionReports) throws -> Void) throws {
     let seen = CompactionReports()
-    Vault.reportCompactionFailures { seen.reports.append(($0, $1)) }
     File.faults = { p, op in p.hasSuffix(".tmp") && op != .sync ? .error(ENOSPC) : nil }
-    defer {
-        File.faults = nil
-        Vault.reportCompactionFailures(to: nil)
-    }
-    try body(seen)
+    defer { File.faults = nil }
+    try Vault.reportingCompactionFailures(to: { seen.reports.append(($0, $1)) }) { try body(seen) }
 }
