@@ -159,9 +159,9 @@ extension Vault {
             try adopt(p, items: false)
             ptx.keepsValueLocations = !onDemand
             paged = ptx
-            let tx = Transaction(paged: ptx, random: random, state: onDemand ? [:] : state, onDemand: onDemand)
+            let tx = Transaction(onDemand ? OnDemandPagedChanges(ptx) : PagedChanges(ptx, state: state))
             try body(tx)
-            after = tx.state
+            after = tx.heldItems
         }
         lastCompactionError = p.lastCompactionError
         if onDemand { return try adopt(p, items: false) }
@@ -243,7 +243,7 @@ extension Vault {
             p.uncommitted = true
             try p.commitLocked(level: options.level, random: random, solidMembers: options.solidMembers, now: now) {
                 ptx in
-                try body(Transaction(paged: ptx, random: random, state: [:]))
+                try body(Transaction(PagedChanges(ptx, state: [:])))
             }
             // Nothing added: the vault is one fold of empty trees.
             if p.uncommitted {

@@ -1,206 +1,6 @@
-import Synchronization
-
 #if canImport(Glibc)
     import Glibc
 #endif
-
-/// The changes of one commit, gathered by the closure given to ``Vault/create(path:group:slots:options:overwrite:random:_:)``
-/// or ``Vault/commit(options:random:_:)``. Values are written as they are added; the commit becomes visible
-/// only when the closure returns and the trailer is on disk.
-public final class Transaction {
-    let writer: CommitWriter
-    let random: RandomSource
-    /// The items before this transaction: only those can be deleted in the index.
-    private let original: [ItemID: Item]
-    private(set) var state: [ItemID: Item]
-    /// Items put or deleted in this transaction (nil = deleted).
-    private(set) var changes: [ItemID: Item?] = [:]
-    /// Items added with a value; their locations are known once the writer flushes.
-    private var valued = Set<ItemID>()
-    /// For a version 2 file: the transaction of the paged vault, which every change is handed to (it writes
-    /// the values and makes the tree entries); `state` is kept here for ``items`` and ``item(_:)``.
-    private let paged: PagedTransaction?
-    /// Version 2 only: until ``loadAll()`` reads every item (a vault opened with its items on demand),
-    /// `state` holds just the items searches made known, and the items this transaction changed are those
-    /// of the paged transaction (``touchedItems``), not a second copy here: a large import holds its items
-    /// once.
-    private var onDemand = false
-
-    init(writer: CommitWriter, random: RandomSource, state: [ItemID: Item]) {
-        self.writer = writer
-        self.random = random
-        self.state = state
-        original = state
-        paged = nil
-    }
-
-    init(paged: PagedTransaction, random: RandomSource, state: [ItemID: Item], onDemand: Bool = false) {
-        writer = paged.writer
-        self.random = random
-        self.state = state
-        original = [:]
-        self.paged = paged
-        self.onDemand = onDemand
-    }
-
-    /// The index a search in this transaction goes to, while ``items`` holds only the items known and
-    /// changed (a vault opened with its items on demand, until ``loadAll()``); nil when ``items`` holds every
-    /// item. What it answers is the vault before this transaction: correct it by ``touchedItems``.
-    package var itemIndex: ItemIndex? { onDemand ? paged.map { ItemIndex($0.vault) } : nil }
-
-    /// The items this transaction changed, as they stand now (nil: deleted): what a search of the vault
-    /// (which sees the items before the transaction) must be corrected by.
-    package var touchedItems: [ItemID: Item?] { onDemand ? paged?.changedItems ?? [:] : [:] }
-
-    /// Makes `item`, as the vault holds it before this transaction (looked up by the caller), known to
-    /// ``item(_:)``, ``update(_:class:attributes:value:)`` and ``delete(_:)`` without ``loadAll()``.
-    package func know(_ item: Item) {
-        guard onDemand, state[item.id] == nil, touchedItems[item.id] == nil else { return }
-        state[item.id] = item
-    }
-
-    /// Reads every item of the vault into ``items`` (a transaction on a vault opened with its items on
-    /// demand), with this transaction's changes so far applied.
-    package func loadAll() throws {
-        guard onDemand, let paged else { return }
-        var all = try Vault.items(of: paged.vault)
-        for (id, t) in touchedItems { all[id] = t }
-        state = all
-        onDemand = false
-    }
-
-    /// The items as they stand in this transaction (in a vault opened with its items on demand, until they are
-    /// all loaded: those known and changed).
-    public var items: [Item] {
-        guard onDemand else { return Array(state.values) }
-        let touched = touchedItems
-        return state.values.filter { touched[$0.id] == nil } + touched.values.compactMap { $0 }
-    }
-
-    /// Looks up an item as it stands in this transaction.
-    public func item(_ id: ItemID) -> Item? {
-        if onDemand, let t = touchedItems[id] { return t }
-        return state[id]
-    }
-
-    /// ``item(_:)``, reading every item first if, on demand, the transaction does not know it.
-    package func current(_ id: ItemID) throws -> Item? {
-        if onDemand, touchedItems[id] == nil, state[id] == nil { try loadAll() }
-        return item(id)
-    }
-
-    /// Adds a new item and returns its id.
-    @discardableResult
-    public func add(class itemClass: ItemClass = .genericPassword, attributes: Attributes, value: ValueSource) throws
-        -> ItemID
-    {
-        try Transaction.check(itemClass, attributes)
-        guard state.count < Limits.itemsMax else {
-            throw VaultError(.invalidArgument, "a vault holds at most \(Limits.itemsMax) items")
-        }
-        let id = try paged?.add(class: itemClass, attributes: attributes, value: value) ?? ItemID(random.bytes(16))
-        let item = Item(
-            id: id, itemClass: itemClass, attributes: attributes, size: 0,
-            location: RecordLocation(
-                recordID: ID128([UInt8](repeating: 0, count: 16)), offset: 0, length: 0, member: 0, dataOffset: 0))
-        if paged != nil {
-            if !onDemand { state[id] = item }
-            return id
-        }
-        try writer.add(item, value: value)
-        state[id] = item
-        changes[id] = item
-        valued.insert(id)
-        return id
-    }
-
-    /// Changes an item's class or attributes, its value, or both.
-    public func update(
-        _ id: ItemID, class itemClass: ItemClass? = nil, attributes: Attributes? = nil,
-        value: ValueSource? = nil
-    ) throws {
-        guard var item = try current(id) else { throw VaultError(.itemNotFound, "item \(id)") }
-        if let paged {
-            try paged.update(item, class: itemClass, attributes: attributes, value: value)
-            if onDemand {
-                state[id] = nil
-                return
-            }
-            if let c = itemClass { item.itemClass = c }
-            if let a = attributes { item.attributes = a }
-            state[id] = item
-            return
-        }
-        if let c = itemClass { item.itemClass = c }
-        if let a = attributes { item.attributes = a }
-        try Transaction.check(item.itemClass, item.attributes)
-        if let v = value {
-            try writer.add(item, value: v)
-            valued.insert(id)
-        }
-        state[id] = item
-        changes[id] = item
-    }
-
-    /// Removes an item.
-    public func delete(_ id: ItemID) throws {
-        if let paged {
-            guard let item = try current(id) else { throw VaultError(.itemNotFound, "item \(id)") }
-            try paged.delete(item)
-            state[id] = nil
-            return
-        }
-        guard state.removeValue(forKey: id) != nil else { throw VaultError(.itemNotFound, "item \(id)") }
-        changes[id] = .some(nil)
-        valued.remove(id)
-    }
-
-    static func check(_ c: ItemClass, _ attributes: Attributes) throws {
-        let n = c.rawValue.utf8.count
-        guard n >= 1, n <= Limits.attrNameMax else { throw VaultError(.invalidArgument, "class name of \(n) bytes") }
-        guard attributes.count <= Limits.attrsMax else {
-            throw VaultError(.invalidArgument, "more than \(Limits.attrsMax) attributes")
-        }
-        for (name, value) in attributes {
-            let k = name.utf8.count
-            guard k >= 1, k <= Limits.attrNameMax else {
-                throw VaultError(.invalidArgument, "attribute name of \(k) bytes")
-            }
-            let length: Int
-            switch value {
-            case .string(let s): length = s.utf8.count
-            case .data(let d): length = d.count
-            default: length = 0
-            }
-            guard length <= Limits.attrValueMax else {
-                throw VaultError(.invalidArgument, "attribute \(name) longer than \(Limits.attrValueMax) bytes")
-            }
-        }
-    }
-
-    /// Writes pending records and returns the index operations, in id order, with final locations.
-    func finalize() throws -> [IndexOperation] {
-        try writer.flush()
-        // A value given twice in one transaction: the one added last wins, whatever order records were written in.
-        var latest: [ItemID: (sequence: Int, item: Item)] = [:]
-        for w in writer.written where latest[w.item.id].map({ $0.sequence < w.sequence }) ?? true {
-            latest[w.item.id] = w
-        }
-        for w in latest.values.map(\.item) where valued.contains(w.id) {
-            if var s = state[w.id] {
-                s.size = w.size
-                s.location = w.location
-                state[w.id] = s
-                changes[w.id] = s
-            }
-        }
-        // An item added and deleted again in this transaction leaves no operation (its value is dead space).
-        return changes.keys.sorted().compactMap { id in
-            if let item = state[id] { return .put(item) }
-            return original[id] == nil ? nil : .delete(id)
-        }
-    }
-}
 
 extension Vault {
     /// Checks what every new vault needs (a group name, 1 to `SLOTS_MAX` slots, no file at `path` unless
@@ -249,10 +49,11 @@ extension Vault {
             let writer = CommitWriter(
                 file: tmp.file, headerLength: UInt64(headerBytes.count), vaultID: vaultID, keys: keys,
                 random: random, level: options.level, solidMembers: options.solidMembers, at: 0)
-            let tx = Transaction(writer: writer, random: random, state: [:])
-            try body(tx)
-            let ops = try tx.finalize()
-            _ = try writer.finish(ops: ops, checkpoint: true, generation: 1, previous: nil, itemCount: tx.state.count)
+            let changes = LogChanges(writer: writer, random: random, state: [:])
+            try body(Transaction(changes))
+            let ops = try changes.finalize()
+            _ = try writer.finish(
+                ops: ops, checkpoint: true, generation: 1, previous: nil, itemCount: changes.state.count)
             try tmp.commit(overwrite: overwrite)
         } catch {
             tmp.abandon()
@@ -296,10 +97,10 @@ extension Vault {
             let writer = CommitWriter(
                 file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys,
                 random: random, level: options.level, solidMembers: options.solidMembers, at: tail.end)
-            let tx = Transaction(writer: writer, random: random, state: state)
+            let changes = LogChanges(writer: writer, random: random, state: state)
             do {
-                try body(tx)
-                let ops = try tx.finalize()
+                try body(Transaction(changes))
+                let ops = try changes.finalize()
                 guard !ops.isEmpty else {
                     // Nothing to commit, but values may have been written (added, then deleted): cut them off.
                     if writer.position != tail.end { try file.truncate(to: fileOffset(tail.end)) }
@@ -312,12 +113,13 @@ extension Vault {
                     chain >= Limits.chainMax || tail.deltaBytes + UInt64(deltaSize) > tail.checkpointBytes
                     || deltaSize > Limits.chainIndexMax - tail.chainPlainBytes
                     || ops.count > Limits.chainOpsMax - tail.chainOps
-                let finalOps = checkpoint ? tx.state.keys.sorted().map { IndexOperation.put(tx.state[$0]!) } : ops
+                let finalOps =
+                    checkpoint ? changes.state.keys.sorted().map { IndexOperation.put(changes.state[$0]!) } : ops
                 try ensureStillAtPath("a commit")
                 tail = try writer.finish(
                     ops: finalOps, checkpoint: checkpoint, generation: nextGeneration,
-                    previous: tail, itemCount: tx.state.count)
-                state = tx.state
+                    previous: tail, itemCount: changes.state.count)
+                state = changes.state
             } catch {
                 try? file.truncate(to: fileOffset(tail.end))
                 throw error
