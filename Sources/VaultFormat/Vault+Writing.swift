@@ -1,3 +1,5 @@
+import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -137,7 +139,7 @@ extension Vault {
             return nil
         } catch {
             let e = error as? VaultError ?? VaultError(.io, "\(error)")
-            compactionFailures?(path, e)
+            (compactionFailures ?? processCompactionFailures.withLock { $0 })?(path, e)
             return e
         }
     }
@@ -160,6 +162,18 @@ extension Vault {
     }
 
     @TaskLocal static var compactionFailures: (@Sendable (String, VaultError) -> Void)?
+
+    /// A handler for every task and thread of the process, told when no
+    /// ``reportingCompactionFailures(to:_:)`` handler is bound: one more global a process cannot scope.
+    @available(
+        *, deprecated, message: "bind a handler to the commits made in a closure: reportingCompactionFailures(to:_:)"
+    )
+    public static func reportCompactionFailures(to handler: (@Sendable (_ path: String, _ error: VaultError) -> Void)?)
+    {
+        processCompactionFailures.withLock { $0 = handler }
+    }
+
+    static let processCompactionFailures = Mutex<(@Sendable (String, VaultError) -> Void)?>(nil)
 
     /// The generation of the commit after `generation`: refused at `GENERATION_MAX` (SPEC.md §8), before anything
     /// is written, with the way out (a rewrite, which starts again at 1).
