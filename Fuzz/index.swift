@@ -27,7 +27,7 @@ let vault: Vault = {
     return Vault(
         path: "index", header: header, headerBytes: [], file: file,
         vaultKey: SecureBytes(copying: [UInt8](repeating: 9, count: 32)), state: [:],
-        tail: tail, incompleteBytes: 0, mode: .read)
+        engine: LogEngine(tail: tail), incompleteBytes: 0, mode: .read)
 }()
 
 /// The operations of a segment, or nil if it does not decode; what decodes must encode to the same bytes.

@@ -35,7 +35,8 @@ let vault: Vault = {
     unlink(path)
     return Vault(
         path: "record", header: header, headerBytes: [], file: file,
-        vaultKey: SecureBytes(copying: [UInt8](repeating: 9, count: 32)), state: [:], tail: tail, incompleteBytes: 0,
+        vaultKey: SecureBytes(copying: [UInt8](repeating: 9, count: 32)), state: [:], engine: LogEngine(tail: tail),
+        incompleteBytes: 0,
         mode: .read)
 }()
 let key = StreamKey.record(vault.keys, vaultID: vaultID, recordID: recordID)
@@ -166,7 +167,8 @@ func fuzzOne(_ bytes: [UInt8]) {
     let t = Trailer(
         generation: 1, commitStart: 0, indexOffset: UInt64(raw.count), indexLength: 1, previous: Trailer.noPrevious,
         itemCount: UInt32(items.count), checkpoint: true, chain: 0)
-    vault.tail = Tail(trailer: t, offset: UInt64(raw.count) + 1, checkpointBytes: 1, deltaBytes: 0)
+    (vault.engine as! LogEngine).tail = Tail(
+        trailer: t, offset: UInt64(raw.count) + 1, checkpointBytes: 1, deltaBytes: 0)
 
     // One item at a time (BlockReader, the member table read incrementally, the streaming loop).
     for item in items.prefix(maxSingleReads - 1) + items.suffix(1) {

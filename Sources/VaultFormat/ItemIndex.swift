@@ -32,5 +32,5 @@ package struct ItemIndex {
 
 extension Vault {
     /// The vault's index of items, or nil when its format keeps none (version 1).
-    package var itemIndex: ItemIndex? { paged.map(ItemIndex.init) }
+    package var itemIndex: ItemIndex? { engine.itemIndex }
 }

@@ -83,7 +83,7 @@ extension Vault {
     /// with the same value (record, member and size; a rewrite may have moved the record), or
     /// ``VaultError/Code/staleItem``. An attribute change keeps the value, so it leaves a handle current.
     func current(_ item: Item) throws -> Item {
-        let found = onDemand ? try liveItem(like: item) : state[item.id]
+        let found = try liveItem(like: item)
         guard let now = found else {
             throw VaultError(
                 .staleItem, "\(item.displayName): the item was deleted after this handle was taken; look it up again")

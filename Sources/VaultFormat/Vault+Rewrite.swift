@@ -15,26 +15,13 @@ extension Vault {
         retention: Retention?, droppingHistoryOf dropped: Set<ItemID>, rewindingClock: Bool = false,
         random: RandomSource = SystemRandom.shared, options: WriteOptions = .init()
     ) throws {
-        guard let p = paged else {
-            guard retention == nil else {
-                throw VaultError(
-                    .invalidArgument, "\(path) is vault format version 1, which keeps no history or tombstones")
-            }
-            guard !rewindingClock else {
-                throw VaultError(.invalidArgument, "\(path) is vault format version 1, which has no version clock")
-            }
-            return try rewrite(header: header, headerBytes: headerBytes, newKey: nil, random: random, options: options)
-        }
-        try options.check()
-        try p.compact(
-            random: random, level: options.level, solidMembers: options.solidMembers, retention: retention,
-            droppingHistoryOf: dropped,
-            rewindingClock: rewindingClock)
-        try adopt(p, items: true)
+        try engine.compact(
+            self, retention: retention, droppingHistoryOf: dropped, rewindingClock: rewindingClock, random: random,
+            options: options)
     }
 
     /// The retention rule of a version 2 vault (nil for version 1).
-    package var retention: Retention? { paged?.root.retention }
+    package var retention: Retention? { engine.retention }
 
     /// Makes a new random vault key, re-seals every record and the index under it, and wraps it for `slots`
     /// (which replace all the old ones: an old slot or header copy no longer opens anything written from
@@ -42,13 +29,7 @@ extension Vault {
     public func rekey(slots: [SlotSecret], random: RandomSource = SystemRandom.shared, options: WriteOptions = .init())
         throws
     {
-        if let p = paged {
-            try options.check()
-            try p.rekey(slots: slots, random: random, level: options.level, solidMembers: options.solidMembers)
-            return try adopt(p, items: true)
-        }
-        let (newHeader, bytes, vk) = try Vault.rekeyedHeader(header, slots: slots, random: random)
-        try rewrite(header: newHeader, headerBytes: bytes, newKey: vk, random: random, options: options)
+        try engine.rekey(self, slots: slots, random: random, options: options)
     }
 
     /// `header` under a new random vault key wrapped for `slots` (both format versions), encoded.
@@ -76,17 +57,14 @@ extension Vault {
         }
         // Resolve the indexes now, against the header the caller saw, not the one caught up with under the lock.
         let removed = remove.map { header.slots[$0] }
-        if let p = paged {
-            try p.changeSlots(remove: remove, add: add, random: random)
-            return try adopt(p, items: false)
-        }
-        try exclusively { try changeSlotsLocked(removing: removed, add: add, random: random) }
+        try engine.changeSlots(self, remove: remove, removing: removed, add: add, random: random)
     }
 
-    private func changeSlotsLocked(removing: [KeySlot], add: [SlotSecret], random: RandomSource) throws {
+    /// ``changeSlots(remove:add:random:)`` of a version 1 file, under its lock.
+    func changeSlotsLocked(_ log: LogEngine, removing: [KeySlot], add: [SlotSecret], random: RandomSource) throws {
         let (newHeader, bytes, newFile) = try Vault.copyWithSlots(
             path: path, file: file, header: header, vaultKey: vaultKey, headerKey: keys.header,
-            bodyEnd: tail.end, removing: removing, add: add, random: random
+            bodyEnd: log.tail.end, removing: removing, add: add, random: random
         ) {
             try ensureStillAtPath("a rewrite")
         }
@@ -133,22 +111,24 @@ extension Vault {
         return (newHeader, bytes, tmp.file)
     }
 
-    private func rewrite(
-        header newHeader: Header, headerBytes bytes: [UInt8], newKey: SecureBytes?, random: RandomSource,
-        options: WriteOptions
+    /// Rewrites a version 1 file whole (compact, rekey) with `newHeader`, under a new vault key if `newKey`.
+    func rewrite(
+        _ log: LogEngine, header newHeader: Header, headerBytes bytes: [UInt8], newKey: SecureBytes?,
+        random: RandomSource, options: WriteOptions
     ) throws {
         try options.check()
-        try exclusively {
-            try rewriteLocked(header: newHeader, headerBytes: bytes, newKey: newKey, random: random, options: options)
+        try exclusively(log) {
+            try rewriteLocked(
+                log, header: newHeader, headerBytes: bytes, newKey: newKey, random: random, options: options)
         }
     }
 
     private func rewriteLocked(
-        header newHeader: Header, headerBytes bytes: [UInt8], newKey: SecureBytes?, random: RandomSource,
-        options: WriteOptions
+        _ log: LogEngine, header newHeader: Header, headerBytes bytes: [UInt8], newKey: SecureBytes?,
+        random: RandomSource, options: WriteOptions
     ) throws {
         let newKeys = newKey.map { Subkeys(vaultKey: $0) } ?? keys
-        let generation = Vault.rewriteGeneration(after: tail.trailer.generation)
+        let generation = Vault.rewriteGeneration(after: log.tail.trailer.generation)
         let tmp = try AtomicReplace(path: path, random: random)
         let newTail: Tail
         let newState: [ItemID: Item]
@@ -177,7 +157,7 @@ extension Vault {
             keys = newKeys
         }
         state = newState
-        tail = newTail
+        log.tail = newTail
         incompleteBytes = 0
     }
 

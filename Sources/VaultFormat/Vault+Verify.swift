@@ -24,8 +24,11 @@ public struct VerifyReport: Sendable {
 extension Vault {
     /// Checks the whole vault: every trailer back to the first commit, every index segment, and every live
     /// record in full (member tables against the index). Does not stop at the first problem.
-    public func verify() -> VerifyReport {
-        if let p = paged { return p.verify() }
+    public func verify() -> VerifyReport { engine.verify(self) }
+
+    /// ``verify()`` of a version 1 file.
+    func verify(_ log: LogEngine) -> VerifyReport {
+        let tail = log.tail
         var report = VerifyReport()
         report.deadBytes = deadBytes
         report.incompleteBytes = incompleteBytes

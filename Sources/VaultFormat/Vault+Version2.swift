@@ -1,11 +1,8 @@
-/// ``Vault`` over a version 2 file (SPEC.md Part 4): every public operation of ``Vault`` works on either
-/// format version. For version 2 the work is done by a ``PagedVault``; this instance keeps what ``Vault``'s
-/// API promises on top of it (the items in memory, read from the trees at open and after each change made
-/// elsewhere, as version 1 reads its index), so commands and the keychain need not know the version.
+/// ``Vault``'s work on a version 2 file, for its ``PagedEngine``.
 extension Vault {
     /// The version 2 engine of this vault, nil for a version 1 file (for commands that only version 2 has:
     /// merge, history).
-    package var version2: PagedVault? { paged }
+    package var version2: PagedVault? { engine.version2 }
 
     /// The live items of `p`, by id (the whole items tree, the deltas applied).
     static func items(of p: PagedVault) throws -> [ItemID: Item] {
@@ -20,30 +17,30 @@ extension Vault {
 
     /// Takes on what `p` now holds: its file, header and keys (a rewrite replaces them) and, when `items`
     /// (or when another writer committed since they were read), its items.
-    func adopt(_ p: PagedVault, items reload: Bool) throws {
-        paged = p
+    func adopt(_ e: PagedEngine, _ p: PagedVault, items reload: Bool) throws {
+        e.replace(p)
         file = p.file
         header = p.header
         keys = p.keys
         vaultKey = p.vaultKey
         incompleteBytes = p.incompleteBytes
         let seen = (p.generation, p.tail.offset)
-        if onDemand {
+        if e.onDemand {
             // Nothing kept to reload; a new `state` still tells callers that the items changed.
-            if pagedSeen.generation != seen.0 || pagedSeen.offset != seen.1 { state = [:] }
-            pagedSeen = seen
+            if e.seen.generation != seen.0 || e.seen.offset != seen.1 { state = [:] }
+            e.seen = seen
             return
         }
-        if reload || pagedSeen.generation != seen.0 || pagedSeen.offset != seen.1 {
+        if reload || e.seen.generation != seen.0 || e.seen.offset != seen.1 {
             state = try Vault.items(of: p)
-            pagedSeen = seen
+            e.seen = seen
         }
     }
 
     /// The version 2 vault at `path` again, when a rewrite (here or in another process) renamed a new file
     /// over the one held: same vault id, and the header must verify under this instance's vault key (a
     /// rekeyed file does not: open it again with a secret). Reads it under a shared lock, as ``refresh()`` does.
-    func reopenVersion2(_ p: PagedVault) throws {
+    func reopen(_ e: PagedEngine) throws {
         let file = try Vault.lockedFile(path, mode: mode, exclusive: false, timeout: lockTimeout)
         defer { file.unlock() }
         let size = try file.size()
@@ -54,25 +51,16 @@ extension Vault {
         headerBytes = hb
         let q = try PagedVault.open(
             file: file, path: path, header: h, vaultKey: vaultKey, size: size, mode: mode,
-            writerID: p.writerID, lockTimeout: lockTimeout)
-        try adopt(q, items: true)
+            writerID: e.paged.writerID, lockTimeout: lockTimeout)
+        try adopt(e, q, items: true)
     }
 
     /// Whether this vault was opened with its items on demand and has not read them all yet.
-    package var itemsOnDemand: Bool { onDemand }
+    package var itemsOnDemand: Bool { engine.itemsOnDemand }
 
     /// Reads every item (a vault opened with its items on demand): ``items``, ``unorderedItems`` and
     /// ``item(_:)`` then answer from memory, as for a vault opened without.
-    package func loadItems() throws {
-        guard onDemand, let p = paged else { return }
-        onDemand = false
-        do {
-            try adopt(p, items: true)
-        } catch {
-            onDemand = true
-            throw error
-        }
-    }
+    package func loadItems() throws { try engine.loadItems(self) }
 
     /// ``loadItems()`` for the accessors that cannot throw (``items``, ``unorderedItems``, ``item(_:)``), which a
     /// caller of a vault opened with its items on demand reaches only after ``loadItems()``: it reports a damaged
@@ -80,7 +68,7 @@ extension Vault {
     /// with the error rather than answer with no items (an empty answer would read as "no such item", and a
     /// caller that then adds one writes over what it could not see).
     func loadOnDemand() {
-        guard onDemand else { return }
+        guard engine.itemsOnDemand else { return }
         assert(false, "items of a vault opened with its items on demand, before loadItems()")
         do {
             try loadItems()
@@ -103,60 +91,44 @@ extension Vault {
     /// order when `inOrder` is false (a pass that only sums or finds a largest value needs none, and sorting a
     /// version 1 vault's items is most of the cost of a pass over them).
     package func forEachItem(inOrder: Bool = true, _ body: (Item) throws -> Bool) throws {
-        guard let p = paged else {
-            if inOrder {
-                for item in items { guard try body(item) else { return } }
-            } else {
-                for item in unorderedItems { guard try body(item) else { return } }
-            }
-            return
-        }
-        try p.forEachItem(body)
+        try engine.forEachItem(self, inOrder: inOrder, body)
     }
 
     /// The live item with this id: from memory, or for a vault opened with its items on demand, found by a
     /// scan.
-    package func findItem(_ id: ItemID) throws -> Item? {
-        guard onDemand else { return state[id] }
-        var found: Item?
-        try forEachItem { i in
-            if i.id == id { found = i }
-            return found == nil
-        }
-        return found
-    }
+    package func findItem(_ id: ItemID) throws -> Item? { try engine.findItem(self, id) }
 
     /// ``liveItem(like:)`` for an item known by its id, class and attributes (as a search returned it).
     package func liveItem(id: ItemID, class itemClass: ItemClass, attributes: Attributes) throws -> Item? {
-        guard let p = paged, onDemand else { return state[id] }
-        if let found = try p.liveItem(id: id, class: itemClass, attributes: attributes) { return found }
-        return try findItem(id)
+        try engine.liveItem(self, id: id, class: itemClass, attributes: attributes)
     }
 
     /// ``refresh()`` of a version 2 file.
-    func refreshVersion2(_ p: PagedVault) throws {
-        guard try p.file.isStill(path) else { return try reopenVersion2(p) }
+    func refresh(_ e: PagedEngine) throws {
+        let p = e.paged
+        guard try p.file.isStill(path) else { return try reopen(e) }
         try p.file.lock(exclusive: false, timeout: lockTimeout)
         defer { p.file.unlock() }
         try p.catchUp()
-        try adopt(p, items: false)
+        try adopt(e, p, items: false)
     }
 
     /// ``commit(options:random:_:)`` of a version 2 file: one commit of the changes `body` makes, through a
     /// ``Transaction`` that keeps this instance's items up to date.
-    func commitVersion2(
-        _ p0: PagedVault, options: WriteOptions, random: RandomSource, _ body: (Transaction) throws -> Void
+    func commit(
+        _ e: PagedEngine, options: WriteOptions, random: RandomSource, _ body: (Transaction) throws -> Void
     ) throws {
-        if try !p0.file.isStill(path) { try reopenVersion2(p0) }
-        guard let p = paged else { return }
+        if try !e.paged.file.isStill(path) { try reopen(e) }
+        let p = e.paged
         var after: [ItemID: Item]?
         var paged: PagedTransaction?
         let generation = p.generation
+        let onDemand = e.onDemand
         try p.commit(
             level: options.level, random: random, solidMembers: options.solidMembers, autoCompact: options.autoCompact
         ) { ptx in
             // Under the lock, caught up with other writers: the items this instance holds may be older.
-            try adopt(p, items: false)
+            try adopt(e, p, items: false)
             ptx.keepsValueLocations = !onDemand
             paged = ptx
             let tx = Transaction(onDemand ? OnDemandPagedChanges(ptx) : PagedChanges(ptx, state: state))
@@ -164,23 +136,24 @@ extension Vault {
             after = tx.heldItems
         }
         lastCompactionError = p.lastCompactionError
-        if onDemand { return try adopt(p, items: false) }
+        if onDemand { return try adopt(e, p, items: false) }
         // An automatic compaction after the commit moved every record: read the items again.
-        if p.generation > generation &+ 1 { return try adopt(p, items: true) }
+        if p.generation > generation &+ 1 { return try adopt(e, p, items: true) }
         guard var items = after, let ptx = paged else { return }
         for (id, v) in ptx.valueLocations where items[id] != nil {
             items[id]!.size = v.size
             items[id]!.location = v.location
         }
         state = items
-        pagedSeen = (p.generation, p.tail.offset)
+        e.seen = (p.generation, p.tail.offset)
         incompleteBytes = 0
     }
 
     /// Bytes of the body that nothing the current commit reaches needs: the body less the live items'
     /// records, the index (every page of the three trees, the root and the chain's deltas), the history's
     /// records and the trailers of the chain. Reads every page of the trees.
-    func deadBytesVersion2(_ p: PagedVault) throws -> UInt64 {
+    func deadBytes(_ e: PagedEngine) throws -> UInt64 {
+        let p = e.paged
         var records: [ID128: UInt64] = [:]
         for item in state.values { records[item.location.recordID] = item.location.length }
         try p.scan(.history) { e in

@@ -71,14 +71,20 @@ extension Vault {
         _ body: (Transaction) throws -> Void
     ) throws {
         try options.check()
-        if let p = paged { return try commitVersion2(p, options: options, random: random, body) }
+        try engine.commit(self, options: options, random: random, body)
+    }
+
+    /// ``commit(options:random:_:)`` of a version 1 file.
+    func commit(
+        _ log: LogEngine, options: WriteOptions, random: RandomSource, _ body: (Transaction) throws -> Void
+    ) throws {
         let compactNow: Bool
         do {
-            compactNow = try commitVersion1(options: options, random: random, body)
+            compactNow = try commitLocked(log, options: options, random: random, body)
         } catch {
             // Another process upgraded the file to version 2 while it was open: nothing was written.
-            guard let p = paged else { throw error }
-            return try commitVersion2(p, options: options, random: random, body)
+            guard engine !== log else { throw error }
+            return try engine.commit(self, options: options, random: random, body)
         }
         // The commit is durable now; a failed compaction leaves the vault as it was (it is atomic), so it
         // must not turn a successful commit into an error. It is tried again after the next commit, and
@@ -89,13 +95,14 @@ extension Vault {
     }
 
     /// A version 1 commit; returns whether to compact now.
-    private func commitVersion1(options: WriteOptions, random: RandomSource, _ body: (Transaction) throws -> Void)
-        throws -> Bool
-    {
-        try exclusively {
+    private func commitLocked(
+        _ log: LogEngine, options: WriteOptions, random: RandomSource, _ body: (Transaction) throws -> Void
+    ) throws -> Bool {
+        try exclusively(log) {
+            let tail = log.tail
             // Before anything is written: a refused commit leaves no bytes behind.
             let nextGeneration = try Vault.nextGeneration(after: tail.trailer.generation, path)
-            try cutIncompleteLocked()
+            try cutIncompleteLocked(log)
             let writer = CommitWriter(
                 file: file, headerLength: UInt64(header.length), vaultID: header.vaultID, keys: keys,
                 random: random, level: options.level, solidMembers: options.solidMembers, at: tail.end)
@@ -118,7 +125,7 @@ extension Vault {
                 let finalOps =
                     checkpoint ? changes.state.keys.sorted().map { IndexOperation.put(changes.state[$0]!) } : ops
                 try ensureStillAtPath("a commit")
-                tail = try writer.finish(
+                log.tail = try writer.finish(
                     ops: finalOps, checkpoint: checkpoint, generation: nextGeneration,
                     previous: tail, itemCount: changes.state.count)
                 state = changes.state
@@ -126,7 +133,7 @@ extension Vault {
                 try? file.truncate(to: fileOffset(tail.end))
                 throw error
             }
-            return options.autoCompact && shouldCompact
+            return options.autoCompact && log.shouldCompact(in: self)
         }
     }
 
@@ -214,24 +221,14 @@ extension Vault {
     }
 
     /// Whether dead space has passed the automatic-compaction threshold (SPEC.md §9).
-    public var shouldCompact: Bool {
-        if let p = paged { return p.shouldCompact }
-        return Vault.passesCompactionThreshold(dead: deadBytes, body: tail.end)
-    }
+    public var shouldCompact: Bool { engine.shouldCompact(in: self) }
 
     /// Cuts off an incomplete commit (what `kcar recover` does). Needs `.write`.
-    public func cutIncomplete() throws {
-        if let p = paged {
-            try p.cutIncomplete()
-            incompleteBytes = 0
-            return
-        }
-        try exclusively { try cutIncompleteLocked() }
-    }
+    public func cutIncomplete() throws { try engine.cutIncomplete(self) }
 
-    func cutIncompleteLocked() throws {
+    func cutIncompleteLocked(_ log: LogEngine) throws {
         guard incompleteBytes > 0 else { return }
-        try file.truncate(to: fileOffset(tail.end))
+        try file.truncate(to: fileOffset(log.tail.end))
         try file.sync()
         incompleteBytes = 0
     }

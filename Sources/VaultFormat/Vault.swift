@@ -79,7 +79,9 @@ public final class Vault {
     /// process-local version for what callers derive from the items and keep (the keychain's primary-key
     /// index). Equal versions of one instance mean the same items.
     public private(set) var stateVersion: UInt64 = 0
-    var tail: Tail
+    /// What the file's format version does (``VaultEngine``): ``LogEngine`` for version 1, ``PagedEngine`` for
+    /// version 2.
+    var engine: any VaultEngine
     /// Bytes after the last complete commit: an interrupted write that the next writer cuts off.
     public internal(set) var incompleteBytes: UInt64
     /// The index of the key slot that opened the vault.
@@ -88,19 +90,12 @@ public final class Vault {
     var lockTimeout: Double = 10
     /// Why the last automatic compaction failed, if it did (the commit before it stood).
     public internal(set) var lastCompactionError: VaultError?
-    /// For a version 2 file (SPEC.md Part 4): the engine that reads and writes it (Vault+Version2.swift);
-    /// `tail` is then unused, and `state` holds the items of the commit `pagedSeen` names.
-    var paged: PagedVault?
-    var pagedSeen: (generation: UInt64, offset: UInt64) = (0, 0)
-    /// Version 2 opened with its items on demand (``open(path:secret:mode:lockTimeout:itemsOnDemand:)``):
-    /// `state` stays empty, and callers look items up through ``version2``.
-    var onDemand = false
     /// The writer id of this instance's version 2 commits (nil: one drawn when the paged engine is opened).
     var writerID: UInt64?
 
     init(
         path: String, header: Header, headerBytes: [UInt8], file: File, vaultKey: SecureBytes, state: [ItemID: Item],
-        tail: Tail, incompleteBytes: UInt64, mode: OpenMode
+        engine: any VaultEngine, incompleteBytes: UInt64, mode: OpenMode
     ) {
         self.path = path
         self.header = header
@@ -109,7 +104,7 @@ public final class Vault {
         self.vaultKey = vaultKey
         keys = Subkeys(vaultKey: vaultKey)
         self.state = state
-        self.tail = tail
+        self.engine = engine
         self.incompleteBytes = incompleteBytes
         self.mode = mode
     }
@@ -179,22 +174,16 @@ public final class Vault {
     }
 
     /// Number of items.
-    public var count: Int { paged?.count ?? state.count }
+    public var count: Int { engine.count(in: self) }
 
     /// The generation of the last complete commit.
-    public var generation: UInt64 { paged?.generation ?? tail.trailer.generation }
+    public var generation: UInt64 { engine.generation }
 
     /// Bytes of the header.
     public var headerLength: Int { header.length }
 
-    /// Bytes on disk of the index segments the last commit's chain holds (its checkpoint and deltas).
-    package var indexBytes: UInt64 { tail.checkpointBytes + tail.deltaBytes }
-
     /// Bytes of the body up to the end of the last complete commit.
-    public var bodyLength: UInt64 {
-        guard let p = paged else { return tail.end }
-        return p.tail.offset + UInt64(TrailerV2.size)
-    }
+    public var bodyLength: UInt64 { engine.bodyLength }
 
     /// Bytes in the body that no live item, nor the current index chain, needs: deleted and replaced
     /// values and superseded index segments. `compact` removes them. A record that still holds a live
@@ -202,8 +191,11 @@ public final class Vault {
     /// (the gaps the index shows between its live members' data); deleted members after the last live one
     /// are not visible without decrypting the record, so this is a lower bound (SPEC.md §9). Deleted values
     /// leave the file only when a compaction rewrites their record: ``compact(random:options:)`` always does.
-    public var deadBytes: UInt64 {
-        if let p = paged { return (try? deadBytesVersion2(p)) ?? 0 }
+    public var deadBytes: UInt64 { engine.deadBytes(in: self) }
+
+    /// ``deadBytes`` of a version 1 file.
+    func deadBytes(_ log: LogEngine) -> UInt64 {
+        let tail = log.tail
         var live: UInt64 = 0
         var records: [ID128: (length: UInt64, end: UInt64, data: UInt64)] = [:]
         for item in state.values {
@@ -254,7 +246,7 @@ public final class Vault {
         let vault = try open(
             file: file, path: path, secret: secret, mode: mode, itemsOnDemand: itemsOnDemand, writerID: writerID)
         vault.lockTimeout = lockTimeout
-        vault.paged?.lockTimeout = lockTimeout
+        vault.engine.setLockTimeout(lockTimeout)
         return vault
     }
 
@@ -268,8 +260,9 @@ public final class Vault {
         }
     }
 
-    /// Runs `body` under an exclusive lock, after catching up with commits and rewrites made by others.
-    func exclusively<T>(_ body: () throws -> T) throws -> T {
+    /// Runs `body` under an exclusive lock, after catching up with commits and rewrites made by others (a
+    /// version 1 file: version 2's engine takes its own locks).
+    func exclusively<T>(_ log: LogEngine, _ body: () throws -> T) throws -> T {
         guard mode == .write else { throw VaultError(.invalidArgument, "the vault was opened read-only") }
         if try !file.isStill(path) {
             file = try Vault.lockedFile(path, mode: .write, exclusive: true, timeout: lockTimeout)
@@ -281,8 +274,8 @@ public final class Vault {
             }
         }
         defer { file.unlock() }
-        try catchUp()
-        guard paged == nil else {
+        try catchUp(log)
+        guard engine === log else {
             // catchUp found the file upgraded to version 2 by another process: nothing was written.
             throw VaultError(
                 .io,
@@ -294,19 +287,23 @@ public final class Vault {
 
     /// Catches up with commits and rewrites made since the vault was opened or last refreshed, under a
     /// shared lock (so a whole commit is seen). Cheap when nothing changed: one header and one trailer read.
-    public func refresh() throws {
-        if let p = paged { return try refreshVersion2(p) }
+    public func refresh() throws { try engine.refresh(self) }
+
+    /// ``refresh()`` of a version 1 file.
+    func refresh(_ log: LogEngine) throws {
         if try !file.isStill(path) {
             file = try Vault.lockedFile(path, mode: mode, exclusive: false, timeout: lockTimeout)
         } else {
             try file.lock(exclusive: false, timeout: lockTimeout)
         }
         defer { file.unlock() }
-        try catchUp()
+        try catchUp(log)
     }
 
-    /// Reloads header, tail and index if the file is not exactly as this instance last saw it.
-    func catchUp() throws {
+    /// Reloads header, tail and index if the file is not exactly as this instance last saw it (a version 1
+    /// file, which another process may have upgraded: the engine is then version 2's).
+    func catchUp(_ log: LogEngine) throws {
+        let tail = log.tail
         let size = try file.size()
         let expectedTrailer = tail.trailer.encode(vaultID: header.vaultID, key: keys.trailer)
         let sameHeader = (try? file.read(header.length, at: 0)) == headerBytes
@@ -327,14 +324,16 @@ public final class Vault {
             let p = try PagedVault.open(
                 file: file, path: path, header: h, vaultKey: vaultKey, size: size, mode: mode,
                 writerID: writerID, lockTimeout: lockTimeout)
-            return try adopt(p, items: true)
+            let e = PagedEngine(p, onDemand: false)
+            engine = e
+            return try adopt(e, p, items: true)
         }
         header = h
         let body = size - UInt64(h.length)
         let reader = TailReader(
             file: file, headerLength: UInt64(h.length), bodySize: body, vaultID: h.vaultID, keys: keys)
-        (tail, state) = try reader.load()
-        incompleteBytes = body - tail.end
+        (log.tail, state) = try reader.load()
+        incompleteBytes = body - log.tail.end
     }
 
     static func open(
@@ -350,16 +349,12 @@ public final class Vault {
             let p = try PagedVault.open(
                 file: file, path: path, header: header, vaultKey: vk, size: size, mode: mode, writerID: writerID,
                 lockTimeout: 10)
-            let none = Trailer(
-                generation: 0, commitStart: 0, indexOffset: 0, indexLength: 0, previous: Trailer.noPrevious,
-                itemCount: 0,
-                checkpoint: true, chain: 0)
+            let e = PagedEngine(p, onDemand: itemsOnDemand)
             let vault = Vault(
                 path: path, header: header, headerBytes: headerBytes, file: file, vaultKey: vk, state: [:],
-                tail: Tail(trailer: none, offset: 0, checkpointBytes: 0, deltaBytes: 0), incompleteBytes: 0, mode: mode)
-            vault.onDemand = itemsOnDemand
+                engine: e, incompleteBytes: 0, mode: mode)
             vault.writerID = writerID
-            try vault.adopt(p, items: !itemsOnDemand)
+            try vault.adopt(e, p, items: !itemsOnDemand)
             vault.unlockedSlot = slot
             return vault
         }
@@ -369,7 +364,7 @@ public final class Vault {
         let (tail, state) = try reader.load()
         let vault = Vault(
             path: path, header: header, headerBytes: headerBytes, file: file, vaultKey: vk, state: state,
-            tail: tail, incompleteBytes: body - tail.end, mode: mode)
+            engine: LogEngine(tail: tail), incompleteBytes: body - tail.end, mode: mode)
         vault.unlockedSlot = slot
         vault.writerID = writerID
         return vault

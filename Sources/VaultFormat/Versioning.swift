@@ -77,7 +77,7 @@ package struct Versioning {
 
 extension Vault {
     /// The vault's versions (kept history, restore, merge), or nil when its format keeps none (version 1).
-    package var versioning: Versioning? { paged.map(Versioning.init) }
+    package var versioning: Versioning? { engine.versioning }
 }
 
 extension Header {

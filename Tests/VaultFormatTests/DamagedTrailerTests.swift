@@ -124,7 +124,7 @@ final class DamagedTrailerTests: VaultTestCase {
         try write(path, good.dropLast(size) + t.encode(vaultID: v.header.vaultID, key: v.keys.trailer))
         let reopened = try Vault.open(path: path, secret: secret)
         XCTAssertEqual(reopened.generation, generation - 1)
-        XCTAssertEqual(reopened.incompleteBytes, UInt64(good.count - Int(v.fileOffset(reopened.tail.end))))
+        XCTAssertEqual(reopened.incompleteBytes, UInt64(good.count - Int(v.fileOffset(reopened.bodyLength))))
     }
 
     /// The only trailer damaged: no commit to fall back to, so the file is *truncated*, as the released malformed
@@ -147,7 +147,9 @@ final class DamagedTrailerTests: VaultTestCase {
             let (path, size, generation, good) = try twoCommits(version: version)
             let before = try Vault.open(path: path, secret: secret)
             let previousEnd = Int(
-                before.fileOffset(before.version2?.tail.trailer.commitStart ?? before.tail.trailer.commitStart))
+                before.fileOffset(
+                    before.version2?.tail.trailer.commitStart ?? (before.engine as! LogEngine).tail.trailer.commitStart)
+            )
             var b = good
             b[b.count - size + 20] ^= 0x10
             try write(path, b)

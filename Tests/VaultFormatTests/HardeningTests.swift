@@ -106,13 +106,14 @@ final class HardeningTests: VaultTestCase {
         try vault.commit(options: .init(autoCompact: false)) { tx in
             try tx.add(attributes: attrs("s", "b"), value: .bytes([2]))
         }
-        XCTAssertFalse(vault.tail.trailer.checkpoint)
-        vault.tail.chainOps = Limits.chainOpsMax
+        let log = try XCTUnwrap(vault.engine as? LogEngine, "a version 1 file")
+        XCTAssertFalse(log.tail.trailer.checkpoint)
+        log.tail.chainOps = Limits.chainOpsMax
         try vault.commit(options: .init(autoCompact: false)) { tx in
             try tx.add(attributes: attrs("s", "c"), value: .bytes([3]))
         }
-        XCTAssertTrue(vault.tail.trailer.checkpoint)
-        XCTAssertEqual(vault.tail.chainOps, 3)
+        XCTAssertTrue(log.tail.trailer.checkpoint)
+        XCTAssertEqual(log.tail.chainOps, 3)
     }
 
     // MARK: item 3b, the backward trailer search

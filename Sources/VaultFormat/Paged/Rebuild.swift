@@ -129,10 +129,13 @@ extension Vault {
         random: RandomSource = SystemRandom.shared, options: WriteOptions = .init(),
         now: UInt64 = PagedRebuild.clockNow()
     ) throws {
-        guard header.formatVersion == 1 else { throw VaultError(.invalidArgument, "\(path) is not a version 1 vault") }
+        // The one conversion between formats: it reads what only version 1's engine holds.
+        guard header.formatVersion == 1, let log = engine as? LogEngine else {
+            throw VaultError(.invalidArgument, "\(path) is not a version 1 vault")
+        }
         try options.check()
-        try exclusively {
-            let generation = Vault.rewriteGeneration(after: tail.trailer.generation)
+        try exclusively(log) {
+            let generation = Vault.rewriteGeneration(after: log.tail.trailer.generation)
             let newHeader = header.with(formatVersion: 2)
             let bytes = newHeader.encode(macKey: keys.header)
             let tmp = try AtomicReplace(path: path, random: random)
