@@ -12,18 +12,30 @@ struct KcarRunner {
     var arguments: [String] = []
     var timeout: Int?
 
+    /// Runs `kcar args` (then ``arguments``), with `env` added for this call and `prefix` before it (a
+    /// program that runs kcar: `setsid -w`, `setpriv` for another user).
     @discardableResult
     func callAsFunction(
-        _ args: [String], stdin: Data? = nil, expect: Int32? = 0, env extra: [String: String] = [:],
-        file: StaticString = #filePath, line: UInt = #line
+        _ args: [String], stdin: Data? = nil, env extra: [String: String] = [:], prefix: [String] = [],
+        expect: Int32? = 0, file: StaticString = #filePath, line: UInt = #line
     ) throws -> ProcessResult {
         let r = try runProcess(
             CLITests.binary, args + arguments, stdin: stdin, env: env.merging(extra) { $1 }, cwd: dir,
-            prefix: timeout.map { ["/usr/bin/timeout", "-s", "KILL", String($0)] } ?? [])
+            prefix: (timeout.map { ["/usr/bin/timeout", "-s", "KILL", String($0)] } ?? []) + prefix)
         if let code = expect {
             XCTAssertEqual(r.code, code, "kcar \(args.joined(separator: " ")): \(r.output)", file: file, line: line)
         }
         return r
+    }
+
+    /// The same with standard input given as text.
+    @discardableResult
+    func callAsFunction(
+        _ args: [String], stdin: String, env extra: [String: String] = [:], prefix: [String] = [],
+        expect: Int32? = 0, file: StaticString = #filePath, line: UInt = #line
+    ) throws -> ProcessResult {
+        try callAsFunction(
+            args, stdin: Data(stdin.utf8), env: extra, prefix: prefix, expect: expect, file: file, line: line)
     }
 }
 

@@ -19,17 +19,7 @@ final class CLITests: XCTestCase {
 
     typealias Result = ProcessResult
 
-    @discardableResult
-    func kcar(
-        _ args: [String], stdin: Data? = nil, env: [String: String] = [:], expect: Int32? = 0,
-        file: StaticString = #filePath, line: UInt = #line
-    ) throws -> Result {
-        let r = try runProcess(Self.binary, args, stdin: stdin, env: env, cwd: dir)
-        if let expect {
-            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
-        }
-        return r
-    }
+    var kcar: KcarRunner { KcarRunner(dir: dir) }
 
     override func setUpWithError() throws {
         dir = NSTemporaryDirectory() + "kcar-cli-\(UUID().uuidString)"

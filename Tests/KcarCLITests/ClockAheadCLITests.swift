@@ -19,9 +19,7 @@ final class ClockAheadCLITests: XCTestCase {
 
     @discardableResult
     func kcar(_ m: String, _ args: [String], stdin: String? = nil, expect: Int32 = 0) throws -> ProcessResult {
-        let r = try runProcess(CLITests.binary, args, stdin: stdin.map { Data($0.utf8) }, env: env(m), cwd: dir)
-        XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.out)\(r.err)")
-        return r
+        try KcarRunner(dir: dir, env: env(m))(args, stdin: stdin.map { Data($0.utf8) }, expect: expect)
     }
 
     /// A commit to the copy at `path` made as if on a machine whose clock runs ten years ahead.

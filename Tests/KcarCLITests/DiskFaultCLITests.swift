@@ -65,7 +65,7 @@ final class DiskFaultCLITests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: m.path), ["v.kcv"])
 
         // Packing to standard output goes through a temporary file in TMPDIR.
-        try kcar(["pack", "-", "large", "--key-file", keyFile], expect: 8, env: ["TMPDIR": m.path])
+        try kcar(["pack", "-", "large", "--key-file", keyFile], env: ["TMPDIR": m.path], expect: 8)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: m.path), ["v.kcv"])
 
         // Extracting onto the full disk: exit 8; files written before the failure are whole, nothing else is left.

@@ -23,11 +23,8 @@ final class GitMergeCLITests: XCTestCase {
     /// `kcar args` in the test's folder, the key given through KCAR_KEY_FILE (as git's driver gets it).
     @discardableResult
     func run(_ args: [String], env: [String: String] = [:], noTerminal: Bool = false) throws -> ProcessResult {
-        var e = ["XDG_STATE_HOME": dir + "/state"]
-        for (k, v) in env { e[k] = v }
-        let r = try runProcess(
-            CLITests.binary, args, env: e, cwd: dir, prefix: noTerminal ? ["/usr/bin/setsid", "-w"] : [])
-        return r
+        try KcarRunner(dir: dir, env: ["XDG_STATE_HOME": dir + "/state"])(
+            args, env: env, prefix: noTerminal ? ["/usr/bin/setsid", "-w"] : [], expect: nil)
     }
 
     func keyed(_ args: [String]) throws -> ProcessResult { try run(args, env: ["KCAR_KEY_FILE": key]) }

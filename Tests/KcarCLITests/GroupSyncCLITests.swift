@@ -32,10 +32,7 @@ final class GroupSyncCLITests: XCTestCase {
     func kcar(_ m: String, _ args: [String], in cwd: String? = nil, stdin: String? = nil, expect: Int32? = 0) throws
         -> ProcessResult
     {
-        let r = try runProcess(
-            CLITests.binary, args, stdin: stdin.map { Data($0.utf8) }, env: machine(m), cwd: cwd ?? dir)
-        if let expect { XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.out)\(r.err)") }
-        return r
+        try KcarRunner(dir: cwd ?? dir, env: machine(m))(args, stdin: stdin.map { Data($0.utf8) }, expect: expect)
     }
 
     @discardableResult

@@ -16,23 +16,23 @@ extension HardeningCLITests {
         XCTAssertFalse(FileManager.default.fileExists(atPath: path("out.kca")))
         try kcar(["archive", "show", "/dev/zero"], expect: 15)
         let env = ["KCAR_KEYCHAIN": path("kc"), "KCAR_ACCESS_GROUPS": "", "XDG_STATE_HOME": path("state")]
-        try kcar(["init"], expect: 0, env: env)
+        try kcar(["init"], env: env, expect: 0)
         try kcar(
-            ["add", "--group", "g", "--service", "s", "--account", "a"], stdin: Data("v".utf8), expect: 0, env: env)
+            ["add", "--group", "g", "--service", "s", "--account", "a"], stdin: Data("v".utf8), env: env, expect: 0)
         XCTAssertTrue(
-            try kcar(["add", "--group", "g", "--service", "s2", "--value-file", "a.fifo"], expect: 15, env: env).err
+            try kcar(["add", "--group", "g", "--service", "s2", "--value-file", "a.fifo"], env: env, expect: 15).err
                 .contains("a.fifo"))
-        try kcar(["update", "--group", "g", "--service", "s", "--value-file", "a.fifo"], expect: 15, env: env)
-        try kcar(["import", "--nskeyed", "a.fifo", "--group", "g", "--service", "s3"], expect: 15, env: env)
+        try kcar(["update", "--group", "g", "--service", "s", "--value-file", "a.fifo"], env: env, expect: 15)
+        try kcar(["import", "--nskeyed", "a.fifo", "--group", "g", "--service", "s3"], env: env, expect: 15)
         try kcar(
             ["add", "--group", "g", "--service", "s4", "--value-file", "/dev/stdin"], stdin: Data("piped".utf8),
-            expect: 0, env: env)
-        XCTAssertEqual(try kcar(["get", "--group", "g", "--service", "s4"], expect: 0, env: env).out, "piped")
-        XCTAssertEqual(try kcar(["get", "--group", "g", "--service", "s"], expect: 0, env: env).out, "v")
+            env: env, expect: 0)
+        XCTAssertEqual(try kcar(["get", "--group", "g", "--service", "s4"], env: env, expect: 0).out, "piped")
+        XCTAssertEqual(try kcar(["get", "--group", "g", "--service", "s"], env: env, expect: 0).out, "v")
         // A device that never ends is refused; the null device (an empty value, a common idiom) is not.
-        try kcar(["add", "--group", "g", "--service", "s5", "--value-file", "/dev/zero"], expect: 15, env: env)
-        try kcar(["add", "--group", "g", "--service", "s6", "--value-file", "/dev/null"], expect: 0, env: env)
-        XCTAssertEqual(try kcar(["get", "--group", "g", "--service", "s6"], expect: 0, env: env).out, "")
+        try kcar(["add", "--group", "g", "--service", "s5", "--value-file", "/dev/zero"], env: env, expect: 15)
+        try kcar(["add", "--group", "g", "--service", "s6", "--value-file", "/dev/null"], env: env, expect: 0)
+        XCTAssertEqual(try kcar(["get", "--group", "g", "--service", "s6"], env: env, expect: 0).out, "")
     }
 
     /// A FIFO planted under the name of a rewrite's stale temporary (`.v.kcv.<12 hex>.tmp`, in a folder others

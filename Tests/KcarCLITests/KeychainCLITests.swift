@@ -15,19 +15,8 @@ final class KeychainCLITests: XCTestCase {
 
     override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
 
-    @discardableResult
-    func kcar(
-        _ args: [String], stdin: String? = nil, env: [String: String] = [:], prefix: [String] = [], expect: Int32? = 0,
-        file: StaticString = #filePath, line: UInt = #line
-    ) throws -> ProcessResult {
-        var environment = ["KCAR_KEYCHAIN": kc, "KCAR_ACCESS_GROUPS": "", "XDG_STATE_HOME": dir + "/state"]
-        for (k, v) in env { environment[k] = v }
-        let r = try runProcess(
-            CLITests.binary, args, stdin: stdin.map { Data($0.utf8) }, env: environment, cwd: dir, prefix: prefix)
-        if let expect {
-            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
-        }
-        return r
+    var kcar: KcarRunner {
+        KcarRunner(dir: dir, env: ["KCAR_KEYCHAIN": kc, "KCAR_ACCESS_GROUPS": "", "XDG_STATE_HOME": dir + "/state"])
     }
 
     func mode(_ path: String) -> Int {

@@ -14,17 +14,7 @@ final class NewcomerTests: XCTestCase {
     override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
 
     /// `kcar args` in the test's folder with its HOME, `stdin` as its standard input, expecting exit `expect`.
-    func run(_ args: [String], stdin: String? = nil, expect: Int32 = 0) throws -> ProcessResult {
-        let r = try runKcar(args, in: dir, stdin: stdin.map { Data($0.utf8) }, env: ["HOME": dir + "/home"])
-        XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
-        return r
-    }
-
-    func kcar(_ args: [String], expect: Int32) throws -> ProcessResult {
-        let r = try runKcar(args, in: dir, env: ["HOME": dir + "/home"])
-        XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
-        return r
-    }
+    var kcar: KcarRunner { KcarRunner(dir: dir, env: ["HOME": dir + "/home"]) }
 
     func testAnAgeIdentityGivenAsAKeyFileIsToldToUseIdentity() throws {
         let id =
@@ -89,80 +79,80 @@ final class NewcomerTests: XCTestCase {
 
     /// history, restore and upgrade take --group as every vault command does (issue 22, point 5).
     func testHistoryRestoreAndUpgradeTakeAGroup() throws {
-        _ = try run(["add", "--group", "g", "--service", "api", "--account", "bob"], stdin: "first\n")
-        _ = try run(["update", "--group", "g", "--service", "api", "--account", "bob"], stdin: "second\n")
-        let h = try run(["history", "--group", "g", "api/bob"]).out
+        _ = try kcar(["add", "--group", "g", "--service", "api", "--account", "bob"], stdin: "first\n")
+        _ = try kcar(["update", "--group", "g", "--service", "api", "--account", "bob"], stdin: "second\n")
+        let h = try kcar(["history", "--group", "g", "api/bob"]).out
         XCTAssertTrue(h.contains("updated"), h)
-        _ = try run(["restore", "--group", "g", "api/bob", "--version", "1", "-q"])
+        _ = try kcar(["restore", "--group", "g", "api/bob", "--version", "1", "-q"])
         XCTAssertEqual(
-            try run(["get", "--group", "g", "--service", "api", "--account", "bob"]).out,
+            try kcar(["get", "--group", "g", "--service", "api", "--account", "bob"]).out,
             "first")
         XCTAssertTrue(
-            try run(["upgrade", "--group", "g"]).out.contains(
+            try kcar(["upgrade", "--group", "g"]).out.contains(
                 "already vault format version 2"))
         // The group's record advanced with the restore: a read after it is no rollback.
-        _ = try run(["find", "--group", "g"])
+        _ = try kcar(["find", "--group", "g"])
     }
 
     /// Errors that spoke only Apple say what to do (issue 22, point 9).
     func testKeychainErrorsSayWhatToDo() throws {
-        _ = try run(
+        _ = try kcar(
             ["add", "--group", "team", "--service", "api", "--account", "bob", "--attr", "level:int=3"], stdin: "x")
-        let dup = try run(["add", "--group", "team", "--service", "api", "--account", "bob"], stdin: "y", expect: 11)
+        let dup = try kcar(["add", "--group", "team", "--service", "api", "--account", "bob"], stdin: "y", expect: 11)
         XCTAssertTrue(
             dup.err.contains("errSecDuplicateItem") && dup.err.contains("`kcar update` with the same selectors"),
             dup.err)
-        let typo = try run(["get", "--group", "teem", "--service", "api", "--account", "bob"], expect: 6)
+        let typo = try kcar(["get", "--group", "teem", "--service", "api", "--account", "bob"], expect: 6)
         XCTAssertTrue(
             typo.err.contains("no access group teem in ") && typo.err.contains("(its groups: team)"), typo.err)
-        let untyped = try run(["find", "--attr", "level=3"], expect: 6)
+        let untyped = try kcar(["find", "--attr", "level=3"], expect: 6)
         XCTAssertTrue(untyped.err.contains("NAME:int=VALUE"), untyped.err)
-        XCTAssertTrue(try run(["find", "--attr", "level:int=3"]).out.contains("api"))
+        XCTAssertTrue(try kcar(["find", "--attr", "level:int=3"]).out.contains("api"))
     }
 
     /// `kcar get api/bob` is one word, as `pass show api/bob` (issue 22, point 9): SERVICE/ACCOUNT as list and
     /// history name items, percent-encoded alike; with the selectors it stands for as well, a usage error.
     func testGetTakesAnItemNameInOneWord() throws {
-        _ = try run(["add", "--service", "api", "--account", "bob"], stdin: "bob's")
-        _ = try run(["add", "--service", "api", "--account", "ci/deploy"], stdin: "deploy")
-        _ = try run(["add", "--service", "a/b", "--account", "x"], stdin: "slash")
-        XCTAssertEqual(try run(["get", "api/bob"]).out, "bob's")
-        XCTAssertEqual(try run(["get", "api/ci/deploy"]).out, "deploy")
-        XCTAssertEqual(try run(["get", "a%2Fb/x"]).out, "slash")
-        XCTAssertEqual(try run(["get", "a%2Fb"]).out, "slash")
-        _ = try run(["get", "api"], expect: 2)  // two items of service api
-        _ = try run(["get", "api/nobody"], expect: 6)
-        let twice = try run(["get", "api/bob", "--account", "bob"], expect: 2)
+        _ = try kcar(["add", "--service", "api", "--account", "bob"], stdin: "bob's")
+        _ = try kcar(["add", "--service", "api", "--account", "ci/deploy"], stdin: "deploy")
+        _ = try kcar(["add", "--service", "a/b", "--account", "x"], stdin: "slash")
+        XCTAssertEqual(try kcar(["get", "api/bob"]).out, "bob's")
+        XCTAssertEqual(try kcar(["get", "api/ci/deploy"]).out, "deploy")
+        XCTAssertEqual(try kcar(["get", "a%2Fb/x"]).out, "slash")
+        XCTAssertEqual(try kcar(["get", "a%2Fb"]).out, "slash")
+        _ = try kcar(["get", "api"], expect: 2)  // two items of service api
+        _ = try kcar(["get", "api/nobody"], expect: 6)
+        let twice = try kcar(["get", "api/bob", "--account", "bob"], expect: 2)
         XCTAssertTrue(twice.err.contains("names the item already"), twice.err)
-        _ = try run(["get", "a%zz/b"], expect: 2)
+        _ = try kcar(["get", "a%zz/b"], expect: 2)
     }
 
     /// delete, history and restore take the one-word name too (`kcar delete api/bob`): history and restore find
     /// the one group that holds the item, live or kept; a name two groups hold asks for --group; a vault file
     /// alone is still a vault that needs ITEM.
     func testDeleteHistoryAndRestoreTakeAnItemNameInOneWord() throws {
-        _ = try run(["add", "--group", "g", "--service", "api", "--account", "bob"], stdin: "first")
-        _ = try run(["add", "--group", "h", "--service", "db", "--account", "app"], stdin: "db")
-        _ = try run(["update", "api/bob"], stdin: "second")
-        _ = try run(["delete", "api/bob"])
-        _ = try run(["get", "api/bob"], expect: 6)
-        let h = try run(["history", "api/bob"]).out
+        _ = try kcar(["add", "--group", "g", "--service", "api", "--account", "bob"], stdin: "first")
+        _ = try kcar(["add", "--group", "h", "--service", "db", "--account", "app"], stdin: "db")
+        _ = try kcar(["update", "api/bob"], stdin: "second")
+        _ = try kcar(["delete", "api/bob"])
+        _ = try kcar(["get", "api/bob"], expect: 6)
+        let h = try kcar(["history", "api/bob"]).out
         XCTAssertTrue(h.contains("current") && h.contains("deleted") && h.contains("updated"), h)
-        _ = try run(["restore", "api/bob", "--version", "2", "-q"])
-        XCTAssertEqual(try run(["get", "api/bob"]).out, "first")
-        _ = try run(["history", "api/nobody"], expect: 6)
-        _ = try run(["delete", "api/nobody"], expect: 6)
+        _ = try kcar(["restore", "api/bob", "--version", "2", "-q"])
+        XCTAssertEqual(try kcar(["get", "api/bob"]).out, "first")
+        _ = try kcar(["history", "api/nobody"], expect: 6)
+        _ = try kcar(["delete", "api/nobody"], expect: 6)
         // A service alone would delete every item of it: the word form refuses, --service says it.
-        XCTAssertTrue(try run(["delete", "db"], expect: 2).err.contains("SERVICE/ACCOUNT"))
-        XCTAssertEqual(try run(["get", "db/app"]).out, "db")
-        _ = try run(["add", "--group", "h", "--service", "api", "--account", "bob"], stdin: "other")
-        XCTAssertTrue(try run(["history", "api/bob"], expect: 2).err.contains("give --group G"))
+        XCTAssertTrue(try kcar(["delete", "db"], expect: 2).err.contains("SERVICE/ACCOUNT"))
+        XCTAssertEqual(try kcar(["get", "db/app"]).out, "db")
+        _ = try kcar(["add", "--group", "h", "--service", "api", "--account", "bob"], stdin: "other")
+        XCTAssertTrue(try kcar(["history", "api/bob"], expect: 2).err.contains("give --group G"))
         XCTAssertTrue(
-            try run(["history", "--group", "h", "api/bob"]).out.contains("live"))
+            try kcar(["history", "--group", "h", "api/bob"]).out.contains("live"))
         try Data(repeating: 7, count: 32).write(to: URL(fileURLWithPath: dir + "/k.key"))
         chmod(dir + "/k.key", 0o600)
-        _ = try run(["pack", "p.kcv", "plain", "--key-file", "k.key"])
-        XCTAssertTrue(try run(["delete", "p.kcv", "--key-file", "k.key"], expect: 2).err.contains("VAULT ITEM"))
+        _ = try kcar(["pack", "p.kcv", "plain", "--key-file", "k.key"])
+        XCTAssertTrue(try kcar(["delete", "p.kcv", "--key-file", "k.key"], expect: 2).err.contains("VAULT ITEM"))
     }
 
     /// `add VAULT NAME --value-file -` makes the vault when there is none (as `tar rf` and `7z a`), with the
@@ -192,41 +182,36 @@ final class NewcomerTests: XCTestCase {
     /// every symbol reachable (12,800 draws miss one of 62 with probability e^-206), nothing added on a pipe; the
     /// value `add --generate` prints is the one stored, and nothing is printed when the add is refused.
     func testGeneratedPasswords() throws {
-        func run(_ args: [String], expect: Int32 = 0) throws -> ProcessResult {
-            let r = try runKcar(args, in: dir, env: ["HOME": dir + "/home"])
-            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
-            return r
-        }
         let alnum = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
-        XCTAssertEqual(try run(["generate"]).data.count, 24)
+        XCTAssertEqual(try kcar(["generate"]).data.count, 24)
         var seen = Set<UInt8>()
         for _ in 0..<100 {
-            let p = try run(["generate", "--length", "128"]).data
+            let p = try kcar(["generate", "--length", "128"]).data
             XCTAssertEqual(p.count, 128)
             XCTAssertTrue(Set(p).isSubset(of: alnum), String(decoding: p, as: UTF8.self))
             seen.formUnion(p)
         }
         XCTAssertEqual(seen, alnum)
-        let s = try run(["generate", "--length", "4096", "--symbols"]).data
+        let s = try kcar(["generate", "--length", "4096", "--symbols"]).data
         XCTAssertEqual(s.count, 4096)
         XCTAssertTrue(s.allSatisfy { (0x21...0x7E).contains($0) })
         XCTAssertTrue(s.contains { !alnum.contains($0) })
-        _ = try run(["generate", "--length", "7"], expect: 2)
-        let stored = try run(["add", "--service", "db", "--account", "app", "--generate", "--length", "20"]).out
+        _ = try kcar(["generate", "--length", "7"], expect: 2)
+        let stored = try kcar(["add", "--service", "db", "--account", "app", "--generate", "--length", "20"]).out
         XCTAssertEqual(stored.count, 20)
-        XCTAssertEqual(try run(["get", "db/app"]).out, stored)
-        XCTAssertTrue(try run(["add", "--service", "db", "--account", "app", "--generate"], expect: 11).out.isEmpty)
-        _ = try run(["add", "--service", "db", "--account", "x", "--symbols"], expect: 2)
+        XCTAssertEqual(try kcar(["get", "db/app"]).out, stored)
+        XCTAssertTrue(try kcar(["add", "--service", "db", "--account", "app", "--generate"], expect: 11).out.isEmpty)
+        _ = try kcar(["add", "--service", "db", "--account", "x", "--symbols"], expect: 2)
         // A credential rotated in one command: update NAME --generate, one item only.
-        let rotated = try run(["update", "db/app", "--generate", "--length", "30"]).out
+        let rotated = try kcar(["update", "db/app", "--generate", "--length", "30"]).out
         XCTAssertEqual(rotated.count, 30)
         XCTAssertNotEqual(rotated, stored)
-        XCTAssertEqual(try run(["get", "db/app"]).out, rotated)
+        XCTAssertEqual(try kcar(["get", "db/app"]).out, rotated)
         _ = try runKcar(
             ["add", "--service", "db", "--account", "b"], in: dir, stdin: Data("b".utf8), env: ["HOME": dir + "/home"])
-        XCTAssertTrue(try run(["update", "db", "--generate"], expect: 2).out.isEmpty)
-        XCTAssertEqual(try run(["get", "db/app"]).out, rotated)
-        XCTAssertEqual(try run(["get", "db/b"]).data, Data("b".utf8))
+        XCTAssertTrue(try kcar(["update", "db", "--generate"], expect: 2).out.isEmpty)
+        XCTAssertEqual(try kcar(["get", "db/app"]).out, rotated)
+        XCTAssertEqual(try kcar(["get", "db/b"]).data, Data("b".utf8))
     }
 
     /// `kcar edit` (issue 22, point 9; pass edit): the value in the user's editor through a private file that is
@@ -236,9 +221,8 @@ final class NewcomerTests: XCTestCase {
         let runtime = dir + "/runtime"
         XCTAssertEqual(mkdir(runtime, 0o700), 0)
         func run(_ args: [String], editor: String, expect: Int32 = 0) throws -> ProcessResult {
-            let r = try runKcar(
-                args, in: dir, env: ["HOME": dir + "/home", "XDG_RUNTIME_DIR": runtime, "EDITOR": editor, "VISUAL": ""])
-            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
+            let r = try self.kcar(
+                args, env: ["XDG_RUNTIME_DIR": runtime, "EDITOR": editor, "VISUAL": ""], expect: expect)
             XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: runtime), [], "left behind")
             return r
         }
@@ -293,9 +277,7 @@ final class NewcomerTests: XCTestCase {
         func run(_ args: [String], stdin: String? = nil, env: [String: String] = env, expect: Int32 = 0) throws
             -> ProcessResult
         {
-            let r = try runKcar(args, in: dir, stdin: stdin.map { Data($0.utf8) }, env: env)
-            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)")
-            return r
+            try KcarRunner(dir: dir, env: env)(args, stdin: stdin.map { Data($0.utf8) }, expect: expect)
         }
         func clipboard() -> String { (try? String(contentsOfFile: clip, encoding: .utf8)) ?? "" }
         /// Waits (at most 20 s) for the clipboard to be `expected`.
@@ -325,12 +307,12 @@ final class NewcomerTests: XCTestCase {
     func testBase64IsCanonicalEverywhere() throws {
         let add = ["add", "--group", "team", "--service", "api", "--account", "bob"]
         for bad in ["QR==", "QUJ=", "QQ", "Q Q=="] {
-            let r = try run(add + ["--attr", "blob:data=\(bad)"], stdin: "x", expect: 2)
+            let r = try kcar(add + ["--attr", "blob:data=\(bad)"], stdin: "x", expect: 2)
             XCTAssertTrue(r.err.contains("takes base64"), r.err)
         }
-        _ = try run(add + ["--attr", "blob:data=QUI="], stdin: "x")
+        _ = try kcar(add + ["--attr", "blob:data=QUI="], stdin: "x")
         XCTAssertTrue(
-            try run(["find", "--attr", "blob:data=QUI="]).out.contains("api"))
+            try kcar(["find", "--attr", "blob:data=QUI="]).out.contains("api"))
         let item = { (v: String) in
             "{\"format\": \"kcar-items\", \"version\": 1, \"items\": [{\"class\": \"genp\", "
                 + "\"attributes\": {\"svce\": \"s\", \"acct\": \"a\"}, \"value\": \"\(v)\"}]}"
@@ -346,9 +328,7 @@ final class NewcomerTests: XCTestCase {
     /// (issue 22, point 12), and history marks it.
     func testOneUserIsOneWriterAcrossProcesses() throws {
         func run(_ args: [String], stdin: String? = nil) throws -> String {
-            let r = try runKcar(args, in: dir, stdin: stdin.map { Data($0.utf8) }, env: ["HOME": dir + "/home"])
-            XCTAssertEqual(r.code, 0, "kcar \(args.joined(separator: " ")): \(r.output)")
-            return r.out
+            try kcar(args, stdin: stdin.map { Data($0.utf8) }).out
         }
         func writers(_ history: String) -> Set<String> {
             Set(

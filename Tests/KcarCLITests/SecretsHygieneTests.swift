@@ -66,8 +66,7 @@ final class SecretsHygieneTests: XCTestCase {
         _ args: [String], expect: Int32, stdin: Data? = nil, env: [String: String] = [:],
         file: StaticString = #filePath, line: UInt = #line
     ) throws -> ProcessResult {
-        let r = try runKcar(args, in: dir, stdin: stdin, env: env)
-        XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
+        let r = try KcarRunner(dir: dir)(args, stdin: stdin, env: env, expect: expect, file: file, line: line)
         XCTAssertFalse(
             r.output.isEmpty && expect != 0, "kcar \(args.joined(separator: " ")) says nothing", file: file, line: line)
         assertNoSecret(r, "kcar \(args.joined(separator: " "))", file: file, line: line)

@@ -42,12 +42,8 @@ final class SharedKeychainCLITests: XCTestCase {
             "KCAR_KEYCHAIN": keychain ?? kc, "KCAR_ACCESS_GROUPS": "", "XDG_STATE_HOME": dir + "/state-\(uid ?? 0)"
         ]
         env["HOME"] = dir
-        let r = try runProcess(
-            CLITests.binary, args, stdin: stdin.map { Data($0.utf8) }, env: env, cwd: dir, prefix: member(uid))
-        if let expect {
-            XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.err)", file: file, line: line)
-        }
-        return r
+        return try KcarRunner(dir: dir, env: env)(
+            args, stdin: stdin.map { Data($0.utf8) }, prefix: member(uid), expect: expect, file: file, line: line)
     }
 
     /// Runs a system command (`/bin/mv`, `/bin/chmod`) as `uid`, a member of T.

@@ -27,17 +27,15 @@ final class TrustCLITests: XCTestCase {
 
     @discardableResult
     func run(_ args: [String], env: [String: String] = [:]) throws -> ProcessResult {
-        let r = try runProcess(CLITests.binary, args, env: environment.merging(env) { $1 }, cwd: dir)
-        return r
+        try KcarRunner(dir: dir, env: environment)(args, env: env, expect: nil)
     }
 
     @discardableResult
     func keyed(_ args: [String], expect: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws
         -> ProcessResult
     {
-        let r = try run(args + ["--key-file", key])
-        XCTAssertEqual(r.code, expect, "kcar \(args.joined(separator: " ")): \(r.output)", file: file, line: line)
-        return r
+        try KcarRunner(dir: dir, env: environment, arguments: ["--key-file", key])(
+            args, expect: expect, file: file, line: line)
     }
 
     /// A vault of format `version` holding svc/a and svc/b, then a commit that deletes svc/b.
