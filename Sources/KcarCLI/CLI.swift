@@ -194,7 +194,13 @@ public enum CLI {
             if e.code == .usage, name != "help" { Output.err.line("`kcar \(name) --help` shows the options") }
             return e.code.rawValue
         } catch let e as VaultError {
-            warn(context.naming(e.description))
+            // An error names its file (the field; standard input's temporary copy is "standard input"); one from
+            // inside a file the command was reading, which names none, is preceded by that file.
+            if let p = e.path {
+                warn(e.described(as: StandardStreams.shown(p) == "-" ? "standard input" : p))
+            } else {
+                warn(context.naming(e.description))
+            }
             // A command that can replace what exists says how.
             if e.code == .exists, CLI.specs(name).contains(where: { $0.name == "force" }) {
                 Output.err.line("`kcar \(name) --force` replaces it")

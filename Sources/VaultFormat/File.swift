@@ -18,7 +18,7 @@ package final class File {
     deinit { close(fd) }
 
     static func errnoError(_ what: String, _ path: String, _ err: Int32 = errno) -> VaultError {
-        VaultError(.io, "\(what) \(path): \(String(cString: strerror(err)))")
+        VaultError(.io, path: path, "\(what) \(path): \(String(cString: strerror(err)))")
     }
 
     /// Opens an existing vault for reading.
@@ -38,7 +38,7 @@ package final class File {
         if stat(path, &st) == 0 { try requireRegular(st, path) }
         let fd = open(path, flags | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
-            if errno == ENOENT { throw VaultError(.io, "\(path): no such file") }
+            if errno == ENOENT { throw VaultError(.io, path: path, "\(path): no such file") }
             throw errnoError("cannot open", path)
         }
         let file = File(fd: fd, path: path)
@@ -60,7 +60,8 @@ package final class File {
         case S_IFSOCK: what = "a socket"
         default: what = "not a regular file"
         }
-        throw VaultError(.unsafeFile, "\(path) is \(what), not a regular file; refusing to use it as a vault")
+        throw VaultError(
+            .unsafeFile, path: path, "\(path) is \(what), not a regular file; refusing to use it as a vault")
     }
 
     /// Creates a new file with mode 0600; fails if it exists.
@@ -108,7 +109,7 @@ package final class File {
     func readFully(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws {
         // An offset from an index (a version 2 record's may be up to 2^64) past off_t: no file is that long.
         guard offset <= UInt64(Int64.max) - UInt64(buffer.count) else {
-            throw VaultError(.truncated, "\(path) ends before byte \(offset)")
+            throw VaultError(.truncated, path: path, "\(path) ends before byte \(offset)")
         }
         var done = 0
         while done < buffer.count {
@@ -117,7 +118,7 @@ package final class File {
                 if errno == EINTR { continue }
                 throw File.errnoError("cannot read", path)
             }
-            if n == 0 { throw VaultError(.truncated, "\(path) ends at byte \(offset + UInt64(done))") }
+            if n == 0 { throw VaultError(.truncated, path: path, "\(path) ends at byte \(offset + UInt64(done))") }
             done += n
         }
     }
@@ -225,7 +226,7 @@ package final class File {
         while flock(fd, op) != 0 {
             guard errno == EWOULDBLOCK || errno == EINTR else { throw File.errnoError("cannot lock", path) }
             guard waited < timeout else {
-                throw VaultError(.lockTimeout, "\(path) is locked by another process (waited \(timeout) s)")
+                throw VaultError(.lockTimeout, path: path, "\(path) is locked by another process (waited \(timeout) s)")
             }
             usleep(10_000)
             waited += 0.01
@@ -339,7 +340,7 @@ package struct AtomicReplace {
                 abandon()
                 if e == EPERM, AtomicReplace.inStickyFolder(path) {
                     throw VaultError(
-                        .io,
+                        .io, path: path,
                         "cannot replace \(path): it is another user's file in a folder with the restricted-deletion "
                             + "(sticky) bit, where only the file's owner, the folder's owner or root can replace it (a shared keychain, "
                             + "SPEC.md §K1.2)")

@@ -46,7 +46,8 @@ extension Vault {
         let size = try file.size()
         let (h, hb) = try Vault.readHeader(file, size: size)
         guard h.formatVersion == 2, h.vaultID == header.vaultID, Header.verifyMAC(hb, key: keys.header) else {
-            throw VaultError(.wrongKey, "\(path) was rekeyed or replaced since it was opened; open it again")
+            throw VaultError(
+                .wrongKey, path: path, "\(path) was rekeyed or replaced since it was opened; open it again")
         }
         headerBytes = hb
         let q = try PagedVault.open(

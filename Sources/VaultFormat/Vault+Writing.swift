@@ -187,7 +187,7 @@ extension Vault {
     static func nextGeneration(after generation: UInt64, _ path: String) throws -> UInt64 {
         guard generation < Limits.generationMax else {
             throw VaultError(
-                .invalidArgument,
+                .invalidArgument, path: path,
                 "\(path) is at generation \(generation), past GENERATION_MAX (2^48), which no writer reaches: "
                     + "it takes no more commits; `kcar compact` rewrites it with its generations starting again at 1")
         }
@@ -216,7 +216,8 @@ extension Vault {
     /// not be reported as done (it would be lost, or a rewrite would rename the old vault over the new file).
     func ensureStillAtPath(_ what: String) throws {
         guard try file.isStill(path) else {
-            throw VaultError(.io, "\(path) was replaced while \(what) was written; nothing was changed, open it again")
+            throw VaultError(
+                .io, path: path, "\(path) was replaced while \(what) was written; nothing was changed, open it again")
         }
     }
 

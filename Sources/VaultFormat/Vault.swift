@@ -278,7 +278,7 @@ public final class Vault {
         guard engine === log else {
             // catchUp found the file upgraded to version 2 by another process: nothing was written.
             throw VaultError(
-                .io,
+                .io, path: path,
                 "\(path) was upgraded to format version 2 by another process while open; nothing was changed, try again"
             )
         }
@@ -316,7 +316,8 @@ public final class Vault {
         }
         let (h, hb) = try Vault.readHeader(file, size: size)
         guard h.vaultID == header.vaultID, Header.verifyMAC(hb, key: keys.header) else {
-            throw VaultError(.wrongKey, "\(path) was rekeyed or replaced since it was opened; open it again")
+            throw VaultError(
+                .wrongKey, path: path, "\(path) was rekeyed or replaced since it was opened; open it again")
         }
         headerBytes = hb
         if h.formatVersion == 2 {
@@ -383,17 +384,21 @@ public final class Vault {
             }
         }
         guard let (slot, vk) = opened else {
-            throw VaultError(.wrongKey, "no key slot of \(path) opens with the \(secret.kindName) given")
+            throw VaultError(.wrongKey, path: path, "no key slot of \(path) opens with the \(secret.kindName) given")
         }
         guard Header.verifyMAC(headerBytes, key: Subkeys(vaultKey: vk).header) else {
-            throw VaultError(.tamperedHeader, "\(path): the header MAC does not verify")
+            throw VaultError(.tamperedHeader, path: path, "\(path): the header MAC does not verify")
         }
         return (slot, vk)
     }
 
     static func readHeader(_ file: File, size: UInt64) throws -> (Header, [UInt8]) {
-        let prefix = try file.read(Int(min(size, 4096)), at: 0)
-        return try Header.parse(prefix: prefix, fileSize: size, versions: 1...2) { try file.read($0, at: 0) }
+        do {
+            let prefix = try file.read(Int(min(size, 4096)), at: 0)
+            return try Header.parse(prefix: prefix, fileSize: size, versions: 1...2) { try file.read($0, at: 0) }
+        } catch let e as VaultError {
+            throw e.about(file.path)
+        }
     }
 
     /// Reads only the plaintext header (no key needed): what `info` and `verify` can say without a key.

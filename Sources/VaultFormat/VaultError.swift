@@ -1,5 +1,9 @@
 /// An error from reading or writing a vault: a stable ``Code`` that callers compare, and a context that
 /// says where. The context never contains secret material.
+///
+/// Two errors are equal when their codes are (as swift-asn1's `ASN1Error`): the context is for people, and
+/// the file and merge side the error is about are fields (``path``), so that no caller reads the message to
+/// learn them.
 public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What went wrong, as an open set of codes (new codes may be added in later versions).
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -52,11 +56,22 @@ public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The copy of a merge or sync the error is about (BASE, OURS or THEIRS), which ``context`` names first as
     /// `SIDE (PATH)`: a field, so that a caller tells which file failed without reading the message.
     package let side: MergeSide?
+    /// The file the error is about, when the code that threw it named one (``context`` then names it too).
+    public let path: String?
 
     public init(_ code: Code, _ context: String = "") {
         self.code = code
         self.context = context
         side = nil
+        path = nil
+    }
+
+    /// An error about the file at `path`, which `context` names.
+    public init(_ code: Code, path: String, _ context: String) {
+        self.code = code
+        self.context = context
+        side = nil
+        self.path = path
     }
 
     /// An error about `side` of a merge, the copy at `path`: its context is `SIDE (PATH)` followed by `rest`
@@ -65,7 +80,29 @@ public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
         self.code = code
         context = "\(side.rawValue) (\(path))" + rest
         self.side = side
+        self.path = path
     }
 
-    public var description: String { context.isEmpty ? code.rawValue : "\(code.rawValue): \(context)" }
+    /// The code and context, preceded by ``path`` unless the context names it.
+    public var description: String { described(as: path) }
+
+    /// ``description`` with ``path`` shown as `shown` (the CLI shows a copy of standard input as
+    /// "standard input").
+    package func described(as shown: String?) -> String {
+        var text = context
+        if let path, let shown, shown != path { text = text.replacing(path, with: shown) }
+        let base = text.isEmpty ? code.rawValue : "\(code.rawValue): \(text)"
+        guard let path, let shown, !context.contains(path) else { return base }
+        return "\(shown): \(base)"
+    }
+
+    /// This error as one about the file at `path` (which ``description`` then names first), unless it already
+    /// names a file.
+    package func about(_ path: String) -> VaultError {
+        guard self.path == nil, side == nil else { return self }
+        return VaultError(code, path: path, context)
+    }
+
+    public static func == (a: VaultError, b: VaultError) -> Bool { a.code == b.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }

@@ -70,7 +70,7 @@ extension PagedVault {
                 bodyEnd: end, removing: removed, add: add, random: random
             ) {
                 guard try file.isStill(path) else {
-                    throw VaultError(.io, "\(path) was replaced during the rewrite; nothing was changed")
+                    throw VaultError(.io, path: path, "\(path) was replaced during the rewrite; nothing was changed")
                 }
             }
             file = newFile
@@ -171,7 +171,7 @@ extension PagedVault {
             random: random, level: level, solidMembers: solidMembers, now: now, generation: generation)
         try tmp.commit(overwrite: true) {
             guard try file.isStill(path) else {
-                throw VaultError(.io, "\(path) was replaced during the rewrite; nothing was changed")
+                throw VaultError(.io, path: path, "\(path) was replaced during the rewrite; nothing was changed")
             }
         }
         file = tmp.file

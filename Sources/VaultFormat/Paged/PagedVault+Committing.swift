@@ -85,7 +85,8 @@ extension PagedVault {
         try file.lock(exclusive: true, timeout: lockTimeout)
         defer { file.unlock() }
         guard try file.isStill(path) else {
-            throw VaultError(.io, "\(path) was replaced since it was opened; nothing was changed, open it again")
+            throw VaultError(
+                .io, path: path, "\(path) was replaced since it was opened; nothing was changed, open it again")
         }
         try catchUp()
         return try body()

@@ -162,10 +162,10 @@ package final class PagedVault {
             }
         }
         guard let vk else {
-            throw VaultError(.wrongKey, "no key slot of \(path) opens with the \(secret.kindName) given")
+            throw VaultError(.wrongKey, path: path, "no key slot of \(path) opens with the \(secret.kindName) given")
         }
         guard Header.verifyMAC(headerBytes, key: Subkeys(vaultKey: vk).header) else {
-            throw VaultError(.tamperedHeader, "\(path): the header MAC does not verify")
+            throw VaultError(.tamperedHeader, path: path, "\(path): the header MAC does not verify")
         }
         return try open(
             file: file, path: path, header: header, vaultKey: vk, size: size, mode: mode, writerID: writerID,

@@ -131,7 +131,7 @@ extension Vault {
     ) throws {
         // The one conversion between formats: it reads what only version 1's engine holds.
         guard header.formatVersion == 1, let log = engine as? LogEngine else {
-            throw VaultError(.invalidArgument, "\(path) is not a version 1 vault")
+            throw VaultError(.invalidArgument, path: path, "\(path) is not a version 1 vault")
         }
         try options.check()
         try exclusively(log) {
