@@ -47,7 +47,7 @@ func fuzzOne(_ input: [UInt8]) {
         }
     }
     _ = try? args.int("level", in: 0...12)
-    _ = try? Secrets.kdf(args)
+    _ = try? SecretInput.kdf(args)
     _ = try? args.positionals(["VAULT", "DIR"], optional: 1)
     for name in ["passphrase-fd", "new-passphrase-fd"] { _ = args.value(name).flatMap { Int32($0) } }
     for r in args.all("recipient") + args.all("add-recipient") { _ = Hex.decode(r) }

@@ -73,7 +73,7 @@ enum ArchiveCommand {
     static func readLimited(_ path: String, max: Int) throws -> [UInt8] {
         if path == "-" { return try StandardStreams.readAll(max: max, what: "the archive") }
         // Regular files only, opened without blocking: a FIFO would hang the command.
-        let fd = try Secrets.openInput(path, what: "archive", allowPipe: false)
+        let fd = try SecretInput.openInput(path, what: "archive", allowPipe: false)
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw CLIError(.io, "cannot stat \(path)") }

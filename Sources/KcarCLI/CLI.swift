@@ -145,7 +145,7 @@ public enum CLI {
     public static func main(_ arguments: [String], program: String = "kcar") -> Int32 {
         let base = program.split(separator: "/").last.map(String.init) ?? program
         if let command = helperNames[base] { return main([command] + arguments) }
-        Secrets.prepareProcess()
+        SecretInput.prepareProcess()
         defer {
             Output.out.flush()
             Output.err.flush()
@@ -242,7 +242,7 @@ func vaultArguments(_ args: Arguments, _ names: [String], optional: Int = 0) thr
 /// keychain's vault (`--group`) is also checked against rollback (SPEC.md §K6).
 func openVault(_ path: String, _ args: Arguments, mode: OpenMode = .read, itemsOnDemand: Bool = false) throws -> Vault {
     if mode == .write { try refuseStandardInput(path) }
-    let (vault, _) = try Secrets.unlockVault(path, args, mode: mode, itemsOnDemand: itemsOnDemand)
+    let (vault, _) = try SecretInput.unlockVault(path, args, mode: mode, itemsOnDemand: itemsOnDemand)
     try ItemCommands.checkRollback(vault, args)
     if vault.incompleteBytes > 0, mode == .read {
         warn(

@@ -52,9 +52,9 @@ enum GitCommand {
             _ = try git(["config", scope, key, value])
             Output.out.line(terminalSafe("git config \(scope) \(key) '\(value)'"))
         }
-        if Secrets.environmentKeyFile == nil {
+        if SecretInput.environmentKeyFile == nil {
             Output.out.line(
-                "git runs kcar without a terminal to ask on: export \(Secrets.keyFileVariable)=/path/to/your.key "
+                "git runs kcar without a terminal to ask on: export \(SecretInput.keyFileVariable)=/path/to/your.key "
                     + "(a key file of the vaults, never committed) in the shell you run git from")
         }
         if top != nil { warnOfUntrackedFiles() }

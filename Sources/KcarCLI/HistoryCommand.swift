@@ -138,7 +138,7 @@ enum HistoryCommand {
 
     /// Opens a version 2 vault; a version 1 file keeps no history and is told how to change that.
     static func open(_ path: String, _ args: Arguments, mode: OpenMode) throws -> Versioning {
-        try Secrets.requireVaultFile(path)
+        try SecretInput.requireVaultFile(path)
         args.context.reading(path)
         let header = try Vault.inspect(path: path).header
         if !header.keepsVersions {
@@ -146,8 +146,8 @@ enum HistoryCommand {
                 .damaged,
                 "\(path) is a version 1 vault, which keeps no versions: `kcar upgrade \(path)` makes it version 2")
         }
-        return try Secrets.unlockVersioned(
-            path, args, mode: mode, given: try Secrets.givenSecrets(args, orKeyOfGroup: header.group))
+        return try SecretInput.unlockVersioned(
+            path, args, mode: mode, given: try SecretInput.givenSecrets(args, orKeyOfGroup: header.group))
     }
 
     /// The item ITEM names: a name as `list` prints it (service/account) or `%id/` and its id, among the live

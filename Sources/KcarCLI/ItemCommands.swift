@@ -236,12 +236,12 @@ enum ItemCommands {
         if file == nil, !required { return nil }
         guard let file, file != "-" else {
             if isatty(0) == 1 {
-                return try Secrets.prompt("Value: ", confirm: true, what: "values").withUnsafeBytes { Array($0) }
+                return try SecretInput.prompt("Value: ", confirm: true, what: "values").withUnsafeBytes { Array($0) }
             }
             return try readStandardInput(args)
         }
         // Never blocks: a named FIFO, device or folder is refused (exit 15), an anonymous pipe (`<(cmd)`) read.
-        let fd = try Secrets.openInput(file, what: "value file", allowPipe: true)
+        let fd = try SecretInput.openInput(file, what: "value file", allowPipe: true)
         defer { close(fd) }
         return try readAll(fd: fd, what: file)
     }

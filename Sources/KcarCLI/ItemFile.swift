@@ -117,7 +117,7 @@ enum ItemFile {
         if path == "-" {
             fd = 0
         } else {
-            fd = try Secrets.openInput(path, what: "item file", allowPipe: false)
+            fd = try SecretInput.openInput(path, what: "item file", allowPipe: false)
             var st = stat()
             guard fstat(fd, &st) == 0 else {
                 close(fd)

@@ -23,28 +23,28 @@ enum Keys {
     /// The slots named by --add-* options.
     static func addedSlots(_ args: Arguments, passphraseWanted: Bool) throws -> [SlotSecret] {
         var slots: [SlotSecret] = []
-        for k in args.all("add-key-file") { slots.append(.keyFile(try Secrets.readKeyFile(k))) }
-        for r in args.all("add-recipient") { slots.append(.recipient(try Secrets.parseRecipient(r))) }
-        for f in args.all("add-recipients-file") { slots += try Secrets.readRecipientsFile(f).map { .recipient($0) } }
+        for k in args.all("add-key-file") { slots.append(.keyFile(try SecretInput.readKeyFile(k))) }
+        for r in args.all("add-recipient") { slots.append(.recipient(try SecretInput.parseRecipient(r))) }
+        for f in args.all("add-recipients-file") { slots += try SecretInput.readRecipientsFile(f).map { .recipient($0) } }
         if passphraseWanted || args.flag("add-passphrase") {
-            slots.append(.passphrase(try newPassphrase(args), try Secrets.kdf(args)))
+            slots.append(.passphrase(try newPassphrase(args), try SecretInput.kdf(args)))
         }
         return slots
     }
 
     static func newPassphrase(_ args: Arguments) throws -> SecureBytes {
         if let f = args.value("new-passphrase-file") {
-            return try Secrets.passphrase(
-                from: try Secrets.readFileSecret(f, what: "passphrase file", allowPipe: true), source: f)
+            return try SecretInput.passphrase(
+                from: try SecretInput.readFileSecret(f, what: "passphrase file", allowPipe: true), source: f)
         }
         if let fdText = args.value("new-passphrase-fd") {
             guard let fd = Int32(fdText), fd >= 0 else {
                 throw CLIError.usage("--new-passphrase-fd takes a file descriptor number")
             }
-            return try Secrets.passphrase(from: try Secrets.readDescriptor(fd, what: "fd \(fd)"), source: "fd \(fd)")
+            return try SecretInput.passphrase(from: try SecretInput.readDescriptor(fd, what: "fd \(fd)"), source: "fd \(fd)")
         }
         // Without a terminal, what is missing is the new passphrase (the old one opened the vault already).
-        return try Secrets.prompt(
+        return try SecretInput.prompt(
             "New passphrase: ", confirm: true,
             missing: "no new passphrase given and no terminal to ask on: "
                 + "give it with --new-passphrase-file FILE or --new-passphrase-fd N")

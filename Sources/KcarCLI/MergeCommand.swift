@@ -42,8 +42,8 @@ enum MergeCommand {
         }
         try refuseStandardInput(paths.ours)
         // One secret (or one passphrase asked once) opens all three: they are copies of one vault.
-        var given = try Secrets.givenSecrets(args, orKeyOfGroup: try? Vault.inspect(path: paths.ours).header.group)
-        if given.isEmpty { given = [.passphrase(try Secrets.prompt("Passphrase: ", confirm: false))] }
+        var given = try SecretInput.givenSecrets(args, orKeyOfGroup: try? Vault.inspect(path: paths.ours).header.group)
+        if given.isEmpty { given = [.passphrase(try SecretInput.prompt("Passphrase: ", confirm: false))] }
         let base = try paths.base.flatMap { try open(.base, $0, args, given) }
         guard let ours = try open(.ours, paths.ours, args, given, mode: .write),
             let theirs = try open(.theirs, paths.theirs, args, given)
@@ -117,7 +117,7 @@ enum MergeCommand {
     ) throws -> Versioning? {
         let name = "\(side.rawValue) (\(shown(path)))"
         do {
-            try Secrets.requireVaultFile(path)
+            try SecretInput.requireVaultFile(path)
             var st = stat()
             if side == .base, stat(path, &st) == 0, st.st_size == 0 { return nil }
             if try !Vault.inspect(path: path).header.keepsVersions {
@@ -126,7 +126,7 @@ enum MergeCommand {
                     "\(name) is a version 1 vault: merging needs version 2 (per-item versions); "
                         + "upgrade the vault with `kcar upgrade VAULT` and commit that first", file: path)
             }
-            return try Secrets.unlockVersioned(path, args, mode: mode, given: given)
+            return try SecretInput.unlockVersioned(path, args, mode: mode, given: given)
         } catch let e as VaultError {
             throw CLIError(ExitCode.of(e.code), "\(name): \(e)", file: path)
         } catch let e as CLIError where e.file != path {

@@ -81,7 +81,7 @@ enum PackCommand {
             only: only)
         for problem in problems { warn("skipped \(problem)") }
         DebugSeam.pause("pack-listed")
-        let slots = try Secrets.newSlots(args)
+        let slots = try SecretInput.newSlots(args)
         let options = WriteOptions(level: level)
         let progress = Progress(label: "pack", total: totalSize(entries))
         let toStdout = vaultPath == "-"
@@ -149,7 +149,7 @@ enum PackCommand {
                 throw CLIError.usage("give --items FILE or --keychain DIR --group G, not both")
             }
             // Streamed into the new vault as it is read; an error in the file abandons the vault.
-            let slots = try Secrets.newSlots(args)
+            let slots = try SecretInput.newSlots(args)
             var packed = 0
             try createVault(
                 vaultPath, group: args.value("group") ?? "default", slots: slots, options: WriteOptions(level: level),
@@ -180,7 +180,7 @@ enum PackCommand {
             entries.removeAll { Schema.isDeviceOnly($0.attributes) }
             warn("left out \(count(deviceOnly, "ThisDeviceOnly item")) (--include-device-only packs them)")
         }
-        let slots = try Secrets.newSlots(args)
+        let slots = try SecretInput.newSlots(args)
         try createVault(vaultPath, group: g, slots: slots, options: WriteOptions(level: level), args) { tx in
             for e in entries { try tx.add(class: e.itemClass, attributes: e.attributes, value: .bytes(e.value)) }
         }

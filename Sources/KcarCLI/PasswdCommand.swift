@@ -10,8 +10,8 @@ enum PasswdCommand {
         let args = try Arguments(argv, specs: CLI.specs("passwd"))
         let path = try vaultArguments(args, ["VAULT"])[0]
         try refuseStandardInput(path)
-        let given = try Secrets.givenSecrets(args)
-        let (vault, secret) = try Secrets.unlockVault(path, args, mode: .write, given: given)
+        let given = try SecretInput.givenSecrets(args)
+        let (vault, secret) = try SecretInput.unlockVault(path, args, mode: .write, given: given)
         try ItemCommands.checkRollback(vault, args)
         var remove = Set<Int>()
         for r in args.all("remove-slot") {

@@ -11,7 +11,7 @@ enum RecoverCommand {
         let path = try vaultArguments(args, ["VAULT"])[0]
         if args.flag("drop-damaged") {
             try refuseStandardInput(path)
-            let (dropped, generation) = try Secrets.dropDamagedTail(path, args)
+            let (dropped, generation) = try SecretInput.dropDamagedTail(path, args)
             warn(
                 dropped == 0
                     ? "\(path): nothing to recover"

@@ -14,8 +14,8 @@ enum RekeyCommand {
         let args = try Arguments(argv, specs: CLI.specs("rekey"))
         let path = try vaultArguments(args, ["VAULT"])[0]
         try refuseStandardInput(path)
-        let given = try Secrets.givenSecrets(args)
-        let (vault, secret) = try Secrets.unlockVault(path, args, mode: .write, given: given)
+        let given = try SecretInput.givenSecrets(args)
+        let (vault, secret) = try SecretInput.unlockVault(path, args, mode: .write, given: given)
         // Checked again on the vault opened: one swapped in after the group's checks must not be re-sealed.
         try ItemCommands.checkRollback(vault, args)
         let plan = try Keys.carry(

@@ -41,7 +41,7 @@ enum SyncCommand {
         // A sync merges, which needs per-item versions: a group made by an earlier kcar is upgraded first.
         if try !Vault.inspect(path: path).header.keepsVersions { try store.upgradeGroup(group) }
         let key: [UnlockSecret] = [.keyFile(try store.directory.readKey(group))]
-        let local = try Secrets.unlockVersioned(path, args, mode: .write, given: key)
+        let local = try SecretInput.unlockVersioned(path, args, mode: .write, given: key)
         guard exists else {
             guard !pullOnly else {
                 throw CLIError(.notFound, "\(shown(file)): no such shared copy to pull from", file: file)
@@ -58,7 +58,7 @@ enum SyncCommand {
         }
         let shared = try named(file) { () throws -> Versioning in
             try checkCopy(file, of: group)
-            return try Secrets.unlockVersioned(file, args, mode: pullOnly ? .read : .write, given: key)
+            return try SecretInput.unlockVersioned(file, args, mode: pullOnly ? .read : .write, given: key)
         }
         let verbose = args.flag("verbose")
         let pulled = try named(file) {
@@ -108,13 +108,13 @@ enum SyncCommand {
     static func join(_ group: String, _ file: String, _ store: KeychainStore, _ args: Arguments) throws {
         // A file that cannot be the group's copy is refused as such (exit 2 or 4) before a key is asked for.
         try named(file) { try checkCopy(file, of: group) }
-        guard let keyPath = args.value("key-file") ?? Secrets.environmentKeyFile else {
+        guard let keyPath = args.value("key-file") ?? SecretInput.environmentKeyFile else {
             throw CLIError(
                 .noSecret,
                 "group \(group) is not in this keychain: joining it from \(shown(file)) needs its key (--key-file FILE or "
-                    + "\(Secrets.keyFileVariable)), passed on out of band")
+                    + "\(SecretInput.keyFileVariable)), passed on out of band")
         }
-        let key = try Secrets.readKeyFile(keyPath)
+        let key = try SecretInput.readKeyFile(keyPath)
         // Checked before anything is written, and again on the copy that becomes the group's vault.
         func check(_ path: String) throws {
             try named(file) {

@@ -20,7 +20,7 @@ extension GitCommand {
         // diff still says which vault changed instead of git failing.
         let header: Header
         do {
-            try Secrets.requireVaultFile(path)
+            try SecretInput.requireVaultFile(path)
             header = try Vault.inspect(path: path).header
         } catch {
             Output.out.line(terminalSafe("# not a readable kcar vault: \(error)"))
@@ -30,15 +30,15 @@ extension GitCommand {
         let head =
             "# kcar vault, format \(header.formatVersion), group \(JSON.string(header.group)), vault id \(Hex.encode(header.vaultID))"
         do {
-            let given = try Secrets.givenSecrets(args, orKeyOfGroup: header.group)
+            let given = try SecretInput.givenSecrets(args, orKeyOfGroup: header.group)
             guard !given.isEmpty else {
                 Output.out.line(
                     terminalSafe(
-                        head + ": no key given (set \(Secrets.keyFileVariable) to its key file to see the items)"))
+                        head + ": no key given (set \(SecretInput.keyFileVariable) to its key file to see the items)"))
                 if let line = fileLine(path, header: header) { Output.out.line(line) }
                 return .success
             }
-            let (opened, _) = try Secrets.unlockVault(path, args, given: given, ask: false, itemsOnDemand: true)
+            let (opened, _) = try SecretInput.unlockVault(path, args, given: given, ask: false, itemsOnDemand: true)
             if let vault = opened.versioning {
                 let first = terminalSafe(head + ": \(count(vault.count, "item"))")
                 // The items tree's order: class, key attributes, item id; each item with its version.

@@ -27,14 +27,14 @@ enum UpgradeCommand {
         }
         let path = try args.positionals(["VAULT"])[0]
         try refuseStandardInput(path)
-        try Secrets.requireVaultFile(path)
+        try SecretInput.requireVaultFile(path)
         args.context.reading(path)
         if try Vault.inspect(path: path).header.isCurrentFormat {
             Output.out.line(
                 terminalSafe("\(path): already vault format version \(Header.currentFormatVersion); nothing to do"))
             return .success
         }
-        let (vault, _) = try Secrets.unlockVault(path, args, mode: .write)
+        let (vault, _) = try SecretInput.unlockVault(path, args, mode: .write)
         let items = vault.count
         try vault.upgrade(schema: Schema.packed, writerID: WriterIdentity.current())  // as pack writes them
         if !args.flag("quiet") {

@@ -100,7 +100,7 @@ enum VaultEdit {
         // them; a half-made vault is never left).
         if !Keys.exists(vaultPath) {
             try PackCommand.createVault(
-                vaultPath, group: "default", slots: try Secrets.newSlots(args), options: options, args
+                vaultPath, group: "default", slots: try SecretInput.newSlots(args), options: options, args
             ) {
                 try $0.add(attributes: attributes, value: .bytes(value))
             }

@@ -14,12 +14,12 @@ enum VerifyCommand {
         // must not pass a vault whose records it never authenticated.
         if args.flag("no-key") { return try structural(path, json: json, args.context) }
         do {
-            try Secrets.requireVaultFile(path)
+            try SecretInput.requireVaultFile(path)
         } catch let e as VaultError {
             emit(json: json, path: path, keyed: true, problems: [e], extra: [])
             return ExitCode.of(e.code)
         }
-        let given = try Secrets.givenSecrets(args)
+        let given = try SecretInput.givenSecrets(args)
         guard isatty(0) == 1 || !given.isEmpty else {
             throw CLIError(
                 .noSecret,
@@ -31,7 +31,7 @@ enum VerifyCommand {
         do {
             // Either format version (a version 2 file's trees, delta chain and kept versions are checked too).
             // A version 2 vault's items are not read at open: verify reads them, page by page, without holding them.
-            let (vault, _) = try Secrets.unlockVault(path, args, given: given, itemsOnDemand: true)
+            let (vault, _) = try SecretInput.unlockVault(path, args, given: given, itemsOnDemand: true)
             try ItemCommands.checkRollback(vault, args)
             report = vault.verify()
         } catch let e as VaultError {
@@ -133,9 +133,9 @@ enum VerifyCommand {
             slots.append(JSON.object(obj))
         }
         pairs.append(("slots", "[" + slots.joined(separator: ", ") + "]"))
-        let given = try Secrets.givenSecrets(args)
+        let given = try SecretInput.givenSecrets(args)
         if !given.isEmpty {
-            let (v, _) = try Secrets.unlockVault(path, args, given: given)
+            let (v, _) = try SecretInput.unlockVault(path, args, given: given)
             lines += [
                 "items:      \(v.count)", "generation: \(v.generation)", "body:       \(v.bodyLength) bytes",
                 "dead space: \(v.deadBytes) bytes", "incomplete: \(v.incompleteBytes) bytes",

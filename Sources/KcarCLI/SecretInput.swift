@@ -8,7 +8,7 @@ import VaultFormat
 /// Where secrets come from: never argv. A passphrase from `--passphrase-file`, `--passphrase-fd`,
 /// `KCAR_PASSPHRASE` (taken out of the environment at start-up, so no child sees it) or a no-echo prompt on
 /// the terminal; keys from `--key-file`.
-enum Secrets {
+enum SecretInput {
     nonisolated(unsafe) private static var environmentPassphrase: SecureBytes?
 
     /// Called first thing in main: takes `KCAR_PASSPHRASE` out of the environment and turns core dumps off.
@@ -458,7 +458,7 @@ final class SecureBytesBuilder {
 }
 
 func readSmallText(_ path: String) throws -> String {
-    let fd = try Secrets.openInput(path, what: "file", allowPipe: false)
+    let fd = try SecretInput.openInput(path, what: "file", allowPipe: false)
     defer { close(fd) }
     var out: [UInt8] = []
     var buf = [UInt8](repeating: 0, count: 4096)
