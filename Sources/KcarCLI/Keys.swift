@@ -25,7 +25,9 @@ enum Keys {
         var slots: [SlotSecret] = []
         for k in args.all("add-key-file") { slots.append(.keyFile(try SecretInput.readKeyFile(k))) }
         for r in args.all("add-recipient") { slots.append(.recipient(try SecretInput.parseRecipient(r))) }
-        for f in args.all("add-recipients-file") { slots += try SecretInput.readRecipientsFile(f).map { .recipient($0) } }
+        for f in args.all("add-recipients-file") {
+            slots += try SecretInput.readRecipientsFile(f).map { .recipient($0) }
+        }
         if passphraseWanted || args.flag("add-passphrase") {
             slots.append(.passphrase(try newPassphrase(args), try SecretInput.kdf(args)))
         }
@@ -41,7 +43,8 @@ enum Keys {
             guard let fd = Int32(fdText), fd >= 0 else {
                 throw CLIError.usage("--new-passphrase-fd takes a file descriptor number")
             }
-            return try SecretInput.passphrase(from: try SecretInput.readDescriptor(fd, what: "fd \(fd)"), source: "fd \(fd)")
+            return try SecretInput.passphrase(
+                from: try SecretInput.readDescriptor(fd, what: "fd \(fd)"), source: "fd \(fd)")
         }
         // Without a terminal, what is missing is the new passphrase (the old one opened the vault already).
         return try SecretInput.prompt(
