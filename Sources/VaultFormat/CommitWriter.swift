@@ -264,14 +264,14 @@ final class CommitWriter {
         case .held(let item, let size, var held)?:
             openValue = nil  // the bytes are moved, not copied
             guard UInt64(held.count + bytes.count) <= size else {
-                throw VaultError(.io, "\(item.displayName): more bytes than the value's size")
+                throw VaultError(.io, item: item.id, "\(item.displayName): more bytes than the value's size")
             }
             held.append(contentsOf: bytes)
             openValue = .held(item: item, size: size, bytes: held)
         case .streamed(var s)?:
             openValue = nil
             guard s.given + UInt64(bytes.count) <= s.item.size else {
-                throw VaultError(.io, "\(s.item.displayName): more bytes than the value's size")
+                throw VaultError(.io, item: s.item.id, "\(s.item.displayName): more bytes than the value's size")
             }
             s.given += UInt64(bytes.count)
             s.pending.append(contentsOf: bytes)
@@ -294,12 +294,12 @@ final class CommitWriter {
         case .held(let item, let size, var bytes)?:
             defer { wipe(&bytes) }
             guard UInt64(bytes.count) == size else {
-                throw VaultError(.io, "\(item.displayName): input changed size while it was read")
+                throw VaultError(.io, item: item.id, "\(item.displayName): input changed size while it was read")
             }
             try add(item, bytes: bytes)
         case .streamed(var s)?:
             guard s.given == s.item.size else {
-                throw VaultError(.io, "\(s.item.displayName): input changed size while it was read")
+                throw VaultError(.io, item: s.item.id, "\(s.item.displayName): input changed size while it was read")
             }
             if !s.pending.isEmpty {
                 let rest = s.pending

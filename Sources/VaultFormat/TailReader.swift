@@ -175,7 +175,8 @@ struct TailReader {
             state[item.id] = item
         case .delete(let id):
             guard state.removeValue(forKey: id) != nil else {
-                throw VaultError(.damagedIndex, "generation \(t.generation) deletes item \(id), which does not exist")
+                throw VaultError(
+                    .damagedIndex, item: id, "generation \(t.generation) deletes item \(id), which does not exist")
             }
         }
     }

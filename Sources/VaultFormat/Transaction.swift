@@ -66,13 +66,13 @@ public final class Transaction {
         _ id: ItemID, class itemClass: ItemClass? = nil, attributes: Attributes? = nil,
         value: ValueSource? = nil
     ) throws {
-        guard let item = try current(id) else { throw VaultError(.itemNotFound, "item \(id)") }
+        guard let item = try current(id) else { throw VaultError(.itemNotFound, item: id, "item \(id)") }
         try changes.update(item, class: itemClass, attributes: attributes, value: value)
     }
 
     /// Removes an item.
     public func delete(_ id: ItemID) throws {
-        guard let item = try current(id) else { throw VaultError(.itemNotFound, "item \(id)") }
+        guard let item = try current(id) else { throw VaultError(.itemNotFound, item: id, "item \(id)") }
         try changes.delete(item)
     }
 

@@ -141,12 +141,12 @@ extension Vault {
                 do {
                     o.value[i] = .success(
                         try Blocks.openAll(raws[i], key: key, limit: limit) {
-                            VaultError(.damagedRecord, "\(first.displayName): \($0)")
+                            VaultError(.damagedRecord, item: first.id, "\(first.displayName): \($0)")
                         })
                 } catch let e as VaultError {
                     o.value[i] = .failure(e)
                 } catch {
-                    o.value[i] = .failure(VaultError(.damagedRecord, "\(first.displayName): \(error)"))
+                    o.value[i] = .failure(VaultError(.damagedRecord, item: first.id, "\(first.displayName): \(error)"))
                 }
             }
         }
@@ -156,7 +156,7 @@ extension Vault {
     /// The member table of a decoded record, checked against the items that name it.
     func checkedTable(_ plain: [UInt8], _ members: [Item]) throws -> MemberTable {
         let first = members[0]
-        let fail = { (m: String) in VaultError(.damagedRecord, "\(first.displayName): \(m)") }
+        let fail = { (m: String) in VaultError(.damagedRecord, item: first.id, "\(first.displayName): \(m)") }
         guard let t = try MemberTable.parse(plain, fail: fail) else {
             throw fail("record ends inside its member table")
         }
@@ -179,13 +179,14 @@ extension RecordSource {
         end: (Item) throws -> Void
     ) throws {
         guard let first = members.first else { return }
-        let fail = { (m: String) in VaultError(.damagedRecord, "\(first.displayName): \(m)") }
+        let fail = { (m: String) in VaultError(.damagedRecord, item: first.id, "\(first.displayName): \(m)") }
         var reader = recordReader(first.location, fail: fail)
         var (table, chunk) = try reader.memberTable()
         try table.check(members)
         // Callers name each value once; items that name one member twice come from a damaged (or forged) index.
         for (a, b) in zip(members, members.dropFirst()) where a.location.member >= b.location.member {
-            throw VaultError(.damagedRecord, "\(b.displayName): another item names the same member of its record")
+            throw VaultError(
+                .damagedRecord, item: b.id, "\(b.displayName): another item names the same member of its record")
         }
         var position: UInt64 = 0  // data offset of chunk[0]
         var next = 0

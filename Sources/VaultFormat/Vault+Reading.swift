@@ -43,7 +43,7 @@ package struct RecordSource {
     /// Streams `item`'s value to `sink`, every byte authenticated before it is passed on.
     func read(_ item: Item, into sink: (UnsafeRawBufferPointer) throws -> Void) throws {
         let l = item.location
-        let fail = { (m: String) in VaultError(.damagedRecord, "\(item.displayName): \(m)") }
+        let fail = { (m: String) in VaultError(.damagedRecord, item: item.id, "\(item.displayName): \(m)") }
         var reader = recordReader(l, fail: fail)
         var (t, chunk) = try reader.memberTable()
         try t.check([item])

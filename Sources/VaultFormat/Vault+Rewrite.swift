@@ -169,7 +169,9 @@ extension Vault {
             .values.sorted { $0[0].location.offset < $1[0].location.offset }
         for members in records {
             let l = members[0].location
-            let fail = { (m: String) in VaultError(.damagedRecord, "\(members[0].displayName): \(m)") }
+            let fail = { (m: String) in
+                VaultError(.damagedRecord, item: members[0].id, "\(members[0].displayName): \(m)")
+            }
             let oldKey = StreamKey.record(keys, vaultID: header.vaultID, recordID: l.recordID)
             if try memberCount(members[0]) == members.count {
                 let newStreamKey = StreamKey.record(newKeys, vaultID: header.vaultID, recordID: l.recordID)
@@ -202,7 +204,9 @@ extension Vault {
 
     /// The number of members in the record that holds `item` (reads its first block).
     func memberCount(_ item: Item) throws -> Int {
-        var reader = recordReader(item.location) { VaultError(.damagedRecord, "\(item.displayName): \($0)") }
+        var reader = recordReader(item.location) {
+            VaultError(.damagedRecord, item: item.id, "\(item.displayName): \($0)")
+        }
         return try reader.memberTable().0.members.count
     }
 }

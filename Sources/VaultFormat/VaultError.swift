@@ -2,8 +2,8 @@
 /// says where. The context never contains secret material.
 ///
 /// Two errors are equal when their codes are (as swift-asn1's `ASN1Error`): the context is for people, and
-/// the file and merge side the error is about are fields (``path``), so that no caller reads the message to
-/// learn them.
+/// the file, merge side and item the error is about are fields (``path``, ``item``), so that no caller reads
+/// the message to learn them.
 public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What went wrong, as an open set of codes (new codes may be added in later versions).
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -58,12 +58,25 @@ public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
     package let side: MergeSide?
     /// The file the error is about, when the code that threw it named one (``context`` then names it too).
     public let path: String?
+    /// The item the error is about (a damaged record read for it, a value that changed size, an id not in the
+    /// vault), when the code that threw it knew one; ``context`` names it too.
+    public private(set) var item: ItemID?
 
     public init(_ code: Code, _ context: String = "") {
         self.code = code
         self.context = context
         side = nil
         path = nil
+        item = nil
+    }
+
+    /// An error about `item`, which `context` names.
+    public init(_ code: Code, item: ItemID, _ context: String) {
+        self.code = code
+        self.context = context
+        side = nil
+        path = nil
+        self.item = item
     }
 
     /// An error about the file at `path`, which `context` names.
@@ -72,15 +85,17 @@ public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
         self.context = context
         side = nil
         self.path = path
+        item = nil
     }
 
     /// An error about `side` of a merge, the copy at `path`: its context is `SIDE (PATH)` followed by `rest`
     /// (which starts with `: `, `, ` or a space).
-    package init(_ code: Code, side: MergeSide, path: String, _ rest: String) {
+    package init(_ code: Code, side: MergeSide, path: String, item: ItemID? = nil, _ rest: String) {
         self.code = code
         context = "\(side.rawValue) (\(path))" + rest
         self.side = side
         self.path = path
+        self.item = item
     }
 
     /// The code and context, preceded by ``path`` unless the context names it.
@@ -100,7 +115,9 @@ public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
     /// names a file.
     package func about(_ path: String) -> VaultError {
         guard self.path == nil, side == nil else { return self }
-        return VaultError(code, path: path, context)
+        var e = VaultError(code, path: path, context)
+        e.item = item
+        return e
     }
 
     public static func == (a: VaultError, b: VaultError) -> Bool { a.code == b.code }

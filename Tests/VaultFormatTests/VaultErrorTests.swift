@@ -36,4 +36,25 @@ final class VaultErrorTests: VaultTestCase {
         // An error found inside a record names no file: the caller knows which vault it was reading.
         XCTAssertNil(VaultError(.damagedRecord, "s/a: bad block").path)
     }
+
+    func testErrorsAboutAnItemCarryItsID() throws {
+        let path = dir + "/v.kcv"
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+            try tx.add(attributes: attrs("s", "a"), value: .bytes(Array(repeating: 7, count: 100)))
+        }
+        let vault = try Vault.open(path: path, secret: secret, mode: .write)
+        let item = try XCTUnwrap(vault.items.first)
+        let unknown = ItemID([UInt8](repeating: 3, count: 16))
+        let notFound = expectError(.itemNotFound) { try vault.commit { try $0.delete(unknown) } }
+        XCTAssertEqual(notFound?.item, unknown)
+
+        // A byte of the item's record flipped: reading it fails, naming the item.
+        var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        bytes[vault.headerLength + Int(item.location.offset) + 20] ^= 1
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let reopened = try Vault.open(path: path, secret: secret)
+        let damaged = expectError(.damagedRecord) { _ = try reopened.read(reopened.items[0]) }
+        XCTAssertEqual(damaged?.item, item.id)
+        XCTAssertNil(damaged?.path)
+    }
 }

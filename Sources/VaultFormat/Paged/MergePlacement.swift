@@ -90,7 +90,8 @@ final class MergePlacement {
     private var tables: [RecordRef: MemberTable] = [:]
     private func named(_ item: Item) throws -> Item {
         let fail = { (m: String) in
-            VaultError(.damagedRecord, side: .theirs, path: self.theirs.path, ", \(item.displayName): \(m)")
+            VaultError(
+                .damagedRecord, side: .theirs, path: self.theirs.path, item: item.id, ", \(item.displayName): \(m)")
         }
         let at = RecordRef(id: item.location.recordID, offset: item.location.offset, length: item.location.length)
         do {
@@ -185,7 +186,7 @@ final class MergePlacement {
             return try named(item)
         }
         let fail = { (m: String) in
-            VaultError(.damagedRecord, side: .theirs, path: source.path, ", \(item.displayName): \(m)")
+            VaultError(.damagedRecord, side: .theirs, path: source.path, item: item.id, ", \(item.displayName): \(m)")
         }
         // The device-only rule (§K9): a record of several members is copied only when each member is known not
         // to be own (another member may be an own item's value, live or dead); otherwise the taken value gets a

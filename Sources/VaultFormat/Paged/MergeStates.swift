@@ -103,7 +103,7 @@ struct MergeStates {
                 i += 1
                 guard tag != last else {
                     let (s, path) = side(tag)
-                    throw VaultError(.damagedIndex, side: s, path: path, ": item \(id) has two entries")
+                    throw VaultError(.damagedIndex, side: s, path: path, item: id, ": item \(id) has two entries")
                 }
                 last = tag
                 switch tag {

@@ -371,7 +371,7 @@ extension PagedVault {
             let members = group.sorted { values[$0].location.member < values[$1].location.member }
             let first = values[members[0]]
             let l = first.location
-            let fail = { (m: String) in VaultError(.damagedRecord, "\(first.displayName): \(m)") }
+            let fail = { (m: String) in VaultError(.damagedRecord, item: first.id, "\(first.displayName): \(m)") }
             var reader = source.recordReader(l, fail: fail)
             let (table, _) = try reader.memberTable()
             try table.check(members.map { values[$0] })
