@@ -1,8 +1,11 @@
 /// What one format version does for a ``Vault``. The vault holds what every version shares (its path, file,
 /// header, keys and the items it has read) and hands every operation whose work depends on the format to its
-/// engine, chosen when the file is opened and replaced only when another process upgrades the file
-/// (``Vault/catchUp()``). Nothing else in the module branches on the format: a new format version is one new
-/// type that conforms, with its own extension of ``Vault`` for the work on the shared file.
+/// engine, chosen when the file is opened and replaced only when another process upgrades the file (version
+/// 1's catch-up notices it). Beyond the places that choose an engine (opening, that catch-up, creating a file,
+/// and the upgrade from version 1) and the checks that read a file without opening it (KeylessSummary,
+/// LastCommit: no key, so no engine; they pick the trailer's layout by the header's version), nothing in the
+/// module branches on the format: a new format version is one new type that conforms, with its own extension
+/// of ``Vault`` for the work on the shared file.
 ///
 /// Each method takes the vault it works for: an engine belongs to one vault, which holds it.
 protocol VaultEngine: AnyObject {
