@@ -6,23 +6,15 @@ import VaultFormat
 extension Schema {
     /// How a group's version 2 vault keys its items: each class by its primary-key attributes (§K4), in
     /// their order, with the defaults a missing one takes; user attributes (`@name`) and labels are indexed.
-    package static let group = IndexSchema(classes: primaryKeyClasses, indexed: [userPrefix + "*", "labl"])
+    package static let group = IndexSchema(
+        classes: IndexSchema.primaryKeys.classes, indexed: [userPrefix + "*", "labl"])
 
     /// How a packed vault (`kcar pack`, `kcar upgrade`) keys its items: as a group does, so that a name finds
-    /// its item with one lookup, but with no attribute indexed. Nothing searches a packed vault by attribute,
-    /// and an index entry per attribute would make a pack of items with many attributes cost several times
-    /// its input (7,000 items of 256 attributes: 689 MiB). Copies of one vault merge; a packed vault and a
-    /// group never share a vault id, so their schemas need not agree.
-    package static let packed = IndexSchema(classes: primaryKeyClasses, indexed: [])
-
-    private static let primaryKeyClasses = Dictionary(
-        uniqueKeysWithValues: ItemClass.keychainClasses.map(\.rawValue).map { c in
-            (
-                c,
-                ClassSchema(
-                    keyAttributes: primaryKey(c).map { ($0, kind(of: $0, class: c)?.defaultValue ?? .string("")) })
-            )
-        })
+    /// its item with one lookup, but with no attribute indexed (``IndexSchema/primaryKeys``). Nothing searches
+    /// a packed vault by attribute, and an index entry per attribute would make a pack of items with many
+    /// attributes cost several times its input (7,000 items of 256 attributes: 689 MiB). Copies of one vault
+    /// merge; a packed vault and a group never share a vault id, so their schemas need not agree.
+    package static let packed = IndexSchema.primaryKeys
 
     /// Whether `schema` keys class `c` by the primary key of §K4, so that one key range holds exactly the
     /// items that share a primary key.

@@ -43,7 +43,7 @@ package enum Recipes {
         items: [(String, String, [UInt8])]
     ) throws {
         try Vault.create(
-            path: path, group: group, slots: slots, options: WriteOptions(level: 6), overwrite: true,
+            path: path, group: group, slots: slots, format: .version1, options: WriteOptions(level: 6), overwrite: true,
             random: DeterministicRandom(seed: seed(s))
         ) { tx in
             for (i, it) in items.enumerated() {
@@ -148,7 +148,8 @@ package enum Recipes {
         let random = DeterministicRandom(seed: seed(7))
         let first = (0..<5).map { ("app", "a\($0)", Array(["zero", "one", "two", "three", "four"][$0].utf8)) }
         try Vault.create(
-            path: path, group: "commits", slots: [.keyFile(SecureBytes(copying: keyFile))], overwrite: true,
+            path: path, group: "commits", slots: [.keyFile(SecureBytes(copying: keyFile))], format: .version1,
+            overwrite: true,
             random: random
         ) { tx in
             for (i, it) in first.enumerated() {

@@ -39,7 +39,8 @@ package func stateDigest(_ state: [String: [UInt8]]) -> UInt64 {
         _ path: String, group: String = "g", _ items: [(String, String, [String: AttributeValue], [UInt8])]
     ) throws {
         try Vault.create(
-            path: path, group: group, slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], overwrite: true
+            path: path, group: group, slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], format: .version1,
+            overwrite: true
         ) { tx in
             for (s, a, more, v) in items {
                 var attributes = Attributes(more)

@@ -1,11 +1,11 @@
 /// The changes of one commit, gathered by the closure given to
-/// ``Vault/create(path:group:slots:options:overwrite:random:_:)`` or ``Vault/commit(options:random:_:)``. Values
+/// ``Vault/create(path:group:slots:format:options:overwrite:random:_:)`` or ``Vault/commit(options:random:_:)``. Values
 /// are written as they are added; the commit becomes visible only when the closure returns and the trailer is
 /// on disk.
 ///
-/// The same API over every format version: what a version does with a change is its ``TransactionChanges``
-/// (``LogChanges`` for version 1, ``PagedChanges`` and ``OnDemandPagedChanges`` for version 2), which the
-/// vault's commit makes and reads back when the closure returns.
+/// The same API over every format version: what a version does with a change is its `TransactionChanges`
+/// (`LogChanges` for version 1, `PagedChanges` and `OnDemandPagedChanges` for version 2), which the vault's
+/// commit makes and reads back when the closure returns.
 public final class Transaction {
     /// Where the changes go; replaced once by ``loadAll()`` when the items were not all read.
     private var changes: any TransactionChanges

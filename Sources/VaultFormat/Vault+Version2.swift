@@ -187,7 +187,7 @@ extension Vault {
     /// Creates a new version 2 vault at `path` (SPEC.md Part 4) keyed by `schema`, holding what `body` adds in
     /// one fold commit (generation 1, as a version 1 vault's first checkpoint: a cut file has no complete
     /// commit), written under a temporary name that is renamed into place only when complete (as
-    /// ``create(path:group:slots:options:overwrite:random:_:)``).
+    /// ``create(path:group:slots:format:options:overwrite:random:_:)``).
     package static func create(
         path: String, group: String, slots: [SlotSecret], schema: IndexSchema, retention: Retention = .init(),
         options: WriteOptions = .init(), overwrite: Bool = false, random: RandomSource = SystemRandom.shared,
@@ -233,25 +233,42 @@ extension Vault {
 }
 
 /// The format of a new vault (``Vault/create(path:group:slots:format:options:overwrite:random:_:)``).
-package enum NewVaultFormat: Sendable {
-    /// Version 1 (SPEC.md Part 1): a chain of index segments, no versions; for readers of format 1 only.
+public enum NewVaultFormat: Sendable {
+    /// Version 1 (SPEC.md Part 1): a chain of index segments, no history, no versions to merge by; only for
+    /// readers that know nothing newer (kcar before format 2). Its items are found by reading them all.
     case version1
-    /// The current format, version 2 (SPEC.md Part 4): items keyed by `schema`, history kept by `retention`,
-    /// versions written by `writerID` (nil: one drawn).
-    case current(schema: IndexSchema, retention: Retention = .init(), writerID: UInt64? = nil)
+    /// The current format, version 2 (SPEC.md Part 4): items kept in B+trees keyed by `schema` (so that a
+    /// lookup by key or by indexed attribute reads a few pages, ``Vault/itemIndex``), past versions kept
+    /// by `retention`, and each change stamped with a version of writer `writerID` (nil: one drawn at
+    /// random), by which copies of the vault merge.
+    case current(schema: IndexSchema = .primaryKeys, retention: Retention = .init(), writerID: UInt64? = nil)
 }
 
 extension Vault {
-    /// Creates a new vault at `path` in `format`, holding what `body` adds in its first commit; the file is
-    /// written under a temporary name and renamed into place only when complete (an error leaves nothing).
-    /// The one creator callers choose a format with: each format's own creator is behind it.
-    package static func create(
-        path: String, group: String, slots: [SlotSecret], format: NewVaultFormat, options: WriteOptions = .init(),
-        overwrite: Bool = false, random: RandomSource = SystemRandom.shared, _ body: (Transaction) throws -> Void
+    /// Creates a new vault at `path` holding what `body` adds, in its first commit. The file is written
+    /// under a temporary name and renamed into place only when complete: an error, here or thrown by `body`,
+    /// leaves nothing behind.
+    ///
+    /// - Parameters:
+    ///   - path: Where the vault is written.
+    ///   - group: The access group the vault holds (its header names it).
+    ///   - slots: The secrets that may open it, 1 to ``Limits/slotsMax``: a key, a passphrase, ...
+    ///   - format: The current format (version 2, SPEC.md Part 4) unless told: `.version1` writes the format
+    ///     older readers know.
+    ///   - options: The compression level and how small values share records.
+    ///   - overwrite: Whether to replace a file at `path`; if false and one exists, throws
+    ///     ``VaultError/Code/exists``.
+    ///   - random: Where the vault id, keys and nonces come from (the system's generator unless a test
+    ///     asks for a deterministic one).
+    ///   - body: Adds the vault's first items through a ``Transaction``.
+    public static func create(
+        path: String, group: String, slots: [SlotSecret], format: NewVaultFormat = .current(),
+        options: WriteOptions = .init(), overwrite: Bool = false, random: RandomSource = SystemRandom.shared,
+        _ body: (Transaction) throws -> Void
     ) throws {
         switch format {
         case .version1:
-            try create(
+            try createVersion1(
                 path: path, group: group, slots: slots, options: options, overwrite: overwrite, random: random, body)
         case .current(let schema, let retention, let writerID):
             try create(

@@ -35,13 +35,11 @@ extension Vault {
         return (vaultID, keys, headerBytes, header, vk)
     }
 
-    /// Creates a new vault at `path` holding what `body` adds, as one checkpoint commit. The file is written
-    /// under a temporary name and renamed into place only when complete; an error leaves nothing behind.
-    /// Throws ``VaultError/Code/exists`` if `path` exists and `overwrite` is false.
-    public static func create(
-        path: String, group: String, slots: [SlotSecret], options: WriteOptions = .init(),
-        overwrite: Bool = false, random: RandomSource = SystemRandom.shared,
-        _ body: (Transaction) throws -> Void
+    /// Creates a new version 1 vault at `path` (SPEC.md Part 1) holding what `body` adds, as one checkpoint
+    /// commit; ``create(path:group:slots:format:options:overwrite:random:_:)`` with `.version1` calls it.
+    static func createVersion1(
+        path: String, group: String, slots: [SlotSecret], options: WriteOptions,
+        overwrite: Bool, random: RandomSource, _ body: (Transaction) throws -> Void
     ) throws {
         try options.check()
         let tmp = try startCreating(path: path, group: group, slots: slots, overwrite: overwrite)

@@ -182,6 +182,9 @@ public final class Vault {
     /// Bytes of the header.
     public var headerLength: Int { header.length }
 
+    /// The version of the file's format: 2, the current one (SPEC.md Part 4), or 1 (Part 1).
+    public var formatVersion: Int { Int(header.formatVersion) }
+
     /// Bytes of the body up to the end of the last complete commit.
     public var bodyLength: UInt64 { engine.bodyLength }
 
@@ -231,13 +234,15 @@ public final class Vault {
         try open(path: path, secret: secret, mode: mode, lockTimeout: lockTimeout, itemsOnDemand: false)
     }
 
-    /// As ``open(path:secret:mode:lockTimeout:)``; with `itemsOnDemand`, a version 2 vault's items are not read
-    /// at open but looked up in its trees (through ``version2``) as needed, so opening costs the same whatever
-    /// the number of items. ``items``, ``unorderedItems`` and ``item(_:)`` then read them all on first use
-    /// (``loadItems()``); a transaction reads them all only if asked for them (``Transaction/loadAll()``).
-    /// `writerID` names the writer of the versions a version 2 vault's commits give (V5; nil: one drawn for this
-    /// instance).
-    package static func open(
+    /// As ``open(path:secret:mode:lockTimeout:)``; with `itemsOnDemand`, the items of a vault of the current
+    /// format (version 2) are not read at open but looked up in its trees as needed, so that opening costs
+    /// the same whatever the number of items: find them through ``itemIndex``. ``items``, ``unorderedItems``
+    /// and ``item(_:)`` still work, and read every item on first use; a transaction looks up only the items
+    /// it changes. A version 1 vault is read whole either way.
+    ///
+    /// `writerID` names the writer of the versions this instance's commits give a version 2 vault (SPEC.md
+    /// Part 4, V5; nil: one drawn at random for this instance).
+    public static func open(
         path: String, secret: UnlockSecret, mode: OpenMode = .read,
         lockTimeout: Double = 10, itemsOnDemand: Bool, writerID: UInt64? = nil
     ) throws -> Vault {

@@ -13,7 +13,7 @@ func cliCases() -> [HostileCase] {
         try writeFile(dir + "/k.key", Recipes.keyFile)
         try Vault.create(
             path: dir + "/v.kcv", group: group, slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))],
-            overwrite: true
+            format: .version1, overwrite: true
         ) { tx in
             for (c, s, a, v) in items {
                 var attributes = Attributes()
@@ -131,7 +131,7 @@ func cliCases() -> [HostileCase] {
                 try writeFile(dir + "/k.key", Recipes.keyFile)
                 try Vault.create(
                     path: dir + "/v.kcv", group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))],
-                    overwrite: true
+                    format: .version1, overwrite: true
                 ) { tx in
                     for i in 0..<70_000 {
                         var a = Attributes()

@@ -210,7 +210,7 @@ func group(
     let key = SystemRandom.shared.bytes(32)
     let secret = SecureBytes(copying: key)
     let vault = kc + "/" + name + ".kcv"
-    try Vault.create(path: vault, group: name, slots: [.keyFile(secret)]) { tx in
+    try Vault.create(path: vault, group: name, slots: [.keyFile(secret)], format: .version1) { tx in
         try tx.add(
             class: .genericPassword, attributes: Attributes(["svce": .string("api")]), value: .bytes(Array(owner.utf8)))
     }

@@ -194,7 +194,7 @@ private func lastTrailerFlipped(_ path: String, version: Int) throws -> [UInt8] 
         }
     }
     if version == 1 {
-        try Vault.create(path: path, group: "g", slots: slots, overwrite: true, add)
+        try Vault.create(path: path, group: "g", slots: slots, format: .version1, overwrite: true, add)
     } else {
         try Vault.create(path: path, group: "g", slots: slots, schema: .servicesAndAccounts, overwrite: true, add)
     }

@@ -178,7 +178,8 @@ private func swapCases() -> [HostileCase] {
                             try writeFile(stash + "/decoy", try readFile(kc + "/h.kcv"))
                         } else {
                             try Vault.create(
-                                path: stash + "/decoy", group: "g", slots: [.keyFile(SecureBytes(copying: gKey))]
+                                path: stash + "/decoy", group: "g", slots: [.keyFile(SecureBytes(copying: gKey))],
+                                format: .version1
                             ) { tx in
                                 try tx.add(
                                     class: .genericPassword, attributes: Attributes(["svce": .string("api")]),

@@ -86,7 +86,10 @@ final class ConcurrencyTests: XCTestCase {
         let keyPath = CLITests.repo.appendingPathComponent("Fixtures/keys/keyfile.key").path
         let path = dir + "/shared.kcv"
         let secret = UnlockSecret.keyFile(SecureBytes(copying: Recipes.keyFile))
-        try Vault.create(path: path, group: "concurrency", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))]) {
+        try Vault.create(
+            path: path, group: "concurrency", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))],
+            format: .version1
+        ) {
             _ in
         }
         let ledger = Ledger()

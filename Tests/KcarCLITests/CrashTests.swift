@@ -19,7 +19,9 @@ final class CrashTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let secret = UnlockSecret.keyFile(SecureBytes(copying: Recipes.keyFile))
         let path = dir + "/stress.kcv"
-        try Vault.create(path: path, group: "stress", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))]) { _ in }
+        try Vault.create(
+            path: path, group: "stress", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], format: .version1
+        ) { _ in }
         let (commits, pendingSeen) = try killWriters(runs: runs, arguments: [path]) { run in
             let vault = try Vault.open(path: path, secret: secret)
             var state: [String: [UInt8]] = [:]

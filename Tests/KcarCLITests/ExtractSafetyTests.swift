@@ -32,7 +32,8 @@ final class ExtractSafetyTests: XCTestCase {
     /// A vault `v.kcv` holding (service, account, value) items.
     func vault(_ items: [(String, String, [UInt8])]) throws {
         try Vault.create(
-            path: dir + "/v.kcv", group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], overwrite: true
+            path: dir + "/v.kcv", group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))],
+            format: .version1, overwrite: true
         ) { tx in
             for (s, a, v) in items {
                 var attributes = Attributes()

@@ -28,7 +28,8 @@ final class HardeningCLITests: XCTestCase {
         throws
     {
         try Vault.create(
-            path: path(name), group: group, slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], overwrite: true
+            path: path(name), group: group, slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], format: .version1,
+            overwrite: true
         ) { tx in
             for (c, attrs, v) in items {
                 var a = Attributes()
@@ -140,7 +141,7 @@ final class HardeningCLITests: XCTestCase {
         let n = 20_000
         try Vault.create(
             path: path("v.kcv"), group: "g\u{1B}", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))],
-            overwrite: true
+            format: .version1, overwrite: true
         ) { tx in
             for i in 0..<n {
                 var a = Attributes()

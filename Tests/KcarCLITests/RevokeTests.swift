@@ -14,7 +14,10 @@ final class RevokeTests: XCTestCase {
         try Data(Recipes.keyFile).write(to: URL(fileURLWithPath: dir + "/k1"))
         try Data((0..<32).map { UInt8($0) ^ 0x5A }).write(to: URL(fileURLWithPath: dir + "/k2"))
         try Data("correct horse".utf8).write(to: URL(fileURLWithPath: dir + "/p"))
-        try Vault.create(path: dir + "/v.kcv", group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))]) {
+        try Vault.create(
+            path: dir + "/v.kcv", group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))],
+            format: .version1
+        ) {
             tx in
             var a = Attributes()
             a[AttributeName.service] = .string("s")

@@ -57,7 +57,9 @@ final class VaultReadingCLITests: XCTestCase {
     /// other: extract writes the first, then fails on the second (exit 7), leaving a partial extraction.
     func testExtractRefusesConflictingNamesBeforeWritingAnything() throws {
         let path = dir + "/dup.kcv"
-        try Vault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))]) { tx in
+        try Vault.create(
+            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], format: .version1
+        ) { tx in
             for v in ["first", "second"] {
                 var a = Attributes()
                 a[AttributeName.service] = .string("svc")
@@ -82,7 +84,9 @@ final class VaultReadingCLITests: XCTestCase {
     func testExtractStdoutTakesTheIdNameThatListPrints() throws {
         let path = dir + "/noname.kcv"
         var id: ItemID!
-        try Vault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))]) { tx in
+        try Vault.create(
+            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], format: .version1
+        ) { tx in
             var a = Attributes()
             a[AttributeName.label] = .string("no service or account")
             id = try tx.add(attributes: a, value: .bytes(Array("value".utf8)))

@@ -20,6 +20,17 @@ final class OnDemandQueryTests: KeychainTestCase {
     /// An item whose `sync` is not a bool (an integer 1, a string) is not "synchronizable" to ItemQuery.matches,
     /// so a search without `sync` finds it in a version 1 group; the key-range lookup pins `sync` to false and
     /// misses it.
+    /// The library's schema for new vaults (VaultFormat's `IndexSchema.primaryKeys`, written out by hand)
+    /// keys each class exactly by its §K4 primary key with the keychain's defaults, so that a vault a program
+    /// writes with the library is searched by the keychain as one `kcar pack` wrote.
+    func testTheLibrarysDefaultSchemaKeysEveryClassByItsPrimaryKey() {
+        XCTAssertEqual(Set(IndexSchema.primaryKeys.classes.keys), Set(ItemClass.keychainClasses.map(\.rawValue)))
+        for c in ItemClass.keychainClasses {
+            XCTAssertTrue(Schema.keysByPrimaryKey(.primaryKeys, c.rawValue), c.rawValue)
+        }
+        XCTAssertEqual(IndexSchema.primaryKeys.indexed, [])
+    }
+
     func testASearchFindsAnItemWhoseSyncIsNotABool() throws {
         let s = try store()
         try s.add(attributes: attrs(["svce": .string("seed")]), value: [0], group: group)

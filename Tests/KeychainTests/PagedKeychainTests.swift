@@ -124,7 +124,9 @@ final class PagedKeychainTests: KeychainTestCase {
         try s.add(attributes: attrs(["svce": .string("x")]), value: [0], group: group)
         // The group's vault as an earlier kcar wrote it.
         let key = try dir.readKey(group)
-        try Vault.create(path: dir.vaultPath(group), group: group, slots: [.keyFile(key)], overwrite: true) { tx in
+        try Vault.create(
+            path: dir.vaultPath(group), group: group, slots: [.keyFile(key)], format: .version1, overwrite: true
+        ) { tx in
             for i in 0..<20 {
                 _ = try tx.add(
                     attributes: attrs(["svce": .string("old"), "acct": .string("a\(i)")]), value: .bytes([UInt8(i)]))

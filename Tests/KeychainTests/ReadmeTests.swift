@@ -73,7 +73,7 @@ final class ReadmeTests: XCTestCase {
 
     func testVaultFormatExampleCompiles() throws {
         let blocks = try swiftBlocks(section: "The library", page: "docs/library.md")
-        XCTAssertEqual(blocks.count, 1)
+        XCTAssertEqual(blocks.count, 2)
         try typecheck(
             blocks.joined(separator: "\n")
                 + "\nfunc keyFileBytes() throws -> [UInt8] { [UInt8](repeating: 7, count: 32) }\n")
@@ -100,7 +100,7 @@ final class ReadmeTests: XCTestCase {
     /// The getting-started article of each library's DocC catalog (`make docs`) compiles as written.
     func testDocCArticlesCompile() throws {
         let vault = try articleBlocks("Sources/VaultFormat/VaultFormat.docc/GettingStarted.md")
-        XCTAssertEqual(vault.count, 3)
+        XCTAssertEqual(vault.count, 4)
         try typecheck(
             vault.joined(separator: "\n")
                 + "\nfunc keyFileBytes() throws -> [UInt8] { [UInt8](repeating: 7, count: 32) }\n")

@@ -126,7 +126,10 @@ final class TrustTests: KeychainTestCase {
         try store(["mine"]).add(attributes: attrs(["svce": .string("api")]), value: Array("own".utf8), group: "mine")
         // Another user's group: their key (0644) and vault, as a writable directory would have let them plant.
         let theirKey = [UInt8](repeating: 9, count: 32)
-        try Vault.create(path: dir.vaultPath("aaa"), group: "aaa", slots: [.keyFile(SecureBytes(copying: theirKey))]) {
+        try Vault.create(
+            path: dir.vaultPath("aaa"), group: "aaa", slots: [.keyFile(SecureBytes(copying: theirKey))],
+            format: .version1
+        ) {
             tx in
             try tx.add(
                 class: .genericPassword, attributes: Attributes(["svce": .string("api")]),
@@ -233,14 +236,16 @@ final class TrustTests: KeychainTestCase {
         // Key and vault swapped for another pair of the same group: the record no longer verifies.
         let forged = [UInt8](repeating: 5, count: 32)
         try FileManager.default.removeItem(atPath: dir.vaultPath("a"))
-        try Vault.create(path: dir.vaultPath("a"), group: "a", slots: [.keyFile(SecureBytes(copying: forged))]) { _ in }
+        try Vault.create(
+            path: dir.vaultPath("a"), group: "a", slots: [.keyFile(SecureBytes(copying: forged))], format: .version1
+        ) { _ in }
         try write(dir.keyPath("a"), forged)
         assertStatus(.rolledBack, try store(["a"]).find(ItemQuery()))
         try restore()
         // Another vault with the group's own key: the record names another vault.
         let key = try dir.readKey("a")
         try FileManager.default.removeItem(atPath: dir.vaultPath("a"))
-        try Vault.create(path: dir.vaultPath("a"), group: "a", slots: [.keyFile(key)]) { _ in }
+        try Vault.create(path: dir.vaultPath("a"), group: "a", slots: [.keyFile(key)], format: .version1) { _ in }
         assertStatus(.rolledBack, try store(["a"]).find(ItemQuery()))
         try restore()
         // The record deleted, or replaced by bytes that do not verify, past the first commit.

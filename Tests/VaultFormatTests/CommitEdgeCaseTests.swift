@@ -20,7 +20,7 @@ final class CommitEdgeCaseTests: VaultTestCase {
     func testSmallThenLargeUpdateInOneTransactionKeepsTheLastValue() throws {
         let path = dir + "/order.kcv"
         var id: ItemID!
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { tx in
             id = try tx.add(attributes: attrs("s", "a"), value: .bytes(Array("original".utf8)))
         }
         let large = Recipes.noise(Limits.solidMemberMax + 1000, seed: 9)
@@ -39,7 +39,7 @@ final class CommitEdgeCaseTests: VaultTestCase {
     func testSmallThenStreamedUpdateInOneTransactionKeepsTheLastValue() throws {
         let path = dir + "/order-fd.kcv"
         var id: ItemID!
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { tx in
             id = try tx.add(attributes: attrs("s", "a"), value: .bytes([1]))
         }
         let large = Recipes.noise(Limits.solidMemberMax + 1, seed: 4)
@@ -62,7 +62,7 @@ final class CommitEdgeCaseTests: VaultTestCase {
     func testCatchUpDoesNotCutAnotherWritersCommitOfTheIncompleteSize() throws {
         let path = dir + "/catchup.kcv"
         var id: ItemID!
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { tx in
             id = try tx.add(attributes: attrs("s", "a"), value: .bytes(Array("v0".utf8)))
         }
         let base = try size(path)
@@ -104,7 +104,7 @@ final class CommitEdgeCaseTests: VaultTestCase {
     func testChangeSlotsIndexesAreResolvedAgainstTheHeaderTheCallerSaw() throws {
         let path = dir + "/slots.kcv"
         let keys = (0..<4).map { i in SecureBytes(copying: (0..<32).map { UInt8(i * 40 + $0) }) }
-        try Vault.create(path: path, group: "g", slots: keys.map { .keyFile($0) }) { tx in
+        try Vault.create(path: path, group: "g", slots: keys.map { .keyFile($0) }, format: .version1) { tx in
             try tx.add(attributes: attrs("s", "a"), value: .bytes([1]))
         }
         let a = try Vault.open(path: path, secret: .keyFile(keys[1]), mode: .write)
@@ -124,7 +124,7 @@ final class CommitEdgeCaseTests: VaultTestCase {
     /// record that the commit itself never reads.
     func testACommitThatThrowsLeavesTheVaultAsItWas() throws {
         let path = dir + "/autocompact.kcv"
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { tx in
             try tx.add(attributes: attrs("s", "small"), value: .bytes(Array("small value".utf8)))
         }
         let v = try Vault.open(path: path, secret: secret, mode: .write)

@@ -21,7 +21,7 @@ final class DamagedTrailerTests: VaultTestCase {
             ids.append(try tx.add(attributes: self.attrs("svc", "deleted"), value: .bytes(Array("gone".utf8))))
         }
         if version == 1 {
-            try Vault.create(path: path, group: "g", slots: [.keyFile(key)], add)
+            try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1, add)
         } else {
             try Vault.create(
                 path: path, group: "g", slots: [.keyFile(key)], schema: IndexSchema.servicesAndAccounts, add)
@@ -131,7 +131,7 @@ final class DamagedTrailerTests: VaultTestCase {
     /// fixture `trailer-flipped` pins it (refused either way).
     func testTheOnlyTrailerDamagedIsTruncated() throws {
         let path = dir + "/one.kcv"
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { tx in
             _ = try tx.add(attributes: self.attrs("s", "a"), value: .bytes([1]))
         }
         var b = try Recipes.read(path)

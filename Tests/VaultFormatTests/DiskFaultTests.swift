@@ -8,7 +8,7 @@ import XCTest
 /// Needs root (mount); skips otherwise.
 final class DiskFaultTests: VaultTestCase {
     func makeVault(_ path: String, big: Int = 100_000) throws {
-        try Vault.create(path: path, group: "faults", slots: [.keyFile(key)]) { tx in
+        try Vault.create(path: path, group: "faults", slots: [.keyFile(key)], format: .version1) { tx in
             try tx.add(attributes: attrs("svc", "small"), value: .bytes(Array("hunter2".utf8)))
             try tx.add(attributes: attrs("svc", "big"), value: .bytes(Recipes.noise(big, seed: 1)))
         }
@@ -75,7 +75,7 @@ final class DiskFaultTests: VaultTestCase {
         }
         assertIntact(path, before, "after a commit on a full disk")
         _ = expectError(.io, "create") {
-            try Vault.create(path: m.path + "/new.kcv", group: "g", slots: [.keyFile(key)]) { tx in
+            try Vault.create(path: m.path + "/new.kcv", group: "g", slots: [.keyFile(key)], format: .version1) { tx in
                 try tx.add(attributes: attrs("s", "a"), value: .bytes(Recipes.noise(64_000, seed: 5)))
             }
         }
@@ -95,7 +95,7 @@ final class DiskFaultTests: VaultTestCase {
         let m = try scratchMount("4m")
         let path = m.path + "/v.kcv"
         var id: ItemID!
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { tx in
             id = try tx.add(attributes: attrs("svc", "large"), value: .bytes(Recipes.noise(600_000, seed: 6)))
         }
         let vault = try Vault.open(path: path, secret: secret, mode: .write)
@@ -136,10 +136,11 @@ final class DiskFaultTests: VaultTestCase {
         let e = expectError(.io, "open to write") { _ = try Vault.open(path: path, secret: secret, mode: .write) }
         XCTAssertTrue(e?.context.contains("Read-only file system") == true, "\(String(describing: e))")
         _ = expectError(.io, "create") {
-            try Vault.create(path: m.path + "/new.kcv", group: "g", slots: [.keyFile(key)]) { _ in }
+            try Vault.create(path: m.path + "/new.kcv", group: "g", slots: [.keyFile(key)], format: .version1) { _ in }
         }
         _ = expectError(.io, "create over") {
-            try Vault.create(path: path, group: "g", slots: [.keyFile(key)], overwrite: true) { _ in }
+            try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1, overwrite: true) { _ in
+            }
         }
         assertIntact(path, before, "on a read-only file system")
         XCTAssertEqual(leftovers(m.path, expected: ["v.kcv"]), [])

@@ -36,7 +36,7 @@ final class FaultInjectionTests: VaultTestCase {
 
     func baseVault(_ path: String) throws -> [ItemID] {
         var ids: [ItemID] = []
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { tx in
             ids.append(try tx.add(attributes: attrs("svc", "a"), value: .bytes(Array("first".utf8))))
             ids.append(try tx.add(attributes: attrs("svc", "b"), value: .bytes(Recipes.noise(200_000, seed: 1))))
         }
@@ -164,7 +164,7 @@ final class FaultInjectionTests: VaultTestCase {
             let injector = Injector(failAt: point)
             injector.install()
             do {
-                try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+                try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { tx in
                     try tx.add(attributes: attrs("s", "big"), value: .bytes(Recipes.noise(5 << 20, seed: 4)))
                     try tx.add(attributes: attrs("s", "small"), value: .bytes([1, 2, 3]))
                 }

@@ -99,7 +99,7 @@ final class HardeningTests: VaultTestCase {
     /// Writers keep to the chain's budgets: a commit whose delta would pass them is a checkpoint.
     func testWriterStartsACheckpointBeforeTheChainPassesItsBudget() throws {
         let path = dir + "/w.kcv"
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { tx in
             try tx.add(attributes: attrs("s", "a"), value: .bytes([1]))
         }
         let vault = try Vault.open(path: path, secret: secret, mode: .write)
@@ -211,7 +211,7 @@ final class HardeningTests: VaultTestCase {
         let path = dir + "/s.kcv"
         var a: ItemID!
         var b: ItemID!
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { tx in
             a = try tx.add(attributes: attrs("s", "a"), value: .bytes(Array("old a".utf8)))
             b = try tx.add(attributes: attrs("s", "b"), value: .bytes(Array("old b".utf8)))
         }
@@ -246,7 +246,7 @@ final class HardeningTests: VaultTestCase {
     func testAFailedAutomaticCompactionIsReported() throws {
         let path = dir + "/c.kcv"
         var big: ItemID!
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { tx in
             big = try tx.add(attributes: attrs("s", "big"), value: .bytes(Recipes.noise(2 << 20, seed: 1)))
             try tx.add(attributes: attrs("s", "small"), value: .bytes([1]))
         }
@@ -269,7 +269,8 @@ final class HardeningTests: VaultTestCase {
         let path = dir + "/d.kcv"
         let secretValue = Array("the deleted secret, 0123456789".utf8)
         var gone: ItemID!
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], options: .init(level: 0)) { tx in
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1, options: .init(level: 0)) {
+            tx in
             gone = try tx.add(attributes: attrs("s", "a"), value: .bytes(secretValue))
             try tx.add(attributes: attrs("s", "b"), value: .bytes(Array("kept".utf8)))
         }
@@ -326,7 +327,8 @@ final class HardeningTests: VaultTestCase {
     /// once its table reaches SOLID_TARGET too.
     func testMemberTablesCountTowardTheSolidTarget() throws {
         let path = dir + "/e.kcv"
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], options: .init(level: 0)) { tx in
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1, options: .init(level: 0)) {
+            tx in
             for i in 0..<20_000 { try tx.add(attributes: attrs("s", "\(i)"), value: .bytes([])) }
         }
         let vault = try Vault.open(path: path, secret: secret)

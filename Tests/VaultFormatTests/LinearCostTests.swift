@@ -122,7 +122,7 @@ final class LinearCostTests: PagedTestCase {
         let path = dir + "/v1.kcv"
         try Vault.create(
             path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))],
-            options: WriteOptions(autoCompact: false)
+            format: .version1, options: WriteOptions(autoCompact: false)
         ) { tx in
             for i in 0..<members {
                 try tx.add(attributes: attrs("s", "a\(i)"), value: .bytes(Array(String(format: "v%07d", i).utf8)))

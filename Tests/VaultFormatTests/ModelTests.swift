@@ -33,7 +33,9 @@ final class ModelTests: XCTestCase {
             return a
         }
 
-        try Vault.create(path: path, group: "model", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))]) { _ in }
+        try Vault.create(
+            path: path, group: "model", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], format: .version1
+        ) { _ in }
         let vault = try Vault.open(path: path, secret: secret, mode: .write)
         for round in 0..<120 {
             try vault.commit(options: WriteOptions(autoCompact: round % 2 == 0)) { tx in

@@ -211,7 +211,9 @@ final class PagedMergeShapeTests: PagedTestCase {
     /// must be left as they are (V9 step 3).
     func testCopiesUpgradedApartMergeWithoutLosingAnItem() throws {
         let v1 = dir + "/v1.kcv"
-        try Vault.create(path: v1, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))]) { tx in
+        try Vault.create(
+            path: v1, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], format: .version1
+        ) { tx in
             try tx.add(attributes: Attributes(["svce": .string("twin"), "acct": .string("me")]), value: .bytes([1]))
             try tx.add(attributes: Attributes(["svce": .string("twin"), "acct": .string("me")]), value: .bytes([2]))
             try tx.add(attributes: Attributes(["svce": .string("single"), "acct": .string("me")]), value: .bytes([3]))

@@ -194,7 +194,9 @@ final class PagedWriteSweepTests: PagedTestCase {
     /// had its keys read under OURS's schema.
     func testABaseUnderAnotherSchemaIsRefusedNamingBase() throws {
         let v1 = dir + "/v1.kcv"
-        try Vault.create(path: v1, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))]) { tx in
+        try Vault.create(
+            path: v1, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], format: .version1
+        ) { tx in
             try tx.add(attributes: Attributes(["svce": .string("s"), "acct": .string("a")]), value: .bytes([1]))
         }
         let ours = try copy(v1, "ours.kcv")

@@ -26,5 +26,14 @@ final class ReadmeExampleTests: XCTestCase {
         try vault.commit { tx in try tx.update(alice.id, value: .bytes(Array("correct horse".utf8))) }
         XCTAssertTrue(vault.verify().isIntact)
         XCTAssertEqual(try vault.read(vault.item(alice.id)!), Array("correct horse".utf8))
+        XCTAssertEqual(vault.formatVersion, 2)
+
+        // Find one item without reading the others (docs/library.md).
+        let reader = try Vault.open(path: path, secret: .keyFile(key), itemsOnDemand: true)
+        var wanted = Attributes()
+        wanted[AttributeName.service] = .string("example.com")
+        wanted[AttributeName.account] = .string("alice")
+        let found = try XCTUnwrap(try reader.itemIndex?.items(class: .genericPassword, key: wanted).first)
+        XCTAssertEqual(String(decoding: try reader.read(found), as: UTF8.self), "correct horse")
     }
 }

@@ -14,7 +14,7 @@ final class ReplacedVaultTests: VaultTestCase {
     }
 
     func make(_ path: String, _ account: String, key k: [UInt8] = Recipes.keyFile) throws {
-        try Vault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: k))]) { tx in
+        try Vault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: k))], format: .version1) { tx in
             try tx.add(attributes: attrs("svc", account), value: .bytes(Array(account.utf8)))
         }
     }

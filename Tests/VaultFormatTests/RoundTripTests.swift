@@ -14,7 +14,8 @@ final class RoundTripTests: VaultTestCase {
         let path = dir + "/sizes.kcv"
         var values: [String: [UInt8]] = [:]
         try Vault.create(
-            path: path, group: "g", slots: [.keyFile(key)], random: DeterministicRandom(seed: Recipes.seed(40))
+            path: path, group: "g", slots: [.keyFile(key)], format: .version1,
+            random: DeterministicRandom(seed: Recipes.seed(40))
         ) { tx in
             for (i, n) in sizes.enumerated() {
                 // Alternate compressible and incompressible content.
@@ -44,7 +45,7 @@ final class RoundTripTests: VaultTestCase {
         let fd = open(src, O_RDONLY)
         defer { close(fd) }
         let path = dir + "/stream.kcv"
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { tx in
             try tx.add(attributes: attrs("s", "big"), value: .fileDescriptor(fd, size: UInt64(content.count)))
         }
         let vault = try Vault.open(path: path, secret: secret)
@@ -65,7 +66,7 @@ final class RoundTripTests: VaultTestCase {
         defer { close(fd) }
         let path = dir + "/short.kcv"
         XCTAssertThrowsError(
-            try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+            try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { tx in
                 try tx.add(attributes: attrs("s", "x"), value: .fileDescriptor(fd, size: 300_000))
             })
         XCTAssertFalse(FileManager.default.fileExists(atPath: path), "no partial vault is left behind")
@@ -115,7 +116,7 @@ final class RoundTripTests: VaultTestCase {
 
     func testManyCommitsKeepTheChainBoundedAndTheStateExact() throws {
         let path = dir + "/commits.kcv"
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { _ in }
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { _ in }
         var expected: [String: [UInt8]] = [:]
         var rng = SystemRandomNumberGenerator()
         let vault = try Vault.open(path: path, secret: secret, mode: .write)
@@ -159,7 +160,7 @@ final class RoundTripTests: VaultTestCase {
 
     func testCompactionRebuildsSolidRecordsWithDeletedMembers() throws {
         let path = dir + "/solid.kcv"
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { tx in
             for i in 0..<20 {
                 try tx.add(attributes: attrs("s", "a\(i)"), value: .bytes(Array("secret number \(i)".utf8)))
             }
@@ -180,7 +181,7 @@ final class RoundTripTests: VaultTestCase {
 
     func testAFailedCommitLeavesTheVaultAsItWas() throws {
         let path = dir + "/fail.kcv"
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { tx in
             try tx.add(attributes: attrs("s", "keep"), value: .bytes([1, 2, 3]))
         }
         let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int
@@ -199,7 +200,7 @@ final class RoundTripTests: VaultTestCase {
 
     func testTheNextWriterCutsOffAnIncompleteCommit() throws {
         let path = dir + "/torn.kcv"
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { tx in
             try tx.add(attributes: attrs("s", "a"), value: .bytes([1]))
         }
         let h = FileHandle(forWritingAtPath: path)!
@@ -220,7 +221,7 @@ final class RoundTripTests: VaultTestCase {
     func testSlotChangesKeepTheBodyAndRekeyReplacesTheKey() throws {
         let path = dir + "/slots.kcv"
         let pass = SecureBytes(copying: Array("pass phrase".utf8))
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { tx in
             try tx.add(attributes: attrs("s", "a"), value: .bytes(Array("v".utf8)))
         }
         let bodyBefore = try Vault.open(path: path, secret: secret).bodyLength
@@ -243,7 +244,7 @@ final class RoundTripTests: VaultTestCase {
 
     func testAnItemAddedAndDeletedInOneTransactionLeavesNoTrace() throws {
         let path = dir + "/adddelete.kcv"
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { tx in
             let gone = try tx.add(attributes: attrs("s", "gone"), value: .bytes([1]))
             try tx.add(attributes: attrs("s", "kept"), value: .bytes([2]))
             try tx.delete(gone)
@@ -262,8 +263,10 @@ final class RoundTripTests: VaultTestCase {
 
     func testCreateRefusesToOverwrite() throws {
         let path = dir + "/exists.kcv"
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { _ in }
-        XCTAssertThrowsError(try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { _ in }) {
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { _ in }
+        XCTAssertThrowsError(
+            try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { _ in }
+        ) {
             XCTAssertEqual(($0 as? VaultError)?.code, .exists)
         }
         let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as! Int

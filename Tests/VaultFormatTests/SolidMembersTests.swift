@@ -6,7 +6,9 @@ import XCTest
 final class SolidMembersTests: VaultTestCase {
     func testSolidRecordsHoldAtMostTheMembersAsked() throws {
         let path = dir + "/v.kcv"
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], options: WriteOptions(solidMembers: 4)) { tx in
+        try Vault.create(
+            path: path, group: "g", slots: [.keyFile(key)], format: .version1, options: WriteOptions(solidMembers: 4)
+        ) { tx in
             for i in 0..<10 { try tx.add(attributes: attrs("s", "\(i)"), value: .bytes([UInt8(i)])) }
         }
         let v = try Vault.open(path: path, secret: secret, mode: .write)
@@ -26,7 +28,7 @@ final class CompressibleRecordTests: VaultTestCase {
     func testAHighlyCompressibleValueIsStreamed() throws {
         let path = dir + "/z.kcv"
         let size = 9 << 20
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { tx in
             try tx.add(attributes: attrs("s", "zeros"), value: .bytes([UInt8](repeating: 0, count: size)))
         }
         let v = try Vault.open(path: path, secret: secret)

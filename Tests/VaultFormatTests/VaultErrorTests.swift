@@ -15,7 +15,7 @@ final class VaultErrorTests: VaultTestCase {
 
     func testErrorsAboutAFileCarryItsPath() throws {
         let path = dir + "/v.kcv"
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { tx in
             try tx.add(attributes: attrs("s", "a"), value: .bytes([1]))
         }
         let other = UnlockSecret.keyFile(SecureBytes(copying: Recipes.otherKeyFile))
@@ -39,7 +39,7 @@ final class VaultErrorTests: VaultTestCase {
 
     func testErrorsAboutAnItemCarryItsID() throws {
         let path = dir + "/v.kcv"
-        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { tx in
             try tx.add(attributes: attrs("s", "a"), value: .bytes(Array(repeating: 7, count: 100)))
         }
         let vault = try Vault.open(path: path, secret: secret, mode: .write)

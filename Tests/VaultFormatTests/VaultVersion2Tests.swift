@@ -109,7 +109,9 @@ final class VaultVersion2Tests: PagedTestCase {
     /// A version 1 instance open while another process upgrades the file commits into version 2.
     func testVersion1InstanceFollowsAnUpgrade() throws {
         let path = dir + "/v1.kcv"
-        try Vault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))]) { tx in
+        try Vault.create(
+            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], format: .version1
+        ) { tx in
             for i in 0..<5 { try tx.add(attributes: attrs("s", "a\(i)"), value: .bytes([UInt8(i)])) }
         }
         let old = try Vault.open(path: path, secret: secret, mode: .write)

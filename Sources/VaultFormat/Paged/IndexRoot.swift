@@ -1,36 +1,75 @@
 /// What the items of a version 2 vault are keyed and indexed by (SPEC.md Part 4, V4): each class's key
-/// attributes with their defaults, and the indexed attribute names (a trailing `*` is a prefix).
-package struct IndexSchema: Hashable, Sendable {
-    package var classes: [String: ClassSchema]
-    package var indexed: [String]
+/// attributes with their defaults, and the indexed attribute names (a trailing `*` is a prefix). A vault's
+/// schema is fixed when it is created (``NewVaultFormat/current(schema:retention:writerID:)``); a lookup by
+/// key or by indexed attribute (``Vault/itemIndex``) reads a few pages of the vault, not every item.
+public struct IndexSchema: Hashable, Sendable {
+    /// The key attributes of each class, by class (`genp`, ...). A class not named has no key attributes: its
+    /// items sort by item id.
+    public var classes: [String: ClassSchema]
+    /// The attribute names with an entry per value in the attributes tree (`name`, or `prefix*` for every
+    /// name that starts with `prefix`), so that ``ItemIndex/items(attribute:equals:)`` finds them.
+    public var indexed: [String]
 
-    package init(classes: [String: ClassSchema] = [:], indexed: [String] = []) {
+    public init(classes: [String: ClassSchema] = [:], indexed: [String] = []) {
         self.classes = classes
         self.indexed = indexed
     }
 
+    /// Apple's five classes, each keyed by its primary key (SPEC.md §K4), nothing indexed: what `kcar pack`
+    /// writes and what ``Vault/create(path:group:slots:format:options:overwrite:random:_:)`` writes unless
+    /// told. A generic password is keyed by `sync`, `svce` and `acct`, so that one lookup by service and
+    /// account (``ItemIndex/items(class:keyValues:)``) finds it.
+    public static let primaryKeys: IndexSchema = {
+        let no = AttributeValue.bool(false)
+        let text = AttributeValue.string("")
+        let number = AttributeValue.integer(0)
+        let bytes = AttributeValue.data([])
+        let certificates = ClassSchema(keyAttributes: [
+            ("sync", no), ("ctyp", number), ("issr", bytes), ("slnr", bytes)
+        ])
+        return IndexSchema(classes: [
+            "genp": ClassSchema(keyAttributes: [("sync", no), ("svce", text), ("acct", text)]),
+            "inet": ClassSchema(keyAttributes: [
+                ("sync", no), ("srvr", text), ("ptcl", text), ("port", number), ("path", text), ("sdmn", text),
+                ("atyp", text), ("acct", text)
+            ]),
+            "cert": certificates,
+            "idnt": certificates,
+            "keys": ClassSchema(keyAttributes: [
+                ("sync", no), ("kcls", text), ("klbl", bytes), ("atag", bytes), ("type", text), ("bsiz", number),
+                ("esiz", number)
+            ])
+        ])
+    }()
+
     /// Generic passwords keyed by service and account, nothing indexed: the smallest schema, which the
-    /// fixture recipes, hostile cases and tests write (`kcar pack` and the keychain key every class by its
-    /// primary key: `Schema.packed` and `Schema.group` in KcarKeychain).
-    package static let servicesAndAccounts = IndexSchema(classes: [
+    /// fixture recipes, hostile cases and tests write.
+    public static let servicesAndAccounts = IndexSchema(classes: [
         "genp": ClassSchema(keyAttributes: [("svce", .string("")), ("acct", .string(""))])
     ])
 
-    package func isIndexed(_ name: String) -> Bool {
+    /// Whether attribute `name` has entries in the attributes tree.
+    public func isIndexed(_ name: String) -> Bool {
         indexed.contains { $0.hasSuffix("*") ? name.utf8.starts(with: $0.utf8.dropLast()) : $0 == name }
     }
 }
 
-/// Retention of history and tombstones (V8).
-package struct Retention: Hashable, Sendable {
-    package var keep: Int
-    package var days: Int
-    package var tombstoneDays: Int
+/// How long a version 2 vault keeps what it no longer shows (SPEC.md Part 4, V8): the past versions of an
+/// item (for history and restore) and the tombstones of deleted items (so that a merge with
+/// an older copy does not bring them back).
+public struct Retention: Hashable, Sendable {
+    /// The most past versions kept per item, 0 to ``keepMax``.
+    public var keep: Int
+    /// Past versions older than this many days go at the next compaction.
+    public var days: Int
+    /// Tombstones older than this many days go at the next compaction: a copy last merged longer ago than
+    /// this may bring a deleted item back.
+    public var tombstoneDays: Int
 
     /// The most versions of an item a vault keeps in history (SPEC.md Part 4, V2: `HISTORY_KEEP_MAX`).
-    package static let keepMax = PagedLimits.historyKeepMax
+    public static let keepMax = PagedLimits.historyKeepMax
 
-    package init(keep: Int = 10, days: Int = 90, tombstoneDays: Int = 90) {
+    public init(keep: Int = 10, days: Int = 90, tombstoneDays: Int = 90) {
         self.keep = keep
         self.days = days
         self.tombstoneDays = tombstoneDays

@@ -95,16 +95,18 @@ package enum KeyCoding {
 }
 
 /// The key attributes of one class, with the defaults that stand for absent ones (SPEC.md Part 4, V4).
-package struct ClassSchema: Hashable, Sendable {
-    package var keyAttributes: [(name: String, defaultValue: AttributeValue)]
+public struct ClassSchema: Hashable, Sendable {
+    /// The attributes an item of the class is keyed by, in order: the items tree orders the class's items by
+    /// their values, and an item without one is keyed by its default.
+    public var keyAttributes: [(name: String, defaultValue: AttributeValue)]
 
-    package init(keyAttributes: [(name: String, defaultValue: AttributeValue)]) { self.keyAttributes = keyAttributes }
+    public init(keyAttributes: [(name: String, defaultValue: AttributeValue)]) { self.keyAttributes = keyAttributes }
 
-    package static func == (a: ClassSchema, b: ClassSchema) -> Bool {
+    public static func == (a: ClassSchema, b: ClassSchema) -> Bool {
         a.keyAttributes.elementsEqual(b.keyAttributes) { $0.name == $1.name && $0.defaultValue == $1.defaultValue }
     }
 
-    package func hash(into h: inout Hasher) {
+    public func hash(into h: inout Hasher) {
         for k in keyAttributes {
             h.combine(k.name)
             h.combine(k.defaultValue)
