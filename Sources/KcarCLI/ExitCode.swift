@@ -39,7 +39,8 @@ public struct ExitCode: RawRepresentable, Hashable, Sendable {
 
     static func of(_ code: VaultError.Code) -> ExitCode {
         switch code {
-        case .wrongKey: return .wrongKey
+        // A vault rekeyed or replaced under an open instance: open it again, with the key that opens it now.
+        case .wrongKey, .replaced: return .wrongKey
         case .notAVault, .unsupportedVersion, .damagedHeader, .tamperedHeader, .truncated, .damagedIndex,
             .damagedRecord:
             return .damaged

@@ -96,7 +96,7 @@ enum SecretInput {
     static func requireVaultFile(_ path: String) throws {
         var st = stat()
         guard stat(path, &st) == 0 else {
-            throw VaultError(.io, path: path, "cannot open vault \(path): \(String(cString: strerror(errno)))")
+            throw VaultError(path: path, errno: errno, "cannot open vault \(path): \(String(cString: strerror(errno)))")
         }
     }
 

@@ -336,7 +336,7 @@ public struct KeychainError: Error, LocalizedError, Hashable, Sendable, CustomSt
         if let k = error as? KeychainError { return k }
         guard let v = error as? VaultError else { return KeychainError(.io, "\(error)") }
         switch v.code {
-        case .wrongKey: return KeychainError(.authFailed, v.description)
+        case .wrongKey, .replaced: return KeychainError(.authFailed, v.description)
         case .notAVault, .unsupportedVersion, .damagedHeader, .tamperedHeader, .truncated, .incompleteCommit,
             .damagedIndex, .damagedRecord:
             return KeychainError(.decode, v.description)

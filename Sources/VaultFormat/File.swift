@@ -18,7 +18,7 @@ package final class File {
     deinit { close(fd) }
 
     static func errnoError(_ what: String, _ path: String, _ err: Int32 = errno) -> VaultError {
-        VaultError(.io, path: path, "\(what) \(path): \(String(cString: strerror(err)))")
+        VaultError(path: path, errno: err, "\(what) \(path): \(String(cString: strerror(err)))")
     }
 
     /// Opens an existing vault for reading.
@@ -38,7 +38,7 @@ package final class File {
         if stat(path, &st) == 0 { try requireRegular(st, path) }
         let fd = open(path, flags | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
-            if errno == ENOENT { throw VaultError(.io, path: path, "\(path): no such file") }
+            if errno == ENOENT { throw VaultError(path: path, errno: ENOENT, "\(path): no such file") }
             throw errnoError("cannot open", path)
         }
         let file = File(fd: fd, path: path)

@@ -10,6 +10,14 @@ extension Vault {
         of items: [Item], begin: (Item, _ whole: Bool) throws -> Void,
         bytes: (UnsafeRawBufferPointer) throws -> Void, end: (Item) throws -> Void
     ) throws {
+        try naming { try readValuesOfFile(of: items, begin: begin, bytes: bytes, end: end) }
+    }
+
+    /// ``readValues(of:begin:bytes:end:)``, its errors not yet naming the file.
+    private func readValuesOfFile(
+        of items: [Item], begin: (Item, _ whole: Bool) throws -> Void,
+        bytes: (UnsafeRawBufferPointer) throws -> Void, end: (Item) throws -> Void
+    ) throws {
         let batches = Vault.recordBatches(try items.map(current))
 
         // Decode batch n+1 on other threads while the caller consumes batch n.

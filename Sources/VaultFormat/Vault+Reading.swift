@@ -12,7 +12,7 @@ extension Vault {
     /// ``VaultError/Code/damagedRecord`` naming the item if anything fails, possibly after some chunks, and
     /// ``VaultError/Code/staleItem`` if `item` was taken before its item was deleted or its value replaced.
     public func read(_ item: Item, into sink: (UnsafeRawBufferPointer) throws -> Void) throws {
-        try records.read(try current(item), into: sink)
+        try naming { try records.read(try current(item), into: sink) }
     }
 
     /// Where this vault's records are read from.

@@ -4,7 +4,7 @@ extension Vault {
     /// a deleted secret leaves the file (version 2: unless its retention keeps it as an earlier version).
     /// Atomic: a crash leaves the old or the new file. Needs `.write`.
     public func compact(random: RandomSource = SystemRandom.shared, options: WriteOptions = .init()) throws {
-        try compact(retention: nil, droppingHistoryOf: [], random: random, options: options)
+        try naming { try compact(retention: nil, droppingHistoryOf: [], random: random, options: options) }
     }
 
     /// Compacts a version 2 vault under a new retention rule (recorded in its index root, SPEC.md Part 4 V8, and
@@ -29,7 +29,7 @@ extension Vault {
     public func rekey(slots: [SlotSecret], random: RandomSource = SystemRandom.shared, options: WriteOptions = .init())
         throws
     {
-        try engine.rekey(self, slots: slots, random: random, options: options)
+        try naming { try engine.rekey(self, slots: slots, random: random, options: options) }
     }
 
     /// `header` under a new random vault key wrapped for `slots` (both format versions), encoded.
@@ -53,11 +53,11 @@ extension Vault {
     /// the body are unchanged: no item is re-encrypted. Atomic. Needs `.write`.
     public func changeSlots(remove: [Int], add: [SlotSecret], random: RandomSource = SystemRandom.shared) throws {
         guard remove.allSatisfy({ header.slots.indices.contains($0) }) else {
-            throw VaultError(.invalidArgument, "no such slot")
+            throw VaultError(.invalidArgument, path: path, "\(path) has no such slot")
         }
         // Resolve the indexes now, against the header the caller saw, not the one caught up with under the lock.
         let removed = remove.map { header.slots[$0] }
-        try engine.changeSlots(self, remove: remove, removing: removed, add: add, random: random)
+        try naming { try engine.changeSlots(self, remove: remove, removing: removed, add: add, random: random) }
     }
 
     /// ``changeSlots(remove:add:random:)`` of a version 1 file, under its lock.

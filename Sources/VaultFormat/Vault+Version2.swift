@@ -47,7 +47,7 @@ extension Vault {
         let (h, hb) = try Vault.readHeader(file, size: size)
         guard h.formatVersion == 2, h.vaultID == header.vaultID, Header.verifyMAC(hb, key: keys.header) else {
             throw VaultError(
-                .wrongKey, path: path, "\(path) was rekeyed or replaced since it was opened; open it again")
+                .replaced, path: path, "\(path) was rekeyed or replaced since it was opened; open it again")
         }
         headerBytes = hb
         let q = try PagedVault.open(
@@ -266,14 +266,17 @@ extension Vault {
         options: WriteOptions = .init(), overwrite: Bool = false, random: RandomSource = SystemRandom.shared,
         _ body: (Transaction) throws -> Void
     ) throws {
-        switch format {
-        case .version1:
-            try createVersion1(
-                path: path, group: group, slots: slots, options: options, overwrite: overwrite, random: random, body)
-        case .current(let schema, let retention, let writerID):
-            try create(
-                path: path, group: group, slots: slots, schema: schema, retention: retention, options: options,
-                overwrite: overwrite, random: random, writerID: writerID, body)
+        try naming(path) {
+            switch format {
+            case .version1:
+                try createVersion1(
+                    path: path, group: group, slots: slots, options: options, overwrite: overwrite, random: random,
+                    body)
+            case .current(let schema, let retention, let writerID):
+                try create(
+                    path: path, group: group, slots: slots, schema: schema, retention: retention, options: options,
+                    overwrite: overwrite, random: random, writerID: writerID, body)
+            }
         }
     }
 }

@@ -69,7 +69,7 @@ extension Vault {
         _ body: (Transaction) throws -> Void
     ) throws {
         try options.check()
-        try engine.commit(self, options: options, random: random, body)
+        try naming { try engine.commit(self, options: options, random: random, body) }
     }
 
     /// ``commit(options:random:_:)`` of a version 1 file.
@@ -223,7 +223,7 @@ extension Vault {
     public var shouldCompact: Bool { engine.shouldCompact(in: self) }
 
     /// Cuts off an incomplete commit (what `kcar recover` does). Needs `.write`.
-    public func cutIncomplete() throws { try engine.cutIncomplete(self) }
+    public func cutIncomplete() throws { try naming { try engine.cutIncomplete(self) } }
 
     func cutIncompleteLocked(_ log: LogEngine) throws {
         guard incompleteBytes > 0 else { return }

@@ -3,10 +3,15 @@
 #endif
 
 /// How a vault is opened.
+///
+/// No lock is held between calls, in either mode: opening and ``Vault/refresh()`` take the file's shared lock
+/// for as long as they read a commit, and each change takes its exclusive lock for as long as it runs, so
+/// other processes read and write in between (SPEC.md §3).
 public enum OpenMode: Sendable {
-    /// Shared lock while reading; several readers at once.
+    /// Reading only: a change throws ``VaultError/Code/invalidArgument``.
     case read
-    /// Exclusive lock, held until the vault is closed; commits, compaction and rewrites need it.
+    /// Reading and changing: each commit, compaction or rewrite takes the exclusive lock (waiting up to the
+    /// lock timeout), catches up with what others committed, changes the file and lets the lock go.
     case write
 }
 
@@ -246,14 +251,25 @@ public final class Vault {
         path: String, secret: UnlockSecret, mode: OpenMode = .read,
         lockTimeout: Double = 10, itemsOnDemand: Bool, writerID: UInt64? = nil
     ) throws -> Vault {
-        let file = try lockedFile(path, mode: mode, exclusive: false, timeout: lockTimeout)
-        defer { file.unlock() }
-        let vault = try open(
-            file: file, path: path, secret: secret, mode: mode, itemsOnDemand: itemsOnDemand, writerID: writerID)
-        vault.lockTimeout = lockTimeout
-        vault.engine.setLockTimeout(lockTimeout)
-        return vault
+        try naming(path) {
+            let file = try lockedFile(path, mode: mode, exclusive: false, timeout: lockTimeout)
+            defer { file.unlock() }
+            let vault = try open(
+                file: file, path: path, secret: secret, mode: mode, itemsOnDemand: itemsOnDemand, writerID: writerID)
+            vault.lockTimeout = lockTimeout
+            vault.engine.setLockTimeout(lockTimeout)
+            return vault
+        }
     }
+
+    /// Runs `body`, naming the file at `path` in a ``VaultError`` it throws that names no file: every error
+    /// a vault's public API throws says which file it is about (``VaultError/path``).
+    static func naming<T>(_ path: String, _ body: () throws -> T) throws -> T {
+        do { return try body() } catch let e as VaultError { throw e.about(path) }
+    }
+
+    /// ``naming(_:_:)`` with this vault's path.
+    func naming<T>(_ body: () throws -> T) throws -> T { try Vault.naming(path, body) }
 
     /// Opens `path` and locks it, again if a rewrite renamed a new file over the one locked.
     static func lockedFile(_ path: String, mode: OpenMode, exclusive: Bool, timeout: Double) throws -> File {
@@ -292,7 +308,7 @@ public final class Vault {
 
     /// Catches up with commits and rewrites made since the vault was opened or last refreshed, under a
     /// shared lock (so a whole commit is seen). Cheap when nothing changed: one header and one trailer read.
-    public func refresh() throws { try engine.refresh(self) }
+    public func refresh() throws { try naming { try engine.refresh(self) } }
 
     /// ``refresh()`` of a version 1 file.
     func refresh(_ log: LogEngine) throws {
@@ -322,7 +338,7 @@ public final class Vault {
         let (h, hb) = try Vault.readHeader(file, size: size)
         guard h.vaultID == header.vaultID, Header.verifyMAC(hb, key: keys.header) else {
             throw VaultError(
-                .wrongKey, path: path, "\(path) was rekeyed or replaced since it was opened; open it again")
+                .replaced, path: path, "\(path) was rekeyed or replaced since it was opened; open it again")
         }
         headerBytes = hb
         if h.formatVersion == 2 {
@@ -380,6 +396,11 @@ public final class Vault {
     static func unlock(_ header: Header, _ headerBytes: [UInt8], path: String, secret: UnlockSecret) throws -> (
         slot: Int, vaultKey: SecureBytes
     ) {
+        // A key of the wrong length opens no slot: that is the caller's mistake, not a wrong key.
+        if case .keyFile(let key) = secret, key.count != 32 {
+            throw VaultError(
+                .invalidArgument, path: path, "a key file holds exactly 32 bytes; the key given holds \(key.count)")
+        }
         // A plain loop: each slot is tried once (a lazy compactMap(...).first would run Argon2id twice).
         var opened: (Int, SecureBytes)?
         for (i, s) in header.slots.enumerated() {

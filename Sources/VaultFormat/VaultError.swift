@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
 /// An error from reading or writing a vault: a stable ``Code`` that callers compare, and a context that
 /// says where. The context never contains secret material.
 ///
@@ -36,8 +42,13 @@ public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let staleItem = Code(rawValue: "stale item")
         /// The destination exists and overwriting was not allowed.
         public static let exists = Code(rawValue: "already exists")
-        /// A system call failed.
+        /// A system call failed (``VaultError/errnoCode`` says how, when one did), or the input of a write
+        /// changed while it was read.
         public static let io = Code(rawValue: "I/O error")
+        /// The file at the vault's path is no longer the one this instance opened, or no longer opens with its
+        /// key: another process rekeyed it (`kcar rekey`) or renamed another vault over it. Nothing was read
+        /// from or written to it; open it again, with a secret that opens it now.
+        public static let replaced = Code(rawValue: "vault replaced")
         /// Another process held the vault's lock longer than the timeout allowed.
         public static let lockTimeout = Code(rawValue: "lock timeout")
         /// A file or folder kcar refuses to use: owned by another user, writable by others, a symlink, or not
@@ -56,8 +67,12 @@ public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The copy of a merge or sync the error is about (BASE, OURS or THEIRS), which ``context`` names first as
     /// `SIDE (PATH)`: a field, so that a caller tells which file failed without reading the message.
     package let side: MergeSide?
-    /// The file the error is about, when the code that threw it named one (``context`` then names it too).
-    public let path: String?
+    /// The file the error is about: the vault's, for every error thrown by a ``Vault`` (``description`` names
+    /// it), and the file a system call failed on.
+    public private(set) var path: String?
+    /// The `errno` of the system call that failed, for an ``Code/io`` error that comes from one (`ENOENT` for a
+    /// missing file, `ENOSPC` for a full disk, ...).
+    public private(set) var errnoCode: Int32?
     /// The item the error is about (a damaged record read for it, a value that changed size, an id not in the
     /// vault), when the code that threw it knew one; ``context`` names it too.
     public private(set) var item: ItemID?
@@ -88,6 +103,12 @@ public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
         item = nil
     }
 
+    /// A failed system call on the file at `path`: an ``Code/io`` error with its `errno`.
+    package init(path: String, errno: Int32, _ context: String) {
+        self.init(.io, path: path, context)
+        errnoCode = errno
+    }
+
     /// An error about `side` of a merge, the copy at `path`: its context is `SIDE (PATH)` followed by `rest`
     /// (which starts with `: `, `, ` or a space).
     package init(_ code: Code, side: MergeSide, path: String, item: ItemID? = nil, _ rest: String) {
@@ -115,11 +136,17 @@ public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
     /// names a file.
     package func about(_ path: String) -> VaultError {
         guard self.path == nil, side == nil else { return self }
-        var e = VaultError(code, path: path, context)
-        e.item = item
+        var e = self
+        e.path = path
         return e
     }
 
     public static func == (a: VaultError, b: VaultError) -> Bool { a.code == b.code }
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}
+
+extension VaultError: LocalizedError {
+    /// ``description``: the file, the code and the context, so that `localizedDescription` says what went
+    /// wrong and where (never a secret).
+    public var errorDescription: String? { description }
 }

@@ -37,7 +37,7 @@ final class ReplacedVaultTests: VaultTestCase {
                 ("changeSlots", { try vault.changeSlots(remove: [], add: [.keyFile(self.key)]) }),
                 ("rekey", { try vault.rekey(slots: [.keyFile(self.key)]) })
             ] as [(String, () throws -> Void)] {
-                let e = expectError(.wrongKey, name, change)
+                let e = expectError(.replaced, name, change)
                 XCTAssertTrue(e?.context.contains("replaced") == true, "\(String(describing: e))")
                 XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), theirs, name)
             }

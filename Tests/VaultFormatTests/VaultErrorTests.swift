@@ -55,6 +55,70 @@ final class VaultErrorTests: VaultTestCase {
         let reopened = try Vault.open(path: path, secret: secret)
         let damaged = expectError(.damagedRecord) { _ = try reopened.read(reopened.items[0]) }
         XCTAssertEqual(damaged?.item, item.id)
-        XCTAssertNil(damaged?.path)
+        // Every error a vault throws names its file, those from inside a record too (issue 26).
+        XCTAssertEqual(damaged?.path, path)
+        XCTAssertTrue(
+            damaged?.description.hasPrefix(path + ": damaged record") ?? false, "\(String(describing: damaged))")
+    }
+
+    /// `localizedDescription` (what a service logs) says what went wrong and where, not "error 1".
+    func testTheLocalizedDescriptionNamesTheFileAndTheCode() throws {
+        let path = dir + "/v.kcv"
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { _ in }
+        let other = UnlockSecret.keyFile(SecureBytes(copying: Recipes.otherKeyFile))
+        do {
+            _ = try Vault.open(path: path, secret: other)
+            XCTFail("opened with another key")
+        } catch {
+            XCTAssertEqual(error.localizedDescription, (error as? VaultError)?.description)
+            XCTAssertTrue(error.localizedDescription.contains(path), error.localizedDescription)
+            XCTAssertTrue(error.localizedDescription.contains("wrong passphrase or key"), error.localizedDescription)
+        }
+    }
+
+    /// A failed system call carries its errno, so that a service tells a missing file from a full disk without
+    /// reading the message.
+    func testAFailedSystemCallCarriesItsErrno() throws {
+        let missing = expectError(.io) { _ = try Vault.open(path: dir + "/none.kcv", secret: secret) }
+        XCTAssertEqual(missing?.errnoCode, ENOENT)
+        let denied = dir + "/sub"
+        try FileManager.default.createDirectory(atPath: denied, withIntermediateDirectories: false)
+        let inFolder = expectError(.io) { _ = try Vault.open(path: denied + "/x/v.kcv", secret: secret) }
+        XCTAssertEqual(inFolder?.errnoCode, ENOENT)
+        // Not from a system call: no errno.
+        XCTAssertNil(VaultError(.io, "input grew while it was read").errnoCode)
+    }
+
+    /// A key of the wrong length is the caller's mistake, not a wrong key.
+    func testAKeyOfTheWrongLengthIsAnInvalidArgument() throws {
+        let path = dir + "/v.kcv"
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { _ in }
+        for length in [0, 16, 31, 33, 64] {
+            let short = UnlockSecret.keyFile(SecureBytes(copying: [UInt8](repeating: 1, count: length)))
+            let e = expectError(.invalidArgument) { _ = try Vault.open(path: path, secret: short) }
+            XCTAssertTrue(e?.context.contains("holds \(length)") ?? false, "\(String(describing: e))")
+            XCTAssertEqual(e?.path, path)
+        }
+    }
+
+    /// After another process rekeys the vault, an open instance learns that the file was replaced, not that its
+    /// key is wrong: the key was right when it opened the file. Both formats.
+    func testARekeyByAnotherProcessIsReplacedNotWrongKey() throws {
+        for format in [NewVaultFormat.version1, .current()] {
+            let path = dir + "/rekeyed.kcv"
+            try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: format, overwrite: true) { tx in
+                try tx.add(attributes: attrs("s", "a"), value: .bytes([1]))
+            }
+            let open = try Vault.open(path: path, secret: secret, mode: .write)
+            let other = SecureBytes(copying: Recipes.otherKeyFile)
+            try Vault.open(path: path, secret: secret, mode: .write).rekey(slots: [.keyFile(other)])
+            let refreshed = expectError(.replaced) { try open.refresh() }
+            XCTAssertEqual(refreshed?.path, path)
+            _ = expectError(.replaced) {
+                try open.commit { try $0.add(attributes: self.attrs("s", "b"), value: .bytes([2])) }
+            }
+            // Opened again with the new key, it is the same vault.
+            XCTAssertEqual(try Vault.open(path: path, secret: .keyFile(other)).count, 1)
+        }
     }
 }
