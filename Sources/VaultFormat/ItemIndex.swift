@@ -23,20 +23,15 @@ public struct ItemIndex {
     /// Throws ``VaultError/Code/invalidArgument`` when `key` holds an attribute that is not a key attribute
     /// of the class: such an attribute would be silently ignored otherwise.
     public func items(class itemClass: ItemClass, key: Attributes) throws -> [Item] {
-        let keyed = schema.classes[itemClass.rawValue]?.keyAttributes ?? []
-        for (name, _) in key where !keyed.contains(where: { $0.name == name }) {
-            throw VaultError(
-                .invalidArgument,
-                "\(name) is not a key attribute of class \(itemClass.rawValue) in this vault (its key: "
-                    + (keyed.isEmpty ? "the item id" : keyed.map(\.name).joined(separator: ", ")) + ")")
-        }
-        return try items(class: itemClass, keyValues: keyed.map { key[$0.name] ?? $0.defaultValue })
+        let values = try ClassSchema.keyValues(
+            key, of: schema.classes[itemClass.rawValue], itemClass, path: engine.path)
+        return try items(class: itemClass, keyValues: values.map(\.value))
     }
 
     /// The live items of class `itemClass` whose leading key attributes are `values` (in the order of the
     /// class's key attributes; fewer values than key attributes select a range), in key order.
     public func items(class itemClass: ItemClass, keyValues values: [AttributeValue]) throws -> [Item] {
-        try engine.items(class: itemClass, keyValues: values)
+        try Vault.naming(engine.path) { try engine.items(class: itemClass, keyValues: values) }
     }
 
     /// The items of class `itemClass` whose first key attribute has the type of `sample` (any value of it).
@@ -47,7 +42,7 @@ public struct ItemIndex {
     /// The live items whose attribute `name` is `value`, found through the attributes tree. Throws
     /// ``VaultError/Code/invalidArgument`` when the vault's ``schema`` does not index `name`.
     public func items(attribute name: String, equals value: AttributeValue) throws -> [Item] {
-        try engine.items(attribute: name, equals: value)
+        try Vault.naming(engine.path) { try engine.items(attribute: name, equals: value) }
     }
 
     /// Pages read so far (for tests and measurements of how much a lookup reads).
@@ -57,4 +52,39 @@ public struct ItemIndex {
 extension Vault {
     /// The vault's index of items, or nil when its format keeps none (version 1).
     public var itemIndex: ItemIndex? { engine.itemIndex }
+
+    /// The live items of class `itemClass` whose key is `key`, in either format: through ``itemIndex`` (see
+    /// ``ItemIndex/items(class:key:)``: a few pages) when the vault keeps one, else among every item
+    /// (version 1, read whole at open), by the key attributes of ``IndexSchema/primaryKeys``. An attribute `key`
+    /// lacks stands for its default; one that is not a key attribute is refused
+    /// (``VaultError/Code/invalidArgument``).
+    public func items(class itemClass: ItemClass, key: Attributes) throws -> [Item] {
+        if let index = itemIndex { return try index.items(class: itemClass, key: key) }
+        let keyed = IndexSchema.primaryKeys.classes[itemClass.rawValue]
+        let wanted = try ClassSchema.keyValues(key, of: keyed, itemClass, path: path)
+        let defaults = keyed?.keyAttributes ?? []
+        let found = unorderedItems.filter { item in
+            item.itemClass == itemClass
+                && zip(defaults, wanted).allSatisfy { (item.attributes[$0.name] ?? $0.defaultValue) == $1.value }
+        }
+        return Vault.sortOrder(found).map { found[$0] }
+    }
+}
+
+extension ClassSchema {
+    /// The value of each key attribute of `schema` (a class's; nil: it has none) in `key`, its default where
+    /// `key` lacks it. Throws ``VaultError/Code/invalidArgument`` for an attribute of `key` that is not a key
+    /// attribute, which a lookup would otherwise ignore.
+    static func keyValues(_ key: Attributes, of schema: ClassSchema?, _ itemClass: ItemClass, path: String) throws
+        -> [(name: String, value: AttributeValue)]
+    {
+        let keyed = schema?.keyAttributes ?? []
+        for (name, _) in key where !keyed.contains(where: { $0.name == name }) {
+            throw VaultError(
+                .invalidArgument, path: path,
+                "\(name) is not a key attribute of class \(itemClass.rawValue) in this vault (its key: "
+                    + (keyed.isEmpty ? "the item id" : keyed.map(\.name).joined(separator: ", ")) + ")")
+        }
+        return keyed.map { ($0.name, key[$0.name] ?? $0.defaultValue) }
+    }
 }

@@ -67,7 +67,8 @@ struct Tail {
 /// let value = try vault.read(vault.items[0])
 /// ```
 ///
-/// A `Vault` is not safe to share between threads; open one per thread (locks make that safe).
+/// A `Vault` is not safe to share between threads: open one per thread (the file's locks make that safe), or
+/// share one ``SharedVault`` between every task.
 public final class Vault {
     /// The path the vault was opened from.
     public let path: String

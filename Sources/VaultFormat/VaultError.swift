@@ -57,6 +57,8 @@ public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
         /// A copy to merge, sync or join holds versions more than a day ahead of this machine's clock (SPEC.md
         /// Part 4, V5.1): refused, nothing written.
         public static let clockAhead = Code(rawValue: "clock ahead")
+        /// The ``SharedVault`` was closed: open the file again.
+        public static let closed = Code(rawValue: "vault closed")
         /// An argument is outside what the format allows (a limit, an empty name, ...).
         public static let invalidArgument = Code(rawValue: "invalid argument")
     }

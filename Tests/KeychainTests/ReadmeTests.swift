@@ -73,10 +73,11 @@ final class ReadmeTests: XCTestCase {
 
     func testVaultFormatExampleCompiles() throws {
         let blocks = try swiftBlocks(section: "The library", page: "docs/library.md")
-        XCTAssertEqual(blocks.count, 2)
+        XCTAssertEqual(blocks.count, 3)
+        // The shared vault's block awaits: it runs in an async function.
         try typecheck(
-            blocks.joined(separator: "\n")
-                + "\nfunc keyFileBytes() throws -> [UInt8] { [UInt8](repeating: 7, count: 32) }\n")
+            blocks.joined(separator: "\n").replacing("let shared", with: "func serve() async throws {\nlet shared")
+                + "\n}\nfunc keyFileBytes() throws -> [UInt8] { [UInt8](repeating: 7, count: 32) }\n")
     }
 
     /// The ```swift blocks of a DocC article, but a package manifest's.

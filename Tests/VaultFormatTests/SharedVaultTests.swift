@@ -1,0 +1,164 @@
+import Foundation
+import Synchronization
+import TestSupport
+import VaultFormat
+import XCTest
+
+/// A generic password's key: its service and account.
+private func primaryKey(_ service: String, _ account: String) -> Attributes {
+    Attributes([AttributeName.service: .string(service), AttributeName.account: .string(account)])
+}
+
+/// Issue 26: one vault shared by many tasks (`SharedVault`), its async variants off the cooperative pool, and
+/// `close()`. Written against the public API only.
+final class SharedVaultTests: XCTestCase {
+    var dir = ""
+    let key = SecureBytes(copying: Recipes.keyFile)
+
+    override func setUp() {
+        dir = NSTemporaryDirectory() + "kcar-shared-\(UUID().uuidString)"
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
+
+    func make(_ name: String, items: Int, format: NewVaultFormat = .current()) throws -> String {
+        let path = dir + "/" + name
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: format) { tx in
+            for i in 0..<items {
+                try tx.add(attributes: primaryKey("db", "user\(i)"), value: .bytes(Array("secret \(i)".utf8)))
+            }
+        }
+        return path
+    }
+
+    /// 64 tasks read and write through one `SharedVault` (a `Vault` is not `Sendable`: this did not compile);
+    /// every read sees a whole value and every commit lands.
+    func testSixtyFourTasksShareOneVault() async throws {
+        for format in [NewVaultFormat.current(), .version1] {
+            let path = try make("shared.kcv", items: 100, format: format)
+            let vault = try SharedVault(path: path, secret: .keyFile(key), mode: .write)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for t in 0..<64 {
+                    group.addTask {
+                        if t % 8 == 0 {
+                            try await vault.async.commit { tx in
+                                try tx.add(attributes: primaryKey("new", "t\(t)"), value: .bytes([UInt8(t)]))
+                            }
+                        } else {
+                            let n = t % 100
+                            let value = try await vault.async.value(
+                                class: .genericPassword, key: primaryKey("db", "user\(n)"))
+                            XCTAssertEqual(value, Array("secret \(n)".utf8))
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let count = try vault.withVault { $0.count }
+            XCTAssertEqual(count, 108)
+            XCTAssertEqual(try vault.value(class: .genericPassword, key: primaryKey("new", "t56")), [56])
+            XCTAssertNil(try vault.value(class: .genericPassword, key: primaryKey("new", "t57")))
+            vault.close()
+            try FileManager.default.removeItem(atPath: path)
+        }
+    }
+
+    /// A long-running reader sees what another writer committed after it opened the vault.
+    func testEachCallSeesWhatOthersCommitted() throws {
+        let path = try make("seen.kcv", items: 1)
+        let reader = try SharedVault(path: path, secret: .keyFile(key))
+        XCTAssertNil(try reader.value(class: .genericPassword, key: primaryKey("db", "later")))
+        try Vault.open(path: path, secret: .keyFile(key), mode: .write).commit { tx in
+            try tx.add(attributes: primaryKey("db", "later"), value: .bytes([9]))
+        }
+        XCTAssertEqual(try reader.value(class: .genericPassword, key: primaryKey("db", "later")), [9])
+        XCTAssertThrowsError(try reader.commit { _ in }) {
+            XCTAssertEqual(($0 as? VaultError)?.code, .invalidArgument, "opened for reading")
+        }
+    }
+
+    /// A key that matches several items is refused by `value`, not answered with one of them.
+    func testAValueWhoseKeyMatchesSeveralItemsIsRefused() throws {
+        let path = try make("several.kcv", items: 3)
+        let vault = try SharedVault(path: path, secret: .keyFile(key))
+        let service = Attributes([AttributeName.service: .string("db")])
+        XCTAssertNil(try vault.value(class: .genericPassword, key: service), "no item has account \"\"")
+        XCTAssertEqual(try vault.items(class: .genericPassword, key: primaryKey("db", "user2")).count, 1)
+        try Vault.open(path: path, secret: .keyFile(key), mode: .write).commit { tx in
+            // The same service and account twice, as a collaborator's copy could hold them.
+            try tx.add(attributes: primaryKey("db", "twice"), value: .bytes([1]))
+            try tx.add(attributes: primaryKey("db", "twice"), value: .bytes([2]))
+        }
+        XCTAssertThrowsError(try vault.value(class: .genericPassword, key: primaryKey("db", "twice"))) {
+            XCTAssertEqual(($0 as? VaultError)?.code, .invalidArgument)
+            XCTAssertTrue("\($0)".contains("2 items"), "\($0)")
+        }
+    }
+
+    /// `close()` lets the file go at once; every call after it throws `.closed`, and a second close does nothing.
+    func testCloseLetsTheFileGo() async throws {
+        let path = try make("closed.kcv", items: 1)
+        func descriptors() -> Int {
+            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+            return fds.filter {
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")) == path
+            }
+            .count
+        }
+        let vault = try SharedVault(path: path, secret: .keyFile(key), mode: .write)
+        XCTAssertEqual(descriptors(), 1)
+        vault.close()
+        XCTAssertEqual(descriptors(), 0)
+        vault.close()
+        XCTAssertThrowsError(try vault.read(try Vault.open(path: path, secret: .keyFile(key)).items[0])) {
+            XCTAssertEqual(($0 as? VaultError)?.code, .closed)
+            XCTAssertEqual(($0 as? VaultError)?.path, path)
+        }
+        do {
+            _ = try await vault.async.value(class: .genericPassword, key: primaryKey("db", "user0"))
+            XCTFail("read a closed vault")
+        } catch let e as VaultError {
+            XCTAssertEqual(e.code, .closed)
+        }
+    }
+
+    final class Ticks: Sendable {
+        let count = Atomic<Int>(0)
+    }
+
+    /// More async calls wait on another holder's lock than the cooperative pool has threads, and a heartbeat
+    /// task keeps ticking meanwhile: the calls wait on the vaults' own queues, not on the pool.
+    func testWaitingCallsDoNotBlockTheCooperativePool() async throws {
+        let path = try make("locked.kcv", items: 1)
+        let waiting = ProcessInfo.processInfo.activeProcessorCount + 2
+        // Opened before the lock is taken (opening reads under the shared lock).
+        let vaults = try (0..<waiting).map { _ in
+            try SharedVault(path: path, secret: .keyFile(key), mode: .write, lockTimeout: 20)
+        }
+        let fd = open(path, O_RDONLY)
+        defer { close(fd) }
+        XCTAssertEqual(flock(fd, LOCK_EX), 0, "another holder of the lock")
+        let calls = vaults.enumerated().map { n, vault in
+            Task {
+                try await vault.async.commit { tx in
+                    try tx.add(attributes: primaryKey("waited", "n\(n)"), value: .bytes([UInt8(n)]))
+                }
+            }
+        }
+        let ticks = Ticks()
+        let heartbeat = Task {
+            while !Task.isCancelled {
+                ticks.count.add(1, ordering: .relaxed)
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        try await Task.sleep(for: .milliseconds(1000))
+        let during = ticks.count.load(ordering: .relaxed)
+        flock(fd, LOCK_UN)
+        for c in calls { try await c.value }
+        heartbeat.cancel()
+        XCTAssertGreaterThan(during, 10, "the heartbeat ticked \(during) times in 1 s while \(waiting) calls waited")
+        XCTAssertEqual(try Vault.open(path: path, secret: .keyFile(key)).count, 1 + waiting)
+    }
+}
