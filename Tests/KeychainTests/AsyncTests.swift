@@ -1,15 +1,11 @@
 import Foundation
 import KcarKeychain
-import Synchronization
+import TestSupport
 import VaultFormat
 import XCTest
 
 /// Issue 12, item 5: async variants that wait for a lock without holding a thread of the cooperative pool.
 final class AsyncTests: KeychainTestCase {
-    final class Ticks: Sendable {
-        let count = Atomic<Int>(0)
-    }
-
     /// More calls wait on another holder's vault lock than the cooperative pool has threads, and a heartbeat
     /// task keeps ticking meanwhile; the calls succeed once the lock is released. (The synchronous calls,
     /// made from tasks, would hold every pool thread: the heartbeat ran once in 3 s in the issue.)
@@ -26,18 +22,12 @@ final class AsyncTests: KeychainTestCase {
             let k = Keychain(service: "a", accessGroup: "app.shared", store: other)
             return Task { try await k.async.set("v\(n)", forKey: "k\(n)") }
         }
-        let ticks = Ticks()
-        let heartbeat = Task {
-            while !Task.isCancelled {
-                ticks.count.add(1, ordering: .relaxed)
-                try? await Task.sleep(for: .milliseconds(20))
-            }
-        }
+        let heartbeat = Heartbeat()
         try await Task.sleep(for: .milliseconds(1000))
-        let during = ticks.count.load(ordering: .relaxed)
+        let during = heartbeat.count
         flock(fd, LOCK_UN)
         for c in calls { try await c.value }
-        heartbeat.cancel()
+        heartbeat.stop()
         // 50 ticks in an idle second; a blocked pool gives 1 or 2.
         print("heartbeat: \(during) ticks of 20 ms in 1 s while \(waiting) async calls waited for the lock")
         XCTAssertGreaterThan(during, 10, "the heartbeat ticked \(during) times in 1 s while \(waiting) calls waited")

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import TestSupport
 import VaultFormat
 import XCTest
@@ -123,10 +122,6 @@ final class SharedVaultTests: XCTestCase {
         }
     }
 
-    final class Ticks: Sendable {
-        let count = Atomic<Int>(0)
-    }
-
     /// More async calls wait on another holder's lock than the cooperative pool has threads, and a heartbeat
     /// task keeps ticking meanwhile: the calls wait on the vaults' own queues, not on the pool.
     func testWaitingCallsDoNotBlockTheCooperativePool() async throws {
@@ -146,18 +141,12 @@ final class SharedVaultTests: XCTestCase {
                 }
             }
         }
-        let ticks = Ticks()
-        let heartbeat = Task {
-            while !Task.isCancelled {
-                ticks.count.add(1, ordering: .relaxed)
-                try? await Task.sleep(for: .milliseconds(20))
-            }
-        }
+        let heartbeat = Heartbeat()
         try await Task.sleep(for: .milliseconds(1000))
-        let during = ticks.count.load(ordering: .relaxed)
+        let during = heartbeat.count
         flock(fd, LOCK_UN)
         for c in calls { try await c.value }
-        heartbeat.cancel()
+        heartbeat.stop()
         XCTAssertGreaterThan(during, 10, "the heartbeat ticked \(during) times in 1 s while \(waiting) calls waited")
         XCTAssertEqual(try Vault.open(path: path, secret: .keyFile(key)).count, 1 + waiting)
     }
