@@ -190,123 +190,30 @@ enum SecretInput {
 
     /// Strips one trailing newline; refuses an empty passphrase.
     static func passphrase(from raw: SecureBytes, source: String) throws -> SecureBytes {
-        let p = raw.withUnsafeBytes { b -> SecureBytes in
-            var n = b.count
-            if n > 0, b[n - 1] == 10 { n -= 1 }
-            if n > 0, b[n - 1] == 13 { n -= 1 }
-            return SecureBytes(copying: UnsafeRawBufferPointer(rebasing: b[0..<n]))
-        }
-        guard p.count > 0 else { throw CLIError.usage("the passphrase from \(source) is empty") }
-        return p
+        try cli { try SecretFiles.passphrase(from: raw, source: source) }
     }
 
-    static func readKeyFile(_ path: String) throws -> SecureBytes {
-        let k = try readFileSecret(path, what: "key file", allowPipe: false)
-        guard k.count == 32 else {
-            // The intuitive mistake: an age identity file given where a key file goes.
-            // Searched in place: the file may hold a secret, which must not be copied into an unwiped String.
-            let marker = Array("AGE-SECRET-KEY-1".utf8)
-            let isAgeIdentity = k.withUnsafeBytes { b in
-                b.count >= marker.count
-                    && (0...(b.count - marker.count)).contains { i in
-                        marker.indices.allSatisfy { b[i + $0] == marker[$0] }
-                    }
-            }
-            if isAgeIdentity {
-                throw CLIError(
-                    .usage, "\(path) is an age identity file, not a key file: give it with --identity \(path) (-i)")
-            }
-            throw CLIError(
-                .usage,
-                "key file \(path) must hold exactly 32 bytes (make one with `kcar keygen`; an age identity "
-                    + "file goes with --identity)")
-        }
-        return k
-    }
+    static func readKeyFile(_ path: String) throws -> SecureBytes { try cli { try SecretFiles.keyFile(path) } }
 
     static func readFileSecret(_ path: String, what: String, allowPipe: Bool) throws -> SecureBytes {
-        let fd = try openInput(path, what: what, allowPipe: allowPipe)
-        defer { close(fd) }
-        return try readDescriptor(fd, what: "\(what) \(path)")
+        try cli { try SecretFiles.read(path, what: what, allowPipe: allowPipe) }
     }
 
-    /// Whether the open FIFO `fd` is an anonymous pipe (`|`, and `<(...)`'s /dev/fd/N), which the kernel
-    /// names `pipe:[inode]`, rather than a FIFO in a file system.
-    static func isAnonymousPipe(_ fd: Int32) -> Bool {
-        var buf = [CChar](repeating: 0, count: 64)
-        let n = readlink("/proc/self/fd/\(fd)", &buf, buf.count - 1)
-        guard n > 0 else { return false }
-        return String(decoding: buf.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self).hasPrefix("pipe:[")
-    }
-
-    /// Opens a file kcar reads a secret or an input from without ever blocking: a regular
-    /// file, or with `allowPipe` an anonymous pipe (`--passphrase-file <(pass show x)`: it was made with its
-    /// writer, so it ends when the writer does) or the null device. Anything else is refused with exit 15 before it is read: a
-    /// named FIFO (its open and reads wait for a writer anyone who can create it may withhold; read one on
-    /// purpose with `--passphrase-fd 3 3<FIFO`, where the shell does the waiting), a device, socket or
-    /// folder. A symbolic link given as the path is followed; what it names is checked.
+    /// A file opened without blocking (``SecretFiles/open(_:what:allowPipe:)``: a regular file, or with
+    /// `allowPipe` an anonymous pipe or the null device).
     static func openInput(_ path: String, what: String, allowPipe: Bool) throws -> Int32 {
-        func check(_ st: stat, _ fd: Int32?) throws {
-            let type = st.st_mode & S_IFMT
-            if type == S_IFREG { return }
-            if type == S_IFIFO, allowPipe, let fd {
-                if isAnonymousPipe(fd) { return }
-            }
-            if type == S_IFIFO, fd == nil, allowPipe { return }  // decided once it is open (named or not)
-            // The null device reads empty at once: `--value-file /dev/null` is the usual way to give an empty value.
-            var null = stat()
-            if type == S_IFCHR, allowPipe, stat("/dev/null", &null) == 0, null.st_mode & S_IFMT == S_IFCHR,
-                st.st_rdev == null.st_rdev
-            {
-                return
-            }
-            let kind =
-                type == S_IFIFO
-                ? (allowPipe ? "a named FIFO" : "a FIFO or pipe")
-                : type == S_IFDIR
-                    ? "a folder"
-                    : type == S_IFCHR || type == S_IFBLK
-                        ? "a device" : type == S_IFSOCK ? "a socket" : "not a regular file"
-            throw CLIError(
-                .unsafeFile,
-                "\(what) \(path) is \(kind), not a regular file\(allowPipe ? " or a pipe" : ""); refusing to read it")
-        }
-        var st = stat()
-        if stat(path, &st) == 0 { try check(st, nil) }
-        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { throw CLIError(.io, "cannot open \(what) \(path): \(String(cString: strerror(errno)))") }
-        do {
-            guard fstat(fd, &st) == 0 else {
-                throw CLIError(.io, "cannot stat \(what) \(path): \(String(cString: strerror(errno)))")
-            }
-            try check(st, fd)
-        } catch {
-            close(fd)
-            throw error
-        }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
-        return fd
+        try cli { try SecretFiles.open(path, what: what, allowPipe: allowPipe) }
     }
 
     /// Reads at most 64 KiB into locked memory.
     static func readDescriptor(_ fd: Int32, what: String) throws -> SecureBytes {
-        let cap = 65_536
-        var count = 0
-        var failed: Int32 = 0
-        let buf = SecureBytesBuilder(capacity: cap)
-        while count < cap {
-            let n = read(fd, buf.pointer + count, cap - count)
-            if n < 0 {
-                if errno == EINTR { continue }
-                failed = errno
-                break
-            }
-            if n == 0 { break }
-            count += n
-        }
-        if failed != 0 { throw CLIError(.io, "cannot read \(what): \(String(cString: strerror(failed)))") }
-        guard count < cap else { throw CLIError(.usage, "\(what) is larger than 64 KiB") }
-        return buf.finish(count: count)
+        try cli { try SecretFiles.read(fd, what: what) }
+    }
+
+    /// `body`, its ``VaultError`` said as the command line says errors: the message alone, with the exit code
+    /// of its code (an unsafe file 15, a secret of the wrong shape 2, a failed system call 5).
+    private static func cli<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let e as VaultError { throw CLIError(ExitCode.of(e.code), e.context) }
     }
 
     /// Asks on /dev/tty with echo off; twice when `confirm`, and the two answers must be the same `what`
@@ -400,62 +307,11 @@ enum SecretInput {
     /// X25519 secret key from `kcar keygen`), or an age identity file (`age-keygen`'s output): one
     /// `AGE-SECRET-KEY-1...` per line, blank lines and `#` comments ignored. Each key is tried on the vault's
     /// key-file and X25519 slots.
-    static func readIdentities(_ path: String) throws -> [SecureBytes] {
-        let file = try readFileSecret(path, what: "identity file", allowPipe: true)
-        // A 32-byte file cannot be an age identity (one line is 74 characters): it is a kcar key.
-        if file.count == 32 { return [file] }
-        var keys: [SecureBytes] = []
-        var failure: String?
-        file.withUnsafeBytes { b in
-            var lineNumber = 0
-            for raw in b.split(separator: 10, omittingEmptySubsequences: false) {
-                lineNumber += 1
-                var line = Array(raw)
-                defer { wipe(&line) }
-                while let last = line.last, last == 13 || last == 32 || last == 9 { line.removeLast() }
-                while let first = line.first, first == 32 || first == 9 { line.removeFirst() }
-                if line.isEmpty || line.first == UInt8(ascii: "#") { continue }
-                guard let key = AgeKey.identity(line) else {
-                    failure =
-                        failure
-                        ?? "identity file \(path), line \(lineNumber): not an age X25519 identity (AGE-SECRET-KEY-1...) "
-                        + "nor a 32-byte kcar key; age's SSH and plugin identities are not supported"
-                    continue
-                }
-                keys.append(key)
-            }
-        }
-        if let failure { throw CLIError.usage(failure) }
-        guard !keys.isEmpty else { throw CLIError.usage("identity file \(path) holds no identity") }
-        return keys
-    }
+    static func readIdentities(_ path: String) throws -> [SecureBytes] { try cli { try SecretFiles.identities(path) } }
 }
 
 /// glibc's `mallopt` (malloc.h is not part of the Glibc module).
 @_silgen_name("mallopt") func glibcMallopt(_ param: Int32, _ value: Int32) -> Int32
-
-/// Builds a SecureBytes in locked scratch memory, wiped when done.
-final class SecureBytesBuilder {
-    let pointer: UnsafeMutablePointer<UInt8>
-    let capacity: Int
-    init(capacity: Int) {
-        self.capacity = capacity
-        pointer = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
-        pointer.initialize(repeating: 0, count: capacity)
-        mlock(pointer, capacity)
-    }
-    func finish(count: Int) -> SecureBytes { SecureBytes(copying: UnsafeBufferPointer(start: pointer, count: count)) }
-    deinit {
-        memset_s_portable(pointer, capacity)
-        munlock(pointer, capacity)
-        pointer.deallocate()
-    }
-}
-
-@inline(never) func memset_s_portable(_ p: UnsafeMutablePointer<UInt8>, _ n: Int) {
-    // explicit_bzero is not optimised away.
-    explicit_bzero(p, n)
-}
 
 func readSmallText(_ path: String) throws -> String {
     let fd = try SecretInput.openInput(path, what: "file", allowPipe: false)

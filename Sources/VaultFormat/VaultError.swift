@@ -74,7 +74,7 @@ public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
     public private(set) var path: String?
     /// The `errno` of the system call that failed, for an ``Code/io`` error that comes from one (`ENOENT` for a
     /// missing file, `ENOSPC` for a full disk, ...).
-    public private(set) var errnoCode: Int32?
+    public package(set) var errnoCode: Int32?
     /// The item the error is about (a damaged record read for it, a value that changed size, an id not in the
     /// vault), when the code that threw it knew one; ``context`` names it too.
     public private(set) var item: ItemID?

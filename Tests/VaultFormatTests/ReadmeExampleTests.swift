@@ -9,10 +9,11 @@ final class ReadmeExampleTests: XCTestCase {
         let dir = NSTemporaryDirectory() + "kcar-readme-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        func keyFileBytes() throws -> [UInt8] { Recipes.keyFile }
         let path = dir + "/app.kcv"
+        let keyPath = dir + "/app.key"
+        XCTAssertTrue(FileManager.default.createFile(atPath: keyPath, contents: Data(Recipes.keyFile)))
 
-        let key = SecureBytes(copying: try keyFileBytes())  // 32 bytes
+        let key = try SecureBytes.keyFile(atPath: keyPath)  // 32 bytes, as `kcar keygen app.key` writes them
         try Vault.create(path: path, group: "com.example.shared", slots: [.keyFile(key)]) { tx in
             var attributes = Attributes()
             attributes[AttributeName.service] = .string("example.com")

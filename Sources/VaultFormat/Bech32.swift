@@ -1,5 +1,3 @@
-import VaultFormat
-
 /// Bech32 (BIP-173), as age spells its X25519 keys: `age1...` recipients (HRP `age`) and `AGE-SECRET-KEY-1...`
 /// identities (HRP `age-secret-key-`, written in upper case). Like age, and unlike BIP-173, no length limit of
 /// 90 characters applies; everything else is BIP-173's: one case throughout, the checksum constant 1 (not
