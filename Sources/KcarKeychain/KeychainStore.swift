@@ -373,7 +373,7 @@ public final class KeychainStore: @unchecked Sendable {
     }
 
     /// The open vault of a group, for the vault commands (`kcar list --keychain D --group G`).
-    public func withVault<T>(group: String, write: Bool = false, _ body: (Vault) throws -> T) throws -> T {
+    package func withVault<T>(group: String, write: Bool = false, _ body: (Vault) throws -> T) throws -> T {
         try locked {
             try entitle(group)
             guard directory.exists(group) else {

@@ -15,8 +15,11 @@ package struct Subkeys: Sendable {
 
 /// A key slot as stored in the header (SPEC.md §5).
 public enum KeySlot: Hashable, Sendable {
+    /// A passphrase slot: Argon2id at these parameters and salt wraps the vault key.
     case passphrase(KDFParameters, salt: [UInt8], nonce: [UInt8], wrapped: [UInt8])
+    /// A key-file slot: a 32-byte key wraps the vault key.
     case keyFile(nonce: [UInt8], wrapped: [UInt8])
+    /// An X25519 slot: the vault key sealed to a public key.
     case recipient(sealed: [UInt8])
 
     /// The slot kind's name, as `kcar info` prints it.
@@ -167,6 +170,7 @@ public enum SlotSecret: Sendable {
 
 /// A secret that opens a vault.
 public enum UnlockSecret: Sendable {
+    /// A passphrase (tried on every passphrase slot).
     case passphrase(SecureBytes)
     /// A 32-byte key file, or an X25519 secret key file (32 bytes too): tried on key-file and x25519 slots.
     case keyFile(SecureBytes)
@@ -174,7 +178,9 @@ public enum UnlockSecret: Sendable {
 
 /// The plaintext header of a vault (SPEC.md §4).
 public struct Header: Sendable {
+    /// The 8 bytes every vault starts with (SPEC.md §4).
     public static let magic: [UInt8] = [0x89, 0x4B, 0x43, 0x56, 0x0D, 0x0A, 0x1A, 0x0A]
+    /// The first format version (SPEC.md Part 1); ``Vault/formatVersion`` says a file's.
     public static let version: UInt16 = 1
     package static let tagVaultID: UInt16 = 0x8001
     package static let tagGroup: UInt16 = 0x8002

@@ -46,20 +46,30 @@ public struct ItemID: Hashable, Comparable, Sendable, CustomStringConvertible {
         raw = ID128(b)
     }
 
+    /// Bytewise order of the ids.
     public static func < (a: ItemID, b: ItemID) -> Bool { a.raw < b.raw }
+    /// The id in lowercase hexadecimal (32 digits).
     public var description: String { Hex.encode(bytes) }
 }
 
 /// An item's class, as Apple's `kSecClass` values. An open set: any 1...255-byte name is valid in a vault.
 public struct ItemClass: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The class's four-letter code (`genp`, ...), as stored.
     public let rawValue: String
+    /// A class by its code: kcar stores any class, the keychain Apple's five.
     public init(rawValue: String) { self.rawValue = rawValue }
+    /// The code.
     public var description: String { rawValue }
 
+    /// A generic password (`kSecClassGenericPassword`), keyed by service and account.
     public static let genericPassword = ItemClass(rawValue: "genp")
+    /// An internet password (`kSecClassInternetPassword`), keyed by server, protocol, port, path, ...
     public static let internetPassword = ItemClass(rawValue: "inet")
+    /// A certificate (`kSecClassCertificate`).
     public static let certificate = ItemClass(rawValue: "cert")
+    /// A cryptographic key (`kSecClassKey`).
     public static let key = ItemClass(rawValue: "keys")
+    /// An identity: a certificate with its private key (`kSecClassIdentity`).
     public static let identity = ItemClass(rawValue: "idnt")
 
     /// Apple's five classes, in the order a search of every class goes through them.
@@ -70,34 +80,57 @@ public struct ItemClass: RawRepresentable, Hashable, Sendable, CustomStringConve
 
 /// A typed attribute value (SPEC.md §7).
 public enum AttributeValue: Hashable, Sendable {
+    /// A UTF-8 string, at most ``Limits/attrValueMax`` bytes.
     case string(String)
+    /// A signed 64-bit integer.
     case integer(Int64)
+    /// A boolean.
     case bool(Bool)
     /// Nanoseconds since 1970-01-01T00:00:00Z.
     case date(nanoseconds: Int64)
+    /// Bytes, at most ``Limits/attrValueMax``.
     case data([UInt8])
 }
 
 /// Apple's attribute names, as stored in the index.
 public enum AttributeName {
+    /// The service of a generic password (`kSecAttrService`).
     public static let service = "svce"
+    /// The account (`kSecAttrAccount`).
     public static let account = "acct"
+    /// A label for people (`kSecAttrLabel`).
     public static let label = "labl"
+    /// What kind of item it is, for people (`kSecAttrDescription`).
     public static let description = "desc"
+    /// A comment (`kSecAttrComment`).
     public static let comment = "icmt"
+    /// Data the application keeps with a generic password (`kSecAttrGeneric`).
     public static let generic = "gena"
+    /// The creator code, a FourCharCode (`kSecAttrCreator`).
     public static let creator = "crtr"
+    /// The item type: a FourCharCode on passwords, a key type on keys (`kSecAttrType`, `kSecAttrKeyType`).
     public static let type = "type"
+    /// When the item was created (`kSecAttrCreationDate`), a date.
     public static let creationDate = "cdat"
+    /// When the item was last changed (`kSecAttrModificationDate`), a date.
     public static let modificationDate = "mdat"
+    /// When the item may be read (`kSecAttrAccessible`): `ak`, `ck`, `dk`, and their `...ThisDeviceOnly` forms ending in `u`.
     public static let accessible = "pdmn"
+    /// Whether the item is synchronized between devices (`kSecAttrSynchronizable`), a bool.
     public static let synchronizable = "sync"
+    /// The access group (`kSecAttrAccessGroup`): in kcar, the vault holding the item says it.
     public static let accessGroup = "agrp"
+    /// The server of an internet password (`kSecAttrServer`).
     public static let server = "srvr"
+    /// The protocol of an internet password (`kSecAttrProtocol`).
     public static let `protocol` = "ptcl"
+    /// The port of an internet password (`kSecAttrPort`), an integer.
     public static let port = "port"
+    /// The path of an internet password (`kSecAttrPath`).
     public static let path = "path"
+    /// The security domain of an internet password (`kSecAttrSecurityDomain`).
     public static let securityDomain = "sdmn"
+    /// The authentication type of an internet password (`kSecAttrAuthenticationType`).
     public static let authenticationType = "atyp"
 }
 
@@ -105,20 +138,24 @@ public enum AttributeName {
 public struct Attributes: Hashable, Sendable, Sequence {
     private(set) var pairs: [(name: String, value: AttributeValue)] = []
 
+    /// No attributes.
     public init() {}
 
+    /// The attributes of `dictionary`, in canonical order.
     public init(_ dictionary: [String: AttributeValue]) {
         for (k, v) in dictionary { self[k] = v }
     }
 
     init(sortedPairs: [(name: String, value: AttributeValue)]) { pairs = sortedPairs }
 
+    /// The number of attributes.
     public var count: Int { pairs.count }
 
     /// Makes room for `n` attributes in all, so that adding up to that many allocates no more (an item's
     /// attributes live as long as its transaction: a large import keeps a million of them).
     public mutating func reserveCapacity(_ n: Int) { pairs.reserveCapacity(n) }
 
+    /// The value of attribute `name`, or nil; setting nil removes it.
     public subscript(name: String) -> AttributeValue? {
         get { find(name).map { pairs[$0].value } }
         set {
@@ -206,8 +243,11 @@ package struct RecordLocation: Hashable, Sendable {
 /// One item of a vault: its id, class, attributes and the size of its value. The value itself is read
 /// with ``Vault/read(_:)`` or ``Vault/read(_:into:)``.
 public struct Item: Hashable, Sendable {
+    /// The item's id: random, 16 bytes, kept by updates and merges.
     public let id: ItemID
+    /// The item's class.
     public var itemClass: ItemClass
+    /// The item's attributes.
     public var attributes: Attributes
     /// Bytes of the value.
     public internal(set) var size: UInt64
@@ -232,6 +272,7 @@ public struct Item: Hashable, Sendable {
 
 /// Lowercase hexadecimal, as ids and public keys are printed.
 public enum Hex {
+    /// `bytes` as lowercase hexadecimal.
     public static func encode(_ bytes: [UInt8]) -> String { hexEncode(bytes) }
     /// Accepts either case; nil for an odd length or a non-hex digit.
     public static func decode(_ text: String) -> [UInt8]? { hexDecode(text) }

@@ -24,12 +24,15 @@ extension RandomSource {
 /// packing 10,000 files does not cost 10,000 `getrandom` calls; bytes handed out are erased from the pool.
 /// Keys (32 bytes and more) always come straight from the CSPRNG into locked memory.
 public final class SystemRandom: RandomSource, @unchecked Sendable {
+    /// The one instance writers use unless told otherwise.
     public static let shared = SystemRandom()
     private static let poolSize = 4096
     private let pool = Mutex<(bytes: [UInt8], used: Int)>(([UInt8](repeating: 0, count: 4096), 4096))
 
+    /// A source of its own (``shared`` serves every writer).
     public init() { Sodium.ensureInitialized() }
 
+    /// Fills `buffer` from the CSPRNG (small draws through the pool).
     public func fill(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let p = buffer.baseAddress, buffer.count > 0 else { return }
         guard buffer.count <= 24 else {
@@ -52,19 +55,19 @@ public final class SystemRandom: RandomSource, @unchecked Sendable {
 
 /// A reproducible stream: the ChaCha20 keystream that `randombytes_buf_deterministic(seed)` produces, consumed
 /// in order. For test vectors and fixtures only; never for a vault that holds secrets.
-public final class DeterministicRandom: RandomSource {
+package final class DeterministicRandom: RandomSource {
     private let seed: [UInt8]
     private var buffer: [UInt8] = []
     private var offset = 0
 
     /// `seed` must be 32 bytes.
-    public init(seed: [UInt8]) {
+    package init(seed: [UInt8]) {
         precondition(seed.count == 32, "seed must be 32 bytes")
         Sodium.ensureInitialized()
         self.seed = seed
     }
 
-    public func fill(_ out: UnsafeMutableRawBufferPointer) {
+    package func fill(_ out: UnsafeMutableRawBufferPointer) {
         let need = offset + out.count
         if need > buffer.count {
             // Regenerate the prefix long enough: the keystream is a pure function of (seed, length prefix).

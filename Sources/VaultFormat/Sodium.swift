@@ -172,13 +172,13 @@ package enum Sodium {
 }
 
 /// BLAKE2b and constant-time comparison, for layers above the vault (the keychain's generation records).
-public enum Digest {
+package enum Digest {
     /// Unkeyed BLAKE2b with `outputBytes` (16...64) of output.
-    public static func blake2b(_ data: [UInt8], outputBytes: Int = 32) -> [UInt8] {
+    package static func blake2b(_ data: [UInt8], outputBytes: Int = 32) -> [UInt8] {
         Sodium.hash(data, outputBytes: outputBytes)
     }
     /// Keyed BLAKE2b-256.
-    public static func mac(key: SecureBytes, _ data: [UInt8]) -> [UInt8] { Sodium.mac(key: key, data) }
+    package static func mac(key: SecureBytes, _ data: [UInt8]) -> [UInt8] { Sodium.mac(key: key, data) }
     /// Compares in time independent of where the bytes differ.
-    public static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool { Sodium.constantTimeEqual(a, b) }
+    package static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool { Sodium.constantTimeEqual(a, b) }
 }

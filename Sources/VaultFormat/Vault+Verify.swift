@@ -6,18 +6,22 @@ public struct VerifyReport: Sendable {
     public var commits = 0
     /// Records and items whose values were read and authenticated in full.
     public var records = 0
+    /// Items whose values were read and authenticated in full.
     public var items = 0
     /// Bytes of the values checked.
     public var valueBytes: UInt64 = 0
+    /// Bytes of the body no live item or current index needs (``Vault/deadBytes``).
     public var deadBytes: UInt64 = 0
     /// Version 2: the index root's garbage count (SPEC.md Part 4, V8.1), a hint for the compaction policy
     /// that a writer keeps; ``deadBytes`` is the exact figure, and a mismatch is not a problem. Nil for
     /// version 1.
     public var countedGarbage: UInt64?
+    /// Bytes after the last complete commit (an interrupted write).
     public var incompleteBytes: UInt64 = 0
     /// Superseded index segments past ``Limits/supersededIndexMax`` that were authenticated but not inflated
     /// and parsed (0 unless older commits hold more index than that; `compact` drops them).
     public var segmentsAuthenticatedOnly = 0
+    /// Whether no problem was found.
     public var isIntact: Bool { problems.isEmpty }
 }
 

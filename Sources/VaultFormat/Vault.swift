@@ -26,6 +26,7 @@ public struct WriteOptions: Sendable {
     /// At most this many small values share one solid record. Fewer make reading one value cheaper (its
     /// whole record is decrypted) at a small cost in size: the keychain, which reads single items, uses 256.
     public var solidMembers: Int
+    /// Options as given; `solidMembers` is clamped to 1...``Limits/membersMax``.
     public init(
         level: Int32 = 6, autoCompact: Bool = true, lockTimeout: Double = 10, solidMembers: Int = Limits.membersMax
     ) {

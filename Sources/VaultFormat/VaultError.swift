@@ -13,7 +13,9 @@
 public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What went wrong, as an open set of codes (new codes may be added in later versions).
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, as ``VaultError/description`` shows it.
         public let rawValue: String
+        /// A code by its name (the codes below are the ones kcar throws).
         public init(rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
@@ -63,6 +65,7 @@ public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let invalidArgument = Code(rawValue: "invalid argument")
     }
 
+    /// What went wrong: compare it (`error.code == .wrongKey`), never the message.
     public let code: Code
     /// Where and what: never contains secrets.
     public let context: String
@@ -79,6 +82,7 @@ public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
     /// vault), when the code that threw it knew one; ``context`` names it too.
     public private(set) var item: ItemID?
 
+    /// An error of `code` whose `context` says where and what (never a secret).
     public init(_ code: Code, _ context: String = "") {
         self.code = code
         self.context = context

@@ -10,6 +10,7 @@ public struct IndexSchema: Hashable, Sendable {
     /// name that starts with `prefix`), so that ``ItemIndex/items(attribute:equals:)`` finds them.
     public var indexed: [String]
 
+    /// A schema keying `classes` as given and indexing the attribute names `indexed`.
     public init(classes: [String: ClassSchema] = [:], indexed: [String] = []) {
         self.classes = classes
         self.indexed = indexed
@@ -69,6 +70,7 @@ public struct Retention: Hashable, Sendable {
     /// The most versions of an item a vault keeps in history (SPEC.md Part 4, V2: `HISTORY_KEEP_MAX`).
     public static let keepMax = PagedLimits.historyKeepMax
 
+    /// Keeps up to `keep` past versions per item for `days` days, and tombstones for `tombstoneDays` days.
     public init(keep: Int = 10, days: Int = 90, tombstoneDays: Int = 90) {
         self.keep = keep
         self.days = days

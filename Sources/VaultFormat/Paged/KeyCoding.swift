@@ -100,6 +100,7 @@ public struct ClassSchema: Hashable, Sendable {
     /// their values, and an item without one is keyed by its default.
     public var keyAttributes: [(name: String, defaultValue: AttributeValue)]
 
+    /// A class keyed by `keyAttributes`, in order.
     public init(keyAttributes: [(name: String, defaultValue: AttributeValue)]) { self.keyAttributes = keyAttributes }
 
     public static func == (a: ClassSchema, b: ClassSchema) -> Bool {
