@@ -96,9 +96,12 @@ enum PackCommand {
         do {
             try createVault(target, group: group, slots: slots, options: options, args) { tx in
                 DebugSeam.pause("pack-writing")
+                // A folder's paths are distinct names, and an items file is packed as it is (as before the
+                // library checked keys): no lookup per item.
                 for e in entries {
                     if let problem = try store(
-                        e, opener: opener, progress: progress, put: { a, v in try tx.add(attributes: a, value: v) })
+                        e, opener: opener, progress: progress,
+                        put: { a, v in try tx.add(attributes: a, value: v, ifKeyExists: .keepBoth) })
                     {
                         warn("skipped \(problem)")
                         changed += 1
@@ -156,7 +159,8 @@ enum PackCommand {
                 args
             ) { tx in
                 packed = try ItemFile.read(file) { e in
-                    try tx.add(class: e.itemClass, attributes: e.attributes, value: .bytes(e.value))
+                    try tx.add(
+                        class: e.itemClass, attributes: e.attributes, value: .bytes(e.value), ifKeyExists: .keepBoth)
                 }
             }
             if !args.flag("quiet") { warn("packed \(count(packed, "item")) into \(vaultPath)") }
@@ -182,7 +186,9 @@ enum PackCommand {
         }
         let slots = try SecretInput.newSlots(args)
         try createVault(vaultPath, group: g, slots: slots, options: WriteOptions(level: level), args) { tx in
-            for e in entries { try tx.add(class: e.itemClass, attributes: e.attributes, value: .bytes(e.value)) }
+            for e in entries {
+                try tx.add(class: e.itemClass, attributes: e.attributes, value: .bytes(e.value), ifKeyExists: .keepBoth)
+            }
         }
         if !args.flag("quiet") { warn("packed \(count(entries.count, "item")) into \(vaultPath)") }
         return deviceOnly > 0 && !args.flag("include-device-only") ? .skipped : .success

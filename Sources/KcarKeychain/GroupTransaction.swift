@@ -171,7 +171,10 @@ public final class GroupTransaction {
         if try isTaken(pk, a) {
             throw KeychainError(.duplicateItem, "an item with the same \(describe(pk)) exists in group \(group)")
         }
-        let id = try rebuildingOnError { try tx.add(class: itemClass, attributes: a, value: .bytes(value)) }
+        // Checked above by §K4's rules (which a vault's own key check would repeat at a lookup per add).
+        let id = try rebuildingOnError {
+            try tx.add(class: itemClass, attributes: a, value: .bytes(value), ifKeyExists: .keepBoth)
+        }
         changed = true
         // In place: a copy per add would make a batch quadratic. Without an index (and without lookups), the
         // next add builds one from the items, this one included.

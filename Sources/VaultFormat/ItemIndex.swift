@@ -63,9 +63,13 @@ extension Vault {
         let keyed = IndexSchema.primaryKeys.classes[itemClass.rawValue]
         let wanted = try ClassSchema.keyValues(key, of: keyed, itemClass, path: path)
         let defaults = keyed?.keyAttributes ?? []
+        // Compared as the index compares them, encoded: strings as bytes, not as equal Swift strings.
+        let target = ItemKey.prefix(class: itemClass.rawValue, values: wanted.map(\.value))
         let found = unorderedItems.filter { item in
             item.itemClass == itemClass
-                && zip(defaults, wanted).allSatisfy { (item.attributes[$0.name] ?? $0.defaultValue) == $1.value }
+                && ItemKey.prefix(
+                    class: itemClass.rawValue, values: defaults.map { item.attributes[$0.name] ?? $0.defaultValue })
+                    == target
         }
         return Vault.sortOrder(found).map { found[$0] }
     }

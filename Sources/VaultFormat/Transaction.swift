@@ -49,16 +49,48 @@ public final class Transaction {
         return item(id)
     }
 
-    /// Adds a new item and returns its id.
+    /// Adds a new item and returns its id (or, with `.replace`, the id of the item it replaced).
+    ///
+    /// An item's *key* is the values of its class's key attributes, as the vault keys them: its schema's in
+    /// the current format (``ItemIndex/schema``; ``IndexSchema/primaryKeys`` unless the vault was made with
+    /// another), those of ``IndexSchema/primaryKeys`` in version 1; an attribute an item lacks counts as its
+    /// default. A generic password's key is its `sync`, service and account. `ifKeyExists` says what happens
+    /// when a live item, stored or added in this transaction, already has the new item's key:
+    /// ``KeyConflict/refuse`` (``VaultError/Code/exists``, naming that item), ``KeyConflict/replace`` or
+    /// ``KeyConflict/keepBoth``. A class without key attributes never conflicts.
     @discardableResult
-    public func add(class itemClass: ItemClass = .genericPassword, attributes: Attributes, value: ValueSource) throws
-        -> ItemID
-    {
+    public func add(
+        class itemClass: ItemClass = .genericPassword, attributes: Attributes, value: ValueSource,
+        ifKeyExists conflict: KeyConflict = .refuse
+    ) throws -> ItemID {
         try Transaction.check(itemClass, attributes)
+        var key: ItemKeyValues?
+        if conflict != .keepBoth, let k = keyOf(itemClass, attributes) {
+            key = k
+            let existing = try liveItems(withKey: k)
+            if let first = existing.first {
+                guard conflict == .replace else {
+                    throw VaultError(
+                        .exists, item: first,
+                        "an item of class \(itemClass.rawValue) with the key \(k.text) is already in the vault "
+                            + "(item \(first)); add it with ifKeyExists: .replace to replace it")
+                }
+                guard existing.count == 1 else {
+                    throw VaultError(
+                        .exists, item: first,
+                        "\(existing.count) items of class \(itemClass.rawValue) have the key \(k.text); "
+                            + "update the one to change by its id")
+                }
+                try update(first, class: itemClass, attributes: attributes, value: value)
+                return first
+            }
+        }
         guard changes.held.count < Limits.itemsMax else {
             throw VaultError(.invalidArgument, "a vault holds at most \(Limits.itemsMax) items")
         }
-        return try changes.add(class: itemClass, attributes: attributes, value: value)
+        let id = try changes.add(class: itemClass, attributes: attributes, value: value)
+        if let key = key ?? keyOf(itemClass, attributes) { remember(id, under: key) }
+        return id
     }
 
     /// Changes an item's class or attributes, its value, or both.
@@ -68,12 +100,70 @@ public final class Transaction {
     ) throws {
         guard let item = try current(id) else { throw VaultError(.itemNotFound, item: id, "item \(id)") }
         try changes.update(item, class: itemClass, attributes: attributes, value: value)
+        if itemClass != nil || attributes != nil,
+            let key = keyOf(itemClass ?? item.itemClass, attributes ?? item.attributes)
+        {
+            remember(id, under: key)
+        }
     }
 
     /// Removes an item.
     public func delete(_ id: ItemID) throws {
         guard let item = try current(id) else { throw VaultError(.itemNotFound, item: id, "item \(id)") }
         try changes.delete(item)
+    }
+
+    // MARK: Keys
+
+    /// Version 1: the ids of live items under each key, built from every item on the first add that checks,
+    /// then kept up by every add and update (an id under a key its item no longer has is dropped when it is
+    /// looked up).
+    private var idsByKey: [ItemKeyValues: [ItemID]]?
+    /// Version 2: the ids this transaction added or moved under each key (the vault's index answers for the
+    /// stored items, so that a commit of one item reads a few pages, not every item).
+    private var changedIDsByKey: [ItemKeyValues: [ItemID]] = [:]
+
+    /// The key of an item of class `itemClass` with `attributes`, or nil when the class has no key attributes.
+    private func keyOf(_ itemClass: ItemClass, _ attributes: Attributes) -> ItemKeyValues? {
+        guard let keyed = changes.keySchema.classes[itemClass.rawValue]?.keyAttributes, !keyed.isEmpty else {
+            return nil
+        }
+        return ItemKeyValues(
+            itemClass: itemClass, names: keyed.map(\.name),
+            values: keyed.map { attributes[$0.name] ?? $0.defaultValue })
+    }
+
+    private func remember(_ id: ItemID, under key: ItemKeyValues) {
+        if changes.storedIndex != nil {
+            changedIDsByKey[key, default: []].append(id)
+        } else if idsByKey != nil {
+            idsByKey![key, default: []].append(id)
+        }
+    }
+
+    /// The live items with `key`, as this transaction stands.
+    private func liveItems(withKey key: ItemKeyValues) throws -> [ItemID] {
+        // Each candidate as it stands now: the index answers for the stored items this transaction did not
+        // touch (on demand, the transaction does not hold them), the transaction for the others.
+        var candidates: [Item]
+        if let (index, touched) = changes.storedIndex {
+            candidates = try index.items(class: key.itemClass, keyValues: key.values).filter { touched[$0.id] == nil }
+            candidates += (changedIDsByKey[key] ?? []).compactMap { changes.item($0) }
+        } else {
+            if idsByKey == nil {
+                var all: [ItemKeyValues: [ItemID]] = [:]
+                for item in changes.held.values {
+                    if let k = keyOf(item.itemClass, item.attributes) { all[k, default: []].append(item.id) }
+                }
+                idsByKey = all
+            }
+            candidates = (idsByKey?[key] ?? []).compactMap { changes.item($0) }
+        }
+        // An id may be listed twice, or under a key its item no longer has (moved or deleted since).
+        var seen = Set<ItemID>()
+        return candidates.filter { item in
+            seen.insert(item.id).inserted && keyOf(item.itemClass, item.attributes) == key
+        }.map(\.id)
     }
 
     static func check(_ c: ItemClass, _ attributes: Attributes) throws {
@@ -100,6 +190,55 @@ public final class Transaction {
     }
 }
 
+/// What ``Transaction/add(class:attributes:value:ifKeyExists:)`` does when a live item already has the new
+/// item's key.
+public enum KeyConflict: Sendable {
+    /// Throws ``VaultError/Code/exists`` naming the item that has the key; nothing is added.
+    case refuse
+    /// Replaces that item's class, attributes and value (as ``Transaction/update(_:class:attributes:value:)``:
+    /// it keeps its id, and in the current format its old value stays in its history). Refused when several
+    /// items have the key.
+    case replace
+    /// Adds the item beside it: two items with one key, which a lookup by key finds both of (as a merge of
+    /// two copies that each added one can also leave). For callers that know their keys are distinct.
+    case keepBoth
+}
+
+/// An item's key: its class and the values of the class's key attributes. Two keys are equal when their
+/// encodings are (SPEC.md Part 4, V3.1: strings compare as bytes, so "é" and "e\u{301}", equal as Swift
+/// strings, are two keys, as they are two names to `extract`).
+struct ItemKeyValues: Hashable {
+    let itemClass: ItemClass
+    let names: [String]
+    let values: [AttributeValue]
+    /// `ordered-string(class) || typed key values`: what equality and hashing use.
+    let bytes: [UInt8]
+
+    init(itemClass: ItemClass, names: [String], values: [AttributeValue]) {
+        self.itemClass = itemClass
+        self.names = names
+        self.values = values
+        bytes = ItemKey.prefix(class: itemClass.rawValue, values: values)
+    }
+
+    static func == (a: ItemKeyValues, b: ItemKeyValues) -> Bool { a.bytes == b.bytes }
+    func hash(into h: inout Hasher) { h.combine(bytes) }
+
+    /// The key as an error shows it (attribute values are not secret: `kcar list` shows them).
+    var text: String {
+        func shown(_ v: AttributeValue) -> String {
+            switch v {
+            case .string(let s): return "\"\(s.count > 64 ? s.prefix(64) + "..." : s)\""
+            case .integer(let n): return String(n)
+            case .bool(let b): return String(b)
+            case .date(let ns): return "\(ns) ns"
+            case .data(let d): return "0x" + Hex.encode(Array(d.prefix(32))) + (d.count > 32 ? "..." : "")
+            }
+        }
+        return "(" + zip(names, values).map { "\($0)=\(shown($1))" }.joined(separator: ", ") + ")"
+    }
+}
+
 /// What one format version does with the changes of a ``Transaction``. The transaction checks what every
 /// version refuses (class and attribute limits, the item count, an unknown id) and hands the change over; the
 /// vault's commit reads the result from the concrete type it made.
@@ -112,6 +251,11 @@ protocol TransactionChanges: AnyObject {
     /// Whether ``item(_:)`` answers for `id` without reading every item first.
     func knows(_ id: ItemID) -> Bool
     var itemIndex: ItemIndex? { get }
+    /// How the vault keys its items: what ``Transaction/add(class:attributes:value:ifKeyExists:)`` checks.
+    var keySchema: IndexSchema { get }
+    /// The index of the items as stored before this transaction, and the items the transaction changed since
+    /// (nil: deleted), whether or not every item is held (nil: the format keeps no index).
+    var storedIndex: (index: ItemIndex, touched: [ItemID: Item?])? { get }
     var touchedItems: [ItemID: Item?] { get }
     func know(_ item: Item)
     /// The changes with every item read, when this one holds only some (nil: it holds them all).
@@ -127,6 +271,8 @@ extension TransactionChanges {
     func item(_ id: ItemID) -> Item? { held[id] }
     func knows(_ id: ItemID) -> Bool { true }
     var itemIndex: ItemIndex? { nil }
+    var keySchema: IndexSchema { .primaryKeys }
+    var storedIndex: (index: ItemIndex, touched: [ItemID: Item?])? { nil }
     var touchedItems: [ItemID: Item?] { [:] }
     func know(_ item: Item) {}
     func loadingAll() throws -> (any TransactionChanges)? { nil }

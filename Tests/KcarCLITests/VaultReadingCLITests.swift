@@ -64,7 +64,7 @@ final class VaultReadingCLITests: XCTestCase {
                 var a = Attributes()
                 a[AttributeName.service] = .string("svc")
                 a[AttributeName.account] = .string("token")
-                try tx.add(attributes: a, value: .bytes(Array(v.utf8)))
+                try tx.add(attributes: a, value: .bytes(Array(v.utf8)), ifKeyExists: .keepBoth)
             }
         }
         let out = dir + "/out"

@@ -214,8 +214,12 @@ final class PagedMergeShapeTests: PagedTestCase {
         try Vault.create(
             path: v1, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], format: .version1
         ) { tx in
-            try tx.add(attributes: Attributes(["svce": .string("twin"), "acct": .string("me")]), value: .bytes([1]))
-            try tx.add(attributes: Attributes(["svce": .string("twin"), "acct": .string("me")]), value: .bytes([2]))
+            try tx.add(
+                attributes: Attributes(["svce": .string("twin"), "acct": .string("me")]), value: .bytes([1]),
+                ifKeyExists: .keepBoth)
+            try tx.add(
+                attributes: Attributes(["svce": .string("twin"), "acct": .string("me")]), value: .bytes([2]),
+                ifKeyExists: .keepBoth)
             try tx.add(attributes: Attributes(["svce": .string("single"), "acct": .string("me")]), value: .bytes([3]))
         }
         let a = try copy(v1, "a.kcv")

@@ -87,7 +87,7 @@ final class SharedVaultTests: XCTestCase {
         try Vault.open(path: path, secret: .keyFile(key), mode: .write).commit { tx in
             // The same service and account twice, as a collaborator's copy could hold them.
             try tx.add(attributes: primaryKey("db", "twice"), value: .bytes([1]))
-            try tx.add(attributes: primaryKey("db", "twice"), value: .bytes([2]))
+            try tx.add(attributes: primaryKey("db", "twice"), value: .bytes([2]), ifKeyExists: .keepBoth)
         }
         XCTAssertThrowsError(try vault.value(class: .genericPassword, key: primaryKey("db", "twice"))) {
             XCTAssertEqual(($0 as? VaultError)?.code, .invalidArgument)

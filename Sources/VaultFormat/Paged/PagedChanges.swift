@@ -10,6 +10,9 @@ final class PagedChanges: TransactionChanges {
         held = state
     }
 
+    var keySchema: IndexSchema { paged.vault.schema }
+    var storedIndex: (index: ItemIndex, touched: [ItemID: Item?])? { (ItemIndex(paged.vault), paged.changedItems) }
+
     func add(class itemClass: ItemClass, attributes: Attributes, value: ValueSource) throws -> ItemID {
         let id = try paged.add(class: itemClass, attributes: attributes, value: value)
         held[id] = Item.pending(id, itemClass, attributes)
@@ -42,6 +45,8 @@ final class OnDemandPagedChanges: TransactionChanges {
     }
 
     var itemIndex: ItemIndex? { ItemIndex(paged.vault) }
+    var keySchema: IndexSchema { paged.vault.schema }
+    var storedIndex: (index: ItemIndex, touched: [ItemID: Item?])? { (ItemIndex(paged.vault), paged.changedItems) }
     var touchedItems: [ItemID: Item?] { paged.changedItems }
 
     var items: [Item] {

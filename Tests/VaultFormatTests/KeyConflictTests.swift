@@ -1,0 +1,157 @@
+import Foundation
+import TestSupport
+import XCTest
+
+@testable import VaultFormat
+
+/// Issue 26: a transaction refuses a second item with a key a live item has (stored, or added in the same
+/// transaction), replaces it when asked, or keeps both when asked; in both formats, and on demand.
+final class KeyConflictTests: XCTestCase {
+    var dir = ""
+    let key = SecureBytes(copying: Recipes.keyFile)
+    var secret: UnlockSecret { .keyFile(key) }
+
+    override func setUp() {
+        dir = NSTemporaryDirectory() + "kcar-keys-\(UUID().uuidString)"
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
+
+    func item(_ service: String, _ account: String?, sync: Bool? = nil) -> Attributes {
+        var a = Attributes([AttributeName.service: .string(service)])
+        if let account { a[AttributeName.account] = .string(account) }
+        if let sync { a[AttributeName.synchronizable] = .bool(sync) }
+        return a
+    }
+
+    /// The three ways a vault is written to: version 1, version 2 with its items read, version 2 on demand.
+    func eachWay(_ body: (_ name: String, _ open: () throws -> Vault) throws -> Void) throws {
+        for (name, format, onDemand) in [
+            ("version 1", NewVaultFormat.version1, false), ("version 2", .current(), false),
+            ("version 2 on demand", .current(), true)
+        ] {
+            let path = dir + "/v.kcv"
+            try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: format, overwrite: true) { tx in
+                try tx.add(attributes: self.item("db", "app"), value: .bytes([1]))
+            }
+            try body(name) { try Vault.open(path: path, secret: self.secret, mode: .write, itemsOnDemand: onDemand) }
+        }
+    }
+
+    /// `service/account/sync` to value, read from the file by a new instance.
+    func values(_ v: Vault) throws -> [String: [UInt8]] {
+        let r = try Vault.open(path: v.path, secret: secret)
+        var out: [String: [UInt8]] = [:]
+        for item in r.items {
+            let sync = item.attributes[AttributeName.synchronizable].map { "\($0)" } ?? "-"
+            out["\(item.service ?? "")/\(item.account ?? "")/\(sync)"] = try r.read(item)
+        }
+        return out
+    }
+
+    func testASecondItemWithAStoredKeyIsRefusedAndNothingIsWritten() throws {
+        try eachWay { name, open in
+            let v = try open()
+            let stored = try XCTUnwrap(try v.items(class: .genericPassword, key: item("db", "app")).first)
+            let generation = v.generation
+            XCTAssertThrowsError(
+                try v.commit { tx in
+                    try tx.add(attributes: self.item("other", "x"), value: .bytes([5]))
+                    try tx.add(attributes: self.item("db", "app"), value: .bytes([2]))
+                }, name
+            ) {
+                let e = $0 as? VaultError
+                XCTAssertEqual(e?.code, .exists, name)
+                XCTAssertEqual(e?.item, stored.id, name)
+                XCTAssertTrue(e?.context.contains("already in the vault") ?? false, "\(String(describing: e))")
+            }
+            XCTAssertEqual(try open().generation, generation, name)
+            XCTAssertEqual(try values(v), ["db/app/-": [1]], name)
+        }
+    }
+
+    func testTwoItemsWithOneKeyInOneTransactionAreRefused() throws {
+        try eachWay { name, open in
+            let v = try open()
+            XCTAssertThrowsError(
+                try v.commit { tx in
+                    try tx.add(attributes: self.item("new", "a"), value: .bytes([1]))
+                    try tx.add(attributes: self.item("new", "a"), value: .bytes([2]))
+                }, name
+            ) { XCTAssertEqual(($0 as? VaultError)?.code, .exists, name) }
+        }
+    }
+
+    func testReplaceKeepsTheIdAndKeepBothAddsASecond() throws {
+        try eachWay { name, open in
+            let v = try open()
+            let stored = try XCTUnwrap(try v.items(class: .genericPassword, key: item("db", "app")).first)
+            var replaced: ItemID?
+            try v.commit { tx in
+                replaced = try tx.add(attributes: self.item("db", "app"), value: .bytes([2]), ifKeyExists: .replace)
+            }
+            XCTAssertEqual(replaced, stored.id, name)
+            XCTAssertEqual(try values(v), ["db/app/-": [2]], name)
+            try v.commit { tx in
+                try tx.add(attributes: self.item("db", "app"), value: .bytes([3]), ifKeyExists: .keepBoth)
+            }
+            XCTAssertEqual(try open().items(class: .genericPassword, key: item("db", "app")).count, 2, name)
+            // Two items with the key: replacing one of them is refused rather than guessed.
+            XCTAssertThrowsError(
+                try v.commit { tx in
+                    try tx.add(attributes: self.item("db", "app"), value: .bytes([4]), ifKeyExists: .replace)
+                }, name
+            ) { XCTAssertTrue("\($0)".contains("2 items"), "\($0)") }
+        }
+    }
+
+    /// The key is what the item has now in the transaction: a delete or a move frees it, a move takes another.
+    func testADeleteOrAMoveInTheTransactionFreesTheKey() throws {
+        try eachWay { name, open in
+            let v = try open()
+            let stored = try XCTUnwrap(try v.items(class: .genericPassword, key: item("db", "app")).first)
+            try v.commit { tx in
+                try tx.update(stored.id, attributes: self.item("db", "moved"))
+                try tx.add(attributes: self.item("db", "app"), value: .bytes([7]))
+                XCTAssertThrowsError(try tx.add(attributes: self.item("db", "moved"), value: .bytes([8])), name)
+            }
+            XCTAssertEqual(try values(v), ["db/app/-": [7], "db/moved/-": [1]], name)
+            let moved = try XCTUnwrap(try open().items(class: .genericPassword, key: item("db", "moved")).first)
+            try v.commit { tx in
+                try tx.delete(moved.id)
+                try tx.add(attributes: self.item("db", "moved"), value: .bytes([9]))
+            }
+            XCTAssertEqual(try values(v), ["db/app/-": [7], "db/moved/-": [9]], name)
+        }
+    }
+
+    /// An attribute an item lacks counts as its default; another `sync` is another key; a class without key
+    /// attributes never conflicts.
+    func testTheKeyIsTheKeyAttributesWithTheirDefaults() throws {
+        try eachWay { name, open in
+            let v = try open()
+            XCTAssertThrowsError(
+                try v.commit { tx in try tx.add(attributes: self.item("db", "app", sync: false), value: .bytes([2])) },
+                name)
+            try v.commit { tx in
+                try tx.add(attributes: self.item("db", "app", sync: true), value: .bytes([3]))
+                try tx.add(attributes: self.item("db", nil), value: .bytes([4]))
+                XCTAssertThrowsError(try tx.add(attributes: self.item("db", ""), value: .bytes([5])), name)
+                // Keys compare as bytes: NFC and NFD spellings, equal as Swift strings, are two keys.
+                try tx.add(attributes: self.item("caf\u{E9}", "x"), value: .bytes([6]))
+                try tx.add(attributes: self.item("cafe\u{301}", "x"), value: .bytes([7]))
+                for n in 0..<3 {
+                    try tx.add(
+                        class: ItemClass(rawValue: "note"), attributes: self.item("db", "app"),
+                        value: .bytes([UInt8(n)]))
+                }
+            }
+            XCTAssertEqual(try open().count, 8, name)
+            let r = try open()
+            XCTAssertEqual(
+                try r.items(class: .genericPassword, key: self.item("cafe\u{301}", "x")).map { try r.read($0) }, [[7]],
+                name)
+        }
+    }
+}
