@@ -71,7 +71,7 @@ public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
     public let context: String
     /// The copy of a merge or sync the error is about (BASE, OURS or THEIRS), which ``context`` names first as
     /// `SIDE (PATH)`: a field, so that a caller tells which file failed without reading the message.
-    package let side: MergeSide?
+    public let side: MergeSide?
     /// The file the error is about: the vault's, for every error thrown by a ``Vault`` (``description`` names
     /// it), and the file a system call failed on.
     public private(set) var path: String?

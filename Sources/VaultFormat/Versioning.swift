@@ -1,42 +1,45 @@
 /// What a vault whose items carry versions can do (SPEC.md Part 4: V5 clocks, V8 history and retention, V9
 /// merge): list an item's kept versions and bring one back, merge another copy of the vault, write a shared copy,
 /// and read its items with their versions. A vault of a format that keeps versions has this capability (version
-/// 2); version 1 has none (`kcar upgrade` gives it one). Commands name this capability, never the engine behind
-/// it, so that a later format is one more engine that provides it. Reads look the trees up as they go; nothing
-/// holds every item.
-package struct Versioning {
+/// 2); version 1 has none (``Vault/upgrade(schema:retention:writerID:random:options:)`` gives it one). Callers
+/// name this capability, never the engine behind it, so that a later format is one more engine that provides
+/// it. Reads look the trees up as they go; nothing holds every item. Take it from a vault
+/// (``Vault/versioning``) and use it while the vault is open.
+public struct Versioning {
     let engine: PagedVault
 
     init(_ engine: PagedVault) { self.engine = engine }
 
     /// The file's path, as it was opened.
-    package var path: String { engine.path }
+    public var path: String { engine.path }
     /// Live items in the last commit.
-    package var count: Int { engine.count }
+    public var count: Int { engine.count }
     /// The last commit's generation.
-    package var generation: UInt64 { engine.generation }
+    public var generation: UInt64 { engine.generation }
 
     // MARK: Reading
 
     /// Every live item in key order (class, then key attributes, then id), until `body` returns false.
-    package func forEachItem(_ body: (Item) throws -> Bool) throws { try engine.forEachItem(body) }
+    public func forEachItem(_ body: (Item) throws -> Bool) throws { try naming { try engine.forEachItem(body) } }
 
     /// Every live item with its version, in key order, until `body` returns false.
-    package func forEachLiveState(_ body: (ItemState) throws -> Bool) throws { try engine.forEachLiveState(body) }
+    public func forEachLiveState(_ body: (ItemState) throws -> Bool) throws {
+        try naming { try engine.forEachLiveState(body) }
+    }
 
     /// Every kept version of every item (by item id, then version), until `body` returns false.
-    package func forEachKeptVersion(_ body: (KeptVersion) throws -> Bool) throws {
-        try engine.forEachKeptVersion(body)
+    public func forEachKeptVersion(_ body: (KeptVersion) throws -> Bool) throws {
+        try naming { try engine.forEachKeptVersion(body) }
     }
 
     /// The kept earlier versions of the item with this id, oldest first.
-    package func keptVersions(of id: ItemID) throws -> [KeptVersion] { try engine.keptVersions(of: id) }
+    public func keptVersions(of id: ItemID) throws -> [KeptVersion] { try naming { try engine.keptVersions(of: id) } }
 
     /// The item's entry now (its live version or its tombstone), nil if the vault holds none.
-    package func state(of item: Item) throws -> ItemState? { try engine.state(of: item) }
+    public func state(of item: Item) throws -> ItemState? { try naming { try engine.state(of: item) } }
 
     /// The value of `item`, live or kept.
-    package func read(_ item: Item) throws -> [UInt8] { try engine.read(item) }
+    public func read(_ item: Item) throws -> [UInt8] { try naming { try engine.read(item) } }
 
     /// The values of `items` (live or kept) in record order, each as `begin`, its bytes, `end`.
     package func readValues(
@@ -48,18 +51,35 @@ package struct Versioning {
 
     // MARK: Changing
 
+    /// Brings `kept` back as its item's newest version, in one commit: the item's current version (if it was
+    /// not deleted) is kept in history in turn, so a restore can itself be undone. Needs `.write`.
+    public func restore(_ kept: KeptVersion) throws {
+        try naming {
+            let value = try engine.read(kept.item)
+            let current = try engine.state(of: kept.item)
+            try restore(kept.item, value: value, over: current)
+        }
+    }
+
     /// Brings a kept version back as the item's newest version (its current one, `current`, is kept in turn).
     package func restore(_ kept: Item, value: [UInt8], over current: ItemState?) throws {
         try engine.commit { tx in try tx.restore(kept, value: value, over: current) }
     }
 
     /// Drops the kept versions of the items in `ids` by a compaction, so that their values leave the file.
-    package func dropHistory(of ids: Set<ItemID>) throws { try engine.compact(droppingHistoryOf: ids) }
+    public func dropHistory(of ids: Set<ItemID>) throws { try naming { try engine.compact(droppingHistoryOf: ids) } }
 
-    /// Merges THEIRS into this vault (OURS) given their common ancestor BASE (nil: none), in one commit
-    /// (SPEC.md Part 4, V9). THEIRS and BASE are only read.
+    /// Merges THEIRS, another copy of this vault, into this one (OURS) given their common ancestor BASE (nil:
+    /// none), in one commit (SPEC.md Part 4, V9): each item's newest version wins, the loser is kept in
+    /// history, and the same merge in any order gives the same items. THEIRS and BASE are only read; this
+    /// vault needs `.write`. With `listingTaken`, the report lists each entry taken from THEIRS.
+    public func merge(base: Versioning?, theirs: Versioning, listingTaken: Bool = false) throws -> MergeReport {
+        try merge(base: base, theirs: theirs, policy: .plain, listingTaken: listingTaken)
+    }
+
+    /// ``merge(base:theirs:listingTaken:)`` under `policy` (the keychain's device-only rule, SPEC.md §K9).
     package func merge(
-        base: Versioning?, theirs: Versioning, policy: MergePolicy = .plain, listingTaken: Bool = false
+        base: Versioning?, theirs: Versioning, policy: MergePolicy, listingTaken: Bool = false
     ) throws -> MergeReport {
         try engine.merge(base: base?.engine, theirs: theirs.engine, policy: policy, listingTaken: listingTaken)
     }
@@ -75,9 +95,14 @@ package struct Versioning {
     package func checkClockTakenWhole(now: UInt64) throws { try engine.checkClockTakenWhole(now: now) }
 }
 
+extension Versioning {
+    /// `body`, its ``VaultError`` naming this vault's file.
+    private func naming<T>(_ body: () throws -> T) throws -> T { try Vault.naming(engine.path, body) }
+}
+
 extension Vault {
     /// The vault's versions (kept history, restore, merge), or nil when its format keeps none (version 1).
-    package var versioning: Versioning? { engine.versioning }
+    public var versioning: Versioning? { engine.versioning }
 }
 
 extension Header {

@@ -105,6 +105,12 @@ final class ReadmeTests: XCTestCase {
         try typecheck(
             vault.joined(separator: "\n")
                 + "\nfunc keyFileBytes() throws -> [UInt8] { [UInt8](repeating: 7, count: 32) }\n")
+        let startup = try articleBlocks("Sources/VaultFormat/VaultFormat.docc/ReadingASecretAtStartup.md")
+        XCTAssertEqual(startup.count, 3)
+        try typecheck(startup.joined(separator: "\n"))
+        let deploy = try articleBlocks("Sources/VaultFormat/VaultFormat.docc/WritingAVaultFromADeployTool.md")
+        XCTAssertEqual(deploy.count, 2)
+        try typecheck(deploy.joined(separator: "\n"))
         let archive = try articleBlocks("Sources/KeyedArchive/KeyedArchive.docc/GettingStarted.md")
         XCTAssertEqual(archive.count, 3)
         try typecheck(archive.joined(separator: "\n") + "\nfunc loadLegacyPlist() throws -> [UInt8] { [] }\n")

@@ -6,18 +6,7 @@ import XCTest
 
 /// Issue 26: a transaction refuses a second item with a key a live item has (stored, or added in the same
 /// transaction), replaces it when asked, or keeps both when asked; in both formats, and on demand.
-final class KeyConflictTests: XCTestCase {
-    var dir = ""
-    let key = SecureBytes(copying: Recipes.keyFile)
-    var secret: UnlockSecret { .keyFile(key) }
-
-    override func setUp() {
-        dir = NSTemporaryDirectory() + "kcar-keys-\(UUID().uuidString)"
-        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    }
-
-    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
-
+final class KeyConflictTests: VaultTestCase {
     func item(_ service: String, _ account: String?, sync: Bool? = nil) -> Attributes {
         var a = Attributes([AttributeName.service: .string(service)])
         if let account { a[AttributeName.account] = .string(account) }

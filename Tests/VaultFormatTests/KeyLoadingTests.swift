@@ -6,16 +6,7 @@ import XCTest
 
 /// Issue 26: a program loads its key as `kcar` does (`--key-file`, `--identity`, `--passphrase-file`), with the
 /// same checks, instead of reading bytes itself.
-final class KeyLoadingTests: XCTestCase {
-    var dir = ""
-
-    override func setUp() {
-        dir = NSTemporaryDirectory() + "kcar-keys-\(UUID().uuidString)"
-        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    }
-
-    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
-
+final class KeyLoadingTests: VaultTestCase {
     func write(_ name: String, _ bytes: [UInt8]) throws -> String {
         let path = dir + "/" + name
         try Data(bytes).write(to: URL(fileURLWithPath: path))

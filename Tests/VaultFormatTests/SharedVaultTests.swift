@@ -10,17 +10,7 @@ private func primaryKey(_ service: String, _ account: String) -> Attributes {
 
 /// Issue 26: one vault shared by many tasks (`SharedVault`), its async variants off the cooperative pool, and
 /// `close()`. Written against the public API only.
-final class SharedVaultTests: XCTestCase {
-    var dir = ""
-    let key = SecureBytes(copying: Recipes.keyFile)
-
-    override func setUp() {
-        dir = NSTemporaryDirectory() + "kcar-shared-\(UUID().uuidString)"
-        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    }
-
-    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
-
+final class SharedVaultTests: VaultTestCase {
     func make(_ name: String, items: Int, format: NewVaultFormat = .current()) throws -> String {
         let path = dir + "/" + name
         try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: format) { tx in

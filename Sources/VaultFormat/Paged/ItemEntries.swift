@@ -1,28 +1,37 @@
 /// A version (SPEC.md Part 4, V5): a hybrid logical clock and the writer that made it, ordered by clock,
 /// then writer.
-package struct Version: Hashable, Comparable, Sendable {
-    package var hlc: UInt64
-    package var writer: UInt64
+public struct Version: Hashable, Comparable, Sendable {
+    /// The hybrid logical clock: milliseconds since 1970 in the upper 48 bits, a counter in the lower 16.
+    public var hlc: UInt64
+    /// The writer that made the version (a random id per user or program).
+    public var writer: UInt64
 
-    package init(hlc: UInt64, writer: UInt64) {
+    /// Milliseconds since 1970 of the version's clock.
+    public var milliseconds: UInt64 { hlc >> 16 }
+
+    /// The version of clock `hlc` by writer `writer`.
+    public init(hlc: UInt64, writer: UInt64) {
         self.hlc = hlc
         self.writer = writer
     }
 
-    package static func < (a: Version, b: Version) -> Bool { (a.hlc, a.writer) < (b.hlc, b.writer) }
+    public static func < (a: Version, b: Version) -> Bool { (a.hlc, a.writer) < (b.hlc, b.writer) }
 }
 
 /// An items-tree entry, decoded: a live item or a tombstone, with its version.
-package struct ItemState: Hashable, Sendable {
+public struct ItemState: Hashable, Sendable {
+    /// The entry's key in the items tree (SPEC.md Part 4, V3.4).
     package var key: [UInt8]
-    package var id: ItemID
-    package var version: Version
+    /// The item's id.
+    public var id: ItemID
+    /// The version the item has now (for a tombstone: the version of its deletion).
+    public var version: Version
     /// The item, boxed: a state is 48 bytes wherever it is held (a merge keeps several maps of them, a tombstone
     /// bomb a million), and copies of one state share one item.
     private var boxed: ItemBox?
 
-    /// nil for a tombstone.
-    package var item: Item? {
+    /// The item; nil for a tombstone (a deleted item).
+    public var item: Item? {
         get { boxed?.item }
         set { boxed = newValue.map(ItemBox.init) }
     }
@@ -34,11 +43,11 @@ package struct ItemState: Hashable, Sendable {
         self.boxed = item.map(ItemBox.init)
     }
 
-    package static func == (a: ItemState, b: ItemState) -> Bool {
+    public static func == (a: ItemState, b: ItemState) -> Bool {
         a.key == b.key && a.id == b.id && a.version == b.version && a.item == b.item
     }
 
-    package func hash(into h: inout Hasher) {
+    public func hash(into h: inout Hasher) {
         h.combine(key)
         h.combine(id)
         h.combine(version)
@@ -55,10 +64,35 @@ private final class ItemBox: Sendable {
 
 /// A kept earlier version of an item (a history entry, V3.4): the version it had, why it was kept (1 replaced
 /// by an update, 2 lost a merge, 3 deleted) and the item as it was, its value where the entry's record says.
-package struct KeptVersion: Hashable, Sendable {
-    package var version: Version
+public struct KeptVersion: Hashable, Sendable {
+    /// The version the item had.
+    public var version: Version
+    /// Why it was kept: 1 replaced by an update, 2 lost a merge, 3 deleted (``reason``).
     package var why: UInt8
-    package var item: Item
+    /// The item as it was; ``Versioning/read(_:)`` reads its value.
+    public var item: Item
+
+    /// Why a version was kept.
+    public enum Reason: Sendable, Hashable {
+        /// A later version replaced it (an update, or a restore of another version).
+        case replaced
+        /// It lost a merge to the other copy's newer version.
+        case lostMerge
+        /// The item was deleted.
+        case deleted
+        /// A reason a later version of the format added.
+        case other(UInt8)
+    }
+
+    /// Why this version was kept.
+    public var reason: Reason {
+        switch why {
+        case 1: return .replaced
+        case 2: return .lostMerge
+        case 3: return .deleted
+        default: return .other(why)
+        }
+    }
 }
 
 /// Items <-> entries of the three trees (V3.4).

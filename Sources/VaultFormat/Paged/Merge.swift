@@ -1,53 +1,61 @@
 /// An item both sides of a merge changed differently (V9 step 3): the state each side held, and which won (the
 /// newer version). The losing live version is kept in OURS's history.
-package struct MergeConflict: Hashable, Sendable {
-    package var id: ItemID
+public struct MergeConflict: Hashable, Sendable {
+    /// The item both copies changed.
+    public var id: ItemID
     /// OURS's and THEIRS's states (nil: the side holds no entry; a state without an item: a deletion).
-    package var ours: ItemState?
-    package var theirs: ItemState?
-    package var winner: MergeSide
+    public var ours: ItemState?
+    /// THEIRS's state.
+    public var theirs: ItemState?
+    /// The side whose version won (the newer one).
+    public var winner: MergeSide
 
     /// The item as the winner holds it, else as the loser does (a deletion names its item by the other side).
-    package var item: Item? {
+    public var item: Item? {
         (winner == .ours ? ours?.item : theirs?.item) ?? (winner == .ours ? theirs?.item : ours?.item)
     }
-    package var loser: ItemState? { winner == .ours ? theirs : ours }
+    /// The state that lost (kept in history when it was live).
+    public var loser: ItemState? { winner == .ours ? theirs : ours }
 }
 
 /// An entry a merge took from THEIRS: the item as taken, or, for a deletion, as OURS held it before (nil: OURS
 /// had no live version of it).
-package struct MergeTaken: Hashable, Sendable {
-    package var id: ItemID
-    package var item: Item?
-    package var deleted: Bool
+public struct MergeTaken: Hashable, Sendable {
+    /// The item's id.
+    public var id: ItemID
+    /// The item as taken (for a deletion, as OURS held it, when it did).
+    public var item: Item?
+    /// Whether what was taken is a deletion.
+    public var deleted: Bool
 }
 
 /// What a merge did (SPEC.md Part 4, V9).
-package struct MergeReport: Hashable, Sendable {
+public struct MergeReport: Hashable, Sendable {
     /// Items whose entry (live or tombstone) was taken from THEIRS.
-    package var taken = 0
+    public var taken = 0
     /// The entries taken from THEIRS, in item id order, when ``listsTaken``.
-    package var takenItems: [MergeTaken] = []
-    package var listsTaken = false
+    public var takenItems: [MergeTaken] = []
+    /// Whether ``takenItems`` was asked for (`listingTaken`).
+    public var listsTaken = false
     /// Items both sides changed differently (the newer version won).
-    package var conflicts = 0
+    public var conflicts = 0
     /// Each conflict, in item id order.
-    package var conflictDetails: [MergeConflict] = []
+    public var conflictDetails: [MergeConflict] = []
     /// Live versions that lost (a conflict or a shared primary key) and went to history.
-    package var keptInHistory = 0
+    public var keptInHistory = 0
     /// Items that shared a primary key with an item of the other side and gave way to the newer one.
-    package var sharedKeys = 0
+    public var sharedKeys = 0
     /// History entries copied from THEIRS.
-    package var historyCopied = 0
+    public var historyCopied = 0
     /// Records copied from THEIRS (records both copies hold are not copied).
-    package var recordsCopied = 0
+    public var recordsCopied = 0
     /// THEIRS's last change is older than OURS's tombstone horizon (V8): a deletion OURS made and has since
     /// forgotten (its tombstone expired) cannot be told from an item THEIRS still holds, which then comes
     /// back. The caller warns (`kcar merge` will).
-    package var theirsOlderThanTombstones = false
+    public var theirsOlderThanTombstones = false
     /// States of THEIRS not taken because OURS holds the item, or its primary key, as its own (the device-only
     /// rule, SPEC.md Part 3 §K9); each live one is kept in OURS's history.
-    package var keptOwn = 0
+    public var keptOwn = 0
 
     package init() {}
 }
@@ -72,9 +80,12 @@ package struct MergePolicy: Sendable {
 }
 
 /// The side of a merge an input is: named in errors, so that a user (or git) knows which file failed.
-package enum MergeSide: String, Sendable {
+public enum MergeSide: String, Sendable {
+    /// The common ancestor.
     case base = "BASE"
+    /// The copy merged into.
     case ours = "OURS"
+    /// The copy merged from.
     case theirs = "THEIRS"
     /// Where OURS and THEIRS are compared with no BASE.
     case both = "OURS or THEIRS"

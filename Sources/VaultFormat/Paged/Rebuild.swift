@@ -119,15 +119,28 @@ package enum PagedRebuild {
 }
 
 extension Vault {
-    /// Rewrites this version 1 vault as a version 2 file (SPEC.md Part 4, V1): the same vault id, vault key
-    /// and slots; the live records copied as compaction copies them; every live item given the version
-    /// `(now, writerID)` (`now` an hlc); no tombstones, no history. One atomic rename: a crash leaves the
-    /// version 1 file or the version 2 file. Afterwards this instance no longer describes the file (its
-    /// commits are refused as to a replaced file): open it with ``PagedVault/open(path:secret:mode:writerID:lockTimeout:)``.
+    /// Rewrites this version 1 vault in the current format, version 2 (SPEC.md Part 4, V1): the same vault id,
+    /// vault key and slots, so every secret that opened it still does; the live records copied as compaction
+    /// copies them; each live item given one version, by writer `writerID` (nil: one drawn at random), keyed by
+    /// `schema` and kept by `retention`; no tombstones, no history. One atomic rename: a crash leaves the
+    /// version 1 file or the version 2 file. Needs `.write`; throws ``VaultError/Code/invalidArgument`` for a
+    /// vault that is not version 1. This instance, and any other open on the file, follows it: the next commit
+    /// or ``Vault/refresh()`` reads it as version 2 (and ``Vault/versioning`` is then there).
+    public func upgrade(
+        schema: IndexSchema = .primaryKeys, retention: Retention = .init(), writerID: UInt64? = nil,
+        random: RandomSource = SystemRandom.shared, options: WriteOptions = .init()
+    ) throws {
+        try naming {
+            try upgrade(
+                schema: schema, retention: retention, writerID: writerID ?? UInt64(bigEndianBytes: random.bytes(8)),
+                random: random, options: options, now: PagedRebuild.clockNow())
+        }
+    }
+
+    /// ``upgrade(schema:retention:writerID:random:options:)`` with every live item's version at `now` (an hlc).
     package func upgrade(
         schema: IndexSchema, retention: Retention = .init(), writerID: UInt64,
-        random: RandomSource = SystemRandom.shared, options: WriteOptions = .init(),
-        now: UInt64 = PagedRebuild.clockNow()
+        random: RandomSource = SystemRandom.shared, options: WriteOptions = .init(), now: UInt64
     ) throws {
         // The one conversion between formats: it reads what only version 1's engine holds.
         guard header.formatVersion == 1, let log = engine as? LogEngine else {
