@@ -68,7 +68,8 @@ public final class Transaction {
         if conflict != .keepBoth, let k = keyOf(itemClass, attributes) {
             key = k
             let existing = try liveItems(withKey: k)
-            if let first = existing.first {
+            if let found = existing.first {
+                let first = found.id
                 guard conflict == .replace else {
                     throw VaultError(
                         .exists, item: first,
@@ -81,6 +82,8 @@ public final class Transaction {
                         "\(existing.count) items of class \(itemClass.rawValue) have the key \(k.text); "
                             + "update the one to change by its id")
                 }
+                // Known to the transaction as the index found it: on demand, nothing else is read.
+                changes.know(found)
                 try update(first, class: itemClass, attributes: attributes, value: value)
                 return first
             }
@@ -142,7 +145,7 @@ public final class Transaction {
     }
 
     /// The live items with `key`, as this transaction stands.
-    private func liveItems(withKey key: ItemKeyValues) throws -> [ItemID] {
+    private func liveItems(withKey key: ItemKeyValues) throws -> [Item] {
         // Each candidate as it stands now: the index answers for the stored items this transaction did not
         // touch (on demand, the transaction does not hold them), the transaction for the others.
         var candidates: [Item]
@@ -163,7 +166,7 @@ public final class Transaction {
         var seen = Set<ItemID>()
         return candidates.filter { item in
             seen.insert(item.id).inserted && keyOf(item.itemClass, item.attributes) == key
-        }.map(\.id)
+        }
     }
 
     static func check(_ c: ItemClass, _ attributes: Attributes) throws {

@@ -95,6 +95,27 @@ final class KeyConflictTests: VaultTestCase {
         }
     }
 
+    /// On demand, a replace reads the pages on the way to the key, not every item of a large vault.
+    func testAReplaceOnDemandReadsPagesNotEveryItem() throws {
+        let path = dir + "/many.kcv"
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+            for i in 0..<3000 { try tx.add(attributes: self.item("db", "a\(i)"), value: .bytes([UInt8(i & 0xFF)])) }
+        }
+        let v = try Vault.open(path: path, secret: secret, mode: .write, itemsOnDemand: true)
+        let index = try XCTUnwrap(v.itemIndex)
+        let before = index.pagesOpened
+        try v.commit { tx in
+            try tx.add(attributes: self.item("db", "a1234"), value: .bytes([9]), ifKeyExists: .replace)
+            try tx.add(attributes: self.item("db", "new"), value: .bytes([8]))
+        }
+        let opened = index.pagesOpened - before
+        print("pages opened by a replace and an add on demand in 3,000 items: \(opened)")
+        XCTAssertLessThan(opened, 20)
+        let r = try Vault.open(path: path, secret: secret, itemsOnDemand: true)
+        XCTAssertEqual(try r.items(class: .genericPassword, key: item("db", "a1234")).map { try r.read($0) }, [[9]])
+        XCTAssertEqual(r.count, 3001)
+    }
+
     /// The key is what the item has now in the transaction: a delete or a move frees it, a move takes another.
     func testADeleteOrAMoveInTheTransactionFreesTheKey() throws {
         try eachWay { name, open in
