@@ -189,6 +189,10 @@ public final class Vault {
     /// Bytes of the header.
     public var headerLength: Int { header.length }
 
+    /// Bytes on disk of the index the last commit names, in either format (what the scale benchmark reports
+    /// per item).
+    package func indexBytes() throws -> UInt64 { try naming { try engine.indexBytes() } }
+
     /// The version of the file's format: 2, the current one (SPEC.md Part 4), or 1 (Part 1).
     public var formatVersion: Int { Int(header.formatVersion) }
 

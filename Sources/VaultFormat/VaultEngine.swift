@@ -13,6 +13,9 @@ protocol VaultEngine: AnyObject {
     var generation: UInt64 { get }
     /// Bytes of the body up to the end of the last complete commit.
     var bodyLength: UInt64 { get }
+    /// Bytes on disk of the index the last commit names (version 1: its chain's segments; version 2: its
+    /// tree pages, root and delta segments).
+    func indexBytes() throws -> UInt64
     /// How long a writer waits for the file's lock.
     func setLockTimeout(_ seconds: Double)
 
@@ -74,6 +77,7 @@ final class LogEngine: VaultEngine {
 
     var generation: UInt64 { tail.trailer.generation }
     var bodyLength: UInt64 { tail.end }
+    func indexBytes() throws -> UInt64 { tail.checkpointBytes + tail.deltaBytes }
     func setLockTimeout(_ seconds: Double) {}
 
     func count(in vault: Vault) -> Int { vault.state.count }

@@ -241,7 +241,7 @@ func runKDF(_ args: ArraySlice<String>) {
         try repeatTimed(runs) {
             try Vault.create(
                 path: passVault, group: "bench", slots: [.passphrase(SecureBytes(copying: pass), params)],
-                overwrite: true
+                format: .version1, overwrite: true
             ) { _ in }
         }
     }
@@ -255,7 +255,7 @@ func runKDF(_ args: ArraySlice<String>) {
         try repeatTimed(max(runs, 5)) {
             try Vault.create(
                 path: keyVault, group: "bench", slots: [.keyFile(SecureBytes(copying: key))],
-                overwrite: true
+                format: .version1, overwrite: true
             ) { _ in }
         }
     }
@@ -386,7 +386,9 @@ func runAppend(_ args: ArraySlice<String>) {
 
     let create = check("create the vault") {
         try timed {
-            try Vault.create(path: path, group: "bench", slots: slots, options: options, overwrite: true) { tx in
+            try Vault.create(
+                path: path, group: "bench", slots: slots, format: .version1, options: options, overwrite: true
+            ) { tx in
                 for (i, v) in values.enumerated() {
                     try tx.add(class: .genericPassword, attributes: attrs(i), value: .bytes(v))
                 }
@@ -415,7 +417,9 @@ func runAppend(_ args: ArraySlice<String>) {
     let all = values + extra
     let rewrite = check("rewrite the vault") {
         try repeatTimed(max(1, min(3, runs))) {
-            try Vault.create(path: rewritePath, group: "bench", slots: slots, options: options, overwrite: true) { tx in
+            try Vault.create(
+                path: rewritePath, group: "bench", slots: slots, format: .version1, options: options, overwrite: true
+            ) { tx in
                 for (i, v) in all.enumerated() {
                     try tx.add(class: .genericPassword, attributes: attrs(i), value: .bytes(v))
                 }
@@ -490,7 +494,8 @@ func runSolid(_ args: ArraySlice<String>) {
         // Version 1, the same.
         let one = dir + "/v1.kcv"
         try Vault.create(
-            path: one, group: "g", slots: slots, options: WriteOptions(autoCompact: false, solidMembers: members),
+            path: one, group: "g", slots: slots, format: .version1,
+            options: WriteOptions(autoCompact: false, solidMembers: members),
             overwrite: true
         ) { tx in
             for i in 0..<n { try tx.add(attributes: attrs(i, own: false), value: .bytes(value(i))) }

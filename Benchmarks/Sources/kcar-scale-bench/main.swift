@@ -130,7 +130,7 @@ do {
             : try timed {
                 try Vault.create(
                     path: dir + "/v1.kcv", group: "bench", slots: [.keyFile(key)],
-                    options: WriteOptions(solidMembers: 256), overwrite: true
+                    format: .version1, options: WriteOptions(solidMembers: 256), overwrite: true
                 ) { tx in
                     for i in 0..<n { try tx.add(attributes: attributes(i), value: .bytes(value(i))) }
                 }
@@ -212,7 +212,7 @@ do {
         report("v2.verify_index", verify, "ms")
         report(
             "v1.index_bytes_per_item",
-            Double(try Vault.open(path: dir + "/v1.kcv", secret: secret).indexBytes) / Double(n), "B")
+            Double(try Vault.open(path: dir + "/v1.kcv", secret: secret).indexBytes()) / Double(n), "B")
         report(
             "v2.index_bytes_per_item",
             Double(try PagedVault.open(path: dir + "/v2.kcv", secret: secret).indexBytes()) / Double(n + k), "B")

@@ -17,6 +17,7 @@ final class PagedEngine: VaultEngine {
 
     var generation: UInt64 { paged.generation }
     var bodyLength: UInt64 { paged.tail.offset + UInt64(TrailerV2.size) }
+    func indexBytes() throws -> UInt64 { try paged.indexBytes() }
     func setLockTimeout(_ seconds: Double) { paged.lockTimeout = seconds }
 
     func count(in vault: Vault) -> Int { paged.count }
