@@ -26,7 +26,7 @@ final class SharedVaultTests: VaultTestCase {
     func testSixtyFourTasksShareOneVault() async throws {
         for format in [NewVaultFormat.current(), .version1] {
             let path = try make("shared.kcv", items: 100, format: format)
-            let vault = try SharedVault(path: path, secret: .keyFile(key), mode: .write)
+            let vault = try SharedVault(path: path, secret: .keyFile(key), mode: .write, readers: 4)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for t in 0..<64 {
                     group.addTask {
@@ -95,8 +95,8 @@ final class SharedVaultTests: VaultTestCase {
             }
             .count
         }
-        let vault = try SharedVault(path: path, secret: .keyFile(key), mode: .write)
-        XCTAssertEqual(descriptors(), 1)
+        let vault = try SharedVault(path: path, secret: .keyFile(key), mode: .write, readers: 3)
+        XCTAssertEqual(descriptors(), 4, "a writer and three readers")
         vault.close()
         XCTAssertEqual(descriptors(), 0)
         vault.close()
@@ -109,6 +109,39 @@ final class SharedVaultTests: VaultTestCase {
             XCTFail("read a closed vault")
         } catch let e as VaultError {
             XCTAssertEqual(e.code, .closed)
+        }
+    }
+
+    /// With two readers, a read completes while another holds a reader for as long as it likes; a write goes
+    /// on beside both.
+    func testReadsRunBesideEachOtherAndBesideAWrite() throws {
+        let path = try make("readers.kcv", items: 10)
+        let vault = try SharedVault(path: path, secret: .keyFile(key), mode: .write, readers: 2)
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = try? vault.withReader { _ in
+                holding.signal()
+                release.wait()
+            }
+            done.signal()
+        }
+        holding.wait()
+        let other = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            XCTAssertEqual(
+                try? vault.value(class: .genericPassword, key: primaryKey("db", "user3")), Array("secret 3".utf8))
+            try? vault.commit { tx in try tx.add(attributes: primaryKey("db", "beside"), value: .bytes([1])) }
+            other.signal()
+        }
+        // The other reader and the writer were free: this does not wait for the held reader.
+        XCTAssertEqual(other.wait(timeout: .now() + 30), .success, "a read or write waited for the held reader")
+        release.signal()
+        done.wait()
+        XCTAssertEqual(try vault.value(class: .genericPassword, key: primaryKey("db", "beside")), [1])
+        XCTAssertThrowsError(try SharedVault(path: path, secret: .keyFile(key), readers: 0)) {
+            XCTAssertEqual(($0 as? VaultError)?.code, .invalidArgument)
         }
     }
 
