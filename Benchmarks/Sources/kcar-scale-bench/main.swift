@@ -173,6 +173,17 @@ do {
             precondition(try! v.read(item) == value(i))
         }
         report("v2.open_get", v2.median, "ms")
+        // The same through the public API a program uses (issue 26): Vault, its items on demand, its index.
+        let library = repeatTimed(21) {
+            let v = try! Vault.open(path: dir + "/v2.kcv", secret: secret, itemsOnDemand: true)
+            let i = rng.below(n)
+            let key = Attributes([
+                AttributeName.service: .string(service(i)), AttributeName.account: .string(account(i))
+            ])
+            let item = try! v.items(class: .genericPassword, key: key).first!
+            precondition(try! v.read(item) == value(i))
+        }
+        report("v2.library_open_get", library.median, "ms")
         let open = try PagedVault.open(path: dir + "/v2.kcv", secret: secret, mode: .write)
         let repeated = repeatTimed(2001) {
             let i = rng.below(n)
