@@ -7,8 +7,18 @@
 /// (``Vault/versioning``) and use it while the vault is open.
 public struct Versioning {
     let engine: PagedVault
+    /// The vault this was taken from, which a change made here (restore, merge, dropping history) brings up
+    /// to date, as its own commit would: its items, when it holds them, are the new commit's.
+    fileprivate(set) var vault: Vault?
 
     init(_ engine: PagedVault) { self.engine = engine }
+
+    /// `change`, then the vault this was taken from caught up with it.
+    private func changing<T>(_ change: () throws -> T) throws -> T {
+        let result = try change()
+        try vault?.refresh()
+        return result
+    }
 
     /// The file's path, as it was opened.
     public var path: String { engine.path }
@@ -63,11 +73,13 @@ public struct Versioning {
 
     /// Brings a kept version back as the item's newest version (its current one, `current`, is kept in turn).
     package func restore(_ kept: Item, value: [UInt8], over current: ItemState?) throws {
-        try engine.commit { tx in try tx.restore(kept, value: value, over: current) }
+        try changing { try engine.commit { tx in try tx.restore(kept, value: value, over: current) } }
     }
 
     /// Drops the kept versions of the items in `ids` by a compaction, so that their values leave the file.
-    public func dropHistory(of ids: Set<ItemID>) throws { try naming { try engine.compact(droppingHistoryOf: ids) } }
+    public func dropHistory(of ids: Set<ItemID>) throws {
+        try naming { try changing { try engine.compact(droppingHistoryOf: ids) } }
+    }
 
     /// Merges THEIRS, another copy of this vault, into this one (OURS) given their common ancestor BASE (nil:
     /// none), in one commit (SPEC.md Part 4, V9): each item's newest version wins, the loser is kept in
@@ -81,7 +93,9 @@ public struct Versioning {
     package func merge(
         base: Versioning?, theirs: Versioning, policy: MergePolicy, listingTaken: Bool = false
     ) throws -> MergeReport {
-        try engine.merge(base: base?.engine, theirs: theirs.engine, policy: policy, listingTaken: listingTaken)
+        try changing {
+            try engine.merge(base: base?.engine, theirs: theirs.engine, policy: policy, listingTaken: listingTaken)
+        }
     }
 
     /// Writes a new vault at `target` with the items (and their kept versions) for which `keeping` holds, and
@@ -102,7 +116,11 @@ extension Versioning {
 
 extension Vault {
     /// The vault's versions (kept history, restore, merge), or nil when its format keeps none (version 1).
-    public var versioning: Versioning? { engine.versioning }
+    public var versioning: Versioning? {
+        guard var versioning = engine.versioning else { return nil }
+        versioning.vault = self
+        return versioning
+    }
 }
 
 extension Header {

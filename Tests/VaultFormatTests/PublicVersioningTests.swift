@@ -87,6 +87,41 @@ final class PublicVersioningTests: VaultTestCase {
         }
     }
 
+    /// The vault a ``Versioning`` was taken from follows a merge, a restore and a drop of history made through
+    /// it, as it follows its own commit: its items (held, not on demand) are the new commit's, and reading one
+    /// the merge brought in works (it threw "stale item" while the vault still held the items from before).
+    func testTheVaultFollowsChangesMadeThroughItsVersioning() throws {
+        let ours = dir + "/ours.kcv"
+        let theirs = dir + "/theirs.kcv"
+        try Vault.create(path: ours, group: "g", slots: [.keyFile(key)]) { tx in
+            try tx.add(attributes: item("db", "app"), value: .bytes([1]))
+        }
+        try FileManager.default.copyItem(atPath: ours, toPath: theirs)
+        try Vault.open(path: theirs, secret: secret, mode: .write).commit { tx in
+            try tx.add(attributes: self.item("db", "yours"), value: .bytes([3]))
+        }
+        let vault = try Vault.open(path: ours, secret: secret, mode: .write)
+        try vault.commit { tx in
+            try tx.add(attributes: self.item("db", "app"), value: .bytes([2]), ifKeyExists: .replace)
+        }
+        let versioning = try XCTUnwrap(vault.versioning)
+        _ = try versioning.merge(
+            base: nil, theirs: try XCTUnwrap(Vault.open(path: theirs, secret: secret).versioning))
+        XCTAssertEqual(vault.items.compactMap(\.account).sorted(), ["app", "yours"])
+        let yours = try XCTUnwrap(try vault.items(class: .genericPassword, key: item("db", "yours")).first)
+        XCTAssertEqual(try vault.read(yours), [3])
+
+        let app = try XCTUnwrap(try vault.items(class: .genericPassword, key: item("db", "app")).first)
+        try versioning.restore(try XCTUnwrap(try versioning.keptVersions(of: app.id).first))
+        let restored = try XCTUnwrap(vault.item(app.id))
+        XCTAssertEqual(try vault.read(restored), [1])
+
+        try versioning.dropHistory(of: [app.id])
+        XCTAssertEqual(try versioning.keptVersions(of: app.id), [])
+        XCTAssertEqual(try vault.read(try XCTUnwrap(vault.item(app.id))), [1])
+        XCTAssertEqual(vault.generation, try Vault.open(path: ours, secret: secret).generation)
+    }
+
     func testUpgradeKeepsItemsAndKeysAndGivesVersions() throws {
         let path = dir + "/old.kcv"
         try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: .version1) { tx in
@@ -95,7 +130,10 @@ final class PublicVersioningTests: VaultTestCase {
         let old = try Vault.open(path: path, secret: secret, mode: .write)
         XCTAssertNil(old.versioning)
         try old.upgrade()
-        // The instance follows the file: its next commit goes to the upgraded vault.
+        // The instance is version 2 at once, and its next commit goes to the upgraded vault.
+        XCTAssertEqual(old.formatVersion, 2)
+        XCTAssertNotNil(old.versioning)
+        XCTAssertEqual(old.count, 20)
         try old.commit { try $0.add(attributes: self.item("db", "late"), value: .bytes([1])) }
         XCTAssertEqual(old.formatVersion, 2)
         let new = try Vault.open(path: path, secret: secret, mode: .write)

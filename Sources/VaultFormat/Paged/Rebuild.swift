@@ -124,8 +124,8 @@ extension Vault {
     /// copies them; each live item given one version, by writer `writerID` (nil: one drawn at random), keyed by
     /// `schema` and kept by `retention`; no tombstones, no history. One atomic rename: a crash leaves the
     /// version 1 file or the version 2 file. Needs `.write`; throws ``VaultError/Code/invalidArgument`` for a
-    /// vault that is not version 1. This instance, and any other open on the file, follows it: the next commit
-    /// or ``Vault/refresh()`` reads it as version 2 (and ``Vault/versioning`` is then there).
+    /// vault that is not version 1. This instance is version 2 when it returns (``Vault/formatVersion``,
+    /// ``Vault/versioning``); any other open on the file follows at its next commit or ``Vault/refresh()``.
     public func upgrade(
         schema: IndexSchema = .primaryKeys, retention: Retention = .init(), writerID: UInt64? = nil,
         random: RandomSource = SystemRandom.shared, options: WriteOptions = .init()
@@ -184,5 +184,7 @@ extension Vault {
                 throw error
             }
         }
+        // This instance reads the file it wrote: version 2 from here on, as after its own commit.
+        try refresh()
     }
 }
