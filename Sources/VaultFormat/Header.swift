@@ -168,6 +168,18 @@ public enum SlotSecret: Sendable {
     case recipient([UInt8])
 }
 
+extension SlotSecret {
+    /// A slot for an age recipient (`age1...`, as `age-keygen` and `kcar keygen --x25519` print it): the same
+    /// X25519 key as ``recipient(_:)``, whose identity (``UnlockSecret/identities(atPath:)``) opens the vault.
+    /// Throws ``VaultError/Code/invalidArgument`` for text that is not one.
+    public static func ageRecipient(_ text: String) throws -> SlotSecret {
+        guard let key = AgeKey.recipient(text) else {
+            throw VaultError(.invalidArgument, "not an age recipient (age1..., 62 characters): \(text.prefix(80))")
+        }
+        return .recipient(key)
+    }
+}
+
 /// A secret that opens a vault.
 public enum UnlockSecret: Sendable {
     /// A passphrase (tried on every passphrase slot).

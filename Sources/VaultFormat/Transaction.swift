@@ -9,9 +9,12 @@
 public final class Transaction {
     /// Where the changes go; replaced once by ``loadAll()`` when the items were not all read.
     private var changes: any TransactionChanges
+    /// The time dates are stamped with (``WriteOptions/stampsDates``), in nanoseconds; nil: none are.
+    private let stamp: Int64?
 
-    init(_ changes: any TransactionChanges) {
+    init(_ changes: any TransactionChanges, stamp: Int64? = nil) {
         self.changes = changes
+        self.stamp = stamp
     }
 
     /// The index a search in this transaction goes to, while ``items`` holds only the items known and
@@ -57,7 +60,8 @@ public final class Transaction {
     /// default. A generic password's key is its `sync`, service and account. `ifKeyExists` says what happens
     /// when a live item, stored or added in this transaction, already has the new item's key:
     /// ``KeyConflict/refuse`` (``VaultError/Code/exists``, naming that item), ``KeyConflict/replace`` or
-    /// ``KeyConflict/keepBoth``. A class without key attributes never conflicts.
+    /// ``KeyConflict/keepBoth``. A class without key attributes never conflicts. Under
+    /// ``WriteOptions/stampsDates``, a new item given no creation or modification date gets the commit's time.
     @discardableResult
     public func add(
         class itemClass: ItemClass = .genericPassword, attributes: Attributes, value: ValueSource,
@@ -91,17 +95,37 @@ public final class Transaction {
         guard changes.held.count < Limits.itemsMax else {
             throw VaultError(.invalidArgument, "a vault holds at most \(Limits.itemsMax) items")
         }
+        var attributes = attributes
+        if let stamp {
+            for name in [AttributeName.creationDate, AttributeName.modificationDate] where attributes[name] == nil {
+                attributes[name] = .date(nanoseconds: stamp)
+            }
+            try Transaction.check(itemClass, attributes)
+        }
         let id = try changes.add(class: itemClass, attributes: attributes, value: value)
         if let key = key ?? keyOf(itemClass, attributes) { remember(id, under: key) }
         return id
     }
 
-    /// Changes an item's class or attributes, its value, or both.
+    /// Changes an item's class or attributes, its value, or both. `attributes` replaces the item's attributes
+    /// (under ``WriteOptions/stampsDates``, the creation date they leave out is kept and the modification
+    /// date is the commit's time unless they change it).
     public func update(
         _ id: ItemID, class itemClass: ItemClass? = nil, attributes: Attributes? = nil,
         value: ValueSource? = nil
     ) throws {
         guard let item = try current(id) else { throw VaultError(.itemNotFound, item: id, "item \(id)") }
+        var attributes = attributes
+        if let stamp {
+            var stamped = attributes ?? item.attributes
+            let created = AttributeName.creationDate
+            let modified = AttributeName.modificationDate
+            if stamped[created] == nil, let kept = item.attributes[created] { stamped[created] = kept }
+            if stamped[modified] == nil || stamped[modified] == item.attributes[modified] {
+                stamped[modified] = .date(nanoseconds: stamp)
+            }
+            attributes = stamped
+        }
         try changes.update(item, class: itemClass, attributes: attributes, value: value)
         if itemClass != nil || attributes != nil,
             let key = keyOf(itemClass ?? item.itemClass, attributes ?? item.attributes)

@@ -132,7 +132,8 @@ extension Vault {
             try adopt(e, p, items: false)
             ptx.keepsValueLocations = !onDemand
             paged = ptx
-            let tx = Transaction(onDemand ? OnDemandPagedChanges(ptx) : PagedChanges(ptx, state: state))
+            let tx = Transaction(
+                onDemand ? OnDemandPagedChanges(ptx) : PagedChanges(ptx, state: state), stamp: options.stampTime)
             try body(tx)
             after = tx.heldItems
         }
@@ -217,7 +218,7 @@ extension Vault {
             p.uncommitted = true
             try p.commitLocked(level: options.level, random: random, solidMembers: options.solidMembers, now: now) {
                 ptx in
-                try body(Transaction(PagedChanges(ptx, state: [:])))
+                try body(Transaction(PagedChanges(ptx, state: [:]), stamp: options.stampTime))
             }
             // Nothing added: the vault is one fold of empty trees.
             if p.uncommitted {

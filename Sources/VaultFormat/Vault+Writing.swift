@@ -50,7 +50,7 @@ extension Vault {
                 file: tmp.file, headerLength: UInt64(headerBytes.count), vaultID: vaultID, keys: keys,
                 random: random, level: options.level, solidMembers: options.solidMembers, at: 0)
             let changes = LogChanges(writer: writer, random: random, state: [:])
-            try body(Transaction(changes))
+            try body(Transaction(changes, stamp: options.stampTime))
             let ops = try changes.finalize()
             _ = try writer.finish(
                 ops: ops, checkpoint: true, generation: 1, previous: nil, itemCount: changes.state.count)
@@ -106,7 +106,7 @@ extension Vault {
                 random: random, level: options.level, solidMembers: options.solidMembers, at: tail.end)
             let changes = LogChanges(writer: writer, random: random, state: state)
             do {
-                try body(Transaction(changes))
+                try body(Transaction(changes, stamp: options.stampTime))
                 let ops = try changes.finalize()
                 guard !ops.isEmpty else {
                     // Nothing to commit, but values may have been written (added, then deleted): cut them off.

@@ -26,14 +26,30 @@ public struct WriteOptions: Sendable {
     /// At most this many small values share one solid record. Fewer make reading one value cheaper (its
     /// whole record is decrypted) at a small cost in size: the keychain, which reads single items, uses 256.
     public var solidMembers: Int
+    /// Stamp dates as `kcar add` and the keychain do: an item added without a creation or modification date
+    /// (``AttributeName/creationDate``, ``AttributeName/modificationDate``) gets the commit's time, and an
+    /// update that leaves the modification date as it was sets it to that time (keeping the creation date an
+    /// update's attributes leave out). Off by default: the codec stores the attributes it is given, so that
+    /// the same items make the same vault (`kcar pack` of an unchanged folder, the golden fixtures).
+    public var stampsDates: Bool
     /// Options as given; `solidMembers` is clamped to 1...``Limits/membersMax``.
     public init(
-        level: Int32 = 6, autoCompact: Bool = true, lockTimeout: Double = 10, solidMembers: Int = Limits.membersMax
+        level: Int32 = 6, autoCompact: Bool = true, lockTimeout: Double = 10, solidMembers: Int = Limits.membersMax,
+        stampsDates: Bool = false
     ) {
         self.level = level
         self.autoCompact = autoCompact
         self.lockTimeout = lockTimeout
         self.solidMembers = max(1, min(solidMembers, Limits.membersMax))
+        self.stampsDates = stampsDates
+    }
+
+    /// The time a transaction under these options stamps, in nanoseconds since 1970 (nil: no stamping).
+    var stampTime: Int64? {
+        guard stampsDates else { return nil }
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
     }
 
     func check() throws {
