@@ -29,7 +29,7 @@ BASHDIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHDIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISHDIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 
-.PHONY: all deps test-deps install-packages build install uninstall demo test hostile bench bench-keychain bench-scale bench-merge fixtures fuzz clean docs
+.PHONY: all deps test-deps install-packages build install uninstall demo test hostile consumer bench bench-keychain bench-scale bench-merge fixtures fuzz clean docs
 
 all: build
 
@@ -99,7 +99,7 @@ interop: test-deps
 # The code's layout is swift-format's, configured in .swift-format (4 spaces, 120 columns): `make format`
 # rewrites it, `make lint` (the first step of `make test`, so of CI) fails on any difference. Examples/PortedApp
 # is left as ported (the seeds' and libraries' code with only its imports changed).
-FORMATTED = Package.swift Sources Tests Fuzz Benchmarks/Package.swift Benchmarks/Sources
+FORMATTED = Package.swift Sources Tests Fuzz Benchmarks/Package.swift Benchmarks/Sources Examples/LibraryConsumer
 .PHONY: format lint
 format:
 	swift format format --in-place --parallel --recursive $(FORMATTED)
@@ -112,21 +112,32 @@ test: test-deps
 	$(MAKE) interop
 	$(MAKE) hostile
 	$(MAKE) ported
+	$(MAKE) consumer
 	swift build --build-tests
 	swift test --skip-build --disable-swift-testing
 
-# The app ported from iOS (Examples/PortedApp, a package of its own that depends on kcar by path): the seeds,
-# Apple's samples and KeychainAccess's, Valet's and keychain-swift's calls with only their imports changed,
-# built in its own .build (kcar's library modules again: about 2-3 minutes of a cold build on 2 cores) and run
-# twice, as two launches of the app, in an empty environment (env -i: a new HOME and PATH, nothing else).
-PORTED = Examples/PortedApp
+# Builds the example package in folder $(1) (a package of its own that depends on kcar by path, built in its own
+# .build) and runs $(2), a list of `run PRODUCT [ARGUMENTS]`, in one empty environment (env -i: a new HOME and
+# PATH, nothing else), each command echoed.
+run-example = set -e; cd $(1); swift build; h=$$(mktemp -d); trap 'rm -rf "$$h"' EXIT; \
+	bin="$$(swift build --show-bin-path)"; \
+	run() { echo "+ env -i HOME=$$h PATH=... $$*"; p="$$1"; shift; env -i HOME="$$h" PATH="$$PATH" "$$bin/$$p" "$$@"; }; \
+	$(2)
+
+# The app ported from iOS (Examples/PortedApp): the seeds, Apple's samples and KeychainAccess's, Valet's and
+# keychain-swift's calls with only their imports changed (kcar's library modules built again: about 2-3 minutes
+# of a cold build on 2 cores), run twice, as two launches of the app.
 .PHONY: ported
 ported: test-deps
-	cd $(PORTED) && swift build
-	@set -e; h=$$(mktemp -d); trap 'rm -rf "$$h"' EXIT; \
-	bin="$$(cd $(PORTED) && swift build --show-bin-path)/ported-app"; \
-	echo "+ env -i HOME=$$h PATH=... ported-app"; env -i HOME="$$h" PATH="$$PATH" "$$bin"; \
-	echo "+ env -i HOME=$$h PATH=... ported-app again"; env -i HOME="$$h" PATH="$$PATH" "$$bin" again
+	@$(call run-example,Examples/PortedApp,run ported-app; run ported-app again)
+
+# A program that uses the codec library through its public API only (Examples/LibraryConsumer): keys from
+# files, a new vault, a deploy's commit with dates stamped and keys refused or replaced, lookups by key and by
+# indexed attribute, 64 tasks on one SharedVault, errors, history, merge, upgrade. It names the first step that
+# does not do what the documentation says.
+.PHONY: consumer
+consumer: test-deps
+	@$(call run-example,Examples/LibraryConsumer,run library-consumer)
 
 # Crafted hostile inputs (each at most 20 MB) handed to every command as a whole process: each must be refused
 # or processed within 512 MiB peak RSS and 10 s of CPU, with a documented exit code (Sources/kcar-hostile): 119
