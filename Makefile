@@ -29,7 +29,7 @@ BASHDIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHDIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISHDIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 
-.PHONY: all deps test-deps install-packages build install uninstall demo test hostile consumer bench bench-keychain bench-scale bench-merge fixtures fuzz clean docs
+.PHONY: all deps test-deps install-packages build install uninstall demo test hostile consumer bench bench-keychain bench-scale bench-library bench-merge fixtures fuzz clean docs
 
 all: build
 
@@ -173,6 +173,11 @@ bench-scale: deps
 	bash scripts/bench/scale-bench.sh $(SCALE_ARGS)
 	bash scripts/bench/keychain-scale.sh $(SCALE_ARGS)
 	bash scripts/bench/stream-bench.sh $(STREAM_ARGS)
+
+# Issue 26's lookup: one item by service and account through the library (in process, and as a process) against
+# `kcar get` and sqlite3, on a keychain group of 50,000 and of 1,000,000 items (the import takes minutes).
+bench-library: deps
+	bash scripts/bench/keychain-scale.sh --sizes "50000 1000000" $(LIBRARY_BENCH_ARGS)
 
 # Issue 11's merge: `kcar merge` of two 10,000-item copies with 100 changes each side against the manual path
 # (age -d, git merge-file, age -r), and `kcar git textconv`, as whole processes (hyperfine, age installed when

@@ -3,6 +3,9 @@
 # SPEC.md Part 4, opened with its items on demand): `import --items` of N generic passwords (wall time and
 # peak RSS), then `get`, `find --attr` (10 matches) and a durable `add`, each against sqlite3's CLI on a table
 # with the same rows and a primary key, measured in the same run. N = 1k, 10k, 100k (and 1M with --million).
+# The same lookup through the library's public API (issue 26: Vault.open with the items on demand, a lookup by
+# key, one read), in process and as a whole process (kcar-scale-bench library, library-once), on the group's
+# vault. `make bench-library` runs it at 50,000 and 1,000,000 items.
 # Usage: scripts/bench/keychain-scale.sh [--million] [--runs N] [--sizes 'N ...']
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,6 +25,8 @@ for p in hyperfine sqlite3; do
 done
 swift build -c release --static-swift-stdlib --product kcar >/dev/null
 K=$PWD/.build/release/kcar
+swift build -c release --static-swift-stdlib --package-path Benchmarks --product kcar-scale-bench >/dev/null
+B=$PWD/Benchmarks/.build/release/kcar-scale-bench
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 export HOME="$W/home" KCAR_KEYCHAIN="$W/kc"
@@ -59,8 +64,10 @@ PY
                         CREATE INDEX team ON items(team);" ".mode csv" ".import $W/rows.csv items"
     i=$((n / 2))
     svc="svc$((i % 1000)).example.com"; acct="user$i"; team="t$((i / 10))"
+    "$B" library "$KCAR_KEYCHAIN/$g.kcv" "$KCAR_KEYCHAIN/$g.key" "$n"
     hyperfine -N --runs "$RUNS" --warmup 3 --export-json "$W/hf.json" \
         -n kcar.get "$K get --group $g --class genp --service $svc --account $acct" \
+        -n library.process_get "$B library-once $KCAR_KEYCHAIN/$g.kcv $KCAR_KEYCHAIN/$g.key $svc $acct" \
         -n sqlite.get "sqlite3 $W/$g.db \"SELECT value FROM items WHERE service='$svc' AND account='$acct'\"" \
         -n kcar.find_attr10 "$K find --group $g --attr team=$team" \
         -n sqlite.find_attr10 "sqlite3 $W/$g.db \"SELECT service, account FROM items WHERE team='$team'\"" >/dev/null

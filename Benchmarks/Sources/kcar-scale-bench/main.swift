@@ -17,6 +17,10 @@ import VaultFormat
 //   kcar-scale-bench merge-sides DIR  writes those copies (base, ours, theirs .kcv) and the same as .txt
 //   kcar-scale-bench commits N DIR COUNT [off]   COUNT single-item commits (`off`: no automatic compaction),
 //                                                then open + get
+//   kcar-scale-bench library VAULT KEYFILE N    one lookup through the public API (issue 26) on a keychain
+//                                               group's vault of N items (svcK.example.com/userI): open + get,
+//                                               get on an open Vault and on a SharedVault, in process
+//   kcar-scale-bench library-once VAULT KEYFILE SERVICE ACCOUNT   the same lookup as a whole process
 
 let args = CommandLine.arguments
 func die(_ m: String) -> Never {
@@ -262,6 +266,36 @@ do {
             }
         }
         report("v2.list_items_per_s", Double(listed) / t * 1000, "items/s")
+    case "library":
+        // What a program embedding VaultFormat pays for one lookup by service and account, public API only.
+        guard args.count == 5, let n = Int(args[4]) else { die("library VAULT KEYFILE N") }
+        let (path, secret) = (args[2], try UnlockSecret.keyFile(atPath: args[3]))
+        var rng = SplitMix64(state: 7)
+        func key(_ i: Int) -> Attributes {
+            Attributes([AttributeName.service: .string(service(i)), AttributeName.account: .string(account(i))])
+        }
+        let cold = repeatTimed(21) {
+            let v = try! Vault.open(path: path, secret: secret, itemsOnDemand: true)
+            precondition(try! v.read(v.items(class: .genericPassword, key: key(rng.below(n))).first!).count == 64)
+        }
+        report("library.open_get", cold.median, "ms")
+        let open = try Vault.open(path: path, secret: secret, itemsOnDemand: true)
+        let warm = repeatTimed(2001) {
+            precondition(try! open.read(open.items(class: .genericPassword, key: key(rng.below(n))).first!).count == 64)
+        }
+        report("library.get_on_open_vault", warm.median * 1000, "us")
+        let shared = try SharedVault(path: path, secret: secret)
+        let viaShared = repeatTimed(2001) {
+            precondition(try! shared.value(class: .genericPassword, key: key(rng.below(n)))!.count == 64)
+        }
+        report("library.shared_vault_value", viaShared.median * 1000, "us")
+        report("library.peak_rss", peakRSSMiB(), "MiB")
+    case "library-once":
+        guard args.count == 6 else { die("library-once VAULT KEYFILE SERVICE ACCOUNT") }
+        let v = try Vault.open(path: args[2], secret: try UnlockSecret.keyFile(atPath: args[3]), itemsOnDemand: true)
+        let key = Attributes([AttributeName.service: .string(args[4]), AttributeName.account: .string(args[5])])
+        guard let item = try v.items(class: .genericPassword, key: key).first else { die("not found") }
+        print(try v.read(item).count)
     case "get":
         guard args.count == 5 else { die("get DIR SERVICE ACCOUNT") }
         let v = try PagedVault.open(path: args[2] + "/v2.kcv", secret: secretIn(args[2]))
