@@ -170,6 +170,7 @@ public struct Attributes: Hashable, Sendable, Sequence {
         }
     }
 
+    /// The attributes as name and value pairs, in bytewise order of name.
     public func makeIterator() -> IndexingIterator<[(name: String, value: AttributeValue)]> {
         pairs.makeIterator()
     }
@@ -195,11 +196,13 @@ public struct Attributes: Hashable, Sendable, Sequence {
         return i < pairs.count && pairs[i].name == name ? i : nil
     }
 
+    /// Whether both hold the same names with equal values.
     public static func == (a: Attributes, b: Attributes) -> Bool {
         a.pairs.count == b.pairs.count
             && zip(a.pairs, b.pairs).allSatisfy { $0.name == $1.name && $0.value == $1.value }
     }
 
+    /// Hashes every name and value, in order.
     public func hash(into h: inout Hasher) {
         for p in pairs {
             h.combine(p.name)

@@ -17,6 +17,7 @@ public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
         public let rawValue: String
         /// A code by its name (the codes below are the ones kcar throws).
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// The code's name, as messages show it.
         public var description: String { rawValue }
 
         /// The file does not start with the vault magic.
@@ -147,7 +148,9 @@ public struct VaultError: Error, Hashable, Sendable, CustomStringConvertible {
         return e
     }
 
+    /// Two errors are equal when their codes are (as swift-asn1's `ASN1Error`): what a caller tells them by.
     public static func == (a: VaultError, b: VaultError) -> Bool { a.code == b.code }
+    /// Hashes the code, as ``==(_:_:)`` compares it.
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
 

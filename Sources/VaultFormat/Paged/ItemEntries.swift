@@ -15,6 +15,7 @@ public struct Version: Hashable, Comparable, Sendable {
         self.writer = writer
     }
 
+    /// Versions order by clock, then by writer (SPEC.md Part 4, V5): the later of two is the newer.
     public static func < (a: Version, b: Version) -> Bool { (a.hlc, a.writer) < (b.hlc, b.writer) }
 }
 
@@ -43,10 +44,12 @@ public struct ItemState: Hashable, Sendable {
         self.boxed = item.map(ItemBox.init)
     }
 
+    /// Whether both are the same item (key and id) at the same version, with equal contents.
     public static func == (a: ItemState, b: ItemState) -> Bool {
         a.key == b.key && a.id == b.id && a.version == b.version && a.item == b.item
     }
 
+    /// Hashes what ``==(_:_:)`` compares.
     public func hash(into h: inout Hasher) {
         h.combine(key)
         h.combine(id)

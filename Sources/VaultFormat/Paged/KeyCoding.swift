@@ -103,10 +103,12 @@ public struct ClassSchema: Hashable, Sendable {
     /// A class keyed by `keyAttributes`, in order.
     public init(keyAttributes: [(name: String, defaultValue: AttributeValue)]) { self.keyAttributes = keyAttributes }
 
+    /// Whether both key by the same attributes, in the same order, with equal defaults.
     public static func == (a: ClassSchema, b: ClassSchema) -> Bool {
         a.keyAttributes.elementsEqual(b.keyAttributes) { $0.name == $1.name && $0.defaultValue == $1.defaultValue }
     }
 
+    /// Hashes each key attribute's name and default, in order.
     public func hash(into h: inout Hasher) {
         for k in keyAttributes {
             h.combine(k.name)
