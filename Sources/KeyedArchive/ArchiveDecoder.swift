@@ -9,9 +9,12 @@
 /// and only if that type is registered under the object's class name or one of its aliases
 /// (``ArchiveError/Code/classNotAllowed`` otherwise). Shared class instances decode as one instance.
 public struct ArchiveDecoder: Sendable {
+    /// The bounds reading an archive stays within (``ArchiveLimits/default`` unless set).
     public var limits: ArchiveLimits = .default
+    /// The types an archive object may decode into, by class name.
     public var registry = ArchiveTypeRegistry()
 
+    /// A decoder that allows the types of `registry`, within the default limits.
     public init(registry: ArchiveTypeRegistry = ArchiveTypeRegistry()) { self.registry = registry }
 
     /// The value of type `T` an archive holds.

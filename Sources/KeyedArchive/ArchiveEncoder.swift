@@ -12,9 +12,12 @@
 public struct ArchiveEncoder: Sendable {
     /// Deterministic output by default: the same value gives the same bytes in every process.
     public var options: ArchiveWritingOptions = .deterministic
+    /// The bounds the written archive must stay within, as a reader will check them.
     public var limits: ArchiveLimits = .default
+    /// The class types archived as objects, by the name they are registered under.
     public var registry = ArchiveTypeRegistry()
 
+    /// An encoder that archives the types of `registry`, deterministically.
     public init(registry: ArchiveTypeRegistry = ArchiveTypeRegistry()) { self.registry = registry }
 
     /// The archive of `value`.

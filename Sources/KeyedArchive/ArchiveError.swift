@@ -4,8 +4,11 @@
 public struct ArchiveError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What went wrong, as an open set of codes (new codes may be added in later versions).
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, as messages show it.
         public let rawValue: String
+        /// A code by its name (the ones below are those kcar throws).
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// The code's name.
         public var description: String { rawValue }
 
         /// The input does not start with the archive magic.
@@ -56,18 +59,21 @@ public struct ArchiveError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let typeNotRegistered = Code(rawValue: "type not registered")
     }
 
+    /// What went wrong: compare this, not the message.
     public let code: Code
     /// The byte offset in the archive where reading failed; nil for errors raised while writing.
     public let offset: Int?
     /// What and where, in words: never contains archived values.
     public let context: String
 
+    /// An error of `code` at byte `offset` of the archive (nil: while writing), saying `context`.
     public init(_ code: Code, at offset: Int? = nil, _ context: String = "") {
         self.code = code
         self.offset = offset
         self.context = context
     }
 
+    /// The code, the offset and the context, in one line.
     public var description: String {
         var s = code.rawValue
         if let offset { s += " at byte \(offset)" }

@@ -28,6 +28,7 @@ public struct ArchiveLimits: Hashable, Sendable {
     /// hashing them costs (505 nested sets around a million values took 77 s).
     public var maxElementWeight: Int
 
+    /// Limits as given; each defaults to the value SPEC.md Part 2 §A3 names (``default``).
     public init(
         maxDepth: Int = 512, maxValues: Int = 1_000_000, maxExpandedValues: Int = 10_000_000,
         maxBytes: Int = 67_108_864, maxStringLength: Int = 16_777_216, maxDataLength: Int = 16_777_216,

@@ -114,6 +114,7 @@ public final class ArchiveSortKeys {
     /// The sort-key bytes counted so far, as §A3 counts them.
     var counted: Int { limits.maxSortKeyBytes - remaining }
 
+    /// A counter of sort-key bytes under `limits` (``ArchiveLimits/maxSortKeyBytes``).
     public init(limits: ArchiveLimits = .default) {
         self.limits = limits
         remaining = limits.maxSortKeyBytes

@@ -6,7 +6,9 @@
 
 /// How ``ArchiveSerialization`` writes.
 public struct ArchiveWritingOptions: OptionSet, Hashable, Sendable {
+    /// The options as bits.
     public let rawValue: Int
+    /// Options from their bits.
     public init(rawValue: Int) { self.rawValue = rawValue }
 
     /// Canonical order (SPEC.md Part 2 §A6): dictionary keys and object fields sorted by their UTF-8 bytes,

@@ -23,6 +23,7 @@ public struct ArchiveTypeRegistry: Sendable {
 
     private(set) var entries: [ObjectIdentifier: Entry] = [:]
 
+    /// An empty registry: no class type may be archived or decoded until registered.
     public init() {}
 
     /// Registers `type` under `name`; an archive object named `name` or one of `aliases` decodes as it.

@@ -15,6 +15,8 @@ extension ArchiveValue: Codable {
         case className = "class"
     }
 
+    /// Encodes the value with any `Encoder` as a keyed container whose key names its kind, so that
+    /// ``init(from:)`` reads back the same kind.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: Key.self)
         switch self {
@@ -46,6 +48,7 @@ extension ArchiveValue: Codable {
         }
     }
 
+    /// Decodes a value ``encode(to:)`` wrote.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: Key.self)
         let kinds = c.allKeys.filter { $0 != .base && $0 != .className }

@@ -17,6 +17,7 @@
 public enum ArchiveValue: Sendable {
     /// No value (NSNull, Swift `nil`).
     case null
+    /// A Boolean.
     case bool(Bool)
     /// A signed 64-bit integer.
     case int(Int64)
@@ -24,18 +25,23 @@ public enum ArchiveValue: Sendable {
     case uint(UInt64)
     /// An IEEE 754 binary64, every bit pattern kept (NaN payloads, the sign of zero).
     case double(Double)
+    /// A string, kept as its UTF-8 bytes (no normalization).
     case string(String)
+    /// Bytes.
     case data(Data)
     /// A point in time, kept as its `timeIntervalSinceReferenceDate` bits.
     case date(Date)
+    /// A UUID.
     case uuid(UUID)
     /// A URL: its relative string and, if any, its base URL (kept as the base's absolute string).
     case url(URL)
+    /// An ordered list of values.
     case array([ArchiveValue])
     /// A dictionary with string keys.
     case dictionary([String: ArchiveValue])
     /// A dictionary whose keys are any values.
     case anyKeyDictionary([ArchiveValue: ArchiveValue])
+    /// An unordered set of distinct values.
     case set(Set<ArchiveValue>)
     /// An instance of a named class: its class name and keyed fields.
     case object(ArchiveObject)
@@ -47,8 +53,10 @@ public enum ArchiveValue: Sendable {
 public struct ArchiveObject: Sendable, Hashable {
     /// The stable name the class is registered under (never resolved to a type at run time).
     public var className: String
+    /// The object's fields, by key.
     public var fields: [String: ArchiveValue]
 
+    /// An instance of the class registered as `className` with `fields`.
     public init(className: String, fields: [String: ArchiveValue] = [:]) {
         self.className = className
         self.fields = fields
@@ -58,23 +66,28 @@ public struct ArchiveObject: Sendable, Hashable {
 /// An immutable box that gives a value an identity (reference semantics). Equality is that of the contents;
 /// sharing is kept by the archive: the same box used twice is written once and read back as one box.
 public final class ArchiveShared: Sendable, Hashable {
+    /// The value in the box.
     public let value: ArchiveValue
     // Hashed once, so hashing a graph of boxes costs its size, not its expansion.
     private let contentHash: Int
 
+    /// A new box, with an identity of its own, holding `value`.
     public init(_ value: ArchiveValue) {
         self.value = value
         self.contentHash = value.hashValue
     }
 
+    /// Boxes are equal when they are the same box or hold equal values.
     public static func == (lhs: ArchiveShared, rhs: ArchiveShared) -> Bool {
         lhs === rhs || (lhs.contentHash == rhs.contentHash && lhs.value == rhs.value)
     }
 
+    /// Hashes the contents (computed once, when the box was made).
     public func hash(into hasher: inout Hasher) { hasher.combine(contentHash) }
 }
 
 extension ArchiveValue: Hashable {
+    /// Structural equality: same kind and equal contents, doubles and dates by bit pattern.
     public static func == (lhs: ArchiveValue, rhs: ArchiveValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
@@ -99,6 +112,7 @@ extension ArchiveValue: Hashable {
         }
     }
 
+    /// Hashes the kind and the contents, as ``==(_:_:)`` compares them.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(hashTag)
         switch self {
@@ -150,25 +164,44 @@ extension ArchiveValue: Hashable {
 extension ArchiveValue {
     /// The kinds of value, as an open set of names (for errors and descriptions).
     public struct Kind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The kind's name.
         public let rawValue: String
+        /// A kind by its name (the ones below are those ``ArchiveValue`` has).
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// The kind's name, as errors show it.
         public var description: String { rawValue }
 
+        /// ``ArchiveValue/null``; each kind below is the case of the same name.
         public static let null = Kind(rawValue: "null")
+        /// ``ArchiveValue/bool(_:)``.
         public static let bool = Kind(rawValue: "bool")
+        /// ``ArchiveValue/int(_:)``.
         public static let int = Kind(rawValue: "int")
+        /// ``ArchiveValue/uint(_:)``.
         public static let uint = Kind(rawValue: "uint")
+        /// ``ArchiveValue/double(_:)``.
         public static let double = Kind(rawValue: "double")
+        /// ``ArchiveValue/string(_:)``.
         public static let string = Kind(rawValue: "string")
+        /// ``ArchiveValue/data(_:)``.
         public static let data = Kind(rawValue: "data")
+        /// ``ArchiveValue/date(_:)``.
         public static let date = Kind(rawValue: "date")
+        /// ``ArchiveValue/uuid(_:)``.
         public static let uuid = Kind(rawValue: "uuid")
+        /// ``ArchiveValue/url(_:)``.
         public static let url = Kind(rawValue: "url")
+        /// ``ArchiveValue/array(_:)``.
         public static let array = Kind(rawValue: "array")
+        /// ``ArchiveValue/dictionary(_:)``.
         public static let dictionary = Kind(rawValue: "dictionary")
+        /// ``ArchiveValue/anyKeyDictionary(_:)``.
         public static let anyKeyDictionary = Kind(rawValue: "anyKeyDictionary")
+        /// ``ArchiveValue/set(_:)``.
         public static let set = Kind(rawValue: "set")
+        /// ``ArchiveValue/object(_:)``.
         public static let object = Kind(rawValue: "object")
+        /// ``ArchiveValue/shared(_:)``.
         public static let shared = Kind(rawValue: "shared")
     }
 
@@ -209,18 +242,31 @@ extension ArchiveValue {
         .object(ArchiveObject(className: className, fields: fields))
     }
 
+    /// Whether the value (inside any shared box) is `.null`.
     public var isNull: Bool { if case .null = unshared { true } else { false } }
+    /// The Boolean, if the value (inside any shared box) is one; nil otherwise. The same for the other kinds below.
     public var boolValue: Bool? { if case .bool(let v) = unshared { v } else { nil } }
+    /// The signed integer, if the value is one (a `.uint` is not).
     public var intValue: Int64? { if case .int(let v) = unshared { v } else { nil } }
+    /// The unsigned integer, if the value is one (an `.int` is not).
     public var uintValue: UInt64? { if case .uint(let v) = unshared { v } else { nil } }
+    /// The double, if the value is one.
     public var doubleValue: Double? { if case .double(let v) = unshared { v } else { nil } }
+    /// The string, if the value is one.
     public var stringValue: String? { if case .string(let v) = unshared { v } else { nil } }
+    /// The bytes, if the value is data.
     public var dataValue: Data? { if case .data(let v) = unshared { v } else { nil } }
+    /// The date, if the value is one.
     public var dateValue: Date? { if case .date(let v) = unshared { v } else { nil } }
+    /// The UUID, if the value is one.
     public var uuidValue: UUID? { if case .uuid(let v) = unshared { v } else { nil } }
+    /// The URL, if the value is one.
     public var urlValue: URL? { if case .url(let v) = unshared { v } else { nil } }
+    /// The elements, if the value is an array.
     public var arrayValue: [ArchiveValue]? { if case .array(let v) = unshared { v } else { nil } }
+    /// The entries, if the value is a string-keyed dictionary.
     public var dictionaryValue: [String: ArchiveValue]? { if case .dictionary(let v) = unshared { v } else { nil } }
+    /// The object, if the value is one.
     public var objectValue: ArchiveObject? { if case .object(let v) = unshared { v } else { nil } }
 
     /// The element at `index` of an array, or nil.
@@ -242,12 +288,17 @@ extension ArchiveValue {
 extension ArchiveValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
 {
+    /// `nil` is `.null`.
     public init(nilLiteral: ()) { self = .null }
+    /// `true` and `false` are `.bool`.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
     /// Integer literals are signed: write `.uint(...)` for an unsigned value.
     public init(integerLiteral value: Int64) { self = .int(value) }
+    /// A floating-point literal is `.double`.
     public init(floatLiteral value: Double) { self = .double(value) }
+    /// A string literal is `.string`.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// An array literal is `.array`.
     public init(arrayLiteral elements: ArchiveValue...) { self = .array(elements) }
     /// A string-keyed dictionary; a repeated key keeps the last value.
     public init(dictionaryLiteral elements: (String, ArchiveValue)...) {
@@ -256,6 +307,7 @@ extension ArchiveValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, Ex
 }
 
 extension ArchiveValue: CustomStringConvertible {
+    /// A compact text form for debugging (it shows the values: never log it for secrets).
     public var description: String {
         switch self {
         case .null: "null"

@@ -12,6 +12,7 @@
 public enum PropertyList: Hashable, Sendable {
     /// The `0x00` marker (binary only; never written by NSKeyedArchiver).
     case null
+    /// A Boolean.
     case bool(Bool)
     /// An integer of 1, 2, 4 (unsigned) or 8 (signed) bytes.
     case int(Int64)
@@ -21,10 +22,13 @@ public enum PropertyList: Hashable, Sendable {
     case real(Double)
     /// Seconds since 2001-01-01T00:00:00Z.
     case date(Double)
+    /// Bytes.
     case data(Data)
+    /// A string (ASCII or UTF-16 in the file).
     case string(String)
     /// A keyed-archiver reference: an index into `$objects`.
     case uid(UInt64)
+    /// An array, in file order.
     case array([PropertyList])
     /// A set, in file order (the format allows repeats; readers of keyed archives check them).
     case set([PropertyList])
@@ -84,5 +88,6 @@ extension ArchiveError.Code {
 }
 
 extension PropertyList: ExpressibleByStringLiteral {
+    /// A string literal is `.string`.
     public init(stringLiteral value: String) { self = .string(value) }
 }
