@@ -198,11 +198,9 @@ FUZZ_TARGET ?= all
 # DocC for the three library products, offline: symbol graphs from a build of KcarKeychain (which builds the
 # other two) in a folder of its own (.build/docs-build, so the normal build is not redone), then `docc convert`
 # of each Sources/M/M.docc catalog with its module's graphs, warnings as errors. Archives in
-# .build/docs/M.doccarchive (`docc preview` or any static server). Fails when a public symbol of a module of
-# DOCUMENTED_MODULES has no doc comment (scripts/docs/undocumented.py; `python3 scripts/docs/undocumented.py
-# .build/docs-build/graphs KcarKeychain` lists that module's). Run by `make test`.
+# .build/docs/M.doccarchive (`docc preview` or any static server). Fails when a public symbol of a library has
+# no doc comment (scripts/docs/undocumented.py, which lists them). Run by `make test`.
 DOCS_MODULES = VaultFormat KeyedArchive KcarKeychain
-DOCUMENTED_MODULES = VaultFormat KeyedArchive
 docs: deps
 	swift build --scratch-path .build/docs-build --target KcarKeychain \
 		-Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc $(CURDIR)/.build/docs-build/graphs
@@ -214,7 +212,7 @@ docs: deps
 			--fallback-display-name $$m --fallback-bundle-identifier org.kcar.$$m \
 			--output-path .build/docs/$$m.doccarchive --warnings-as-errors; \
 	done
-	@set -e; u=.build/docs-build/undocumented.txt; for m in $(DOCUMENTED_MODULES); do \
+	@set -e; u=.build/docs-build/undocumented.txt; for m in $(DOCS_MODULES); do \
 	if python3 scripts/docs/undocumented.py .build/docs-build/graphs $$m > $$u; then tail -1 $$u; \
 	else cat $$u; echo "document every public symbol of $$m"; exit 1; fi; done
 	@echo "documentation: $(foreach m,$(DOCS_MODULES),.build/docs/$(m).doccarchive)"

@@ -3,8 +3,11 @@
 public struct DERError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What went wrong, as an open set of codes.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The code's name.
         public let rawValue: String
+        /// A code by its name (the ones below are those the reader throws).
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// The code's name, as messages show it.
         public var description: String { rawValue }
 
         /// The input ends inside a tag, a length or a value.
@@ -41,17 +44,20 @@ public struct DERError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let sizeLimit = Code(rawValue: "sizeLimit")
     }
 
+    /// What went wrong: compare this, not the message.
     public let code: Code
     /// The byte offset in the input where the offending element starts.
     public let offset: Int
     /// What was being read (`"certificate serialNumber"`), never the input's bytes.
     public let context: String
 
+    /// An error of `code` at byte `offset` of the DER input, saying `context`.
     public init(_ code: Code, at offset: Int, _ context: String) {
         self.code = code
         self.offset = offset
         self.context = context
     }
 
+    /// The code, the offset and the context, in one line.
     public var description: String { "DER \(code) at byte \(offset): \(context)" }
 }

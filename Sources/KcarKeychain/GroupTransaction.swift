@@ -7,6 +7,7 @@ import VaultFormat
 /// The changes to one access group that commit together (``KeychainStore/transaction(group:_:)``). Enforces
 /// the primary-key rule (SPEC.md §K4) on every add and update.
 public final class GroupTransaction {
+    /// The access group whose vault this transaction changes.
     public let group: String
     let tx: Transaction
     let vault: Vault

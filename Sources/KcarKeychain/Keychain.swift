@@ -9,15 +9,24 @@ import VaultFormat
 
 /// When an item may be read, and whether it may leave this device (Apple's `kSecAttrAccessible`).
 public struct Accessibility: RawRepresentable, Hashable, Sendable {
+    /// Apple's code for the level, as `pdmn` stores it (SPEC.md §K3).
     public let rawValue: String
+    /// The level of code `rawValue` (any string: the set is open).
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Apple's `kSecAttrAccessibleWhenUnlocked` (`ak`), what an item gets unless told. Kept and shown; a Linux vault has no lock state to wait for.
     public static let whenUnlocked = Accessibility(rawValue: "ak")
+    /// Apple's `kSecAttrAccessibleAfterFirstUnlock` (`ck`). Kept and shown; a Linux vault has no lock state to wait for.
     public static let afterFirstUnlock = Accessibility(rawValue: "ck")
+    /// Apple's `kSecAttrAccessibleAlways` (`dk`), deprecated by Apple. Kept and shown; a Linux vault has no lock state to wait for.
     public static let always = Accessibility(rawValue: "dk")
+    /// Apple's `kSecAttrAccessibleWhenUnlockedThisDeviceOnly` (`aku`) (device-only: see ``isDeviceOnly``). Kept and shown; a Linux vault has no lock state to wait for.
     public static let whenUnlockedThisDeviceOnly = Accessibility(rawValue: "aku")
+    /// Apple's `kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly` (`cku`) (device-only: see ``isDeviceOnly``). Kept and shown; a Linux vault has no lock state to wait for.
     public static let afterFirstUnlockThisDeviceOnly = Accessibility(rawValue: "cku")
+    /// Apple's `kSecAttrAccessibleAlwaysThisDeviceOnly` (`dku`), deprecated by Apple (device-only: see ``isDeviceOnly``). Kept and shown; a Linux vault has no lock state to wait for.
     public static let alwaysThisDeviceOnly = Accessibility(rawValue: "dku")
+    /// Apple's `kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly` (`akpu`) (device-only: see ``isDeviceOnly``). Kept and shown; a Linux vault has no lock state to wait for.
     public static let whenPasscodeSetThisDeviceOnly = Accessibility(rawValue: "akpu")
 
     /// `...ThisDeviceOnly` items never leave through `kcar extract` or `pack` without `--include-device-only`.
@@ -39,14 +48,18 @@ public struct Accessibility: RawRepresentable, Hashable, Sendable {
 /// `Keychain(server:protocolType:)` keeps internet passwords of one server instead, KeychainAccess's way
 /// (Compatibility/KeychainAccess.swift). Calls block (see ``Keychain/async`` for tasks).
 public struct Keychain: Sendable {
+    /// The service (`kSecAttrService`) of this keychain's generic passwords; the key is the account.
     public let service: String
     /// The access group; nil writes to the process's default group and reads every group of its list
     /// (SPEC.md §K2, §K2.1).
     public let accessGroup: String?
+    /// The accessibility written with each value (`.whenUnlocked` unless set).
     public var accessibility: Accessibility = .whenUnlocked
+    /// Whether values are written synchronizable (`kSecAttrSynchronizable`): they then merge between devices (SPEC.md §K9).
     public var synchronizable = false
     /// Optional label and comment written with each value.
     public var label: String?
+    /// The comment (`kSecAttrComment`) written with each value.
     public var comment: String?
     /// For an internet-password keychain (``init(server:protocolType:accessGroup:authenticationType:)``): the
     /// server its items are for; nil for generic passwords of ``service``.
@@ -55,6 +68,7 @@ public struct Keychain: Sendable {
     /// Shared by copies, as they are one keychain: where the subscripts leave their errors.
     private let outcome = SharedOutcome()
 
+    /// Generic passwords of `service` in `accessGroup` (nil: the default group), in `store` (nil: the process's keychain folder, SPEC.md §K2).
     public init(service: String, accessGroup: String? = nil, store: KeychainStore? = nil) {
         self.service = service
         self.accessGroup = accessGroup

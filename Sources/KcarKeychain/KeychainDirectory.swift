@@ -12,6 +12,7 @@ public struct KeychainDirectory: Sendable, Hashable {
     /// writes (SPEC.md §K6); nil keeps none.
     public let statePath: String?
 
+    /// The keychain folder at `path`, with its rollback state (SPEC.md §K6) at `statePath` (nil: none kept).
     public init(path: String, statePath: String? = KeychainDirectory.defaultStatePath()) {
         self.path = path
         self.statePath = statePath
@@ -181,7 +182,9 @@ public struct KeychainDirectory: Sendable, Hashable {
         return String(validating: out, as: UTF8.self)
     }
 
+    /// The path of `group`'s vault: its name escaped as a file name (``stem(_:)``), `.kcv`.
     public func vaultPath(_ group: String) -> String { "\(path)/\(KeychainDirectory.stem(group)).kcv" }
+    /// The path of `group`'s 32-byte key file: its escaped name, `.key`.
     public func keyPath(_ group: String) -> String { "\(path)/\(KeychainDirectory.stem(group)).key" }
     func seenPath(_ group: String) -> String { "\(path)/\(KeychainDirectory.stem(group)).seen" }
 

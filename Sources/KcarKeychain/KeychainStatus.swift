@@ -9,7 +9,9 @@ public typealias OSStatus = Int32
 /// SPEC.md Part 3; the others are defined, with Apple's messages, so that ported code compiles and prints
 /// them as on Apple's platforms.
 public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// Apple's number for the status.
     public let rawValue: OSStatus
+    /// The status of number `rawValue` (any number: the set is open).
     public init(rawValue: OSStatus) { self.rawValue = rawValue }
 
     /// No error (`errSecSuccess`, `noErr`).
@@ -231,67 +233,126 @@ public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomString
 
 /// Apple's `noErr` (MacTypes.h), the same as ``errSecSuccess``.
 public let noErr: OSStatus = 0
+/// Apple's `errSecSuccess`: ``KeychainStatus/success``'s number.
 public let errSecSuccess: OSStatus = KeychainStatus.success.rawValue
+/// Apple's `errSecUnimplemented`: ``KeychainStatus/unimplemented``'s number.
 public let errSecUnimplemented: OSStatus = KeychainStatus.unimplemented.rawValue
+/// Apple's `errSecDiskFull`: ``KeychainStatus/diskFull``'s number.
 public let errSecDiskFull: OSStatus = KeychainStatus.diskFull.rawValue
+/// Apple's `errSecIO`: ``KeychainStatus/io``'s number.
 public let errSecIO: OSStatus = KeychainStatus.io.rawValue
+/// Apple's `errSecParam`: ``KeychainStatus/param``'s number.
 public let errSecParam: OSStatus = KeychainStatus.param.rawValue
+/// Apple's `errSecWrPerm`: ``KeychainStatus/wrPerm``'s number.
 public let errSecWrPerm: OSStatus = KeychainStatus.wrPerm.rawValue
+/// Apple's `errSecAllocate`: ``KeychainStatus/allocate``'s number.
 public let errSecAllocate: OSStatus = KeychainStatus.allocate.rawValue
+/// Apple's `errSecUserCanceled`: ``KeychainStatus/userCanceled``'s number.
 public let errSecUserCanceled: OSStatus = KeychainStatus.userCanceled.rawValue
+/// Apple's `errSecBadReq`: ``KeychainStatus/badReq``'s number.
 public let errSecBadReq: OSStatus = KeychainStatus.badReq.rawValue
+/// Apple's `errSecNotAvailable`: ``KeychainStatus/notAvailable``'s number.
 public let errSecNotAvailable: OSStatus = KeychainStatus.notAvailable.rawValue
+/// Apple's `errSecReadOnly`: ``KeychainStatus/readOnly``'s number.
 public let errSecReadOnly: OSStatus = KeychainStatus.readOnly.rawValue
+/// Apple's `errSecAuthFailed`: ``KeychainStatus/authFailed``'s number.
 public let errSecAuthFailed: OSStatus = KeychainStatus.authFailed.rawValue
+/// Apple's `errSecNoSuchKeychain`: ``KeychainStatus/noSuchKeychain``'s number.
 public let errSecNoSuchKeychain: OSStatus = KeychainStatus.noSuchKeychain.rawValue
+/// Apple's `errSecInvalidKeychain`: ``KeychainStatus/rolledBack``'s number.
 public let errSecInvalidKeychain: OSStatus = KeychainStatus.rolledBack.rawValue
+/// Apple's `errSecDuplicateKeychain`: ``KeychainStatus/duplicateKeychain``'s number.
 public let errSecDuplicateKeychain: OSStatus = KeychainStatus.duplicateKeychain.rawValue
+/// Apple's `errSecDuplicateCallback`: ``KeychainStatus/duplicateCallback``'s number.
 public let errSecDuplicateCallback: OSStatus = KeychainStatus.duplicateCallback.rawValue
+/// Apple's `errSecInvalidCallback`: ``KeychainStatus/invalidCallback``'s number.
 public let errSecInvalidCallback: OSStatus = KeychainStatus.invalidCallback.rawValue
+/// Apple's `errSecDuplicateItem`: ``KeychainStatus/duplicateItem``'s number.
 public let errSecDuplicateItem: OSStatus = KeychainStatus.duplicateItem.rawValue
+/// Apple's `errSecItemNotFound`: ``KeychainStatus/itemNotFound``'s number.
 public let errSecItemNotFound: OSStatus = KeychainStatus.itemNotFound.rawValue
+/// Apple's `errSecBufferTooSmall`: ``KeychainStatus/bufferTooSmall``'s number.
 public let errSecBufferTooSmall: OSStatus = KeychainStatus.bufferTooSmall.rawValue
+/// Apple's `errSecDataTooLarge`: ``KeychainStatus/dataTooLarge``'s number.
 public let errSecDataTooLarge: OSStatus = KeychainStatus.dataTooLarge.rawValue
+/// Apple's `errSecNoSuchAttr`: ``KeychainStatus/noSuchAttr``'s number.
 public let errSecNoSuchAttr: OSStatus = KeychainStatus.noSuchAttr.rawValue
+/// Apple's `errSecInvalidItemRef`: ``KeychainStatus/invalidItemRef``'s number.
 public let errSecInvalidItemRef: OSStatus = KeychainStatus.invalidItemRef.rawValue
+/// Apple's `errSecInvalidSearchRef`: ``KeychainStatus/invalidSearchRef``'s number.
 public let errSecInvalidSearchRef: OSStatus = KeychainStatus.invalidSearchRef.rawValue
+/// Apple's `errSecNoSuchClass`: ``KeychainStatus/noSuchClass``'s number.
 public let errSecNoSuchClass: OSStatus = KeychainStatus.noSuchClass.rawValue
+/// Apple's `errSecNoDefaultKeychain`: ``KeychainStatus/noDefaultKeychain``'s number.
 public let errSecNoDefaultKeychain: OSStatus = KeychainStatus.noDefaultKeychain.rawValue
+/// Apple's `errSecInteractionNotAllowed`: ``KeychainStatus/interactionNotAllowed``'s number.
 public let errSecInteractionNotAllowed: OSStatus = KeychainStatus.interactionNotAllowed.rawValue
+/// Apple's `errSecReadOnlyAttr`: ``KeychainStatus/readOnlyAttr``'s number.
 public let errSecReadOnlyAttr: OSStatus = KeychainStatus.readOnlyAttr.rawValue
+/// Apple's `errSecWrongSecVersion`: ``KeychainStatus/wrongSecVersion``'s number.
 public let errSecWrongSecVersion: OSStatus = KeychainStatus.wrongSecVersion.rawValue
+/// Apple's `errSecKeySizeNotAllowed`: ``KeychainStatus/keySizeNotAllowed``'s number.
 public let errSecKeySizeNotAllowed: OSStatus = KeychainStatus.keySizeNotAllowed.rawValue
+/// Apple's `errSecNoStorageModule`: ``KeychainStatus/noStorageModule``'s number.
 public let errSecNoStorageModule: OSStatus = KeychainStatus.noStorageModule.rawValue
+/// Apple's `errSecNoCertificateModule`: ``KeychainStatus/noCertificateModule``'s number.
 public let errSecNoCertificateModule: OSStatus = KeychainStatus.noCertificateModule.rawValue
+/// Apple's `errSecNoPolicyModule`: ``KeychainStatus/noPolicyModule``'s number.
 public let errSecNoPolicyModule: OSStatus = KeychainStatus.noPolicyModule.rawValue
+/// Apple's `errSecInteractionRequired`: ``KeychainStatus/interactionRequired``'s number.
 public let errSecInteractionRequired: OSStatus = KeychainStatus.interactionRequired.rawValue
+/// Apple's `errSecDataNotAvailable`: ``KeychainStatus/dataNotAvailable``'s number.
 public let errSecDataNotAvailable: OSStatus = KeychainStatus.dataNotAvailable.rawValue
+/// Apple's `errSecDataNotModifiable`: ``KeychainStatus/dataNotModifiable``'s number.
 public let errSecDataNotModifiable: OSStatus = KeychainStatus.dataNotModifiable.rawValue
+/// Apple's `errSecCreateChainFailed`: ``KeychainStatus/createChainFailed``'s number.
 public let errSecCreateChainFailed: OSStatus = KeychainStatus.createChainFailed.rawValue
+/// Apple's `errSecInvalidPrefsDomain`: ``KeychainStatus/invalidPrefsDomain``'s number.
 public let errSecInvalidPrefsDomain: OSStatus = KeychainStatus.invalidPrefsDomain.rawValue
+/// Apple's `errSecInDarkWake`: ``KeychainStatus/inDarkWake``'s number.
 public let errSecInDarkWake: OSStatus = KeychainStatus.inDarkWake.rawValue
+/// Apple's `errSecACLNotSimple`: ``KeychainStatus/aclNotSimple``'s number.
 public let errSecACLNotSimple: OSStatus = KeychainStatus.aclNotSimple.rawValue
+/// Apple's `errSecPolicyNotFound`: ``KeychainStatus/policyNotFound``'s number.
 public let errSecPolicyNotFound: OSStatus = KeychainStatus.policyNotFound.rawValue
+/// Apple's `errSecInvalidTrustSetting`: ``KeychainStatus/invalidTrustSetting``'s number.
 public let errSecInvalidTrustSetting: OSStatus = KeychainStatus.invalidTrustSetting.rawValue
+/// Apple's `errSecNoAccessForItem`: ``KeychainStatus/noAccessForItem``'s number.
 public let errSecNoAccessForItem: OSStatus = KeychainStatus.noAccessForItem.rawValue
+/// Apple's `errSecInvalidOwnerEdit`: ``KeychainStatus/invalidOwnerEdit``'s number.
 public let errSecInvalidOwnerEdit: OSStatus = KeychainStatus.invalidOwnerEdit.rawValue
+/// Apple's `errSecTrustNotAvailable`: ``KeychainStatus/trustNotAvailable``'s number.
 public let errSecTrustNotAvailable: OSStatus = KeychainStatus.trustNotAvailable.rawValue
+/// Apple's `errSecUnsupportedFormat`: ``KeychainStatus/unsupportedFormat``'s number.
 public let errSecUnsupportedFormat: OSStatus = KeychainStatus.unsupportedFormat.rawValue
+/// Apple's `errSecUnknownFormat`: ``KeychainStatus/unknownFormat``'s number.
 public let errSecUnknownFormat: OSStatus = KeychainStatus.unknownFormat.rawValue
+/// Apple's `errSecKeyIsSensitive`: ``KeychainStatus/keyIsSensitive``'s number.
 public let errSecKeyIsSensitive: OSStatus = KeychainStatus.keyIsSensitive.rawValue
+/// Apple's `errSecMultiplePrivKeys`: ``KeychainStatus/multiplePrivKeys``'s number.
 public let errSecMultiplePrivKeys: OSStatus = KeychainStatus.multiplePrivKeys.rawValue
+/// Apple's `errSecPassphraseRequired`: ``KeychainStatus/passphraseRequired``'s number.
 public let errSecPassphraseRequired: OSStatus = KeychainStatus.passphraseRequired.rawValue
+/// Apple's `errSecInvalidPasswordRef`: ``KeychainStatus/invalidPasswordRef``'s number.
 public let errSecInvalidPasswordRef: OSStatus = KeychainStatus.invalidPasswordRef.rawValue
+/// Apple's `errSecInvalidTrustSettings`: ``KeychainStatus/invalidTrustSettings``'s number.
 public let errSecInvalidTrustSettings: OSStatus = KeychainStatus.invalidTrustSettings.rawValue
+/// Apple's `errSecNoTrustSettings`: ``KeychainStatus/noTrustSettings``'s number.
 public let errSecNoTrustSettings: OSStatus = KeychainStatus.noTrustSettings.rawValue
+/// Apple's `errSecPkcs12VerifyFailure`: ``KeychainStatus/pkcs12VerifyFailure``'s number.
 public let errSecPkcs12VerifyFailure: OSStatus = KeychainStatus.pkcs12VerifyFailure.rawValue
+/// Apple's `errSecNotSigner`: ``KeychainStatus/notSigner``'s number.
 public let errSecNotSigner: OSStatus = KeychainStatus.notSigner.rawValue
+/// Apple's `errSecDecode`: ``KeychainStatus/decode``'s number.
 public let errSecDecode: OSStatus = KeychainStatus.decode.rawValue
+/// Apple's `errSecMissingEntitlement`: ``KeychainStatus/missingEntitlement``'s number.
 public let errSecMissingEntitlement: OSStatus = KeychainStatus.missingEntitlement.rawValue
 
 /// Why an operation failed, where Apple's status alone does not say (an open set).
 public struct KeychainReason: RawRepresentable, Hashable, Sendable {
+    /// The reason's name.
     public let rawValue: String
+    /// A reason by its name (the ones below are those kcar gives).
     public init(rawValue: String) { self.rawValue = rawValue }
 
     /// A keychain folder or group file kcar refuses to trust (SPEC.md §K1): owned by another user, writable
@@ -304,11 +365,14 @@ public struct KeychainReason: RawRepresentable, Hashable, Sendable {
 
 /// A failed keychain operation: its status and what went wrong, never a secret.
 public struct KeychainError: Error, LocalizedError, Hashable, Sendable, CustomStringConvertible {
+    /// Apple's status for the failure: what ported code compares (`status == errSecItemNotFound`).
     public let status: KeychainStatus
+    /// What went wrong, in words (never a secret).
     public let message: String
     /// What the status does not say, when there is more (nil for most errors).
     public let reason: KeychainReason?
 
+    /// An error of `status` saying `message`, with `reason` when the status alone does not say enough.
     public init(_ status: KeychainStatus, _ message: String, reason: KeychainReason? = nil) {
         self.status = status
         self.message = message
@@ -320,6 +384,7 @@ public struct KeychainError: Error, LocalizedError, Hashable, Sendable, CustomSt
         KeychainError(.missingEntitlement, "unsafe file \(path): \(why)", reason: .unsafeFile)
     }
 
+    /// The status's name and number, then the message: `errSecItemNotFound (-25300): no item matches`.
     public var description: String { "\(status.name) (\(status.rawValue)): \(message)" }
 
     /// Apple's sentence for the status, then what went wrong, then the status: "The specified item could not

@@ -15,6 +15,7 @@ import VaultFormat
 /// the disk (a commit's fsyncs, a group's first open). From a Swift task, use ``async`` (`store.async.find(q)`),
 /// which waits off the cooperative pool.
 public final class KeychainStore: @unchecked Sendable {
+    /// The folder of vaults and keys this store reads and writes.
     public let directory: KeychainDirectory
     /// The explicit access-group list, or nil for every group whose key file is readable (SPEC.md §K2).
     public let explicitGroups: [String]?

@@ -6,7 +6,9 @@ import VaultFormat
 public struct KeychainItem: Hashable, Sendable {
     /// The access group (vault) that holds it.
     public let group: String
+    /// The item's id in its group's vault.
     public let id: ItemID
+    /// The item's class.
     public let itemClass: ItemClass
     /// Apple's attributes under their four-letter names, and user attributes under `@name`.
     public let attributes: Attributes
@@ -36,6 +38,7 @@ public struct KeychainItem: Hashable, Sendable {
 
 /// Which items an operation applies to (SPEC.md §K5): a class, exact attribute values, optionally a group.
 public struct ItemQuery: Sendable {
+    /// The class of the items searched for.
     public var itemClass: ItemClass
     /// Exact values to match: Apple names (`svce`, `acct`, ...) and user attributes as `@name`.
     public var attributes: Attributes
@@ -52,6 +55,7 @@ public struct ItemQuery: Sendable {
     /// search returned find their item again. The SecItem functions set it; nil compares nanoseconds exactly.
     public var datesAsDate = false
 
+    /// A search for items of `itemClass` whose attributes match `attributes`, in `group` (nil: every group of the process's list), at most `limit` of them (nil: all); see the properties for `caseInsensitive` and `synchronizableAny`.
     public init(
         class itemClass: ItemClass = .genericPassword, attributes: Attributes = Attributes(), group: String? = nil,
         limit: Int? = nil, caseInsensitive: Bool = false, synchronizableAny: Bool = false

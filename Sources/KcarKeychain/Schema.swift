@@ -2,6 +2,7 @@ import VaultFormat
 
 /// The type of an attribute's value in the index (SPEC.md §7).
 public enum AttributeKind: String, Sendable, CaseIterable {
+    /// A string, a signed integer, a Boolean, a date (nanoseconds since 1970) or bytes: AttributeValue's kinds.
     case string, integer, bool, date, data
 
     func matches(_ v: AttributeValue) -> Bool {

@@ -107,39 +107,72 @@ struct InternetServer: Sendable, Hashable {
 /// The protocol of an internet password (`kSecAttrProtocol`), KeychainAccess's `ProtocolType`: Apple's
 /// four-character codes, as kcar stores them (`.https` is `htps`). An open set: any code is a value.
 public struct ProtocolType: RawRepresentable, Hashable, Sendable {
+    /// Apple's four-character code.
     public let rawValue: String
+    /// The value of code `rawValue` (any code: the set is open).
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// KeychainAccess's `.ftp`: Apple's code `"ftp "`.
     public static let ftp = ProtocolType(rawValue: "ftp ")
+    /// KeychainAccess's `.ftpAccount`: Apple's code `"ftpa"`.
     public static let ftpAccount = ProtocolType(rawValue: "ftpa")
+    /// KeychainAccess's `.http`: Apple's code `"http"`.
     public static let http = ProtocolType(rawValue: "http")
+    /// KeychainAccess's `.irc`: Apple's code `"irc "`.
     public static let irc = ProtocolType(rawValue: "irc ")
+    /// KeychainAccess's `.nntp`: Apple's code `"nntp"`.
     public static let nntp = ProtocolType(rawValue: "nntp")
+    /// KeychainAccess's `.pop3`: Apple's code `"pop3"`.
     public static let pop3 = ProtocolType(rawValue: "pop3")
+    /// KeychainAccess's `.smtp`: Apple's code `"smtp"`.
     public static let smtp = ProtocolType(rawValue: "smtp")
+    /// KeychainAccess's `.socks`: Apple's code `"sox "`.
     public static let socks = ProtocolType(rawValue: "sox ")
+    /// KeychainAccess's `.imap`: Apple's code `"imap"`.
     public static let imap = ProtocolType(rawValue: "imap")
+    /// KeychainAccess's `.ldap`: Apple's code `"ldap"`.
     public static let ldap = ProtocolType(rawValue: "ldap")
+    /// KeychainAccess's `.appleTalk`: Apple's code `"atlk"`.
     public static let appleTalk = ProtocolType(rawValue: "atlk")
+    /// KeychainAccess's `.afp`: Apple's code `"afp "`.
     public static let afp = ProtocolType(rawValue: "afp ")
+    /// KeychainAccess's `.telnet`: Apple's code `"teln"`.
     public static let telnet = ProtocolType(rawValue: "teln")
+    /// KeychainAccess's `.ssh`: Apple's code `"ssh "`.
     public static let ssh = ProtocolType(rawValue: "ssh ")
+    /// KeychainAccess's `.ftps`: Apple's code `"ftps"`.
     public static let ftps = ProtocolType(rawValue: "ftps")
+    /// KeychainAccess's `.https`: Apple's code `"htps"`.
     public static let https = ProtocolType(rawValue: "htps")
+    /// KeychainAccess's `.httpProxy`: Apple's code `"htpx"`.
     public static let httpProxy = ProtocolType(rawValue: "htpx")
+    /// KeychainAccess's `.httpsProxy`: Apple's code `"htsx"`.
     public static let httpsProxy = ProtocolType(rawValue: "htsx")
+    /// KeychainAccess's `.ftpProxy`: Apple's code `"ftpx"`.
     public static let ftpProxy = ProtocolType(rawValue: "ftpx")
+    /// KeychainAccess's `.smb`: Apple's code `"smb "`.
     public static let smb = ProtocolType(rawValue: "smb ")
+    /// KeychainAccess's `.rtsp`: Apple's code `"rtsp"`.
     public static let rtsp = ProtocolType(rawValue: "rtsp")
+    /// KeychainAccess's `.rtspProxy`: Apple's code `"rtsx"`.
     public static let rtspProxy = ProtocolType(rawValue: "rtsx")
+    /// KeychainAccess's `.daap`: Apple's code `"daap"`.
     public static let daap = ProtocolType(rawValue: "daap")
+    /// KeychainAccess's `.eppc`: Apple's code `"eppc"`.
     public static let eppc = ProtocolType(rawValue: "eppc")
+    /// KeychainAccess's `.ipp`: Apple's code `"ipp "`.
     public static let ipp = ProtocolType(rawValue: "ipp ")
+    /// KeychainAccess's `.nntps`: Apple's code `"ntps"`.
     public static let nntps = ProtocolType(rawValue: "ntps")
+    /// KeychainAccess's `.ldaps`: Apple's code `"ldps"`.
     public static let ldaps = ProtocolType(rawValue: "ldps")
+    /// KeychainAccess's `.telnetS`: Apple's code `"tels"`.
     public static let telnetS = ProtocolType(rawValue: "tels")
+    /// KeychainAccess's `.imaps`: Apple's code `"imps"`.
     public static let imaps = ProtocolType(rawValue: "imps")
+    /// KeychainAccess's `.ircs`: Apple's code `"ircs"`.
     public static let ircs = ProtocolType(rawValue: "ircs")
+    /// KeychainAccess's `.pop3S`: Apple's code `"pops"`.
     public static let pop3S = ProtocolType(rawValue: "pops")
 
     /// The URL scheme of the protocol (`https` for `htps`), for ``Keychain/server``.
@@ -159,15 +192,25 @@ public struct ProtocolType: RawRepresentable, Hashable, Sendable {
 /// How an internet password authenticates (`kSecAttrAuthenticationType`), KeychainAccess's
 /// `AuthenticationType`, as Apple's four-character codes. An open set.
 public struct AuthenticationType: RawRepresentable, Hashable, Sendable {
+    /// Apple's four-character code.
     public let rawValue: String
+    /// The value of code `rawValue` (any code: the set is open).
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// KeychainAccess's `.ntlm`: Apple's code `"ntlm"`.
     public static let ntlm = AuthenticationType(rawValue: "ntlm")
+    /// KeychainAccess's `.msn`: Apple's code `"msna"`.
     public static let msn = AuthenticationType(rawValue: "msna")
+    /// KeychainAccess's `.dpa`: Apple's code `"dpaa"`.
     public static let dpa = AuthenticationType(rawValue: "dpaa")
+    /// KeychainAccess's `.rpa`: Apple's code `"rpaa"`.
     public static let rpa = AuthenticationType(rawValue: "rpaa")
+    /// KeychainAccess's `.httpBasic`: Apple's code `"http"`.
     public static let httpBasic = AuthenticationType(rawValue: "http")
+    /// KeychainAccess's `.httpDigest`: Apple's code `"httd"`.
     public static let httpDigest = AuthenticationType(rawValue: "httd")
+    /// KeychainAccess's `.htmlForm`: Apple's code `"form"`.
     public static let htmlForm = AuthenticationType(rawValue: "form")
+    /// KeychainAccess's `.default`: Apple's code `"dflt"`.
     public static let `default` = AuthenticationType(rawValue: "dflt")
 }

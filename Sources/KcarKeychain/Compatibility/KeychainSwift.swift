@@ -10,10 +10,15 @@ import VaultFormat
 
 /// When a ``KeychainSwift`` value may be read (keychain-swift's `KeychainSwiftAccessOptions`).
 public enum KeychainSwiftAccessOptions: Int, Sendable {
+    /// ``Accessibility/whenUnlocked``.
     case accessibleWhenUnlocked
+    /// ``Accessibility/whenUnlockedThisDeviceOnly``.
     case accessibleWhenUnlockedThisDeviceOnly
+    /// ``Accessibility/afterFirstUnlock``.
     case accessibleAfterFirstUnlock
+    /// ``Accessibility/afterFirstUnlockThisDeviceOnly``.
     case accessibleAfterFirstUnlockThisDeviceOnly
+    /// ``Accessibility/whenPasscodeSetThisDeviceOnly``.
     case accessibleWhenPasscodeSetThisDeviceOnly
 
     /// The same level as kcar's ``Accessibility``.
@@ -64,6 +69,7 @@ open class KeychainSwift: @unchecked Sendable {
         set { state.withLock { $0.synchronizable = newValue } }
     }
 
+    /// keychain-swift's `KeychainSwift()`: keys without a prefix, in the process's default group.
     public init() {
         keyPrefix = ""
         store = nil

@@ -16,6 +16,7 @@ public struct Identifier: CustomStringConvertible, Hashable, Sendable {
         guard let string, !string.isEmpty else { return nil }
         name = string
     }
+    /// The identifier's text.
     public var description: String { name }
 }
 
@@ -50,6 +51,7 @@ public final class Valet: Sendable, CustomStringConvertible {
         Valet(identifier: identifier, accessibility: accessibility, accessGroup: accessGroup, store: store)
     }
 
+    /// The identifier and accessibility, as Valet describes itself.
     public var description: String { "Valet(\(identifier), \(accessibility.rawValue))" }
 
     /// Whether the keychain can be written and read: a value is stored under a key of its own, read back and
