@@ -1,7 +1,13 @@
 import CSodium
+import Synchronization
 
-/// Key material in locked memory (`sodium_malloc`: guard pages, `mlock`), zeroed and freed on deinit.
-/// Immutable once made, so it is safe to share between threads.
+/// Key material in locked memory, zeroed when it is freed (on deinit). Immutable once made, so it is safe to
+/// share between threads.
+///
+/// Small secrets (keys: up to ``SecureArena/largest`` bytes) are carved from slabs of locked pages that many
+/// share (``SecureArena``); larger ones (passphrases, identity files) get a `sodium_malloc` of their own
+/// (guard pages, `mlock`). Either way the memory is never swapped out nor in a core dump, and is zeroed
+/// before it is reused or freed.
 public final class SecureBytes: @unchecked Sendable {
     private let pointer: UnsafeMutableRawPointer
     /// Number of bytes held.
@@ -9,15 +15,13 @@ public final class SecureBytes: @unchecked Sendable {
 
     /// Allocates `count` zero bytes; `fill` may write them. Traps only if the system is out of memory.
     public init(count: Int, fill: (UnsafeMutableRawBufferPointer) throws -> Void = { _ in }) rethrows {
-        Sodium.ensureInitialized()
-        guard let p = sodium_malloc(max(count, 1)) else { fatalError("sodium_malloc failed: out of memory") }
+        let p = SecureArena.shared.allocate(count)
         pointer = p
         self.count = count
-        sodium_memzero(p, max(count, 1))
         do {
             try fill(UnsafeMutableRawBufferPointer(start: p, count: count))
         } catch {
-            sodium_free(p)
+            SecureArena.shared.free(p, count)
             throw error
         }
     }
@@ -27,7 +31,7 @@ public final class SecureBytes: @unchecked Sendable {
         self.init(count: bytes.count) { dst in for (i, b) in bytes.enumerated() { dst[i] = b } }
     }
 
-    deinit { sodium_free(pointer) }  // sodium_free zeroes before freeing
+    deinit { SecureArena.shared.free(pointer, count) }
 
     /// Calls `body` with the bytes; do not let the pointer escape.
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
@@ -47,4 +51,85 @@ public func wipe(_ bytes: inout [UInt8]) {
     bytes.withUnsafeMutableBytes { b in
         if let p = b.baseAddress { sodium_memzero(p, b.count) }
     }
+}
+
+/// Where ``SecureBytes`` come from: slabs of locked memory (each one `sodium_malloc`: guard pages on both
+/// sides, `mlock`, no core dump) cut into blocks of a power of two from 16 to ``largest`` bytes, a free list
+/// per size; larger requests get a `sodium_malloc` of their own. A freed block is zeroed before it goes back
+/// on its list. Slabs are kept for the process's life: what it holds is bounded by the most secrets it ever
+/// held at once.
+///
+/// One `sodium_malloc` per key cost nine system calls (mmap, three mprotect, mlock, madvise; munlock, mprotect,
+/// munmap) and the page faults of three new pages: opening a keychain group made 23 of them, about a fifth of
+/// a `kcar get`'s system calls. A slab holds a whole command's keys.
+package final class SecureArena: Sendable {
+    /// The process's arena.
+    package static let shared = SecureArena()
+    /// The largest request served from a slab; a larger one is a `sodium_malloc` of its own.
+    package static let largest = 2048
+    /// Bytes per slab (four pages).
+    static let slabBytes = 16_384
+    /// Block sizes: 16, 32, ... ``largest``.
+    static let classes = (4...11).map { 1 << $0 }
+
+    private struct State: ~Copyable {
+        /// Free blocks of each size class, by address (a pointer is not `Sendable`).
+        var free: [[UInt]] = Array(repeating: [], count: SecureArena.classes.count)
+        /// The address of the slab being cut, and how much of it is used.
+        var slab: UInt = 0
+        var used = SecureArena.slabBytes
+        /// Slabs made (tests read it).
+        var slabs = 0
+    }
+
+    private let state = Mutex(State())
+
+    init() { Sodium.ensureInitialized() }
+
+    /// The size class of a request of `count` bytes, or nil when it is served on its own.
+    private static func sizeClass(_ count: Int) -> Int? {
+        guard count <= largest else { return nil }
+        return classes.firstIndex { $0 >= count }
+    }
+
+    /// `count` zeroed bytes of locked memory (at least 1). Traps only when the system is out of memory.
+    package func allocate(_ count: Int) -> UnsafeMutableRawPointer {
+        guard let c = SecureArena.sizeClass(max(count, 1)) else {
+            guard let p = sodium_malloc(count) else { fatalError("sodium_malloc failed: out of memory") }
+            sodium_memzero(p, count)
+            return p
+        }
+        let size = SecureArena.classes[c]
+        let address = state.withLock { s -> UInt in
+            if let p = s.free[c].popLast() { return p }
+            if s.used + size > SecureArena.slabBytes {
+                // The rest of the old slab (less than one block of this size) is left unused.
+                guard let slab = sodium_malloc(SecureArena.slabBytes) else {
+                    fatalError("sodium_malloc failed: out of memory")
+                }
+                sodium_memzero(slab, SecureArena.slabBytes)
+                s.slab = UInt(bitPattern: slab)
+                s.used = 0
+                s.slabs += 1
+            }
+            let p = s.slab + UInt(s.used)
+            s.used += size
+            return p
+        }
+        return UnsafeMutableRawPointer(bitPattern: address)!
+    }
+
+    /// Zeroes and releases what ``allocate(_:)`` gave for `count` bytes.
+    package func free(_ pointer: UnsafeMutableRawPointer, _ count: Int) {
+        guard let c = SecureArena.sizeClass(max(count, 1)) else {
+            sodium_free(pointer)  // zeroes before freeing
+            return
+        }
+        sodium_memzero(pointer, SecureArena.classes[c])
+        let address = UInt(bitPattern: pointer)
+        state.withLock { $0.free[c].append(address) }
+    }
+
+    /// Slabs made so far.
+    package var slabCount: Int { state.withLock { $0.slabs } }
 }
