@@ -174,7 +174,13 @@ extension SlotSecret {
     /// Throws ``VaultError/Code/invalidArgument`` for text that is not one.
     public static func ageRecipient(_ text: String) throws -> SlotSecret {
         guard let key = AgeKey.recipient(text) else {
-            throw VaultError(.invalidArgument, "not an age recipient (age1..., 62 characters): \(text.prefix(80))")
+            // The text is not repeated: the likely mistake is an identity, a secret key, given in its place.
+            if text.uppercased().hasPrefix("AGE-SECRET-KEY-") {
+                throw VaultError(
+                    .invalidArgument,
+                    "an age identity (a secret key) was given where a recipient goes: give its public key, age1...")
+            }
+            throw VaultError(.invalidArgument, "not an age recipient (age1..., 62 characters)")
         }
         return .recipient(key)
     }

@@ -13,10 +13,12 @@ public struct Versioning {
 
     init(_ engine: PagedVault) { self.engine = engine }
 
-    /// `change`, then the vault this was taken from caught up with it.
+    /// `change`, then the vault this was taken from caught up with it. The change is on disk once `change`
+    /// returns: a vault that cannot catch up (its file replaced meanwhile) says so at its next call, not here,
+    /// where an error would tell the caller that a change it made had failed.
     private func changing<T>(_ change: () throws -> T) throws -> T {
         let result = try change()
-        try vault?.refresh()
+        try? vault?.refresh()
         return result
     }
 

@@ -106,6 +106,12 @@ final class DateStampTests: VaultTestCase {
         ) { tx in try tx.add(attributes: self.item("a"), value: .bytes([7])) }
         let v = try Vault.open(path: path, secret: try UnlockSecret.identities(atPath: identityFile)[0])
         XCTAssertEqual(try v.read(try XCTUnwrap(v.items.first)), [7])
+        // An identity given by mistake is refused without being repeated: it is a secret key.
+        let identity = "AGE-SECRET-KEY-13W6UT6Z3H72N3YY9MXJMPPMN2K0KQGW863HPH258UCUXKLK3S3RQA32XH3"
+        XCTAssertThrowsError(try SlotSecret.ageRecipient(identity)) {
+            XCTAssertFalse("\($0)".contains("13W6UT6Z3H72"), "\($0)")
+            XCTAssertTrue("\($0)".contains("age identity"), "\($0)")
+        }
         for bad in [
             "age1xyz", "AGE-SECRET-KEY-1QQQ", "", "age12v6newahxev3mukn7tmr2ycvu5wa0tzkf2yuwret3j8mjg49mggqnawwlv"
         ] {
