@@ -177,8 +177,8 @@ step("lookups by key and by indexed attribute, with the items on demand") {
     expect(Set(data.compactMap { $0.account }) == ["admin", "reporting"], "two items of team data")
 }
 
-let shared = try SharedVault(path: vaultPath, secret: secret, mode: .write, readers: 8)
 await step("64 tasks share one SharedVault: concurrent reads, a commit beside them, then close()") {
+    let shared = try SharedVault(path: vaultPath, secret: secret, mode: .write, readers: 8)
     try await withThrowingTaskGroup(of: Bool.self) { group in
         for i in 0..<64 {
             group.addTask {
