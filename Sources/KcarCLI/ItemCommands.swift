@@ -445,34 +445,68 @@ func describe(_ c: ItemClass, _ a: Attributes) -> String {
 enum ItemJSON {
     /// `attributes` as a JSON object, leaving out the names in `excluding`.
     static func attributes(_ attributes: Attributes, excluding: [String] = []) -> String {
-        JSON.object(
-            attributes.filter { !excluding.contains($0.name) }.map { name, value in
-                switch value {
-                case .string(let s): return (name, JSON.string(s))
-                case .integer(let i): return (name, String(i))
-                case .bool(let b): return (name, b ? "true" : "false")
-                case .date(let ns): return (name, JSON.object([("$date", JSON.string(iso8601(nanoseconds: ns)))]))
-                case .data(let d): return (name, JSON.object([("$data", JSON.string(Base64.encode(d)))]))
-                }
-            })
+        var json = JSONBytes(capacity: 256)
+        write(attributes, excluding: excluding, into: &json)
+        return json.text
     }
 
+    /// ``attributes(_:excluding:)`` appended to `json`.
+    static func write(_ attributes: Attributes, excluding: [String] = [], into json: inout JSONBytes) {
+        json.raw("{")
+        var first = true
+        for (name, value) in attributes where !excluding.contains(name) {
+            json.member(name, first: &first)
+            switch value {
+            case .string(let s): json.string(s)
+            case .integer(let i): json.raw(String(i))
+            case .bool(let b): json.raw(b ? "true" : "false")
+            case .date(let ns):
+                json.raw("{\"$date\": ")
+                json.string(iso8601(nanoseconds: ns))
+                json.raw("}")
+            case .data(let d):
+                json.raw("{\"$data\": ")
+                json.string(Base64.encode(d))
+                json.raw("}")
+            }
+        }
+        json.raw("}")
+    }
+
+    /// An item as `list --json`, `find --json` and `get --json` print it: `extra` (name and JSON value) after
+    /// its account, before its size.
     static func object(
         group: String? = nil, id: ItemID, class c: ItemClass, attributes a: Attributes, size: UInt64,
         extra: [(String, String)] = []
     ) -> String {
-        var pairs: [(String, String)] = []
-        if let group { pairs.append(("group", JSON.string(group))) }
-        pairs += [
-            ("id", JSON.string(id.description)), ("class", JSON.string(c.rawValue)),
-            ("service", a.string(AttributeName.service).map(JSON.string) ?? "null"),
-            ("account", a.string(AttributeName.account).map(JSON.string) ?? "null")
-        ]
-        pairs += extra
-        var modified = "null"
-        if case .date(let ns)? = a["mdat"] { modified = JSON.string(iso8601(nanoseconds: ns)) }
-        pairs += [("size", String(size)), ("modified", modified), ("attributes", attributes(a))]
-        return JSON.object(pairs)
+        // One buffer of bytes for the whole object: a list of a million items prints a million of them.
+        var json = JSONBytes(capacity: 512)
+        var first = true
+        json.raw("{")
+        if let group {
+            json.member("group", first: &first)
+            json.string(group)
+        }
+        json.member("id", first: &first)
+        json.string(id.description)
+        json.member("class", first: &first)
+        json.string(c.rawValue)
+        json.member("service", first: &first)
+        if let s = a.string(AttributeName.service) { json.string(s) } else { json.raw("null") }
+        json.member("account", first: &first)
+        if let s = a.string(AttributeName.account) { json.string(s) } else { json.raw("null") }
+        for (name, value) in extra {
+            json.member(name, first: &first)
+            json.raw(value)
+        }
+        json.member("size", first: &first)
+        json.raw(String(size))
+        json.member("modified", first: &first)
+        if case .date(let ns)? = a["mdat"] { json.string(iso8601(nanoseconds: ns)) } else { json.raw("null") }
+        json.member("attributes", first: &first)
+        write(a, into: &json)
+        json.raw("}")
+        return json.text
     }
 }
 

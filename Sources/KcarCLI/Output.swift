@@ -46,6 +46,40 @@ final class Output: @unchecked Sendable {
     }
 }
 
+/// JSON text built as UTF-8 bytes in one buffer, as ``JSON`` writes it (the same escapes, `", "` between
+/// members and `": "` after a name), without a String per value.
+struct JSONBytes {
+    private(set) var bytes: [UInt8] = []
+
+    init(capacity: Int) { bytes.reserveCapacity(capacity) }
+
+    /// The text.
+    var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// Appends `s`, which is JSON already (a number, `null`, punctuation).
+    mutating func raw(_ s: String) { bytes.append(contentsOf: s.utf8) }
+
+    /// Appends `s` as a JSON string (``JSON/string(_:)``).
+    mutating func string(_ s: String) {
+        let copied = s.utf8.withContiguousStorageIfAvailable { u -> Bool in
+            guard u.allSatisfy(JSON.isPlain) else { return false }
+            bytes.append(0x22)
+            bytes.append(contentsOf: u)
+            bytes.append(0x22)
+            return true
+        }
+        if copied != true { raw(JSON.string(s)) }
+    }
+
+    /// Appends the separator before a member (none before the first) and its name.
+    mutating func member(_ name: String, first: inout Bool) {
+        if !first { bytes += [0x2C, 0x20] }
+        first = false
+        string(name)
+        bytes += [0x3A, 0x20]
+    }
+}
+
 /// Every message to standard error goes through here, escaped: errors quote paths, group names and other
 /// text taken from files, which must not reach the terminal as control sequences.
 func warn(_ s: String) { Output.err.line("kcar: \(terminalSafe(s))") }
@@ -85,11 +119,13 @@ func isTerminalControl(_ u: Unicode.Scalar) -> Bool {
 /// JSON text, written by hand: strings escaped per RFC 8259, and every character a terminal would act on
 /// (``isTerminalControl(_:)``) as `\uXXXX`, so JSON printed to a terminal is as harmless as the human output.
 enum JSON {
+    /// Whether `b` is copied into a JSON string as it is: printable ASCII but `"` and `\`.
+    static func isPlain(_ b: UInt8) -> Bool { b >= 0x20 && b < 0x7F && b != 0x22 && b != 0x5C }
+
     static func string(_ s: String) -> String {
         // Printable ASCII but `"` and `\` (base64, most names) needs no escape: copied, not scalar by scalar
         // (checked over the contiguous bytes of a native string: a million items' strings are listed).
-        func plain(_ b: UInt8) -> Bool { b >= 0x20 && b < 0x7F && b != 0x22 && b != 0x5C }
-        if s.utf8.withContiguousStorageIfAvailable({ $0.allSatisfy(plain) }) ?? s.utf8.allSatisfy(plain) {
+        if s.utf8.withContiguousStorageIfAvailable({ $0.allSatisfy(isPlain) }) ?? s.utf8.allSatisfy(isPlain) {
             var out = "\""
             out.reserveCapacity(s.utf8.count + 2)
             out += s
