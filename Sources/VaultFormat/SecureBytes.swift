@@ -4,8 +4,8 @@ import Synchronization
 /// Key material in locked memory, zeroed when it is freed (on deinit). Immutable once made, so it is safe to
 /// share between threads.
 ///
-/// Small secrets (keys: up to ``SecureArena/largest`` bytes) are carved from slabs of locked pages that many
-/// share (``SecureArena``); larger ones (passphrases, identity files) get a `sodium_malloc` of their own
+/// Small secrets (keys: up to 2,048 bytes) are carved from slabs of locked pages that many
+/// share (`SecureArena`); larger ones (passphrases, identity files) get a `sodium_malloc` of their own
 /// (guard pages, `mlock`). Either way the memory is never swapped out nor in a core dump, and is zeroed
 /// before it is reused or freed.
 public final class SecureBytes: @unchecked Sendable {
