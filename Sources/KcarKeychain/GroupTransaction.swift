@@ -250,8 +250,4 @@ public final class GroupTransaction {
 }
 
 /// Nanoseconds since 1970, from the real-time clock.
-func currentNanoseconds() -> Int64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_REALTIME, &ts)
-    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-}
+func currentNanoseconds() -> Int64 { HybridClock.nowNanoseconds() }

@@ -45,12 +45,7 @@ public struct WriteOptions: Sendable {
     }
 
     /// The time a transaction under these options stamps, in nanoseconds since 1970 (nil: no stamping).
-    var stampTime: Int64? {
-        guard stampsDates else { return nil }
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-    }
+    var stampTime: Int64? { stampsDates ? HybridClock.nowNanoseconds() : nil }
 
     func check() throws {
         guard Deflate.levels.contains(level) else {

@@ -19,6 +19,17 @@ package enum HybridClock {
         return min(UInt64(max(0, tv.tv_sec)) * 1000 + UInt64(max(0, tv.tv_nsec)) / 1_000_000, nowMaxMilliseconds)
     }
 
+    /// The real-time clock in nanoseconds since 1970: what a date attribute holds (`cdat`, `mdat`). A clock
+    /// past what 64 bits of nanoseconds hold (the year 2262) reads as their greatest value.
+    package static func nowNanoseconds() -> Int64 {
+        var tv = timespec()
+        clock_gettime(CLOCK_REALTIME, &tv)
+        let (seconds, o1) = Int64(tv.tv_sec).multipliedReportingOverflow(by: 1_000_000_000)
+        let (ns, o2) = seconds.addingReportingOverflow(Int64(tv.tv_nsec))
+        if o1 || o2 { return tv.tv_sec < 0 ? .min : .max }
+        return ns
+    }
+
     /// Now as an hlc (V5).
     package static func now() -> UInt64 { nowMilliseconds() << 16 }
 
