@@ -21,14 +21,7 @@ final class DateStampTests: VaultTestCase {
     }
 
     func eachWay(_ body: (_ name: String, _ v: Vault) throws -> Void) throws {
-        for (name, format, onDemand) in [
-            ("version 1", NewVaultFormat.version1, false), ("version 2", .current(), false),
-            ("version 2 on demand", .current(), true)
-        ] {
-            let path = dir + "/v.kcv"
-            try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: format, overwrite: true) { _ in }
-            try body(name, try Vault.open(path: path, secret: secret, mode: .write, itemsOnDemand: onDemand))
-        }
+        try eachWayOfWriting { name, open in try body(name, try open()) }
     }
 
     func stored(_ v: Vault, _ account: String) throws -> Item {

@@ -14,18 +14,9 @@ final class KeyConflictTests: VaultTestCase {
         return a
     }
 
-    /// The three ways a vault is written to: version 1, version 2 with its items read, version 2 on demand.
+    /// ``eachWayOfWriting(seed:_:)`` with db/app stored.
     func eachWay(_ body: (_ name: String, _ open: () throws -> Vault) throws -> Void) throws {
-        for (name, format, onDemand) in [
-            ("version 1", NewVaultFormat.version1, false), ("version 2", .current(), false),
-            ("version 2 on demand", .current(), true)
-        ] {
-            let path = dir + "/v.kcv"
-            try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: format, overwrite: true) { tx in
-                try tx.add(attributes: self.item("db", "app"), value: .bytes([1]))
-            }
-            try body(name) { try Vault.open(path: path, secret: self.secret, mode: .write, itemsOnDemand: onDemand) }
-        }
+        try eachWayOfWriting(seed: { try $0.add(attributes: self.item("db", "app"), value: .bytes([1])) }, body)
     }
 
     /// `service/account/sync` to value, read from the file by a new instance.
