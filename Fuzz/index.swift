@@ -42,10 +42,12 @@ func decode(_ input: [UInt8], checkpoint: Bool) -> [IndexOperation]? {
         fatalError("not a VaultError: \(error)")
     }
     // The same bytes handed over in small pieces, as opening streams a segment chunk by chunk (holding about
-    // two operations of it), decode alike.
+    // two operations of it), decode alike. Pieces of 1 to 13 bytes, but at most about 64 of them: a boundary
+    // falls anywhere in an operation either way, and a large input in thousands of pieces cost most of an
+    // execution (one array each).
     var streamed: [IndexOperation] = []
     var offset = 0
-    let step = 1 + Int(input.first ?? 0) % 13
+    let step = max(1 + Int(input.first ?? 0) % 13, input.count / 64)
     var budget = 0
     let piecewise =
         (try? IndexCodec.forEach(
