@@ -83,6 +83,51 @@ final class PagedTreeTests: XCTestCase {
         }
     }
 
+    /// `readEscaped` copies runs of bytes whole: over a seeded sweep of short keys of the bytes that matter
+    /// (0x00, 0x01, 0xFF, another), at limits around their lengths, it returns, advances and refuses (with
+    /// the same message) exactly as a byte-by-byte reading of the escaping rule does.
+    func testEscapedStringsReadAsTheByteByByteRule() {
+        func reference(_ key: [UInt8], _ p: inout Int, max: Int) throws -> [UInt8] {
+            var out: [UInt8] = []
+            while true {
+                guard p < key.count else { throw KeyCoding.damaged("a key ends inside a string") }
+                let b = key[p]
+                p += 1
+                if b == 0 {
+                    guard p < key.count else { throw KeyCoding.damaged("a key ends inside a string") }
+                    let next = key[p]
+                    p += 1
+                    if next == 1 { return out }
+                    guard next == 0xFF else {
+                        throw KeyCoding.damaged("0x00 followed by 0x\(String(next, radix: 16)) in a key string")
+                    }
+                }
+                out.append(b)
+                guard out.count <= max else { throw KeyCoding.damaged("a key string longer than \(max) bytes") }
+            }
+        }
+        var rng = SplitMix64(state: 29)
+        let alphabet: [UInt8] = [0, 1, 0xFF, 0x61]
+        for _ in 0..<20_000 {
+            let key = (0..<Int(rng.next() % 12)).map { _ in alphabet[Int(rng.next() % 4)] }
+            let start = key.isEmpty ? 0 : Int(rng.next() % UInt64(key.count))
+            let max = Int(rng.next() % 8)
+            var p1 = start
+            var p2 = start
+            let a = Result { try reference(key, &p1, max: max) }
+            let b = Result { try KeyCoding.readEscaped(key, &p2, max: max) }
+            switch (a, b) {
+            case (.success(let x), .success(let y)):
+                XCTAssertEqual(x, y, "\(key) from \(start), max \(max)")
+                XCTAssertEqual(p1, p2, "\(key) from \(start), max \(max)")
+            case (.failure(let x), .failure(let y)):
+                XCTAssertEqual(x as? VaultError, y as? VaultError, "\(key) from \(start), max \(max)")
+            default:
+                XCTFail("\(key) from \(start), max \(max): \(a) against \(b)")
+            }
+        }
+    }
+
     // MARK: Pages
     /// SPEC.md Part 4, V10: the vectors are what the code writes.
     func testSpecVectors() throws {

@@ -51,15 +51,32 @@ final class PagedVerifyRulesTests: PagedTestCase {
         try crafted(path).delta(DeltaCodec.encode(sorted), trailer: trailer)
     }
 
-    /// Replaces the items tree's only leaf by `edit`'s, in a fold that keeps the rest of the root.
-    func forgeItemsLeaf(_ path: String, _ edit: (inout [LeafEntry]) throws -> Void) throws {
+    /// Replaces the only leaf of `tree` by `edit`'s, in a fold that keeps the rest of the root but what
+    /// `counts` changes.
+    func forgeLeaf(
+        _ path: String, _ tree: TreeID, counts: (inout CraftedPagedVault.Root) -> Void = { _ in },
+        _ edit: (inout [LeafEntry]) throws -> Void
+    ) throws {
         let c = try crafted(path)
-        guard case .leaf(var entries) = try c.page(try XCTUnwrap(c.root.items)).content else {
+        let top = [TreeID.items: c.root.items, .attributes: c.root.attributes, .history: c.root.history][tree]
+        guard case .leaf(var entries) = try c.page(try XCTUnwrap(top ?? nil)).content else {
             return XCTFail("one leaf")
         }
         try edit(&entries)
-        let ref = try c.write(Page(tree: .items, level: 0, content: .leaf(entries)))
-        try c.fold { $0.items = ref }
+        let ref = try c.write(Page(tree: tree, level: 0, content: .leaf(entries)))
+        try c.fold {
+            switch tree {
+            case .items: $0.items = ref
+            case .attributes: $0.attributes = ref
+            case .history: $0.history = ref
+            }
+            counts(&$0)
+        }
+    }
+
+    /// Replaces the items tree's only leaf by `edit`'s, in a fold that keeps the rest of the root.
+    func forgeItemsLeaf(_ path: String, _ edit: (inout [LeafEntry]) throws -> Void) throws {
+        try forgeLeaf(path, .items, edit)
     }
 
     func assertVerify(
@@ -137,19 +154,39 @@ final class PagedVerifyRulesTests: PagedTestCase {
         try assertVerify(path, .damagedIndex, "one item id, two entries")
     }
 
+    /// The same two rules on a fold without delta segments, where verify reads the state from the tree pages
+    /// in the pass that checks them: an item id at a second key of the items tree's leaf (the root's counts made
+    /// to agree), and an attributes-tree leaf that lacks an entry of a live item.
+    func testAFoldHoldingAnItemIDTwiceIsDamagedIndex() throws {
+        let path = try folded()
+        let v = try PagedVault.open(path: path, secret: secret)
+        var moved = try item(v, "p1", "me")
+        moved.attributes["svce"] = .string("moved")
+        let e = ItemEntries.entry(moved, version: Version(hlc: v.clock, writer: 1), schema: v.schema)
+        try forgeLeaf(path, .items, counts: { $0.liveItems += 1 }) { entries in
+            entries.append(e)
+            entries.sort { $0.key.lexicographicallyPrecedes($1.key) }
+        }
+        try assertVerify(path, .damagedIndex, "one item id, two entries of the tree pages")
+        let problems = try PagedVault.open(path: path, secret: secret).verify().problems
+        XCTAssert(problems.first?.description.contains("item \(moved.id) has two entries") == true, "\(problems)")
+    }
+
+    func testAFoldWhoseAttributesTreeLacksAnEntryIsDamagedIndex() throws {
+        let path = try folded()
+        try forgeLeaf(path, .attributes) { $0.removeLast() }
+        try assertVerify(path, .damagedIndex, "a live item's attribute entry missing from the pages")
+        let problems = try PagedVault.open(path: path, secret: secret).verify().problems
+        XCTAssert(problems.first?.description.contains("the attributes tree holds") == true, "\(problems)")
+    }
+
     // MARK: Bodies that must be empty, and a kept version's class
 
     /// An attributes-tree leaf entry with a body (V3.2: tree 2's bodies are empty): the page is refused
     /// wherever it is read, by a query as by verify.
     func testAnAttributesLeafEntryWithABodyIsDamagedIndex() throws {
         let path = try folded()
-        let c = try crafted(path)
-        guard case .leaf(var entries) = try c.page(try XCTUnwrap(c.root.attributes)).content else {
-            return XCTFail("one leaf")
-        }
-        entries[0].rest = [0]
-        let ref = try c.write(Page(tree: .attributes, level: 0, content: .leaf(entries)))
-        try c.fold { $0.attributes = ref }
+        try forgeLeaf(path, .attributes) { $0[0].rest = [0] }
         let v = try PagedVault.open(path: path, secret: secret)
         assertThrows(.damagedIndex, "a query by attribute") { try v.items(attribute: "@team", equals: .string("t")) }
         try assertVerify(path, .damagedIndex, "an attribute entry with a body")

@@ -266,6 +266,12 @@ do {
             }
         }
         report("v2.list_items_per_s", Double(listed) / t * 1000, "items/s")
+    case "verify-loop":
+        // For profiling: LOOPS index verifications of the v2 vault (opened once), the median reported.
+        guard args.count == 4, let loops = Int(args[3]) else { die("verify-loop DIR LOOPS") }
+        let v = try PagedVault.open(path: args[2] + "/v2.kcv", secret: secretIn(args[2]))
+        let t = repeatTimed(loops) { _ = try! v.verifyIndex() }
+        report("v2.verify_index_median", t.median, "ms")
     case "library":
         // What a program embedding VaultFormat pays for one lookup by service and account, public API only.
         guard args.count == 5, let n = Int(args[4]) else { die("library VAULT KEYFILE N") }

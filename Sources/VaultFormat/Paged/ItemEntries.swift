@@ -195,11 +195,23 @@ enum ItemEntries {
 
     /// The attributes-tree keys of a live item (indexed attributes only).
     static func attributeKeys(_ item: Item, itemKey: [UInt8], schema: IndexSchema) -> [[UInt8]] {
-        item.attributes.pairs.filter { schema.isIndexed($0.name) }.map { a in
-            var k: [UInt8] = []
+        var keys: [[UInt8]] = []
+        forEachAttributeKey(item, itemKey: itemKey, schema: schema) { keys.append($0) }
+        return keys
+    }
+
+    /// Hands each of ``attributeKeys(_:itemKey:schema:)`` to `body` in turn, built in one buffer (valid during
+    /// the call only).
+    static func forEachAttributeKey(
+        _ item: Item, itemKey: [UInt8], schema: IndexSchema, _ body: ([UInt8]) -> Void
+    ) {
+        var k: [UInt8] = []
+        for a in item.attributes.pairs where schema.isIndexed(a.name) {
+            k.removeAll(keepingCapacity: true)
             KeyCoding.appendEscaped(a.name.utf8, to: &k)
             KeyCoding.appendTyped(a.value, to: &k)
-            return k + itemKey
+            k.append(contentsOf: itemKey)
+            body(k)
         }
     }
 

@@ -40,21 +40,26 @@ package enum KeyCoding {
 
     /// Reads an escaped string or data value at `p` in `key`, advancing `p` past its terminator.
     package static func readEscaped(_ key: [UInt8], _ p: inout Int, max: Int) throws -> [UInt8] {
+        // Runs of bytes other than 0x00 are copied whole; each 0x00 ends the string (0x00 0x01) or stands for
+        // one zero byte (0x00 0xFF). A run is read no further than would make the string longer than `max`.
         var out: [UInt8] = []
+        var i = p
+        let n = key.count
         while true {
-            guard p < key.count else { throw damaged("a key ends inside a string") }
-            let b = key[p]
-            p += 1
-            if b == 0 {
-                guard p < key.count else { throw damaged("a key ends inside a string") }
-                let next = key[p]
-                p += 1
-                if next == 1 { return out }
-                guard next == 0xFF else {
-                    throw damaged("0x00 followed by 0x\(String(next, radix: 16)) in a key string")
-                }
+            let start = i
+            let limit = min(n, i + (max - out.count) + 1)
+            while i < limit && key[i] != 0 { i += 1 }
+            if out.isEmpty { out = Array(key[start..<i]) } else { out.append(contentsOf: key[start..<i]) }
+            guard out.count <= max else { throw damaged("a key string longer than \(max) bytes") }
+            guard i + 1 < n else { throw damaged("a key ends inside a string") }
+            let next = key[i + 1]
+            i += 2
+            if next == 1 {
+                p = i
+                return out
             }
-            out.append(b)
+            guard next == 0xFF else { throw damaged("0x00 followed by 0x\(String(next, radix: 16)) in a key string") }
+            out.append(0)
             guard out.count <= max else { throw damaged("a key string longer than \(max) bytes") }
         }
     }

@@ -145,25 +145,53 @@ extension PagedVault {
     /// against that page or segment and against the others (V3.4). Then the rules of a state, on the trees
     /// with the deltas applied ("the deltas are part of the state"): one items-tree entry per item id, an
     /// attributes tree of exactly the indexed attributes of the live items, and the trailer's item count.
-    /// Reads each page of the items tree twice (its pages, then the state) and of the other trees once (plus a
-    /// lookup per key the chain changes in the attributes tree), one page at a time; holds 8 bytes per
+    /// Reads each page of the three trees once (the items tree twice if a delta segment changes it: its pages,
+    /// then the state), plus a lookup per key the chain changes in the attributes tree, one page at a time; holds 8 bytes per
     /// items-tree entry (the ids' hashes) and 32 per record a leaf names (``RecordExtents``): about 40 MB, and
     /// a sort's scratch, for a million items each in its own record.
     package func verifyIndex(page onPage: (PageRef) -> Void = { _ in }) throws -> Int {
         try streaming {
             var extents = RecordExtents()
-            let attributes = try verifyTrees(&extents, page: onPage)
+            // With no delta of the items tree, its pages are the state: the state's rules are gathered in the
+            // same pass as the pages' (each leaf read and each entry decoded once), else in a scan of their own.
+            var state: StateTally? =
+                (overlay[.items] ?? [:]).isEmpty ? StateTally(capacity: root.liveItems &+ root.tombstones) : nil
+            let attributes = try verifyTrees(&extents, state: &state, page: onPage)
             try verifyChain(&extents)
             try extents.check()
-            return try verifyState(attributesInPages: attributes)
+            return try verifyState(attributesInPages: attributes, tally: state)
+        }
+    }
+
+    /// What the rules of a state are checked on (``verifyState(attributesInPages:tally:)``), gathered from the
+    /// items tree's entries, the deltas applied: the hashes of their ids, the live items, and the count and hash
+    /// sum of the attributes-tree keys the live items make.
+    private struct StateTally {
+        var ids: [UInt64] = []
+        var live = 0
+        var expected = (count: 0, sum: 0 as UInt64)
+
+        init(capacity: UInt64) {
+            ids.reserveCapacity(Int(min(capacity, 1 << 22)))
+        }
+
+        mutating func add(_ s: ItemState, itemKey: [UInt8], schema: IndexSchema) {
+            ids.append(PagedVault.hash(s.id))
+            guard let item = s.item else { return }
+            live += 1
+            ItemEntries.forEachAttributeKey(item, itemKey: itemKey, schema: schema) { k in
+                expected.count += 1
+                expected.sum &+= PagedVault.attributeHash(k)
+            }
         }
     }
 
     /// The pages of the three trees, their counts against the root, their entries, the clock and the record
-    /// extents they name. Returns the count and hash sum of the attributes tree's pages (``attributeHash(_:)``).
-    private func verifyTrees(_ extents: inout RecordExtents, page onPage: (PageRef) -> Void) throws -> (
-        count: Int, sum: UInt64
-    ) {
+    /// extents they name; the items tree's entries also go into `state`, if given. Returns the count and hash
+    /// sum of the attributes tree's pages (``attributeHash(_:)``).
+    private func verifyTrees(
+        _ extents: inout RecordExtents, state: inout StateTally?, page onPage: (PageRef) -> Void
+    ) throws -> (count: Int, sum: UInt64) {
         let schema = root.schema
         let clock = root.clock
         func clocked(_ hlc: UInt64, _ what: @autoclosure () -> String) throws {
@@ -181,6 +209,7 @@ extension PagedVault {
                 let s = try ItemEntries.decode(e, schema: schema, names: &names)
                 try clocked(s.version.hlc, "item \(s.id) of the items tree")
                 if s.item == nil { tombstones += 1 } else { live += 1 }
+                state?.add(s, itemKey: e.key, schema: schema)
                 if let r = e.record {
                     try extents.add(r, namedAt: leaf.offset, by: "items tree, page \(Hex.encode(leaf.id.bytes))")
                 }
@@ -256,38 +285,35 @@ extension PagedVault {
 
     /// The rules of the state the last commit reads, the deltas applied: one items-tree entry per item id, the
     /// attributes tree exactly the indexed attributes of the live items, the trailer's item count. Returns the
-    /// live items.
-    private func verifyState(attributesInPages: (count: Int, sum: UInt64)) throws -> Int {
+    /// live items. `tally` is the items tree's, if gathered with its pages (no delta changes that tree);
+    /// else the tree is scanned with the deltas applied.
+    private func verifyState(attributesInPages: (count: Int, sum: UInt64), tally: StateTally?) throws -> Int {
         let schema = root.schema
         // The attributes tree is compared as a count and a sum of hashes (seeded per process, so not
         // forgeable), in bounded memory: what the items make, against the tree's entries and the chain's
         // changes to them.
-        var expected = (count: 0, sum: 0 as UInt64)
         var found = attributesInPages
         let hash = PagedVault.attributeHash
         // One entry per item (V3.4): an item id at two keys (a key change that kept the old entry, in the
         // trees or by a delta) is damage. Checked on 8-byte hashes of the ids, exactly if any repeat.
-        var ids: [UInt64] = []
-        ids.reserveCapacity(Int(min(root.liveItems &+ root.tombstones, 1 << 22)))
-        var live = 0
-        var names = NameCache()
-        try scan(.items) { e in
-            let s = try ItemEntries.decode(e, schema: schema, names: &names)
-            ids.append(PagedVault.hash(s.id))
-            guard let item = s.item else { return true }
-            live += 1
-            for k in ItemEntries.attributeKeys(item, itemKey: e.key, schema: schema) {
-                expected.count += 1
-                expected.sum &+= hash(k)
+        var state: StateTally
+        if let tally {
+            state = tally
+        } else {
+            state = StateTally(capacity: root.liveItems &+ root.tombstones)
+            var names = NameCache()
+            try scan(.items) { e in
+                state.add(try ItemEntries.decode(e, schema: schema, names: &names), itemKey: e.key, schema: schema)
+                return true
             }
-            return true
         }
-        ids.sort()
-        if let twice = try repeatedItemID(sorted: ids) {
+        state.ids.sort()
+        if let twice = try repeatedItemID(sorted: state.ids) {
             throw VaultError(
                 .damagedIndex, "item \(twice) has two entries in the items tree (the delta segments applied)")
         }
-        ids = []
+        state.ids = []
+        let (expected, live) = (state.expected, state.live)
         // The chain's last change of each key: a put of a key the tree lacks adds an entry, a remove of one it
         // holds takes one away.
         let attributes = reader(.attributes)
