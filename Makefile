@@ -6,7 +6,7 @@
 # and the SPEC interop check need (python3-nacl for the readers written from SPEC.md; man-db, groff-base, zsh and
 # fish: the tests render the man page and load the completions).
 SHELL := /bin/bash
-BUILD_PACKAGES := libsodium-dev zlib1g-dev libdeflate-dev pkg-config
+BUILD_PACKAGES := libsodium-dev zlib1g-dev libdeflate-dev libssl-dev pkg-config
 APT_PACKAGES := $(BUILD_PACKAGES) python3-nacl man-db groff-base zsh fish
 KCAR = .build/release/kcar
 # Every release build links the Swift runtime statically, here and in scripts/bench (one set of flags, so no

@@ -14,10 +14,14 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // libdeflate writes the zlib format about twice as fast as zlib; readers need zlib only.
         .systemLibrary(name: "CDeflate", pkgConfig: "libdeflate", providers: [.apt(["libdeflate-dev"])]),
+        // OpenSSL's libcrypto: the MODP group, HKDF and AES-CBC of the Secret Service's encrypted session (SPEC K10).
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "VaultFormat", dependencies: ["CSodium", "CZlib", "CDeflate"]),
         .target(name: "KeyedArchive"),
         .target(name: "KcarKeychain", dependencies: ["VaultFormat", "KeyedArchive"]),
         .target(name: "KcarCLI", dependencies: ["VaultFormat", "KeyedArchive", "KcarKeychain"]),
+        // The Secret Service over a keychain (SPEC K10, issue 25): so far its encrypted session.
+        .target(name: "SecretService", dependencies: ["CCrypto", "VaultFormat", "KcarKeychain"]),
         .executableTarget(name: "kcar", dependencies: ["KcarCLI"]),
         // Test support, in no product (the benchmarks are a package of their own: Benchmarks/).
         // Vaults and archives built byte by byte, any rule broken at will: for tests, fixtures and kcar-hostile only.
@@ -36,6 +40,7 @@ let package = Package(
         .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat", "Crafting", "TestSupport"]),
         .testTarget(name: "KcarCLITests", dependencies: ["KcarCLI", "VaultFormat", "Crafting", "TestSupport"]),
         .testTarget(name: "KeyedArchiveTests", dependencies: ["KeyedArchive", "Crafting", "TestSupport"]),
+        .testTarget(name: "SecretServiceTests", dependencies: ["SecretService", "VaultFormat", "TestSupport"]),
         .testTarget(
             name: "KeychainTests", dependencies: ["KcarKeychain", "VaultFormat", "KeyedArchive", "TestSupport"])
     ],
