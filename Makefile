@@ -4,10 +4,10 @@
 # make install (PREFIX, DESTDIR), make uninstall. make interop: the Python SPEC readers over the fixtures.
 # deps installs the Debian packages the build needs (make demo installs only these); test-deps adds what the tests
 # and the SPEC interop check need (python3-nacl for the readers written from SPEC.md; man-db, groff-base, zsh and
-# fish: the tests render the man page and load the completions).
+# fish: the tests render the man page and load the completions; dbus-daemon: the Secret Service tests run a private bus).
 SHELL := /bin/bash
-BUILD_PACKAGES := libsodium-dev zlib1g-dev libdeflate-dev libssl-dev pkg-config
-APT_PACKAGES := $(BUILD_PACKAGES) python3-nacl man-db groff-base zsh fish
+BUILD_PACKAGES := libsodium-dev zlib1g-dev libdeflate-dev libssl-dev libsystemd-dev pkg-config
+APT_PACKAGES := $(BUILD_PACKAGES) python3-nacl man-db groff-base zsh fish dbus-daemon
 KCAR = .build/release/kcar
 # Every release build links the Swift runtime statically, here and in scripts/bench (one set of flags, so no
 # command relinks .build/release under another): the binary then needs no Swift toolchain (only the base

@@ -16,12 +16,14 @@ let package = Package(
         .systemLibrary(name: "CDeflate", pkgConfig: "libdeflate", providers: [.apt(["libdeflate-dev"])]),
         // OpenSSL's libcrypto: the MODP group, HKDF and AES-CBC of the Secret Service's encrypted session (SPEC K10).
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // sd-bus from libsystemd: the Secret Service's D-Bus connection (SPEC K10).
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .target(name: "VaultFormat", dependencies: ["CSodium", "CZlib", "CDeflate"]),
         .target(name: "KeyedArchive"),
         .target(name: "KcarKeychain", dependencies: ["VaultFormat", "KeyedArchive"]),
         .target(name: "KcarCLI", dependencies: ["VaultFormat", "KeyedArchive", "KcarKeychain"]),
         // The Secret Service over a keychain (SPEC K10, issue 25): so far its encrypted session.
-        .target(name: "SecretService", dependencies: ["CCrypto", "VaultFormat", "KcarKeychain"]),
+        .target(name: "SecretService", dependencies: ["CCrypto", "CSystemd", "VaultFormat", "KcarKeychain"]),
         .executableTarget(name: "kcar", dependencies: ["KcarCLI"]),
         // Test support, in no product (the benchmarks are a package of their own: Benchmarks/).
         // Vaults and archives built byte by byte, any rule broken at will: for tests, fixtures and kcar-hostile only.
