@@ -1,13 +1,23 @@
+import KcarKeychain
 import VaultFormat
 
-/// The objects that `org.freedesktop.secrets` serves (SPEC.md §K10), as one handler of method calls. Being
-/// built (issue 25): so far the service's sessions (`OpenSession`, a session's `Close`, sessions closed when
-/// their connection leaves the bus). Every call is handled on the bus connection's thread.
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The objects that `org.freedesktop.secrets` serves (SPEC.md §K10), as one handler of method calls: the
+/// service (sessions, search, secrets, the `default` alias, lock and unlock), its collections (the keychain's
+/// groups: search, create item, properties) and their items (secret, attributes, label, delete). Being built
+/// (issue 25): not yet collection creation and deletion, setting aliases, signals and prompts. Every call is
+/// handled on the bus connection's thread.
 package final class ServiceObjects {
     package static let servicePath = "/org/freedesktop/secrets"
     package static let sessionPrefix = servicePath + "/session/"
     package static let serviceInterface = "org.freedesktop.Secret.Service"
     package static let sessionInterface = "org.freedesktop.Secret.Session"
+    package static let collectionInterface = "org.freedesktop.Secret.Collection"
+    package static let itemInterface = "org.freedesktop.Secret.Item"
+    package static let propertiesInterface = "org.freedesktop.DBus.Properties"
     /// `SS_SESSIONS_MAX`: open sessions of one connection.
     package static let sessionsMax = 64
 
@@ -20,32 +30,278 @@ package final class ServiceObjects {
     }
 
     private let random: RandomSource
+    package let collections: KeychainCollections
     private var sessions: [String: Session] = [:]
     private var sessionsByOwner: [String: Int] = [:]
     private var nextSession: UInt64 = 1
 
-    package init(random: RandomSource = SystemRandom.shared) {
+    package init(collections: KeychainCollections, random: RandomSource = SystemRandom.shared) {
+        self.collections = collections
         self.random = random
     }
 
     /// Handles one method call.
     package func handle(_ call: BusCall) -> Result<[BusValue], SecretServiceError> {
         do throws(SecretServiceError) {
-            switch (call.path, call.interface, call.member) {
-            case (ServiceObjects.servicePath, ServiceObjects.serviceInterface, "OpenSession"):
-                return .success(try openSession(call))
-            case (let path, ServiceObjects.sessionInterface, "Close") where path.hasPrefix(ServiceObjects.sessionPrefix):
-                try close(path, by: call.sender)
-                return .success([])
-            default:
-                return .failure(
-                    SecretServiceError(
-                        "org.freedesktop.DBus.Error.UnknownMethod",
-                        "no method \(call.interface).\(call.member) at \(call.path)"))
+            if call.interface == ServiceObjects.propertiesInterface { return .success(try properties(call)) }
+            if call.path == ServiceObjects.servicePath, call.interface == ServiceObjects.serviceInterface {
+                return .success(try service(call))
             }
+            if call.path.hasPrefix(ServiceObjects.sessionPrefix), call.interface == ServiceObjects.sessionInterface,
+                call.member == "Close", call.arguments.isEmpty
+            {
+                try close(call.path, by: call.sender)
+                return .success([])
+            }
+            if let (group, id) = KeychainCollections.parse(call.path) {
+                if id == nil, call.interface == ServiceObjects.collectionInterface {
+                    return .success(try collection(group, call))
+                }
+                if id != nil, call.interface == ServiceObjects.itemInterface { return .success(try item(call)) }
+            }
+            throw unknownMethod(call)
         } catch {
             return .failure(error)
         }
+    }
+
+    private func unknownMethod(_ call: BusCall) -> SecretServiceError {
+        SecretServiceError(
+            "org.freedesktop.DBus.Error.UnknownMethod",
+            "no method \(call.interface.prefix(255)).\(call.member.prefix(255)) at \(call.path.prefix(300))")
+    }
+
+    private func arguments(_ call: BusCall, _ signature: String) throws(SecretServiceError) -> [BusValue] {
+        guard call.arguments.map(\.signature).joined() == signature else {
+            throw .invalidArgs("\(call.member) takes (\(signature))")
+        }
+        return call.arguments
+    }
+
+    // MARK: Service
+
+    private func service(_ call: BusCall) throws(SecretServiceError) -> [BusValue] {
+        switch call.member {
+        case "OpenSession":
+            return try openSession(call)
+        case "SearchItems":
+            let a = try arguments(call, "a{ss}")
+            let found = try collections.search(try stringPairs(a[0]), group: nil)
+            // Locked collections list no items (§K10 Locking): nothing is found locked.
+            return [
+                .array(element: "o", found.map { .objectPath(KeychainCollections.itemPath($0)) }),
+                .array(element: "o", [])
+            ]
+        case "GetSecrets":
+            let a = try arguments(call, "aoo")
+            guard case .array(_, let paths) = a[0], let session = a[1].objectPath else { throw .invalidArgs("(aoo)") }
+            let s = try self.session(session, of: call.sender)
+            var entries: [BusValue.DictEntry] = []
+            for case .objectPath(let path) in paths {
+                // An item that is gone or locked is left out, as gnome-keyring does.
+                guard let item = try? collections.item(at: path) else { continue }
+                entries.append(.init(.objectPath(path), try secret(item, session: session, s)))
+            }
+            return [.dict(key: "o", value: "(oayays)", entries)]
+        case "ReadAlias":
+            let a = try arguments(call, "s")
+            guard a[0].string == "default" else { return [.objectPath("/")] }
+            let group: String
+            do { group = try collections.store.defaultGroup() } catch { return [.objectPath("/")] }
+            return [
+                .objectPath(try collections.groups().contains(group) ? KeychainCollections.collectionPath(group) : "/")
+            ]
+        case "Unlock", "Lock":
+            let a = try arguments(call, "ao")
+            guard case .array(_, let paths) = a[0] else { throw .invalidArgs("(ao)") }
+            let served = Set(try collections.groups())
+            var groups: [String] = []
+            var done: [BusValue] = []
+            for case .objectPath(let path) in paths {
+                guard let (group, _) = KeychainCollections.parse(path), served.contains(group) else { continue }
+                groups.append(group)
+                done.append(.objectPath(path))
+            }
+            if call.member == "Lock" { collections.lock(groups) } else { collections.unlock(groups) }
+            // No prompt is ever needed (§K10 Locking).
+            return [.array(element: "o", done), .objectPath("/")]
+        default:
+            throw unknownMethod(call)
+        }
+    }
+
+    // MARK: Collections and items
+
+    private func collection(_ group: String, _ call: BusCall) throws(SecretServiceError) -> [BusValue] {
+        guard try collections.groups().contains(group) else { throw collections.noSuchObject(call.path) }
+        switch call.member {
+        case "SearchItems":
+            let a = try arguments(call, "a{ss}")
+            let found = try collections.search(try stringPairs(a[0]), group: group)
+            return [.array(element: "o", found.map { .objectPath(KeychainCollections.itemPath($0)) })]
+        case "CreateItem":
+            let a = try arguments(call, "a{sv}(oayays)b")
+            guard case .dict(_, _, let properties) = a[0], case .structure(let secretFields) = a[1],
+                case .bool(let replace) = a[2]
+            else { throw .invalidArgs("(a{sv}(oayays)b)") }
+            var label = ""
+            var attributes: [(String, String)] = []
+            for p in properties {
+                switch (p.key.string, p.value) {
+                case ("org.freedesktop.Secret.Item.Label", .variant(.string(let l))): label = l
+                case ("org.freedesktop.Secret.Item.Attributes", .variant(let d)): attributes = try stringPairs(d)
+                default: break  // other properties are not kept (§K10)
+                }
+            }
+            let (value, contentType) = try openSecret(secretFields, sender: call.sender)
+            var v = value
+            defer { wipe(&v) }
+            let item = try collections.create(
+                group: group, attributes: attributes, label: label, contentType: contentType, value: v,
+                replace: replace)
+            return [.objectPath(KeychainCollections.itemPath(item)), .objectPath("/")]
+        default:
+            throw unknownMethod(call)
+        }
+    }
+
+    private func item(_ call: BusCall) throws(SecretServiceError) -> [BusValue] {
+        let item = try collections.item(at: call.path)
+        switch call.member {
+        case "GetSecret":
+            let a = try arguments(call, "o")
+            let session = a[0].objectPath!
+            return [try secret(item, session: session, try self.session(session, of: call.sender))]
+        case "SetSecret":
+            let a = try arguments(call, "(oayays)")
+            guard case .structure(let fields) = a[0] else { throw .invalidArgs("((oayays))") }
+            var (value, contentType) = try openSecret(fields, sender: call.sender)
+            defer { wipe(&value) }
+            try collections.change(item, value: value, contentType: contentType)
+            return []
+        case "Delete":
+            _ = try arguments(call, "")
+            try collections.delete(item)
+            return [.objectPath("/")]
+        default:
+            throw unknownMethod(call)
+        }
+    }
+
+    /// An item's secret for a session: `(session, parameters, value, content type)`.
+    private func secret(_ item: KeychainItem, session path: String, _ s: Session) throws(SecretServiceError)
+        -> BusValue
+    {
+        var value = try collections.value(of: item)
+        defer { wipe(&value) }
+        let contentType = KeychainCollections.contentType(item, value: value)
+        guard let dh = s.dh else {
+            return .structure([.objectPath(path), .bytes([]), .bytes(value), .string(contentType)])
+        }
+        let sealed = value.withUnsafeBytes { dh.encrypt($0, random: random) }
+        return .structure([.objectPath(path), .bytes(sealed.iv), .bytes(sealed.value), .string(contentType)])
+    }
+
+    /// A secret a client sent, `(session, parameters, value, content type)`, opened with its session.
+    private func openSecret(_ fields: [BusValue], sender: String) throws(SecretServiceError) -> ([UInt8], String) {
+        guard fields.count == 4, let path = fields[0].objectPath, case .bytes(let parameters) = fields[1],
+            case .bytes(let value) = fields[2], let contentType = fields[3].string
+        else { throw .invalidArgs("a secret is (oayays)") }
+        guard value.count <= KeychainCollections.secretMax + 16 else {
+            throw .invalidArgs("a secret of \(value.count) bytes (SS_SECRET_MAX is \(KeychainCollections.secretMax))")
+        }
+        let s = try session(path, of: sender)
+        guard let dh = s.dh else {
+            guard parameters.isEmpty else { throw .invalidArgs("a plain session's secret has no parameters") }
+            return (value, contentType)
+        }
+        let plain = try dh.decrypt(iv: parameters, value: value)
+        return (plain.withUnsafeBytes { Array($0) }, contentType)
+    }
+
+    private func stringPairs(_ value: BusValue) throws(SecretServiceError) -> [(String, String)] {
+        guard case .dict("s", "s", let entries) = value else { throw .invalidArgs("attributes are a{ss}") }
+        guard entries.count <= Limits.attrsMax else {
+            throw .invalidArgs("\(entries.count) attributes (ATTRS_MAX is \(Limits.attrsMax))")
+        }
+        return entries.map { ($0.key.string ?? "", $0.value.string ?? "") }
+    }
+
+    // MARK: Properties
+
+    private func properties(_ call: BusCall) throws(SecretServiceError) -> [BusValue] {
+        switch call.member {
+        case "Get":
+            let a = try arguments(call, "ss")
+            let all = try propertyValues(call.path, interface: a[0].string!)
+            guard let v = all.first(where: { $0.0 == a[1].string! }) else {
+                throw SecretServiceError(
+                    "org.freedesktop.DBus.Error.UnknownProperty", "no property \(a[1].string!.prefix(255))")
+            }
+            return [.variant(v.1)]
+        case "GetAll":
+            let a = try arguments(call, "s")
+            return [.properties(try propertyValues(call.path, interface: a[0].string!))]
+        case "Set":
+            let a = try arguments(call, "ssv")
+            guard case .variant(let v) = a[2] else { throw .invalidArgs("(ssv)") }
+            switch (a[0].string!, a[1].string!) {
+            case (ServiceObjects.itemInterface, "Label"):
+                guard let label = v.string else { throw .invalidArgs("Label is a string") }
+                try collections.change(try collections.item(at: call.path), label: label)
+            case (ServiceObjects.itemInterface, "Attributes"):
+                try collections.change(try collections.item(at: call.path), attributes: try stringPairs(v))
+            case (ServiceObjects.collectionInterface, "Label"):
+                throw SecretServiceError(
+                    "org.freedesktop.DBus.Error.NotSupported",
+                    "a collection's label is its group's name (SPEC.md K10)")
+            default:
+                throw SecretServiceError("org.freedesktop.DBus.Error.PropertyReadOnly", "not a writable property")
+            }
+            return []
+        default:
+            throw unknownMethod(call)
+        }
+    }
+
+    /// The properties of the object at `path` for `interface`.
+    private func propertyValues(_ path: String, interface: String) throws(SecretServiceError) -> [(String, BusValue)] {
+        if path == ServiceObjects.servicePath, interface == ServiceObjects.serviceInterface {
+            let paths = try collections.groups().map { BusValue.objectPath(KeychainCollections.collectionPath($0)) }
+            return [("Collections", .array(element: "o", paths))]
+        }
+        guard let (group, id) = KeychainCollections.parse(path), try collections.groups().contains(group) else {
+            throw collections.noSuchObject(path)
+        }
+        if id == nil, interface == ServiceObjects.collectionInterface {
+            let items =
+                collections.isLocked(group)
+                ? []
+                : try collections.search([], group: group).map { BusValue.objectPath(KeychainCollections.itemPath($0)) }
+            let dir = collections.store.directory.path + "/" + KeychainDirectory.stem(group)
+            return [
+                ("Items", .array(element: "o", items)), ("Label", .string(group)),
+                ("Locked", .bool(collections.isLocked(group))), ("Created", .uint64(mtime(dir + ".key"))),
+                ("Modified", .uint64(mtime(dir + ".kcv")))
+            ]
+        }
+        if id != nil, interface == ServiceObjects.itemInterface {
+            let item = try collections.item(at: path)
+            return [
+                ("Locked", .bool(false)),
+                ("Attributes", .stringDict(KeychainCollections.secretAttributes(item))),
+                ("Label", .string(KeychainCollections.label(item))),
+                ("Created", .uint64(KeychainCollections.seconds(item, AttributeName.creationDate))),
+                ("Modified", .uint64(KeychainCollections.seconds(item, AttributeName.modificationDate)))
+            ]
+        }
+        throw SecretServiceError("org.freedesktop.DBus.Error.UnknownInterface", "no interface \(interface.prefix(255))")
+    }
+
+    private func mtime(_ path: String) -> UInt64 {
+        var st = stat()
+        guard stat(path, &st) == 0, st.st_mtim.tv_sec > 0 else { return 0 }
+        return UInt64(st.st_mtim.tv_sec)
     }
 
     /// The session at `path` if the connection `sender` opened it; else *NoSession*.
@@ -114,9 +370,7 @@ package final class SecretServiceDaemon {
 
     /// Connects to the bus at `address` (nil: the session bus) and takes the name (`replace`: from a current
     /// owner, as `--replace` asks).
-    package init(address: String? = nil, replace: Bool = false, objects: ServiceObjects = ServiceObjects())
-        throws(SecretServiceError)
-    {
+    package init(address: String? = nil, replace: Bool = false, objects: ServiceObjects) throws(SecretServiceError) {
         connection = try BusConnection(address: address)
         self.objects = objects
         try connection.serve(prefix: ServiceObjects.servicePath) { [objects] in objects.handle($0) }

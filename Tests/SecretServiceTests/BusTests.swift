@@ -1,4 +1,5 @@
 import Foundation
+import KcarKeychain
 import Synchronization
 import VaultFormat
 import XCTest
@@ -17,6 +18,8 @@ final class PrivateBus {
         p.arguments = ["--session", "--nofork", "--print-address=1", "--nosyslog"]
         let out = Pipe()
         p.standardOutput = out
+        // Not the test's own output: a daemon left behind by a crashed test would hold it open.
+        p.standardError = FileHandle.nullDevice
         try p.run()
         var text = ""
         while !text.contains("\n") {
@@ -47,10 +50,12 @@ final class DaemonThread<T: Sendable>: @unchecked Sendable {
     private var result: Result<T, Error>?
     private var startError: Error?
 
-    init(address: String, inspect: @escaping @Sendable (ServiceObjects) -> T) throws {
+    init(address: String, keychain: String, inspect: @escaping @Sendable (ServiceObjects) -> T) throws {
         let thread = Thread { [self] in
             do {
-                let daemon = try SecretServiceDaemon(address: address)
+                let store = try KeychainStore(directory: KeychainDirectory(path: keychain), accessGroups: ["login"])
+                let daemon = try SecretServiceDaemon(
+                    address: address, objects: ServiceObjects(collections: KeychainCollections(store: store)))
                 ready.signal()
                 try daemon.run(tick: 0.05) { stopping.withLock { $0 } }
                 result = .success(inspect(daemon.objects))
@@ -99,7 +104,9 @@ final class BusTests: XCTestCase {
     /// value outside the group InvalidArgs, and a connection's sessions close when it leaves the bus.
     func testSessionsOverAPrivateBus() throws {
         let bus = try PrivateBus()
-        let daemon = try DaemonThread(address: bus.address) { $0.sessionCount }
+        let daemon = try DaemonThread(address: bus.address, keychain: NSTemporaryDirectory() + "/kc-\(UUID())") {
+            $0.sessionCount
+        }
         let client = try BusConnection(address: bus.address)
         let (plainOutput, plainPath) = try openSession(client, "plain", .string(""))
         XCTAssertEqual(plainOutput, .string(""))

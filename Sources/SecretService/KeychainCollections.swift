@@ -1,0 +1,287 @@
+import KcarKeychain
+import VaultFormat
+
+/// The Secret Service's collections and items over a keychain, as SPEC.md §K10 maps them: a collection is a
+/// group, an item a `genp` item of it whose string user attributes are the API's attributes. No D-Bus here:
+/// object paths in, values and errors out.
+package final class KeychainCollections {
+    package static let collectionPrefix = ServiceObjects.servicePath + "/collection/"
+    /// `SS_SECRET_MAX`: bytes of a secret a client may store.
+    package static let secretMax = 1 << 20
+
+    package let store: KeychainStore
+    /// Groups that `Lock` locked (their keys dropped); `Unlock` takes them out.
+    private var lockedGroups = Set<String>()
+
+    package init(store: KeychainStore) {
+        self.store = store
+    }
+
+    // MARK: Paths
+
+    /// A group's path element (§K10): ASCII letters and digits kept, every other byte `_` and two lowercase
+    /// hex digits.
+    package static func pathElement(_ group: String) -> String {
+        var out = ""
+        for b in group.utf8 {
+            switch b {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"):
+                out.unicodeScalars.append(UnicodeScalar(b))
+            default:
+                out += "_" + String(b >> 4, radix: 16) + String(b & 0xF, radix: 16)
+            }
+        }
+        return out
+    }
+
+    /// The group a path element names, or nil if it is not one that ``pathElement(_:)`` makes.
+    package static func group(element: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var i = element.utf8.startIndex
+        let u = element.utf8
+        while i < u.endIndex {
+            let b = u[i]
+            if b == UInt8(ascii: "_") {
+                let h = u.index(after: i)
+                guard h < u.endIndex, u.index(after: h) < u.endIndex,
+                    let v = UInt8(String(element[h..<u.index(h, offsetBy: 2)]), radix: 16),
+                    element[h..<u.index(h, offsetBy: 2)].allSatisfy({ $0.isHexDigit && !$0.isUppercase })
+                else { return nil }
+                bytes.append(v)
+                i = u.index(h, offsetBy: 2)
+            } else {
+                bytes.append(b)
+                i = u.index(after: i)
+            }
+        }
+        guard let g = String(validating: bytes, as: UTF8.self), pathElement(g) == element else { return nil }
+        return g
+    }
+
+    package static func collectionPath(_ group: String) -> String { collectionPrefix + pathElement(group) }
+
+    package static func itemPath(_ item: KeychainItem) -> String {
+        collectionPath(item.group) + "/" + Hex.encode(item.id.bytes)
+    }
+
+    /// What a path under the collections names: a group, and an item id if it names an item.
+    package static func parse(_ path: String) -> (group: String, item: ItemID?)? {
+        guard path.hasPrefix(collectionPrefix) else { return nil }
+        let parts = path.dropFirst(collectionPrefix.count).split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 1 || parts.count == 2, let group = group(element: parts[0]) else { return nil }
+        guard parts.count == 2 else { return (group, nil) }
+        guard parts[1].utf8.count == 32, let bytes = Hex.decode(String(parts[1])), Hex.encode(bytes) == parts[1]
+        else { return nil }
+        return (group, ItemID(bytes))
+    }
+
+    // MARK: Collections
+
+    /// The groups served, in list order (§K2: those that exist and can be used).
+    package func groups() throws(SecretServiceError) -> [String] {
+        try keychain { try store.groupSummary().counts.map(\.group) }
+    }
+
+    package func isLocked(_ group: String) -> Bool { lockedGroups.contains(group) }
+
+    /// Locks the groups given: their keys are dropped (every open vault of the store is closed).
+    package func lock(_ groups: [String]) {
+        lockedGroups.formUnion(groups)
+        store.close()
+    }
+
+    package func unlock(_ groups: [String]) {
+        lockedGroups.subtract(groups)
+    }
+
+    // MARK: Items
+
+    /// The `genp` items of `group` (nil: every unlocked group) that hold each attribute as a string user
+    /// attribute of exactly that value.
+    package func search(_ attributes: [(String, String)], group: String?) throws(SecretServiceError)
+        -> [KeychainItem]
+    {
+        var a = Attributes()
+        for (name, value) in attributes {
+            try KeychainCollections.checkAttribute(name, value)
+            a[Schema.userPrefix + name] = .string(value)
+        }
+        let groups: [String]
+        if let group { groups = [group] } else { groups = try self.groups() }
+        var out: [KeychainItem] = []
+        for g in groups where !isLocked(g) {
+            let query = ItemQuery(class: .genericPassword, attributes: a, group: g)
+            out += try keychain { try store.search(query).items }
+        }
+        return out
+    }
+
+    /// The item a path names; *NoSuchObject* if there is none, *IsLocked* if its collection is locked.
+    package func item(at path: String) throws(SecretServiceError) -> KeychainItem {
+        guard let (group, id) = KeychainCollections.parse(path), let id else { throw noSuchObject(path) }
+        guard try groups().contains(group) else { throw noSuchObject(path) }
+        guard !isLocked(group) else { throw isLockedError(path) }
+        let all = try keychain { try store.search(ItemQuery(class: .genericPassword, group: group)).items }
+        guard let item = all.first(where: { $0.id == id }) else { throw noSuchObject(path) }
+        return item
+    }
+
+    /// An item's attributes as the API shows them: its string user attributes, by name.
+    package static func secretAttributes(_ item: KeychainItem) -> [(String, String)] {
+        item.userAttributes.compactMap { name, value in
+            if case .string(let s) = value { return (name, s) }
+            return nil
+        }.sorted { Array($0.0.utf8).lexicographicallyPrecedes(Array($1.0.utf8)) }
+    }
+
+    package static func label(_ item: KeychainItem) -> String {
+        if case .string(let s) = item.attributes[AttributeName.label] { return s }
+        return ""
+    }
+
+    /// `cdat` or `mdat` in whole seconds (0 if absent).
+    package static func seconds(_ item: KeychainItem, _ name: String) -> UInt64 {
+        if case .date(let ns) = item.attributes[name], ns > 0 { return UInt64(ns / 1_000_000_000) }
+        return 0
+    }
+
+    /// The content type of an item's value: `desc` if set, else `text/plain` for UTF-8, else
+    /// `application/octet-stream`.
+    package static func contentType(_ item: KeychainItem, value: [UInt8]) -> String {
+        if case .string(let s) = item.attributes[AttributeName.description], !s.isEmpty { return s }
+        return String(validating: value, as: UTF8.self) != nil ? "text/plain" : "application/octet-stream"
+    }
+
+    package func value(of item: KeychainItem) throws(SecretServiceError) -> [UInt8] {
+        try keychain { try store.value(of: item) }
+    }
+
+    /// `CreateItem`: a new `genp` item (`svce` the `xdg:schema` attribute, `acct` its id), or with `replace`
+    /// the first item whose string user attributes are exactly `attributes`, changed.
+    package func create(
+        group: String, attributes: [(String, String)], label: String, contentType: String, value: [UInt8],
+        replace: Bool
+    ) throws(SecretServiceError) -> KeychainItem {
+        guard !isLocked(group) else { throw isLockedError(KeychainCollections.collectionPath(group)) }
+        guard value.count <= KeychainCollections.secretMax else {
+            throw .invalidArgs("a secret of \(value.count) bytes (SS_SECRET_MAX is \(KeychainCollections.secretMax))")
+        }
+        guard label.utf8.count <= Limits.attrValueMax, contentType.utf8.count <= Limits.attrValueMax else {
+            throw .invalidArgs("a label or content type over \(Limits.attrValueMax) bytes")
+        }
+        var seen = Set<String>()
+        for (name, value) in attributes {
+            try KeychainCollections.checkAttribute(name, value)
+            guard seen.insert(name).inserted else { throw .invalidArgs("the attribute \(name) twice") }
+        }
+        guard attributes.count <= Limits.attrsMax - 8 else {
+            throw .invalidArgs("\(attributes.count) attributes (at most \(Limits.attrsMax - 8))")
+        }
+        let wanted = attributes.sorted { Array($0.0.utf8).lexicographicallyPrecedes(Array($1.0.utf8)) }
+        return try keychain {
+            try store.transaction(group: group) { tx in
+                var changes: [String: AttributeValue?] = [
+                    AttributeName.label: label.isEmpty ? nil : .string(label),
+                    AttributeName.description: contentType.isEmpty ? nil : .string(contentType)
+                ]
+                if replace {
+                    var a = Attributes()
+                    for (n, v) in wanted { a[Schema.userPrefix + n] = .string(v) }
+                    let candidates = try tx.find(ItemQuery(class: .genericPassword, attributes: a, group: group))
+                    if let same = candidates.first(where: {
+                        KeychainCollections.secretAttributes($0).elementsEqual(wanted) { $0 == $1 }
+                    }) {
+                        try tx.update([same.id], set: changes, value: value)
+                        return try tx.find(ItemQuery(class: .genericPassword, attributes: a, group: group))
+                            .first { $0.id == same.id } ?? same
+                    }
+                }
+                for (n, v) in wanted { changes[Schema.userPrefix + n] = .string(v) }
+                var a = Attributes()
+                for case (let n, let v?) in changes { a[n] = v }
+                let schema = wanted.first { $0.0 == "xdg:schema" }?.1 ?? ""
+                a[AttributeName.service] = .string(schema)
+                // The primary key unique by construction: the account is a fresh random id (the item id is
+                // the vault's to choose), so two items with the same attributes can be stored, as the API
+                // allows.
+                a[AttributeName.account] = .string(Hex.encode(SystemRandom.shared.bytes(16)))
+                return try tx.add(class: .genericPassword, attributes: a, value: value)
+            }
+        }
+    }
+
+    /// Changes an item: its value (and content type), its attributes (string user attributes replaced), its
+    /// label; `mdat` moves.
+    package func change(
+        _ item: KeychainItem, value: [UInt8]? = nil, contentType: String? = nil, attributes: [(String, String)]? = nil,
+        label: String? = nil
+    ) throws(SecretServiceError) {
+        guard !isLocked(item.group) else { throw isLockedError(KeychainCollections.itemPath(item)) }
+        if let value, value.count > KeychainCollections.secretMax {
+            throw .invalidArgs("a secret of \(value.count) bytes (SS_SECRET_MAX is \(KeychainCollections.secretMax))")
+        }
+        var changes: [String: AttributeValue?] = [:]
+        if let contentType { changes[AttributeName.description] = contentType.isEmpty ? nil : .string(contentType) }
+        if let label { changes[AttributeName.label] = label.isEmpty ? nil : .string(label) }
+        if let attributes {
+            for (name, v) in item.userAttributes where v.isString { changes[Schema.userPrefix + name] = .some(nil) }
+            for (name, value) in attributes {
+                try KeychainCollections.checkAttribute(name, value)
+                changes[Schema.userPrefix + name] = .string(value)
+            }
+        }
+        let changesMade = changes
+        try keychain {
+            try store.transaction(group: item.group) { tx in try tx.update([item.id], set: changesMade, value: value) }
+        }
+    }
+
+    package func delete(_ item: KeychainItem) throws(SecretServiceError) {
+        guard !isLocked(item.group) else { throw isLockedError(KeychainCollections.itemPath(item)) }
+        try keychain { try store.transaction(group: item.group) { tx in try tx.delete(item.id) } }
+    }
+
+    // MARK: Errors
+
+    /// An attribute a client may give (§K10 Bounds): a name of 1 to 254 bytes, a value of at most
+    /// `ATTR_VALUE_MAX`.
+    static func checkAttribute(_ name: String, _ value: String) throws(SecretServiceError) {
+        guard (1...254).contains(name.utf8.count), !name.utf8.contains(0) else {
+            throw .invalidArgs("an attribute name of \(name.utf8.count) bytes (1 to 254, no NUL)")
+        }
+        guard value.utf8.count <= Limits.attrValueMax else {
+            throw .invalidArgs("the value of \(name.prefix(64)) is over \(Limits.attrValueMax) bytes")
+        }
+    }
+
+    func noSuchObject(_ path: String) -> SecretServiceError {
+        SecretServiceError("org.freedesktop.Secret.Error.NoSuchObject", "no object \(path.prefix(300))")
+    }
+
+    func isLockedError(_ path: String) -> SecretServiceError {
+        SecretServiceError("org.freedesktop.Secret.Error.IsLocked", "\(path.prefix(300)) is locked")
+    }
+
+    /// Runs a keychain call, its errors as the API's: a duplicate or bad parameter *InvalidArgs*, anything
+    /// else *Failed*, with kcar's message.
+    private func keychain<T>(_ body: () throws -> T) throws(SecretServiceError) -> T {
+        do { return try body() } catch let e as SecretServiceError {
+            throw e
+        } catch let e as KeychainError {
+            switch e.status {
+            case .param, .duplicateItem: throw .invalidArgs(e.message)
+            default: throw .failed(e.message)
+            }
+        } catch {
+            throw .failed("\(error)")
+        }
+    }
+}
+
+extension AttributeValue {
+    var isString: Bool {
+        if case .string = self { return true }
+        return false
+    }
+}
