@@ -4,10 +4,11 @@
 # make install (PREFIX, DESTDIR), make uninstall. make interop: the Python SPEC readers over the fixtures.
 # deps installs the Debian packages the build needs (make demo installs only these); test-deps adds what the tests
 # and the SPEC interop check need (python3-nacl for the readers written from SPEC.md; man-db, groff-base, zsh and
-# fish: the tests render the man page and load the completions; dbus-daemon: the Secret Service tests run a private bus).
+# fish: the tests render the man page and load the completions; dbus-daemon and libsecret-tools: the Secret Service
+# tests run a private bus and secret-tool).
 SHELL := /bin/bash
 BUILD_PACKAGES := libsodium-dev zlib1g-dev libdeflate-dev libssl-dev libsystemd-dev pkg-config
-APT_PACKAGES := $(BUILD_PACKAGES) python3-nacl man-db groff-base zsh fish dbus-daemon
+APT_PACKAGES := $(BUILD_PACKAGES) python3-nacl man-db groff-base zsh fish dbus-daemon libsecret-tools
 KCAR = .build/release/kcar
 # Every release build links the Swift runtime statically, here and in scripts/bench (one set of flags, so no
 # command relinks .build/release under another): the binary then needs no Swift toolchain (only the base
@@ -28,6 +29,10 @@ MAN1DIR = $(DESTDIR)$(PREFIX)/share/man/man1
 BASHDIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHDIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISHDIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+# kcar secret-service started on demand: a D-Bus activation file for org.freedesktop.secrets (under PREFIX=$HOME/.local
+# or /usr/local it comes before gnome-keyring's /usr/share one) and a systemd user unit it hands activation to.
+DBUSDIR = $(DESTDIR)$(PREFIX)/share/dbus-1/services
+UNITDIR = $(DESTDIR)$(PREFIX)/lib/systemd/user
 
 .PHONY: all deps test-deps install-packages build install uninstall demo test hostile consumer bench bench-keychain bench-scale bench-library bench-merge fixtures fuzz clean docs
 
@@ -53,17 +58,21 @@ install: build
 	@set -e; t=$$(mktemp -d); trap 'rm -rf "$$t"' EXIT; \
 	$(KCAR) help --man > "$$t/kcar.1"; \
 	for s in bash zsh fish; do $(KCAR) completion $$s > "$$t/$$s"; done; \
-	install -d "$(BINDIR)" "$(MAN1DIR)" "$(BASHDIR)" "$(ZSHDIR)" "$(FISHDIR)"; \
+	printf '[D-BUS Service]\nName=org.freedesktop.secrets\nExec=$(PREFIX)/bin/kcar secret-service\nSystemdService=kcar-secret-service.service\n' > "$$t/dbus"; \
+	printf '[Unit]\nDescription=kcar Secret Service (org.freedesktop.secrets from the kcar keychain)\n\n[Service]\nType=dbus\nBusName=org.freedesktop.secrets\nExecStart=$(PREFIX)/bin/kcar secret-service\n' > "$$t/unit"; \
+	install -d "$(BINDIR)" "$(MAN1DIR)" "$(BASHDIR)" "$(ZSHDIR)" "$(FISHDIR)" "$(DBUSDIR)" "$(UNITDIR)"; \
 	install -m 0755 $(KCAR) "$(BINDIR)/kcar"; \
 	ln -sf kcar "$(BINDIR)/git-credential-kcar"; ln -sf kcar "$(BINDIR)/docker-credential-kcar"; \
 	install -m 0644 "$$t/kcar.1" "$(MAN1DIR)/kcar.1"; \
 	install -m 0644 "$$t/bash" "$(BASHDIR)/kcar"; \
 	install -m 0644 "$$t/zsh" "$(ZSHDIR)/_kcar"; \
 	install -m 0644 "$$t/fish" "$(FISHDIR)/kcar.fish"; \
-	echo "installed $(BINDIR)/kcar (and git-credential-kcar, docker-credential-kcar), $(MAN1DIR)/kcar.1 and the bash, zsh and fish completions"
+	install -m 0644 "$$t/dbus" "$(DBUSDIR)/org.freedesktop.secrets.service"; \
+	install -m 0644 "$$t/unit" "$(UNITDIR)/kcar-secret-service.service"; \
+	echo "installed $(BINDIR)/kcar (and git-credential-kcar, docker-credential-kcar), $(MAN1DIR)/kcar.1, the bash, zsh and fish completions, and kcar secret-service's D-Bus activation file and systemd user unit"
 
 uninstall:
-	rm -f "$(BINDIR)/kcar" "$(BINDIR)/git-credential-kcar" "$(BINDIR)/docker-credential-kcar" "$(MAN1DIR)/kcar.1" "$(BASHDIR)/kcar" "$(ZSHDIR)/_kcar" "$(FISHDIR)/kcar.fish"
+	rm -f "$(BINDIR)/kcar" "$(BINDIR)/git-credential-kcar" "$(BINDIR)/docker-credential-kcar" "$(MAN1DIR)/kcar.1" "$(BASHDIR)/kcar" "$(ZSHDIR)/_kcar" "$(FISHDIR)/kcar.fish" "$(DBUSDIR)/org.freedesktop.secrets.service" "$(UNITDIR)/kcar-secret-service.service"
 
 demo: build
 	@set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; cd "$$d"; k="$(CURDIR)/$(KCAR)"; \

@@ -21,7 +21,7 @@ let package = Package(
         .target(name: "VaultFormat", dependencies: ["CSodium", "CZlib", "CDeflate"]),
         .target(name: "KeyedArchive"),
         .target(name: "KcarKeychain", dependencies: ["VaultFormat", "KeyedArchive"]),
-        .target(name: "KcarCLI", dependencies: ["VaultFormat", "KeyedArchive", "KcarKeychain"]),
+        .target(name: "KcarCLI", dependencies: ["VaultFormat", "KeyedArchive", "KcarKeychain", "SecretService"]),
         // The Secret Service over a keychain (SPEC K10, issue 25): so far its encrypted session.
         .target(name: "SecretService", dependencies: ["CCrypto", "CSystemd", "VaultFormat", "KcarKeychain"]),
         .executableTarget(name: "kcar", dependencies: ["KcarCLI"]),

@@ -47,6 +47,7 @@ public enum CLI {
         Command("import", Help.importPage, ImportCommand.run),
         Command("credential", Help.credential, Credential.run),
         Command("docker-credential", Help.dockerCredential, DockerCredential.run),
+        Command("secret-service", Help.secretService, SecretServiceCommand.run),
         Command("help", Help.helpPage, CLI.help),
         Command("version", Help.versionPage, CLI.version),
         Command("completion", Help.completionPage, Completion.run)

@@ -311,6 +311,37 @@ extension Help {
             Example(command: "groups --accept-rollback personal", meaning: "after restoring personal.kcv from a backup")
         ])
 
+    static let secretService = Page(
+        synopsis: ["secret-service [--replace] [--background] [--keychain DIR] [--groups A,B]"],
+        summary: "Serve the keychain to every application as the freedesktop Secret Service (org.freedesktop.secrets).",
+        description: [
+            "Owns org.freedesktop.secrets on the session bus (DBUS_SESSION_BUS_ADDRESS) and serves the keychain's groups as "
+                + "collections, their generic passwords as items, until it is stopped or another program takes the name. "
+                + "secret-tool, libsecret, Python's secretstorage and keyring store and look up secrets through it; an item they store "
+                + "is a generic password whose attributes are user attributes (kcar find --attr NAME=VALUE finds it) and whose "
+                + "service is its xdg:schema (SPEC.md K10).",
+            "The default alias is the default group (--groups' first, or init --default-group's). A collection is unlocked while "
+                + "its group's key file is readable: Unlock needs no prompt, Lock drops the key until the next Unlock.",
+            "--replace takes the name from a running gnome-keyring-daemon or kcar secret-service, which stops serving. "
+                + "--background starts it in a session of its own (its output at /dev/null) and returns once it serves. Exit 7 if "
+                + "another program holds the name and does not let it go, 8 if there is no session bus. After make install, a "
+                + "client that finds no service starts it (a D-Bus activation file and a systemd user unit).",
+            "Not served yet (issue 25): deleting collections, aliases other than default, and the Item and Collection "
+                + "signals."
+        ],
+        options: [
+            keychainDir, groupList, lockTimeout, O(name: "replace", kind: .flag, meaning: "take the bus name over"),
+            O(name: "background", kind: .flag, meaning: "run as a daemon; return once it serves")
+        ],
+        examples: [
+            Example(
+                command: "secret-service --replace --background", meaning: "serve the keychain instead of gnome-keyring"
+            ),
+            Example(
+                command: "secret-tool store --label=token service github user bob",
+                meaning: "(then) stores an item that kcar find --attr service=github shows")
+        ])
+
     static let importPage = Page(
         synopsis: ["import --nskeyed FILE SELECTORS", "import --items FILE.json [--group G]"],
         summary: "Add items to a group from an NSKeyedArchiver archive or an item file.",

@@ -72,7 +72,9 @@ package final class BusConnection {
         let r = sd_bus_request_name(bus, name, flags)
         guard r >= 0 else {
             throw r == -EEXIST
-                ? .failed("\(name) is owned by another program on the bus (--replace takes it over)")
+                ? SecretServiceError(
+                    SecretServiceError.nameTaken,
+                    "\(name) is owned by another program on the bus (--replace takes it over)")
                 : .failed("cannot own \(name): \(String(cString: strerror(-r)))")
         }
     }

@@ -85,6 +85,16 @@ package final class KeychainCollections {
 
     package func isLocked(_ group: String) -> Bool { lockedGroups.contains(group) }
 
+    /// `CreateCollection`: the group, made as a first add makes it (K1) if it does not exist.
+    package func createGroup(_ group: String) throws(SecretServiceError) {
+        do {
+            try Header.checkGroupName(group)
+        } catch {
+            throw .invalidArgs("a collection's label is its group's name: 1 to 255 bytes of UTF-8 without NUL")
+        }
+        try keychain { try store.transaction(group: group) { _ in } }
+    }
+
     /// Locks the groups given: their keys are dropped (every open vault of the store is closed).
     package func lock(_ groups: [String]) {
         lockedGroups.formUnion(groups)

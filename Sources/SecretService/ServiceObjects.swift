@@ -13,6 +13,7 @@ import VaultFormat
 package final class ServiceObjects {
     package static let servicePath = "/org/freedesktop/secrets"
     package static let sessionPrefix = servicePath + "/session/"
+    package static let aliasPrefix = servicePath + "/aliases/"
     package static let serviceInterface = "org.freedesktop.Secret.Service"
     package static let sessionInterface = "org.freedesktop.Secret.Session"
     package static let collectionInterface = "org.freedesktop.Secret.Collection"
@@ -43,6 +44,7 @@ package final class ServiceObjects {
     /// Handles one method call.
     package func handle(_ call: BusCall) -> Result<[BusValue], SecretServiceError> {
         do throws(SecretServiceError) {
+            let call = try resolvingAlias(call)
             if call.interface == ServiceObjects.propertiesInterface { return .success(try properties(call)) }
             if call.path == ServiceObjects.servicePath, call.interface == ServiceObjects.serviceInterface {
                 return .success(try service(call))
@@ -63,6 +65,20 @@ package final class ServiceObjects {
         } catch {
             return .failure(error)
         }
+    }
+
+    /// A call to `/org/freedesktop/secrets/aliases/default` (and below) goes to the default group's collection,
+    /// which an item created there creates (libsecret stores to the alias path).
+    private func resolvingAlias(_ call: BusCall) throws(SecretServiceError) -> BusCall {
+        guard call.path.hasPrefix(ServiceObjects.aliasPrefix) else { return call }
+        let rest = call.path.dropFirst(ServiceObjects.aliasPrefix.count)
+        let alias = rest.prefix { $0 != "/" }
+        guard alias == "default" else { throw collections.noSuchObject(call.path) }
+        let group = try defaultGroup()
+        if call.member == "CreateItem", try !collections.groups().contains(group) { try collections.createGroup(group) }
+        return BusCall(
+            sender: call.sender, path: KeychainCollections.collectionPath(group) + rest.dropFirst(alias.count),
+            interface: call.interface, member: call.member, arguments: call.arguments)
     }
 
     private func unknownMethod(_ call: BusCall) -> SecretServiceError {
@@ -103,11 +119,28 @@ package final class ServiceObjects {
                 entries.append(.init(.objectPath(path), try secret(item, session: session, s)))
             }
             return [.dict(key: "o", value: "(oayays)", entries)]
+        case "CreateCollection":
+            let a = try arguments(call, "a{sv}s")
+            guard case .dict(_, _, let properties) = a[0], let alias = a[1].string else {
+                throw .invalidArgs("(a{sv}s)")
+            }
+            let label = properties.first { $0.key.string == "org.freedesktop.Secret.Collection.Label" }?.value
+            // The `default` alias names the default group (K2.1), whatever the label says.
+            let group: String
+            if alias == "default" {
+                group = try defaultGroup()
+            } else if !alias.isEmpty {
+                throw SecretServiceError("org.freedesktop.DBus.Error.NotSupported", "aliases other than default")
+            } else if case .variant(.string(let l))? = label {
+                group = l
+            } else {
+                throw .invalidArgs("CreateCollection needs a Label (the group's name) or the default alias")
+            }
+            try collections.createGroup(group)
+            return [.objectPath(KeychainCollections.collectionPath(group)), .objectPath("/")]
         case "ReadAlias":
             let a = try arguments(call, "s")
-            guard a[0].string == "default" else { return [.objectPath("/")] }
-            let group: String
-            do { group = try collections.store.defaultGroup() } catch { return [.objectPath("/")] }
+            guard a[0].string == "default", let group = try? defaultGroup() else { return [.objectPath("/")] }
             return [
                 .objectPath(try collections.groups().contains(group) ? KeychainCollections.collectionPath(group) : "/")
             ]
@@ -127,6 +160,12 @@ package final class ServiceObjects {
             return [.array(element: "o", done), .objectPath("/")]
         default:
             throw unknownMethod(call)
+        }
+    }
+
+    private func defaultGroup() throws(SecretServiceError) -> String {
+        do { return try collections.store.defaultGroup() } catch {
+            throw .failed("no default group: \(error)")
         }
     }
 
@@ -382,11 +421,27 @@ package final class SecretServiceDaemon {
             else { return }
             objects.connectionLeft(name)
         }
+        let lost = nameLost
+        try connection.watch(
+            "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameLost',"
+                + "arg0='\(SecretServiceDaemon.busName)'"
+        ) { _ in lost.value = true }
         try connection.requestName(SecretServiceDaemon.busName, replace: replace)
     }
 
-    /// Serves calls until `stop` returns true (checked at least every `tick` seconds).
+    /// Set when another program took the name (`--replace`): the daemon then stops serving.
+    private let nameLost = Flag()
+
+    private final class Flag {
+        var value = false
+    }
+
+    /// Whether another program took the bus name.
+    package var replaced: Bool { nameLost.value }
+
+    /// Serves calls until `stop` returns true (checked at least every `tick` seconds) or the name is taken
+    /// by another program.
     package func run(tick: Double = 0.2, until stop: () -> Bool) throws(SecretServiceError) {
-        while !stop() { try connection.process(timeout: tick) }
+        while !stop() && !nameLost.value { try connection.process(timeout: tick) }
     }
 }

@@ -24,6 +24,9 @@ package struct SecretServiceError: Error, Equatable, Sendable, CustomStringConve
         SecretServiceError("org.freedesktop.DBus.Error.InvalidArgs", message)
     }
 
+    /// The error name of a well-known name that another program owns and does not let go.
+    package static let nameTaken = "kcar.Error.NameTaken"
+
     package static func failed(_ message: String) -> SecretServiceError {
         SecretServiceError("org.freedesktop.DBus.Error.Failed", message)
     }

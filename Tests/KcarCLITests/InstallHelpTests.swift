@@ -193,9 +193,17 @@ final class InstallHelpTests: XCTestCase {
         let files = [
             "bin/kcar", "share/man/man1/kcar.1", "share/bash-completion/completions/kcar",
             "share/zsh/site-functions/_kcar",
-            "share/fish/vendor_completions.d/kcar.fish"
+            "share/fish/vendor_completions.d/kcar.fish", "share/dbus-1/services/org.freedesktop.secrets.service",
+            "lib/systemd/user/kcar-secret-service.service"
         ].map { root + "/usr/" + $0 }
         for f in files { XCTAssertTrue(FileManager.default.fileExists(atPath: f), f) }
+        // Clients start kcar secret-service on demand: the activation file names the installed binary.
+        XCTAssertEqual(
+            try String(contentsOfFile: files[5], encoding: .utf8),
+            "[D-BUS Service]\nName=org.freedesktop.secrets\nExec=/usr/bin/kcar secret-service\n"
+                + "SystemdService=kcar-secret-service.service\n")
+        XCTAssert(
+            try String(contentsOfFile: files[6], encoding: .utf8).contains("ExecStart=/usr/bin/kcar secret-service\n"))
         let installed = try runProcess(files[0], ["--version"], cwd: dir)
         XCTAssertEqual(installed.out, try kcar(["--version"]).out)
         // The credential helpers' names are links to kcar, which reads its role from argv[0].

@@ -1,45 +1,11 @@
 import Foundation
 import KcarKeychain
 import Synchronization
+import TestSupport
 import VaultFormat
 import XCTest
 
 @testable import SecretService
-
-/// A private session bus for one test: `dbus-daemon --session` in the foreground, on a socket of its own,
-/// stopped after.
-final class PrivateBus {
-    let address: String
-    private let process: Process
-
-    init() throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        p.arguments = ["--session", "--nofork", "--print-address=1", "--nosyslog"]
-        let out = Pipe()
-        p.standardOutput = out
-        // Not the test's own output: a daemon left behind by a crashed test would hold it open.
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        var text = ""
-        while !text.contains("\n") {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            text += String(decoding: chunk, as: UTF8.self)
-        }
-        guard let line = text.split(separator: "\n").first, line.hasPrefix("unix:") else {
-            p.terminate()
-            throw SecretServiceError.failed("dbus-daemon did not start: \(text)")
-        }
-        address = String(line)
-        process = p
-    }
-
-    deinit {
-        process.terminate()
-        process.waitUntilExit()
-    }
-}
 
 /// The daemon on its own thread (sd-bus connections are used by one thread at a time), stopped by `stop()`,
 /// which returns what `inspect` read of its objects once the loop ended.

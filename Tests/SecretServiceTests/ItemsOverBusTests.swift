@@ -1,5 +1,6 @@
 import Foundation
 import KcarKeychain
+import TestSupport
 import VaultFormat
 import XCTest
 
