@@ -73,20 +73,48 @@ package indirect enum BusValue: Equatable, Sendable {
 }
 
 /// Reads and writes ``BusValue``s from and to sd-bus messages. sd-bus has checked a received message's
-/// signature, nesting (at most 64 containers deep, as the D-Bus specification bounds it) and size when it
-/// parsed it; reading walks it once.
+/// signature, nesting (at most 64 containers deep, as the D-Bus specification bounds it) and size (at most
+/// 128 MiB) when it parsed it; reading walks it once, within a ``Budget`` for the whole message.
 package enum BusCodec {
+    /// What one message may hold once read (SPEC.md §K10 Bounds): `SS_CALL_VALUES_MAX` values and
+    /// `SS_CALL_BYTES_MAX` bytes of strings and byte arrays, enough for the largest call a client may make (a
+    /// secret of `SS_SECRET_MAX` and `ATTRS_MAX` attributes of `ATTR_VALUE_MAX`), checked as it is read.
+    package struct Budget {
+        package static let valuesMax = 65_536
+        package static let bytesMax = 20 << 20
+        var values = 0
+        var bytes = 0
+
+        package init() {}
+
+        mutating func take(values n: Int = 1, bytes b: Int = 0) throws(SecretServiceError) {
+            values += n
+            bytes += b
+            guard values <= Budget.valuesMax, bytes <= Budget.bytesMax else {
+                throw .invalidArgs(
+                    "a message of more than \(Budget.valuesMax) values or \(Budget.bytesMax) bytes (SS_CALL_VALUES_MAX, SS_CALL_BYTES_MAX)"
+                )
+            }
+        }
+    }
+
     /// Reads the values of `message` from its current position to the end of the current container.
     package static func readAll(_ message: OpaquePointer) throws(SecretServiceError) -> [BusValue] {
+        var budget = Budget()
+        return try readAll(message, &budget)
+    }
+
+    static func readAll(_ message: OpaquePointer, _ budget: inout Budget) throws(SecretServiceError) -> [BusValue] {
         var values: [BusValue] = []
         while sd_bus_message_at_end(message, 0) == 0 {
-            values.append(try read(message))
+            values.append(try read(message, &budget))
         }
         return values
     }
 
     /// Reads one value at the message's current position.
-    package static func read(_ m: OpaquePointer) throws(SecretServiceError) -> BusValue {
+    package static func read(_ m: OpaquePointer, _ budget: inout Budget) throws(SecretServiceError) -> BusValue {
+        try budget.take()
         var type: CChar = 0
         var contents: UnsafePointer<CChar>?
         guard sd_bus_message_peek_type(m, &type, &contents) > 0 else { throw malformed("no value to read") }
@@ -99,6 +127,7 @@ package enum BusCodec {
                 guard sd_bus_message_read_array(m, CChar(UInt8(ascii: "y")), &pointer, &size) >= 0 else {
                     throw malformed("a byte array")
                 }
+                try budget.take(values: 0, bytes: size)
                 return .bytes(size == 0 ? [] : Array(UnsafeRawBufferPointer(start: pointer, count: size)))
             }
             try enter(m, "a", inner)
@@ -108,33 +137,35 @@ package enum BusCodec {
                 var entries: [BusValue.DictEntry] = []
                 while sd_bus_message_at_end(m, 0) == 0 {
                     try enter(m, "e", entry)
-                    let k = try read(m)
-                    let v = try read(m)
+                    let k = try read(m, &budget)
+                    let v = try read(m, &budget)
                     try exit(m)
                     entries.append(.init(k, v))
                 }
                 try exit(m)
                 return .dict(key: key, value: String(entry.dropFirst()), entries)
             }
-            let elements = try readAll(m)
+            let elements = try readAll(m, &budget)
             try exit(m)
             return .array(element: inner, elements)
         case UInt8(ascii: "r"):
             try enter(m, "r", inner)
-            let fields = try readAll(m)
+            let fields = try readAll(m, &budget)
             try exit(m)
             return .structure(fields)
         case UInt8(ascii: "v"):
             try enter(m, "v", inner)
-            let value = try read(m)
+            let value = try read(m, &budget)
             try exit(m)
             return .variant(value)
         case let t:
-            return try readBasic(m, t)
+            return try readBasic(m, t, &budget)
         }
     }
 
-    private static func readBasic(_ m: OpaquePointer, _ t: UInt8) throws(SecretServiceError) -> BusValue {
+    private static func readBasic(_ m: OpaquePointer, _ t: UInt8, _ budget: inout Budget) throws(SecretServiceError)
+        -> BusValue
+    {
         func basic<T: BitwiseCopyable>(_ initial: T) throws(SecretServiceError) -> T {
             var v = initial
             guard sd_bus_message_read_basic(m, CChar(t), &v) > 0 else { throw malformed("a value of type \(t)") }
@@ -143,6 +174,7 @@ package enum BusCodec {
         func text() throws(SecretServiceError) -> String {
             let p: UnsafePointer<CChar>? = try basic(nil)
             guard let p else { throw malformed("a string") }
+            try budget.take(values: 0, bytes: strlen(p))
             return String(cString: p)
         }
         switch t {

@@ -1,6 +1,10 @@
 import KcarKeychain
 import VaultFormat
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The Secret Service's collections and items over a keychain, as SPEC.md §K10 maps them: a collection is a
 /// group, an item a `genp` item of it whose string user attributes are the API's attributes. No D-Bus here:
 /// object paths in, values and errors out.
@@ -98,6 +102,7 @@ package final class KeychainCollections {
     /// Locks the groups given: their keys are dropped (every open vault of the store is closed).
     package func lock(_ groups: [String]) {
         lockedGroups.formUnion(groups)
+        kept = nil
         store.close()
     }
 
@@ -132,9 +137,27 @@ package final class KeychainCollections {
         guard let (group, id) = KeychainCollections.parse(path), let id else { throw noSuchObject(path) }
         guard try groups().contains(group) else { throw noSuchObject(path) }
         guard !isLocked(group) else { throw isLockedError(path) }
-        let all = try keychain { try store.search(ItemQuery(class: .genericPassword, group: group)).items }
-        guard let item = all.first(where: { $0.id == id }) else { throw noSuchObject(path) }
+        guard let item = try listing(group)[id] else { throw noSuchObject(path) }
         return item
+    }
+
+    /// The `genp` items of one group by id, listed again only when its vault file changed (another inode, size
+    /// or modification time: every commit appends, every rewrite is a new file), so that a call per item of a
+    /// large group (GetSecrets of many paths, properties) does not list the group each time. One group's
+    /// listing is kept at a time, as a search keeps one group's index (SPEC.md §K2).
+    private var kept: (group: String, stamp: [Int], items: [ItemID: KeychainItem])?
+
+    private func listing(_ group: String) throws(SecretServiceError) -> [ItemID: KeychainItem] {
+        var st = stat()
+        let stamp =
+            stat(store.directory.vaultPath(group), &st) == 0
+            ? [Int(st.st_ino), Int(st.st_size), st.st_mtim.tv_sec, st.st_mtim.tv_nsec] : []
+        if let kept, kept.group == group, kept.stamp == stamp, !stamp.isEmpty { return kept.items }
+        kept = nil
+        let all = try keychain { try store.search(ItemQuery(class: .genericPassword, group: group)).items }
+        let items = Dictionary(all.map { ($0.id, $0) }) { first, _ in first }
+        kept = (group, stamp, items)
+        return items
     }
 
     /// An item's attributes as the API shows them: its string user attributes, by name.

@@ -213,6 +213,17 @@ final class ItemsOverBusTests: XCTestCase {
                 collection, ServiceObjects.propertiesInterface, "Set",
                 [.string(ServiceObjects.collectionInterface), .string("Label"), .variant(.string("x"))])
         }
+        // A message past SS_CALL_VALUES_MAX or SS_CALL_BYTES_MAX is refused as it is read.
+        assertError("org.freedesktop.DBus.Error.InvalidArgs", "70,000 values") {
+            try self.call(
+                self.service, ServiceObjects.serviceInterface, "SearchItems",
+                [.stringDict((0..<35_000).map { ("a\($0)", "") })])
+        }
+        assertError("org.freedesktop.DBus.Error.InvalidArgs", "21 MiB of bytes") {
+            try self.call(
+                self.service, ServiceObjects.serviceInterface, "OpenSession",
+                [.string("plain"), .variant(.bytes([UInt8](repeating: 1, count: 21 << 20)))])
+        }
         XCTAssertEqual(try search([]).count, 1, "only kcar's own item")
     }
 
