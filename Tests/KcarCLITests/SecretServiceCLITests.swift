@@ -123,6 +123,23 @@ final class SecretServiceCLITests: XCTestCase {
         XCTAssertEqual(try kcar(["get", "--attr", "app=demo"]).out, "started")
     }
 
+    /// python3-secretstorage over the API (an encrypted session, create with and without replace, search in a
+    /// collection and in the service, secrets with any bytes, label, attributes, dates, delete): its script
+    /// prints a line per check and exits 1 at the first that fails.
+    func testSecretStorageOverTheWholeAPI() throws {
+        let python = "/usr/bin/python3"
+        let probe = try runProcess(python, ["-c", "import secretstorage"], cwd: dir)
+        if probe.code != 0 {
+            if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("python3-secretstorage is missing in CI") }
+            throw XCTSkip("python3-secretstorage is not installed")
+        }
+        try startDaemon()
+        let script = CLITests.repo.appendingPathComponent("scripts/secret-service/secretstorage_client.py").path
+        let r = try run(python, [script], expect: 0)
+        XCTAssert(r.out.hasSuffix("done\n"), r.out + r.err)
+        XCTAssertFalse(r.out.contains("FAIL"), r.out)
+    }
+
     /// A second daemon does not take the name (exit 7) unless told to; with `--replace` it does, and the first
     /// stops serving (exit 0) and says why.
     func testReplaceTakesTheNameOver() throws {

@@ -1,0 +1,60 @@
+#!/usr/bin/python3
+"""A Secret Service client over python3-secretstorage (jeepney), run against kcar secret-service by
+SecretServiceCLITests (and, by hand, against gnome-keyring-daemon: the same script, the same output).
+
+It uses the session bus of DBUS_SESSION_BUS_ADDRESS and prints one line per check; it exits 1 at the first
+check that fails. secretstorage opens the encrypted session (dh-ietf1024-sha256-aes128-cbc-pkcs7) unless it
+cannot, so every secret below crosses the bus encrypted.
+"""
+import sys
+
+import secretstorage
+from secretstorage.exceptions import ItemNotFoundException
+
+
+def check(what, ok):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        sys.exit(1)
+
+
+bus = secretstorage.dbus_init()
+collection = secretstorage.get_default_collection(bus)
+check("the default collection is unlocked", not collection.is_locked())
+session = secretstorage.util.open_session(bus)
+check("the session is dh-ietf1024-sha256-aes128-cbc-pkcs7", session.encrypted)
+
+attributes = {"application": "kcar-test", "user": "carol"}
+collection.session = session
+item = collection.create_item("Carol's token", attributes, b"s3cr3t \x00\xff bytes", replace=False)
+check("create_item returns an item with its label", item.get_label() == "Carol's token")
+check("the secret reads back byte for byte", item.get_secret() == b"s3cr3t \x00\xff bytes")
+check("its attributes read back", item.get_attributes() == attributes)
+
+found = list(collection.search_items({"user": "carol"}))
+check("search_items finds it", [f.item_path for f in found] == [item.item_path])
+check("a search that does not match finds nothing", list(collection.search_items({"user": "dave"})) == [])
+everywhere = list(secretstorage.search_items(bus, {"application": "kcar-test"}))
+check("the service's search finds it", [f.item_path for f in everywhere] == [item.item_path])
+
+same = collection.create_item("Carol's token", attributes, b"rotated", replace=True)
+check("replace changes the same item", same.item_path == item.item_path and item.get_secret() == b"rotated")
+
+item.set_label("renamed")
+item.set_attributes({"application": "kcar-test", "user": "erin"})
+check("label and attributes change", item.get_label() == "renamed" and item.get_attributes()["user"] == "erin")
+item.set_secret(b"third")
+check("set_secret changes the value", item.get_secret() == b"third")
+check("created and modified are set", item.get_created() > 0 and item.get_modified() >= item.get_created())
+
+paths = [c.collection_path for c in secretstorage.get_all_collections(bus)]
+check("the collections include the default one", collection.collection_path in paths)
+
+item.delete()
+check("delete removes it", list(collection.search_items({"user": "erin"})) == [])
+try:
+    item.get_secret()
+    check("a deleted item's secret is gone", False)
+except ItemNotFoundException:
+    check("a deleted item's secret is gone", True)
+print("done")
