@@ -4,11 +4,12 @@
 # make install (PREFIX, DESTDIR), make uninstall. make interop: the Python SPEC readers over the fixtures.
 # deps installs the Debian packages the build needs (make demo installs only these); test-deps adds what the tests
 # and the SPEC interop check need (python3-nacl for the readers written from SPEC.md; man-db, groff-base, zsh and
-# fish: the tests render the man page and load the completions; dbus-daemon, libsecret-tools and python3-secretstorage:
-# the Secret Service tests run a private bus, secret-tool and a secretstorage client).
+# fish: the tests render the man page and load the completions; dbus-daemon, libsecret-tools, python3-secretstorage
+# and gnome-keyring: the Secret Service tests run a private bus, secret-tool, a secretstorage client, and the
+# reference server).
 SHELL := /bin/bash
 BUILD_PACKAGES := libsodium-dev zlib1g-dev libdeflate-dev libssl-dev libsystemd-dev pkg-config
-APT_PACKAGES := $(BUILD_PACKAGES) python3-nacl man-db groff-base zsh fish dbus-daemon libsecret-tools python3-secretstorage
+APT_PACKAGES := $(BUILD_PACKAGES) python3-nacl man-db groff-base zsh fish dbus-daemon libsecret-tools python3-secretstorage gnome-keyring
 KCAR = .build/release/kcar
 # Every release build links the Swift runtime statically, here and in scripts/bench (one set of flags, so no
 # command relinks .build/release under another): the binary then needs no Swift toolchain (only the base

@@ -10,6 +10,9 @@ import VaultFormat
 /// object paths in, values and errors out.
 package final class KeychainCollections {
     package static let collectionPrefix = ServiceObjects.servicePath + "/collection/"
+    /// libsecret's attribute naming an item's schema, and the one an item stored without it gets.
+    package static let schemaAttribute = "xdg:schema"
+    package static let genericSchema = "org.freedesktop.Secret.Generic"
     /// `SS_SECRET_MAX`: bytes of a secret a client may store.
     package static let secretMax = 1 << 20
 
@@ -211,7 +214,12 @@ package final class KeychainCollections {
         guard attributes.count <= Limits.attrsMax - 8 else {
             throw .invalidArgs("\(attributes.count) attributes (at most \(Limits.attrsMax - 8))")
         }
-        let wanted = attributes.sorted { Array($0.0.utf8).lexicographicallyPrecedes(Array($1.0.utf8)) }
+        // An item stored without a schema gets the generic one, as gnome-keyring gives it.
+        let schemaGiven = seen.contains(KeychainCollections.schemaAttribute)
+        let complete =
+            schemaGiven
+            ? attributes : attributes + [(KeychainCollections.schemaAttribute, KeychainCollections.genericSchema)]
+        let wanted = complete.sorted { Array($0.0.utf8).lexicographicallyPrecedes(Array($1.0.utf8)) }
         return try keychain {
             try store.transaction(group: group) { tx in
                 var changes: [String: AttributeValue?] = [
@@ -233,7 +241,7 @@ package final class KeychainCollections {
                 for (n, v) in wanted { changes[Schema.userPrefix + n] = .string(v) }
                 var a = Attributes()
                 for case (let n, let v?) in changes { a[n] = v }
-                let schema = wanted.first { $0.0 == "xdg:schema" }?.1 ?? ""
+                let schema = wanted.first { $0.0 == KeychainCollections.schemaAttribute }?.1 ?? ""
                 a[AttributeName.service] = .string(schema)
                 // The primary key unique by construction: the account is a fresh random id (the item id is
                 // the vault's to choose), so two items with the same attributes can be stored, as the API

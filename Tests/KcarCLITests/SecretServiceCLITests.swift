@@ -91,6 +91,9 @@ final class SecretServiceCLITests: XCTestCase {
         XCTAssertEqual(try kcar(["get", "--attr", "service=github", "--attr", "user=bob"]).out, "hunter3")
         let found = try kcar(["find", "--attr", "user=bob", "--json"]).out
         XCTAssertEqual(found.components(separatedBy: "\"@user\"").count - 1, 2, found)
+        // secret-tool gives no schema: the items have the generic one, as their service (SPEC.md K10).
+        let generic = try kcar(["find", "--service", "org.freedesktop.Secret.Generic", "--attr", "user=bob"]).out
+        XCTAssertEqual(generic.components(separatedBy: "\n").filter { $0.contains("genp") }.count, 2, generic)
 
         // A restart serves the same items.
         for d in daemons {
@@ -138,6 +141,41 @@ final class SecretServiceCLITests: XCTestCase {
         let r = try run(python, [script], expect: 0)
         XCTAssert(r.out.hasSuffix("done\n"), r.out + r.err)
         XCTAssertFalse(r.out.contains("FAIL"), r.out)
+    }
+
+    /// The same script against gnome-keyring-daemon, the reference: what it checks is the API, not kcar.
+    func testTheSameScriptPassesAgainstGnomeKeyring() throws {
+        let daemon = "/usr/bin/gnome-keyring-daemon"
+        guard FileManager.default.isExecutableFile(atPath: daemon),
+            try runProcess("/usr/bin/python3", ["-c", "import secretstorage"], cwd: dir).code == 0
+        else {
+            if ProcessInfo.processInfo.environment["CI"] != nil {
+                XCTFail("gnome-keyring or secretstorage is missing in CI")
+            }
+            throw XCTSkip("gnome-keyring-daemon or python3-secretstorage is not installed")
+        }
+        env["XDG_DATA_HOME"] = dir + "/home/.local/share"
+        // It makes and unlocks a login keyring with the password on standard input, then leaves for the
+        // background (its output at /dev/null, so that it holds no pipe of the test's); it stops with the bus.
+        // posix_spawn and waitpid, not Process: Foundation waits for descriptors that the daemon it forks keeps.
+        let command = "printf pw | \(daemon) --unlock --components=secrets >/dev/null 2>&1"
+        let pairs = ProcessInfo.processInfo.environment.merging(env) { $1 }.map { "\($0)=\($1)" }
+        let environment: [UnsafeMutablePointer<CChar>?] = pairs.map { strdup($0) } + [nil]
+        let words: [String] = ["/bin/sh", "-c", command]
+        let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+        defer { for p in environment + argv { free(p) } }
+        var pid = pid_t()
+        XCTAssertEqual(posix_spawn(&pid, "/bin/sh", nil, nil, argv, environment), 0)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        // The login keyring is written once it is made and unlocked; before that, a client would ask for a new
+        // default collection, which only a prompt (no desktop here) could make.
+        let login = env["XDG_DATA_HOME"]! + "/keyrings/login.keyring"
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: login) { Thread.sleep(forTimeInterval: 0.05) }
+        let script = CLITests.repo.appendingPathComponent("scripts/secret-service/secretstorage_client.py").path
+        let r = try run("/usr/bin/python3", [script], expect: nil)
+        XCTAssertEqual(r.code, 0, r.out + r.err)
+        XCTAssert(r.out.hasSuffix("done\n"), r.out + r.err)
     }
 
     /// A second daemon does not take the name (exit 7) unless told to; with `--replace` it does, and the first

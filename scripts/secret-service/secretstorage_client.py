@@ -29,7 +29,9 @@ collection.session = session
 item = collection.create_item("Carol's token", attributes, b"s3cr3t \x00\xff bytes", replace=False)
 check("create_item returns an item with its label", item.get_label() == "Carol's token")
 check("the secret reads back byte for byte", item.get_secret() == b"s3cr3t \x00\xff bytes")
-check("its attributes read back", item.get_attributes() == attributes)
+# A service may add a schema to an item stored without one (gnome-keyring and kcar add the generic one).
+stored = item.get_attributes()
+check("its attributes read back", {k: v for k, v in stored.items() if k != "xdg:schema"} == attributes)
 
 found = list(collection.search_items({"user": "carol"}))
 check("search_items finds it", [f.item_path for f in found] == [item.item_path])
@@ -42,13 +44,13 @@ check("replace changes the same item", same.item_path == item.item_path and item
 
 item.set_label("renamed")
 item.set_attributes({"application": "kcar-test", "user": "erin"})
-check("label and attributes change", item.get_label() == "renamed" and item.get_attributes()["user"] == "erin")
+check("label and attributes change", item.get_label() == "renamed" and item.get_attributes().get("user") == "erin")
 item.set_secret(b"third")
 check("set_secret changes the value", item.get_secret() == b"third")
 check("created and modified are set", item.get_created() > 0 and item.get_modified() >= item.get_created())
 
-paths = [c.collection_path for c in secretstorage.get_all_collections(bus)]
-check("the collections include the default one", collection.collection_path in paths)
+labels = [c.get_label() for c in secretstorage.get_all_collections(bus)]
+check("the collections include the default one", collection.get_label() in labels)
 
 item.delete()
 check("delete removes it", list(collection.search_items({"user": "erin"})) == [])
