@@ -78,9 +78,9 @@ enum EditCommand {
     /// A new folder of mode 0700 on memory-backed storage where there is one.
     static func privateFolder() throws -> String {
         var bases: [String] = []
-        if let d = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), d.hasPrefix("/") { bases.append(d) }
+        if let d = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), d.startsWithSlash { bases.append(d) }
         bases.append("/dev/shm")
-        bases.append(getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/tmp")
+        bases.append(getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.startsWithSlash ? $0 : nil } ?? "/tmp")
         for base in bases {
             var st = stat()
             // A base that is a folder, and, unless sticky (as /dev/shm and /tmp are), this user's own.

@@ -276,7 +276,7 @@ enum ExtractCommand {
         for w in wanted {
             var matches: [Item] = []
             // `svc/a/` names the folder svc/a (a file's name never ends with `/`: an empty last component is `%`).
-            let name = w.hasSuffix("/") && w.dropLast().contains("/") ? String(w.dropLast()) : w
+            let name = w.endsWithSlash && w.utf8.dropLast().contains(0x2F) ? String(w.utf8.dropLast())! : w
             if name.hasPrefix("%id/") {
                 if let id = ItemID(hex: String(name.dropFirst(4))), let item = try vault.findItem(id) {
                     matches = [item]
@@ -289,7 +289,7 @@ enum ExtractCommand {
                         ?? false
                 }
                 // A name without `/` is also the top-level item of that name (SPEC.md §7.1), as list prints it.
-                let topLevel = !w.contains("/") && !service.isEmpty ? service : nil
+                let topLevel = !w.containsSlash && !service.isEmpty ? service : nil
                 matches = try matching(vault) { item in
                     same(item.service, service)
                         && (account.map { same(item.account, $0) || below(item.account, $0) } ?? true)

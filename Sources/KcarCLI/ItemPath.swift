@@ -41,12 +41,12 @@ enum ItemPath {
 
     /// A name as `list` prints it, split into service and account (nil when it names a service only).
     static func parse(_ name: String) -> (service: String, account: String?)? {
-        let parts = name.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        let parts = name.slashSeparated(maxSplits: 1)
         guard let service = decode(parts[0]) else { return nil }
         guard parts.count == 2, !parts[1].isEmpty else { return (service, nil) }
         var account: [String] = []
-        for c in parts[1].split(separator: "/", omittingEmptySubsequences: false) {
-            guard let d = decode(String(c)) else { return nil }
+        for c in parts[1].slashSeparated() {
+            guard let d = decode(c) else { return nil }
             account.append(d)
         }
         return (service, account.joined(separator: "/"))
@@ -70,7 +70,7 @@ enum ItemPath {
     static func components(service s: String, account a: String) -> [String] {
         if isTopLevel(service: s, account: a) { return [component(a, slash: false)] }
         return [component(s, slash: true)]
-            + a.split(separator: "/", omittingEmptySubsequences: false).map { component(String($0), slash: false) }
+            + a.slashSeparated().map { component($0, slash: false) }
     }
 
     /// Whether ``component(_:slash:)`` leaves every `/`-separated part of `s` as it is (with `slash`, `s` is one

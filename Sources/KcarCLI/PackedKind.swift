@@ -91,10 +91,10 @@ struct PackedKind: Equatable {
     /// those stays below it too, and no `..` follows a name that could be one); absolute targets and targets
     /// that climb out are what a hostile vault would plant (`x -> /etc`, `x -> ../../.ssh`).
     static func isContained(_ target: String, at parts: [String]) -> Bool {
-        guard !target.hasPrefix("/") else { return false }
+        guard !target.startsWithSlash else { return false }
         var climbs = 0
         var descended = false
-        for c in target.split(separator: "/", omittingEmptySubsequences: true) where c != "." {
+        for c in target.slashSeparated(omittingEmpty: true) where c != "." {
             if c == ".." {
                 guard !descended else { return false }
                 climbs += 1

@@ -53,10 +53,10 @@ enum VaultEdit {
                 "PATH - (standard input) is not a file to add; add takes files below -C DIR (pack VAULT --items - reads an item file)"
             )
         }
-        guard !path.hasPrefix("/") else {
+        guard !path.startsWithSlash else {
             throw CLIError.usage("\(path): a PATH is relative to -C DIR (default .), not absolute")
         }
-        let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init).filter { $0 != "." }
+        let parts = path.slashSeparated(omittingEmpty: true).filter { $0 != "." }
         guard !parts.contains("..") else { throw CLIError.usage("\(path): a PATH below -C DIR cannot contain ..") }
         return parts
     }
@@ -78,7 +78,7 @@ enum VaultEdit {
         // A name without `/` is a top-level item (SPEC.md §7.1), as list prints it.
         guard names.count == 1, let parsed = ItemPath.parse(names[0]) else { throw valueUsage }
         let (service, account) =
-            parsed.account == nil && !names[0].contains("/")
+            parsed.account == nil && !names[0].containsSlash
             ? ("", parsed.service) : (parsed.service, parsed.account ?? "")
         guard !account.isEmpty, !service.isEmpty || ItemPath.isTopLevel(service: service, account: account) else {
             throw valueUsage

@@ -59,8 +59,8 @@ public struct KeychainDirectory: Sendable, Hashable {
                 throw KeychainError(.io, "\(path) exists and is not a directory")
             }
         } else {
-            var prefix = path.hasPrefix("/") ? "/" : ""
-            for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            var prefix = path.startsWithSlash ? "/" : ""
+            for part in path.slashSeparated(omittingEmpty: true) {
                 prefix += part
                 if mkdir(prefix, 0o700) != 0, errno != EEXIST {
                     throw KeychainError(.io, "cannot create \(prefix): \(String(cString: strerror(errno)))")

@@ -12,7 +12,7 @@ import VaultFormat
 package enum WriterIdentity {
     /// This user's writer id, made and kept on first use.
     package static func current(statePath: String? = KeychainDirectory.defaultStatePath()) -> UInt64 {
-        guard let dir = statePath, dir.hasPrefix("/") else { return fresh() }
+        guard let dir = statePath, dir.startsWithSlash else { return fresh() }
         if let id = existing(statePath: dir) { return id }
         let id = fresh()
         // Made as the rollback records' folder beside it is: 0700 with its parents, and trusted (SPEC.md §K1.1
@@ -29,7 +29,7 @@ package enum WriterIdentity {
 
     /// The writer id kept in the state folder, if there is one (nothing is written).
     package static func existing(statePath: String? = KeychainDirectory.defaultStatePath()) -> UInt64? {
-        guard let dir = statePath, dir.hasPrefix("/") else { return nil }
+        guard let dir = statePath, dir.startsWithSlash else { return nil }
         let fd = open(dir + "/writer-id", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
