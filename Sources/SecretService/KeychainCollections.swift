@@ -120,17 +120,35 @@ package final class KeychainCollections {
     package func search(_ attributes: [(String, String)], group: String?) throws(SecretServiceError)
         -> [KeychainItem]
     {
-        var a = Attributes()
-        for (name, value) in attributes {
-            try KeychainCollections.checkAttribute(name, value)
-            a[Schema.userPrefix + name] = .string(value)
-        }
+        for (name, value) in attributes { try KeychainCollections.checkAttribute(name, value) }
         let groups: [String]
         if let group { groups = [group] } else { groups = try self.groups() }
         var out: [KeychainItem] = []
+        // From the group's listing, as a query of SPEC.md K5 selects (strings by their bytes, an absent user
+        // attribute matches nothing, a synchronizable item only if asked for), in its order: a lookup among
+        // many items filters what is in memory instead of reading the group again.
+        let wanted = attributes.map { (name: Schema.userPrefix + $0.0, bytes: Array($0.1.utf8)) }
+        func matches(_ item: KeychainItem) -> Bool {
+            guard item.attributes["sync"] != .bool(true) else { return false }
+            return wanted.allSatisfy { w in
+                if case .string(let v) = item.attributes[w.name] { return v.utf8.elementsEqual(w.bytes) }
+                return false
+            }
+        }
+        func key(_ item: KeychainItem) -> ([UInt8], [UInt8], [UInt8]) {
+            func text(_ name: String) -> [UInt8] {
+                if case .string(let s) = item.attributes[name] { return Array(s.utf8) }
+                return []
+            }
+            return (text(AttributeName.service), text(AttributeName.account), item.id.bytes)
+        }
         for g in groups where !isLocked(g) {
-            let query = ItemQuery(class: .genericPassword, attributes: a, group: g)
-            out += try keychain { try store.search(query).items }
+            let found = try listing(g).values.filter(matches).map { (key($0), $0) }
+            out += found.sorted { a, b in
+                a.0.0 != b.0.0
+                    ? a.0.0.lexicographicallyPrecedes(b.0.0)
+                    : a.0.1 != b.0.1 ? a.0.1.lexicographicallyPrecedes(b.0.1) : a.0.2.lexicographicallyPrecedes(b.0.2)
+            }.map(\.1)
         }
         return out
     }

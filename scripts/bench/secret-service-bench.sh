@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Issue 25's figures: one secret stored and looked up through `secret-tool` (libsecret, the encrypted session),
+# served by `kcar secret-service` and by gnome-keyring-daemon, each on a private session bus of its own, in the
+# same run (hyperfine medians); then a lookup among N items (default 10,000) in each. The items are put in place,
+# not timed, by `kcar import --items` for kcar and secretstorage's create_item over the bus for gnome-keyring,
+# which rewrites its whole keyring file for each item: filling it is quadratic (about 2 minutes at 10,000, hours
+# at 100,000).
+# Usage: scripts/bench/secret-service-bench.sh [--runs N] [--items N]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+RUNS=21
+ITEMS=10000
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --runs) RUNS="$2"; shift ;;
+        --items) ITEMS="$2"; shift ;;
+        *) echo "usage: $0 [--runs N] [--items N]" >&2; exit 2 ;;
+    esac
+    shift
+done
+for p in hyperfine secret-tool dbus-daemon gnome-keyring-daemon; do
+    command -v "$p" >/dev/null || { echo "$0: $p is not installed (make test-deps, and hyperfine)" >&2; exit 1; }
+done
+swift build -c release --static-swift-stdlib --product kcar >/dev/null
+K=$PWD/.build/release/kcar
+W=$(mktemp -d)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$W"; }
+trap cleanup EXIT
+printf '# %s, %s cores; secret-tool of libsecret %s\n' "$(date -u +%FT%TZ)" "$(nproc)" \
+    "$(dpkg-query -W -f '${Version}' libsecret-tools 2>/dev/null || echo '?')"
+
+# A private bus with HOME and XDG_DATA_HOME of its own; prints its address.
+bus() {
+    mkdir -p "$W/$1/home"
+    dbus-daemon --session --fork --print-address=1 --print-pid=3 3>"$W/$1/pid" >"$W/$1/address"
+    PIDS+=("$(cat "$W/$1/pid")")
+    cat "$W/$1/address"
+}
+A_KCAR=$(bus kcar)
+A_GNOME=$(bus gnome)
+env_of() { echo "HOME=$W/$1/home XDG_DATA_HOME=$W/$1/home/.local/share KCAR_KEYCHAIN=$W/$1/kc DBUS_SESSION_BUS_ADDRESS=$2"; }
+E_KCAR=$(env_of kcar "$A_KCAR")
+E_GNOME=$(env_of gnome "$A_GNOME")
+env $E_KCAR "$K" secret-service --background 2>/dev/null
+env $E_GNOME sh -c 'printf pw | gnome-keyring-daemon --unlock --components=secrets >/dev/null 2>&1'
+until [ -f "$W/gnome/home/.local/share/keyrings/login.keyring" ]; do sleep 0.1; done
+for e in "$E_KCAR" "$E_GNOME"; do printf 'v' | env $e secret-tool store --label=bench app bench key one; done
+
+echo "## one secret: store and lookup through secret-tool"
+hyperfine -N --runs "$RUNS" --warmup 3 --export-json "$W/one.json" \
+    -n kcar.store "env $E_KCAR sh -c 'printf v | secret-tool store --label=bench app bench key one'" \
+    -n gnome-keyring.store "env $E_GNOME sh -c 'printf v | secret-tool store --label=bench app bench key one'" \
+    -n kcar.lookup "env $E_KCAR secret-tool lookup app bench key one" \
+    -n gnome-keyring.lookup "env $E_GNOME secret-tool lookup app bench key one" >/dev/null
+
+echo "## lookup among $ITEMS items"
+python3 - "$ITEMS" "$W/items.json" <<'PY'
+import base64, sys
+n, path = int(sys.argv[1]), sys.argv[2]
+with open(path, "w") as f:
+    f.write('{"format": "kcar-items", "version": 1, "items": [')
+    for i in range(n):
+        f.write(("," if i else "") + '{"class": "genp", "attributes": {"svce": "org.freedesktop.Secret.Generic", '
+                '"acct": "%032x", "@xdg:schema": "org.freedesktop.Secret.Generic", "@app": "many", "@key": "k%d"}, '
+                '"value": "%s"}\n' % (i, i, base64.b64encode(b"value %d" % i).decode()))
+    f.write("]}\n")
+PY
+env $E_KCAR "$K" import --items "$W/items.json" --group kcar >/dev/null 2>&1
+env $E_GNOME /usr/bin/python3 - "$ITEMS" <<'PY'
+import sys
+import secretstorage
+n = int(sys.argv[1])
+bus = secretstorage.dbus_init()
+c = secretstorage.get_default_collection(bus)
+for i in range(n):
+    c.create_item("many", {"app": "many", "key": "k%d" % i}, b"value %d" % i)
+PY
+MID=$((ITEMS / 2))
+hyperfine -N --runs "$RUNS" --warmup 2 --export-json "$W/many.json" \
+    -n kcar.lookup_among_n "env $E_KCAR secret-tool lookup app many key k$MID" \
+    -n gnome-keyring.lookup_among_n "env $E_GNOME secret-tool lookup app many key k$MID" >/dev/null
+python3 - "$W/one.json" "$W/many.json" <<'PY'
+import json, sys
+r = {}
+for path in sys.argv[1:]:
+    for x in json.load(open(path))["results"]:
+        r[x["command"]] = x["median"] * 1000
+for k, v in r.items():
+    print("%-32s %8.2f ms" % (k, v))
+for what in ["store", "lookup", "lookup_among_n"]:
+    print("ratio %-26s %8.2f (gnome-keyring / kcar)" % (what, r["gnome-keyring." + what] / r["kcar." + what]))
+PY
