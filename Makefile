@@ -35,7 +35,7 @@ FISHDIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 DBUSDIR = $(DESTDIR)$(PREFIX)/share/dbus-1/services
 UNITDIR = $(DESTDIR)$(PREFIX)/lib/systemd/user
 
-.PHONY: all deps test-deps install-packages build install uninstall demo test hostile consumer bench bench-keychain bench-scale bench-library bench-merge fixtures fuzz clean docs
+.PHONY: all deps test-deps install-packages build install uninstall demo test hostile consumer bench bench-keychain bench-scale bench-library bench-merge bench-secret-service fixtures fuzz clean docs
 
 all: build
 
@@ -175,6 +175,7 @@ bench: deps
 	$(BENCH_RELEASE)
 	bash scripts/bench/bench.sh --levels $(BENCH_ARGS)
 	$(MAKE) bench-keychain
+	$(MAKE) bench-secret-service
 
 # Issue 10's table: a v1 vault, a v2 (paged) vault and SQLite at 1k, 10k, 100k items (SCALE_ARGS=--million adds 1M),
 # in process; then the same through the kcar binary on a keychain group (import, get, find, add) against sqlite3;
@@ -200,6 +201,11 @@ bench-merge: deps
 # sqlite3 and hyperfine when root). KEYCHAIN_BENCH_ARGS, e.g. --runs 60 --keep.
 bench-keychain: deps
 	bash scripts/bench/keychain-bench.sh $(KEYCHAIN_BENCH_ARGS)
+
+# Issue 25's figures: store and lookup of one secret through secret-tool, kcar secret-service against
+# gnome-keyring-daemon on private buses in one run, and a lookup among N items (SECRET_BENCH_ARGS, e.g. --items 2000).
+bench-secret-service: test-deps
+	bash scripts/bench/secret-service-bench.sh $(SECRET_BENCH_ARGS)
 
 # libFuzzer targets, built apart from SwiftPM into .build-fuzz/ and run FUZZ_SECONDS each (under nice -n 19).
 # FUZZ_TARGET: header, index, record, archive, plist, cli or all. Fuzz/README.md says how to run for hours.
