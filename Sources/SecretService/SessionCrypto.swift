@@ -37,8 +37,8 @@ package struct SecretServiceError: Error, Equatable, Sendable, CustomStringConve
 /// The service's side of a `dh-ietf1024-sha256-aes128-cbc-pkcs7` session (SPEC.md §K10, Sessions), as
 /// libsecret and gnome-keyring speak it: the client's public value in, the service's out, and a 16-byte AES
 /// key from HKDF-SHA256 of the shared value padded to 128 bytes, with an empty salt and info. The private
-/// exponent and the shared value live in OpenSSL's secure heap and are cleared; the AES key is a
-/// ``SecureBytes``.
+/// exponent and the shared value are OpenSSL numbers cleared when freed (`BN_secure_new`, `BN_clear_free`),
+/// the exponent's bytes are wiped, and the shared value's bytes and the AES key are ``SecureBytes``.
 package final class DHSession: Sendable {
     /// Bytes of a public value at most (the prime's).
     package static let publicBytesMax = 128
