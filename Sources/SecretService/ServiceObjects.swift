@@ -6,10 +6,10 @@ import VaultFormat
 #endif
 
 /// The objects that `org.freedesktop.secrets` serves (SPEC.md §K10), as one handler of method calls: the
-/// service (sessions, search, secrets, the `default` alias, lock and unlock), its collections (the keychain's
-/// groups: search, create item, properties) and their items (secret, attributes, label, delete). Being built
-/// (issue 25): not yet collection creation and deletion, setting aliases, signals and prompts. Every call is
-/// handled on the bus connection's thread.
+/// service (sessions, search, secrets, collection creation, the `default` alias, lock and unlock), its
+/// collections (the keychain's groups: search, create item, properties) and their items (secret, attributes,
+/// label, delete). Not yet (issue 25): deleting collections, setting aliases, signals. No call needs a prompt
+/// (SPEC.md §K10). Every call is handled on the bus connection's thread.
 package final class ServiceObjects {
     package static let servicePath = "/org/freedesktop/secrets"
     package static let sessionPrefix = servicePath + "/session/"
