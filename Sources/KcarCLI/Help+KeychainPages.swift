@@ -326,8 +326,8 @@ extension Help {
                 + "--background starts it in a session of its own (its output at /dev/null) and returns once it serves. Exit 7 if "
                 + "another program holds the name and does not let it go, 8 if there is no session bus. After make install, a "
                 + "client that finds no service starts it (a D-Bus activation file and a systemd user unit).",
-            "Not served yet (issue 25): deleting collections, aliases other than default, and the Item and Collection "
-                + "signals."
+            "Not served yet (issue 25): deleting collections, aliases other than default, and signals of changes that "
+                + "other programs make to the groups (its own changes are signalled)."
         ],
         options: [
             keychainDir, groupList, lockTimeout, O(name: "replace", kind: .flag, meaning: "take the bus name over"),

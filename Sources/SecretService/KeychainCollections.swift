@@ -216,7 +216,7 @@ package final class KeychainCollections {
     package func create(
         group: String, attributes: [(String, String)], label: String, contentType: String, value: [UInt8],
         replace: Bool
-    ) throws(SecretServiceError) -> KeychainItem {
+    ) throws(SecretServiceError) -> (item: KeychainItem, replaced: Bool) {
         guard !isLocked(group) else { throw isLockedError(KeychainCollections.collectionPath(group)) }
         guard value.count <= KeychainCollections.secretMax else {
             throw .invalidArgs("a secret of \(value.count) bytes (SS_SECRET_MAX is \(KeychainCollections.secretMax))")
@@ -252,8 +252,8 @@ package final class KeychainCollections {
                         KeychainCollections.secretAttributes($0).elementsEqual(wanted) { $0 == $1 }
                     }) {
                         try tx.update([same.id], set: changes, value: value)
-                        return try tx.find(ItemQuery(class: .genericPassword, attributes: a, group: group))
-                            .first { $0.id == same.id } ?? same
+                        let now = try tx.find(ItemQuery(class: .genericPassword, attributes: a, group: group))
+                        return (now.first { $0.id == same.id } ?? same, true)
                     }
                 }
                 for (n, v) in wanted { changes[Schema.userPrefix + n] = .string(v) }
@@ -265,7 +265,7 @@ package final class KeychainCollections {
                 // the vault's to choose), so two items with the same attributes can be stored, as the API
                 // allows.
                 a[AttributeName.account] = .string(Hex.encode(SystemRandom.shared.bytes(16)))
-                return try tx.add(class: .genericPassword, attributes: a, value: value)
+                return (try tx.add(class: .genericPassword, attributes: a, value: value), false)
             }
         }
     }

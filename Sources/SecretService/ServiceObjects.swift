@@ -8,7 +8,8 @@ import VaultFormat
 /// The objects that `org.freedesktop.secrets` serves (SPEC.md §K10), as one handler of method calls: the
 /// service (sessions, search, secrets, collection creation, the `default` alias, lock and unlock), its
 /// collections (the keychain's groups: search, create item, properties) and their items (secret, attributes,
-/// label, delete). Not yet (issue 25): deleting collections, setting aliases, signals. No call needs a prompt
+/// label, delete), and the signals of those changes. Not yet (issue 25): deleting collections, setting aliases,
+/// signals of other writers' changes. No call needs a prompt
 /// (SPEC.md §K10). Every call is handled on the bus connection's thread.
 package final class ServiceObjects {
     package static let servicePath = "/org/freedesktop/secrets"
@@ -35,6 +36,17 @@ package final class ServiceObjects {
     private var sessions: [String: Session] = [:]
     private var sessionsByOwner: [String: Int] = [:]
     private var nextSession: UInt64 = 1
+
+    /// Sends a signal (path, interface, member, values): set by the daemon to its connection. The signals of
+    /// the changes this service makes: a collection's ItemCreated, ItemChanged and ItemDeleted, the service's
+    /// CollectionCreated (another writer's changes are not signalled yet).
+    package var emit: (String, String, String, [BusValue]) -> Void = { _, _, _, _ in }
+
+    private func itemSignal(_ member: String, _ item: KeychainItem) {
+        emit(
+            KeychainCollections.collectionPath(item.group), ServiceObjects.collectionInterface, member,
+            [.objectPath(KeychainCollections.itemPath(item))])
+    }
 
     package init(collections: KeychainCollections, random: RandomSource = SystemRandom.shared) {
         self.collections = collections
@@ -136,8 +148,15 @@ package final class ServiceObjects {
             } else {
                 throw .invalidArgs("CreateCollection needs a Label (the group's name) or the default alias")
             }
+            let existed = try collections.groups().contains(group)
             try collections.createGroup(group)
-            return [.objectPath(KeychainCollections.collectionPath(group)), .objectPath("/")]
+            let path = KeychainCollections.collectionPath(group)
+            if !existed {
+                emit(
+                    ServiceObjects.servicePath, ServiceObjects.serviceInterface, "CollectionCreated",
+                    [.objectPath(path)])
+            }
+            return [.objectPath(path), .objectPath("/")]
         case "ReadAlias":
             let a = try arguments(call, "s")
             guard a[0].string == "default", let group = try? defaultGroup() else { return [.objectPath("/")] }
@@ -195,9 +214,10 @@ package final class ServiceObjects {
             let (value, contentType) = try openSecret(secretFields, sender: call.sender)
             var v = value
             defer { wipe(&v) }
-            let item = try collections.create(
+            let (item, replaced) = try collections.create(
                 group: group, attributes: attributes, label: label, contentType: contentType, value: v,
                 replace: replace)
+            itemSignal(replaced ? "ItemChanged" : "ItemCreated", item)
             return [.objectPath(KeychainCollections.itemPath(item)), .objectPath("/")]
         default:
             throw unknownMethod(call)
@@ -217,10 +237,12 @@ package final class ServiceObjects {
             var (value, contentType) = try openSecret(fields, sender: call.sender)
             defer { wipe(&value) }
             try collections.change(item, value: value, contentType: contentType)
+            itemSignal("ItemChanged", item)
             return []
         case "Delete":
             _ = try arguments(call, "")
             try collections.delete(item)
+            itemSignal("ItemDeleted", item)
             return [.objectPath("/")]
         default:
             throw unknownMethod(call)
@@ -287,9 +309,13 @@ package final class ServiceObjects {
             switch (a[0].string!, a[1].string!) {
             case (ServiceObjects.itemInterface, "Label"):
                 guard let label = v.string else { throw .invalidArgs("Label is a string") }
-                try collections.change(try collections.item(at: call.path), label: label)
+                let item = try collections.item(at: call.path)
+                try collections.change(item, label: label)
+                itemSignal("ItemChanged", item)
             case (ServiceObjects.itemInterface, "Attributes"):
-                try collections.change(try collections.item(at: call.path), attributes: try stringPairs(v))
+                let item = try collections.item(at: call.path)
+                try collections.change(item, attributes: try stringPairs(v))
+                itemSignal("ItemChanged", item)
             case (ServiceObjects.collectionInterface, "Label"):
                 throw SecretServiceError(
                     "org.freedesktop.DBus.Error.NotSupported",
@@ -412,6 +438,9 @@ package final class SecretServiceDaemon {
     package init(address: String? = nil, replace: Bool = false, objects: ServiceObjects) throws(SecretServiceError) {
         connection = try BusConnection(address: address)
         self.objects = objects
+        objects.emit = { [weak connection] path, interface, member, values in
+            try? connection?.emit(path: path, interface: interface, member: member, values)
+        }
         try connection.serve(prefix: ServiceObjects.servicePath) { [objects] in objects.handle($0) }
         try connection.watch(
             "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged'"

@@ -19,7 +19,8 @@ final class DaemonThread<T: Sendable>: @unchecked Sendable {
     init(address: String, keychain: String, inspect: @escaping @Sendable (ServiceObjects) -> T) throws {
         let thread = Thread { [self] in
             do {
-                let store = try KeychainStore(directory: KeychainDirectory(path: keychain), accessGroups: ["login"])
+                let store = try KeychainStore(
+                    directory: KeychainDirectory(path: keychain), accessGroups: ["login", "work"])
                 let daemon = try SecretServiceDaemon(
                     address: address, objects: ServiceObjects(collections: KeychainCollections(store: store)))
                 ready.signal()

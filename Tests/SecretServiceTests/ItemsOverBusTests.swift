@@ -177,6 +177,37 @@ final class ItemsOverBusTests: XCTestCase {
         assertError("org.freedesktop.Secret.Error.NoSuchObject", "a deleted item") { _ = try self.value(item, plain) }
     }
 
+    /// The changes a client makes are signalled on the collection: ItemCreated, ItemChanged (a replace, a new
+    /// secret, a label), ItemDeleted, each naming the item; CollectionCreated for a new group.
+    func testChangesAreSignalled() throws {
+        final class Heard { var signals: [String] = [] }
+        let heard = Heard()
+        try client.watch("type='signal',sender='\(SecretServiceDaemon.busName)'") { signal in
+            heard.signals.append(signal.member + " " + (signal.arguments.first?.objectPath ?? ""))
+        }
+        let collection = KeychainCollections.collectionPath("login")
+        let plain = try call(
+            service, ServiceObjects.serviceInterface, "OpenSession", [.string("plain"), .variant(.string(""))])[1]
+            .objectPath!
+        let item = try create(collection, plain, [("user", "sig")], "one", replace: false)
+        _ = try create(collection, plain, [("user", "sig")], "two", replace: true)
+        try call(item, ServiceObjects.itemInterface, "SetSecret", [secret(plain, "three")])
+        try call(
+            item, ServiceObjects.propertiesInterface, "Set",
+            [.string(ServiceObjects.itemInterface), .string("Label"), .variant(.string("l"))])
+        try call(item, ServiceObjects.itemInterface, "Delete")
+        let made = try call(
+            service, ServiceObjects.serviceInterface, "CreateCollection",
+            [.properties([("org.freedesktop.Secret.Collection.Label", .string("work"))]), .string("")])
+        for _ in 0..<40 where heard.signals.count < 6 { try client.process(timeout: 0.05) }
+        XCTAssertEqual(
+            heard.signals,
+            [
+                "ItemCreated " + item, "ItemChanged " + item, "ItemChanged " + item, "ItemChanged " + item,
+                "ItemDeleted " + item, "CollectionCreated " + made[0].objectPath!
+            ])
+    }
+
     /// What a client sends that the service must refuse, and nothing changes: another connection's session,
     /// an empty or too long attribute name, a secret over SS_SECRET_MAX, a path that names nothing, a
     /// collection's label set.
