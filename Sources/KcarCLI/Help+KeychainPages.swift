@@ -338,8 +338,8 @@ extension Help {
                 command: "secret-service --replace --background", meaning: "serve the keychain instead of gnome-keyring"
             ),
             Example(
-                command: "secret-tool store --label=token service github user bob",
-                meaning: "(then) stores an item that kcar find --attr service=github shows")
+                command: "find --attr service=github",
+                meaning: "what secret-tool store --label=token service github user bob stored through it")
         ])
 
     static let importPage = Page(
