@@ -24,8 +24,12 @@ done
 swift build -c release --static-swift-stdlib --product kcar >/dev/null
 K=$PWD/.build/release/kcar
 W=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$W"; }
+# Each bus's pid is in its folder (bus() runs in a command substitution, a subshell): stopping the buses stops
+# the servers on them.
+cleanup() {
+    for f in "$W"/*/pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
+    rm -rf "$W"
+}
 trap cleanup EXIT
 printf '# %s, %s cores; secret-tool of libsecret %s\n' "$(date -u +%FT%TZ)" "$(nproc)" \
     "$(dpkg-query -W -f '${Version}' libsecret-tools 2>/dev/null || echo '?')"
@@ -34,7 +38,6 @@ printf '# %s, %s cores; secret-tool of libsecret %s\n' "$(date -u +%FT%TZ)" "$(n
 bus() {
     mkdir -p "$W/$1/home"
     dbus-daemon --session --fork --print-address=1 --print-pid=3 3>"$W/$1/pid" >"$W/$1/address"
-    PIDS+=("$(cat "$W/$1/pid")")
     cat "$W/$1/address"
 }
 A_KCAR=$(bus kcar)
