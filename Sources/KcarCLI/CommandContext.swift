@@ -13,7 +13,7 @@ final class CommandContext {
     /// The group a vault command was given with `--group G`: checked before the command runs
     /// (``ItemCommands/groupVaultPath(_:_:)``) and its generation record advanced after it
     /// (``ItemCommands/finishGroupCommand(_:)``), whichever way the command opens the vault (SPEC.md §K6).
-    var group: (store: KeychainStore, name: String, file: ItemCommands.FileVersion)?
+    var group: (store: KeychainStore, name: String, file: FileVersion)?
 
     /// Records that the command now reads `path`.
     func reading(_ path: String) {

@@ -29,18 +29,6 @@ enum ItemCommands {
 
     // MARK: Vault commands on a keychain's group
 
-    /// What tells whether a command changed a vault file: a rewrite makes a new inode, a commit grows it.
-    struct FileVersion: Equatable {
-        var inode: UInt64 = 0, size: Int64 = -1, mtime: Int = 0, mtimeNanoseconds: Int = 0
-        init(_ path: String) {
-            var st = stat()
-            guard stat(path, &st) == 0 else { return }
-            (inode, size, mtime, mtimeNanoseconds) = (
-                UInt64(st.st_ino), Int64(st.st_size), st.st_mtim.tv_sec, st.st_mtim.tv_nsec
-            )
-        }
-    }
-
     /// The vault file of a group the process is entitled to, after every check a keychain makes on opening
     /// a group: its files are trusted (§K1), its key opens it and it is not rolled back (§K6). Someone who
     /// opens it with a passphrase and cannot read the group's key cannot check the record; they are told so.

@@ -1,10 +1,6 @@
 import KcarKeychain
 import VaultFormat
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// The Secret Service's collections and items over a keychain, as SPEC.md §K10 maps them: a collection is a
 /// group, an item a `genp` item of it whose string user attributes are the API's attributes. No D-Bus here:
 /// object paths in, values and errors out.
@@ -166,19 +162,21 @@ package final class KeychainCollections {
     /// or modification time: every commit appends, every rewrite is a new file), so that a call per item of a
     /// large group (GetSecrets of many paths, properties) does not list the group each time. One group's
     /// listing is kept at a time, as a search keeps one group's index (SPEC.md §K2).
-    private var kept: (group: String, stamp: [Int], items: [ItemID: KeychainItem])?
+    private var kept: (group: String, version: FileVersion, items: [ItemID: KeychainItem])?
 
     private func listing(_ group: String) throws(SecretServiceError) -> [ItemID: KeychainItem] {
-        var st = stat()
-        let stamp =
-            stat(store.directory.vaultPath(group), &st) == 0
-            ? [Int(st.st_ino), Int(st.st_size), st.st_mtim.tv_sec, st.st_mtim.tv_nsec] : []
-        if let kept, kept.group == group, kept.stamp == stamp, !stamp.isEmpty { return kept.items }
+        let version = FileVersion(store.directory.vaultPath(group))
+        if let kept, kept.group == group, kept.version == version, version.exists { return kept.items }
         kept = nil
         let all = try keychain { try store.search(ItemQuery(class: .genericPassword, group: group)).items }
         let items = Dictionary(all.map { ($0.id, $0) }) { first, _ in first }
-        kept = (group, stamp, items)
+        kept = (group, version, items)
         return items
+    }
+
+    /// Attribute pairs in the order of their names' UTF-8 bytes (the order kcar stores attributes in).
+    static func byNameBytes(_ a: (String, String), _ b: (String, String)) -> Bool {
+        a.0.utf8.lexicographicallyPrecedes(b.0.utf8)
     }
 
     /// An item's attributes as the API shows them: its string user attributes, by name.
@@ -186,7 +184,7 @@ package final class KeychainCollections {
         item.userAttributes.compactMap { name, value in
             if case .string(let s) = value { return (name, s) }
             return nil
-        }.sorted { Array($0.0.utf8).lexicographicallyPrecedes(Array($1.0.utf8)) }
+        }.sorted(by: byNameBytes)
     }
 
     package static func label(_ item: KeychainItem) -> String {
@@ -237,7 +235,7 @@ package final class KeychainCollections {
         let complete =
             schemaGiven
             ? attributes : attributes + [(KeychainCollections.schemaAttribute, KeychainCollections.genericSchema)]
-        let wanted = complete.sorted { Array($0.0.utf8).lexicographicallyPrecedes(Array($1.0.utf8)) }
+        let wanted = complete.sorted(by: KeychainCollections.byNameBytes)
         return try keychain {
             try store.transaction(group: group) { tx in
                 var changes: [String: AttributeValue?] = [

@@ -1,10 +1,6 @@
 import KcarKeychain
 import VaultFormat
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// The objects that `org.freedesktop.secrets` serves (SPEC.md §K10), as one handler of method calls: the
 /// service (sessions, search, secrets, collection creation, the `default` alias, lock and unlock), its
 /// collections (the keychain's groups: search, create item, properties) and their items (secret, attributes,
@@ -346,8 +342,9 @@ package final class ServiceObjects {
             let dir = collections.store.directory.path + "/" + KeychainDirectory.stem(group)
             return [
                 ("Items", .array(element: "o", items)), ("Label", .string(group)),
-                ("Locked", .bool(collections.isLocked(group))), ("Created", .uint64(mtime(dir + ".key"))),
-                ("Modified", .uint64(mtime(dir + ".kcv")))
+                ("Locked", .bool(collections.isLocked(group))),
+                ("Created", .uint64(UInt64(max(FileVersion(dir + ".key").mtime, 0)))),
+                ("Modified", .uint64(UInt64(max(FileVersion(dir + ".kcv").mtime, 0))))
             ]
         }
         if id != nil, interface == ServiceObjects.itemInterface {
@@ -361,12 +358,6 @@ package final class ServiceObjects {
             ]
         }
         throw SecretServiceError("org.freedesktop.DBus.Error.UnknownInterface", "no interface \(interface.prefix(255))")
-    }
-
-    private func mtime(_ path: String) -> UInt64 {
-        var st = stat()
-        guard stat(path, &st) == 0, st.st_mtim.tv_sec > 0 else { return 0 }
-        return UInt64(st.st_mtim.tv_sec)
     }
 
     /// The session at `path` if the connection `sender` opened it; else *NoSession*.
