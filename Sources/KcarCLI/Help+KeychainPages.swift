@@ -320,14 +320,18 @@ extension Help {
                 + "secret-tool, libsecret, Python's secretstorage and keyring store and look up secrets through it; an item they store "
                 + "is a generic password whose attributes are user attributes (kcar find --attr NAME=VALUE finds it) and whose "
                 + "service is its xdg:schema (SPEC.md K10).",
-            "The default alias is the default group (--groups' first, or init --default-group's). A collection is unlocked while "
-                + "its group's key file is readable: Unlock needs no prompt, Lock drops the key until the next Unlock.",
+            "The default alias is the default group (--groups' first, or init --default-group's; a client's SetAlias records it "
+                + "as init --default-group does). A collection is unlocked while its group's key file is readable: Unlock needs no "
+                + "prompt, Lock drops the key until the next Unlock. Deleting a collection deletes its group's vault, record and "
+                + "key (not a shared copy: a sync brings it back).",
+            "Changes are signalled (ItemCreated, ItemChanged, ItemDeleted, CollectionCreated, CollectionDeleted): its own when "
+                + "made, and other programs' (kcar add, a sync, a git pull) within a second, for the groups a client has listed.",
             "--replace takes the name from a running gnome-keyring-daemon or kcar secret-service, which stops serving. "
                 + "--background starts it in a session of its own (its output at /dev/null) and returns once it serves. Exit 7 if "
                 + "another program holds the name and does not let it go, 8 if there is no session bus. After make install, a "
                 + "client that finds no service starts it (a D-Bus activation file and a systemd user unit).",
-            "Not served yet (issue 25): deleting collections, aliases other than default, and signals of changes that "
-                + "other programs make to the groups (its own changes are signalled)."
+            "Not served: aliases other than default (there is no session collection), PropertiesChanged, and prompts (none is "
+                + "ever needed: SPEC.md K10)."
         ],
         options: [
             keychainDir, groupList, lockTimeout, O(name: "replace", kind: .flag, meaning: "take the bus name over"),

@@ -123,6 +123,18 @@ public struct KeychainDirectory: Sendable, Hashable {
         try writeMarker(KeychainDirectory.defaultGroupMarker, group)
     }
 
+    /// Removes the recorded default group (SPEC.md §K2.1, §K10 `SetAlias("default", "/")`): only the
+    /// directory's owner may.
+    public func clearDefaultGroup() throws {
+        guard let trust = try trust() else { return }
+        guard trust.owner == geteuid() else {
+            throw KeychainError(.wrPerm, "only the owner of \(path) (uid \(trust.owner)) can change its default group")
+        }
+        guard unlink("\(path)/\(KeychainDirectory.defaultGroupMarker)") == 0 || errno == ENOENT else {
+            throw KeychainError(.io, "cannot remove \(path)/\(KeychainDirectory.defaultGroupMarker)")
+        }
+    }
+
     /// The default group the directory's owner recorded (`.kcar-default-group`), or nil: none, or no
     /// directory yet. Unsafe unless it passes the marker rules of SPEC.md §K2.1; a name that is not a group
     /// name is refused (*param*).
@@ -299,6 +311,9 @@ public struct KeychainDirectory: Sendable, Hashable {
             }
         }
         if !exists(group) {
+            // A record beside a missing vault cannot name the vault about to be made (a group deleted part
+            // way, SPEC.md §K1, §K10): it would refuse it as another vault.
+            unlink(seenPath(group))
             do {
                 // The current format (SPEC.md Part 4): a lookup reads a path of pages, whatever the number of items.
                 try Vault.create(

@@ -367,6 +367,53 @@ public final class KeychainStore: @unchecked Sendable {
         }
     }
 
+    /// Deletes a group (SPEC.md §K10 `Delete`): under the vault's lock, on the file its path still names, its
+    /// vault, generation record and key are unlinked, in that order. In a shared keychain only a user who owns
+    /// the three files, or the folder's owner, may (*wrPerm*). A shared copy (§K9) is not touched.
+    public func deleteGroup(_ group: String) throws {
+        try locked {
+            try entitle(group)
+            let trust = try directory.requireTrust()
+            guard directory.exists(group) else {
+                throw KeychainError(.itemNotFound, "access group \(group) does not exist in \(directory.path)")
+            }
+            let me = geteuid()
+            if trust.sharedGroup != nil, me != 0, me != trust.owner {
+                for file in [directory.vaultPath(group), directory.seenPath(group), directory.keyPath(group)] {
+                    var st = stat()
+                    guard lstat(file, &st) != 0 || st.st_uid == me else {
+                        throw KeychainError(
+                            .wrPerm,
+                            "only the owner of \(file) (uid \(st.st_uid)) or of the keychain can delete \(group)")
+                    }
+                }
+            }
+            // The vault is checked as any reader checks it (its key and file trusted) before it is unlinked.
+            _ = try directory.readKey(group, trust)
+            try directory.checkVaultFile(group, trust)
+            opened[group] = nil
+            let path = directory.vaultPath(group)
+            do {
+                let file = try File.openReadWrite(path)
+                try file.lock(exclusive: true, timeout: lockTimeout)
+                guard try file.isStill(path) else {
+                    throw KeychainError(
+                        .io, "\(path) was replaced while \(group) was being deleted; nothing was deleted")
+                }
+                // Unlinked while the lock is held: a writer waiting for it then finds the path gone.
+                guard unlink(path) == 0 else {
+                    throw KeychainError(.io, "cannot delete \(path): \(String(cString: strerror(errno)))")
+                }
+            } catch let e as VaultError {
+                throw KeychainError.from(e)
+            }
+            for file in [directory.seenPath(group), directory.keyPath(group)] where unlink(file) != 0 && errno != ENOENT
+            {
+                throw KeychainError(.io, "cannot delete \(file): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
     /// Pages of the group's version 2 vault read from its file since the store opened it (nil when it is not
     /// open, or is version 1): what tests and benchmarks count lookups by.
     package func pagesOpened(group: String) -> Int? {

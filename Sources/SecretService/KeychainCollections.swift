@@ -1,6 +1,10 @@
 import KcarKeychain
 import VaultFormat
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The Secret Service's collections and items over a keychain, as SPEC.md §K10 maps them: a collection is a
 /// group, an item a `genp` item of it whose string user attributes are the API's attributes. No D-Bus here:
 /// object paths in, values and errors out.
@@ -81,12 +85,124 @@ package final class KeychainCollections {
 
     // MARK: Collections
 
-    /// The groups served, in list order (§K2: those that exist and can be used).
+    /// The groups served, in list order (§K2: those that exist and can be used), kept while the keychain
+    /// folder is unchanged: every call names a group, and listing them opens each one. A folder modified in
+    /// the last second is listed again on every call, since a change within its timestamp's granularity
+    /// would leave it looking the same (git's "racy" rule).
     package func groups() throws(SecretServiceError) -> [String] {
-        try keychain { try store.groupSummary().counts.map(\.group) }
+        let version = FileVersion(store.directory.path)
+        if let keptGroups, keptGroups.version == version, keptGroups.settled { return keptGroups.groups }
+        let groups = try keychain { try store.groupSummary().counts.map(\.group) }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        keptGroups = (version, groups, version.exists && now.tv_sec > version.mtime + 1)
+        return groups
     }
 
+    private var keptGroups: (version: FileVersion, groups: [String], settled: Bool)?
+
     package func isLocked(_ group: String) -> Bool { lockedGroups.contains(group) }
+
+    /// `Delete` of a collection: the group's files (SPEC.md §K10), if this user may.
+    package func deleteGroup(_ group: String) throws(SecretServiceError) {
+        try keychain { try store.deleteGroup(group) }
+        keptGroups = nil
+        if kept?.group == group { kept = nil }
+        watched[group] = nil
+        seenGroups?.removeAll { $0 == group }
+    }
+
+    /// `SetAlias("default", group)`: the keychain's recorded default group (nil: none), for its owner only.
+    package func setDefault(_ group: String?) throws(SecretServiceError) {
+        guard store.explicitGroups == nil else {
+            throw SecretServiceError(
+                "org.freedesktop.DBus.Error.NotSupported",
+                "the default collection is the first group of KCAR_ACCESS_GROUPS (SPEC.md K2.1)")
+        }
+        let owner = try keychain { try store.directory.trust()?.owner }
+        guard owner == nil || owner == geteuid() else {
+            throw SecretServiceError(
+                "org.freedesktop.DBus.Error.AccessDenied", "only the keychain folder's owner sets its default group")
+        }
+        try keychain {
+            if let group { try store.directory.setDefaultGroup(group) } else { try store.directory.clearDefaultGroup() }
+        }
+    }
+
+    // MARK: Other writers' changes
+
+    /// What the daemon last saw of a group whose items it listed (§K10 Signals): its vault file, each `genp`
+    /// item's hash (attributes and value size), and the ids of its own changes since, which it signalled.
+    private struct Watched {
+        var version: FileVersion
+        var items: [ItemID: Int]
+        var own: Set<ItemID> = []
+    }
+
+    private var watched: [String: Watched] = [:]
+    private var seenGroups: [String]?
+    private var ownGroups = Set<String>()
+
+    /// Signals a change this service did not make: a member (`ItemCreated`, `ItemChanged`, `ItemDeleted`,
+    /// `CollectionCreated`, `CollectionDeleted`), the collection, and the item path for an item's.
+    package var changed: (_ member: String, _ collection: String, _ item: String?) -> Void = { _, _, _ in }
+
+    /// The service changed (and signalled) this item itself.
+    package func noteOwnChange(_ group: String, _ id: ItemID) { watched[group]?.own.insert(id) }
+
+    /// The service created (and signalled) this group itself.
+    package func noteOwnGroup(_ group: String) { ownGroups.insert(group) }
+
+    /// Looks for other writers' changes (every `SS_WATCH_INTERVAL`): groups that appeared or went, and the
+    /// watched groups whose vault file changed, listed again and compared.
+    package func poll() {
+        keptGroups = nil
+        if let now = try? groups() {
+            if let before = seenGroups {
+                let was = Set(before)
+                let isNow = Set(now)
+                for g in now where !was.contains(g) && !ownGroups.contains(g) {
+                    changed("CollectionCreated", KeychainCollections.collectionPath(g), nil)
+                }
+                for g in before where !isNow.contains(g) {
+                    watched[g] = nil
+                    changed("CollectionDeleted", KeychainCollections.collectionPath(g), nil)
+                }
+            }
+            seenGroups = now
+            ownGroups = []
+        }
+        for (group, w) in watched where FileVersion(store.directory.vaultPath(group)) != w.version {
+            if isLocked(group) {
+                watched[group] = nil
+            } else {
+                _ = try? listing(group)
+            }
+        }
+    }
+
+    /// Compares a fresh listing of a watched group with what was seen, signals the differences, and watches
+    /// the group from now on.
+    private func compare(_ group: String, _ version: FileVersion, _ items: [ItemID: KeychainItem]) {
+        let hashes = items.mapValues(\.hashValue)
+        if let w = watched[group] {
+            let collection = KeychainCollections.collectionPath(group)
+            func path(_ id: ItemID) -> String { collection + "/" + Hex.encode(id.bytes) }
+            for (id, h) in hashes.sorted(by: { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) })
+            where !w.own.contains(id) {
+                if let old = w.items[id] {
+                    if old != h { changed("ItemChanged", collection, path(id)) }
+                } else {
+                    changed("ItemCreated", collection, path(id))
+                }
+            }
+            for id in w.items.keys.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) })
+            where hashes[id] == nil && !w.own.contains(id) {
+                changed("ItemDeleted", collection, path(id))
+            }
+        }
+        watched[group] = Watched(version: version, items: hashes)
+    }
 
     /// `CreateCollection`: the group, made as a first add makes it (K1) if it does not exist.
     package func createGroup(_ group: String) throws(SecretServiceError) {
@@ -96,11 +212,13 @@ package final class KeychainCollections {
             throw .invalidArgs("a collection's label is its group's name: 1 to 255 bytes of UTF-8 without NUL")
         }
         try keychain { try store.transaction(group: group) { _ in } }
+        keptGroups = nil
     }
 
     /// Locks the groups given: their keys are dropped (every open vault of the store is closed).
     package func lock(_ groups: [String]) {
         lockedGroups.formUnion(groups)
+        for g in groups { watched[g] = nil }
         kept = nil
         store.close()
     }
@@ -171,6 +289,7 @@ package final class KeychainCollections {
         let all = try keychain { try store.search(ItemQuery(class: .genericPassword, group: group)).items }
         let items = Dictionary(all.map { ($0.id, $0) }) { first, _ in first }
         kept = (group, version, items)
+        compare(group, version, items)
         return items
     }
 
@@ -328,6 +447,8 @@ package final class KeychainCollections {
         } catch let e as KeychainError {
             switch e.status {
             case .param, .duplicateItem: throw .invalidArgs(e.message)
+            case .wrPerm: throw SecretServiceError("org.freedesktop.DBus.Error.AccessDenied", e.message)
+            case .itemNotFound: throw SecretServiceError("org.freedesktop.Secret.Error.NoSuchObject", e.message)
             default: throw .failed(e.message)
             }
         } catch {

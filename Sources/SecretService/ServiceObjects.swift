@@ -4,9 +4,9 @@ import VaultFormat
 /// The objects that `org.freedesktop.secrets` serves (SPEC.md §K10), as one handler of method calls: the
 /// service (sessions, search, secrets, collection creation, the `default` alias, lock and unlock), its
 /// collections (the keychain's groups: search, create item, properties) and their items (secret, attributes,
-/// label, delete), and the signals of those changes. Not yet (issue 25): deleting collections, setting aliases,
-/// signals of other writers' changes. No call needs a prompt
-/// (SPEC.md §K10). Every call is handled on the bus connection's thread.
+/// label, delete), the collections' deletion and the `default` alias's setting, and the signals of changes,
+/// its own and (found by ``poll()``) other writers'. No call needs a prompt (SPEC.md §K10). Every call is
+/// handled on the bus connection's thread.
 package final class ServiceObjects {
     package static let servicePath = "/org/freedesktop/secrets"
     package static let sessionPrefix = servicePath + "/session/"
@@ -33,21 +33,40 @@ package final class ServiceObjects {
     private var sessionsByOwner: [String: Int] = [:]
     private var nextSession: UInt64 = 1
 
-    /// Sends a signal (path, interface, member, values): set by the daemon to its connection. The signals of
-    /// the changes this service makes: a collection's ItemCreated, ItemChanged and ItemDeleted, the service's
-    /// CollectionCreated (another writer's changes are not signalled yet).
+    /// Sends a signal (path, interface, member, values): set by the daemon to its connection. A collection's
+    /// ItemCreated, ItemChanged and ItemDeleted, the service's CollectionCreated and CollectionDeleted.
     package var emit: (String, String, String, [BusValue]) -> Void = { _, _, _, _ in }
 
+    /// Signals a change this service made, and tells the watch (§K10 Signals) not to signal it again.
     private func itemSignal(_ member: String, _ item: KeychainItem) {
+        collections.noteOwnChange(item.group, item.id)
         emit(
             KeychainCollections.collectionPath(item.group), ServiceObjects.collectionInterface, member,
             [.objectPath(KeychainCollections.itemPath(item))])
     }
 
+    private func collectionSignal(_ member: String, _ path: String) {
+        emit(ServiceObjects.servicePath, ServiceObjects.serviceInterface, member, [.objectPath(path)])
+    }
+
     package init(collections: KeychainCollections, random: RandomSource = SystemRandom.shared) {
         self.collections = collections
         self.random = random
+        collections.changed = { [unowned self] member, collection, item in
+            if let item {
+                emit(collection, ServiceObjects.collectionInterface, member, [.objectPath(item)])
+            } else {
+                collectionSignal(member, collection)
+            }
+        }
     }
+
+    /// `SS_WATCH_INTERVAL`: seconds between two looks for other writers' changes.
+    package static let watchInterval = 1.0
+
+    /// Looks for other writers' changes and signals them (§K10 Signals); the daemon calls it every
+    /// ``watchInterval``.
+    package func poll() { collections.poll() }
 
     /// Handles one method call.
     package func handle(_ call: BusCall) -> Result<[BusValue], SecretServiceError> {
@@ -148,11 +167,26 @@ package final class ServiceObjects {
             try collections.createGroup(group)
             let path = KeychainCollections.collectionPath(group)
             if !existed {
-                emit(
-                    ServiceObjects.servicePath, ServiceObjects.serviceInterface, "CollectionCreated",
-                    [.objectPath(path)])
+                collections.noteOwnGroup(group)
+                collectionSignal("CollectionCreated", path)
             }
             return [.objectPath(path), .objectPath("/")]
+        case "SetAlias":
+            let a = try arguments(call, "so")
+            guard a[0].string == "default" else {
+                throw SecretServiceError(
+                    "org.freedesktop.DBus.Error.NotSupported", "only the default alias can be set (SPEC.md K10)")
+            }
+            let path = a[1].objectPath!
+            if path == "/" {
+                try collections.setDefault(nil)
+            } else {
+                guard let (group, id) = KeychainCollections.parse(path), id == nil,
+                    try collections.groups().contains(group)
+                else { throw collections.noSuchObject(path) }
+                try collections.setDefault(group)
+            }
+            return []
         case "ReadAlias":
             let a = try arguments(call, "s")
             guard a[0].string == "default", let group = try? defaultGroup() else { return [.objectPath("/")] }
@@ -215,6 +249,11 @@ package final class ServiceObjects {
                 replace: replace)
             itemSignal(replaced ? "ItemChanged" : "ItemCreated", item)
             return [.objectPath(KeychainCollections.itemPath(item)), .objectPath("/")]
+        case "Delete":
+            _ = try arguments(call, "")
+            try collections.deleteGroup(group)
+            collectionSignal("CollectionDeleted", KeychainCollections.collectionPath(group))
+            return [.objectPath("/")]
         default:
             throw unknownMethod(call)
         }
@@ -460,8 +499,18 @@ package final class SecretServiceDaemon {
     package var replaced: Bool { nameLost.value }
 
     /// Serves calls until `stop` returns true (checked at least every `tick` seconds) or the name is taken
-    /// by another program.
-    package func run(tick: Double = 0.2, until stop: () -> Bool) throws(SecretServiceError) {
-        while !stop() && !nameLost.value { try connection.process(timeout: tick) }
+    /// by another program, and looks for other writers' changes every `watch` seconds.
+    package func run(tick: Double = 0.2, watch: Double = ServiceObjects.watchInterval, until stop: () -> Bool)
+        throws(SecretServiceError)
+    {
+        var lastPoll = ContinuousClock.now
+        objects.poll()
+        while !stop() && !nameLost.value {
+            try connection.process(timeout: min(tick, watch))
+            if ContinuousClock.now - lastPoll >= .seconds(watch) {
+                objects.poll()
+                lastPoll = ContinuousClock.now
+            }
+        }
     }
 }

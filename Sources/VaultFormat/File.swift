@@ -89,7 +89,7 @@ package final class File {
     }
 
     /// Whether `path` still names this open file (a rewrite renames a new file over it).
-    func isStill(_ path: String) throws -> Bool {
+    package func isStill(_ path: String) throws -> Bool {
         var st = stat()
         guard stat(path, &st) == 0 else {
             if errno == ENOENT { return false }
@@ -220,7 +220,7 @@ package final class File {
     }
 
     /// Takes a shared or exclusive `flock`, waiting at most `timeout` seconds.
-    func lock(exclusive: Bool, timeout: Double) throws {
+    package func lock(exclusive: Bool, timeout: Double) throws {
         let op = (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB
         var waited = 0.0
         while flock(fd, op) != 0 {

@@ -126,9 +126,10 @@ final class SecretServiceCLITests: XCTestCase {
         XCTAssertEqual(try kcar(["get", "--attr", "app=demo"]).out, "started")
     }
 
-    /// python3-secretstorage over the API (an encrypted session, create with and without replace, search in a
-    /// collection and in the service, secrets with any bytes, label, attributes, dates, delete): its script
-    /// prints a line per check and exits 1 at the first that fails.
+    /// python3-secretstorage over the API (both sessions, create with and without replace, search in a
+    /// collection and in the service, secrets with any bytes, label, attributes, dates, the default alias read
+    /// and set, another client's item signalled, delete): its script prints a line per check and exits 1 at
+    /// the first that fails.
     func testSecretStorageOverTheWholeAPI() throws {
         let python = "/usr/bin/python3"
         let probe = try runProcess(python, ["-c", "import secretstorage"], cwd: dir)
@@ -176,6 +177,87 @@ final class SecretServiceCLITests: XCTestCase {
         let r = try run("/usr/bin/python3", [script], expect: nil)
         XCTAssertEqual(r.code, 0, r.out + r.err)
         XCTAssert(r.out.hasSuffix("done\n"), r.out + r.err)
+    }
+
+    /// Collections created, used, made the default and deleted through python3-secretstorage, and kcar's own
+    /// add heard as a signal (another writer's change, SPEC.md K10): the script prints a line per check.
+    func testCollectionsAndAnotherWritersSignalsOverSecretStorage() throws {
+        let python = "/usr/bin/python3"
+        if try runProcess(python, ["-c", "import secretstorage"], cwd: dir).code != 0 {
+            if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("python3-secretstorage is missing in CI") }
+            throw XCTSkip("python3-secretstorage is not installed")
+        }
+        try startDaemon()
+        let script = CLITests.repo.appendingPathComponent("scripts/secret-service/collections_client.py").path
+        let r = try run(python, [script, CLITests.binary], expect: 0)
+        XCTAssert(r.out.hasSuffix("done\n"), r.out + r.err)
+        XCTAssertFalse(r.out.contains("FAIL"), r.out)
+    }
+
+    /// An item secret-tool stored merges through git like any other (SPEC.md K9): this machine (the daemon's
+    /// keychain) and another share the group through a repository, both change it, git merges the copies, and
+    /// each side reads the other's items: secret-tool through the daemon, kcar on the other machine.
+    func testASecretToolItemMergesThroughGit() throws {
+        let bin = (CLITests.binary as NSString).deletingLastPathComponent
+        let git: [String: String] = [
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "PATH": bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
+            "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.com", "GIT_COMMITTER_NAME": "a",
+            "GIT_COMMITTER_EMAIL": "a@example.com"
+        ]
+        env.merge(git) { $1 }
+        var other = env
+        other["HOME"] = dir + "/home-b"
+        other["KCAR_KEYCHAIN"] = dir + "/kc-b"
+        func onB(_ executable: String, _ args: [String], in cwd: String, stdin: String? = nil) throws -> ProcessResult {
+            let r = try runProcess(executable, args, stdin: stdin.map { Data($0.utf8) }, env: other, cwd: cwd)
+            XCTAssertEqual(r.code, 0, "B: \(args): \(r.out)\(r.err)")
+            return r
+        }
+        let (a, b) = (dir + "/a", dir + "/b")
+        try run("/usr/bin/git", ["init", "-q", "--bare", dir + "/origin.git"])
+        try run("/usr/bin/git", ["clone", "-q", dir + "/origin.git", a])
+        try startDaemon()
+        try secretTool(["store", "--label=GitHub", "service", "github", "user", "bob"], stdin: "hunter2")
+        // secret-tool stores to the default collection: the group named after the program, kcar (SPEC.md K2.1).
+        func onA(_ args: [String]) throws {
+            let r = try runProcess(CLITests.binary, args, env: env, cwd: a)
+            XCTAssertEqual(r.code, 0, "A: \(args): \(r.err)")
+        }
+        func gitA(_ args: [String]) throws { try run("/usr/bin/git", ["-C", a] + args) }
+        try onA(["git", "setup"])
+        try onA(["sync", "--group", "kcar", "kcar.kcv"])
+        try gitA(["add", "."])
+        try gitA(["commit", "-qm", "A"])
+        try gitA(["push", "-q", "origin", "HEAD"])
+
+        _ = try onB("/usr/bin/git", ["clone", "-q", dir + "/origin.git", b], in: dir)
+        _ = try onB(CLITests.binary, ["git", "setup"], in: b)
+        _ = try onB(CLITests.binary, ["sync", "--group", "kcar", "kcar.kcv", "--key-file", dir + "/kc/kcar.key"], in: b)
+        XCTAssertEqual(try onB(CLITests.binary, ["get", "--attr", "user=bob"], in: b).out, "hunter2")
+        _ = try onB(
+            CLITests.binary,
+            [
+                "add", "--group", "kcar", "--service", "org.freedesktop.Secret.Generic", "--account", "c", "--attr",
+                "user=carol"
+            ],
+            in: b, stdin: "from-b\n")
+        _ = try onB(CLITests.binary, ["sync", "--group", "kcar", "kcar.kcv"], in: b)
+        _ = try onB("/usr/bin/git", ["commit", "-qam", "B"], in: b)
+        _ = try onB("/usr/bin/git", ["push", "-q", "origin", "HEAD"], in: b)
+
+        // Meanwhile A stores another; then pulls, and git merges the two copies with kcar's driver.
+        try secretTool(["store", "--label=GitLab", "service", "gitlab", "user", "bob"], stdin: "other")
+        try onA(["sync", "--group", "kcar", "kcar.kcv"])
+        try gitA(["commit", "-qam", "A2"])
+        try gitA(["pull", "-q", "--no-rebase", "origin", "HEAD"])
+        try onA(["sync", "--group", "kcar", "kcar.kcv"])
+        XCTAssertEqual(try secretTool(["lookup", "user", "carol"]).out, "from-b")
+        XCTAssertEqual(try secretTool(["lookup", "service", "gitlab"]).out, "other")
+        try gitA(["push", "-q", "origin", "HEAD"])
+        _ = try onB("/usr/bin/git", ["pull", "-q", "--no-rebase", "origin", "HEAD"], in: b)
+        _ = try onB(CLITests.binary, ["sync", "--group", "kcar", "kcar.kcv"], in: b)
+        XCTAssertEqual(try onB(CLITests.binary, ["get", "--attr", "service=gitlab"], in: b).out, "other")
     }
 
     /// A second daemon does not take the name (exit 7) unless told to; with `--replace` it does, and the first

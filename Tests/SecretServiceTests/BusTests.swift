@@ -16,15 +16,19 @@ final class DaemonThread<T: Sendable>: @unchecked Sendable {
     private var result: Result<T, Error>?
     private var startError: Error?
 
-    init(address: String, keychain: String, inspect: @escaping @Sendable (ServiceObjects) -> T) throws {
+    /// A daemon over `keychain` (with the access groups given: nil for the implicit list) that looks for
+    /// other writers' changes every 0.1 s.
+    init(
+        address: String, keychain: String, accessGroups: [String]? = ["login", "work"],
+        inspect: @escaping @Sendable (ServiceObjects) -> T
+    ) throws {
         let thread = Thread { [self] in
             do {
-                let store = try KeychainStore(
-                    directory: KeychainDirectory(path: keychain), accessGroups: ["login", "work"])
+                let store = try KeychainStore(directory: KeychainDirectory(path: keychain), accessGroups: accessGroups)
                 let daemon = try SecretServiceDaemon(
                     address: address, objects: ServiceObjects(collections: KeychainCollections(store: store)))
                 ready.signal()
-                try daemon.run(tick: 0.05) { stopping.withLock { $0 } }
+                try daemon.run(tick: 0.05, watch: 0.1) { stopping.withLock { $0 } }
                 result = .success(inspect(daemon.objects))
             } catch {
                 startError = error
