@@ -330,8 +330,8 @@ extension Help {
                 + "--background starts it in a session of its own (its output at /dev/null) and returns once it serves. Exit 7 if "
                 + "another program holds the name and does not let it go, 8 if there is no session bus. After make install, a "
                 + "client that finds no service starts it (a D-Bus activation file and a systemd user unit).",
-            "Not served: aliases other than default (there is no session collection), PropertiesChanged, and prompts (none is "
-                + "ever needed: SPEC.md K10)."
+            "Not served: aliases other than default (there is no session collection), and prompts (none is ever needed: "
+                + "SPEC.md K10)."
         ],
         options: [
             keychainDir, groupList, lockTimeout, O(name: "replace", kind: .flag, meaning: "take the bus name over"),

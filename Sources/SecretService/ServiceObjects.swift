@@ -40,24 +40,40 @@ package final class ServiceObjects {
     /// Signals a change this service made, and tells the watch (§K10 Signals) not to signal it again.
     private func itemSignal(_ member: String, _ item: KeychainItem) {
         collections.noteOwnChange(item.group, item.id)
-        emit(
-            KeychainCollections.collectionPath(item.group), ServiceObjects.collectionInterface, member,
-            [.objectPath(KeychainCollections.itemPath(item))])
+        signal(
+            member, collection: KeychainCollections.collectionPath(item.group), item: KeychainCollections.itemPath(item)
+        )
     }
 
-    private func collectionSignal(_ member: String, _ path: String) {
-        emit(ServiceObjects.servicePath, ServiceObjects.serviceInterface, member, [.objectPath(path)])
+    /// Emits a change's signal (an item's on its collection, a collection's on the service), and the
+    /// `PropertiesChanged` of the object whose properties it changes (a collection's Items, an item's
+    /// Attributes, Label and Modified, the service's Collections), invalidated for clients that cache them.
+    private func signal(_ member: String, collection: String, item: String?) {
+        let s = ServiceObjects.self
+        if let item {
+            emit(collection, s.collectionInterface, member, [.objectPath(item)])
+            if member == "ItemChanged" {
+                invalidated(item, s.itemInterface, ["Attributes", "Label", "Modified"])
+            } else {
+                invalidated(collection, s.collectionInterface, ["Items"])
+            }
+        } else {
+            emit(s.servicePath, s.serviceInterface, member, [.objectPath(collection)])
+            invalidated(s.servicePath, s.serviceInterface, ["Collections"])
+        }
+    }
+
+    private func invalidated(_ path: String, _ interface: String, _ names: [String]) {
+        emit(
+            path, ServiceObjects.propertiesInterface, "PropertiesChanged",
+            [.string(interface), .properties([]), .array(element: "s", names.map { .string($0) })])
     }
 
     package init(collections: KeychainCollections, random: RandomSource = SystemRandom.shared) {
         self.collections = collections
         self.random = random
         collections.changed = { [unowned self] member, collection, item in
-            if let item {
-                emit(collection, ServiceObjects.collectionInterface, member, [.objectPath(item)])
-            } else {
-                collectionSignal(member, collection)
-            }
+            signal(member, collection: collection, item: item)
         }
     }
 
@@ -168,7 +184,7 @@ package final class ServiceObjects {
             let path = KeychainCollections.collectionPath(group)
             if !existed {
                 collections.noteOwnGroup(group)
-                collectionSignal("CollectionCreated", path)
+                signal("CollectionCreated", collection: path, item: nil)
             }
             return [.objectPath(path), .objectPath("/")]
         case "SetAlias":
@@ -252,7 +268,7 @@ package final class ServiceObjects {
         case "Delete":
             _ = try arguments(call, "")
             try collections.deleteGroup(group)
-            collectionSignal("CollectionDeleted", KeychainCollections.collectionPath(group))
+            signal("CollectionDeleted", collection: KeychainCollections.collectionPath(group), item: nil)
             return [.objectPath("/")]
         default:
             throw unknownMethod(call)

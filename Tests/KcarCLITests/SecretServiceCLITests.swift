@@ -260,6 +260,54 @@ final class SecretServiceCLITests: XCTestCase {
         XCTAssertEqual(try onB(CLITests.binary, ["get", "--attr", "service=gitlab"], in: b).out, "other")
     }
 
+    /// Many clients at once, and one that leaves in the middle of its call: sixteen secret-tool processes store
+    /// at the same moment while a client sends a CreateItem of a 1 MB secret and exits before the reply; every
+    /// store lands and the daemon goes on serving (whether the call that lost its client lands depends on when
+    /// the bus delivered it; it is stored whole or not at all).
+    func testManyClientsAtOnceAndOneThatLeavesMidCall() throws {
+        let (daemon, _) = try startDaemon()
+        let gone = """
+            import os, secretstorage
+            from jeepney import DBusAddress, new_method_call
+            from checks import SERVICE
+            bus = secretstorage.dbus_init()
+            session = bus.send_and_get_reply(new_method_call(SERVICE, "OpenSession", "sv", ("plain", ("s", "")))).body[1]
+            default = DBusAddress("/org/freedesktop/secrets/aliases/default", bus_name="org.freedesktop.secrets",
+                                  interface="org.freedesktop.Secret.Collection")
+            properties = {"org.freedesktop.Secret.Item.Attributes": ("a{ss}", {"who": "gone"})}
+            bus.send(new_method_call(default, "CreateItem", "a{sv}(oayays)b",
+                                     (properties, (session, b"", b"x" * 1000000, "text/plain"), False)))
+            os._exit(0)
+            """
+        var env = self.env
+        env["PYTHONPATH"] = CLITests.repo.appendingPathComponent("scripts/secret-service").path
+        var clients: [Process] = []
+        for i in 0..<16 {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/secret-tool")
+            p.arguments = ["store", "--label=client \(i)", "client", "\(i)"]
+            p.environment = env
+            let input = Pipe()
+            p.standardInput = input
+            try p.run()
+            input.fileHandleForWriting.write(Data("secret \(i)".utf8))
+            try input.fileHandleForWriting.close()
+            clients.append(p)
+        }
+        let leaving = try runProcess("/usr/bin/python3", ["-c", gone], env: env, cwd: dir)
+        XCTAssertEqual(leaving.code, 0, leaving.err)
+        for p in clients {
+            p.waitUntilExit()
+            XCTAssertEqual(p.terminationStatus, 0)
+        }
+        XCTAssert(daemon.isRunning)
+        for i in 0..<16 {
+            XCTAssertEqual(try secretTool(["lookup", "client", "\(i)"]).out, "secret \(i)")
+        }
+        let stored = try kcar(["find", "--attr", "who=gone"], expect: nil)
+        XCTAssert(stored.code == 0 || stored.code == 6, "stored or not, nothing else: \(stored.err)")
+    }
+
     /// A second daemon does not take the name (exit 7) unless told to; with `--replace` it does, and the first
     /// stops serving (exit 0) and says why.
     func testReplaceTakesTheNameOver() throws {

@@ -11,13 +11,21 @@ import XCTest
 extension ItemsOverBusTests {
     final class Heard: @unchecked Sendable {
         var signals: [String] = []
+        /// PropertiesChanged: "path interface invalidated-names".
+        var properties: [String] = []
     }
 
     /// Hears the service's signals as "Member path".
     func listen() throws -> Heard {
         let heard = Heard()
         try client.watch("type='signal',sender='\(SecretServiceDaemon.busName)'") { signal in
-            heard.signals.append(signal.member + " " + (signal.arguments.first?.objectPath ?? ""))
+            guard signal.member == "PropertiesChanged" else {
+                heard.signals.append(signal.member + " " + (signal.arguments.first?.objectPath ?? ""))
+                return
+            }
+            guard signal.arguments.count == 3, case .array(_, let names) = signal.arguments[2] else { return }
+            heard.properties.append(
+                ([signal.path, signal.arguments[0].string ?? ""] + names.compactMap(\.string)).joined(separator: " "))
         }
         return heard
     }
@@ -51,7 +59,7 @@ extension ItemsOverBusTests {
         Thread.sleep(forTimeInterval: 0.3)  // three looks of the watch: none may signal it again
         try client.process(timeout: 0.05)
         XCTAssertEqual(heard.signals, ["ItemCreated " + own])
-        heard.signals = []
+        (heard.signals, heard.properties) = ([], [])
 
         let s = try store()
         let added = try s.add(
@@ -76,6 +84,14 @@ extension ItemsOverBusTests {
         Thread.sleep(forTimeInterval: 0.3)
         try client.process(timeout: 0.05)
         XCTAssertEqual(heard.signals.count, 4, "\(heard.signals)")
+        // Each with the PropertiesChanged of what it changes, for clients that cache properties.
+        let items = login + " " + ServiceObjects.collectionInterface + " Items"
+        XCTAssertEqual(
+            heard.properties,
+            [
+                items, existing + " " + ServiceObjects.itemInterface + " Attributes Label Modified", items,
+                ServiceObjects.servicePath + " " + ServiceObjects.serviceInterface + " Collections"
+            ])
         // What the signals named is what a client now reads.
         XCTAssertEqual(try search([("user", "x")]), [])
         XCTAssertEqual(try value(existing, plain), Array("changed".utf8))
