@@ -27,6 +27,10 @@ extension Schema {
 }
 
 extension ItemQuery {
+    /// Entries a query counts of each candidate source (a key range, an indexed attribute's entries) before
+    /// it reads the smallest.
+    static let probeMax = 4096
+
     /// Whether the query compares `value` exactly (bytes, not case folded; not as a `Date`), so that an
     /// index keyed by the value's bytes finds every match.
     private func isExact(_ value: AttributeValue) -> Bool {
@@ -61,12 +65,40 @@ extension ItemQuery {
             prefixes = prefixes.map { $0 + [wanted] }
             if k.name != "sync" { pinned += 1 }
         }
-        // An indexed attribute whose default the query does not ask for (an item without the attribute
-        // matches a query for its default, and the index holds only the attributes items have).
-        let indexed = attributes.first { name, value in
+        // Indexed attributes whose default the query does not ask for (an item without the attribute matches a
+        // query for its default, and the index holds only the attributes items have).
+        let indexed = attributes.filter { name, value in
             vault.schema.isIndexed(name) && isExact(value) && Schema.kind(of: name, class: c)?.defaultValue != value
         }
-        if pinned == 0, let (name, value) = indexed {
+        // Every source holds all the matches; the one read is the smallest. A whole primary key names one item;
+        // otherwise the sources' entries are counted, each up to a cap that grows eightfold from 64 until one
+        // source ends below it, so that the probe costs about the smallest source's size per source: a rare
+        // attribute beside a common one (`@app=many @key=k7` among 100,000 items of one app) reads its few
+        // entries, not the whole app's. Past `ItemQuery.probeMax` the first source (the key range if the query
+        // pins one) is read, as before the probe.
+        var chosen: (name: String, value: AttributeValue)? = pinned == 0 ? indexed.first : nil
+        if (pinned > 0 ? 1 : 0) + indexed.count > 1, pinned < keyed.filter({ $0.name != "sync" }).count {
+            var cap = 64
+            probing: while cap <= ItemQuery.probeMax {
+                var best = cap
+                var smallest: (name: String, value: AttributeValue)?? = nil
+                if pinned > 0 {
+                    var n = 0
+                    for p in prefixes { n += try vault.count(class: itemClass, keyValues: p, upTo: cap) }
+                    if n < best { (best, smallest) = (n, .some(nil)) }
+                }
+                for (name, value) in indexed {
+                    let n = try vault.count(attribute: name, equals: value, upTo: best)
+                    if n < best { (best, smallest) = (n, (name, value)) }
+                }
+                if let smallest {
+                    chosen = smallest
+                    break probing
+                }
+                cap *= 8
+            }
+        }
+        if let (name, value) = chosen {
             candidates = try vault.items(attribute: name, equals: value)
         } else {
             for p in prefixes { candidates += try vault.items(class: itemClass, keyValues: p) }

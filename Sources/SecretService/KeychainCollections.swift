@@ -85,29 +85,21 @@ package final class KeychainCollections {
 
     // MARK: Collections
 
-    /// The groups served, in list order (§K2: those that exist and can be used), kept while the keychain
-    /// folder is unchanged: every call names a group, and listing them opens each one. A folder modified in
-    /// the last second is listed again on every call, since a change within its timestamp's granularity
-    /// would leave it looking the same (git's "racy" rule).
+    /// The groups served, in list order: the process's access groups that exist (§K2), found from the
+    /// folder's names and the key files' modes without opening a vault, so that listing them never waits for
+    /// a group's lock. A group that cannot be used (damaged, refused) is listed, and a call on it fails with
+    /// the reason.
     package func groups() throws(SecretServiceError) -> [String] {
-        let version = FileVersion(store.directory.path)
-        if let keptGroups, keptGroups.version == version, keptGroups.settled { return keptGroups.groups }
-        let groups = try keychain { try store.groupSummary().counts.map(\.group) }
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        keptGroups = (version, groups, version.exists && now.tv_sec > version.mtime + 1)
-        return groups
+        try keychain { try store.accessGroups().filter(store.directory.exists) }
     }
-
-    private var keptGroups: (version: FileVersion, groups: [String], settled: Bool)?
 
     package func isLocked(_ group: String) -> Bool { lockedGroups.contains(group) }
 
     /// `Delete` of a collection: the group's files (SPEC.md §K10), if this user may.
     package func deleteGroup(_ group: String) throws(SecretServiceError) {
         try keychain { try store.deleteGroup(group) }
-        keptGroups = nil
         if kept?.group == group { kept = nil }
+        if found?.group == group { found = nil }
         watched[group] = nil
         seenGroups?.removeAll { $0 == group }
     }
@@ -156,7 +148,6 @@ package final class KeychainCollections {
     /// Looks for other writers' changes (every `SS_WATCH_INTERVAL`): groups that appeared or went, and the
     /// watched groups whose vault file changed, listed again and compared.
     package func poll() {
-        keptGroups = nil
         if let now = try? groups() {
             if let before = seenGroups {
                 let was = Set(before)
@@ -172,11 +163,15 @@ package final class KeychainCollections {
             seenGroups = now
             ownGroups = []
         }
-        for (group, w) in watched where FileVersion(store.directory.vaultPath(group)) != w.version {
+        for (group, w) in watched {
+            let version = FileVersion(store.directory.vaultPath(group))
+            guard version != w.version else { continue }
             if isLocked(group) {
                 watched[group] = nil
-            } else {
-                _ = try? listing(group)
+            } else if (try? listing(group)) == nil {
+                // Not listed (its lock held past the timeout, or damaged): this change goes unsignalled, and
+                // the next look waits only if the file changes again.
+                watched[group]?.version = version
             }
         }
     }
@@ -212,7 +207,6 @@ package final class KeychainCollections {
             throw .invalidArgs("a collection's label is its group's name: 1 to 255 bytes of UTF-8 without NUL")
         }
         try keychain { try store.transaction(group: group) { _ in } }
-        keptGroups = nil
     }
 
     /// Locks the groups given: their keys are dropped (every open vault of the store is closed).
@@ -220,6 +214,7 @@ package final class KeychainCollections {
         lockedGroups.formUnion(groups)
         for g in groups { watched[g] = nil }
         kept = nil
+        found = nil
         store.close()
     }
 
@@ -238,9 +233,42 @@ package final class KeychainCollections {
         let groups: [String]
         if let group { groups = [group] } else { groups = try self.groups() }
         var out: [KeychainItem] = []
-        // From the group's listing, as a query of SPEC.md K5 selects (strings by their bytes, an absent user
-        // attribute matches nothing, a synchronizable item only if asked for), in its order: a lookup among
-        // many items filters what is in memory instead of reading the group again.
+        for g in groups where !isLocked(g) {
+            let version = FileVersion(store.directory.vaultPath(g))
+            if attributes.isEmpty || (kept?.group == g && kept?.version == version) {
+                out += try KeychainCollections.select(attributes, from: listing(g))
+                continue
+            }
+            // Through the group's index (SPEC.md K5 on Part 4: user attributes are indexed): a lookup among
+            // many items reads a path of pages instead of listing the group. What it finds is kept for the
+            // calls on those items that follow (GetSecrets), while the vault file stays the same.
+            var query = Attributes()
+            for (name, value) in attributes { query[Schema.userPrefix + name] = .string(value) }
+            let items = try keychain {
+                try store.search(ItemQuery(class: .genericPassword, attributes: query, group: g))
+            }
+            .items
+            if found?.group != g || found?.version != version
+                || (found?.items.count ?? 0) > KeychainCollections.foundMax
+            {
+                found = (g, version, [:])
+            }
+            for item in items { found?.items[item.id] = item }
+            out += items
+        }
+        return out
+    }
+
+    /// `SS_FOUND_MAX`: items found by searches that are kept for the calls that follow, at most.
+    static let foundMax = 65_536
+
+    /// Items that searches through the index found, of one group and vault file.
+    private var found: (group: String, version: FileVersion, items: [ItemID: KeychainItem])?
+
+    /// The items of a listing that hold each attribute as a string user attribute of exactly that value (its
+    /// bytes), as a query of SPEC.md K5 selects them (an absent user attribute matches nothing, a
+    /// synchronizable item only if asked for), in K5's order (service, account, id).
+    static func select(_ attributes: [(String, String)], from listing: [ItemID: KeychainItem]) -> [KeychainItem] {
         let wanted = attributes.map { (name: Schema.userPrefix + $0.0, bytes: Array($0.1.utf8)) }
         func matches(_ item: KeychainItem) -> Bool {
             guard item.attributes["sync"] != .bool(true) else { return false }
@@ -256,15 +284,11 @@ package final class KeychainCollections {
             }
             return (text(AttributeName.service), text(AttributeName.account), item.id.bytes)
         }
-        for g in groups where !isLocked(g) {
-            let found = try listing(g).values.filter(matches).map { (key($0), $0) }
-            out += found.sorted { a, b in
-                a.0.0 != b.0.0
-                    ? a.0.0.lexicographicallyPrecedes(b.0.0)
-                    : a.0.1 != b.0.1 ? a.0.1.lexicographicallyPrecedes(b.0.1) : a.0.2.lexicographicallyPrecedes(b.0.2)
-            }.map(\.1)
-        }
-        return out
+        return listing.values.filter(matches).map { (key($0), $0) }.sorted { a, b in
+            a.0.0 != b.0.0
+                ? a.0.0.lexicographicallyPrecedes(b.0.0)
+                : a.0.1 != b.0.1 ? a.0.1.lexicographicallyPrecedes(b.0.1) : a.0.2.lexicographicallyPrecedes(b.0.2)
+        }.map(\.1)
     }
 
     /// The item a path names; *NoSuchObject* if there is none, *IsLocked* if its collection is locked.
@@ -272,6 +296,11 @@ package final class KeychainCollections {
         guard let (group, id) = KeychainCollections.parse(path), let id else { throw noSuchObject(path) }
         guard try groups().contains(group) else { throw noSuchObject(path) }
         guard !isLocked(group) else { throw isLockedError(path) }
+        if let found, found.group == group, let item = found.items[id],
+            found.version == FileVersion(store.directory.vaultPath(group))
+        {
+            return item
+        }
         guard let item = try listing(group)[id] else { throw noSuchObject(path) }
         return item
     }

@@ -45,6 +45,17 @@ public struct ItemIndex {
         try Vault.naming(engine.path) { try engine.items(attribute: name, equals: value) }
     }
 
+    /// How many items (tombstones included) the vault keys under class `itemClass` and the leading key
+    /// attributes `values`, counted up to `limit`: the weight of that range, for a query to pick its cheapest.
+    package func count(class itemClass: ItemClass, keyValues values: [AttributeValue], upTo limit: Int) throws -> Int {
+        try Vault.naming(engine.path) { try engine.count(class: itemClass, keyValues: values, upTo: limit) }
+    }
+
+    /// How many index entries the vault holds for the indexed attribute `name` = `value`, up to `limit`.
+    package func count(attribute name: String, equals value: AttributeValue, upTo limit: Int) throws -> Int {
+        try Vault.naming(engine.path) { try engine.count(attribute: name, equals: value, upTo: limit) }
+    }
+
     /// Pages read so far (for tests and measurements of how much a lookup reads).
     package var pagesOpened: Int { engine.pagesOpened }
 }

@@ -308,6 +308,32 @@ final class SecretServiceCLITests: XCTestCase {
         XCTAssert(stored.code == 0 || stored.code == 6, "stored or not, nothing else: \(stored.err)")
     }
 
+    /// Another process holds the group's lock: a store through the daemon fails after the lock timeout (here
+    /// 1 s) with a message that names the lock, instead of waiting; once the lock is let go, stores work.
+    func testACallWaitsForALockAtMostTheLockTimeout() throws {
+        try startDaemon(["--lock-timeout", "1"])
+        try secretTool(["store", "--label=x", "k", "v"], stdin: "first")
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
+        holder.arguments = ["-x", dir + "/kc/kcar.kcv", "sleep", "4"]
+        try holder.run()
+        defer { holder.waitUntilExit() }
+        // Until flock holds it: a non-blocking shared lock fails.
+        for _ in 0..<100 {
+            let probe = try runProcess("/usr/bin/flock", ["-n", "-s", dir + "/kc/kcar.kcv", "true"], cwd: dir)
+            if probe.code != 0 { break }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        let start = Date()
+        let refused = try secretTool(["store", "--label=x", "k", "v"], stdin: "second", expect: 1)
+        let waited = Date().timeIntervalSince(start)
+        XCTAssert(refused.err.contains("locked"), refused.err)
+        XCTAssert(waited >= 0.9 && waited < 3.5, "waited \(waited) s")
+        holder.waitUntilExit()
+        try secretTool(["store", "--label=x", "k", "v"], stdin: "third")
+        XCTAssertEqual(try secretTool(["lookup", "k", "v"]).out, "third")
+    }
+
     /// A second daemon does not take the name (exit 7) unless told to; with `--replace` it does, and the first
     /// stops serving (exit 0) and says why.
     func testReplaceTakesTheNameOver() throws {

@@ -46,6 +46,41 @@ final class PagedKeychainTests: KeychainTestCase {
         XCTAssertEqual(try s.find(ItemQuery(attributes: attrs(["acct": .string("a2999")]), group: group)).count, 1)
     }
 
+    /// A query that gives a common source (every item's `@app`, a service 300 items share) beside a rare one
+    /// (`@key`, one item) reads the rare one's entries, whatever the order of the attributes' names: the
+    /// sources are counted before one is read. Before, the first indexed attribute (or the key range) was read
+    /// whole: thousands of entries.
+    func testAQueryReadsItsSmallestSource() throws {
+        try store().transaction(group: group) { tx in
+            for i in 0..<3000 {
+                try tx.add(
+                    attributes: attrs([
+                        "svce": .string("s\(i % 10)"), "acct": .string("a\(i)"), "@app": .string("many"),
+                        "@key": .string("k\(i)"), "@zone": .string("z")
+                    ]), value: [1])
+            }
+        }
+        let queries: [(String, Attributes)] = [
+            (
+                "two indexed attributes, the common one first",
+                attrs(["@app": .string("many"), "@key": .string("k1234")])
+            ),
+            ("the common one last", attrs(["@key": .string("k1234"), "@zone": .string("z")])),
+            ("a service's range beside a rare attribute", attrs(["svce": .string("s4"), "@key": .string("k1234")]))
+        ]
+        for (what, query) in queries {
+            let s = try store()
+            let found = try s.find(ItemQuery(attributes: query, group: group))
+            XCTAssertEqual(found.compactMap { $0.attributes.string("acct") }, ["a1234"], what)
+            XCTAssertLessThanOrEqual(try XCTUnwrap(s.pagesOpened(group: group)), 24, what)
+        }
+        // Two common sources: both counted past the probe, the first is read; the answer is the same.
+        let s = try store()
+        XCTAssertEqual(
+            try s.find(ItemQuery(attributes: attrs(["@app": .string("many"), "@zone": .string("z")]), group: group))
+                .count, 3000)
+    }
+
     /// Adds, updates and deletes in one transaction, searched within it, against a model of the primary
     /// keys (service, account); then read back by a fresh store.
     func testTransactionsSeeTheirOwnChangesOverLookups() throws {

@@ -5,16 +5,20 @@
 # not timed, by `kcar import --items` for kcar and secretstorage's create_item over the bus for gnome-keyring,
 # which rewrites its whole keyring file for each item: filling it is quadratic (about 2 minutes at 10,000, hours
 # at 100,000).
-# Usage: scripts/bench/secret-service-bench.sh [--runs N] [--items N]
+# Then kcar alone among BIG items (default 100,000): its first lookup (the daemon lists the group), the median of
+# the next ones, and the daemon's resident memory after them.
+# Usage: scripts/bench/secret-service-bench.sh [--runs N] [--items N] [--big N]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=21
 ITEMS=10000
+BIG=100000
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --runs) RUNS="$2"; shift ;;
         --items) ITEMS="$2"; shift ;;
-        *) echo "usage: $0 [--runs N] [--items N]" >&2; exit 2 ;;
+        --big) BIG="$2"; shift ;;
+        *) echo "usage: $0 [--runs N] [--items N] [--big N]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -57,8 +61,9 @@ hyperfine -N --runs "$RUNS" --warmup 3 --export-json "$W/one.json" \
     -n kcar.lookup "env $E_KCAR secret-tool lookup app bench key one" \
     -n gnome-keyring.lookup "env $E_GNOME secret-tool lookup app bench key one" >/dev/null
 
-echo "## lookup among $ITEMS items"
-python3 - "$ITEMS" "$W/items.json" <<'PY'
+# N items as secret-tool would store them, in kcar's item file format, at $2.
+items_file() {
+python3 - "$1" "$2" <<'PY'
 import base64, sys
 n, path = int(sys.argv[1]), sys.argv[2]
 with open(path, "w") as f:
@@ -69,6 +74,10 @@ with open(path, "w") as f:
                 '"value": "%s"}\n' % (i, i, base64.b64encode(b"value %d" % i).decode()))
     f.write("]}\n")
 PY
+}
+
+echo "## lookup among $ITEMS items"
+items_file "$ITEMS" "$W/items.json"
 env $E_KCAR "$K" import --items "$W/items.json" --group kcar >/dev/null 2>&1
 env $E_GNOME /usr/bin/python3 - "$ITEMS" <<'PY'
 import sys
@@ -94,3 +103,21 @@ for k, v in r.items():
 for what in ["store", "lookup", "lookup_among_n"]:
     print("ratio %-26s %8.2f (gnome-keyring / kcar)" % (what, r["gnome-keyring." + what] / r["kcar." + what]))
 PY
+
+echo "## kcar alone: lookup among $BIG items"
+A_BIG=$(bus big)
+E_BIG=$(env_of big "$A_BIG")
+items_file "$BIG" "$W/big.json"
+env $E_BIG "$K" import --items "$W/big.json" --group kcar >/dev/null 2>&1
+rm -f "$W/big.json"
+env $E_BIG "$K" secret-service --background 2>/dev/null
+MID=$((BIG / 2))
+start=$(date +%s%N)
+[ "$(env $E_BIG secret-tool lookup app many key k$MID)" = "value $MID" ]
+echo "first lookup (the daemon lists the group): $(( ($(date +%s%N) - start) / 1000000 )) ms"
+hyperfine -N --runs "$RUNS" --warmup 2 --export-json "$W/big.json" \
+    -n "kcar.lookup_among_$BIG" "env $E_BIG secret-tool lookup app many key k$MID" >/dev/null
+python3 -c 'import json,sys; x=json.load(open(sys.argv[1]))["results"][0]; print("%-32s %8.2f ms" % (x["command"], x["median"]*1000))' "$W/big.json"
+PID=$(env $E_BIG dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+    org.freedesktop.DBus.GetConnectionUnixProcessID string:org.freedesktop.secrets | awk '/uint32/ {print $2}')
+echo "daemon resident memory after: $(( $(awk '/VmRSS/ {print $2}' /proc/$PID/status) / 1024 )) MiB (VmHWM $(( $(awk '/VmHWM/ {print $2}' /proc/$PID/status) / 1024 )) MiB)"

@@ -63,6 +63,29 @@ extension PagedVault {
             keyPrefix: Array(ItemKey.prefix(class: itemClass.rawValue, values: [sample]).prefix(classPrefix.count + 1)))
     }
 
+    /// How many entries of `tree` have keys that start with `prefix`, counted up to `limit` (the scan stops
+    /// there): what a query weighs its candidate ranges by before it reads one. Tombstones count.
+    private func count(_ tree: TreeID, prefix: [UInt8], upTo limit: Int) throws -> Int {
+        var n = 0
+        guard limit > 0 else { return 0 }
+        try scan(tree, from: prefix) { e in
+            guard e.key.starts(with: prefix) else { return false }
+            n += 1
+            return n < limit
+        }
+        return n
+    }
+
+    /// How many entries the items tree holds under `class` and leading key `values`, up to `limit`.
+    package func count(class itemClass: ItemClass, keyValues values: [AttributeValue], upTo limit: Int) throws -> Int {
+        try count(.items, prefix: ItemKey.prefix(class: itemClass.rawValue, values: values), upTo: limit)
+    }
+
+    /// How many entries the attributes tree holds for `name` = `value`, up to `limit`.
+    package func count(attribute name: String, equals value: AttributeValue, upTo limit: Int) throws -> Int {
+        try count(.attributes, prefix: ItemEntries.attributePrefix(name, value), upTo: limit)
+    }
+
     /// The live items whose keys start with `prefix`, in key order.
     private func items(keyPrefix prefix: [UInt8]) throws -> [Item] {
         var out: [Item] = []
