@@ -114,7 +114,7 @@ env $E_BIG "$K" secret-service --background 2>/dev/null
 MID=$((BIG / 2))
 start=$(date +%s%N)
 [ "$(env $E_BIG secret-tool lookup app many key k$MID)" = "value $MID" ]
-echo "first lookup (the daemon lists the group): $(( ($(date +%s%N) - start) / 1000000 )) ms"
+echo "first lookup (a daemon just started): $(( ($(date +%s%N) - start) / 1000000 )) ms"
 hyperfine -N --runs "$RUNS" --warmup 2 --export-json "$W/big.json" \
     -n "kcar.lookup_among_$BIG" "env $E_BIG secret-tool lookup app many key k$MID" >/dev/null
 python3 -c 'import json,sys; x=json.load(open(sys.argv[1]))["results"][0]; print("%-32s %8.2f ms" % (x["command"], x["median"]*1000))' "$W/big.json"
