@@ -53,6 +53,7 @@ install-packages:
 
 build: deps
 	$(SWIFT_RELEASE) --product kcar
+	$(SWIFT_RELEASE) --product kcar-secret-service
 
 # Everything is generated into a temporary folder first, so a failing generator installs nothing.
 install: build
@@ -63,6 +64,7 @@ install: build
 	printf '[Unit]\nDescription=kcar Secret Service (org.freedesktop.secrets from the kcar keychain)\n\n[Service]\nType=dbus\nBusName=org.freedesktop.secrets\nExecStart=$(PREFIX)/bin/kcar secret-service\n' > "$$t/unit"; \
 	install -d "$(BINDIR)" "$(MAN1DIR)" "$(BASHDIR)" "$(ZSHDIR)" "$(FISHDIR)" "$(DBUSDIR)" "$(UNITDIR)"; \
 	install -m 0755 $(KCAR) "$(BINDIR)/kcar"; \
+	install -m 0755 $(KCAR)-secret-service "$(BINDIR)/kcar-secret-service"; \
 	ln -sf kcar "$(BINDIR)/git-credential-kcar"; ln -sf kcar "$(BINDIR)/docker-credential-kcar"; \
 	install -m 0644 "$$t/kcar.1" "$(MAN1DIR)/kcar.1"; \
 	install -m 0644 "$$t/bash" "$(BASHDIR)/kcar"; \
@@ -70,10 +72,10 @@ install: build
 	install -m 0644 "$$t/fish" "$(FISHDIR)/kcar.fish"; \
 	install -m 0644 "$$t/dbus" "$(DBUSDIR)/org.freedesktop.secrets.service"; \
 	install -m 0644 "$$t/unit" "$(UNITDIR)/kcar-secret-service.service"; \
-	echo "installed $(BINDIR)/kcar (and git-credential-kcar, docker-credential-kcar), $(MAN1DIR)/kcar.1, the bash, zsh and fish completions, and kcar secret-service's D-Bus activation file and systemd user unit"
+	echo "installed $(BINDIR)/kcar (and git-credential-kcar, docker-credential-kcar, kcar-secret-service), $(MAN1DIR)/kcar.1, the bash, zsh and fish completions, and kcar secret-service's D-Bus activation file and systemd user unit"
 
 uninstall:
-	rm -f "$(BINDIR)/kcar" "$(BINDIR)/git-credential-kcar" "$(BINDIR)/docker-credential-kcar" "$(MAN1DIR)/kcar.1" "$(BASHDIR)/kcar" "$(ZSHDIR)/_kcar" "$(FISHDIR)/kcar.fish" "$(DBUSDIR)/org.freedesktop.secrets.service" "$(UNITDIR)/kcar-secret-service.service"
+	rm -f "$(BINDIR)/kcar" "$(BINDIR)/kcar-secret-service" "$(BINDIR)/git-credential-kcar" "$(BINDIR)/docker-credential-kcar" "$(MAN1DIR)/kcar.1" "$(BASHDIR)/kcar" "$(ZSHDIR)/_kcar" "$(FISHDIR)/kcar.fish" "$(DBUSDIR)/org.freedesktop.secrets.service" "$(UNITDIR)/kcar-secret-service.service"
 
 demo: build
 	@set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; cd "$$d"; k="$(CURDIR)/$(KCAR)"; \

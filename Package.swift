@@ -7,7 +7,9 @@ let package = Package(
         .library(name: "VaultFormat", targets: ["VaultFormat"]),
         .library(name: "KeyedArchive", targets: ["KeyedArchive"]),
         .library(name: "KcarKeychain", targets: ["KcarKeychain"]),
-        .executable(name: "kcar", targets: ["kcar"])
+        .executable(name: "kcar", targets: ["kcar"]),
+        // The Secret Service daemon that `kcar secret-service` execs: only it links libsystemd and libcrypto.
+        .executable(name: "kcar-secret-service", targets: ["kcar-secret-service"])
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
@@ -21,10 +23,11 @@ let package = Package(
         .target(name: "VaultFormat", dependencies: ["CSodium", "CZlib", "CDeflate"]),
         .target(name: "KeyedArchive"),
         .target(name: "KcarKeychain", dependencies: ["VaultFormat", "KeyedArchive"]),
-        .target(name: "KcarCLI", dependencies: ["VaultFormat", "KeyedArchive", "KcarKeychain", "SecretService"]),
-        // The Secret Service over a keychain (SPEC K10, issue 25): so far its encrypted session.
+        .target(name: "KcarCLI", dependencies: ["VaultFormat", "KeyedArchive", "KcarKeychain"]),
+        // The Secret Service over a keychain (SPEC K10, issue 25): sessions, bus, collections and items.
         .target(name: "SecretService", dependencies: ["CCrypto", "CSystemd", "VaultFormat", "KcarKeychain"]),
         .executableTarget(name: "kcar", dependencies: ["KcarCLI"]),
+        .executableTarget(name: "kcar-secret-service", dependencies: ["SecretService", "KcarKeychain", "KcarCLI"]),
         // Test support, in no product (the benchmarks are a package of their own: Benchmarks/).
         // Vaults and archives built byte by byte, any rule broken at will: for tests, fixtures and kcar-hostile only.
         .target(name: "Crafting", dependencies: ["VaultFormat", "KeyedArchive"]),

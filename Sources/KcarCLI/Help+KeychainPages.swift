@@ -329,7 +329,8 @@ extension Help {
             "--replace takes the name from a running gnome-keyring-daemon or kcar secret-service, which stops serving. "
                 + "--background starts it in a session of its own (its output at /dev/null) and returns once it serves. Exit 7 if "
                 + "another program holds the name and does not let it go, 8 if there is no session bus. After make install, a "
-                + "client that finds no service starts it (a D-Bus activation file and a systemd user unit).",
+                + "client that finds no service starts it (a D-Bus activation file and a systemd user unit). The daemon is the "
+                + "program kcar-secret-service, installed beside kcar, which this command runs.",
             "Not served: aliases other than default (there is no session collection), and prompts (none is ever needed: "
                 + "SPEC.md K10)."
         ],

@@ -1,5 +1,4 @@
 import KcarKeychain
-import SecretService
 
 #if canImport(Glibc)
     import Glibc
@@ -7,46 +6,45 @@ import SecretService
 
 /// `kcar secret-service`: serves the freedesktop Secret Service on the session bus from the keychain
 /// (SPEC.md §K10), until it is stopped or another program takes the name (`--replace`). With
-/// `--background` it starts itself as a daemon of its own session and returns once that owns the name.
+/// `--background` it starts itself as a daemon of its own session and returns once that owns the name. The
+/// daemon is the program `kcar-secret-service` beside kcar, which this command execs with the options
+/// checked: only it loads libsystemd and libcrypto, so no other command pays for them at start.
 enum SecretServiceCommand {
     /// Set (to 3) in the environment of the daemon `--background` starts: its descriptor 3 is a pipe on which
     /// it says `1` once it owns the name, or `0` and why it stopped.
     static let readyVariable = "KCAR_SECRET_SERVICE_READY_FD"
+    static let daemonName = "kcar-secret-service"
 
     static func run(_ argv: Invocation) throws -> ExitCode {
         let args = try Arguments(argv, specs: CLI.specs("secret-service"))
         _ = try args.positionals([])
+        // The options as ItemCommands.store reads them, checked before anything starts, passed on to the
+        // daemon in its one form.
+        let store = try ItemCommands.store(args)
+        let daemon = try daemonPath()
+        guard access(daemon, X_OK) == 0 else {
+            throw CLIError(.io, "cannot start \(daemon): it is not there (make install puts it beside kcar)")
+        }
         if args.flag("background") { return try background(argv.arguments.filter { $0 != "--background" }) }
-        let ready: Int32? = getenv(readyVariable).flatMap { String(cString: $0) == "3" ? 3 : nil }
-        unsetenv(readyVariable)
-        func tell(_ text: String) {
-            guard let ready else { return }
-            _ = StandardStreams.writeExactly(ready, Array(text.utf8))
-            close(ready)
+        var options = ["--keychain", store.directory.path, "--lock-timeout", "\(store.lockTimeout)"]
+        if let groups = args.value("groups") { options += ["--groups", groups] }
+        if args.flag("replace") { options.append("--replace") }
+        var words = ([daemon] + options).map { strdup($0) } + [nil]
+        defer { for p in words { free(p) } }
+        execv(daemon, &words)
+        let why = "cannot start \(daemon): \(String(cString: strerror(errno))) (make install puts it beside kcar)"
+        if getenv(readyVariable).map({ String(cString: $0) }) == "3" {
+            _ = StandardStreams.writeExactly(3, Array("0secret-service: \(why)".utf8))
         }
-        let daemon: SecretServiceDaemon
-        let store: KeychainStore
-        do {
-            store = try ItemCommands.store(args)
-            daemon = try SecretServiceDaemon(
-                replace: args.flag("replace"), objects: ServiceObjects(collections: KeychainCollections(store: store)))
-        } catch let error as SecretServiceError {
-            tell("0secret-service: \(error.message)")
-            throw CLIError(
-                error.name == SecretServiceError.nameTaken ? .exists : .io, "secret-service: \(error.message)")
-        } catch {
-            tell("0secret-service: \(error)")
-            throw error
-        }
-        warn("serving org.freedesktop.secrets from \(store.directory.path)")
-        tell("1")
-        do {
-            try daemon.run { false }
-        } catch {
-            throw CLIError(.io, "secret-service: \(error.message)")
-        }
-        if daemon.replaced { warn("another program took org.freedesktop.secrets; stopping") }
-        return .success
+        throw CLIError(.io, why)
+    }
+
+    /// `kcar-secret-service` in the folder of this program (its real path: a link to kcar finds it too).
+    static func daemonPath() throws -> String {
+        guard let real = realpath("/proc/self/exe", nil) else { throw CLIError(.io, "cannot find kcar's own path") }
+        defer { free(real) }
+        let me = String(cString: real)
+        return String(me[..<(me.lastIndex(of: "/") ?? me.startIndex)]) + "/" + daemonName
     }
 
     /// Starts `kcar secret-service ARGS` in a session of its own, its standard streams at /dev/null (it holds

@@ -61,10 +61,22 @@ public final class KeychainStore: @unchecked Sendable {
     ///   - accessGroups: the explicit list; nil reads `KCAR_ACCESS_GROUPS`, and without it every readable group.
     ///   - lockTimeout: how long, in seconds, a call waits for another process's lock on a group's vault.
     ///   - random: where new keys, item ids and nonces come from (the system's generator).
-    public init(
+    public convenience init(
         directory: KeychainDirectory? = nil,
         accessGroups: [String]? = nil, lockTimeout: Double = 10, random: RandomSource = SystemRandom.shared
     ) throws {
+        try self.init(
+            directory: directory, accessGroups: accessGroups, lockTimeout: lockTimeout, random: random,
+            program: KeychainStore.programGroup)
+    }
+
+    /// A store whose default group (§K2.1's last rule) is `program`'s, not this executable's: the daemon of
+    /// `kcar secret-service` (`kcar-secret-service`) serves the keychain as the program `kcar`.
+    package init(
+        directory: KeychainDirectory?, accessGroups: [String]?, lockTimeout: Double,
+        random: RandomSource = SystemRandom.shared, program: String?
+    ) throws {
+        self.program = program
         self.directory = try directory ?? KeychainDirectory(path: KeychainDirectory.defaultPath())
         if let accessGroups {
             explicitGroups = try KeychainStore.checked(accessGroups)
@@ -76,6 +88,9 @@ public final class KeychainStore: @unchecked Sendable {
         self.lockTimeout = lockTimeout
         self.random = random
     }
+
+    /// The group named after the running program (§K2.1).
+    private let program: String?
 
     /// Splits a `,`-separated group list (`KCAR_ACCESS_GROUPS`, `--groups`).
     public static func parseGroupList(_ text: String) throws -> [String] {
@@ -155,7 +170,7 @@ public final class KeychainStore: @unchecked Sendable {
     public func defaultGroup() throws -> String {
         if let first = explicitGroups?.first { return first }
         if let recorded = try directory.recordedDefaultGroup() { return recorded }
-        guard let program = KeychainStore.programGroup else {
+        guard let program else {
             throw KeychainError(
                 .missingEntitlement,
                 "no access group given and no default: name one, set KCAR_ACCESS_GROUPS, "

@@ -334,6 +334,18 @@ final class SecretServiceCLITests: XCTestCase {
         XCTAssertEqual(try secretTool(["lookup", "k", "v"]).out, "third")
     }
 
+    /// kcar itself does not load libsystemd or libcrypto (every command would pay for them at start, issue
+    /// 24): only the daemon it execs, kcar-secret-service, links them.
+    func testOnlyTheDaemonLinksTheBusAndSessionLibraries() throws {
+        let daemon = (CLITests.binary as NSString).deletingLastPathComponent + "/kcar-secret-service"
+        let kcarLibraries = try run("/usr/bin/ldd", [CLITests.binary]).out
+        let daemonLibraries = try run("/usr/bin/ldd", [daemon]).out
+        for library in ["libsystemd.so", "libcrypto.so"] {
+            XCTAssertFalse(kcarLibraries.contains(library), kcarLibraries)
+            XCTAssert(daemonLibraries.contains(library), daemonLibraries)
+        }
+    }
+
     /// A second daemon does not take the name (exit 7) unless told to; with `--replace` it does, and the first
     /// stops serving (exit 0) and says why.
     func testReplaceTakesTheNameOver() throws {

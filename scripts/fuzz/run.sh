@@ -25,8 +25,7 @@ esac
 # The modules, instrumented and with -enable-testing, so that the targets reach internal API with
 # `@testable import`. -O keeps Swift's bounds and overflow checks (only -Ounchecked drops them).
 SWIFTC=(swiftc -O -g -sanitize=fuzzer,address -package-name kcar -parse-as-library)
-CFLAGS=(-I "$ROOT/Sources/CSodium" -I "$ROOT/Sources/CZlib" -I "$ROOT/Sources/CDeflate" -I "$ROOT/Sources/CCrypto"
-	-I "$ROOT/Sources/CSystemd")
+CFLAGS=(-I "$ROOT/Sources/CSodium" -I "$ROOT/Sources/CZlib" -I "$ROOT/Sources/CDeflate")
 MOD="$OUT/modules"
 mkdir -p "$MOD" "$OUT/bin"
 
@@ -56,8 +55,7 @@ module() {
 module VaultFormat
 module KeyedArchive
 module KcarKeychain "$MOD/libVaultFormat.a" "$MOD/libKeyedArchive.a"
-module SecretService "$MOD/libVaultFormat.a" "$MOD/libKcarKeychain.a"
-module KcarCLI "$MOD/libVaultFormat.a" "$MOD/libKeyedArchive.a" "$MOD/libKcarKeychain.a" "$MOD/libSecretService.a"
+module KcarCLI "$MOD/libVaultFormat.a" "$MOD/libKeyedArchive.a" "$MOD/libKcarKeychain.a"
 # The seeds of header, archive and plist are crafted (Sources/Crafting, a test-support module).
 module Crafting "$MOD/libVaultFormat.a" "$MOD/libKeyedArchive.a"
 
@@ -74,8 +72,8 @@ build_target() {
 	if [ -f "$exe" ] && [ -z "$(find "${srcs[@]}" "$MOD"/*.a -newer "$exe" -print -quit)" ]; then return; fi
 	echo "building fuzz-$t"
 	"${NICE[@]}" "${SWIFTC[@]}" -swift-version 5 -module-name "Fuzz_$t" "${srcs[@]}" -I "$MOD" -L "$MOD" \
-		-lKcarCLI -lSecretService -lKcarKeychain -lCrafting -lKeyedArchive -lVaultFormat "${CFLAGS[@]}" -lsodium -lz -ldeflate \
-		-lcrypto -lsystemd -o "$exe" 2>&1 | quiet
+		-lKcarCLI -lKcarKeychain -lCrafting -lKeyedArchive -lVaultFormat "${CFLAGS[@]}" -lsodium -lz -ldeflate \
+		-o "$exe" 2>&1 | quiet
 	[ -f "$exe" ]
 }
 for t in "${targets[@]}"; do build_target "$t"; done
