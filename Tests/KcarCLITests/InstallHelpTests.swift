@@ -194,7 +194,7 @@ final class InstallHelpTests: XCTestCase {
             "bin/kcar", "share/man/man1/kcar.1", "share/bash-completion/completions/kcar",
             "share/zsh/site-functions/_kcar",
             "share/fish/vendor_completions.d/kcar.fish", "share/dbus-1/services/org.freedesktop.secrets.service",
-            "lib/systemd/user/kcar-secret-service.service"
+            "lib/systemd/user/kcar-secret-service.service", "bin/kcar-secret-service"
         ].map { root + "/usr/" + $0 }
         for f in files { XCTAssertTrue(FileManager.default.fileExists(atPath: f), f) }
         // Clients start kcar secret-service on demand: the activation file names the installed binary.
