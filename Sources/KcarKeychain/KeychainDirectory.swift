@@ -116,6 +116,11 @@ public struct KeychainDirectory: Sendable, Hashable {
     /// process names none and sets no list. Only the directory's owner may (the file is owner-checked).
     public func setDefaultGroup(_ group: String) throws {
         try KeychainStore.checkGroupName(group)
+        // The file holds one line: a name with a line feed would be read back as no group name at all, and
+        // every add that names no group would fail on it (unsafe file).
+        guard !group.utf8.contains(0x0A) else {
+            throw KeychainError(.param, "a default group's name is stored as one line: it cannot hold a line feed")
+        }
         let trust = try requireTrust()
         guard trust.owner == geteuid() else {
             throw KeychainError(.param, "only the owner of \(path) (uid \(trust.owner)) can set its default group")

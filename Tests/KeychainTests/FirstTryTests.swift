@@ -87,6 +87,12 @@ final class FirstTryTests: XCTestCase {
         XCTAssertEqual(add.code, 0, add.err)
         let found = try run("kcar", ["find", "--group", "com.example.team", "--service", "cli"])
         XCTAssertEqual(found.code, 0, found.err)
+        // A group name with a line feed is a group name, but the file holds one line: refused, the file kept.
+        let twoLines = try run("kcar", ["init", "--default-group", "two\nlines"])
+        XCTAssertEqual(twoLines.code, 2, twoLines.err)
+        XCTAssertTrue(twoLines.err.contains("line feed"), twoLines.err)
+        XCTAssertEqual(
+            try String(contentsOfFile: keychain + "/.kcar-default-group", encoding: .utf8), "com.example.team\n")
     }
 
     /// A default-group file anyone but the owner could have written is refused, not followed.

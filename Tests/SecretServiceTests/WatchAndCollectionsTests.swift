@@ -182,6 +182,18 @@ extension ItemsOverBusTests {
             try self.call(
                 self.service, ServiceObjects.serviceInterface, "SetAlias", [.string("session"), .objectPath(work)])
         }
+        // A group whose name holds a line feed is a collection, but cannot be the recorded default: the file
+        // holds one line, and such a file would stop every add that names no group.
+        let twoLines = try XCTUnwrap(
+            try call(
+                service, ServiceObjects.serviceInterface, "CreateCollection",
+                [.properties([("org.freedesktop.Secret.Collection.Label", .string("two\nlines"))]), .string("")])[0]
+                .objectPath)
+        assertError("org.freedesktop.DBus.Error.InvalidArgs", "a name with a line feed") {
+            try self.call(
+                self.service, ServiceObjects.serviceInterface, "SetAlias", [.string("default"), .objectPath(twoLines)])
+        }
+        XCTAssertNil(try directory.recordedDefaultGroup())
         assertError("org.freedesktop.Secret.Error.NoSuchObject", "a collection that does not exist") {
             try self.call(
                 service, ServiceObjects.serviceInterface, "SetAlias",
