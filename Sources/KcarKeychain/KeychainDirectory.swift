@@ -297,42 +297,65 @@ public struct KeychainDirectory: Sendable, Hashable {
         return key
     }
 
-    /// Creates the group if it does not exist (key file, then vault), safely against a concurrent creator,
-    /// and returns its key (SPEC.md §K1).
+    /// Creates the group if it does not exist (key file, then vault), safely against a concurrent creator
+    /// and a concurrent deletion, and returns its key (SPEC.md §K1).
     public func createGroup(_ group: String, random: RandomSource = SystemRandom.shared) throws -> SecureBytes {
         let trust = try prepareGroup(group)
-        let key: SecureBytes
-        var st = stat()
-        if lstat(keyPath(group), &st) == 0 {
-            key = try readKey(group, trust)
-        } else {
-            let fresh = random.secureBytes(32)
-            if try writeNew(keyPath(group), fresh, .key, trust) {
-                key = fresh
+        for _ in 0..<16 {
+            var st = stat()
+            if lstat(keyPath(group), &st) != 0 {
+                let fresh = random.secureBytes(32)
                 // A record left by an earlier group of this name cannot verify under the new key (§K6).
+                if try writeNew(keyPath(group), fresh, .key, trust) { unlink(seenPath(group)) }
+            }
+            // The key file is held (shared) from its reading until the vault exists: a deletion takes it
+            // exclusive (§K10), so it cannot remove the key a new vault is being made under. Gone meanwhile (a
+            // deletion won): start again, with a new key.
+            guard let held = holdKey(group) else {
+                // A key file that is there but cannot be held (a link, a FIFO) is refused as any reader refuses it.
+                if lstat(keyPath(group), &st) == 0 { _ = try readKey(group, trust) }
+                continue
+            }
+            defer { close(held) }
+            let key = try readKey(group, trust)
+            if !exists(group) {
+                // A record beside a missing vault cannot name the vault about to be made (a group deleted part
+                // way, SPEC.md §K1, §K10): it would refuse it as another vault.
                 unlink(seenPath(group))
-            } else {
-                key = try readKey(group, trust)
+                do {
+                    // The current format (SPEC.md Part 4): a lookup reads a path of pages, whatever the number
+                    // of items.
+                    try Vault.create(
+                        path: vaultPath(group), group: group, slots: [.keyFile(key)],
+                        format: .current(schema: Schema.group), random: random
+                    ) { _ in }
+                    shareVault(group, trust)
+                } catch let e as VaultError where e.code == .exists {
+                    // A concurrent creator won; its vault opens with the same key.
+                } catch {
+                    throw KeychainError.from(error)
+                }
             }
+            return key
         }
-        if !exists(group) {
-            // A record beside a missing vault cannot name the vault about to be made (a group deleted part
-            // way, SPEC.md §K1, §K10): it would refuse it as another vault.
-            unlink(seenPath(group))
-            do {
-                // The current format (SPEC.md Part 4): a lookup reads a path of pages, whatever the number of items.
-                try Vault.create(
-                    path: vaultPath(group), group: group, slots: [.keyFile(key)],
-                    format: .current(schema: Schema.group), random: random
-                ) { _ in }
-                shareVault(group, trust)
-            } catch let e as VaultError where e.code == .exists {
-                // A concurrent creator won; its vault opens with the same key.
-            } catch {
-                throw KeychainError.from(error)
-            }
+        throw KeychainError(
+            .io, "cannot create access group \(group): its key file was deleted as often as it was made")
+    }
+
+    /// The group's key file opened and locked (`operation`: shared to create, exclusive to delete), while it is
+    /// still the file at its path; nil if there is none, or it was replaced or removed before the lock.
+    func holdKey(_ group: String, _ operation: Int32 = LOCK_SH, milliseconds: Int = 100) -> Int32? {
+        let fd = open(keyPath(group), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        var held = stat()
+        var named = stat()
+        guard KeychainDirectory.briefLock(fd, operation, milliseconds: milliseconds), fstat(fd, &held) == 0,
+            lstat(keyPath(group), &named) == 0, held.st_ino == named.st_ino, held.st_dev == named.st_dev
+        else {
+            close(fd)
+            return nil
         }
-        return key
+        return fd
     }
 
     /// Before a group's files are created: its name is checked, the keychain created if missing and trusted.

@@ -41,6 +41,9 @@ public final class KeychainStore: @unchecked Sendable {
         let trust: KeychainTrust
         let writable: Bool
         var checkedGeneration: UInt64
+        /// The vault file as it was when its generation was last checked: a file put back in its place (an
+        /// older copy, of the same generation this store checked) is checked again (SPEC.md §K6).
+        var checkedFile = FileVersion("")
         /// The primary-key index the last transaction left, valid while `vault.stateVersion` is `keysVersion`.
         var keys: [PrimaryKey: ItemID]?
         var keysVersion: UInt64 = 0
@@ -205,9 +208,11 @@ public final class KeychainStore: @unchecked Sendable {
                 opened[group] = nil
                 return try vault(group, write: write)
             }
-            if g.vault.generation != g.checkedGeneration {
+            let file = FileVersion(directory.vaultPath(group))
+            if g.vault.generation != g.checkedGeneration || file != g.checkedFile {
                 try checkGeneration(g.vault, group: group, key: g.key, trust: g.trust)
                 g.checkedGeneration = g.vault.generation
+                g.checkedFile = file
             }
             return g.vault
         }
@@ -406,6 +411,14 @@ public final class KeychainStore: @unchecked Sendable {
             // The vault is checked as any reader checks it (its key and file trusted) before it is unlinked.
             _ = try directory.readKey(group, trust)
             try directory.checkVaultFile(group, trust)
+            // The key file held exclusive to the end: a creator holds it shared from reading it until its vault
+            // exists, so no new vault is made under the key about to be removed (SPEC.md §K10).
+            guard let held = directory.holdKey(group, LOCK_EX, milliseconds: Int(lockTimeout * 1000)) else {
+                throw KeychainError(
+                    .interactionNotAllowed,
+                    "lock timeout: the key of \(group) is held by another process, or was replaced")
+            }
+            defer { Glibc.close(held) }
             opened[group] = nil
             let path = directory.vaultPath(group)
             do {
@@ -626,7 +639,7 @@ public struct SearchResult: Sendable {
 extension KeychainError {
     /// Whether the error is about one group's own files (unsafe, damaged, rolled back, not opened by its
     /// key), so that a search of the implicit list goes on without that group.
-    var isGroupLocal: Bool {
+    package var isGroupLocal: Bool {
         reason == .unsafeFile || [.decode, .authFailed, .rolledBack].contains(status)
     }
 }

@@ -292,9 +292,9 @@ extension KeychainDirectory {
         return readPrefix(fd, prefix)
     }
 
-    /// Takes `flock(operation)` on `fd` if it can within about 100 ms.
-    static func briefLock(_ fd: Int32, _ operation: Int32) -> Bool {
-        for _ in 0..<100 {
+    /// Takes `flock(operation)` on `fd` if it can within about `milliseconds` (100).
+    static func briefLock(_ fd: Int32, _ operation: Int32, milliseconds: Int = 100) -> Bool {
+        for _ in 0..<max(1, milliseconds) {
             if flock(fd, operation | LOCK_NB) == 0 { return true }
             guard errno == EWOULDBLOCK || errno == EINTR else { return false }
             usleep(1000)

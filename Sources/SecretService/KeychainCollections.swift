@@ -97,6 +97,7 @@ package final class KeychainCollections {
 
     /// `Delete` of a collection: the group's files (SPEC.md §K10), if this user may.
     package func deleteGroup(_ group: String) throws(SecretServiceError) {
+        guard !isLocked(group) else { throw isLockedError(KeychainCollections.collectionPath(group)) }
         try keychain { try store.deleteGroup(group) }
         if kept?.group == group { kept = nil }
         if found?.group == group { found = nil }
@@ -168,12 +169,24 @@ package final class KeychainCollections {
             guard version != w.version else { continue }
             if isLocked(group) {
                 watched[group] = nil
+            } else if !KeychainCollections.isUnlocked(store.directory.vaultPath(group)) {
+                // A writer holds the vault (committing, or holding it on purpose): looked at again at the next
+                // look instead of waiting here, where every other call would wait too.
+                continue
             } else if (try? listing(group)) == nil {
                 // Not listed (its lock held past the timeout, or damaged): this change goes unsignalled, and
                 // the next look waits only if the file changes again.
                 watched[group]?.version = version
             }
         }
+    }
+
+    /// Whether no writer holds the vault file's lock now (a shared `flock` is free).
+    static func isUnlocked(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return true }
+        defer { close(fd) }
+        return flock(fd, LOCK_SH | LOCK_NB) == 0
     }
 
     /// Compares a fresh listing of a watched group with what was seen, signals the differences, and watches
@@ -229,11 +242,25 @@ package final class KeychainCollections {
     package func search(_ attributes: [(String, String)], group: String?) throws(SecretServiceError)
         -> [KeychainItem]
     {
-        for (name, value) in attributes { try KeychainCollections.checkAttribute(name, value) }
-        let groups: [String]
-        if let group { groups = [group] } else { groups = try self.groups() }
+        var names = Set<String>()
+        for (name, value) in attributes {
+            try KeychainCollections.checkAttribute(name, value)
+            // A dictionary may repeat a key on the bus: which value would count is not defined.
+            guard names.insert(name).inserted else { throw .invalidArgs("the attribute \(name.prefix(64)) twice") }
+        }
+        guard let group else {
+            // Every collection: one that cannot be read (damaged, refused, rolled back) is skipped, as a search
+            // of the implicit list skips it (SPEC.md K2), and said on standard error.
+            var out: [KeychainItem] = []
+            for g in try groups() {
+                do { out += try search(attributes, group: g) } catch let e where e.groupLocal {
+                    skipped(g, e)
+                }
+            }
+            return out
+        }
         var out: [KeychainItem] = []
-        for g in groups where !isLocked(g) {
+        for g in [group] where !isLocked(g) {
             let version = FileVersion(store.directory.vaultPath(g))
             if attributes.isEmpty || (kept?.group == g && kept?.version == version) {
                 out += try KeychainCollections.select(attributes, from: listing(g))
@@ -258,6 +285,15 @@ package final class KeychainCollections {
         }
         return out
     }
+
+    /// Says once on standard error, per group and message, that a search of every collection skipped a group.
+    private func skipped(_ group: String, _ error: SecretServiceError) {
+        guard warned.insert(group + "\u{0}" + error.message).inserted, warned.count < 1024 else { return }
+        let line = Array("kcar: secret-service: skipped group \(group.debugDescription): \(error.message)\n".utf8)
+        _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    }
+
+    private var warned = Set<String>()
 
     /// `SS_FOUND_MAX`: items found by searches that are kept for the calls that follow, at most.
     static let foundMax = 65_536
@@ -474,6 +510,11 @@ package final class KeychainCollections {
         do { return try body() } catch let e as SecretServiceError {
             throw e
         } catch let e as KeychainError {
+            if e.isGroupLocal {
+                var failure = SecretServiceError.failed(e.message)
+                failure.groupLocal = true
+                throw failure
+            }
             switch e.status {
             case .param, .duplicateItem: throw .invalidArgs(e.message)
             case .wrPerm: throw SecretServiceError("org.freedesktop.DBus.Error.AccessDenied", e.message)

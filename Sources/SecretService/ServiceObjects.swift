@@ -118,7 +118,11 @@ package final class ServiceObjects {
         let alias = rest.prefix { $0 != "/" }
         guard alias == "default" else { throw collections.noSuchObject(call.path) }
         let group = try defaultGroup()
-        if call.member == "CreateItem", try !collections.groups().contains(group) { try collections.createGroup(group) }
+        if call.member == "CreateItem", try !collections.groups().contains(group) {
+            try collections.createGroup(group)
+            collections.noteOwnGroup(group)
+            signal("CollectionCreated", collection: KeychainCollections.collectionPath(group), item: nil)
+        }
         return BusCall(
             sender: call.sender, path: KeychainCollections.collectionPath(group) + rest.dropFirst(alias.count),
             interface: call.interface, member: call.member, arguments: call.arguments)

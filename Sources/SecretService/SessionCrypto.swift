@@ -14,6 +14,9 @@ package struct SecretServiceError: Error, Equatable, Sendable, CustomStringConve
     /// The D-Bus error name (`org.freedesktop.DBus.Error.InvalidArgs`, `org.freedesktop.Secret.Error.IsLocked`).
     package let name: String
     package let message: String
+    /// Whether it is one group's failure (damaged, refused, rolled back: K2), which a search of every
+    /// collection skips.
+    package var groupLocal = false
 
     package init(_ name: String, _ message: String) {
         self.name = name

@@ -393,13 +393,13 @@ func syncDirectory(_ dir: String) {
 /// What tells whether a vault file changed since it was last looked at, without reading it: a rewrite makes a
 /// new inode, a commit grows it (and moves its modification time). A file that is not there reads as size -1.
 package struct FileVersion: Equatable, Sendable {
-    package var inode: UInt64 = 0, size: Int64 = -1, mtime: Int = 0, mtimeNanoseconds: Int = 0
+    package var device: UInt64 = 0, inode: UInt64 = 0, size: Int64 = -1, mtime: Int = 0, mtimeNanoseconds: Int = 0
 
     package init(_ path: String) {
         var st = stat()
         guard stat(path, &st) == 0 else { return }
-        (inode, size, mtime, mtimeNanoseconds) = (
-            UInt64(st.st_ino), Int64(st.st_size), st.st_mtim.tv_sec, st.st_mtim.tv_nsec
+        (device, inode, size, mtime, mtimeNanoseconds) = (
+            UInt64(st.st_dev), UInt64(st.st_ino), Int64(st.st_size), st.st_mtim.tv_sec, st.st_mtim.tv_nsec
         )
     }
 

@@ -297,6 +297,51 @@ final class TrustTests: KeychainTestCase {
         XCTAssertEqual(try store(["a"]).find(ItemQuery()).count, 1)
     }
 
+    /// A store that stays open (a daemon, an app) and last checked generation N sees another process commit
+    /// N+1 and the vault then put back to its copy of generation N: it refuses it, as a fresh store does.
+    /// Before, it checked again only when the generation differed from the one it had checked.
+    func testALongLivedStoreCatchesAVaultPutBackToTheGenerationItChecked() throws {
+        let daemon = try store(["a"])
+        try daemon.add(attributes: attrs(["svce": .string("one")]), value: [1], group: "a")
+        XCTAssertEqual(try daemon.find(ItemQuery()).count, 1)
+        let copy = root + "/copy.kcv"
+        try FileManager.default.copyItem(atPath: dir.vaultPath("a"), toPath: copy)
+        try store(["a"]).add(attributes: attrs(["svce": .string("two")]), value: [2], group: "a")
+        XCTAssertEqual(rename(copy, dir.vaultPath("a")), 0)
+        assertStatus(.rolledBack, try daemon.find(ItemQuery()))
+        assertStatus(.rolledBack, try store(["a"]).find(ItemQuery()))
+    }
+
+    /// A deletion (here played by the test: the key held exclusive, the vault unlinked, then the record and
+    /// the key) racing an add that makes the group again: the add waits for the key, finds it gone, and
+    /// makes the group under a key of its own, which opens what it stored. Before, it reused the key about to
+    /// be removed, and its item could no longer be opened.
+    func testAGroupMadeWhileItIsDeletedKeepsItsKey() throws {
+        try store(["a"]).add(attributes: attrs(["svce": .string("old")]), value: [1], group: "a")
+        let fd = open(dir.keyPath("a"), O_RDONLY)
+        XCTAssertEqual(flock(fd, LOCK_EX), 0)
+        XCTAssertEqual(unlink(dir.vaultPath("a")), 0)
+        let added = DispatchSemaphore(value: 0)
+        let path = dir.path
+        final class Outcome: @unchecked Sendable { var error: Error? }
+        let outcome = Outcome()
+        Thread {
+            do {
+                try KeychainStore(directory: KeychainDirectory(path: path), accessGroups: ["a"]).add(
+                    attributes: Attributes(["svce": .string("new")]), value: [2], group: "a")
+            } catch { outcome.error = error }
+            added.signal()
+        }.start()
+        usleep(300_000)  // the add is waiting for the key
+        XCTAssertEqual(unlink(dir.path + "/a.seen"), 0)
+        XCTAssertEqual(unlink(dir.keyPath("a")), 0)
+        close(fd)
+        added.wait()
+        XCTAssertNil(outcome.error)
+        let found = try store(["a"]).find(ItemQuery(group: "a"))
+        XCTAssertEqual(found.compactMap { $0.attributes.string("svce") }, ["new"])
+    }
+
     func testStaleTemporaryRecordsAreRemovedAndNoneIsLeft() throws {
         let s = try store(["a"])
         try s.add(attributes: attrs(["svce": .string("x")]), value: [1], group: "a")

@@ -97,6 +97,33 @@ extension ItemsOverBusTests {
         XCTAssertEqual(try value(existing, plain), Array("changed".utf8))
     }
 
+    /// A group that cannot be read (here a planted vault of random bytes beside a key) does not stop a search
+    /// of every collection: the others' items are found. A search that names an attribute twice is refused.
+    func testAServiceSearchSkipsAGroupItCannotRead() throws {
+        let plain = try plainSession()
+        let item = try create(KeychainCollections.collectionPath("login"), plain, [("app", "x")], "v", replace: false)
+        let directory = KeychainDirectory(path: keychain)
+        XCTAssert(
+            FileManager.default.createFile(
+                atPath: directory.keyPath("work"), contents: Data(repeating: 7, count: 32),
+                attributes: [.posixPermissions: 0o600]))
+        XCTAssert(
+            FileManager.default.createFile(
+                atPath: directory.vaultPath("work"), contents: Data(repeating: 0x5A, count: 500),
+                attributes: [.posixPermissions: 0o600]))
+        XCTAssertEqual(try search([("app", "x")]), [item])
+        XCTAssertEqual(try search([]).count, 2, "the listing path skips it too")
+        // The collection itself reports why.
+        assertError("org.freedesktop.DBus.Error.Failed", "a search of the damaged collection") {
+            try self.call(
+                KeychainCollections.collectionPath("work"), ServiceObjects.collectionInterface, "SearchItems",
+                [.stringDict([("app", "x")])])
+        }
+        assertError("org.freedesktop.DBus.Error.InvalidArgs", "an attribute twice") {
+            _ = try self.search([("app", "x"), ("app", "y")])
+        }
+    }
+
     /// A collection deleted by a client: its group's vault, record and key are gone, its items and path name
     /// nothing, CollectionDeleted is heard, and a collection of the same name can be made again and used.
     func testACollectionIsDeletedWithItsGroupsFiles() throws {
