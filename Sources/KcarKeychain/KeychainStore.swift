@@ -41,9 +41,9 @@ public final class KeychainStore: @unchecked Sendable {
         let trust: KeychainTrust
         let writable: Bool
         var checkedGeneration: UInt64
-        /// The vault file as it was when its generation was last checked: a file put back in its place (an
-        /// older copy, of the same generation this store checked) is checked again (SPEC.md §K6).
-        var checkedFile = FileVersion("")
+        /// The vault's reopenings when its generation was last checked: a file put back in its place (an older
+        /// copy, of the same generation this store checked) is checked again (SPEC.md §K6).
+        var checkedReopens = 0
         /// The primary-key index the last transaction left, valid while `vault.stateVersion` is `keysVersion`.
         var keys: [PrimaryKey: ItemID]?
         var keysVersion: UInt64 = 0
@@ -55,6 +55,7 @@ public final class KeychainStore: @unchecked Sendable {
             self.trust = trust
             self.writable = writable
             checkedGeneration = vault.generation
+            checkedReopens = vault.reopened
         }
     }
 
@@ -208,11 +209,10 @@ public final class KeychainStore: @unchecked Sendable {
                 opened[group] = nil
                 return try vault(group, write: write)
             }
-            let file = FileVersion(directory.vaultPath(group))
-            if g.vault.generation != g.checkedGeneration || file != g.checkedFile {
+            if g.vault.generation != g.checkedGeneration || g.vault.reopened != g.checkedReopens {
                 try checkGeneration(g.vault, group: group, key: g.key, trust: g.trust)
                 g.checkedGeneration = g.vault.generation
-                g.checkedFile = file
+                g.checkedReopens = g.vault.reopened
             }
             return g.vault
         }

@@ -54,6 +54,7 @@ extension Vault {
             file: file, path: path, header: h, vaultKey: vaultKey, size: size, mode: mode,
             writerID: e.paged.writerID, lockTimeout: lockTimeout)
         try adopt(e, q, items: true)
+        reopened += 1
     }
 
     /// Whether this vault was opened with its items on demand and has not read them all yet.

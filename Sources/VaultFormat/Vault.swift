@@ -87,7 +87,12 @@ public final class Vault {
     /// The parsed header.
     public internal(set) var header: Header
     var headerBytes: [UInt8]
-    var file: File
+    var file: File {
+        didSet { reopened += 1 }
+    }
+    /// How many times this instance took up another file at its path (its own rewrite, another process's, a
+    /// copy put back): what a reader that checks more than the generation (SPEC.md §K6) watches.
+    package internal(set) var reopened = 0
     var keys: Subkeys
     var vaultKey: SecureBytes
     var state: [ItemID: Item] {
