@@ -250,7 +250,7 @@ package final class KeychainCollections {
         }
         guard let group else {
             // Every collection: one that cannot be read (damaged, refused, rolled back) is skipped, as a search
-            // of the implicit list skips it (SPEC.md K2), and said on standard error.
+            // of the implicit list skips it (SPEC.md K2), and said through ``warn``.
             var out: [KeychainItem] = []
             for g in try groups() {
                 do { out += try search(attributes, group: g) } catch let e where e.groupLocal {
@@ -259,41 +259,39 @@ package final class KeychainCollections {
             }
             return out
         }
-        var out: [KeychainItem] = []
-        for g in [group] where !isLocked(g) {
-            let version = FileVersion(store.directory.vaultPath(g))
-            if attributes.isEmpty || (kept?.group == g && kept?.version == version) {
-                out += try KeychainCollections.select(attributes, from: listing(g))
-                continue
-            }
-            // Through the group's index (SPEC.md K5 on Part 4: user attributes are indexed): a lookup among
-            // many items reads a path of pages instead of listing the group. What it finds is kept for the
-            // calls on those items that follow (GetSecrets), while the vault file stays the same.
-            var query = Attributes()
-            for (name, value) in attributes { query[Schema.userPrefix + name] = .string(value) }
-            let items = try keychain {
-                try store.search(ItemQuery(class: .genericPassword, attributes: query, group: g))
-            }
-            .items
-            if found?.group != g || found?.version != version
-                || (found?.items.count ?? 0) > KeychainCollections.foundMax
-            {
-                found = (g, version, [:])
-            }
-            for item in items { found?.items[item.id] = item }
-            out += items
+        guard !isLocked(group) else { return [] }
+        let version = FileVersion(store.directory.vaultPath(group))
+        if attributes.isEmpty || (kept?.group == group && kept?.version == version) {
+            return KeychainCollections.select(attributes, from: try listing(group))
         }
-        return out
+        // Through the group's index (SPEC.md K5 on Part 4: user attributes are indexed): a lookup among many
+        // items reads a path of pages instead of listing the group. What it finds is kept for the calls on
+        // those items that follow (GetSecrets), while the vault file stays the same.
+        var query = Attributes()
+        for (name, value) in attributes { query[Schema.userPrefix + name] = .string(value) }
+        let items = try keychain {
+            try store.search(ItemQuery(class: .genericPassword, attributes: query, group: group))
+        }
+        .items
+        if found?.group != group || found?.version != version
+            || (found?.items.count ?? 0) > KeychainCollections.foundMax
+        {
+            found = (group, version, [:])
+        }
+        for item in items { found?.items[item.id] = item }
+        return items
     }
 
-    /// Says once on standard error, per group and message, that a search of every collection skipped a group.
+    /// Says once, per group and message, that a search of every collection skipped a group.
     private func skipped(_ group: String, _ error: SecretServiceError) {
-        guard warned.insert(group + "\u{0}" + error.message).inserted, warned.count < 1024 else { return }
-        let line = Array("kcar: secret-service: skipped group \(group.debugDescription): \(error.message)\n".utf8)
-        _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        guard warned.count < 1024, warned.insert(group + "\u{0}" + error.message).inserted else { return }
+        warn("skipped group \(group.debugDescription): \(error.message)")
     }
 
     private var warned = Set<String>()
+
+    /// Where the daemon says what it skipped (its standard error).
+    package var warn: (String) -> Void = { _ in }
 
     /// `SS_FOUND_MAX`: items found by searches that are kept for the calls that follow, at most.
     static let foundMax = 65_536

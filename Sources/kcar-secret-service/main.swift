@@ -61,8 +61,9 @@ do {
     store = try KeychainStore(
         directory: KeychainDirectory(path: keychain), accessGroups: try groups.map(KeychainStore.parseGroupList),
         lockTimeout: lockTimeout, program: "kcar")
-    daemon = try SecretServiceDaemon(
-        replace: replace, objects: ServiceObjects(collections: KeychainCollections(store: store)))
+    let collections = KeychainCollections(store: store)
+    collections.warn = say
+    daemon = try SecretServiceDaemon(replace: replace, objects: ServiceObjects(collections: collections))
 } catch let error as SecretServiceError {
     stop(error.name == SecretServiceError.nameTaken ? .exists : .io, error.message)
 } catch {
