@@ -93,6 +93,15 @@ package final class KeychainCollections {
         try keychain { try store.accessGroups().filter(store.directory.exists) }
     }
 
+    /// Whether `group` is one of ``groups()``, without listing the folder: its vault exists and it is in the
+    /// explicit list, or (the implicit list) its key is readable. What every call on one collection or item
+    /// asks (GetSecrets of many items asks it per item).
+    package func isServed(_ group: String) -> Bool {
+        guard store.directory.exists(group) else { return false }
+        if let list = store.explicitGroups { return list.contains(group) }
+        return store.directory.canRead(group)
+    }
+
     package func isLocked(_ group: String) -> Bool { lockedGroups.contains(group) }
 
     /// `Delete` of a collection: the group's files (SPEC.md §K10), if this user may.
@@ -328,7 +337,7 @@ package final class KeychainCollections {
     /// The item a path names; *NoSuchObject* if there is none, *IsLocked* if its collection is locked.
     package func item(at path: String) throws(SecretServiceError) -> KeychainItem {
         guard let (group, id) = KeychainCollections.parse(path), let id else { throw noSuchObject(path) }
-        guard try groups().contains(group) else { throw noSuchObject(path) }
+        guard isServed(group) else { throw noSuchObject(path) }
         guard !isLocked(group) else { throw isLockedError(path) }
         if let found, found.group == group, let item = found.items[id],
             found.version == FileVersion(store.directory.vaultPath(group))

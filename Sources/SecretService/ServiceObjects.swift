@@ -118,7 +118,7 @@ package final class ServiceObjects {
         let alias = rest.prefix { $0 != "/" }
         guard alias == "default" else { throw collections.noSuchObject(call.path) }
         let group = try defaultGroup()
-        if call.member == "CreateItem", try !collections.groups().contains(group) {
+        if call.member == "CreateItem", !collections.isServed(group) {
             try collections.createGroup(group)
             collections.noteOwnGroup(group)
             signal("CollectionCreated", collection: KeychainCollections.collectionPath(group), item: nil)
@@ -183,7 +183,7 @@ package final class ServiceObjects {
             } else {
                 throw .invalidArgs("CreateCollection needs a Label (the group's name) or the default alias")
             }
-            let existed = try collections.groups().contains(group)
+            let existed = collections.isServed(group)
             try collections.createGroup(group)
             let path = KeychainCollections.collectionPath(group)
             if !existed {
@@ -202,7 +202,7 @@ package final class ServiceObjects {
                 try collections.setDefault(nil)
             } else {
                 guard let (group, id) = KeychainCollections.parse(path), id == nil,
-                    try collections.groups().contains(group)
+                    collections.isServed(group)
                 else { throw collections.noSuchObject(path) }
                 try collections.setDefault(group)
             }
@@ -211,7 +211,7 @@ package final class ServiceObjects {
             let a = try arguments(call, "s")
             guard a[0].string == "default", let group = try? defaultGroup() else { return [.objectPath("/")] }
             return [
-                .objectPath(try collections.groups().contains(group) ? KeychainCollections.collectionPath(group) : "/")
+                .objectPath(collections.isServed(group) ? KeychainCollections.collectionPath(group) : "/")
             ]
         case "Unlock", "Lock":
             let a = try arguments(call, "ao")
@@ -241,7 +241,7 @@ package final class ServiceObjects {
     // MARK: Collections and items
 
     private func collection(_ group: String, _ call: BusCall) throws(SecretServiceError) -> [BusValue] {
-        guard try collections.groups().contains(group) else { throw collections.noSuchObject(call.path) }
+        guard collections.isServed(group) else { throw collections.noSuchObject(call.path) }
         switch call.member {
         case "SearchItems":
             let a = try arguments(call, "a{ss}")
@@ -390,7 +390,7 @@ package final class ServiceObjects {
             let paths = try collections.groups().map { BusValue.objectPath(KeychainCollections.collectionPath($0)) }
             return [("Collections", .array(element: "o", paths))]
         }
-        guard let (group, id) = KeychainCollections.parse(path), try collections.groups().contains(group) else {
+        guard let (group, id) = KeychainCollections.parse(path), collections.isServed(group) else {
             throw collections.noSuchObject(path)
         }
         if id == nil, interface == ServiceObjects.collectionInterface {
