@@ -9,29 +9,34 @@ import VaultFormat
 enum ExtractCommand {
     /// An item as `list --json` prints it; an item with a kind or mode stored by pack (SPEC.md §7.1) also has
     /// `type` (file, folder or link), `mode` (octal, `"0640"`, or null) and a link's `target`.
-    static func json(_ item: Item) -> String {
-        var extra = [("name", JSON.string(ItemPath.name(item)))]
+    static func write(_ item: Item, into json: inout JSONBytes) {
         let a = item.attributes
-        if a[PackedKind.modeAttribute] != nil || a[PackedKind.linkAttribute] != nil
-            || a[PackedKind.folderAttribute] != nil
-        {
+        ItemJSON.write(id: item.id, class: item.itemClass, attributes: a, size: item.size, into: &json) {
+            json, first in
+            json.member("name", first: &first)
+            ItemPath.writeName(item, into: &json)
+            guard
+                a[PackedKind.modeAttribute] != nil || a[PackedKind.linkAttribute] != nil
+                    || a[PackedKind.folderAttribute] != nil
+            else { return }
             let kind = PackedKind.lenient(item)
+            json.member("type", first: &first)
             switch kind.kind {
-            case .file: extra.append(("type", JSON.string("file")))
-            case .folder: extra.append(("type", JSON.string("folder")))
-            case .link(let target): extra += [("type", JSON.string("link")), ("target", JSON.string(target))]
+            case .file: json.string("file")
+            case .folder: json.string("folder")
+            case .link(let target):
+                json.string("link")
+                json.member("target", first: &first)
+                json.string(target)
             }
-            extra.append(
-                (
-                    "mode",
-                    kind.mode.map { m in
-                        let octal = String(m, radix: 8)
-                        return JSON.string(String(repeating: "0", count: max(0, 4 - octal.count)) + octal)
-                    } ?? "null"
-                ))
+            json.member("mode", first: &first)
+            if let m = kind.mode {
+                let octal = String(m, radix: 8)
+                json.string(String(repeating: "0", count: max(0, 4 - octal.count)) + octal)
+            } else {
+                json.raw("null")
+            }
         }
-        return ItemJSON.object(
-            id: item.id, class: item.itemClass, attributes: item.attributes, size: item.size, extra: extra)
     }
 
     /// `--stdout`: the value, streamed to a pipe or file. A terminal gets it as `get` gives it

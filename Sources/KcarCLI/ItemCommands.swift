@@ -442,15 +442,15 @@ enum ItemJSON {
     static func write(_ attributes: Attributes, excluding: [String] = [], into json: inout JSONBytes) {
         json.raw("{")
         var first = true
-        for (name, value) in attributes where !excluding.contains(name) {
+        for (name, value) in attributes where excluding.isEmpty || !excluding.contains(name) {
             json.member(name, first: &first)
             switch value {
             case .string(let s): json.string(s)
-            case .integer(let i): json.raw(String(i))
+            case .integer(let i): json.integer(i)
             case .bool(let b): json.raw(b ? "true" : "false")
             case .date(let ns):
                 json.raw("{\"$date\": ")
-                json.string(iso8601(nanoseconds: ns))
+                json.date(nanoseconds: ns)
                 json.raw("}")
             case .data(let d):
                 json.raw("{\"$data\": ")
@@ -467,8 +467,22 @@ enum ItemJSON {
         group: String? = nil, id: ItemID, class c: ItemClass, attributes a: Attributes, size: UInt64,
         extra: [(String, String)] = []
     ) -> String {
-        // One buffer of bytes for the whole object: a list of a million items prints a million of them.
         var json = JSONBytes(capacity: 512)
+        write(group: group, id: id, class: c, attributes: a, size: size, into: &json) { json, first in
+            for (name, value) in extra {
+                json.member(name, first: &first)
+                json.raw(value)
+            }
+        }
+        return json.text
+    }
+
+    /// ``object(group:id:class:attributes:size:extra:)`` appended to `json`, its extra members written by
+    /// `extra`: a list of a million items writes a million of them into one buffer, with no String between.
+    static func write(
+        group: String? = nil, id: ItemID, class c: ItemClass, attributes a: Attributes, size: UInt64,
+        into json: inout JSONBytes, extra: (inout JSONBytes, inout Bool) -> Void
+    ) {
         var first = true
         json.raw("{")
         if let group {
@@ -476,25 +490,21 @@ enum ItemJSON {
             json.string(group)
         }
         json.member("id", first: &first)
-        json.string(id.description)
+        json.string(id)
         json.member("class", first: &first)
         json.string(c.rawValue)
         json.member("service", first: &first)
         if let s = a.string(AttributeName.service) { json.string(s) } else { json.raw("null") }
         json.member("account", first: &first)
         if let s = a.string(AttributeName.account) { json.string(s) } else { json.raw("null") }
-        for (name, value) in extra {
-            json.member(name, first: &first)
-            json.raw(value)
-        }
+        extra(&json, &first)
         json.member("size", first: &first)
-        json.raw(String(size))
+        json.integer(size)
         json.member("modified", first: &first)
-        if case .date(let ns)? = a["mdat"] { json.string(iso8601(nanoseconds: ns)) } else { json.raw("null") }
+        if case .date(let ns)? = a["mdat"] { json.date(nanoseconds: ns) } else { json.raw("null") }
         json.member("attributes", first: &first)
         write(a, into: &json)
         json.raw("}")
-        return json.text
     }
 }
 

@@ -28,17 +28,25 @@ enum ListCommand {
         // extract's do (tar tf ARCHIVE NAME...): only the selected items are held.
         let vault = try openVault(path, args, itemsOnDemand: true)
         let selected = positionals.count > 1 ? try ExtractCommand.select(vault, Array(positionals.dropFirst())) : nil
-        func forEachItem(inOrder: Bool = true, _ body: (Item) throws -> Bool) throws {
-            guard let selected else { return try vault.forEachItem(inOrder: inOrder, body) }
+        func forEachItem(_ body: (Item) throws -> Bool) throws {
+            guard let selected else { return try vault.forEachItem(body) }
             for item in selected where try !body(item) { return }
         }
         if args.flag("json") {
-            try JSON.printArray { element in
-                try forEachItem { item in
-                    element(ExtractCommand.json(item))
-                    return true
-                }
+            // JSON.printArray's output, written as bytes into one buffer that is handed to standard output
+            // every 64 KiB: no String per item or per value.
+            var json = JSONBytes(capacity: 1 << 17)
+            json.raw("[")
+            var first = true
+            try forEachItem { item in
+                if !first { json.raw(",\n ") }
+                first = false
+                ExtractCommand.write(item, into: &json)
+                if json.count >= 1 << 16 { Output.out.write(&json) }
+                return true
             }
+            json.raw("]\n")
+            Output.out.write(&json)
         } else {
             // One line per item (a vault may hold millions): the widths are fixed first, SIZE's from the largest
             // size (a first pass over the items), MODIFIED's that of a date. The name is the last column, never
@@ -52,26 +60,56 @@ enum ListCommand {
                     .init(title: "SIZE", rightAligned: true),
                     .init(title: "MODIFIED (UTC)"), .init(title: "NAME")
                 ]
-            var largest: UInt64 = 0
-            try forEachItem(inOrder: false) { item in
-                largest = max(largest, item.size)
-                return true
-            }
-            let widths = (long ? [10] : []) + [max(4, String(largest).count), 20, 0]
+            // The first pass reads only each item's size (not the item); the rows are written as bytes into one
+            // buffer handed to standard output every 64 KiB, as Table.line would write them.
+            let largest = try selected.map { $0.map(\.size).max() ?? 0 } ?? vault.largestItemSize()
+            let sizeWidth = max(4, decimalDigits(largest))
+            let widths = (long ? [10] : []) + [sizeWidth, 20, 0]
             Output.out.line(Table.line(columns.map(\.title), widths, columns))
+            var text: [UInt8] = []
+            text.reserveCapacity(1 << 17)
+            func pad(_ n: Int) { if n > 0 { text.append(contentsOf: repeatElement(0x20, count: n)) } }
             try forEachItem { item in
                 let kind = PackedKind.lenient(item)
-                let cls = item.itemClass == .genericPassword ? "" : "  [\(terminalSafe(item.itemClass.rawValue))]"
-                var name = terminalSafe(ItemPath.name(item))
-                if case .link(let target) = kind.kind { name += " -> " + terminalSafe(target) }
-                Output.out.line(
-                    Table.line(
-                        (long ? [kind.modeString] : []) + [
-                            String(item.size), item.modified.map { tableDate(nanoseconds: $0) } ?? "-",
-                            name + cls
-                        ], widths, columns))
+                if long {
+                    let mode = kind.modeString
+                    text.append(contentsOf: mode.utf8)
+                    pad(10 - mode.unicodeScalars.count + 2)
+                }
+                pad(sizeWidth - decimalDigits(item.size))
+                appendDecimal(item.size, to: &text)
+                pad(2)
+                if let ns = item.modified {
+                    let (secs, frac) = ns.quotientAndRemainder(dividingBy: 1_000_000_000)
+                    if !appendISO8601(seconds: frac < 0 ? secs - 1 : secs, nanoseconds: 0, to: &text) {
+                        let date = tableDate(nanoseconds: ns)
+                        text.append(contentsOf: date.utf8)
+                        pad(20 - date.unicodeScalars.count)
+                    }
+                } else {
+                    text.append(0x2D)
+                    pad(19)
+                }
+                pad(2)
+                // terminalSafe escapes character by character: the two parts of a plain name are escaped alone.
+                if let s = item.service, let a = item.account, ItemPath.plain(s, slash: true),
+                    ItemPath.plain(a, slash: false), !ItemPath.isFolder(item)
+                {
+                    text.append(contentsOf: terminalSafe(s).utf8)
+                    text.append(0x2F)
+                    text.append(contentsOf: terminalSafe(a).utf8)
+                } else {
+                    text.append(contentsOf: terminalSafe(ItemPath.name(item)).utf8)
+                }
+                if case .link(let target) = kind.kind { text.append(contentsOf: (" -> " + terminalSafe(target)).utf8) }
+                if item.itemClass != .genericPassword {
+                    text.append(contentsOf: "  [\(terminalSafe(item.itemClass.rawValue))]".utf8)
+                }
+                text.append(0x0A)
+                if text.count >= 1 << 16 { Output.out.write(bytes: &text) }
                 return true
             }
+            Output.out.write(bytes: &text)
         }
         return .success
     }

@@ -21,6 +21,20 @@ final class Output: @unchecked Sendable {
 
     func line(_ s: String) { write(s + "\n") }
 
+    /// Writes the bytes of `json` (as ``write(_:)`` does a string's) and empties it.
+    func write(_ json: inout JSONBytes) {
+        buffer.append(contentsOf: json.bytes)
+        json.removeAll()
+        if fd == 2 || buffer.count > 1 << 16 { flush() }
+    }
+
+    /// Writes `bytes` (UTF-8 text, as ``write(_:)`` does a string's) and empties it.
+    func write(bytes: inout [UInt8]) {
+        buffer.append(contentsOf: bytes)
+        bytes.removeAll(keepingCapacity: true)
+        if fd == 2 || buffer.count > 1 << 16 { flush() }
+    }
+
     func writeBytes(_ b: UnsafeRawBufferPointer) throws {
         flush()
         var done = 0
@@ -71,13 +85,69 @@ struct JSONBytes {
         if copied != true { raw(JSON.string(s)) }
     }
 
+    /// Appends `a`, `separator` and `b` as one JSON string (escaping is per character, so this is the string of
+    /// `a + separator + b`, without making it).
+    mutating func string(_ a: String, _ separator: UInt8, _ b: String) {
+        bytes.append(0x22)
+        body(a)
+        bytes.append(separator)
+        body(b)
+        bytes.append(0x22)
+    }
+
+    /// `s` escaped, without its quotes.
+    private mutating func body(_ s: String) {
+        let copied = s.utf8.withContiguousStorageIfAvailable { u -> Bool in
+            guard u.allSatisfy(JSON.isPlain) else { return false }
+            bytes.append(contentsOf: u)
+            return true
+        }
+        if copied != true { bytes.append(contentsOf: JSON.string(s).utf8.dropFirst().dropLast()) }
+    }
+
+    /// Appends the decimal digits of `v`.
+    mutating func integer(_ v: UInt64) { appendDecimal(v, to: &bytes) }
+
+    /// Appends the decimal digits of `v`, after a `-` if it is negative.
+    mutating func integer(_ v: Int64) {
+        if v < 0 { bytes.append(0x2D) }
+        integer(v.magnitude)
+    }
+
+    /// Appends `id` as a JSON string of 32 lowercase hex digits (``ItemID/description``).
+    mutating func string(_ id: ItemID) {
+        bytes.append(0x22)
+        id.appendHex(to: &bytes)
+        bytes.append(0x22)
+    }
+
+    /// Appends the ISO 8601 date of `ns` nanoseconds since 1970 as a JSON string (``iso8601(nanoseconds:)``).
+    mutating func date(nanoseconds ns: Int64) {
+        let (secs, frac) = ns.quotientAndRemainder(dividingBy: 1_000_000_000)
+        bytes.append(0x22)
+        if !appendISO8601(seconds: secs, nanoseconds: frac, to: &bytes) {
+            bytes.append(contentsOf: iso8601(seconds: secs, nanoseconds: frac).utf8)
+        }
+        bytes.append(0x22)
+    }
+
     /// Appends the separator before a member (none before the first) and its name.
     mutating func member(_ name: String, first: inout Bool) {
-        if !first { bytes += [0x2C, 0x20] }
+        if !first {
+            bytes.append(0x2C)
+            bytes.append(0x20)
+        }
         first = false
         string(name)
-        bytes += [0x3A, 0x20]
+        bytes.append(0x3A)
+        bytes.append(0x20)
     }
+
+    /// The number of bytes written.
+    var count: Int { bytes.count }
+
+    /// Empties the buffer, keeping its memory.
+    mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
 }
 
 /// Every message to standard error goes through here, escaped: errors quote paths, group names and other
@@ -191,6 +261,101 @@ func iso8601(nanoseconds ns: Int64) -> String {
 /// ISO 8601 in UTC of `seconds` since 1970 plus a fraction in nanoseconds (which may be negative): the
 /// fraction's digits without trailing zeros, or exactly `fractionDigits` of them (columns of one width).
 func iso8601(seconds secs: Int64, nanoseconds frac: Int64, fractionDigits: Int? = nil) -> String {
+    var b: [UInt8] = []
+    b.reserveCapacity(32)
+    if appendISO8601(seconds: secs, nanoseconds: frac, fractionDigits: fractionDigits, to: &b) {
+        return String(decoding: b, as: UTF8.self)
+    }
+    let (year, month, day, r, f) = civil(seconds: secs, nanoseconds: frac)
+    func p(_ v: Int64, _ w: Int) -> String {
+        let t = String(v)
+        return String(repeating: "0", count: max(0, w - t.count)) + t
+    }
+    var out = "\(p(year, 4))-\(p(month, 2))-\(p(day, 2))T\(p(r / 3600, 2)):\(p(r % 3600 / 60, 2)):\(p(r % 60, 2))"
+    if f > 0 {
+        var frac = p(f, 9)
+        while frac.hasSuffix("0") { frac.removeLast() }
+        out += "." + frac
+    }
+    return out + "Z"
+}
+
+/// Appends ``iso8601(seconds:nanoseconds:fractionDigits:)`` to `b` for the years 0000-9999 (every date a file
+/// of kcar's makes), digit by digit into a buffer on the stack: `list --json` and `kcar git textconv` print a date
+/// or two per item, and a String per date was a fifth of their time. False, and nothing appended, for another year.
+func appendISO8601(seconds secs: Int64, nanoseconds frac: Int64, fractionDigits: Int? = nil, to b: inout [UInt8])
+    -> Bool
+{
+    let (year, month, day, r, f) = civil(seconds: secs, nanoseconds: frac)
+    guard (0...9999).contains(year) else { return false }
+    // At most 30 bytes: 2026-01-01T00:00:00.123456789Z.
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { out in
+        var n = 0
+        func put(_ v: Int64, _ w: Int, _ then: UInt8?) {
+            var x = v
+            for i in stride(from: w - 1, through: 0, by: -1) {
+                out[n + i] = 48 + UInt8(x % 10)
+                x /= 10
+            }
+            n += w
+            if let then {
+                out[n] = then
+                n += 1
+            }
+        }
+        put(year, 4, 45)
+        put(month, 2, 45)
+        put(day, 2, 84)
+        put(r / 3600, 2, 58)
+        put(r % 3600 / 60, 2, 58)
+        put(r % 60, 2, nil)
+        if let digits = fractionDigits, digits > 0 {
+            out[n] = 46
+            n += 1
+            var scale: Int64 = 1
+            for _ in digits..<9 { scale *= 10 }
+            put(f / scale, digits, nil)
+        } else if f > 0 {
+            out[n] = 46
+            n += 1
+            put(f, 9, nil)
+            while out[n - 1] == 48 { n -= 1 }
+        }
+        out[n] = 90
+        b.append(contentsOf: UnsafeBufferPointer(rebasing: out[..<(n + 1)]))
+    }
+    return true
+}
+
+/// Appends the decimal digits of `v` to `b`.
+func appendDecimal(_ v: UInt64, to b: inout [UInt8]) {
+    guard v >= 10 else { return b.append(48 + UInt8(v)) }
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+        var i = 20
+        var n = v
+        while n > 0 {
+            i -= 1
+            digits[i] = 48 + UInt8(n % 10)
+            n /= 10
+        }
+        b.append(contentsOf: UnsafeBufferPointer(rebasing: digits[i...]))
+    }
+}
+
+/// The number of decimal digits of `v` (`String(v).count`).
+func decimalDigits(_ v: UInt64) -> Int {
+    var n = 1
+    var x = v
+    while x >= 10 {
+        x /= 10
+        n += 1
+    }
+    return n
+}
+
+/// The civil date (year, month, day), the second of the day and the fraction in [0, 1e9) of `secs` seconds
+/// since 1970 plus `frac` nanoseconds (Howard Hinnant's algorithm).
+private func civil(seconds secs: Int64, nanoseconds frac: Int64) -> (Int64, Int64, Int64, Int64, Int64) {
     var s = secs
     var f = frac
     if f < 0 {
@@ -204,7 +369,6 @@ func iso8601(seconds secs: Int64, nanoseconds frac: Int64, fractionDigits: Int? 
         d -= 1
         r += 86_400
     }
-    // Civil date from days since 1970 (Howard Hinnant's algorithm).
     let z = d + 719_468
     let era = (z >= 0 ? z : z - 146_096) / 146_097
     let doe = z - era * 146_097
@@ -214,50 +378,7 @@ func iso8601(seconds secs: Int64, nanoseconds frac: Int64, fractionDigits: Int? 
     let day = doy - (153 * mp + 2) / 5 + 1
     let month = mp < 10 ? mp + 3 : mp - 9
     let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
-    // Years 0000-9999 (every date a file of kcar's makes) are written digit by digit into one buffer:
-    // `kcar git textconv` prints two dates per item, and String padding was a fifth of its time.
-    if (0...9999).contains(year) {
-        var b: [UInt8] = []
-        b.reserveCapacity(32)
-        func put(_ v: Int64, _ w: Int, _ then: UInt8?) {
-            var div: Int64 = 1
-            for _ in 1..<w { div *= 10 }
-            while div > 0 {
-                b.append(48 + UInt8(v / div % 10))
-                div /= 10
-            }
-            if let then { b.append(then) }
-        }
-        put(year, 4, 45)
-        put(month, 2, 45)
-        put(day, 2, 84)
-        put(r / 3600, 2, 58)
-        put(r % 3600 / 60, 2, 58)
-        put(r % 60, 2, nil)
-        if let digits = fractionDigits, digits > 0 {
-            b.append(46)
-            var scale: Int64 = 1
-            for _ in digits..<9 { scale *= 10 }
-            put(f / scale, digits, nil)
-        } else if f > 0 {
-            b.append(46)
-            put(f, 9, nil)
-            while b.last == 48 { b.removeLast() }
-        }
-        b.append(90)
-        return String(decoding: b, as: UTF8.self)
-    }
-    func p(_ v: Int64, _ w: Int) -> String {
-        let t = String(v)
-        return String(repeating: "0", count: max(0, w - t.count)) + t
-    }
-    var out = "\(p(year, 4))-\(p(month, 2))-\(p(day, 2))T\(p(r / 3600, 2)):\(p(r % 3600 / 60, 2)):\(p(r % 60, 2))"
-    if f > 0 {
-        var frac = p(f, 9)
-        while frac.hasSuffix("0") { frac.removeLast() }
-        out += "." + frac
-    }
-    return out + "Z"
+    return (year, month, day, r, f)
 }
 
 /// A progress line on standard error, shown only on a terminal and only for long work.

@@ -182,11 +182,12 @@ package enum IndexCodec {
     }
 
     /// `count` attributes as §7 lays them out, names strictly ascending.
-    static func decodeAttributes(_ r: inout ByteReader, count n: Int, names: inout NameCache) throws -> [(
-        name: String, value: AttributeValue
-    )] {
+    /// The `n` attributes at the reader's position, in an array with room for `room` more.
+    static func decodeAttributes(_ r: inout ByteReader, count n: Int, names: inout NameCache, room: Int = 0) throws
+        -> [(name: String, value: AttributeValue)]
+    {
         var pairs: [(name: String, value: AttributeValue)] = []
-        pairs.reserveCapacity(n)
+        pairs.reserveCapacity(n + room)
         var last = 0..<0
         for i in 0..<n {
             let count = try r.readCount(max: Limits.attrNameMax, "attribute name length")

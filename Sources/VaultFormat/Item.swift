@@ -50,6 +50,18 @@ public struct ItemID: Hashable, Comparable, Sendable, CustomStringConvertible {
     public static func < (a: ItemID, b: ItemID) -> Bool { a.raw < b.raw }
     /// The id in lowercase hexadecimal (32 digits).
     public var description: String { Hex.encode(bytes) }
+
+    /// Appends ``description``'s UTF-8 bytes to `out`, without making the string.
+    package func appendHex(to out: inout [UInt8]) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { hex in
+            for i in 0..<32 {
+                let word = i < 16 ? raw.hi : raw.lo
+                let d = UInt8(truncatingIfNeeded: word >> UInt64(60 - 4 * (i % 16))) & 15
+                hex[i] = d < 10 ? 48 + d : 87 + d
+            }
+            out.append(contentsOf: UnsafeBufferPointer(hex))
+        }
+    }
 }
 
 /// An item's class, as Apple's `kSecClass` values. An open set: any 1...255-byte name is valid in a vault.
@@ -169,6 +181,17 @@ public struct Attributes: Hashable, Sendable, Sequence {
             }
         }
     }
+
+    /// Adds attribute `name` unless it is there; false (and nothing changed) if it is.
+    mutating func insertNew(_ name: String, _ value: AttributeValue) -> Bool {
+        let i = insertionPoint(name)
+        guard i == pairs.count || pairs[i].name != name else { return false }
+        pairs.insert((name, value), at: i)
+        return true
+    }
+
+    /// Whether attribute `name` is there.
+    func contains(_ name: String) -> Bool { find(name) != nil }
 
     /// The attributes as name and value pairs, in bytewise order of name.
     public func makeIterator() -> IndexingIterator<[(name: String, value: AttributeValue)]> {

@@ -96,6 +96,18 @@ extension Vault {
         try engine.forEachItem(self, inOrder: inOrder, body)
     }
 
+    /// The largest value size among the live items (0 for none): a version 2 vault's read from its items tree
+    /// without building the items (``PagedVault/largestItemSize()``), a version 1 vault's from its index.
+    package func largestItemSize() throws -> UInt64 {
+        if let p = version2 { return try p.largestItemSize() }
+        var largest: UInt64 = 0
+        try forEachItem(inOrder: false) { item in
+            largest = max(largest, item.size)
+            return true
+        }
+        return largest
+    }
+
     /// The live item with this id: from memory, or for a vault opened with its items on demand, found by a
     /// scan.
     package func findItem(_ id: ItemID) throws -> Item? { try engine.findItem(self, id) }

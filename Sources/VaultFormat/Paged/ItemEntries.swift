@@ -154,17 +154,22 @@ enum ItemEntries {
         // At most ATTRS_MAX attributes in all: the body holds those besides the key attributes the item has.
         let present = keyAttributes.count - absent.nonzeroBitCount
         var pairs = try IndexCodec.decodeAttributes(
-            &r, count: try r.readCount(max: Limits.attrsMax - present, "attribute count"), names: &names)
+            &r, count: try r.readCount(max: Limits.attrsMax - present, "attribute count"), names: &names,
+            room: present)
         var attributes = Attributes(sortedPairs: pairs)
+        pairs = []
         for (i, k) in keyAttributes.enumerated() {
-            guard attributes[k.name] == nil else { throw r.fail("key attribute \(k.name) in its body") }
             if absent & (1 << UInt64(i)) == 0 {
-                attributes[k.name] = values[i]
-            } else if values[i] != k.defaultValue {
-                throw r.fail("an absent key attribute whose key is not the default")
+                guard attributes.insertNew(k.name, values[i]) else {
+                    throw r.fail("key attribute \(k.name) in its body")
+                }
+            } else {
+                guard !attributes.contains(k.name) else { throw r.fail("key attribute \(k.name) in its body") }
+                guard values[i] == k.defaultValue else {
+                    throw r.fail("an absent key attribute whose key is not the default")
+                }
             }
         }
-        pairs = []
         let item = try valueAtEnd(&r, id: id, class: cls, attributes: attributes, record: rec)
         return ItemState(key: e.key, id: id, version: version, item: item)
     }

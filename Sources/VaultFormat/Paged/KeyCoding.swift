@@ -73,6 +73,20 @@ package enum KeyCoding {
     }
 
     package static func readString(_ key: [UInt8], _ p: inout Int, max: Int) throws -> String {
+        // Most strings hold no zero byte: validated straight from the key, without an array between.
+        let fast: String?? = key.withUnsafeBufferPointer { k in
+            var i = p
+            let limit = min(k.count, p + max + 1)
+            while i < limit && k[i] != 0 { i += 1 }
+            guard i - p <= max, i + 1 < k.count, k[i + 1] == 1 else { return nil }
+            let s = String(validating: UnsafeBufferPointer(rebasing: k[p..<i]), as: UTF8.self)
+            if s != nil { p = i + 2 }
+            return .some(s)
+        }
+        if let fast {
+            guard let s = fast else { throw damaged("a key string is not UTF-8") }
+            return s
+        }
         let b = try readEscaped(key, &p, max: max)
         guard let s = String(validating: b, as: UTF8.self) else { throw damaged("a key string is not UTF-8") }
         return s

@@ -143,6 +143,41 @@ extension PagedVault {
         }
     }
 
+    /// The largest value size among the live items (0 for none), read from each items-tree entry's body
+    /// without building its item (no strings, no attributes): the first of a table's two passes over a million
+    /// items. An entry this does not read as ``ItemEntries/decode(_:schema:names:)`` would is an error here too,
+    /// though not always with decode's words (the caller's next pass decodes every item).
+    package func largestItemSize() throws -> UInt64 {
+        var largest: UInt64 = 0
+        try streaming {
+            try scan(.items) { e in
+                var r = ByteReader(e.rest, failure: .damagedIndex, what: "item entry")
+                let flags = try r.readU8()
+                guard flags == 0 else {
+                    guard flags == 1 else { throw r.fail("flags \(flags)") }
+                    return true
+                }
+                _ = try r.readVarint()  // the version's clock
+                _ = try r.readVarint()  // absent key attributes
+                for _ in 0..<(try r.readCount(max: Limits.attrsMax, "attribute count")) {
+                    try r.skip(try r.readCount(max: Limits.attrNameMax, "attribute name length"))
+                    switch try r.readU8() {
+                    case 1: try r.skip(try r.readCount(max: Limits.attrValueMax, "attribute length"))
+                    case 2, 4: try r.skip(8)
+                    case 3: try r.skip(1)
+                    case 5: try r.skip(try r.readCount(max: Limits.attrValueMax, "attribute length"))
+                    case let t: throw r.fail("an attribute of unknown type \(t)")
+                    }
+                }
+                let size = try r.readVarint()
+                guard size <= Limits.valueMax else { throw r.fail("value size \(size)") }
+                largest = max(largest, size)
+                return true
+            }
+        }
+        return largest
+    }
+
     /// Runs `body`, a walk over whole trees, without keeping the leaves it reads: its memory stays that of
     /// one page whatever the size of the trees.
     func streaming<T>(_ body: () throws -> T) rethrows -> T {
