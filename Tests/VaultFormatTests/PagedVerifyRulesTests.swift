@@ -100,6 +100,69 @@ final class PagedVerifyRulesTests: PagedTestCase {
         }
     }
 
+    // MARK: Records, checked against the items the index check decoded
+
+    /// Flips one byte inside the record that holds `item`'s value.
+    func damageRecord(_ path: String, of item: Item, header: Header) throws {
+        let fd = open(path, O_RDWR)
+        defer { close(fd) }
+        let at = off_t(UInt64(header.length) + item.location.offset + item.location.length / 2)
+        var b: UInt8 = 0
+        XCTAssertEqual(pread(fd, &b, 1, at), 1)
+        b ^= 0x40
+        XCTAssertEqual(pwrite(fd, &b, 1, at), 1)
+    }
+
+    /// verify checks every record against the live items that its index check decodes (each entry decoded
+    /// once): with the items in pages (a fold), with items in delta segments (the state is then scanned with
+    /// the deltas applied), and, when the index check fails part way, against items read in a scan of their own.
+    /// In each case a damaged record is found and named, and the intact ones are counted.
+    func testEveryRecordIsCheckedWhereverTheStatesItemsCameFrom() throws {
+        // A fold: every item in the items tree's pages.
+        let folded = try folded(3)
+        var v = try PagedVault.open(path: folded, secret: secret)
+        try damageRecord(folded, of: try item(v, "p2", "me"), header: v.header)
+        var report = try PagedVault.open(path: folded, secret: secret).verify()
+        XCTAssertEqual(report.problems.map(\.code), [.damagedRecord], "\(report.problems)")
+        XCTAssertTrue(report.problems.first?.context.contains("p2") == true, "\(report.problems)")
+        XCTAssertEqual(report.records, 2)
+        XCTAssertEqual(report.items, 3)
+
+        // Items in delta segments: two commits after the fold.
+        try FileManager.default.removeItem(atPath: folded)
+        let path = try self.folded(1)
+        let w = try PagedVault.open(path: path, secret: secret, mode: .write, writerID: 1)
+        for name in ["d1", "d2"] {
+            try w.commit { tx in _ = try tx.add(attributes: attrs(name, "me"), value: Array("value \(name)".utf8)) }
+        }
+        v = try PagedVault.open(path: path, secret: secret)
+        XCTAssertFalse(v.tail.trailer.wroteRoot, "the last commit wrote a delta segment")
+        XCTAssertEqual(v.verify().problems, [])
+        XCTAssertEqual(v.verify().records, 3)
+        try damageRecord(path, of: try item(v, "d2", "me"), header: v.header)
+        report = try PagedVault.open(path: path, secret: secret).verify()
+        XCTAssertEqual(report.problems.map(\.code), [.damagedRecord], "\(report.problems)")
+        XCTAssertTrue(report.problems.first?.context.contains("d2") == true, "\(report.problems)")
+        XCTAssertEqual(report.records, 2)
+        XCTAssertEqual(report.items, 3)
+
+        // An index that fails its check after every item was decoded (an attribute entry no item has): the
+        // records are still checked, against the items read again.
+        let p1 = try item(v, "p1", "me")
+        try delta(
+            path,
+            [
+                (
+                    .attributes,
+                    .put(LeafEntry(key: ItemEntries.attributePrefix("@team", .string("forged")) + itemKey(v, p1)))
+                )
+            ])
+        report = try PagedVault.open(path: path, secret: secret).verify()
+        XCTAssertEqual(report.problems.map(\.code), [.damagedIndex, .damagedRecord], "\(report.problems)")
+        XCTAssertEqual(report.records, 2)
+        XCTAssertEqual(report.items, 3)
+    }
+
     // MARK: State rules, the deltas applied (V3.4)
 
     /// A delta segment puts an attributes-tree entry that no live item has: the trees alone were checked, so

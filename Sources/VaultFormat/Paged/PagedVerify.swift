@@ -1,6 +1,6 @@
 extension PagedVault {
     /// Checks the whole vault (SPEC.md Part 4): every trailer back to the first commit (V7); the index the last
-    /// commit reads, its root, trees and chain of delta segments, with the state they make (``verifyIndex(page:)``);
+    /// commit reads, its root, trees and chain of delta segments, with the state they make (``verifyIndex(page:live:)``);
     /// and every record a live item or a kept version names, read in full. Superseded roots and delta segments
     /// (before the last fold) are dead bytes that no reader reads: counted, not opened. Does not stop at the
     /// first problem.
@@ -80,17 +80,27 @@ extension PagedVault {
         }
         // The index the last commit reads: its trees, its chain of delta segments, the record extents they
         // name, and the state they make (V3.3, V3.4, V4, V6).
-        do {
-            _ = try verifyIndex { live += $0.length }
-        } catch { note(error) }
-        // Every record that a live item or a kept version names, in full, in file order (RecordClaims).
+        // Every record that a live item or a kept version names, in full, in file order (RecordClaims). The
+        // live items are those the index check decodes for the state (each entry decoded once); if that check
+        // fails part way, they are read in a scan of their own.
         var claims = RecordClaims()
         var liveItems = 0
+        var indexChecked = false
         do {
-            try forEachItem { item in
+            _ = try verifyIndex(page: { live += $0.length }) { item in
                 claims.add(item)
                 liveItems += 1
-                return true
+            }
+            indexChecked = true
+        } catch { note(error) }
+        do {
+            if !indexChecked {
+                (claims, liveItems) = (RecordClaims(), 0)
+                try forEachItem { item in
+                    claims.add(item)
+                    liveItems += 1
+                    return true
+                }
             }
             try scan(.history) { e in
                 claims.add(try ItemEntries.decodeHistory(e).item)
@@ -149,21 +159,25 @@ extension PagedVault {
     /// then the state), plus a lookup per key the chain changes in the attributes tree, one page at a time; holds 8 bytes per
     /// items-tree entry (the ids' hashes) and 32 per record a leaf names (``RecordExtents``): about 40 MB, and
     /// a sort's scratch, for a million items each in its own record.
-    package func verifyIndex(page onPage: (PageRef) -> Void = { _ in }) throws -> Int {
+    /// `onLive` is handed each live item of the state, once, as it is decoded (what ``verify()`` checks the
+    /// records against, without decoding the items again).
+    package func verifyIndex(page onPage: (PageRef) -> Void = { _ in }, live onLive: (Item) -> Void = { _ in })
+        throws -> Int
+    {
         try streaming {
             var extents = RecordExtents()
             // With no delta of the items tree, its pages are the state: the state's rules are gathered in the
             // same pass as the pages' (each leaf read and each entry decoded once), else in a scan of their own.
             var state: StateTally? =
                 (overlay[.items] ?? [:]).isEmpty ? StateTally(capacity: root.liveItems &+ root.tombstones) : nil
-            let attributes = try verifyTrees(&extents, state: &state, page: onPage)
+            let attributes = try verifyTrees(&extents, state: &state, page: onPage, live: onLive)
             try verifyChain(&extents)
             try extents.check()
-            return try verifyState(attributesInPages: attributes, tally: state)
+            return try verifyState(attributesInPages: attributes, tally: state, live: onLive)
         }
     }
 
-    /// What the rules of a state are checked on (``verifyState(attributesInPages:tally:)``), gathered from the
+    /// What the rules of a state are checked on (``verifyState(attributesInPages:tally:live:)``), gathered from the
     /// items tree's entries, the deltas applied: the hashes of their ids, the live items, and the count and hash
     /// sum of the attributes-tree keys the live items make.
     private struct StateTally {
@@ -190,7 +204,8 @@ extension PagedVault {
     /// extents they name; the items tree's entries also go into `state`, if given. Returns the count and hash
     /// sum of the attributes tree's pages (``attributeHash(_:)``).
     private func verifyTrees(
-        _ extents: inout RecordExtents, state: inout StateTally?, page onPage: (PageRef) -> Void
+        _ extents: inout RecordExtents, state: inout StateTally?, page onPage: (PageRef) -> Void,
+        live onLive: (Item) -> Void
     ) throws -> (count: Int, sum: UInt64) {
         let schema = root.schema
         let clock = root.clock
@@ -209,7 +224,10 @@ extension PagedVault {
                 let s = try ItemEntries.decode(e, schema: schema, names: &names)
                 try clocked(s.version.hlc, "item \(s.id) of the items tree")
                 if s.item == nil { tombstones += 1 } else { live += 1 }
-                state?.add(s, itemKey: e.key, schema: schema)
+                if state != nil {
+                    state?.add(s, itemKey: e.key, schema: schema)
+                    s.item.map(onLive)
+                }
                 if let r = e.record {
                     try extents.add(r, namedAt: leaf.offset, by: "items tree, page \(Hex.encode(leaf.id.bytes))")
                 }
@@ -287,7 +305,9 @@ extension PagedVault {
     /// attributes tree exactly the indexed attributes of the live items, the trailer's item count. Returns the
     /// live items. `tally` is the items tree's, if gathered with its pages (no delta changes that tree);
     /// else the tree is scanned with the deltas applied.
-    private func verifyState(attributesInPages: (count: Int, sum: UInt64), tally: StateTally?) throws -> Int {
+    private func verifyState(
+        attributesInPages: (count: Int, sum: UInt64), tally: StateTally?, live onLive: (Item) -> Void
+    ) throws -> Int {
         let schema = root.schema
         // The attributes tree is compared as a count and a sum of hashes (seeded per process, so not
         // forgeable), in bounded memory: what the items make, against the tree's entries and the chain's
@@ -303,7 +323,9 @@ extension PagedVault {
             state = StateTally(capacity: root.liveItems &+ root.tombstones)
             var names = NameCache()
             try scan(.items) { e in
-                state.add(try ItemEntries.decode(e, schema: schema, names: &names), itemKey: e.key, schema: schema)
+                let s = try ItemEntries.decode(e, schema: schema, names: &names)
+                state.add(s, itemKey: e.key, schema: schema)
+                s.item.map(onLive)
                 return true
             }
         }

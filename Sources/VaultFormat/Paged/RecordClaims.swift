@@ -3,7 +3,7 @@
 /// first item naming it gives it) and the value bytes its items name; per item a member index and a hash of
 /// its id, size and data offset (16 bytes). ``check(_:_:)`` then reads each record once, in file order, and
 /// checks its member table against them. The hashes are seeded per process (as the attributes tree's check
-/// in ``PagedVault/verifyIndex(page:)``), so a vault cannot be made to collide with them.
+/// in ``PagedVault/verifyIndex(page:live:)``), so a vault cannot be made to collide with them.
 struct RecordClaims {
     /// What a record's check found.
     enum Outcome {
