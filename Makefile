@@ -170,14 +170,20 @@ cert-fixtures:
 
 # The peers (pigz, age, 7z), hyperfine and GNU time come from Debian's packages; installed when root.
 BENCH_PACKAGES := pigz age p7zip-full hyperfine time
+# The list rate's vault sizes; each part writes its figures to .build/bench/, and table.py prints issue 24's
+# table from them at the end (each figure with its peer of the same run and the target).
+LIST_BENCH_SIZES ?= 100000
 bench: deps
 	@missing=""; for p in $(BENCH_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then apt-get install -y -qq $$missing; fi
 	$(SWIFT_RELEASE) --product kcar
 	$(BENCH_RELEASE)
-	bash scripts/bench/bench.sh --levels $(BENCH_ARGS)
-	$(MAKE) bench-keychain
-	$(MAKE) bench-secret-service
+	rm -rf .build/bench && mkdir -p .build/bench
+	bash scripts/bench/bench.sh --levels --json $(CURDIR)/.build/bench/archive.json $(BENCH_ARGS)
+	$(MAKE) bench-keychain KEYCHAIN_BENCH_ARGS="$(KEYCHAIN_BENCH_ARGS) --json $(CURDIR)/.build/bench/keychain.json"
+	bash scripts/bench/stream-bench.sh --sizes "$(LIST_BENCH_SIZES)" --json $(CURDIR)/.build/bench/list.json
+	$(MAKE) bench-secret-service SECRET_BENCH_ARGS="$(SECRET_BENCH_ARGS) --json $(CURDIR)/.build/bench/secret-service.json"
+	python3 scripts/bench/table.py .build/bench/*.json
 
 # Issue 10's table: a v1 vault, a v2 (paged) vault and SQLite at 1k, 10k, 100k items (SCALE_ARGS=--million adds 1M),
 # in process; then the same through the kcar binary on a keychain group (import, get, find, add) against sqlite3;

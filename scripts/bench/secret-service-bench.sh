@@ -7,18 +7,22 @@
 # at 100,000).
 # Then kcar alone among BIG items (default 100,000): its first lookup (the daemon lists the group), the median of
 # the next ones, and the daemon's resident memory after them.
-# Usage: scripts/bench/secret-service-bench.sh [--runs N] [--items N] [--big N]
+# Usage: scripts/bench/secret-service-bench.sh [--runs N] [--items N] [--big N] [--json FILE]
+#   --json FILE   also write the medians as {"figures": {"kcar.store.ms": {"value": ..., "unit": "ms"}, ...}}
+#                 (scripts/bench/table.py reads it)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=21
 ITEMS=10000
 BIG=100000
+JSON_OUT=""
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --runs) RUNS="$2"; shift ;;
         --items) ITEMS="$2"; shift ;;
         --big) BIG="$2"; shift ;;
-        *) echo "usage: $0 [--runs N] [--items N] [--big N]" >&2; exit 2 ;;
+        --json) JSON_OUT="$2"; shift ;;
+        *) echo "usage: $0 [--runs N] [--items N] [--big N] [--json FILE]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -93,16 +97,18 @@ MID=$((ITEMS / 2))
 hyperfine -N --runs "$RUNS" --warmup 2 --export-json "$W/many.json" \
     -n kcar.lookup_among_n "env $E_KCAR secret-tool lookup app many key k$MID" \
     -n gnome-keyring.lookup_among_n "env $E_GNOME secret-tool lookup app many key k$MID" >/dev/null
-python3 - "$W/one.json" "$W/many.json" <<'PY'
+python3 - "$JSON_OUT" "$W/one.json" "$W/many.json" <<'PY'
 import json, sys
 r = {}
-for path in sys.argv[1:]:
+for path in sys.argv[2:]:
     for x in json.load(open(path))["results"]:
         r[x["command"]] = x["median"] * 1000
 for k, v in r.items():
     print("%-32s %8.2f ms" % (k, v))
 for what in ["store", "lookup", "lookup_among_n"]:
     print("ratio %-26s %8.2f (gnome-keyring / kcar)" % (what, r["gnome-keyring." + what] / r["kcar." + what]))
+if sys.argv[1]:
+    json.dump({"figures": {k + ".ms": {"value": v, "unit": "ms"} for k, v in r.items()}}, open(sys.argv[1], "w"), indent=1)
 PY
 
 echo "## kcar alone: lookup among $BIG items"

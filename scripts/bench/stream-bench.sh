@@ -6,19 +6,23 @@
 # best of /usr/bin/time's when hyperfine is missing), the peak RSS (/usr/bin/time -f %M), and for list the
 # items per second. Goals: at 1M items at most 64 MiB for list --json and verify, list at 1M items/s or
 # more; textconv of 10k items at most 0.1 s.
-# Usage: scripts/bench/stream-bench.sh [--sizes "10000 100000 1000000"] [--runs N] [--kcar PATH]
+# Usage: scripts/bench/stream-bench.sh [--sizes "10000 100000 1000000"] [--runs N] [--kcar PATH] [--json FILE]
+#   --json FILE   also write the list rates as {"figures": {"kcar.list_json.N.items_per_s": {...}, ...}}
+#                 (scripts/bench/table.py reads it)
 #   --kcar measures another build of kcar (say, main's) on the same vaults, for a before/after table.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SIZES=(10000 100000 1000000)
 RUNS=3
 KCAR=""
+JSON_OUT=""
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --sizes) read -r -a SIZES <<< "$2"; shift ;;
         --runs) RUNS="$2"; shift ;;
         --kcar) KCAR="$2"; shift ;;
-        *) echo "usage: $0 [--sizes \"N ...\"] [--runs N] [--kcar PATH]" >&2; exit 2 ;;
+        --json) JSON_OUT="$2"; shift ;;
+        *) echo "usage: $0 [--sizes \"N ...\"] [--runs N] [--kcar PATH] [--json FILE]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -53,6 +57,9 @@ measure() {
         best=$(python3 -c 'import json, sys; print(round(json.load(open(sys.argv[1]))["results"][0]["median"], 4))' "$W/hf.json")
     fi
     if [[ "$name" == list* ]]; then
+        local key=kcar.list
+        [[ "$name" == "list --json" ]] && key=kcar.list_json
+        printf '%s.%s.items_per_s\t%s\n' "$key" "$n" "$(awk "BEGIN { print $n / ($best > 0 ? $best : 0.001) }")" >> "$W/rates"
         printf '%-16s %8s s  %7s KiB  user %6s s  %10.0f items/s\n' "$name" "$best" "$rss" "$user" "$(awk "BEGIN { print $n / ($best > 0 ? $best : 0.001) }")"
     else
         printf '%-16s %8s s  %7s KiB  user %6s s\n' "$name" "$best" "$rss" "$user"
@@ -74,3 +81,10 @@ for n in "${SIZES[@]}"; do
     measure "git textconv" "$n" env KCAR_KEY_FILE="$d/key" "$KCAR" git textconv "$v"
     rm -rf "$d"
 done
+if [[ -n "$JSON_OUT" ]]; then
+    python3 - "$W/rates" "$JSON_OUT" <<'PY'
+import json, sys
+rates = dict(line.split("\t") for line in open(sys.argv[1]).read().splitlines())
+json.dump({"figures": {k: {"value": float(v), "unit": "items/s"} for k, v in rates.items()}}, open(sys.argv[2], "w"), indent=1)
+PY
+fi
