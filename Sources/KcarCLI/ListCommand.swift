@@ -28,9 +28,14 @@ enum ListCommand {
         // extract's do (tar tf ARCHIVE NAME...): only the selected items are held.
         let vault = try openVault(path, args, itemsOnDemand: true)
         let selected = positionals.count > 1 ? try ExtractCommand.select(vault, Array(positionals.dropFirst())) : nil
-        func forEachItem(_ body: (Item) throws -> Bool) throws {
-            guard let selected else { return try vault.forEachItem(body) }
-            for item in selected where try !body(item) { return }
+        // The vault's items are read and decoded on a second core while this one writes them (pipelined).
+        func forEachItem(_ body: (Item) throws -> Void) throws {
+            guard let selected else {
+                return try pipelined(produce: { emit in try vault.forEachItem(emit) }) { items in
+                    for item in items { try body(item) }
+                }
+            }
+            for item in selected { try body(item) }
         }
         if args.flag("json") {
             // JSON.printArray's output, written as bytes into one buffer that is handed to standard output
@@ -43,7 +48,6 @@ enum ListCommand {
                 first = false
                 ExtractCommand.write(item, into: &json)
                 if json.count >= 1 << 16 { Output.out.write(&json) }
-                return true
             }
             json.raw("]\n")
             Output.out.write(&json)
@@ -107,7 +111,6 @@ enum ListCommand {
                 }
                 text.append(0x0A)
                 if text.count >= 1 << 16 { Output.out.write(bytes: &text) }
-                return true
             }
             Output.out.write(bytes: &text)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -242,5 +243,59 @@ final class ByteOutputTests: XCTestCase {
                 + "\n"
         }
         return out
+    }
+}
+
+/// ``pipelined(batch:inFlight:produce:consume:)``: every value in order, whatever the batch; a producer's error
+/// after what it emitted; a consumer's error stops the producer; nothing runs after it returns.
+final class PipelinedTests: XCTestCase {
+    struct Stop: Error, Equatable { let at: Int }
+
+    func testValuesArriveInOrderInBoundedBatches() throws {
+        for (count, batch) in [(0, 4), (1, 4), (4, 4), (5, 4), (10_000, 1024), (3, 1)] {
+            var got: [Int] = []
+            try pipelined(batch: batch, inFlight: 2, produce: { emit in for i in 0..<count where !emit(i) { break } }) {
+                XCTAssertLessThanOrEqual($0.count, batch)
+                XCTAssertFalse($0.isEmpty)
+                got += $0
+            }
+            XCTAssertEqual(got, Array(0..<count), "\(count) values in batches of \(batch)")
+        }
+    }
+
+    func testAProducersErrorComesAfterWhatItEmitted() {
+        var got: [Int] = []
+        XCTAssertThrowsError(
+            try pipelined(
+                batch: 8, inFlight: 2,
+                produce: { emit in
+                    for i in 0..<21 { _ = emit(i) }
+                    throw Stop(at: 21)
+                }
+            ) { got += $0 }
+        ) { XCTAssertEqual($0 as? Stop, Stop(at: 21)) }
+        XCTAssertEqual(got, Array(0..<21), "every value emitted before the error is consumed")
+    }
+
+    func testAConsumersErrorStopsTheProducer() {
+        let produced = Mutex(0)
+        var calls = 0
+        XCTAssertThrowsError(
+            try pipelined(
+                batch: 16, inFlight: 2,
+                produce: { emit in
+                    for i in 0..<1_000_000 {
+                        guard emit(i) else { return }
+                        produced.withLock { $0 += 1 }
+                    }
+                }
+            ) { _ in
+                calls += 1
+                throw Stop(at: calls)
+            }
+        ) { XCTAssertEqual($0 as? Stop, Stop(at: 1)) }
+        XCTAssertEqual(calls, 1, "no batch is consumed after the consumer failed")
+        // The producer stopped within the batches in flight when the consumer failed, not at the end.
+        XCTAssertLessThan(produced.withLock { $0 }, 16 * 5)
     }
 }
