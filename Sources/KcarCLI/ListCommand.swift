@@ -43,11 +43,17 @@ enum ListCommand {
             var json = JSONBytes(capacity: 1 << 17)
             json.raw("[")
             var first = true
-            try forEachItem { item in
-                if !first { json.raw(",\n ") }
-                first = false
-                ExtractCommand.write(item, into: &json)
-                if json.count >= 1 << 16 { Output.out.write(&json) }
+            // A vault damaged part way prints every item read before the damage, then the error (exit 4).
+            do {
+                try forEachItem { item in
+                    if !first { json.raw(",\n ") }
+                    first = false
+                    ExtractCommand.write(item, into: &json)
+                    if json.count >= 1 << 16 { Output.out.write(&json) }
+                }
+            } catch {
+                Output.out.write(&json)
+                throw error
             }
             json.raw("]\n")
             Output.out.write(&json)
@@ -73,6 +79,9 @@ enum ListCommand {
             var text: [UInt8] = []
             text.reserveCapacity(1 << 17)
             func pad(_ n: Int) { if n > 0 { text.append(contentsOf: repeatElement(0x20, count: n)) } }
+            // The first pass checks only what it reads: a vault whose damage it does not see prints the rows read
+            // before the damage, then the error (exit 4), as the JSON listing and `tar tf` do.
+            defer { Output.out.write(bytes: &text) }
             try forEachItem { item in
                 let kind = PackedKind.lenient(item)
                 if long {
@@ -112,7 +121,6 @@ enum ListCommand {
                 text.append(0x0A)
                 if text.count >= 1 << 16 { Output.out.write(bytes: &text) }
             }
-            Output.out.write(bytes: &text)
         }
         return .success
     }

@@ -115,6 +115,25 @@ final class ByteOutputTests: XCTestCase {
             try runKcar(["list", "e.kcv", "--key-file", keyPath], in: dir).out, "SIZE  MODIFIED (UTC)        NAME\n")
     }
 
+    /// A vault whose items tree is damaged after its first leaf (the second reference names the first page
+    /// again): `list --json` prints the items it read before the damage, then exits 4, as before the byte
+    /// writer (which first dropped them with its buffer); the table's first pass finds this damage first.
+    func testAVaultDamagedPartWayListsWhatWasReadBeforeTheDamage() throws {
+        try HostileV2.forged(dir, .pageTwice)
+        XCTAssertTrue(FileManager.default.createFile(atPath: dir + "/k.key", contents: Data(HostileV2.key)))
+        for extra in [["--json"], [], ["--long"]] {
+            let intact = try runKcar(["list", "o.kcv", "--key-file", "k.key"] + extra, in: dir)
+            let damaged = try runKcar(["list", "v.kcv", "--key-file", "k.key"] + extra, in: dir)
+            XCTAssertEqual(intact.code, 0, intact.err)
+            XCTAssertEqual(damaged.code, 4, damaged.err)
+            XCTAssertTrue(intact.out.hasPrefix(damaged.out), "\(extra): a prefix of the intact vault's listing")
+            XCTAssertLessThan(damaged.out.count, intact.out.count)
+            if extra == ["--json"] {
+                XCTAssertTrue(damaged.out.hasPrefix("[{\"id\": "), "the items before the damage are printed")
+            }
+        }
+    }
+
     func testBytePiecesMatchTheirStrings() {
         var rng = SplitMix64(state: 2412)
         for _ in 0..<20_000 {

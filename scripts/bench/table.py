@@ -64,8 +64,9 @@ def rows(f):
         k, p = f.get(kkey), f.get(pkey)
         if optional and p is None:
             return
-        if k is None or p is None:
-            out.append((label, fmt(k) if k is not None else "not measured", peer, "", target, None))
+        if k is None or p is None or k <= 0 or p <= 0:
+            out.append((label, fmt(k) if k is not None else "not measured",
+                        peer if p is None else "%s %s" % (peer, fmt(p)), "", target, None))
             return
         r = p / k
         word = "%.2fx faster" % r if r >= 1 else "%.2fx slower" % (1 / r)
@@ -73,8 +74,9 @@ def rows(f):
 
     def pack_row(label, kkey, kratio, peer, pkey, pratio, target, need):
         k, p, kr, pr = f.get(kkey), f.get(pkey), f.get(kratio), f.get(pratio)
-        if None in (k, p, kr, pr):
-            out.append((label, "not measured", peer, "", target, None))
+        if None in (k, p, kr, pr) or min(k, p, kr, pr) <= 0:
+            out.append((label, seconds(k) if k is not None else "not measured",
+                        peer if p is None else "%s %s" % (peer, seconds(p)), "", target, None))
             return
         r = p / k
         size = kr / pr

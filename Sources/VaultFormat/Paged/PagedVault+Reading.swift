@@ -145,8 +145,10 @@ extension PagedVault {
 
     /// The largest value size among the live items (0 for none), read from each items-tree entry's body
     /// without building its item (no strings, no attributes): the first of a table's two passes over a million
-    /// items. An entry this does not read as ``ItemEntries/decode(_:schema:names:)`` would is an error here too,
-    /// though not always with decode's words (the caller's next pass decodes every item).
+    /// items. It checks only what it reads (the body's framing, types and limits; not the key, UTF-8 or the
+    /// order of names, which ``ItemEntries/decode(_:schema:names:)`` checks), so a damaged entry it passes
+    /// is found by the caller's next pass, which decodes every item. The size of an entry decode accepts is the
+    /// one decode reads.
     package func largestItemSize() throws -> UInt64 {
         var largest: UInt64 = 0
         try streaming {
