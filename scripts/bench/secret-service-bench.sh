@@ -97,10 +97,10 @@ MID=$((ITEMS / 2))
 hyperfine -N --runs "$RUNS" --warmup 2 --export-json "$W/many.json" \
     -n kcar.lookup_among_n "env $E_KCAR secret-tool lookup app many key k$MID" \
     -n gnome-keyring.lookup_among_n "env $E_GNOME secret-tool lookup app many key k$MID" >/dev/null
-python3 - "$JSON_OUT" "$W/one.json" "$W/many.json" <<'PY'
+python3 - "$JSON_OUT" "$ITEMS" "$W/one.json" "$W/many.json" <<'PY'
 import json, sys
 r = {}
-for path in sys.argv[2:]:
+for path in sys.argv[3:]:
     for x in json.load(open(path))["results"]:
         r[x["command"]] = x["median"] * 1000
 for k, v in r.items():
@@ -108,7 +108,9 @@ for k, v in r.items():
 for what in ["store", "lookup", "lookup_among_n"]:
     print("ratio %-26s %8.2f (gnome-keyring / kcar)" % (what, r["gnome-keyring." + what] / r["kcar." + what]))
 if sys.argv[1]:
-    json.dump({"figures": {k + ".ms": {"value": v, "unit": "ms"} for k, v in r.items()}}, open(sys.argv[1], "w"), indent=1)
+    figures = {k + ".ms": {"value": v, "unit": "ms"} for k, v in r.items()}
+    figures["kcar.lookup_among_n.items"] = {"value": int(sys.argv[2]), "unit": "items"}
+    json.dump({"figures": figures}, open(sys.argv[1], "w"), indent=1)
 PY
 
 echo "## kcar alone: lookup among $BIG items"
@@ -124,7 +126,16 @@ start=$(date +%s%N)
 echo "first lookup (a daemon just started): $(( ($(date +%s%N) - start) / 1000000 )) ms"
 hyperfine -N --runs "$RUNS" --warmup 2 --export-json "$W/big.json" \
     -n "kcar.lookup_among_$BIG" "env $E_BIG secret-tool lookup app many key k$MID" >/dev/null
-python3 -c 'import json,sys; x=json.load(open(sys.argv[1]))["results"][0]; print("%-32s %8.2f ms" % (x["command"], x["median"]*1000))' "$W/big.json"
+python3 - "$W/big.json" "$JSON_OUT" "$BIG" <<'PY'
+import json, sys
+x = json.load(open(sys.argv[1]))["results"][0]
+print("%-32s %8.2f ms" % (x["command"], x["median"] * 1000))
+if sys.argv[2]:
+    out = json.load(open(sys.argv[2]))
+    out["figures"]["kcar.lookup_among_big.ms"] = {"value": x["median"] * 1000, "unit": "ms"}
+    out["figures"]["kcar.lookup_among_big.items"] = {"value": int(sys.argv[3]), "unit": "items"}
+    json.dump(out, open(sys.argv[2], "w"), indent=1)
+PY
 PID=$(env $E_BIG dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
     org.freedesktop.DBus.GetConnectionUnixProcessID string:org.freedesktop.secrets | awk '/uint32/ {print $2}')
 echo "daemon resident memory after: $(( $(awk '/VmRSS/ {print $2}' /proc/$PID/status) / 1024 )) MiB (VmHWM $(( $(awk '/VmHWM/ {print $2}' /proc/$PID/status) / 1024 )) MiB)"
