@@ -94,8 +94,6 @@ enum ItemPath {
 
     static func isFolder(_ item: Item) -> Bool { item.attributes[PackedKind.folderAttribute] == .bool(true) }
 
-    /// The name `list` prints: the components joined with `/` (and a `/` after a folder's), or `%id/<hex>`
-    /// for items without service and account.
     /// ``name(_:)`` appended to `json` as a JSON string, without making the name when it needs no encoding.
     static func writeName(_ item: Item, into json: inout JSONBytes) {
         if let s = item.service, let a = item.account, plain(s, slash: true), plain(a, slash: false), !isFolder(item) {
@@ -104,6 +102,8 @@ enum ItemPath {
         json.string(name(item))
     }
 
+    /// The name `list` prints: the components joined with `/` (and a `/` after a folder's), or `%id/<hex>`
+    /// for items without service and account.
     static func name(_ item: Item) -> String {
         // Most names need no encoding (checked byte by byte: textconv names every item of a vault).
         if let s = item.service, let a = item.account, plain(s, slash: true), plain(a, slash: false), !isFolder(item) {

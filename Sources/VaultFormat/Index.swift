@@ -181,8 +181,7 @@ package enum IndexCodec {
                 dataOffset: dataOffset))
     }
 
-    /// `count` attributes as §7 lays them out, names strictly ascending.
-    /// The `n` attributes at the reader's position, in an array with room for `room` more.
+    /// `count` attributes as §7 lays them out, names strictly ascending, in an array with room for `room` more.
     static func decodeAttributes(_ r: inout ByteReader, count n: Int, names: inout NameCache, room: Int = 0) throws
         -> [(name: String, value: AttributeValue)]
     {
