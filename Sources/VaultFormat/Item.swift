@@ -245,6 +245,8 @@ public struct Attributes: Hashable, Sendable, Sequence {
 func utf8Precedes(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
     let n = min(a.count, b.count)
     if n > 0, let pa = a.baseAddress, let pb = b.baseAddress {
+        // Most names differ in their first byte: compared here, without a call.
+        if pa[0] != pb[0] { return pa[0] < pb[0] }
         let c = memcmp(pa, pb, n)
         if c != 0 { return c < 0 }
     }

@@ -137,6 +137,15 @@ enum ItemEntries {
     /// As ``decode(_:schema:)``, with class and attribute names carried from entry to entry (a scan decodes
     /// each name once, not once per item).
     static func decode(_ e: LeafEntry, schema: IndexSchema, names: inout NameCache) throws -> ItemState {
+        let (id, version, item) = try decodeParts(e, schema: schema, names: &names)
+        return ItemState(key: e.key, id: id, version: version, item: item)
+    }
+
+    /// ``decode(_:schema:names:)``'s id, version and item (nil for a tombstone), without the state around them:
+    /// a scan that wants the items alone makes no box and keeps no key per item.
+    static func decodeParts(_ e: LeafEntry, schema: IndexSchema, names: inout NameCache) throws -> (
+        id: ItemID, version: Version, item: Item?
+    ) {
         let (cls, values, id) = try ItemKey.parse(e.key, names: &names) { schema.classes[$0] }
         var r = ByteReader(e.rest, failure: .damagedIndex, item: id)
         let flags = try r.readU8()
@@ -148,7 +157,7 @@ enum ItemEntries {
         guard absent >> UInt64(keyAttributes.count) == 0 else { throw r.fail("absent bits past its key attributes") }
         if flags == 1 {
             guard e.record == nil, absent == 0, r.isAtEnd else { throw r.fail("a tombstone with a value") }
-            return ItemState(key: e.key, id: id, version: version, item: nil)
+            return (id, version, nil)
         }
         guard let rec = e.record else { throw r.fail("a live item without a record") }
         // At most ATTRS_MAX attributes in all: the body holds those besides the key attributes the item has.
@@ -170,8 +179,7 @@ enum ItemEntries {
                 }
             }
         }
-        let item = try valueAtEnd(&r, id: id, class: cls, attributes: attributes, record: rec)
-        return ItemState(key: e.key, id: id, version: version, item: item)
+        return (id, version, try valueAtEnd(&r, id: id, class: cls, attributes: attributes, record: rec))
     }
 
     /// The version of a tombstone entry that ``decode(_:schema:names:)`` accepted before (nil: a live item's entry),

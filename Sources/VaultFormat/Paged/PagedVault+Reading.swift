@@ -129,7 +129,15 @@ extension PagedVault {
 
     /// Every live item in key order (class, then key attributes, then id), one page at a time.
     package func forEachItem(_ body: (Item) throws -> Bool) throws {
-        try forEachLiveState { s in try s.item.map(body) ?? true }
+        var names = NameCache()
+        try streaming {
+            try scan(.items) { e in
+                guard let item = try ItemEntries.decodeParts(e, schema: root.schema, names: &names).item else {
+                    return true
+                }
+                return try body(item)
+            }
+        }
     }
 
     /// Every live item with its version (its items-tree entry, decoded), in key order, one page at a time.
