@@ -9,6 +9,13 @@ import VaultFormat
 enum ExtractCommand {
     /// An item as `list --json` prints it; an item with a kind or mode stored by pack (SPEC.md §7.1) also has
     /// `type` (file, folder or link), `mode` (octal, `"0640"`, or null) and a link's `target`.
+    static func json(_ item: Item) -> String {
+        var json = JSONBytes(capacity: 512)
+        write(item, into: &json)
+        return json.text
+    }
+
+    /// ``json(_:)`` appended to `json`.
     static func write(_ item: Item, into json: inout JSONBytes) {
         let a = item.attributes
         ItemJSON.write(id: item.id, class: item.itemClass, attributes: a, size: item.size, into: &json) {
