@@ -189,9 +189,9 @@ extension PagedVault {
             ids.reserveCapacity(Int(min(capacity, 1 << 22)))
         }
 
-        mutating func add(_ s: ItemState, itemKey: [UInt8], schema: IndexSchema) {
-            ids.append(PagedVault.hash(s.id))
-            guard let item = s.item else { return }
+        mutating func add(id: ItemID, item: Item?, itemKey: [UInt8], schema: IndexSchema) {
+            ids.append(PagedVault.hash(id))
+            guard let item else { return }
             live += 1
             ItemEntries.forEachAttributeKey(item, itemKey: itemKey, schema: schema) { k in
                 expected.count += 1
@@ -221,11 +221,11 @@ extension PagedVault {
         var names = NameCache()
         let entries = try reader(.items).verifyLeaves(
             { e, leaf in
-                let s = try ItemEntries.decode(e, schema: schema, names: &names)
+                let s = try ItemEntries.decodeParts(e, schema: schema, names: &names)
                 try clocked(s.version.hlc, "item \(s.id) of the items tree")
                 if s.item == nil { tombstones += 1 } else { live += 1 }
                 if state != nil {
-                    state?.add(s, itemKey: e.key, schema: schema)
+                    state?.add(id: s.id, item: s.item, itemKey: e.key, schema: schema)
                     s.item.map(onLive)
                 }
                 if let r = e.record {
@@ -323,8 +323,8 @@ extension PagedVault {
             state = StateTally(capacity: root.liveItems &+ root.tombstones)
             var names = NameCache()
             try scan(.items) { e in
-                let s = try ItemEntries.decode(e, schema: schema, names: &names)
-                state.add(s, itemKey: e.key, schema: schema)
+                let s = try ItemEntries.decodeParts(e, schema: schema, names: &names)
+                state.add(id: s.id, item: s.item, itemKey: e.key, schema: schema)
                 s.item.map(onLive)
                 return true
             }
