@@ -86,6 +86,38 @@ final class KeyConflictTests: VaultTestCase {
         }
     }
 
+    /// Adds that keep both (an import through the keychain, which checks its own keys) do not record their
+    /// keys as they go; the first add that checks finds them all, and the items added after it too.
+    func testAnAddThatChecksFindsTheItemsAddedBeforeWithoutChecks() throws {
+        try eachWay { name, open in
+            let v = try open()
+            var ids: [ItemID] = []
+            XCTAssertThrowsError(
+                try v.commit { tx in
+                    for i in 0..<40 {
+                        ids.append(
+                            try tx.add(
+                                attributes: self.item("bulk", "a\(i)"), value: .bytes([1]), ifKeyExists: .keepBoth))
+                    }
+                    try tx.add(attributes: self.item("bulk", "checked"), value: .bytes([2]))
+                    try tx.add(attributes: self.item("bulk", "a17"), value: .bytes([3]))
+                }, name
+            ) {
+                XCTAssertEqual(($0 as? VaultError)?.code, .exists, name)
+                XCTAssertEqual(($0 as? VaultError)?.item, ids[17], name)
+            }
+            XCTAssertThrowsError(
+                try v.commit { tx in
+                    try tx.add(attributes: self.item("bulk", "b0"), value: .bytes([1]), ifKeyExists: .keepBoth)
+                    try tx.add(attributes: self.item("bulk", "b1"), value: .bytes([1]))
+                    try tx.add(attributes: self.item("bulk", "b2"), value: .bytes([1]), ifKeyExists: .keepBoth)
+                    try tx.add(attributes: self.item("bulk", "b2"), value: .bytes([2]))
+                }, name
+            ) { XCTAssertEqual(($0 as? VaultError)?.code, .exists, name) }
+            XCTAssertEqual(try values(v), ["db/app/-": [1]], name)
+        }
+    }
+
     /// On demand, a replace reads the pages on the way to the key, not every item of a large vault.
     func testAReplaceOnDemandReadsPagesNotEveryItem() throws {
         let path = dir + "/many.kcv"
