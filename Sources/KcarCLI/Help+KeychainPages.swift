@@ -352,7 +352,10 @@ extension Help {
         summary: "Add items to a group from an NSKeyedArchiver archive or an item file.",
         description: [
             "--nskeyed FILE adds one item whose value is the archive converted to a kcar archive; --items FILE.json adds the items of "
-                + "an item file (extract --items; - for standard input), all or none.",
+                + "an item file (extract --items; - for standard input), all or none: any number of items (up to a vault's "
+                + "4,000,000), in bounded memory (sealed into a temporary file beside the group's vault as they are read). "
+                + "An item whose primary key the group holds is refused as it is read; two items of the file with one key "
+                + "when the commit merges them (exit 11 either way, nothing imported).",
             itemNote
         ],
         options: keychainOptions + selectorOptions + [

@@ -26,7 +26,8 @@ extension Help {
                 + "waited on). VAULT - writes the vault to standard output, which must not be a terminal (unless --force). --items - "
                 + "reads the item file from standard input. kcar add VAULT PATH... adds files to a packed vault later.",
             "With --items, or --group G and no DIR: a vault of the items of an item file (extract --items), or of the keychain's "
-                + "access group G (attributes kept; the keychain of --keychain DIR, else $KCAR_KEYCHAIN or the default). ThisDeviceOnly items are left out (exit 9) unless --include-device-only.",
+                + "access group G (attributes kept; the keychain of --keychain DIR, else $KCAR_KEYCHAIN or the default). ThisDeviceOnly items are left out (exit 9) unless --include-device-only. "
+                + "--items takes at most 100,000 items (the new vault's items are held in memory until it is written).",
             "The vault gets a slot for each secret given: --key-file, --recipient, and a passphrase (--passphrase-file, "
                 + "--passphrase-fd, KCAR_PASSPHRASE; asked twice on the terminal if no other secret is given)."
         ],
@@ -115,7 +116,7 @@ extension Help {
                 + "written through a link. A link whose target is absolute or leads out of DIR (.. past DIR, or .. after a name) "
                 + "is skipped and named (exit 9) unless --unsafe-links.",
             "--items writes the items, with every attribute and the values in base64, to one JSON file (SPEC.md §K7; mode 0600; - for "
-                + "standard output) instead of files, streamed in file order; at most 100,000 items.",
+                + "standard output) instead of files, streamed in file order.",
             "--stdout streams the value to a pipe or file byte for byte; a terminal is shown only text (UTF-8 without control "
                 + "characters but tab and newlines) of at most 1 MiB, unless --force, followed by a newline (as get).",
             stdinNote, groupNote

@@ -19,14 +19,19 @@ enum ImportCommand {
         case (nil, let file?):
             // One transaction around the streaming read: an item the file refuses after others were added
             // ends it, and nothing is imported. The file's own error leaves as it is (the store would report
-            // an error it does not know as an I/O failure).
+            // an error it does not know as an I/O failure). In bulk (a group's vault keyed by primary key, as
+            // kcar makes them), the items leave memory as they are added, so any number imports in bounded
+            // memory; an item whose key is stored is refused as it is read, two items of the file with one
+            // key when the commit merges them.
             var fileError: CLIError?
+            var read = false
             let imported: Int
             do {
                 imported = try s.transaction(group: args.value("group")) { tx in
+                    _ = tx.addInBulk(spillEvery: DebugSeam.spillEvery ?? 65_536)
                     var n = 0
                     do {
-                        return try ItemFile.read(file) { e in
+                        let count = try ItemFile.read(file, itemsMax: ItemFile.itemsMax) { e in
                             n += 1
                             do {
                                 try tx.add(class: e.itemClass, attributes: e.attributes, value: e.value)
@@ -38,11 +43,20 @@ enum ImportCommand {
                                         + "\(error.message); nothing was imported")
                             }
                         }
+                        // Every item read and added: a duplicate from here on is two of the file's items.
+                        read = true
+                        return count
                     } catch let error as CLIError {
                         fileError = error
                         throw error
                     }
                 }
+            } catch let error as KeychainError where read && error.status == .duplicateItem {
+                let prefix = "two items of this commit have the key "
+                let key =
+                    error.message.hasPrefix(prefix) ? String(error.message.dropFirst(prefix.count)) : error.message
+                throw KeychainError(
+                    .duplicateItem, "two items of \(file) have one primary key, \(key); nothing was imported")
             } catch {
                 throw fileError ?? error
             }

@@ -95,10 +95,13 @@ enum ItemFile {
 
     /// `ITEMFILE_BYTES_MAX`: the largest item file read (SPEC.md §K7), checked before a regular file is read
     /// and counted as any input is read. The reader streams: it holds the item being parsed, not the file.
-    static let bytesMax = 256 << 20
-    /// `ITEMFILE_ITEMS_MAX`: items in one item file. A reader hands each item on as it is parsed, but an
-    /// import adds all or none, so its transaction keeps state per item until the commit: this bounds it.
-    static let itemsMax = 100_000
+    static let bytesMax = 1 << 30
+    /// `ITEMFILE_ITEMS_MAX`: items in one item file, a vault's `ITEMS_MAX`. A reader hands each item on as it
+    /// is parsed; an import adds them in bulk, out of memory as it goes (``GroupTransaction/addInBulk``).
+    static let itemsMax = Limits.itemsMax
+    /// `PACK_ITEMS_MAX`: items `pack --items` takes from one file. It makes a new vault whose transaction holds
+    /// every item until the commit (about 1.5 KB each): this bounds it.
+    static let packItemsMax = 100_000
     /// `ITEMFILE_NESTING_MAX`: how deeply the members an item-file reader skips (ones it does not know) may nest.
     static let nestingMax = 64
 
@@ -112,7 +115,7 @@ enum ItemFile {
     /// before its fault did (a duplicate, say), as when the file was checked whole before any item was
     /// added; then `each`'s error is thrown. Returns the number of items.
     @discardableResult
-    static func read(_ path: String, each: (Entry) throws -> Void) throws -> Int {
+    static func read(_ path: String, itemsMax: Int, each: (Entry) throws -> Void) throws -> Int {
         let fd: Int32
         if path == "-" {
             fd = 0
@@ -130,7 +133,7 @@ enum ItemFile {
             }
         }
         defer { if fd != 0 { close(fd) } }
-        var parser = Parser(fd: fd, path: path)
+        var parser = Parser(fd: fd, path: path, itemsMax: itemsMax)
         defer { parser.wipeBuffer() }
         var refused: Error?
         do {
@@ -164,22 +167,26 @@ enum ItemFile {
         private let fd: Int32
         private let path: String
         private var atEnd: Bool
+        /// Items the document may hold: `ITEMFILE_ITEMS_MAX`, or a command's own bound.
+        let itemsMax: Int
         static let readBytes = 1 << 16
 
         /// A parser of bytes already in memory (the fuzzer's).
-        init(_ bytes: [UInt8]) {
+        init(_ bytes: [UInt8], itemsMax: Int = ItemFile.itemsMax) {
             b = bytes
             fd = -1
             path = ""
             atEnd = true
+            self.itemsMax = itemsMax
         }
 
         /// A parser of what `fd` reads (the file `path`, or standard input for `-`), at most `ITEMFILE_BYTES_MAX`.
-        init(fd: Int32, path: String) {
+        init(fd: Int32, path: String, itemsMax: Int) {
             b = []
             self.fd = fd
             self.path = path
             atEnd = false
+            self.itemsMax = itemsMax
         }
 
         /// Whether byte `j` exists, reading more of the input until it does or the input ends.
@@ -470,7 +477,7 @@ enum ItemFile {
             var first = true
             while try more(0x5D, first: first) {
                 first = false
-                guard count < ItemFile.itemsMax else { throw fail("more than \(ItemFile.itemsMax) items") }
+                guard count < itemsMax else { throw fail("more than \(itemsMax) items") }
                 try each(try item(count))
                 count += 1
                 dropParsed()

@@ -158,7 +158,7 @@ enum PackCommand {
                 vaultPath, group: args.value("group") ?? "default", slots: slots, options: WriteOptions(level: level),
                 args
             ) { tx in
-                packed = try ItemFile.read(file) { e in
+                packed = try ItemFile.read(file, itemsMax: ItemFile.packItemsMax) { e in
                     try tx.add(
                         class: e.itemClass, attributes: e.attributes, value: .bytes(e.value), ifKeyExists: .keepBoth)
                 }

@@ -25,4 +25,15 @@ package enum DebugSeam {
             }
         #endif
     }
+
+    /// `KCAR_DEBUG_SPILL_EVERY=N` (debug builds only): an import in bulk spills every N changes instead of
+    /// every 65,536, so that a test of a few items crosses runs.
+    package static var spillEvery: Int? {
+        #if DEBUG
+            guard let raw = getenv("KCAR_DEBUG_SPILL_EVERY") else { return nil }
+            return Int(String(cString: raw)).flatMap { $0 > 0 ? $0 : nil }
+        #else
+            return nil
+        #endif
+    }
 }

@@ -62,6 +62,42 @@ extension KeychainCLITests {
         try kcar(["get", "--service", "api"], expect: 6)
     }
 
+    /// Issue 24: an import takes its items in bulk, out of memory every N changes (here 40, through the debug
+    /// seam; 65,536 in a release build). Two items of the file with one key are refused when the commit
+    /// merges them, wherever they were spilled; nothing is imported, and the group verifies.
+    func testAnImportInBulkRefusesTwoItemsWithOneKeyAndImportsTheRest() throws {
+        func itemFile(_ name: String, _ n: Int, duplicate: (of: Int, at: Int)? = nil) throws {
+            let items = (0..<n).map { i -> String in
+                let j = duplicate.map { i == $0.at ? $0.of : i } ?? i
+                let value = Data("v\(i)".utf8).base64EncodedString()
+                return
+                    "{\"class\": \"genp\", \"attributes\": {\"svce\": \"s\(j % 5)\", \"acct\": \"u\(j)\"}, \"value\": \"\(value)\"}"
+            }
+            let text =
+                "{\"format\": \"kcar-items\", \"version\": 1, \"items\": [" + items.joined(separator: ",\n") + "]}\n"
+            try write(name, Array(text.utf8))
+        }
+        let spill = ["KCAR_DEBUG_SPILL_EVERY": "40"]
+        for (of, at) in [(7, 250), (3, 9), (260, 299)] {
+            try itemFile("dup.json", 300, duplicate: (of, at))
+            let r = try kcar(["import", "--group", "g", "--items", dir + "/dup.json"], env: spill, expect: 11)
+            XCTAssertTrue(r.err.contains("two items of \(dir + "/dup.json") have one primary key"), r.err)
+            XCTAssertTrue(r.err.contains("acct=\"u\(of)\""), r.err)
+            XCTAssertTrue(r.err.contains("nothing was imported"), r.err)
+        }
+        try kcar(["get", "--group", "g", "--service", "s2", "--account", "u7"], expect: 6)
+        try itemFile("all.json", 300)
+        XCTAssertTrue(
+            try kcar(["import", "--group", "g", "--items", dir + "/all.json"], env: spill).err.contains(
+                "imported 300 items"))
+        XCTAssertEqual(try kcar(["get", "--group", "g", "--service", "s3", "--account", "u253"]).out, "v253")
+        XCTAssertEqual(try kcar(["list", "--group", "g"]).out.split(separator: "\n").count, 301)
+        XCTAssertTrue(try kcar(["verify", "--group", "g"]).out.contains("intact: 300 items"))
+        // A stored key is refused as it is read, by its place in the file.
+        let again = try kcar(["import", "--group", "g", "--items", dir + "/all.json"], env: spill, expect: 11)
+        XCTAssertTrue(again.err.contains("item 1 of \(dir + "/all.json") (genp, service s0, account u0)"), again.err)
+    }
+
     /// The confirmation of a value typed on a terminal speaks of values.
     func testAMismatchedValueIsCalledAValue() throws {
         let r = try onTerminal(

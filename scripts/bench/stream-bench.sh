@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 10's streaming commands at scale: `kcar list --json`, `kcar list`, `kcar verify`, `kcar extract --items`
-# (at most ITEMFILE_ITEMS_MAX items, so at 10k and 100k only) and `kcar git textconv` over a version 2 vault
+# (at 10k and 100k only) and `kcar git textconv` over a version 2 vault
 # of N generic passwords (kcar-scale-bench's: 64-byte values in solid records of 256, a keychain schema with
 # the attributes tree), at N = 10k, 100k and 1M. For each: the wall time (median of hyperfine's runs, or the
 # best of /usr/bin/time's when hyperfine is missing), the peak RSS (/usr/bin/time -f %M), and for list the

@@ -1,3 +1,5 @@
+import Dispatch
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -20,6 +22,23 @@ package final class PagedTransaction {
     /// its own copy of the items: ``Vault`` over a version 2 file).
     var keepsValueLocations = false
     private(set) var valueLocations: [ItemID: (size: UInt64, location: RecordLocation)] = [:]
+    /// A bulk commit (an import of any size) in bounded memory: once this many items changed since the last
+    /// spill, the items added since whose records are written leave memory as their tree entries, sorted and
+    /// sealed into a temporary file (``SpillRuns``) that the commit merges back in key order. An item spilled
+    /// is no longer known here: an update or delete of it in the same commit finds no such item, and
+    /// ``changedItems`` leaves it out. Nil: nothing spills.
+    package var spillAfter: Int?
+    /// Whether the commit refuses two live items of the items tree whose keys differ only in their item id
+    /// (one class and key values), as the keychain's primary keys (SPEC.md §K4) do when its own check of them
+    /// holds no state per item: ``VaultError/Code/exists``. Checked when runs are merged.
+    package var refusesEqualKeys = false
+    /// The runs spilled so far (nil: none).
+    private(set) var spilled: SpillRuns?
+    private var spillAt = 0
+    /// The spill being written on another thread (its entries made, sorted, sealed and written while this
+    /// thread reads on): at most one, so that memory holds the batch being written and the one being filled.
+    private var spilling: DispatchGroup?
+    private let spillFailure = SpillFailure()
 
     init(vault: PagedVault, writer: CommitWriter, random: RandomSource, now: UInt64) throws {
         self.vault = vault
@@ -53,6 +72,7 @@ package final class PagedTransaction {
     @discardableResult
     package func add(class itemClass: ItemClass, attributes: Attributes, value: ValueSource) throws -> ItemID {
         try Transaction.check(itemClass, attributes)
+        if let n = spillAfter, changed.count >= max(n, spillAt) { try spill(every: n) }
         let id = ItemID(random.bytes(16))
         let item = Item(
             id: id, itemClass: itemClass, attributes: attributes, size: 0,
@@ -163,11 +183,67 @@ package final class PagedTransaction {
         liveChange -= 1
     }
 
+    /// Moves the added items whose records are written out of memory, as one sorted run of their tree
+    /// entries (versions given in id order, as ``finish()`` gives them), and sets when the next spill comes:
+    /// once `every` more items changed.
+    private func spill(every n: Int) throws {
+        // The values given so far are written (a solid record ends here), so that every add has its location.
+        try writer.flush()
+        takeLocations()
+        var ids: [ItemID] = []
+        for (id, c) in changed where c != nil && before[id] == nil && valued[id] == nil { ids.append(id) }
+        spillAt = changed.count - ids.count + n
+        guard !ids.isEmpty else { return }
+        ids.sort()
+        let batch = SpillBatch()
+        batch.items.reserveCapacity(ids.count)
+        for id in ids {
+            guard case .some(.some(let a)) = changed.removeValue(forKey: id) else { continue }
+            batch.items.append((a, nextVersion()))
+        }
+        try waitForSpill()
+        if spilled == nil { spilled = try SpillRuns(directory: directoryOf(vault.path)) }
+        let runs = spilled!
+        let schema = vault.root.schema
+        let failure = spillFailure
+        let group = DispatchGroup()
+        spilling = group
+        DispatchQueue.global().async(group: group) {
+            do {
+                var items: [TreeWriter.Change] = []
+                var attributes: [TreeWriter.Change] = []
+                items.reserveCapacity(batch.items.count)
+                for (a, version) in batch.items {
+                    let e = ItemEntries.entry(a, version: version, schema: schema)
+                    items.append(.put(e))
+                    for k in ItemEntries.attributeKeys(a, itemKey: e.key, schema: schema) {
+                        attributes.append(.put(LeafEntry(key: k)))
+                    }
+                }
+                batch.items = []
+                PagedRebuild.sortByKey(&items, key: \.key)
+                PagedRebuild.sortByKey(&attributes, key: \.key)
+                try runs.append([(.items, items), (.attributes, attributes)])
+            } catch {
+                failure.error = error
+            }
+        }
+    }
+
+    /// Waits for the spill being written, and throws what it failed with.
+    private func waitForSpill() throws {
+        guard let group = spilling else { return }
+        group.wait()
+        spilling = nil
+        if let e = spillFailure.error { throw e }
+    }
+
     /// Flushes the records and turns the changes into tree changes, per tree in ascending key order. Keys of
     /// different items never collide (item keys end in the item id), so each tree's changes are gathered in an
     /// array and sorted once, however many items the commit changes. The transaction's items are let go as
     /// their entries are made: a large commit holds its items or its entries, not both.
     func finish() throws -> [(tree: TreeID, changes: [TreeWriter.Change])] {
+        try waitForSpill()
         try writer.flush()
         takeLocations()
         valued = [:]
@@ -218,4 +294,14 @@ package final class PagedTransaction {
         PagedRebuild.sortByKey(&history, key: \.key)
         return [(.items, items), (.attributes, attributes), (.history, history)]
     }
+}
+
+/// Items leaving memory, handed to the thread that writes them (and only to it until it is done).
+private final class SpillBatch: @unchecked Sendable {
+    var items: [(item: Item, version: Version)] = []
+}
+
+/// What the spilling thread failed with, read once it is done (``PagedTransaction`` waits on its group).
+private final class SpillFailure: @unchecked Sendable {
+    var error: Error?
 }

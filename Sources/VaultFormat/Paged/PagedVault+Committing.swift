@@ -95,11 +95,50 @@ extension PagedVault {
     func commitLocked(
         level: Int32, random: RandomSource, solidMembers: Int, now: UInt64, _ body: (PagedTransaction) throws -> Void
     ) throws {
-        try appendCommit(level: level, random: random, solidMembers: solidMembers) { writer in
+        var bulk: Bulk?
+        try appendCommit(level: level, random: random, solidMembers: solidMembers, bulk: { bulk }) { writer in
             let tx = try PagedTransaction(vault: self, writer: writer, random: random, now: now)
             try body(tx)
-            return (try tx.finish(), tx.clock, tx.liveChange)
+            let changes = (try tx.finish(), tx.clock, tx.liveChange)
+            bulk = Bulk(runs: tx.spilled, refusesEqualKeys: tx.refusesEqualKeys)
+            return changes
         }
+    }
+
+    /// What a bulk commit adds to its tree changes: the runs it spilled, and whether two live items of one
+    /// class and key values are refused (``PagedTransaction/refusesEqualKeys``).
+    struct Bulk {
+        var runs: SpillRuns?
+        var refusesEqualKeys: Bool
+    }
+
+    /// Changes applied to a tree at a time when runs are merged: the merge holds a chunk, not the commit.
+    static let mergeChunk = 65_536
+
+    /// Throws ``VaultError/Code/exists`` when `e`, a put to the items tree, and the live entry before it in key
+    /// order (`previous`) name one class and key values (their keys differ only in the item id that ends them).
+    func refuseEqualKeys(_ c: TreeWriter.Change, after previous: inout [UInt8]?) throws {
+        guard case .put(let e) = c, e.record != nil, e.key.count > 16 else { return }
+        if let p = previous, p.count == e.key.count,
+            p.prefix(p.count - 16).elementsEqual(e.key.prefix(e.key.count - 16))
+        {
+            var shown = "(the same class and key values)"
+            if let parsed = try? ItemKey.parse(e.key, schemaFor: { self.root.schema.classes[$0] }) {
+                // A class without key attributes never conflicts (its keys are its ids).
+                let names = root.schema.classes[parsed.itemClass]?.keyAttributes.map(\.name) ?? []
+                guard !names.isEmpty else {
+                    previous = e.key
+                    return
+                }
+                shown =
+                    ItemKeyValues(itemClass: ItemClass(rawValue: parsed.itemClass), names: names, values: parsed.values)
+                    .text
+            }
+            throw VaultError(
+                .exists, item: ItemID(Array(e.key.suffix(16))),
+                "two items of this commit have the key \(shown)")
+        }
+        previous = e.key
     }
 
     /// The tree changes of one commit, per tree in ascending key order; the clock of its last version; the
@@ -109,7 +148,8 @@ extension PagedVault {
     /// Appends one commit (under the lock): `make` writes its records through the writer it is given and
     /// returns its tree changes, which become a delta segment or a fold.
     func appendCommit(
-        level: Int32, random: RandomSource, solidMembers: Int, _ make: (CommitWriter) throws -> CommitChanges
+        level: Int32, random: RandomSource, solidMembers: Int, bulk: () -> Bulk? = { nil },
+        _ make: (CommitWriter) throws -> CommitChanges
     ) throws {
         let generation = uncommitted ? 1 : try Vault.nextGeneration(after: tail.trailer.generation, path)
         let end = uncommitted ? 0 : tail.offset + UInt64(TrailerV2.size)
@@ -119,7 +159,13 @@ extension PagedVault {
             random: random, level: level, solidMembers: solidMembers, at: end)
         do {
             var (perTree, clock, liveChange) = try make(writer)
-            let changeCount = perTree.reduce(0) { $0 + $1.changes.count }
+            let bulk = bulk()
+            let runs = bulk?.runs
+            let changeCount = perTree.reduce(0) { $0 + $1.changes.count } + (runs?.counts.values.reduce(0, +) ?? 0)
+            if bulk?.refusesEqualKeys == true, runs == nil, let i = perTree.firstIndex(where: { $0.tree == .items }) {
+                var previous: [UInt8]?
+                for c in perTree[i].changes { try refuseEqualKeys(c, after: &previous) }
+            }
             guard changeCount > 0 else {
                 try file.truncate(to: UInt64(header.length) + end)
                 return
@@ -144,7 +190,7 @@ extension PagedVault {
             let itemCount = UInt64(count + liveChange)
             // A commit of many changes folds without being encoded as a delta first.
             let changes =
-                changeCount > PagedLimits.foldAfterChanges
+                changeCount > PagedLimits.foldAfterChanges || runs != nil
                 ? [] : perTree.flatMap { t in t.changes.map { (tree: t.tree, change: $0) } }
             try PageCodec.checkOneExtentPerRecord(changes.lazy.compactMap(\.change.entry))
             let delta = changes.isEmpty ? [] : DeltaCodec.encode(changes)
@@ -153,7 +199,7 @@ extension PagedVault {
             let fitsDelta = changes.allSatisfy {
                 PageCodec.fits($0.change.entry ?? LeafEntry(key: $0.change.key), inDelta: true)
             }
-            if uncommitted || chain >= PagedLimits.deltaChainMax
+            if uncommitted || runs != nil || chain >= PagedLimits.deltaChainMax
                 || overlayBytes + delta.count > PagedLimits.foldAfterBytes || changeCount > PagedLimits.foldAfterChanges
                 || delta.count > PagedLimits.deltaMax || !fitsDelta
             {
@@ -190,33 +236,77 @@ extension PagedVault {
                         if case .put = self.overlay[tree]?[k] { return true }  // this commit removes what the chain put
                         return false
                     }
-                    let top = try TreeWriter(store: store, tree: tree).apply(
-                        pending, to: root.top(tree),
-                        onMissingRemove: { k in
-                            guard mayBeMissing(k) else {
-                                throw VaultError(
-                                    .damagedIndex,
-                                    "a delta segment removes a key of the \(tree) tree that neither the tree nor the chain holds"
-                                )
+                    let apply = { (chunk: [TreeWriter.Change], top: PageRef?) throws -> PageRef? in
+                        try TreeWriter(store: self.store, tree: tree).apply(
+                            chunk, to: top,
+                            onMissingRemove: { k in
+                                guard mayBeMissing(k) else {
+                                    throw VaultError(
+                                        .damagedIndex,
+                                        "a delta segment removes a key of the \(tree) tree that neither the tree nor the chain holds"
+                                    )
+                                }
+                            }, dropped: { newRoot.addGarbage($0.length) }
+                        ) { old, c in
+                            if let old, let share = self.recordShare(tree, old) { deadRecords[share.id] = share.bytes }
+                            if case .put(let e) = c, let r = e.record { namedRecords.insert(r.id) }
+                            switch tree {
+                            case .items:
+                                if let old {
+                                    if old.record != nil { newRoot.liveItems &-= 1 } else { newRoot.tombstones &-= 1 }
+                                }
+                                if case .put(let e) = c {
+                                    if e.record != nil { newRoot.liveItems &+= 1 } else { newRoot.tombstones &+= 1 }
+                                }
+                            case .history:
+                                if old != nil { newRoot.historyEntries &-= 1 }
+                                if case .put = c { newRoot.historyEntries &+= 1 }
+                            case .attributes:
+                                break
                             }
-                        }, dropped: { newRoot.addGarbage($0.length) }
-                    ) { old, c in
-                        if let old, let share = self.recordShare(tree, old) { deadRecords[share.id] = share.bytes }
-                        if case .put(let e) = c, let r = e.record { namedRecords.insert(r.id) }
-                        switch tree {
-                        case .items:
-                            if let old {
-                                if old.record != nil { newRoot.liveItems &-= 1 } else { newRoot.tombstones &-= 1 }
-                            }
-                            if case .put(let e) = c {
-                                if e.record != nil { newRoot.liveItems &+= 1 } else { newRoot.tombstones &+= 1 }
-                            }
-                        case .history:
-                            if old != nil { newRoot.historyEntries &-= 1 }
-                            if case .put = c { newRoot.historyEntries &+= 1 }
-                        case .attributes:
-                            break
                         }
+                    }
+                    let cursors = runs?.cursors(tree) ?? []
+                    var top = root.top(tree)
+                    if cursors.isEmpty {
+                        top = try apply(pending, top)
+                    } else {
+                        // The runs and the changes kept in memory, merged in key order and applied a chunk at a
+                        // time (each chunk's keys follow the last's, so a chunk rewrites the pages it reaches and
+                        // the path above them).
+                        var sources = cursors
+                        sources.append(SpillRuns.Cursor(memory: pending))
+                        var chunk: [TreeWriter.Change] = []
+                        chunk.reserveCapacity(PagedVault.mergeChunk)
+                        var lastKey: [UInt8]?
+                        var previousLive: [UInt8]?
+                        while true {
+                            var least: Int?
+                            var leastKey: [UInt8] = []
+                            for i in sources.indices {
+                                guard let c = try sources[i].peek() else { continue }
+                                if least == nil || c.key.lexicographicallyPrecedes(leastKey) {
+                                    least = i
+                                    leastKey = c.key
+                                }
+                            }
+                            guard let i = least, let c = try sources[i].peek() else { break }
+                            sources[i].advance()
+                            if let l = lastKey, !l.lexicographicallyPrecedes(c.key) {
+                                throw VaultError(
+                                    .invalidArgument, "two changes of one commit to one key of the \(tree) tree")
+                            }
+                            lastKey = c.key
+                            if tree == .items, bulk?.refusesEqualKeys == true {
+                                try refuseEqualKeys(c, after: &previousLive)
+                            }
+                            chunk.append(c)
+                            if chunk.count == PagedVault.mergeChunk {
+                                top = try apply(chunk, top)
+                                chunk.removeAll(keepingCapacity: true)
+                            }
+                        }
+                        if !chunk.isEmpty { top = try apply(chunk, top) }
                     }
                     newRoot.setTop(tree, top)
                 }

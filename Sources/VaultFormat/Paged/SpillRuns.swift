@@ -1,0 +1,160 @@
+import CSodium
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The tree changes a bulk commit (``PagedTransaction/spillAfter``) moves out of memory, as sorted runs: each
+/// run a list of changes per tree in ascending key order, cut into chunks of at most ``chunkEntries`` that are
+/// encoded as delta segments (V6) and sealed (XChaCha20-Poly1305 under a key drawn for this commit alone,
+/// the chunk's offset as its nonce: each offset is written once) into a temporary file beside the vault that has no name: it is gone
+/// when the process ends, whatever ends it. The commit reads each run back one chunk at a time
+/// (``Cursor``), so that what it holds is a chunk per run, not the commit. One thread at a time uses it: the
+/// one spilling, then (once the spill is waited for) the commit.
+final class SpillRuns: @unchecked Sendable {
+    /// Changes per chunk: a delta segment's leaf holds at most ``PagedLimits/pageEntriesMax``.
+    static let chunkEntries = 4096
+
+    private let fd: Int32
+    private let key: SecureBytes
+    private var end: UInt64 = 0
+    /// Per run, per tree: its chunks in order.
+    private var runs: [[TreeID: [(offset: UInt64, length: Int)]]] = []
+    /// Changes spilled per tree, over every run.
+    private(set) var counts: [TreeID: Int] = [:]
+
+    /// Opens an unnamed temporary file in `directory` (O_TMPFILE; where the file system has none, a file
+    /// created under a random name and unlinked at once).
+    init(directory: String) throws {
+        // O_TMPFILE (__O_TMPFILE | O_DIRECTORY), which Glibc's module does not export.
+        let tmpfile: Int32 = 0o20_200_000
+        var made = open(directory, tmpfile | O_RDWR | O_CLOEXEC, 0o600)
+        if made < 0 {
+            var name = Array("\(directory)/.kcar-spill-XXXXXX".utf8CString)
+            made = name.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+            if made >= 0 {
+                _ = fcntl(made, F_SETFD, FD_CLOEXEC)
+                _ = name.withUnsafeBufferPointer { unlink($0.baseAddress!) }
+            }
+        }
+        guard made >= 0 else {
+            throw VaultError(.io, "cannot make a temporary file in \(directory) for a large commit: errno \(errno)")
+        }
+        fd = made
+        Sodium.ensureInitialized()
+        key = SecureBytes(count: 32) { randombytes_buf($0.baseAddress!, 32) }
+    }
+
+    deinit { close(fd) }
+
+    /// Whether any change was spilled.
+    var isEmpty: Bool { runs.isEmpty }
+
+    /// Writes one run: `perTree`'s changes, each list in strictly ascending key order.
+    func append(_ perTree: [(tree: TreeID, changes: [TreeWriter.Change])]) throws {
+        var run: [TreeID: [(offset: UInt64, length: Int)]] = [:]
+        for (tree, changes) in perTree where !changes.isEmpty {
+            var chunks: [(offset: UInt64, length: Int)] = []
+            var start = 0
+            while start < changes.count {
+                let stop = min(start + SpillRuns.chunkEntries, changes.count)
+                var plain = DeltaCodec.encode(changes[start..<stop].map { (tree: tree, change: $0) })
+                defer { wipe(&plain) }
+                let sealedBytes = plain.withUnsafeBytes { p in
+                    Sodium.seal(key: key, nonce: nonce(end), plaintext: p, ad: [])
+                }
+                try write(sealedBytes, at: end)
+                chunks.append((end, sealedBytes.count))
+                end += UInt64(sealedBytes.count)
+                start = stop
+            }
+            run[tree] = chunks
+            counts[tree, default: 0] += changes.count
+        }
+        runs.append(run)
+    }
+
+    /// A reader of every run's changes to `tree`, one cursor per run.
+    func cursors(_ tree: TreeID) -> [Cursor] {
+        runs.compactMap { run in run[tree].map { Cursor(runs: self, tree: tree, chunks: $0) } }
+    }
+
+    /// A chunk's nonce: its offset, which no other chunk of the file has, under a key used for this file alone.
+    private func nonce(_ offset: UInt64) -> [UInt8] {
+        var n = [UInt8](repeating: 0, count: Sodium.aeadNonceBytes)
+        for i in 0..<8 { n[i] = UInt8(truncatingIfNeeded: offset >> (8 * UInt64(i))) }
+        return n
+    }
+
+    private func write(_ bytes: [UInt8], at offset: UInt64) throws {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { p in
+                pwrite(fd, p.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else {
+                throw VaultError(.io, "cannot write the temporary file of a large commit: errno \(errno)")
+            }
+            done += n
+        }
+    }
+
+    fileprivate func read(_ tree: TreeID, _ chunk: (offset: UInt64, length: Int)) throws -> [TreeWriter.Change] {
+        var bytes = [UInt8](repeating: 0, count: chunk.length)
+        var done = 0
+        while done < chunk.length {
+            let n = bytes.withUnsafeMutableBytes { p in
+                pread(fd, p.baseAddress! + done, chunk.length - done, off_t(chunk.offset) + off_t(done))
+            }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { throw VaultError(.io, "cannot read the temporary file of a large commit") }
+            done += n
+        }
+        guard var plain = Sodium.open(key: key, nonce: nonce(chunk.offset), ciphertext: bytes, ad: []) else {
+            throw VaultError(.io, "the temporary file of a large commit changed under it")
+        }
+        defer { wipe(&plain) }
+        return try DeltaCodec.decode(plain).map { c in
+            guard c.tree == tree else { throw VaultError(.io, "the temporary file of a large commit is mixed up") }
+            return c.change
+        }
+    }
+
+    /// One run's changes to one tree, read a chunk at a time (or changes held in memory).
+    struct Cursor {
+        let runs: SpillRuns?
+        let tree: TreeID
+        let chunks: [(offset: UInt64, length: Int)]
+        private var next = 0
+        private var buffer: [TreeWriter.Change] = []
+        private var at = 0
+
+        init(runs: SpillRuns, tree: TreeID, chunks: [(offset: UInt64, length: Int)]) {
+            self.runs = runs
+            self.tree = tree
+            self.chunks = chunks
+        }
+
+        /// A cursor over `changes`, in ascending key order, held in memory.
+        init(memory changes: [TreeWriter.Change]) {
+            runs = nil
+            tree = .items
+            chunks = []
+            buffer = changes
+        }
+
+        /// The change at the cursor, nil at the end.
+        mutating func peek() throws -> TreeWriter.Change? {
+            while at == buffer.count {
+                guard let runs, next < chunks.count else { return nil }
+                buffer = try runs.read(tree, chunks[next])
+                next += 1
+                at = 0
+            }
+            return buffer[at]
+        }
+
+        mutating func advance() { at += 1 }
+    }
+}
