@@ -109,6 +109,12 @@ def rows(f):
         rate = f["kcar.list.%d.items_per_s" % n]
         out.append(("kcar list, %s items" % format(n, ","), "{:,.0f} items/s".format(rate), "", "", ">= 1,000,000/s",
                     rate >= 1e6))
+    for n in sorted(int(k.split(".")[2]) for k in f if k.startswith("kcar.import_items.") and k.endswith(".s")):
+        secs, rss = f["kcar.import_items.%d.s" % n], f.get("kcar.import_items.%d.rss_mib" % n, 0)
+        met = secs <= 15 and rss <= 512 if n == 1000000 else None
+        out.append(("kcar import --items, %s items from one file" % format(n, ","),
+                    "%s, %.0f MiB" % (seconds(secs), rss), "", "",
+                    "1M: <= 15 s, <= 512 MiB" if n == 1000000 else "", met))
     time_row("secret-tool store", "kcar.store.ms", "gnome-keyring", "gnome-keyring.store.ms", ms, "", 0)
     time_row("secret-tool lookup", "kcar.lookup.ms", "gnome-keyring", "gnome-keyring.lookup.ms", ms, "", 0)
     among = " {:,.0f}".format(f["kcar.lookup_among_n.items"]) if "kcar.lookup_among_n.items" in f else " many"
