@@ -274,24 +274,12 @@ extension PagedVault {
                         // The runs and the changes kept in memory, merged in key order and applied a chunk at a
                         // time (each chunk's keys follow the last's, so a chunk rewrites the pages it reaches and
                         // the path above them).
-                        var sources = cursors
-                        sources.append(SpillRuns.Cursor(memory: pending))
+                        var merged = try MergedCursors(cursors + [SpillRuns.Cursor(memory: pending)])
                         var chunk: [TreeWriter.Change] = []
                         chunk.reserveCapacity(PagedVault.mergeChunk)
                         var lastKey: [UInt8]?
                         var previousLive: [UInt8]?
-                        while true {
-                            var least: Int?
-                            var leastKey: [UInt8] = []
-                            for i in sources.indices {
-                                guard let c = try sources[i].peek() else { continue }
-                                if least == nil || c.key.lexicographicallyPrecedes(leastKey) {
-                                    least = i
-                                    leastKey = c.key
-                                }
-                            }
-                            guard let i = least, let c = try sources[i].peek() else { break }
-                            sources[i].advance()
+                        while let c = try merged.next() {
                             if let l = lastKey, !l.lexicographicallyPrecedes(c.key) {
                                 throw VaultError(
                                     .invalidArgument, "two changes of one commit to one key of the \(tree) tree")

@@ -158,3 +158,53 @@ final class SpillRuns: @unchecked Sendable {
         mutating func advance() { at += 1 }
     }
 }
+
+/// Several cursors' changes, each cursor in ascending key order, handed over as one list in ascending key
+/// order: a binary heap of the cursors by the key of their next change (log k comparisons per change).
+struct MergedCursors {
+    private var cursors: [SpillRuns.Cursor]
+    /// Each cursor's next key (empty once it is done).
+    private var heads: [[UInt8]]
+    private var heap: [Int] = []
+
+    init(_ cursors: [SpillRuns.Cursor]) throws {
+        self.cursors = cursors
+        heads = Array(repeating: [], count: cursors.count)
+        for i in cursors.indices {
+            if let c = try self.cursors[i].peek() {
+                heads[i] = c.key
+                heap.append(i)
+            }
+        }
+        for i in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(i) }
+    }
+
+    /// The least change not yet handed over; nil once every cursor is done.
+    mutating func next() throws -> TreeWriter.Change? {
+        guard let i = heap.first, let c = try cursors[i].peek() else { return nil }
+        cursors[i].advance()
+        if let n = try cursors[i].peek() {
+            heads[i] = n.key
+        } else {
+            heads[i] = []
+            heap[0] = heap[heap.count - 1]
+            heap.removeLast()
+        }
+        if !heap.isEmpty { siftDown(0) }
+        return c
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        var p = start
+        while true {
+            let l = 2 * p + 1
+            let r = l + 1
+            var m = p
+            if l < heap.count, heads[heap[l]].lexicographicallyPrecedes(heads[heap[m]]) { m = l }
+            if r < heap.count, heads[heap[r]].lexicographicallyPrecedes(heads[heap[m]]) { m = r }
+            if m == p { return }
+            heap.swapAt(p, m)
+            p = m
+        }
+    }
+}
