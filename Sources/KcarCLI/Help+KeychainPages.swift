@@ -354,8 +354,9 @@ extension Help {
             "--nskeyed FILE adds one item whose value is the archive converted to a kcar archive; --items FILE.json adds the items of "
                 + "an item file (extract --items; - for standard input), all or none: any number of items (up to a vault's "
                 + "4,000,000), in bounded memory (sealed into a temporary file beside the group's vault as they are read). "
-                + "An item whose primary key the group holds is refused as it is read; two items of the file with one key "
-                + "when the commit merges them (exit 11 either way, nothing imported).",
+                + "An item whose primary key the group (or one of the 65,536 items before it) holds is refused as it is "
+                + "read; two items of the file with one key further apart when the commit merges them (exit 11 either way, "
+                + "nothing imported).",
             itemNote
         ],
         options: keychainOptions + selectorOptions + [

@@ -21,8 +21,8 @@ enum ImportCommand {
             // ends it, and nothing is imported. The file's own error leaves as it is (the store would report
             // an error it does not know as an I/O failure). In bulk (a group's vault keyed by primary key, as
             // kcar makes them), the items leave memory as they are added, so any number imports in bounded
-            // memory; an item whose key is stored is refused as it is read, two items of the file with one
-            // key when the commit merges them.
+            // memory; an item whose key is stored or was taken by one of the items just before it is refused
+            // as it is read, two items of the file with one key further apart when the commit merges them.
             var fileError: CLIError?
             var read = false
             let imported: Int

@@ -31,9 +31,10 @@ public final class GroupTransaction {
     /// falls when a change failed part-way: the full index is built from then on.
     private var pending: [PrimaryKey: ItemID?] = [:]
     private var pendingValid = true
-    /// Adds in bulk (``addInBulk(spillEvery:)``): an add checks its primary key against the stored items only,
-    /// and `pending` stays empty; the commit refuses two adds with one key.
-    private var bulk = false
+    /// Adds in bulk (``addInBulk(spillEvery:)``): `pending` holds at most this many keys (it is emptied when it
+    /// is full), so an add finds a key taken by one of the adds just before it at once, by its place in the file;
+    /// the commit refuses two adds with one key wherever they are. Nil: not in bulk.
+    private var bulkWindow: Int?
     private var lookups: ItemIndex? {
         guard keys == nil, pendingValid else { return nil }
         return tx.itemIndex
@@ -88,7 +89,7 @@ public final class GroupTransaction {
     /// (no key built per item).
     private func isTaken(_ pk: PrimaryKey, _ attributes: Attributes) throws -> Bool {
         if let p = lookups, Schema.keysByPrimaryKey(p.schema, pk.itemClass) {
-            if !bulk, let held = pending[pk] { return held != nil }
+            if let held = pending[pk] { return held != nil }
             let holders = try p.items(
                 class: ItemClass(rawValue: pk.itemClass),
                 keyValues: Schema.primaryKeyValues(attributes, class: pk.itemClass))
@@ -122,9 +123,9 @@ public final class GroupTransaction {
 
     /// Lets this transaction add any number of items in bounded memory (`kcar import --items`): the vault
     /// moves its adds out of memory every `count` changes, sealed into a temporary file that the commit merges
-    /// back, and an add checks its primary key against the items stored before the transaction only; two
-    /// adds of the transaction with one primary key make the commit fail with
-    /// ``KeychainStatus/duplicateItem``, nothing added. An item added may then no longer be known to the
+    /// back, and an add checks its primary key against the items stored before the transaction and the last
+    /// `count` adds only; two adds of the transaction with one primary key further apart make the commit fail
+    /// with ``KeychainStatus/duplicateItem``, nothing added. An item added may then no longer be known to the
     /// transaction: update or delete it in another. Returns false, changing nothing, where the group's vault
     /// cannot (its keys are not the primary keys of §K4 for every class, or the transaction has changed
     /// anything already).
@@ -133,7 +134,7 @@ public final class GroupTransaction {
             ["genp", "inet", "cert", "keys", "idnt"].allSatisfy({ Schema.keysByPrimaryKey(p.schema, $0) }),
             tx.spillAdds(every: count, refusingEqualKeys: true)
         else { return false }
-        bulk = true
+        bulkWindow = count
         return true
     }
 
@@ -199,7 +200,11 @@ public final class GroupTransaction {
         changed = true
         // In place: a copy per add would make a batch quadratic. Without an index (and without lookups), the
         // next add builds one from the items, this one included.
-        if !bulk, keys != nil || lookups != nil { setHolder(pk, id, holds: true) }
+        if keys != nil || lookups != nil {
+            // Emptied, not grown, in bulk: a key forgotten here is still refused by the commit.
+            if let n = bulkWindow, pending.count >= n { pending.removeAll(keepingCapacity: true) }
+            setHolder(pk, id, holds: true)
+        }
         return KeychainItem(group: group, tx.item(id)!, size: UInt64(value.count))
     }
 

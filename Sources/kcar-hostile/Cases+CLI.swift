@@ -152,20 +152,35 @@ func cliCases() -> [HostileCase] {
                     $0 + "/items.json", Array(repeating: "{\"class\":\"genp\",\"value\":\"\"}", count: 700_000))
             },
             args: ["pack", "out.kcv", "--items", "items.json", key, "k.key"], exits: [4]),
+        // An import takes its items in bulk, out of memory as it reads (issue 24): of 700,000 items of one primary
+        // key the second is refused as it is read (exit 11, nothing imported); 250,000 distinct ones import.
         HostileCase(
             name: "cli/items-many-import", attack: "a 20 MB item file of 700,000 minimal items, for import --items",
             make: {
                 try itemFile(
                     $0 + "/items.json", Array(repeating: "{\"class\":\"genp\",\"value\":\"\"}", count: 700_000))
             },
-            args: ["import", "--keychain", "kc", "--group", "g", "--items", "items.json"], exits: [4]),
+            args: ["import", "--keychain", "kc", "--group", "g", "--items", "items.json"], exits: [11]),
         HostileCase(
-            name: "cli/items-import-at-limit",
-            attack: "an item file of 100,000 distinct items (the limit), for import --items",
+            name: "cli/items-import-far-duplicate",
+            attack:
+                "300,000 items, the first and the last with one primary key (found when the commit merges its runs)",
             make: {
                 try itemFile(
                     $0 + "/items.json",
-                    (0..<100_000).map {
+                    (0..<300_000).map {
+                        "{\"class\":\"genp\",\"attributes\":{\"acct\":\"\($0 % 299_999)\"},\"value\":\"\"}"
+                    })
+            },
+            args: ["import", "--keychain", "kc", "--group", "g", "--items", "items.json"], exits: [11]),
+        HostileCase(
+            name: "cli/items-import-many-distinct",
+            attack:
+                "an 18 MB item file of 250,000 distinct items (two and a half times the old limit), for import --items",
+            make: {
+                try itemFile(
+                    $0 + "/items.json",
+                    (0..<250_000).map {
                         "{\"class\":\"genp\",\"attributes\":{\"svce\":\"s\",\"acct\":\"\($0)\"},\"value\":\"AA==\"}"
                     })
             },

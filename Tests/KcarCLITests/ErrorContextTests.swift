@@ -78,11 +78,19 @@ extension KeychainCLITests {
             try write(name, Array(text.utf8))
         }
         let spill = ["KCAR_DEBUG_SPILL_EVERY": "40"]
-        for (of, at) in [(7, 250), (3, 9), (260, 299)] {
+        // Items 3 and 9 share a window of 40 keys kept; 260 and 299 do not (the window empties at 280).
+        for (of, at, early) in [(7, 250, false), (3, 9, true), (260, 299, false)] {
             try itemFile("dup.json", 300, duplicate: (of, at))
             let r = try kcar(["import", "--group", "g", "--items", dir + "/dup.json"], env: spill, expect: 11)
-            XCTAssertTrue(r.err.contains("two items of \(dir + "/dup.json") have one primary key"), r.err)
-            XCTAssertTrue(r.err.contains("acct=\"u\(of)\""), r.err)
+            if early {
+                // Among the last adds, whose keys are kept: refused as it is read, by its place in the file.
+                XCTAssertTrue(
+                    r.err.contains("item \(at + 1) of \(dir + "/dup.json") (genp, service s\(of % 5), account u\(of))"),
+                    r.err)
+            } else {
+                XCTAssertTrue(r.err.contains("two items of \(dir + "/dup.json") have one primary key"), r.err)
+                XCTAssertTrue(r.err.contains("acct=\"u\(of)\""), r.err)
+            }
             XCTAssertTrue(r.err.contains("nothing was imported"), r.err)
         }
         try kcar(["get", "--group", "g", "--service", "s2", "--account", "u7"], expect: 6)
