@@ -26,6 +26,15 @@ func cliCases() -> [HostileCase] {
     func fifo(_ path: String) throws {
         guard mkfifo(path, 0o600) == 0 else { throw HarnessError.io("mkfifo \(path)") }
     }
+    /// An item file of `count` generic passwords of service `s`, item i's account `account(i)`, value `value`.
+    func accountsFile(_ path: String, _ count: Int, value: String = "", account: (Int) -> String) throws {
+        try itemFile(
+            path,
+            (0..<count).map {
+                "{\"class\":\"genp\",\"attributes\":{\"svce\":\"s\",\"acct\":\"\(account($0))\"},\"value\":\"\(value)\"}"
+            })
+    }
+
     func itemFile(_ path: String, _ items: [String]) throws {
         try writeFile(
             path,
@@ -164,26 +173,14 @@ func cliCases() -> [HostileCase] {
         HostileCase(
             name: "cli/items-import-far-duplicate",
             attack:
-                "300,000 items, the first and the last with one primary key (found when the commit merges its runs)",
-            make: {
-                try itemFile(
-                    $0 + "/items.json",
-                    (0..<300_000).map {
-                        "{\"class\":\"genp\",\"attributes\":{\"acct\":\"\($0 % 299_999)\"},\"value\":\"\"}"
-                    })
-            },
+                "280,000 items, the first and the last with one primary key (found when the commit merges its runs)",
+            make: { try accountsFile($0 + "/items.json", 280_000) { "\($0 % 279_999)" } },
             args: ["import", "--keychain", "kc", "--group", "g", "--items", "items.json"], exits: [11]),
         HostileCase(
             name: "cli/items-import-many-distinct",
             attack:
                 "an 18 MB item file of 250,000 distinct items (two and a half times the old limit), for import --items",
-            make: {
-                try itemFile(
-                    $0 + "/items.json",
-                    (0..<250_000).map {
-                        "{\"class\":\"genp\",\"attributes\":{\"svce\":\"s\",\"acct\":\"\($0)\"},\"value\":\"AA==\"}"
-                    })
-            },
+            make: { try accountsFile($0 + "/items.json", 250_000, value: "AA==") { "\($0)" } },
             args: ["import", "--keychain", "kc", "--group", "g", "--items", "items.json"], exits: [0]),
         HostileCase(
             name: "cli/items-combining-name",
@@ -204,11 +201,7 @@ func cliCases() -> [HostileCase] {
                 "300 items whose accounts are 32,000 alternating combining marks (64 KB, within ATTR_VALUE_MAX), for import --items",
             make: {
                 let marks = String(repeating: "\u{301}\u{316}", count: 16_000)
-                try itemFile(
-                    $0 + "/items.json",
-                    (0..<300).map {
-                        "{\"class\":\"genp\",\"attributes\":{\"svce\":\"s\",\"acct\":\"\($0)\(marks)\"},\"value\":\"\"}"
-                    })
+                try accountsFile($0 + "/items.json", 300) { "\($0)\(marks)" }
             },
             args: ["import", "--keychain", "kc", "--group", "g", "--items", "items.json"], exits: [4]),
         HostileCase(
