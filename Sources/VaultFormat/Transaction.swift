@@ -37,16 +37,18 @@ public final class Transaction {
     }
 
     /// Lets this transaction add any number of items in bounded memory (a version 2 vault opened with its
-    /// items on demand): every `count` changes, the items added since leave memory, sealed into a temporary
+    /// items on demand): every `count` changes (or sooner, once the items added hold about `bytes` of
+    /// attributes), the items added since leave memory, sealed into a temporary
     /// file that the commit merges back (``PagedTransaction/spillAfter``). An item added is then not known to
     /// the transaction for long: ``item(_:)`` may not find it, and updating or deleting it fails as for an
     /// item the vault lacks. With `refusingEqualKeys`, the commit fails with ``VaultError/Code/exists``,
     /// nothing written, when two live items of a class with key attributes have one key (what
     /// ``KeyConflict/refuse`` would have refused at the add, checked when the entries are merged). Returns
     /// false, changing nothing, where the vault cannot (version 1, or its items all held in memory).
-    package func spillAdds(every count: Int, refusingEqualKeys: Bool) -> Bool {
+    package func spillAdds(every count: Int, bytes: Int = 64 << 20, refusingEqualKeys: Bool) -> Bool {
         guard let c = changes as? OnDemandPagedChanges, count > 0 else { return false }
         c.paged.spillAfter = count
+        c.paged.spillBytes = bytes
         c.paged.refusesEqualKeys = refusingEqualKeys
         return true
     }

@@ -113,6 +113,29 @@ final class SpillTests: VaultTestCase {
         }
     }
 
+    /// Items with large attributes spill by the bytes they hold, however few: 40 items of 20 KB against a budget
+    /// of 100 KB spill every fifth item or so.
+    func testLargeItemsSpillByTheirBytes() throws {
+        let v = try vault(stored: 0)
+        let fat = String(repeating: "x", count: 20_000)
+        try v.commit { tx in
+            XCTAssertTrue(tx.spillAdds(every: 1_000, bytes: 100_000, refusingEqualKeys: true))
+            var first: ItemID?
+            for i in 0..<40 {
+                var a = self.attributes(i)
+                a["@note"] = .string(fat + "\(i)")
+                let id = try tx.add(attributes: a, value: .bytes(self.value(i)), ifKeyExists: .keepBoth)
+                first = first ?? id
+            }
+            XCTAssertNil(tx.item(first!))
+        }
+        let r = try Vault.open(path: v.path, secret: secret, itemsOnDemand: true)
+        XCTAssertEqual(r.count, 40)
+        XCTAssertEqual(
+            try r.items(class: .genericPassword, key: key(39)).first?.attributes["@note"], .string(fat + "39"))
+        XCTAssertEqual(try PagedVault.open(path: v.path, secret: secret).verify().problems, [])
+    }
+
     func testWithoutRefusingOneKeyTwiceIsKeptAsAKeepBothAddKeepsIt() throws {
         let v = try vault(stored: 0)
         try v.commit { tx in

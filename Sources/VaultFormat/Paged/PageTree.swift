@@ -181,6 +181,14 @@ package struct TreeWriter {
             }
         }
 
+        /// Bytes it takes, about: its entry's ``LeafEntry/weight``, or its key's.
+        package var weight: Int {
+            switch self {
+            case .put(let e): return e.weight
+            case .remove(let k): return k.count + 8
+            }
+        }
+
         /// The entry a put puts; nil for a remove.
         package var entry: LeafEntry? {
             if case .put(let e) = self { return e }

@@ -35,6 +35,10 @@ package final class PagedTransaction {
     /// The runs spilled so far (nil: none).
     private(set) var spilled: SpillRuns?
     private var spillAt = 0
+    /// About how many bytes the items added since the last spill hold (their attributes): a spill comes when
+    /// they pass `spillBytes` too, however few they are (an item may carry 256 attributes of 64 KiB).
+    private var heldBytes = 0
+    package var spillBytes = 64 << 20
     /// The spill being written on another thread (its entries made, sorted, sealed and written while this
     /// thread reads on): at most one, so that memory holds the batch being written and the one being filled.
     private var spilling: DispatchGroup?
@@ -72,7 +76,10 @@ package final class PagedTransaction {
     @discardableResult
     package func add(class itemClass: ItemClass, attributes: Attributes, value: ValueSource) throws -> ItemID {
         try Transaction.check(itemClass, attributes)
-        if let n = spillAfter, changed.count >= max(n, spillAt) { try spill(every: n) }
+        if let n = spillAfter {
+            if changed.count >= max(n, spillAt) || heldBytes >= spillBytes { try spill(every: n) }
+            heldBytes += 64 + attributes.weight
+        }
         let id = ItemID(random.bytes(16))
         let item = Item(
             id: id, itemClass: itemClass, attributes: attributes, size: 0,
@@ -193,6 +200,7 @@ package final class PagedTransaction {
         var ids: [ItemID] = []
         for (id, c) in changed where c != nil && before[id] == nil && valued[id] == nil { ids.append(id) }
         spillAt = changed.count - ids.count + n
+        heldBytes = 0
         guard !ids.isEmpty else { return }
         ids.sort()
         let batch = SpillBatch()
@@ -304,4 +312,21 @@ private final class SpillBatch: @unchecked Sendable {
 /// What the spilling thread failed with, read once it is done (``PagedTransaction`` waits on its group).
 private final class SpillFailure: @unchecked Sendable {
     var error: Error?
+}
+
+extension Attributes {
+    /// Bytes of the names and values, about (a number, bool or date counts 8): what a bulk commit weighs the
+    /// items it holds by.
+    var weight: Int {
+        var n = 0
+        for (name, value) in self {
+            n += name.utf8.count + 8
+            switch value {
+            case .string(let s): n += s.utf8.count
+            case .data(let d): n += d.count
+            default: n += 8
+            }
+        }
+        return n
+    }
 }

@@ -112,8 +112,10 @@ extension PagedVault {
         var refusesEqualKeys: Bool
     }
 
-    /// Changes applied to a tree at a time when runs are merged: the merge holds a chunk, not the commit.
+    /// Changes applied to a tree at a time when runs are merged (or, if sooner, about ``mergeChunkBytes`` of
+    /// them): the merge holds a chunk, not the commit.
     static let mergeChunk = 65_536
+    static let mergeChunkBytes = 64 << 20
 
     /// Throws ``VaultError/Code/exists`` when `e`, a put to the items tree, and the live entry before it in key
     /// order (`previous`) name one class and key values (their keys differ only in the item id that ends them).
@@ -276,6 +278,7 @@ extension PagedVault {
                         // the path above them).
                         var merged = try MergedCursors(cursors + [SpillRuns.Cursor(memory: pending)])
                         var chunk: [TreeWriter.Change] = []
+                        var chunkBytes = 0
                         chunk.reserveCapacity(PagedVault.mergeChunk)
                         var lastKey: [UInt8]?
                         var previousLive: [UInt8]?
@@ -289,9 +292,11 @@ extension PagedVault {
                                 try refuseEqualKeys(c, after: &previousLive)
                             }
                             chunk.append(c)
-                            if chunk.count == PagedVault.mergeChunk {
+                            chunkBytes += c.weight
+                            if chunk.count == PagedVault.mergeChunk || chunkBytes >= PagedVault.mergeChunkBytes {
                                 top = try apply(chunk, top)
                                 chunk.removeAll(keepingCapacity: true)
+                                chunkBytes = 0
                             }
                         }
                         if !chunk.isEmpty { top = try apply(chunk, top) }

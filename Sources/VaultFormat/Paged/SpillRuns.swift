@@ -5,7 +5,8 @@ import CSodium
 #endif
 
 /// The tree changes a bulk commit (``PagedTransaction/spillAfter``) moves out of memory, as sorted runs: each
-/// run a list of changes per tree in ascending key order, cut into chunks of at most ``chunkEntries`` that are
+/// run a list of changes per tree in ascending key order, cut into chunks of at most ``chunkEntries`` (and
+/// about ``chunkBytes``) that are
 /// encoded as delta segments (V6) and sealed (XChaCha20-Poly1305 under a key drawn for this commit alone,
 /// the chunk's offset as its nonce: each offset is written once) into a temporary file beside the vault that has no name: it is gone
 /// when the process ends, whatever ends it. The commit reads each run back one chunk at a time
@@ -14,6 +15,9 @@ import CSodium
 final class SpillRuns: @unchecked Sendable {
     /// Changes per chunk: a delta segment's leaf holds at most ``PagedLimits/pageEntriesMax``.
     static let chunkEntries = 4096
+    /// Bytes of changes per chunk, about (``LeafEntry/weight``): what a cursor holds of a run at a time, however
+    /// large its entries (one may be ``PagedLimits/entryMax``).
+    static let chunkBytes = 1 << 20
 
     private let fd: Int32
     private let key: SecureBytes
@@ -57,7 +61,12 @@ final class SpillRuns: @unchecked Sendable {
             var chunks: [(offset: UInt64, length: Int)] = []
             var start = 0
             while start < changes.count {
-                let stop = min(start + SpillRuns.chunkEntries, changes.count)
+                var stop = start
+                var bytes = 0
+                while stop < changes.count, stop - start < SpillRuns.chunkEntries, bytes < SpillRuns.chunkBytes {
+                    bytes += changes[stop].weight
+                    stop += 1
+                }
                 var plain = DeltaCodec.encode(changes[start..<stop].map { (tree: tree, change: $0) })
                 defer { wipe(&plain) }
                 let sealedBytes = plain.withUnsafeBytes { p in
