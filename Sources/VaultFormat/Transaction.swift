@@ -45,7 +45,7 @@ public final class Transaction {
     /// nothing written, when two live items of a class with key attributes have one key (what
     /// ``KeyConflict/refuse`` would have refused at the add, checked when the entries are merged). Returns
     /// false, changing nothing, where the vault cannot (version 1, or its items all held in memory).
-    package func spillAdds(every count: Int, bytes: Int = 64 << 20, refusingEqualKeys: Bool) -> Bool {
+    package func spillAdds(every count: Int, bytes: Int = 32 << 20, refusingEqualKeys: Bool) -> Bool {
         guard let c = changes as? OnDemandPagedChanges, count > 0 else { return false }
         c.paged.spillAfter = count
         c.paged.spillBytes = bytes

@@ -38,7 +38,7 @@ package final class PagedTransaction {
     /// About how many bytes the items added since the last spill hold (their attributes): a spill comes when
     /// they pass `spillBytes` too, however few they are (an item may carry 256 attributes of 64 KiB).
     private var heldBytes = 0
-    package var spillBytes = 64 << 20
+    package var spillBytes = 32 << 20
     /// The spill being written on another thread (its entries made, sorted, sealed and written while this
     /// thread reads on): at most one, so that memory holds the batch being written and the one being filled.
     private var spilling: DispatchGroup?
