@@ -28,10 +28,13 @@ enum ImportCommand {
             let imported: Int
             do {
                 imported = try s.transaction(group: args.value("group")) { tx in
-                    _ = tx.addInBulk(spillEvery: DebugSeam.spillEvery ?? 65_536)
+                    // A group that cannot take items in bulk (its vault keyed otherwise than by §K4's primary
+                    // keys) holds them all until the commit: as many as pack --items takes.
+                    let bulk = tx.addInBulk(spillEvery: DebugSeam.spillEvery ?? 65_536)
+                    let limit = bulk ? ItemFile.itemsMax : ItemFile.packItemsMax
                     var n = 0
                     do {
-                        let count = try ItemFile.read(file, itemsMax: ItemFile.itemsMax) { e in
+                        let count = try ItemFile.read(file, itemsMax: limit) { e in
                             n += 1
                             do {
                                 try tx.add(class: e.itemClass, attributes: e.attributes, value: e.value)

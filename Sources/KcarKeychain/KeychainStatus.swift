@@ -406,8 +406,9 @@ public struct KeychainError: Error, LocalizedError, Hashable, Sendable, CustomSt
             .damagedIndex, .damagedRecord:
             return KeychainError(.decode, v.description)
         case .itemNotFound: return KeychainError(.itemNotFound, v.description)
-        // Two items of one commit with one key, which the commit refused (an import in bulk).
-        case .exists: return KeychainError(.duplicateItem, v.context)
+        // Two items of one commit with one key, which the commit refused (an import in bulk): the error names an
+        // item. A file that exists (a staging file left over, a race to create a group) stays an I/O error.
+        case .exists where v.item != nil: return KeychainError(.duplicateItem, v.context)
         case .lockTimeout: return KeychainError(.interactionNotAllowed, v.description)
         case .invalidArgument: return KeychainError(.param, v.description)
         case .unsafeFile: return KeychainError(.missingEntitlement, v.description, reason: .unsafeFile)

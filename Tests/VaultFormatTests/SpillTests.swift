@@ -136,6 +136,61 @@ final class SpillTests: VaultTestCase {
         XCTAssertEqual(try PagedVault.open(path: v.path, secret: secret).verify().problems, [])
     }
 
+    /// An item whose items-tree key is exactly `KEY_MAX` (which fits a page, not a delta segment) spills and comes
+    /// back as it went; the runs' own encoding round-trips every kind of change.
+    func testAnItemAtTheKeyLimitSpills() throws {
+        let v = try vault(stored: 0)
+        let schema = try PagedVault.open(path: v.path, secret: secret).root.schema
+        var service = String(repeating: "s", count: 4_000)
+        func keyLength() -> Int {
+            ItemKey.make(
+                class: "genp", attributes: Attributes([AttributeName.service: .string(service)]),
+                schema: schema.classes["genp"], id: ItemID(Array(repeating: 7, count: 16))
+            ).key.count
+        }
+        while keyLength() < PagedLimits.keyMax { service += "s" }
+        XCTAssertEqual(keyLength(), PagedLimits.keyMax)
+        try v.commit { tx in
+            XCTAssertTrue(tx.spillAdds(every: 1, refusingEqualKeys: true))
+            try tx.add(
+                attributes: Attributes([AttributeName.service: .string(service)]), value: .bytes([1]),
+                ifKeyExists: .keepBoth)
+            try tx.add(attributes: self.attributes(1), value: .bytes([2]), ifKeyExists: .keepBoth)
+        }
+        let r = try Vault.open(path: v.path, secret: secret, itemsOnDemand: true)
+        XCTAssertEqual(r.count, 2)
+        XCTAssertEqual(try PagedVault.open(path: v.path, secret: secret).verify().problems, [])
+        let entry = LeafEntry(
+            key: Array(repeating: 9, count: PagedLimits.keyMax),
+            record: RecordRef(id: ID128(hi: 1, lo: 2), offset: 300, length: 70_000), writer: 1 << 60, rest: [1, 2, 3])
+        let changes: [TreeWriter.Change] = [.put(entry), .put(LeafEntry(key: [1])), .remove([2, 3])]
+        let back = try SpillRuns.decode(SpillRuns.encode(changes[...]))
+        XCTAssertEqual(back.map(\.key), changes.map(\.key))
+        XCTAssertEqual(back.map(\.entry), changes.map(\.entry))
+    }
+
+    /// Two stored items with one key (another program's, kept by §K4) that a delta chain still holds do not make
+    /// a bulk commit of other items fail: its check of equal keys is of its own changes.
+    func testStoredItemsWithOneKeyInTheChainDoNotRefuseABulkCommit() throws {
+        let v = try vault(stored: 30)
+        try v.commit { tx in
+            for n in 0..<2 {
+                try tx.add(attributes: self.attributes(500), value: .bytes([UInt8(n)]), ifKeyExists: .keepBoth)
+            }
+        }
+        XCTAssertGreaterThan(try PagedVault.open(path: v.path, secret: secret).tail.trailer.chain, 0)
+        try v.commit { tx in
+            XCTAssertTrue(tx.spillAdds(every: 4, refusingEqualKeys: true))
+            for i in 1_000..<1_020 {
+                try tx.add(attributes: self.attributes(i), value: .bytes([3]), ifKeyExists: .keepBoth)
+            }
+        }
+        let r = try Vault.open(path: v.path, secret: secret, itemsOnDemand: true)
+        XCTAssertEqual(r.count, 52)
+        XCTAssertEqual(try r.items(class: .genericPassword, key: key(500)).count, 2)
+        XCTAssertEqual(try PagedVault.open(path: v.path, secret: secret).verify().problems, [])
+    }
+
     func testWithoutRefusingOneKeyTwiceIsKeptAsAKeepBothAddKeepsIt() throws {
         let v = try vault(stored: 0)
         try v.commit { tx in

@@ -35,8 +35,9 @@ package final class PagedTransaction {
     /// The runs spilled so far (nil: none).
     private(set) var spilled: SpillRuns?
     private var spillAt = 0
-    /// About how many bytes the items added since the last spill hold (their attributes): a spill comes when
-    /// they pass `spillBytes` too, however few they are (an item may carry 256 attributes of 64 KiB).
+    /// About how many bytes the items added since the last spill hold (their attributes, and their keys in
+    /// their entries): a spill comes when they pass `spillBytes` too, however few they are (an item may carry
+    /// 256 attributes of 64 KiB, and its key once per indexed attribute).
     private var heldBytes = 0
     package var spillBytes = 32 << 20
     /// The spill being written on another thread (its entries made, sorted, sealed and written while this
@@ -78,7 +79,12 @@ package final class PagedTransaction {
         try Transaction.check(itemClass, attributes)
         if let n = spillAfter {
             if changed.count >= max(n, spillAt) || heldBytes >= spillBytes { try spill(every: n) }
-            heldBytes += 64 + attributes.weight
+            // An item holds its attributes, and its key again in its entry and in each attribute entry.
+            var key = 24 + itemClass.rawValue.utf8.count
+            for k in vault.root.schema.classes[itemClass.rawValue]?.keyAttributes ?? [] {
+                key += attributes[k.name].map(Attributes.weight) ?? 0
+            }
+            heldBytes += 64 + attributes.weight + (attributes.count + 1) * key
         }
         let id = ItemID(random.bytes(16))
         let item = Item(
@@ -319,14 +325,16 @@ extension Attributes {
     /// items it holds by.
     var weight: Int {
         var n = 0
-        for (name, value) in self {
-            n += name.utf8.count + 8
-            switch value {
-            case .string(let s): n += s.utf8.count
-            case .data(let d): n += d.count
-            default: n += 8
-            }
-        }
+        for (name, value) in self { n += name.utf8.count + 8 + Attributes.weight(value) }
         return n
+    }
+
+    /// Bytes of a value, about.
+    static func weight(_ value: AttributeValue) -> Int {
+        switch value {
+        case .string(let s): return s.utf8.count
+        case .data(let d): return d.count
+        default: return 8
+        }
     }
 }

@@ -226,6 +226,13 @@ extension PagedVault {
                             if let share = pendingRecordShare(tree, c.key) { deadRecords[share.id] = share.bytes }
                         }
                     }
+                    // The keys only the chain changed: stored items, which a bulk commit's check of equal keys
+                    // leaves alone (§K4 keeps two items of one key another program wrote; the keychain checked
+                    // this commit's adds against them as it made them).
+                    var chainOnly = Set<[UInt8]>()
+                    if tree == .items, runs != nil, bulk?.refusesEqualKeys == true, !earlier.isEmpty {
+                        chainOnly = Set(earlier.map(\.key)).subtracting(perTree[t].changes.map(\.key))
+                    }
                     let pending =
                         earlier.isEmpty
                         ? perTree[t].changes : PagedVault.combine(earlier.map(\.value), perTree[t].changes)
@@ -288,7 +295,7 @@ extension PagedVault {
                                     .invalidArgument, "two changes of one commit to one key of the \(tree) tree")
                             }
                             lastKey = c.key
-                            if tree == .items, bulk?.refusesEqualKeys == true {
+                            if tree == .items, bulk?.refusesEqualKeys == true, !chainOnly.contains(c.key) {
                                 try refuseEqualKeys(c, after: &previousLive)
                             }
                             chunk.append(c)

@@ -6,14 +6,13 @@ import CSodium
 
 /// The tree changes a bulk commit (``PagedTransaction/spillAfter``) moves out of memory, as sorted runs: each
 /// run a list of changes per tree in ascending key order, cut into chunks of at most ``chunkEntries`` (and
-/// about ``chunkBytes``) that are
-/// encoded as delta segments (V6) and sealed (XChaCha20-Poly1305 under a key drawn for this commit alone,
-/// the chunk's offset as its nonce: each offset is written once) into a temporary file beside the vault that has no name: it is gone
-/// when the process ends, whatever ends it. The commit reads each run back one chunk at a time
-/// (``Cursor``), so that what it holds is a chunk per run, not the commit. One thread at a time uses it: the
-/// one spilling, then (once the spill is waited for) the commit.
+/// about ``chunkBytes``) that are encoded (``encode(_:)``) and sealed (XChaCha20-Poly1305 under a key drawn for
+/// this commit alone, the chunk's offset as its nonce: each offset is written once) into a temporary file beside
+/// the vault that has no name: it is gone when the process ends, whatever ends it. The commit reads each run back
+/// one chunk at a time (``Cursor``), so that what it holds is a chunk per run, not the commit. One thread at a
+/// time uses it: the one spilling, then (once the spill is waited for) the commit.
 final class SpillRuns: @unchecked Sendable {
-    /// Changes per chunk: a delta segment's leaf holds at most ``PagedLimits/pageEntriesMax``.
+    /// Changes per chunk, at most.
     static let chunkEntries = 4096
     /// Bytes of changes per chunk, about (``LeafEntry/weight``): what a cursor holds of a run at a time, however
     /// large its entries (one may be ``PagedLimits/entryMax``).
@@ -67,7 +66,7 @@ final class SpillRuns: @unchecked Sendable {
                     bytes += changes[stop].weight
                     stop += 1
                 }
-                var plain = DeltaCodec.encode(changes[start..<stop].map { (tree: tree, change: $0) })
+                var plain = SpillRuns.encode(changes[start..<stop])
                 defer { wipe(&plain) }
                 let sealedBytes = plain.withUnsafeBytes { p in
                     Sodium.seal(key: key, nonce: nonce(end), plaintext: p, ad: [])
@@ -124,10 +123,61 @@ final class SpillRuns: @unchecked Sendable {
             throw VaultError(.io, "the temporary file of a large commit changed under it")
         }
         defer { wipe(&plain) }
-        return try DeltaCodec.decode(plain).map { c in
-            guard c.tree == tree else { throw VaultError(.io, "the temporary file of a large commit is mixed up") }
-            return c.change
+        return try SpillRuns.decode(plain)
+    }
+
+    /// A chunk's changes, each as written here (not a delta segment, whose tree and operation bytes count against
+    /// a key's and an entry's limits: an entry at `KEY_MAX` fits a page but not a delta): an operation byte (1 a
+    /// put, 2 a remove), the key (varint length), and for a put a flags byte (1: a record, 2: a writer), the
+    /// record (id, varint offset, varint length), the writer (8 bytes) and the rest (varint length).
+    static func encode(_ changes: ArraySlice<TreeWriter.Change>) -> [UInt8] {
+        var w = ByteWriter(capacity: changes.reduce(0) { $0 + $1.weight + 48 })
+        for c in changes {
+            switch c {
+            case .remove(let k):
+                w.append(2)
+                w.appendVarint(k.count)
+                w.append(contentsOf: k)
+            case .put(let e):
+                w.append(1)
+                w.appendVarint(e.key.count)
+                w.append(contentsOf: e.key)
+                w.append((e.record == nil ? 0 : 1) | (e.writer == nil ? 0 : 2))
+                if let r = e.record {
+                    w.append(contentsOf: r.id.bytes)
+                    w.appendVarint(r.offset)
+                    w.appendVarint(r.length)
+                }
+                if let x = e.writer { w.appendLE(x) }
+                w.appendVarint(e.rest.count)
+                w.append(contentsOf: e.rest)
+            }
         }
+        return w.bytes
+    }
+
+    /// The changes of a chunk ``encode(_:)`` wrote (authenticated before: a failure here is a bug, not an attack).
+    static func decode(_ bytes: [UInt8]) throws -> [TreeWriter.Change] {
+        var r = ByteReader(bytes, failure: .io, what: "temporary file of a large commit")
+        var out: [TreeWriter.Change] = []
+        while !r.isAtEnd {
+            let op = try r.readU8()
+            let key = try r.readBytes(try r.readCount(max: bytes.count, "key length"))
+            guard op == 1 else {
+                guard op == 2 else { throw r.fail("operation \(op)") }
+                out.append(.remove(key))
+                continue
+            }
+            let flags = try r.readU8()
+            var e = LeafEntry(key: key)
+            if flags & 1 != 0 {
+                e.record = RecordRef(id: try r.readID(), offset: try r.readVarint(), length: try r.readVarint())
+            }
+            if flags & 2 != 0 { e.writer = try r.readLE(UInt64.self) }
+            e.rest = try r.readBytes(try r.readCount(max: bytes.count, "rest length"))
+            out.append(.put(e))
+        }
+        return out
     }
 
     /// One run's changes to one tree, read a chunk at a time (or changes held in memory).
