@@ -115,7 +115,7 @@ extension PagedVault {
     /// Changes applied to a tree at a time when runs are merged (or, if sooner, about ``mergeChunkBytes`` of
     /// them): the merge holds a chunk, not the commit.
     static let mergeChunk = 65_536
-    static let mergeChunkBytes = 64 << 20
+    static let mergeChunkBytes = 32 << 20
 
     /// Throws ``VaultError/Code/exists`` when `e`, a put to the items tree, and the live entry before it in key
     /// order (`previous`) name one class and key values (their keys differ only in the item id that ends them).

@@ -64,10 +64,14 @@ package final class FilePageStore: PageStore {
     var level: Int32 = 6
     /// Decoded pages: branches apart from leaves, so that a run of lookups over a large tree, which misses
     /// on leaves, keeps the paths above them (a tree has about one branch per hundred leaves).
-    private var cache = PageCache(capacity: FilePageStore.cacheMax)
-    private var branches = PageCache(capacity: FilePageStore.branchCacheMax)
+    private var cache = PageCache(capacity: FilePageStore.cacheMax, maxBytes: FilePageStore.cacheBytesMax)
+    private var branches = PageCache(capacity: FilePageStore.branchCacheMax, maxBytes: FilePageStore.cacheBytesMax)
     static let cacheMax = 4096
     static let branchCacheMax = 16_384
+    /// Bytes of pages (as encoded) each cache holds at most: a page may be `PAGE_MAX` (2 MiB), so a count
+    /// alone bounded a cache of large entries' leaves at gigabytes (an import of items of 200 attributes of
+    /// 2 KB peaked at 756 MB).
+    static let cacheBytesMax = 32 << 20
     /// Pages opened from the file (not from the cache), for the benchmarks and tests.
     private(set) var opened = 0
     /// Whether leaves read are kept. A walk of a whole tree reads each leaf once: kept, 4,096 of them (tens
@@ -96,12 +100,16 @@ package final class FilePageStore: PageStore {
         if case .leaf(let entries) = page.content {
             try PageCodec.checkRecordsEnd(entries, before: ref.offset, "page \(Hex.encode(ref.id.bytes))")
         }
-        keep(page, key)
+        keep(page, key, bytes: plain.count)
         return page
     }
 
-    private func keep(_ page: Page, _ key: PageRef) {
-        if case .branch = page.content { branches[key] = page } else if keepsLeaves { cache[key] = page }
+    private func keep(_ page: Page, _ key: PageRef, bytes: Int) {
+        if case .branch = page.content {
+            branches.insert(page, bytes: bytes, at: key)
+        } else if keepsLeaves {
+            cache.insert(page, bytes: bytes, at: key)
+        }
     }
 
     package func write(_ page: Page) throws -> PageRef {
@@ -119,7 +127,7 @@ package final class FilePageStore: PageStore {
         limit = max(limit, position)
         var key = ref
         key.count = 0
-        keep(page, key)
+        keep(page, key, bytes: plain.count)
         return ref
     }
 
@@ -138,25 +146,37 @@ package final class FilePageStore: PageStore {
 /// takes (first in, first out), so it stays full and a run of lookups keeps its hits. (Emptying it whole
 /// when full freed thousands of pages at once: at 1M items that churn was a fifth of a lookup's time.)
 struct PageCache {
-    private var pages: [PageRef: Page] = [:]
-    /// Keys in the order they came, a ring once full; `next` is the oldest.
+    private var pages: [PageRef: (page: Page, bytes: Int)] = [:]
+    /// Keys in the order they came; `head` is the oldest still held.
     private var order: [PageRef] = []
-    private var next = 0
+    private var head = 0
+    private var bytes = 0
     let capacity: Int
+    let maxBytes: Int
 
-    init(capacity: Int) { self.capacity = capacity }
+    init(capacity: Int, maxBytes: Int) {
+        self.capacity = capacity
+        self.maxBytes = maxBytes
+    }
 
-    subscript(key: PageRef) -> Page? {
-        get { pages[key] }
-        set {
-            guard let page = newValue, pages.updateValue(page, forKey: key) == nil else { return }
-            if order.count < capacity {
-                order.append(key)
-            } else {
-                pages[order[next]] = nil
-                order[next] = key
-                next = (next + 1) % capacity
-            }
+    subscript(key: PageRef) -> Page? { pages[key]?.page }
+
+    /// Keeps `page` (of `n` bytes encoded), giving up the oldest pages while more than `capacity` or `maxBytes`
+    /// are held.
+    mutating func insert(_ page: Page, bytes n: Int, at key: PageRef) {
+        // A page larger than the whole budget is not kept (keeping it would give up every other page).
+        guard pages[key] == nil, n <= maxBytes else { return }
+        pages[key] = (page, n)
+        order.append(key)
+        bytes += n
+        while pages.count > capacity || bytes > maxBytes, head < order.count {
+            if let old = pages.removeValue(forKey: order[head]) { bytes -= old.bytes }
+            head += 1
+        }
+        // The keys given up are dropped from the front now and then, not one at a time.
+        if head >= 1024, head * 2 >= order.count {
+            order.removeFirst(head)
+            head = 0
         }
     }
 }
