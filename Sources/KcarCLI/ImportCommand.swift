@@ -33,19 +33,34 @@ enum ImportCommand {
                     let bulk = tx.addInBulk(spillEvery: DebugSeam.spillEvery ?? 65_536)
                     let limit = bulk ? ItemFile.itemsMax : ItemFile.packItemsMax
                     var n = 0
+                    // The file is parsed on a second core while the items are added here. Once an add fails the
+                    // rest of the file is still read and checked, and an invalid file is reported as such
+                    // whatever an item before its fault did (the file's error first).
+                    var parsed: Result<Int, Error> = .success(0)
                     do {
-                        let count = try ItemFile.read(file, itemsMax: limit) { e in
-                            n += 1
-                            do {
-                                try tx.add(class: e.itemClass, attributes: e.attributes, value: e.value)
-                            } catch let error as KeychainError where error.status == .duplicateItem {
-                                // Which of the file's items: its place in the file and the attributes that name it.
-                                throw KeychainError(
-                                    .duplicateItem,
-                                    "item \(n) of \(file) (\(describe(e.itemClass, e.attributes))): "
-                                        + "\(error.message); nothing was imported")
+                        try pipelined(batch: 256, inFlight: 4) { emit in
+                            parsed = Result { try ItemFile.read(file, itemsMax: limit) { _ = emit($0) } }
+                        } consume: { entries in
+                            for e in entries {
+                                n += 1
+                                do {
+                                    try tx.add(class: e.itemClass, attributes: e.attributes, value: e.value)
+                                } catch let error as KeychainError where error.status == .duplicateItem {
+                                    // Which of the file's items: its place in the file and the attributes that
+                                    // name it.
+                                    throw KeychainError(
+                                        .duplicateItem,
+                                        "item \(n) of \(file) (\(describe(e.itemClass, e.attributes))): "
+                                            + "\(error.message); nothing was imported")
+                                }
                             }
                         }
+                    } catch {
+                        if case .failure(let e as CLIError) = parsed { fileError = e }
+                        throw fileError ?? error
+                    }
+                    do {
+                        let count = try parsed.get()
                         // Every item read and added: a duplicate from here on is two of the file's items.
                         read = true
                         return count

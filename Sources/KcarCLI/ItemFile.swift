@@ -8,7 +8,7 @@ import VaultFormat
 
 /// The JSON item file of `extract --items`, `pack --items` and `import --items` (SPEC.md §K7).
 enum ItemFile {
-    struct Entry {
+    struct Entry: Sendable {
         let itemClass: ItemClass
         let attributes: Attributes
         let value: [UInt8]
