@@ -37,6 +37,7 @@ enum ImportCommand {
                     // rest of the file is still read and checked, and an invalid file is reported as such
                     // whatever an item before its fault did (the file's error first).
                     var parsed: Result<Int, Error> = .success(0)
+                    var failed: Error?
                     do {
                         try pipelined(batch: 256, inFlight: 4) { emit in
                             parsed = Result { try ItemFile.read(file, itemsMax: limit) { _ = emit($0) } }
@@ -56,18 +57,17 @@ enum ImportCommand {
                             }
                         }
                     } catch {
-                        if case .failure(let e as CLIError) = parsed { fileError = e }
-                        throw fileError ?? error
+                        failed = error
                     }
-                    do {
-                        let count = try parsed.get()
-                        // Every item read and added: a duplicate from here on is two of the file's items.
-                        read = true
-                        return count
-                    } catch let error as CLIError {
+                    let count: Int
+                    do { count = try parsed.get() } catch let error as CLIError {
                         fileError = error
                         throw error
                     }
+                    if let failed { throw failed }
+                    // Every item read and added: a duplicate from here on is two of the file's items.
+                    read = true
+                    return count
                 }
             } catch let error as KeychainError where read && error.status == .duplicateItem {
                 let prefix = "two items of this commit have the key "

@@ -76,6 +76,25 @@ package final class File {
 
     static func adopt(fd: Int32, path: String) -> File { File(fd: fd, path: path) }
 
+    /// Creates a file with no name in `directory`, mode 0600, gone when it is closed or the process ends
+    /// (O_TMPFILE; where the file system has none, a file created under a random name and unlinked at once).
+    /// Its `path` is the folder's, for errors.
+    static func unnamed(in directory: String) throws -> File {
+        // O_TMPFILE (__O_TMPFILE | O_DIRECTORY), which Glibc's module does not export.
+        let tmpfile: Int32 = 0o20_200_000
+        var fd = open(directory, tmpfile | O_RDWR | O_CLOEXEC, 0o600)
+        if fd < 0 {
+            var name = Array("\(directory)/.kcar-spill-XXXXXX".utf8CString)
+            fd = name.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+            if fd >= 0 {
+                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+                _ = name.withUnsafeBufferPointer { unlink($0.baseAddress!) }
+            }
+        }
+        guard fd >= 0 else { throw errnoError("cannot make a temporary file in", directory) }
+        return File(fd: fd, path: directory)
+    }
+
     package func size() throws -> UInt64 {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw File.errnoError("cannot stat", path) }

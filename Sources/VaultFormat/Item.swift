@@ -338,3 +338,14 @@ func hexDecode(_ s: String) -> [UInt8]? {
     }
     return out
 }
+
+extension AttributeValue {
+    /// The bytes of a string (UTF-8) or data value, which `ATTR_VALUE_MAX` bounds; 0 for the others.
+    var byteCount: Int {
+        switch self {
+        case .string(let s): return s.utf8.count
+        case .data(let d): return d.count
+        default: return 0
+        }
+    }
+}

@@ -239,13 +239,7 @@ public final class Transaction {
             guard k >= 1, k <= Limits.attrNameMax else {
                 throw VaultError(.invalidArgument, "attribute name of \(k) bytes")
             }
-            let length: Int
-            switch value {
-            case .string(let s): length = s.utf8.count
-            case .data(let d): length = d.count
-            default: length = 0
-            }
-            guard length <= Limits.attrValueMax else {
+            guard value.byteCount <= Limits.attrValueMax else {
                 throw VaultError(.invalidArgument, "attribute \(name) longer than \(Limits.attrValueMax) bytes")
             }
         }

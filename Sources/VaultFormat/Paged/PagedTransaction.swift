@@ -82,7 +82,7 @@ package final class PagedTransaction {
             // An item holds its attributes, and its key again in its entry and in each attribute entry.
             var key = 24 + itemClass.rawValue.utf8.count
             for k in vault.root.schema.classes[itemClass.rawValue]?.keyAttributes ?? [] {
-                key += attributes[k.name].map(Attributes.weight) ?? 0
+                key += attributes[k.name]?.byteCount ?? 0
             }
             heldBytes += 64 + attributes.weight + (attributes.count + 1) * key
         }
@@ -321,20 +321,10 @@ private final class SpillFailure: @unchecked Sendable {
 }
 
 extension Attributes {
-    /// Bytes of the names and values, about (a number, bool or date counts 8): what a bulk commit weighs the
-    /// items it holds by.
+    /// Bytes of the names and values, about (16 more for each): what a bulk commit weighs the items it holds by.
     var weight: Int {
         var n = 0
-        for (name, value) in self { n += name.utf8.count + 8 + Attributes.weight(value) }
+        for (name, value) in self { n += name.utf8.count + 16 + value.byteCount }
         return n
-    }
-
-    /// Bytes of a value, about.
-    static func weight(_ value: AttributeValue) -> Int {
-        switch value {
-        case .string(let s): return s.utf8.count
-        case .data(let d): return d.count
-        default: return 8
-        }
     }
 }

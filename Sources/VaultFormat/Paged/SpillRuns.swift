@@ -1,9 +1,5 @@
 import CSodium
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// The tree changes a bulk commit (``PagedTransaction/spillAfter``) moves out of memory, as sorted runs: each
 /// run a list of changes per tree in ascending key order, cut into chunks of at most ``chunkEntries`` (and
 /// about ``chunkBytes``) that are encoded (``encode(_:)``) and sealed (XChaCha20-Poly1305 under a key drawn for
@@ -18,7 +14,7 @@ final class SpillRuns: @unchecked Sendable {
     /// large its entries (one may be ``PagedLimits/entryMax``).
     static let chunkBytes = 1 << 20
 
-    private let fd: Int32
+    private let file: File
     private let key: SecureBytes
     private var end: UInt64 = 0
     /// Per run, per tree: its chunks in order.
@@ -26,32 +22,12 @@ final class SpillRuns: @unchecked Sendable {
     /// Changes spilled per tree, over every run.
     private(set) var counts: [TreeID: Int] = [:]
 
-    /// Opens an unnamed temporary file in `directory` (O_TMPFILE; where the file system has none, a file
-    /// created under a random name and unlinked at once).
+    /// Opens an unnamed temporary file in `directory` (``File/unnamed(in:)``) and draws its key.
     init(directory: String) throws {
-        // O_TMPFILE (__O_TMPFILE | O_DIRECTORY), which Glibc's module does not export.
-        let tmpfile: Int32 = 0o20_200_000
-        var made = open(directory, tmpfile | O_RDWR | O_CLOEXEC, 0o600)
-        if made < 0 {
-            var name = Array("\(directory)/.kcar-spill-XXXXXX".utf8CString)
-            made = name.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-            if made >= 0 {
-                _ = fcntl(made, F_SETFD, FD_CLOEXEC)
-                _ = name.withUnsafeBufferPointer { unlink($0.baseAddress!) }
-            }
-        }
-        guard made >= 0 else {
-            throw VaultError(.io, "cannot make a temporary file in \(directory) for a large commit: errno \(errno)")
-        }
-        fd = made
+        file = try File.unnamed(in: directory)
         Sodium.ensureInitialized()
         key = SecureBytes(count: 32) { randombytes_buf($0.baseAddress!, 32) }
     }
-
-    deinit { close(fd) }
-
-    /// Whether any change was spilled.
-    var isEmpty: Bool { runs.isEmpty }
 
     /// Writes one run: `perTree`'s changes, each list in strictly ascending key order.
     func append(_ perTree: [(tree: TreeID, changes: [TreeWriter.Change])]) throws {
@@ -71,7 +47,7 @@ final class SpillRuns: @unchecked Sendable {
                 let sealedBytes = plain.withUnsafeBytes { p in
                     Sodium.seal(key: key, nonce: nonce(end), plaintext: p, ad: [])
                 }
-                try write(sealedBytes, at: end)
+                try file.write(sealedBytes, at: end)
                 chunks.append((end, sealedBytes.count))
                 end += UInt64(sealedBytes.count)
                 start = stop
@@ -94,31 +70,8 @@ final class SpillRuns: @unchecked Sendable {
         return n
     }
 
-    private func write(_ bytes: [UInt8], at offset: UInt64) throws {
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { p in
-                pwrite(fd, p.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
-            }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else {
-                throw VaultError(.io, "cannot write the temporary file of a large commit: errno \(errno)")
-            }
-            done += n
-        }
-    }
-
     fileprivate func read(_ tree: TreeID, _ chunk: (offset: UInt64, length: Int)) throws -> [TreeWriter.Change] {
-        var bytes = [UInt8](repeating: 0, count: chunk.length)
-        var done = 0
-        while done < chunk.length {
-            let n = bytes.withUnsafeMutableBytes { p in
-                pread(fd, p.baseAddress! + done, chunk.length - done, off_t(chunk.offset) + off_t(done))
-            }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { throw VaultError(.io, "cannot read the temporary file of a large commit") }
-            done += n
-        }
+        let bytes = try file.read(chunk.length, at: chunk.offset)
         guard var plain = Sodium.open(key: key, nonce: nonce(chunk.offset), ciphertext: bytes, ad: []) else {
             throw VaultError(.io, "the temporary file of a large commit changed under it")
         }
