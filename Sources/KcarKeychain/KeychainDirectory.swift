@@ -52,6 +52,11 @@ public struct KeychainDirectory: Sendable, Hashable {
     /// group (SPEC.md §K1.2): group set, mode 3770 (setgid and sticky), and `.kcar-shared` naming the group (0644).
     @discardableResult
     public func create(sharedGroup: String? = nil) throws -> Bool {
+        try createTrusted(sharedGroup: sharedGroup).created
+    }
+
+    /// ``create(sharedGroup:)`` that also returns the trust it checked (one walk up the path, not two).
+    func createTrusted(sharedGroup: String? = nil) throws -> (created: Bool, trust: KeychainTrust) {
         var created = false
         var st = stat()
         if stat(path, &st) == 0 {
@@ -71,8 +76,7 @@ public struct KeychainDirectory: Sendable, Hashable {
             created = true
         }
         if let sharedGroup { try share(with: sharedGroup) }
-        _ = try requireTrust()
-        return created
+        return (created, try requireTrust())
     }
 
     private func share(with name: String) throws {

@@ -28,6 +28,9 @@ struct SeenRecord: Equatable {
         for i in 0..<8 { g |= UInt64(bytes[28 + i]) << (8 * UInt64(i)) }
         return SeenRecord(vaultID: Array(bytes[12..<28]), generation: g)
     }
+
+    /// Whether this record already holds `other`: the same vault, at its generation or later.
+    func covers(_ other: SeenRecord) -> Bool { vaultID == other.vaultID && generation >= other.generation }
 }
 
 extension KeychainDirectory {
@@ -50,13 +53,12 @@ extension KeychainDirectory {
         let owner = privateOwner(group, trust)
         // This user's own copy: it names the vault only while the group is the one this user saw (a group
         // made afresh under the same name has another id, and only the folder's record can tell, below).
-        if let own,
-            let bytes = try? own.folder.readTrusted(
-                own.folder.path + "/" + own.name, .seen, own.trust,
-                prefix: SeenRecord.size + 1),
-            let mine = SeenRecord.decode(bytes, key: key), mine.vaultID == current.vaultID,
-            mine.generation > current.generation
-        {
+        let mine = own.flatMap { own in
+            (try? own.folder.readTrusted(
+                own.folder.path + "/" + own.name, .seen, own.trust, prefix: SeenRecord.size + 1))
+                .flatMap { SeenRecord.decode($0, key: key) }
+        }
+        if let own, let mine, mine.vaultID == current.vaultID, mine.generation > current.generation {
             throw KeychainError(
                 .rolledBack,
                 "group \(group) was replaced by an older copy of itself (with its record): "
@@ -64,6 +66,7 @@ extension KeychainDirectory {
             )
         }
         // One byte more than a record: a longer file is read no further and fails to decode.
+        var seen: SeenRecord?
         if let bytes = try readTrusted(file, .seen, trust, privateTo: owner, prefix: SeenRecord.size + 1) {
             guard let old = SeenRecord.decode(bytes, key: key) else {
                 throw KeychainError(
@@ -83,14 +86,21 @@ extension KeychainDirectory {
                     "group \(group) was replaced by an older copy of itself: generation "
                         + "\(vault.generation), but \(old.generation) was seen \(accept)")
             }
+            seen = old
         } else if vault.generation > KeychainDirectory.firstGeneration {
             throw KeychainError(
                 .rolledBack,
                 "group \(group) has no generation record \(file) although its vault is at "
                     + "generation \(vault.generation): the record was deleted \(accept)")
         }
-        writeRecord(current, name: KeychainDirectory.stem(group) + ".seen", key: key, trust: trust, privateTo: owner)
-        if let own { own.folder.writeRecord(current, name: own.name, key: key, trust: own.trust) }
+        // Records read just now that already hold this generation are not read again to be written.
+        if !(seen?.covers(current) ?? false) {
+            writeRecord(
+                current, name: KeychainDirectory.stem(group) + ".seen", key: key, trust: trust, privateTo: owner)
+        }
+        if let own, !(mine?.covers(current) ?? false) {
+            own.folder.writeRecord(current, name: own.name, key: key, trust: own.trust)
+        }
     }
 
     /// Accepts the group's vault as it is now (after a deliberate restore): the record, and this user's
@@ -125,7 +135,7 @@ extension KeychainDirectory {
     )? {
         guard let statePath else { return nil }
         let folder = KeychainDirectory(path: statePath + "/seen", statePath: nil)
-        guard (try? folder.create()) != nil, let t = try? folder.requireTrust(), t.sharedGroup == nil else {
+        guard let t = try? folder.createTrusted().trust, t.sharedGroup == nil else {
             return nil
         }
         let name =
@@ -145,8 +155,7 @@ extension KeychainDirectory {
     ) -> Bool {
         let target = path + "/" + name
         if !replace, let bytes = try? readTrusted(target, .seen, trust, privateTo: owner, prefix: SeenRecord.size + 1),
-            let current = SeenRecord.decode(bytes, key: key), current.vaultID == record.vaultID,
-            current.generation >= record.generation
+            let current = SeenRecord.decode(bytes, key: key), current.covers(record)
         {
             return true
         }
