@@ -12,9 +12,8 @@ BUILD_PACKAGES := libsodium-dev zlib1g-dev libdeflate-dev libssl-dev libsystemd-
 APT_PACKAGES := $(BUILD_PACKAGES) python3-nacl man-db groff-base zsh fish dbus-daemon libsecret-tools python3-secretstorage gnome-keyring
 KCAR = .build/release/kcar
 # Every release build links the Swift runtime statically, here and in scripts/bench (one set of flags, so no
-# command relinks .build/release under another); Package.swift makes the release kcar one static executable
-# (glibc and the C libraries too: it starts in about 1 ms; KCAR_DYNAMIC_LINK=1 links them dynamically, see
-# docs/install.md). kcar-secret-service and the other binaries link the C libraries dynamically.
+# command relinks .build/release under another): the binary then needs no Swift toolchain (only the base
+# system's C and C++ runtimes, libsodium, zlib and libdeflate) and starts faster (no Swift libraries to load).
 SWIFT_RELEASE = swift build -c release --static-swift-stdlib
 # The benchmark binaries (kcar-bench, kcar-scale-bench, kcar-archive-bench, kcar-keychain-bench) are built in
 # Benchmarks/, a package that depends on this one by path, into Benchmarks/.build: neither `make test` nor a

@@ -1,9 +1,6 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// KCAR_DYNAMIC_LINK=1 links the release kcar against the shared C libraries instead (see the kcar target).
-let staticKcar = Context.environment["KCAR_DYNAMIC_LINK"] != "1"
-
 let package = Package(
     name: "kcar",
     products: [
@@ -29,21 +26,7 @@ let package = Package(
         .target(name: "KcarCLI", dependencies: ["VaultFormat", "KeyedArchive", "KcarKeychain"]),
         // The Secret Service over a keychain (SPEC K10, issue 25): sessions, bus, collections and items.
         .target(name: "SecretService", dependencies: ["CCrypto", "CSystemd", "VaultFormat", "KcarKeychain"]),
-        // The release kcar is one static executable (glibc, libstdc++, libsodium, zlib and libdeflate linked in):
-        // it starts in about 1 ms instead of 2.7 (no dynamic loader, no relocations of a 38 MB binary), which is
-        // most of a whole-process `kcar get`. glibc's users and groups (getpwuid_r, getgrgid_r, getgrnam_r, for
-        // SPEC §K1's private-group and shared-keychain checks) still read /etc/passwd and /etc/group; other NSS
-        // sources (systemd, sss) are loaded at run time and need the glibc it was built with: rebuild after a
-        // glibc upgrade, or build with KCAR_DYNAMIC_LINK=1 (docs/install.md). ld's warnings about
-        // exactly those functions are silenced (-w): they say what this comment says, on every release link.
-        .executableTarget(
-            name: "kcar", dependencies: ["KcarCLI"],
-            linkerSettings: staticKcar
-                ? [
-                    .unsafeFlags(
-                        ["-static-executable", "-use-ld=bfd", "-Xlinker", "-w"],
-                        .when(platforms: [.linux], configuration: .release))
-                ] : []),
+        .executableTarget(name: "kcar", dependencies: ["KcarCLI"]),
         .executableTarget(name: "kcar-secret-service", dependencies: ["SecretService", "KcarKeychain", "KcarCLI"]),
         // Test support, in no product (the benchmarks are a package of their own: Benchmarks/).
         // Vaults and archives built byte by byte, any rule broken at will: for tests, fixtures and kcar-hostile only.
