@@ -114,13 +114,25 @@ package enum Blocks {
         return block
     }
 
-    /// Seals many chunks on every core; the result is in job order.
-    static func sealAll(_ jobs: [ChunkJob], level: Int32) -> [[UInt8]] {
-        var results = [[UInt8]](repeating: [], count: jobs.count)
-        if jobs.count == 1 {
-            results[0] = seal(jobs[0], level: level)
-            return results
+    /// Plaintext bytes below which a batch is sealed on the calling thread: compressing and sealing them takes
+    /// well under a millisecond, less than a short-lived process pays to start Dispatch's worker threads (a
+    /// `kcar add` of one item sealed its record on them).
+    static let inlineBytesMax = 64 << 10
+
+    /// Whether `jobs` are few enough bytes to seal on the calling thread (``inlineBytesMax``).
+    static func sealsInline(_ jobs: [ChunkJob]) -> Bool {
+        var total = 0
+        for job in jobs {
+            total += job.plaintext.count
+            if total > inlineBytesMax { return false }
         }
+        return true
+    }
+
+    /// Seals many chunks on every core (a small batch on this thread); the result is in job order.
+    static func sealAll(_ jobs: [ChunkJob], level: Int32) -> [[UInt8]] {
+        if jobs.count == 1 || sealsInline(jobs) { return jobs.map { seal($0, level: level) } }
+        var results = [[UInt8]](repeating: [], count: jobs.count)
         results.withUnsafeMutableBufferPointer { out in
             let o = UnsafeSendable(out)
             DispatchQueue.concurrentPerform(iterations: jobs.count) { i in

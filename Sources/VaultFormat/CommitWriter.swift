@@ -167,10 +167,15 @@ final class CommitWriter {
         try drain()
         let box = Inflight()
         let level = self.level
-        let work = UnsafeSendable(jobs)
-        DispatchQueue.global().async {
-            box.sealed = Blocks.sealAll(work.value, level: level)
+        if Blocks.sealsInline(jobs) {
+            box.sealed = Blocks.sealAll(jobs, level: level)
             box.done.signal()
+        } else {
+            let work = UnsafeSendable(jobs)
+            DispatchQueue.global().async {
+                box.sealed = Blocks.sealAll(work.value, level: level)
+                box.done.signal()
+            }
         }
         inflight = (box, completion)
     }
