@@ -11,10 +11,10 @@ SHELL := /bin/bash
 BUILD_PACKAGES := libsodium-dev zlib1g-dev libdeflate-dev libssl-dev libsystemd-dev pkg-config
 APT_PACKAGES := $(BUILD_PACKAGES) python3-nacl man-db groff-base zsh fish dbus-daemon libsecret-tools python3-secretstorage gnome-keyring
 KCAR = .build/release/kcar
-# Every release build links the Swift runtime statically, here and in scripts/bench (one set of flags, so no
-# command relinks .build/release under another): the binary then needs no Swift toolchain (only the base
-# system's C and C++ runtimes, libsodium, zlib and libdeflate) and starts faster (no Swift libraries to load).
-SWIFT_RELEASE = swift build -c release --static-swift-stdlib
+# Every release build is scripts/swift-release, here and in scripts/bench (one set of flags, so no command relinks
+# .build/release under another): the Swift runtime and libstdc++ linked in, so the binary needs no Swift toolchain
+# (only glibc, libgcc_s, libsodium, zlib and libdeflate) and starts faster (no Swift or C++ libraries to load).
+SWIFT_RELEASE = scripts/swift-release
 # The benchmark binaries (kcar-bench, kcar-scale-bench, kcar-archive-bench, kcar-keychain-bench) are built in
 # Benchmarks/, a package that depends on this one by path, into Benchmarks/.build: neither `make test` nor a
 # package that depends on kcar compiles them. The scripts in scripts/bench build what they run.

@@ -3,7 +3,7 @@
 #
 #   scripts/bench/archive-bench.sh [--no-build] [kcar-archive-bench options]
 #
-#   --no-build         run the existing release binary (default: swift build -c release --static-swift-stdlib
+#   --no-build         run the existing release binary (default: scripts/swift-release
 #                      --package-path Benchmarks --product kcar-archive-bench)
 #   --runs N           runs per timing; the median is reported, after one warm-up run (default 7)
 #   --records N        section 1: Codable records, ArchiveEncoder/Decoder vs JSONEncoder/Decoder,
@@ -35,8 +35,8 @@ done
 
 cd "$REPO"
 if [[ $BUILD == 1 ]]; then
-    echo "[$(date +%H:%M:%S)] swift build -c release --static-swift-stdlib --package-path Benchmarks --product kcar-archive-bench" >&2
-    swift build -c release --static-swift-stdlib --package-path Benchmarks --product kcar-archive-bench >&2
+    echo "[$(date +%H:%M:%S)] scripts/swift-release --package-path Benchmarks --product kcar-archive-bench" >&2
+    scripts/swift-release --package-path Benchmarks --product kcar-archive-bench >&2
 fi
 BIN="$(swift build -c release --package-path Benchmarks --show-bin-path)/kcar-archive-bench"
 [[ -x $BIN ]] || { echo "archive-bench.sh: no binary at $BIN (run without --no-build)" >&2; exit 1; }

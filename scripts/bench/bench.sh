@@ -17,7 +17,7 @@
 #   --work DIR        where vaults and archives go (default: a temporary directory in the data directory,
 #                     so on the same file system as the corpora); removed on exit
 #   --kcar PATH       kcar binary (default: from swift build -c release --show-bin-path; built if missing)
-#   --build           run swift build -c release --static-swift-stdlib first even if the binaries exist
+#   --build           run scripts/swift-release first even if the binaries exist
 #   --json FILE       also write the machine-readable summary to FILE
 #   --keep            keep the work and tmpfs directories (for inspection)
 #   --no-hyperfine    time short commands with a bash loop even if hyperfine is installed
@@ -93,16 +93,16 @@ fi
 if [[ -z $KCAR ]]; then
     KCAR="$BIN/kcar"
     if [[ $BUILD == 1 || ! -x $KCAR ]]; then
-        log "building kcar (swift build -c release --static-swift-stdlib --product kcar)"
-        (cd "$REPO" && swift build -c release --static-swift-stdlib --product kcar) >&2 || die "swift build failed"
+        log "building kcar (scripts/swift-release --product kcar)"
+        (cd "$REPO" && scripts/swift-release --product kcar) >&2 || die "swift build failed"
     fi
 fi
 [[ -x $KCAR ]] || die "no kcar binary at $KCAR"
 # kcar-bench is built in the package of the benchmarks (Benchmarks/), against this checkout's libraries.
 KCAR_BENCH="$(cd "$REPO" && swift build -c release --package-path Benchmarks --show-bin-path)/kcar-bench"
 if [[ $BUILD == 1 || ! -x $KCAR_BENCH ]]; then
-    log "building kcar-bench (swift build -c release --static-swift-stdlib --package-path Benchmarks --product kcar-bench)"
-    if ! (cd "$REPO" && swift build -c release --static-swift-stdlib --package-path Benchmarks --product kcar-bench) >&2; then
+    log "building kcar-bench (scripts/swift-release --package-path Benchmarks --product kcar-bench)"
+    if ! (cd "$REPO" && scripts/swift-release --package-path Benchmarks --product kcar-bench) >&2; then
         log "WARNING: kcar-bench does not build; the in-process figures are skipped"
     fi
 fi

@@ -99,9 +99,9 @@ HAVE_KP=0; [[ $KEEPASS == 1 ]] && have keepassxc-cli && HAVE_KP=1
 
 cd "$REPO"
 if [[ $BUILD == 1 ]]; then
-    log "nice -n 19 swift build -c release --static-swift-stdlib (kcar, and kcar-keychain-bench in Benchmarks/)"
-    nice -n 19 swift build -c release --static-swift-stdlib --product kcar >&2
-    nice -n 19 swift build -c release --static-swift-stdlib --package-path Benchmarks --product kcar-keychain-bench >&2
+    log "nice -n 19 scripts/swift-release (kcar, and kcar-keychain-bench in Benchmarks/)"
+    nice -n 19 scripts/swift-release --product kcar >&2
+    nice -n 19 scripts/swift-release --package-path Benchmarks --product kcar-keychain-bench >&2
 fi
 KCAR="$(swift build -c release --show-bin-path)/kcar"
 KBENCH="$(swift build -c release --package-path Benchmarks --show-bin-path)/kcar-keychain-bench"

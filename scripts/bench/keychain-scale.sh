@@ -23,9 +23,9 @@ done
 for p in hyperfine sqlite3; do
     command -v "$p" >/dev/null || { echo "installing $p"; apt-get install -y -qq "$p" >/dev/null; }
 done
-swift build -c release --static-swift-stdlib --product kcar >/dev/null
+scripts/swift-release --product kcar >/dev/null
 K=$PWD/.build/release/kcar
-swift build -c release --static-swift-stdlib --package-path Benchmarks --product kcar-scale-bench >/dev/null
+scripts/swift-release --package-path Benchmarks --product kcar-scale-bench >/dev/null
 B=$PWD/Benchmarks/.build/release/kcar-scale-bench
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT

@@ -24,8 +24,8 @@ done
 for p in hyperfine age git; do
     command -v "$p" >/dev/null || { echo "installing $p"; apt-get install -y -qq "$p" >/dev/null; }
 done
-swift build -c release --static-swift-stdlib --product kcar >/dev/null
-swift build -c release --static-swift-stdlib --package-path Benchmarks --product kcar-scale-bench >/dev/null
+scripts/swift-release --product kcar >/dev/null
+scripts/swift-release --package-path Benchmarks --product kcar-scale-bench >/dev/null
 K=$PWD/.build/release/kcar
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT

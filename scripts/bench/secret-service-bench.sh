@@ -29,8 +29,8 @@ done
 for p in hyperfine secret-tool dbus-daemon gnome-keyring-daemon; do
     command -v "$p" >/dev/null || { echo "$0: $p is not installed (make test-deps, and hyperfine)" >&2; exit 1; }
 done
-swift build -c release --static-swift-stdlib --product kcar >/dev/null
-swift build -c release --static-swift-stdlib --product kcar-secret-service >/dev/null
+scripts/swift-release --product kcar >/dev/null
+scripts/swift-release --product kcar-secret-service >/dev/null
 K=$PWD/.build/release/kcar
 W=$(mktemp -d)
 # Each bus's pid is in its folder (bus() runs in a command substitution, a subshell): stopping the buses stops

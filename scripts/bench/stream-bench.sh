@@ -26,9 +26,9 @@ while [[ $# -gt 0 ]]; do
     esac
     shift
 done
-swift build -c release --static-swift-stdlib --package-path Benchmarks --product kcar-scale-bench >/dev/null
+scripts/swift-release --package-path Benchmarks --product kcar-scale-bench >/dev/null
 if [[ -z "$KCAR" ]]; then
-    swift build -c release --static-swift-stdlib --product kcar >/dev/null
+    scripts/swift-release --product kcar >/dev/null
     KCAR=.build/release/kcar
 fi
 B=Benchmarks/.build/release/kcar-scale-bench
