@@ -448,15 +448,19 @@ public final class KeychainStore: @unchecked Sendable {
         try? locked { opened[group]?.vault.itemIndex?.pagesOpened }
     }
 
-    /// The open vault of a group, for the vault commands (`kcar list --keychain D --group G`).
-    package func withVault<T>(group: String, write: Bool = false, _ body: (Vault) throws -> T) throws -> T {
+    /// The open vault of a group, for the vault commands (`kcar list --keychain D --group G`), with its items
+    /// in memory unless `loadingItems` is false (a command that only needs the group's checks: its files
+    /// trusted, its key opens it, it is not rolled back).
+    package func withVault<T>(
+        group: String, write: Bool = false, loadingItems: Bool = true, _ body: (Vault) throws -> T
+    ) throws -> T {
         try locked {
             try entitle(group)
             guard directory.exists(group) else {
                 throw KeychainError(.itemNotFound, "access group \(group) does not exist in \(directory.path)")
             }
             let v = try vault(group, write: write)
-            try v.loadItems()
+            if loadingItems { try v.loadItems() }
             return try body(v)
         }
     }
