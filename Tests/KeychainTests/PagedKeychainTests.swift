@@ -46,6 +46,21 @@ final class PagedKeychainTests: KeychainTestCase {
         XCTAssertEqual(try s.find(ItemQuery(attributes: attrs(["acct": .string("a2999")]), group: group)).count, 1)
     }
 
+    /// The group checks a vault command makes before it reads the group (`kcar list --group G`) read a path
+    /// of pages, not every item: the command reads them itself (they were read twice).
+    func testAGroupCheckedForAVaultCommandIsNotReadWhole() throws {
+        try fill(try store(), 3000)
+        let checked = try store()
+        let generation = try checked.withVault(group: group, loadingItems: false) { $0.generation }
+        XCTAssertGreaterThan(generation, 0)
+        let pathOnly = try XCTUnwrap(checked.pagesOpened(group: group))
+        let loaded = try store()
+        try loaded.withVault(group: group) { _ in }
+        let whole = try XCTUnwrap(loaded.pagesOpened(group: group))
+        XCTAssertLessThanOrEqual(pathOnly, 6, "the checks read the index's root and trailer, not the items")
+        XCTAssertGreaterThan(whole, 20, "loading the items reads every leaf (\(whole) pages)")
+    }
+
     /// A query that gives a common source (every item's `@app`, a service 300 items share) beside a rare one
     /// (`@key`, one item) reads the rare one's entries, whatever the order of the attributes' names: the
     /// sources are counted before one is read. Before, the first indexed attribute (or the key range) was read
