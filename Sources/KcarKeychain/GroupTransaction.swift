@@ -131,7 +131,7 @@ public final class GroupTransaction {
     /// anything already).
     package func addInBulk(spillEvery count: Int = 65_536) -> Bool {
         guard !changed, keys == nil, let p = tx.itemIndex,
-            ["genp", "inet", "cert", "keys", "idnt"].allSatisfy({ Schema.keysByPrimaryKey(p.schema, $0) }),
+            ItemClass.keychainClasses.allSatisfy({ Schema.keysByPrimaryKey(p.schema, $0.rawValue) }),
             tx.spillAdds(every: count, refusingEqualKeys: true)
         else { return false }
         bulkWindow = count

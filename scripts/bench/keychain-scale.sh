@@ -38,28 +38,22 @@ for n in "${SIZES[@]}"; do
     # The item file and the same rows for SQLite: service svcK.example.com (K = i mod 1000), account userI,
     # user attribute team tJ (J = i div 10: 10 items per team), a 64-byte value.
     # One item file, however many items (SPEC.md §K7: up to a vault's 4,000,000; the import holds bounded memory).
-    python3 - "$n" "$W/items" "$W/rows.csv" <<'PY'
+    python3 - "$n" "$W/items.json" "$W/rows.csv" <<'PY'
 import base64, sys
 n, items, rows = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-chunk = n
-with open(rows, "w") as r:
-    for part, start in enumerate(range(0, n, chunk)):
-        with open("%s.%03d.json" % (items, part), "w") as f:
-            f.write('{"format": "kcar-items", "version": 1, "group": "bench",\n "items": [')
-            for i in range(start, min(n, start + chunk)):
-                svc, acct, team = "svc%d.example.com" % (i % 1000), "user%d" % i, "t%d" % (i // 10)
-                value = ("%064d" % i).encode()
-                f.write(("," if i > start else "") + '{"class": "genp", "attributes": {"svce": "%s", "acct": "%s", "@team": "%s"}, "value": "%s"}\n'
-                        % (svc, acct, team, base64.b64encode(value).decode()))
-                r.write("%s,%s,%s,%s\n" % (svc, acct, team, value.decode()))
-            f.write("]}\n")
+with open(rows, "w") as r, open(items, "w") as f:
+    f.write('{"format": "kcar-items", "version": 1, "group": "bench",\n "items": [')
+    for i in range(n):
+        svc, acct, team = "svc%d.example.com" % (i % 1000), "user%d" % i, "t%d" % (i // 10)
+        value = ("%064d" % i).encode()
+        f.write(("," if i else "") + '{"class": "genp", "attributes": {"svce": "%s", "acct": "%s", "@team": "%s"}, "value": "%s"}\n'
+                % (svc, acct, team, base64.b64encode(value).decode()))
+        r.write("%s,%s,%s,%s\n" % (svc, acct, team, value.decode()))
+    f.write("]}\n")
 PY
-    for f in "$W"/items.*.json; do
-        /usr/bin/time -f "%e %M" -o "$W/time.$(basename "$f")" "$K" import --items "$f" --group "$g" >/dev/null 2>&1
-    done
-    cat "$W"/time.items.*.json | awk -v files="$(ls "$W"/items.*.json | wc -l)" \
-        '{ wall += $1; if ($2 > rss) rss = $2 } END { printf "kcar.import: %.2f s wall in %d file(s), peak RSS %d KB\n", wall, files, rss }'
-    rm -f "$W"/items.*.json "$W"/time.items.*.json
+    /usr/bin/time -f "%e %M" -o "$W/time" "$K" import --items "$W/items.json" --group "$g" >/dev/null 2>&1
+    awk '{ printf "kcar.import: %.2f s wall, peak RSS %d KB\n", $1, $2 }' "$W/time"
+    rm -f "$W/items.json" "$W/time"
     sqlite3 "$W/$g.db" "CREATE TABLE items(service TEXT, account TEXT, team TEXT, value TEXT, PRIMARY KEY(service, account)) WITHOUT ROWID;
                         CREATE INDEX team ON items(team);" ".mode csv" ".import $W/rows.csv items"
     i=$((n / 2))
