@@ -78,12 +78,14 @@ package enum Deflate {
             return nil
         }
         defer { decompressors.withLock { $0.append(UnsafeSendable(d)) } }
-        var out = [UInt8](repeating: 0, count: expected)
         var consumed = 0
         var produced = 0
-        let rc = out.withUnsafeMutableBytes {
-            libdeflate_zlib_decompress_ex(
-                d, input.baseAddress, input.count, $0.baseAddress, expected, &consumed, &produced)
+        var rc = LIBDEFLATE_BAD_DATA
+        // Not zeroed first: every byte is written when the stream is whole, and the array is dropped when not.
+        let out = [UInt8](unsafeUninitializedCapacity: expected) { buffer, initialized in
+            rc = libdeflate_zlib_decompress_ex(
+                d, input.baseAddress, input.count, buffer.baseAddress, expected, &consumed, &produced)
+            initialized = rc == LIBDEFLATE_SUCCESS && produced == expected ? expected : 0
         }
         guard rc == LIBDEFLATE_SUCCESS, consumed == input.count, produced == expected else { return nil }
         return out

@@ -253,6 +253,15 @@ func utf8Precedes(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt
     return a.count < b.count
 }
 
+extension Array where Element == UInt8 {
+    /// Whether these bytes sort before `other`'s (`lexicographicallyPrecedes`, through memcmp): tree keys
+    /// share long prefixes, which the generic comparison walks a byte at a time.
+    @inline(__always)
+    func bytesPrecede(_ other: [UInt8]) -> Bool {
+        withUnsafeBufferPointer { a in other.withUnsafeBufferPointer { b in utf8Precedes(a, b) } }
+    }
+}
+
 /// Where an item's value lives: a member of one record (SPEC.md §6, §7).
 package struct RecordLocation: Hashable, Sendable {
     var recordID: ID128

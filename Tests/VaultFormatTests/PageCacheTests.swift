@@ -9,7 +9,7 @@ final class PageCacheTests: XCTestCase {
     let page = Page(tree: .items, level: 0, content: .leaf([LeafEntry(key: [1])]))
 
     func testAFullCacheGivesUpItsOldestPage() {
-        var cache = PageCache(capacity: 3, maxBytes: 1 << 20)
+        var cache = PageCache<Page>(capacity: 3, maxBytes: 1 << 20)
         for n: UInt64 in 1...3 { cache.insert(page, bytes: 10, at: ref(n)) }
         cache.insert(page, bytes: 10, at: ref(2))  // already there: nothing is given up
         XCTAssertNotNil(cache[ref(1)])
@@ -23,7 +23,7 @@ final class PageCacheTests: XCTestCase {
     }
 
     func testLargePagesAreGivenUpByTheirBytes() {
-        var cache = PageCache(capacity: 100, maxBytes: 1_000)
+        var cache = PageCache<Page>(capacity: 100, maxBytes: 1_000)
         for n: UInt64 in 1...10 { cache.insert(page, bytes: 100, at: ref(n)) }
         XCTAssertEqual((UInt64(1)...10).filter { cache[ref($0)] != nil }.count, 10)
         cache.insert(page, bytes: 450, at: ref(11))

@@ -2,8 +2,33 @@
 /// decodes a page; where it sits in a tree is checked by ``TreeReader``.
 package protocol PageStore: AnyObject {
     func read(_ ref: PageRef) throws -> Page
+    /// The page at `ref` as a search reads it: a branch decoded, a leaf as a checked ``LeafView`` (or decoded,
+    /// when the store knows it is read whole).
+    func node(_ ref: PageRef) throws -> PageNode
     /// Stores a new page and returns its reference (with its count).
     func write(_ page: Page) throws -> PageRef
+}
+
+/// A page as lookups and scans read it: decoded (a branch, or a leaf a walk reads whole), or a leaf searched in
+/// place.
+package enum PageNode {
+    case page(Page)
+    case leaf(LeafView)
+}
+
+extension LeafView {
+    /// `bytes`, a leaf's plaintext, checked (records ending before `recordsBefore`, if given); when a check fails,
+    /// the error ``PageCodec/decode(_:)`` (then ``PageCodec/checkRecordsEnd(_:before:_:)``) gives for it.
+    static func open(_ bytes: [UInt8], recordsBefore: UInt64?, page id: ID128) throws -> LeafView {
+        if let v = LeafView.checked(bytes, recordsBefore: recordsBefore) { return v }
+        let page = try PageCodec.decode(bytes)
+        if case .leaf(let entries) = page.content, let recordsBefore {
+            try PageCodec.checkRecordsEnd(entries, before: recordsBefore, "page \(Hex.encode(id.bytes))")
+        }
+        // Both readers must refuse the same pages (LeafViewTests holds them to it).
+        throw VaultError(
+            .damagedIndex, "page \(Hex.encode(id.bytes)): a leaf the page decoder accepts and its search refuses")
+    }
 }
 
 /// Reads one tree (SPEC.md Part 4, V3.3), checking each page it opens against the reference and the
@@ -24,27 +49,56 @@ package struct TreeReader {
     /// `first` (nil: the top page) and stay below `upper` (nil: no bound).
     package func open(_ ref: PageRef, parentLevel: Int?, first: [UInt8]?, upper: [UInt8]?) throws -> Page {
         let page = try store.read(ref)
+        let leafCount: Int?
+        if case .leaf(let e) = page.content { leafCount = e.count } else { leafCount = nil }
+        try check(
+            ref, tree: page.tree, level: page.level, firstKey: page.firstKey, lastKey: page.lastKey,
+            leafCount: leafCount, page: page, parentLevel: parentLevel, first: first, upper: upper)
+        return page
+    }
+
+    /// As ``open(_:parentLevel:first:upper:)``, a leaf given as a view (``PageStore/node(_:)``).
+    package func openNode(_ ref: PageRef, parentLevel: Int?, first: [UInt8]?, upper: [UInt8]?) throws -> PageNode {
+        let node = try store.node(ref)
+        switch node {
+        case .page(let page):
+            let leafCount: Int?
+            if case .leaf(let e) = page.content { leafCount = e.count } else { leafCount = nil }
+            try check(
+                ref, tree: page.tree, level: page.level, firstKey: page.firstKey, lastKey: page.lastKey,
+                leafCount: leafCount, page: page, parentLevel: parentLevel, first: first, upper: upper)
+        case .leaf(let view):
+            try check(
+                ref, tree: view.tree, level: 0, firstKey: view.firstKey, lastKey: view.lastKey, leafCount: view.count,
+                page: nil, parentLevel: parentLevel, first: first, upper: upper)
+        }
+        return node
+    }
+
+    /// The rules of V3.3 for a page opened from `ref`: a leaf's count, or a branch `page`'s children's counts.
+    private func check(
+        _ ref: PageRef, tree pageTree: TreeID, level: Int, firstKey: [UInt8], lastKey: [UInt8], leafCount: Int?,
+        page: Page?, parentLevel: Int?, first: [UInt8]?, upper: [UInt8]?
+    ) throws {
         func fail(_ what: String) -> VaultError {
             VaultError(.damagedIndex, "\(tree) tree, page \(Hex.encode(ref.id.bytes)): \(what)")
         }
-        guard page.tree == tree else { throw fail("a page of the \(page.tree) tree") }
-        if let parentLevel, page.level != parentLevel - 1 {
-            throw fail("level \(page.level) under a branch of level \(parentLevel)")
+        guard pageTree == tree else { throw fail("a page of the \(pageTree) tree") }
+        if let parentLevel, level != parentLevel - 1 {
+            throw fail("level \(level) under a branch of level \(parentLevel)")
         }
-        if let first, page.firstKey != first { throw fail("its first key is not the separator that names it") }
-        if let upper, !page.lastKey.lexicographicallyPrecedes(upper) {
+        if let first, firstKey != first { throw fail("its first key is not the separator that names it") }
+        if let upper, !lastKey.bytesPrecede(upper) {
             throw fail("its last key is not below the next separator")
         }
         // V3.3 rule 4, checked whenever a page is opened: a leaf's entries, or the counts its children's
         // references give (each child is checked against its own when it is opened).
-        switch page.content {
-        case .leaf(let e):
-            if UInt64(e.count) != ref.count { throw fail("\(e.count) entries where its reference says \(ref.count)") }
-        case .branch(let e):
+        if let n = leafCount {
+            if UInt64(n) != ref.count { throw fail("\(n) entries where its reference says \(ref.count)") }
+        } else if let page, case .branch(let e) = page.content {
             let sum = e.reduce(UInt64(0)) { $0 &+ $1.child.count }
             if sum != ref.count { throw fail("its children hold \(sum) entries, its reference says \(ref.count)") }
         }
-        return page
     }
 
     /// The position of the child whose range holds `key` (the last separator ≤ key), or nil if `key` is
@@ -54,7 +108,7 @@ package struct TreeReader {
         var hi = entries.count  // first separator > key
         while lo < hi {
             let mid = (lo + hi) / 2
-            if key.lexicographicallyPrecedes(entries[mid].key) { hi = mid } else { lo = mid + 1 }
+            if key.bytesPrecede(entries[mid].key) { hi = mid } else { lo = mid + 1 }
         }
         return lo == 0 ? nil : lo - 1
     }
@@ -75,33 +129,44 @@ package struct TreeReader {
         guard let top else { return }
         // The path from the top: each branch with the position of the child being read and its upper bound.
         var path: [(entries: [(key: [UInt8], child: PageRef)], level: Int, at: Int, upper: [UInt8]?)] = []
-        var page = try open(top, parentLevel: nil, first: nil, upper: nil)
+        var node = try openNode(top, parentLevel: nil, first: nil, upper: nil)
         var upper: [UInt8]? = nil
         var seek = true
         while true {
-            switch page.content {
-            case .branch(let entries):
-                let i = seek ? (TreeReader.child(for: lower, in: entries) ?? 0) : 0
-                path.append((entries, page.level, i, upper))
-                let childUpper = i + 1 < entries.count ? entries[i + 1].key : upper
-                page = try open(entries[i].child, parentLevel: page.level, first: entries[i].key, upper: childUpper)
-                upper = childUpper
-                continue
-            case .leaf(let entries):
-                var i = 0
-                if seek {
-                    var lo = 0
-                    var hi = entries.count
-                    while lo < hi {
-                        let mid = (lo + hi) / 2
-                        if entries[mid].key.lexicographicallyPrecedes(lower) { lo = mid + 1 } else { hi = mid }
+            switch node {
+            case .page(let page):
+                switch page.content {
+                case .branch(let entries):
+                    let i = seek ? (TreeReader.child(for: lower, in: entries) ?? 0) : 0
+                    path.append((entries, page.level, i, upper))
+                    let childUpper = i + 1 < entries.count ? entries[i + 1].key : upper
+                    node = try openNode(
+                        entries[i].child, parentLevel: page.level, first: entries[i].key, upper: childUpper)
+                    upper = childUpper
+                    continue
+                case .leaf(let entries):
+                    var i = 0
+                    if seek {
+                        var lo = 0
+                        var hi = entries.count
+                        while lo < hi {
+                            let mid = (lo + hi) / 2
+                            if entries[mid].key.bytesPrecede(lower) { lo = mid + 1 } else { hi = mid }
+                        }
+                        i = lo
+                        seek = false
                     }
-                    i = lo
-                    seek = false
+                    while i < entries.count {
+                        if try !body(entries[i]) { return }
+                        i += 1
+                    }
                 }
-                while i < entries.count {
-                    if try !body(entries[i]) { return }
-                    i += 1
+            case .leaf(let view):
+                // The leaf is searched in place; only the entries handed on are built.
+                var cursor = seek ? view.seek(lower) : view.start
+                seek = false
+                while let e = view.next(&cursor) {
+                    if try !body(e) { return }
                 }
             }
             // Up to the nearest branch with a child left, then down its next child's leftmost path.
@@ -110,7 +175,8 @@ package struct TreeReader {
             path[path.count - 1].at += 1
             let b = path[path.count - 1]
             let childUpper = b.at + 1 < b.entries.count ? b.entries[b.at + 1].key : b.upper
-            page = try open(b.entries[b.at].child, parentLevel: b.level, first: b.entries[b.at].key, upper: childUpper)
+            node = try openNode(
+                b.entries[b.at].child, parentLevel: b.level, first: b.entries[b.at].key, upper: childUpper)
             upper = childUpper
         }
     }
@@ -392,6 +458,15 @@ package final class MemoryPageStore: PageStore {
             throw VaultError(.damagedIndex, "page \(Hex.encode(ref.id.bytes)) is not where its reference says")
         }
         return try PageCodec.decode(p.bytes)
+    }
+
+    package func node(_ ref: PageRef) throws -> PageNode {
+        reads += 1
+        guard let p = pages[ref.id], p.offset == ref.offset, UInt64(p.bytes.count) == ref.length else {
+            throw VaultError(.damagedIndex, "page \(Hex.encode(ref.id.bytes)) is not where its reference says")
+        }
+        if p.bytes.first == 1 { return .leaf(try LeafView.open(p.bytes, recordsBefore: nil, page: ref.id)) }
+        return .page(try PageCodec.decode(p.bytes))
     }
 
     package func write(_ page: Page) throws -> PageRef {

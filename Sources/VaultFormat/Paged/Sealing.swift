@@ -46,7 +46,8 @@ package enum PagedSealing {
             end: source.headerLength + offset + length, fail: fail)
         var out: [UInt8] = []
         while let c = try reader.next(room: Int(min(UInt64(Limits.chunkSize), bound - UInt64(out.count)))) {
-            out.append(contentsOf: c)
+            // Most structures are one chunk: taken as it is, not copied.
+            if out.isEmpty { out = c } else { out.append(contentsOf: c) }
         }
         return out
     }
@@ -62,10 +63,12 @@ package final class FilePageStore: PageStore {
     package var position: UInt64
     package var random: RandomSource = SystemRandom.shared
     var level: Int32 = 6
-    /// Decoded pages: branches apart from leaves, so that a run of lookups over a large tree, which misses
-    /// on leaves, keeps the paths above them (a tree has about one branch per hundred leaves).
-    private var cache = PageCache(capacity: FilePageStore.cacheMax, maxBytes: FilePageStore.cacheBytesMax)
-    private var branches = PageCache(capacity: FilePageStore.branchCacheMax, maxBytes: FilePageStore.cacheBytesMax)
+    /// Pages read: leaves as checked plaintext (``LeafView``), branches decoded and apart from leaves, so that
+    /// a run of lookups over a large tree, which misses on leaves, keeps the paths above them (a tree has about
+    /// one branch per hundred leaves).
+    private var leaves = PageCache<LeafView>(capacity: FilePageStore.cacheMax, maxBytes: FilePageStore.cacheBytesMax)
+    private var branches = PageCache<Page>(
+        capacity: FilePageStore.branchCacheMax, maxBytes: FilePageStore.cacheBytesMax)
     static let cacheMax = 4096
     static let branchCacheMax = 16_384
     /// Bytes of pages (as encoded) each cache holds at most: a page may be `PAGE_MAX` (2 MiB), so a count
@@ -85,9 +88,48 @@ package final class FilePageStore: PageStore {
     }
 
     package func read(_ ref: PageRef) throws -> Page {
+        let key = FilePageStore.cacheKey(ref)
+        if let p = branches[key] { return p }
+        // A leaf kept as a view was checked as the decoder checks it: its entries are the decoded leaf's.
+        if let v = leaves[key] { return Page(tree: v.tree, level: 0, content: .leaf(v.entries)) }
+        let plain = try openPlaintext(ref)
+        let page = try PageCodec.decode(plain)
+        if case .leaf(let entries) = page.content {
+            try PageCodec.checkRecordsEnd(entries, before: ref.offset, "page \(Hex.encode(ref.id.bytes))")
+            if keepsLeaves, let v = LeafView.checked(plain) { leaves.insert(v, bytes: v.weight, at: key) }
+        } else {
+            branches.insert(page, bytes: plain.count, at: key)
+        }
+        return page
+    }
+
+    package func node(_ ref: PageRef) throws -> PageNode {
+        let key = FilePageStore.cacheKey(ref)
+        if let p = branches[key] { return .page(p) }
+        if let v = leaves[key] { return .leaf(v) }
+        // A walk that keeps no leaves reads each whole: decoded once, as ``read(_:)`` does.
+        guard keepsLeaves else { return .page(try read(ref)) }
+        let plain = try openPlaintext(ref)
+        guard plain.first == 1 else {
+            let page = try PageCodec.decode(plain)
+            if case .leaf = page.content { preconditionFailure("a page of kind \(plain[0]) decoded as a leaf") }
+            branches.insert(page, bytes: plain.count, at: key)
+            return .page(page)
+        }
+        let view = try LeafView.open(plain, recordsBefore: ref.offset, page: ref.id)
+        leaves.insert(view, bytes: view.weight, at: key)
+        return .leaf(view)
+    }
+
+    /// The key a page is cached by: its reference without the count (which the reader checks, V3.3).
+    private static func cacheKey(_ ref: PageRef) -> PageRef {
         var key = ref
         key.count = 0
-        if let p = branches[key] ?? cache[key] { return p }
+        return key
+    }
+
+    /// A page's plaintext, opened from the file: its extent checked against ``limit``, at most `PAGE_MAX`.
+    private func openPlaintext(_ ref: PageRef) throws -> [UInt8] {
         let fail = { (m: String) in VaultError(.damagedIndex, "page \(Hex.encode(ref.id.bytes)): \(m)") }
         guard let end = ref.offset.adding(ref.length), end <= limit, ref.length > 0 else {
             throw fail("its extent lies outside the body before its commit")
@@ -96,20 +138,7 @@ package final class FilePageStore: PageStore {
             source, key: .page(source.keys, vaultID: source.vaultID, pageID: ref.id),
             offset: ref.offset, length: ref.length, max: PagedLimits.pageMax, fail: fail)
         opened += 1
-        let page = try PageCodec.decode(plain)
-        if case .leaf(let entries) = page.content {
-            try PageCodec.checkRecordsEnd(entries, before: ref.offset, "page \(Hex.encode(ref.id.bytes))")
-        }
-        keep(page, key, bytes: plain.count)
-        return page
-    }
-
-    private func keep(_ page: Page, _ key: PageRef, bytes: Int) {
-        if case .branch = page.content {
-            branches.insert(page, bytes: bytes, at: key)
-        } else if keepsLeaves {
-            cache.insert(page, bytes: bytes, at: key)
-        }
+        return plain
     }
 
     package func write(_ page: Page) throws -> PageRef {
@@ -125,9 +154,12 @@ package final class FilePageStore: PageStore {
         let ref = PageRef(id: id, offset: position, length: UInt64(sealed.count), count: page.count)
         position += UInt64(sealed.count)
         limit = max(limit, position)
-        var key = ref
-        key.count = 0
-        keep(page, key, bytes: plain.count)
+        let key = FilePageStore.cacheKey(ref)
+        if case .branch = page.content {
+            branches.insert(page, bytes: plain.count, at: key)
+        } else if keepsLeaves, let v = LeafView.checked(plain) {
+            leaves.insert(v, bytes: v.weight, at: key)
+        }
         return ref
     }
 
@@ -142,11 +174,11 @@ package final class FilePageStore: PageStore {
     }
 }
 
-/// Decoded pages by where they lie, at most `capacity`: a full cache gives up its oldest page for each page it
+/// Pages (branches decoded, leaves as views) by where they lie, at most `capacity`: a full cache gives up its oldest page for each page it
 /// takes (first in, first out), so it stays full and a run of lookups keeps its hits. (Emptying it whole
 /// when full freed thousands of pages at once: at 1M items that churn was a fifth of a lookup's time.)
-struct PageCache {
-    private var pages: [PageRef: (page: Page, bytes: Int)] = [:]
+struct PageCache<Value> {
+    private var pages: [PageRef: (page: Value, bytes: Int)] = [:]
     /// Keys in the order they came; `head` is the oldest still held.
     private var order: [PageRef] = []
     private var head = 0
@@ -159,11 +191,11 @@ struct PageCache {
         self.maxBytes = maxBytes
     }
 
-    subscript(key: PageRef) -> Page? { pages[key]?.page }
+    subscript(key: PageRef) -> Value? { pages[key]?.page }
 
     /// Keeps `page` (of `n` bytes encoded), giving up the oldest pages while more than `capacity` or `maxBytes`
     /// are held.
-    mutating func insert(_ page: Page, bytes n: Int, at key: PageRef) {
+    mutating func insert(_ page: Value, bytes n: Int, at key: PageRef) {
         // A page larger than the whole budget is not kept (keeping it would give up every other page).
         guard pages[key] == nil, n <= maxBytes else { return }
         pages[key] = (page, n)
