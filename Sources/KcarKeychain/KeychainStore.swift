@@ -22,9 +22,11 @@ public final class KeychainStore: @unchecked Sendable {
     /// Seconds to wait for another process's lock before ``KeychainStatus/interactionNotAllowed``.
     public let lockTimeout: Double
     let random: RandomSource
-    /// Values per solid record in a keychain's vaults: reading one item decrypts its whole record, so records
-    /// stay small (256 values of a typical secret: a few KiB), where a packed vault would fill 256 KiB.
-    static let solidMembers = 256
+    /// Values per solid record in a keychain's vaults: reading one item decrypts and inflates its whole
+    /// record, so records stay small (32 values of 64 bytes: 2.6 KiB with the member table), where a packed
+    /// vault would fill 256 KiB. 50,000 items of 64 bytes imported: a repeated get on the open vault 57 µs at
+    /// 256 members, 33 at 64, 29 at 32, 28 at 16; the file 0.1 %, 1.2 % and 2.3 % larger than at 256.
+    static let solidMembers = 32
     /// Where the async variants run this store's calls (``KeychainStore/async``), off the cooperative pool.
     let blockingQueue = DispatchQueue(label: "kcar.keychain.store")
     private let mutex = Mutex(())

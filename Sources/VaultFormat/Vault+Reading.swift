@@ -45,8 +45,12 @@ package struct RecordSource {
         let l = item.location
         let fail = { (m: String) in VaultError(.damagedRecord, item: item.id, "\(item.displayName): \(m)") }
         var reader = recordReader(l, fail: fail)
-        var (t, chunk) = try reader.memberTable()
-        try t.check([item])
+        // The table is checked whole, but only this item's member is kept (a solid record names hundreds).
+        var (t, chunk) = try reader.memberTable(locating: l.member)
+        guard let m = t.member, m.id == item.id, m.size == item.size, m.dataOffset == l.dataOffset else {
+            throw VaultError(
+                .damagedRecord, "\(item.displayName): the record's member table does not name this item")
+        }
         // Stream [dataOffset, dataOffset + size) of the data area.
         var skip = l.dataOffset
         var left = item.size
@@ -107,15 +111,31 @@ extension Vault {
 extension BlockReader {
     /// Reads chunks until the record's member table is complete; returns it and the data bytes read after it.
     mutating func memberTable() throws -> (MemberTable, [UInt8]) {
+        let fail = fail
+        return try readTable { try MemberTable.parse($0, fail: fail) }
+    }
+
+    /// As ``memberTable()``, keeping of the members only the one at `index` (nil if the table is shorter).
+    mutating func memberTable(locating index: Int) throws -> (MemberTable.Located, [UInt8]) {
+        let fail = fail
+        return try readTable { try MemberTable.locate(index, in: $0, fail: fail) }
+    }
+
+    private mutating func readTable<T: MemberTableLength>(_ parse: ([UInt8]) throws -> T?) throws -> (T, [UInt8]) {
         var pending: [UInt8] = []
         defer { wipe(&pending) }
         while true {
             guard let c = try next() else { throw fail("record ends inside its member table") }
-            pending.append(contentsOf: c)
-            if let t = try MemberTable.parse(pending, fail: fail) { return (t, Array(pending[t.length...])) }
+            if pending.isEmpty { pending = c } else { pending.append(contentsOf: c) }
+            if let t = try parse(pending) { return (t, Array(pending[t.length...])) }
         }
     }
 }
+
+/// A parsed member table's extent: the data follows it.
+protocol MemberTableLength { var length: Int { get } }
+
+extension MemberTable: MemberTableLength {}
 
 /// A record's member table (SPEC.md §6).
 package struct MemberTable {
@@ -130,6 +150,37 @@ package struct MemberTable {
 
     /// The table at the start of `bytes`, nil if `bytes` ends before it does.
     static func parse(_ bytes: [UInt8], fail: (String) -> VaultError) throws -> MemberTable? {
+        var members: [(id: ItemID, size: UInt64)] = []
+        var offsets: [UInt64] = []
+        let extent = try walk(bytes, fail: fail) { _, id, size, offset in
+            offsets.append(offset)
+            members.append((id, size))
+        }
+        return extent.map { MemberTable(members: members, offsets: offsets, length: $0.length, totalData: $0.total) }
+    }
+
+    /// One member of a table, with the table's extent (``BlockReader/memberTable(locating:)``).
+    struct Located: MemberTableLength {
+        var member: (id: ItemID, size: UInt64, dataOffset: UInt64)?
+        var length: Int
+        var totalData: UInt64
+    }
+
+    /// The table at the start of `bytes`, checked as ``parse(_:fail:)`` checks it, with member `index` only;
+    /// nil if `bytes` ends before the table does.
+    static func locate(_ index: Int, in bytes: [UInt8], fail: (String) -> VaultError) throws -> Located? {
+        var member: (id: ItemID, size: UInt64, dataOffset: UInt64)?
+        let extent = try walk(bytes, fail: fail) { i, id, size, offset in
+            if i == index { member = (id, size, offset) }
+        }
+        return extent.map { Located(member: member, length: $0.length, totalData: $0.total) }
+    }
+
+    /// Reads the table at the start of `bytes`, handing `visit` each member (position, id, size, data
+    /// offset); returns its length and data total, nil if `bytes` ends before it does.
+    private static func walk(
+        _ bytes: [UInt8], fail: (String) -> VaultError, visit: (Int, ItemID, UInt64, UInt64) -> Void
+    ) throws -> (length: Int, total: UInt64)? {
         var r = ByteReader(bytes, failure: .damagedRecord, what: "member table")
         // nil when the varint at the cursor is not complete within `bytes` yet.
         func varint() throws -> UInt64? {
@@ -142,22 +193,19 @@ package struct MemberTable {
         }
         guard let n = try varint() else { return nil }
         guard n >= 1, n <= UInt64(Limits.membersMax) else { throw fail("member count \(n)") }
-        var members: [(ItemID, UInt64)] = []
-        var offsets: [UInt64] = []
         var total: UInt64 = 0
-        for _ in 0..<Int(n) {
+        for i in 0..<Int(n) {
             guard r.remaining >= 16 else { return nil }
             let id = ItemID(raw: try r.readID())
             guard let size = try varint() else { return nil }
             guard size <= Limits.valueMax, let t = total.adding(size) else { throw fail("member size \(size)") }
-            offsets.append(total)
+            visit(i, id, size, total)
             total = t
-            members.append((id, size))
         }
         // The record is the table and the data: its size must fit 64 bits too (65,536 members of 2^48 almost
         // fill them), so that `length + totalData` never overflows wherever it is used.
         guard total.adding(UInt64(r.position)) != nil else { throw fail("member sizes add up past 2^64 bytes") }
-        return MemberTable(members: members, offsets: offsets, length: r.position, totalData: total)
+        return (r.position, total)
     }
 
     /// Throws unless the table names each item at its member index, with its size and data offset.

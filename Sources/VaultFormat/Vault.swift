@@ -24,7 +24,7 @@ public struct WriteOptions: Sendable {
     /// Seconds to wait for another process's lock.
     public var lockTimeout: Double
     /// At most this many small values share one solid record. Fewer make reading one value cheaper (its
-    /// whole record is decrypted) at a small cost in size: the keychain, which reads single items, uses 256.
+    /// whole record is decrypted) at a small cost in size: the keychain, which reads single items, uses 32.
     public var solidMembers: Int
     /// Stamp dates as `kcar add` and the keychain do: an item added without a creation or modification date
     /// (``AttributeName/creationDate``, ``AttributeName/modificationDate``) gets the commit's time, and an
