@@ -14,14 +14,14 @@ package struct LeafView: Sendable {
     /// Offset of the first entry's key.
     let entriesStart: Int
     /// Offset of each record-table entry (its id); empty for tree 2.
-    let records: [Int32]
+    let records: [Int]
     /// Offset of the writer table's first id (8 bytes each).
     let writersStart: Int
     package let firstKey: [UInt8]
     package let lastKey: [UInt8]
 
     /// Bytes it holds, about: what a cache weighs it by.
-    var weight: Int { bytes.count + 4 * records.count + firstKey.count + lastKey.count + 64 }
+    var weight: Int { bytes.count + 8 * records.count + firstKey.count + lastKey.count + 64 }
 
     /// Where a walk over the entries stands: the next entry's offset and position, and the key before it.
     package struct Cursor {
@@ -44,7 +44,7 @@ package struct LeafView: Sendable {
             let end = b.count
             guard end >= 3, b[0] == 1, let tree = TreeID(rawValue: b[1]), b[2] == 0 else { return nil }
             var p = 3
-            var records: [Int32] = []
+            var records: [Int] = []
             var writersStart = 0
             var writerCount = 0
             if tree.hasTables {
@@ -61,7 +61,7 @@ package struct LeafView: Sendable {
                     if let recordsBefore, offset + length > recordsBefore { return nil }
                     if let l = lastID, !precedes(b, l, idAt, 16) { return nil }
                     lastID = idAt
-                    records.append(Int32(idAt))
+                    records.append(idAt)
                 }
                 guard let m = count(b, &p, max: PagedLimits.tableMax), end - p >= 8 * m else { return nil }
                 writersStart = p
@@ -160,7 +160,7 @@ package struct LeafView: Sendable {
                 let rec = Int(LeafView.unchecked(b, &p))
                 let wri = Int(LeafView.unchecked(b, &p))
                 if rec > 0 {
-                    var q = Int(records[rec - 1])
+                    var q = records[rec - 1]
                     let id = ID128(hi: LeafView.be64(b, q), lo: LeafView.be64(b, q + 8))
                     q += 16
                     let offset = LeafView.unchecked(b, &q)
