@@ -125,6 +125,26 @@ final class LeafViewTests: XCTestCase {
         XCTAssertGreaterThan(read, 500)
     }
 
+    /// A leaf of more than `searchMax` entries is decoded and bisected, not walked: a legal leaf of
+    /// PAGE_ENTRIES_MAX entries would otherwise cost every lookup a walk of tens of thousands of entries.
+    func testALargeLeafIsDecodedForLookups() throws {
+        for n in [LeafView.searchMax, LeafView.searchMax + 1, 5_000] {
+            let store = MemoryPageStore()
+            let entries = (0..<n).map { i in LeafEntry(key: [1] + Array(String(i + 100_000).utf8), writer: 9, rest: [])
+            }
+            let ref = try store.write(Page(tree: .items, level: 0, content: .leaf(entries)))
+            switch try store.node(ref) {
+            case .leaf: XCTAssertLessThanOrEqual(n, LeafView.searchMax)
+            case .page(let p):
+                XCTAssertGreaterThan(n, LeafView.searchMax)
+                XCTAssertEqual(p.content, .leaf(entries))
+            }
+            let reader = TreeReader(store: store, tree: .items, top: ref)
+            for i in stride(from: 0, to: n, by: 37) { XCTAssertEqual(try reader.lookup(entries[i].key), entries[i]) }
+            XCTAssertNil(try reader.lookup([1, 0x30]))
+        }
+    }
+
     /// A damaged leaf met by a lookup is refused with the words the page decoder uses.
     func testALookupRefusesADamagedLeafAsTheDecoderDoes() throws {
         let store = MemoryPageStore()

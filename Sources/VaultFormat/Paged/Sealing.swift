@@ -66,7 +66,7 @@ package final class FilePageStore: PageStore {
     /// Pages read: leaves as checked plaintext (``LeafView``), branches decoded and apart from leaves, so that
     /// a run of lookups over a large tree, which misses on leaves, keeps the paths above them (a tree has about
     /// one branch per hundred leaves).
-    private var leaves = PageCache<LeafView>(capacity: FilePageStore.cacheMax, maxBytes: FilePageStore.cacheBytesMax)
+    private var leaves = PageCache<PageNode>(capacity: FilePageStore.cacheMax, maxBytes: FilePageStore.cacheBytesMax)
     private var branches = PageCache<Page>(
         capacity: FilePageStore.branchCacheMax, maxBytes: FilePageStore.cacheBytesMax)
     static let cacheMax = 4096
@@ -90,23 +90,36 @@ package final class FilePageStore: PageStore {
     package func read(_ ref: PageRef) throws -> Page {
         let key = FilePageStore.cacheKey(ref)
         if let p = branches[key] { return p }
+        switch leaves[key] {
+        case .page(let p): return p
         // A leaf kept as a view was checked as the decoder checks it: its entries are the decoded leaf's.
-        if let v = leaves[key] { return Page(tree: v.tree, level: 0, content: .leaf(v.entries)) }
+        case .leaf(let v): return Page(tree: v.tree, level: 0, content: .leaf(v.entries))
+        case nil: break
+        }
         let plain = try openPlaintext(ref)
         let page = try PageCodec.decode(plain)
         if case .leaf(let entries) = page.content {
             try PageCodec.checkRecordsEnd(entries, before: ref.offset, "page \(Hex.encode(ref.id.bytes))")
-            if keepsLeaves, let v = LeafView.checked(plain) { leaves.insert(v, bytes: v.weight, at: key) }
+            if keepsLeaves { keepLeaf(page, plain, key) }
         } else {
             branches.insert(page, bytes: plain.count, at: key)
         }
         return page
     }
 
+    /// Keeps a leaf as lookups read it (``LeafView/node``): as a view, or decoded if it holds many entries.
+    private func keepLeaf(_ page: Page, _ plain: [UInt8], _ key: PageRef) {
+        if page.entryCount > LeafView.searchMax {
+            leaves.insert(.page(page), bytes: plain.count, at: key)
+        } else if let v = LeafView.checked(plain) {
+            leaves.insert(.leaf(v), bytes: v.weight, at: key)
+        }
+    }
+
     package func node(_ ref: PageRef) throws -> PageNode {
         let key = FilePageStore.cacheKey(ref)
         if let p = branches[key] { return .page(p) }
-        if let v = leaves[key] { return .leaf(v) }
+        if let n = leaves[key] { return n }
         // A walk that keeps no leaves reads each whole: decoded once, as ``read(_:)`` does.
         guard keepsLeaves else { return .page(try read(ref)) }
         let plain = try openPlaintext(ref)
@@ -117,8 +130,13 @@ package final class FilePageStore: PageStore {
             return .page(page)
         }
         let view = try LeafView.open(plain, recordsBefore: ref.offset, page: ref.id)
-        leaves.insert(view, bytes: view.weight, at: key)
-        return .leaf(view)
+        let node = view.node
+        if case .leaf = node {
+            leaves.insert(node, bytes: view.weight, at: key)
+        } else {
+            leaves.insert(node, bytes: plain.count, at: key)
+        }
+        return node
     }
 
     /// The key a page is cached by: its reference without the count (which the reader checks, V3.3).
@@ -157,8 +175,8 @@ package final class FilePageStore: PageStore {
         let key = FilePageStore.cacheKey(ref)
         if case .branch = page.content {
             branches.insert(page, bytes: plain.count, at: key)
-        } else if keepsLeaves, let v = LeafView.checked(plain) {
-            leaves.insert(v, bytes: v.weight, at: key)
+        } else if keepsLeaves {
+            keepLeaf(page, plain, key)
         }
         return ref
     }
