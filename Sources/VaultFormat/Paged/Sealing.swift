@@ -63,7 +63,8 @@ package final class FilePageStore: PageStore {
     package var position: UInt64
     package var random: RandomSource = SystemRandom.shared
     var level: Int32 = 6
-    /// Pages read: leaves as checked plaintext (``LeafView``), branches decoded and apart from leaves, so that
+    /// Pages read: leaves as lookups read them (``LeafView/node``: checked plaintext, or decoded when they hold
+    /// more than ``LeafView/searchMax`` entries), branches decoded and apart from leaves, so that
     /// a run of lookups over a large tree, which misses on leaves, keeps the paths above them (a tree has about
     /// one branch per hundred leaves).
     private var leaves = PageCache<PageNode>(capacity: FilePageStore.cacheMax, maxBytes: FilePageStore.cacheBytesMax)
