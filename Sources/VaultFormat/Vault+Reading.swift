@@ -48,8 +48,7 @@ package struct RecordSource {
         // The table is checked whole, but only this item's member is kept (a solid record names hundreds).
         var (t, chunk) = try reader.memberTable(locating: l.member)
         guard let m = t.member, m.id == item.id, m.size == item.size, m.dataOffset == l.dataOffset else {
-            throw VaultError(
-                .damagedRecord, "\(item.displayName): the record's member table does not name this item")
+            throw MemberTable.notNaming(item)
         }
         // Stream [dataOffset, dataOffset + size) of the data area.
         var skip = l.dataOffset
@@ -214,11 +213,13 @@ package struct MemberTable {
             let m = item.location.member
             guard m < members.count, members[m].id == item.id, members[m].size == item.size,
                 offsets[m] == item.location.dataOffset
-            else {
-                throw VaultError(
-                    .damagedRecord, "\(item.displayName): the record's member table does not name this item")
-            }
+            else { throw MemberTable.notNaming(item) }
         }
+    }
+
+    /// What a read or a check throws when the record's table does not name `item` where its index says.
+    static func notNaming(_ item: Item) -> VaultError {
+        VaultError(.damagedRecord, "\(item.displayName): the record's member table does not name this item")
     }
 
     /// Throws unless a record of `plaintext` bytes is exactly this table and its members' data.

@@ -242,3 +242,28 @@ package struct LeafView: Sendable {
         return false
     }
 }
+
+extension LeafView {
+    /// `bytes`, a leaf's plaintext, checked (records ending before `recordsBefore`, if given); when a check fails,
+    /// the error ``PageCodec/decode(_:)`` (then ``PageCodec/checkRecordsEnd(_:before:_:)``) gives for it.
+    static func open(_ bytes: [UInt8], recordsBefore: UInt64?, page id: ID128) throws -> LeafView {
+        if let v = LeafView.checked(bytes, recordsBefore: recordsBefore) { return v }
+        let page = try PageCodec.decode(bytes)
+        if case .leaf(let entries) = page.content, let recordsBefore {
+            try PageCodec.checkRecordsEnd(entries, before: recordsBefore, "page \(Hex.encode(id.bytes))")
+        }
+        // Both readers must refuse the same pages (LeafViewTests holds them to it).
+        throw VaultError(
+            .damagedIndex, "page \(Hex.encode(id.bytes)): a leaf the page decoder accepts and its search refuses")
+    }
+
+    /// Leaves of more entries are decoded whole and searched by bisection: a seek walks every entry before its
+    /// key (a few nanoseconds each), so a legal leaf of `PAGE_ENTRIES_MAX` entries would cost a lookup about a
+    /// third of a millisecond (a delete of 262,144 items in four such leaves: 55 s instead of 4).
+    static let searchMax = 256
+
+    /// The leaf as lookups read it: this view, or decoded if it holds more than ``searchMax`` entries.
+    var node: PageNode {
+        count > LeafView.searchMax ? .page(Page(tree: tree, level: 0, content: .leaf(entries))) : .leaf(self)
+    }
+}
