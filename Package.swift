@@ -20,7 +20,9 @@ let package = Package(
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // sd-bus from libsystemd: the Secret Service's D-Bus connection (SPEC K10).
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
-        .target(name: "VaultFormat", dependencies: ["CSodium", "CZlib", "CDeflate"]),
+        // Linux system calls Swift's Glibc does not declare (renameat2's exchange): a header, no library.
+        .systemLibrary(name: "CLinux"),
+        .target(name: "VaultFormat", dependencies: ["CSodium", "CZlib", "CDeflate", "CLinux"]),
         .target(name: "KeyedArchive"),
         .target(name: "KcarKeychain", dependencies: ["VaultFormat", "KeyedArchive"]),
         .target(name: "KcarCLI", dependencies: ["VaultFormat", "KeyedArchive", "KcarKeychain"]),

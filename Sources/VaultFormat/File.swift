@@ -1,3 +1,5 @@
+import CLinux
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -345,7 +347,13 @@ package struct AtomicReplace {
     /// Syncs, renames over the target (refusing to replace an existing one unless `overwrite`), syncs the folder.
     /// `check` runs just before the rename (after the slow sync): a rewrite throws there if the file it copied
     /// is no longer at `path`. The temporary file is removed if anything fails.
-    package func commit(overwrite: Bool, check: () throws -> Void = {}) throws {
+    ///
+    /// A rewrite passes the file it copied as `replacing`: the new file then takes the name by an atomic exchange
+    /// (`renameat2(RENAME_EXCHANGE)`), and the file it displaced is removed only if it is that one. Another file
+    /// renamed over `path` after `check` (someone who can write the folder, SPEC.md §K1.2) is put back and the
+    /// commit refused, where a plain rename would have unlinked a file this writer never opened. Where the file
+    /// system cannot exchange, a plain rename after `check`, as before.
+    package func commit(overwrite: Bool, replacing original: File? = nil, check: () throws -> Void = {}) throws {
         do {
             try file.fullSync()
             try check()
@@ -353,18 +361,12 @@ package struct AtomicReplace {
             abandon()
             throw error
         }
+        DebugSeam.pause("before-replace")
         if overwrite {
-            guard rename(tempPath, path) == 0 else {
-                let e = errno
-                abandon()
-                if e == EPERM, AtomicReplace.inStickyFolder(path) {
-                    throw VaultError(
-                        .io, path: path,
-                        "cannot replace \(path): it is another user's file in a folder with the restricted-deletion "
-                            + "(sticky) bit, where only the file's owner, the folder's owner or root can replace it (a shared keychain, "
-                            + "SPEC.md §K1.2)")
-                }
-                throw File.errnoError("cannot rename to", path, e)
+            if let original, try exchange(replacing: original) {
+                // Done: the new file is at `path`, the one it replaced is removed.
+            } else if rename(tempPath, path) != 0 {
+                throw refused(errno)
             }
         } else {
             // link() fails if the target exists, so a concurrent creator is never overwritten.
@@ -380,6 +382,47 @@ package struct AtomicReplace {
         syncDirectory(directoryOf(path))
     }
 
+    /// Exchanges the temporary file with `path`, and removes what was at `path` if it is `original`; if it is
+    /// another file, exchanges them back and throws. False, with nothing changed, where the file system or the
+    /// kernel cannot exchange (the caller renames).
+    private func exchange(replacing original: File) throws -> Bool {
+        // Unregistered first: from the exchange on, the temporary name may hold another file, which a fatal
+        // signal's clean-up must not remove (a writer killed before it leaves its locked file to `removeStale`).
+        TemporaryFiles.unregister(registration)
+        guard kcar_rename_exchange(tempPath, path) == 0 else {
+            let e = errno
+            if e == EINVAL || e == ENOSYS || e == EOPNOTSUPP { return false }
+            throw refused(e)
+        }
+        let displacedOriginal = (try? original.isStill(tempPath)) ?? false
+        if displacedOriginal {
+            unlink(tempPath)
+            return true
+        }
+        // Another file was at `path`: it goes back, and the new file (back at the temporary name) is removed.
+        let restored = kcar_rename_exchange(tempPath, path) == 0
+        let e = errno
+        abandon()
+        throw VaultError(
+            .io, path: path,
+            "\(path) was replaced by another file while it was rewritten; nothing was changed"
+                + (restored ? "" : " (and the other file could not be put back: \(String(cString: strerror(e))))")
+                + ", open it again")
+    }
+
+    /// The temporary file is removed, and the error for a rename or exchange over `path` that failed with `e`.
+    private func refused(_ e: Int32) -> VaultError {
+        abandon()
+        if e == EPERM, AtomicReplace.inStickyFolder(path) {
+            return VaultError(
+                .io, path: path,
+                "cannot replace \(path): it is another user's file in a folder with the restricted-deletion "
+                    + "(sticky) bit, where only the file's owner, the folder's owner or root can replace it (a shared keychain, "
+                    + "SPEC.md §K1.2)")
+        }
+        return File.errnoError("cannot rename to", path, e)
+    }
+
     /// Writes `bytes` at `offset` of the temporary file.
     package func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws { try file.write(bytes, at: offset) }
 
@@ -389,8 +432,9 @@ package struct AtomicReplace {
         return stat(directoryOf(path), &st) == 0 && st.st_mode & S_ISVTX != 0
     }
 
+    /// Removes the temporary file, if the name is still this writer's (never a file someone put there).
     package func abandon() {
-        unlink(tempPath)
+        if (try? file.isStill(tempPath)) == true { unlink(tempPath) }
         TemporaryFiles.unregister(registration)
     }
 }

@@ -103,7 +103,7 @@ extension Vault {
                     try file.read(Int(n), at: UInt64(header.length) + copied), at: UInt64(bytes.count) + copied)
                 copied += n
             }
-            try tmp.commit(overwrite: true, check: check)
+            try tmp.commit(overwrite: true, replacing: file, check: check)
         } catch {
             tmp.abandon()
             throw error
@@ -144,7 +144,7 @@ extension Vault {
             newTail = try writer.finish(
                 ops: ops, checkpoint: true, generation: generation, previous: nil,
                 itemCount: newState.count)
-            try tmp.commit(overwrite: true) { try ensureStillAtPath("a rewrite") }
+            try tmp.commit(overwrite: true, replacing: file) { try ensureStillAtPath("a rewrite") }
         } catch {
             tmp.abandon()
             throw error

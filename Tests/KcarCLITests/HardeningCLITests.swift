@@ -367,6 +367,38 @@ final class HardeningCLITests: XCTestCase {
         XCTAssertTrue(list.contains("s/small") && !list.contains("s/big"), list)
     }
 
+    /// Another file renamed over the vault after the rewrite's last check and before its rename (someone who
+    /// can write the folder): the rewrite is refused, the other file stays at the path untouched, the vault it
+    /// copied is kept (here under the name the test linked it to), and no temporary file is left. Before, the
+    /// rename unlinked the other file (hostile case `v2/swap-same-key-add`, once in a CI run).
+    func testARewriteNeverUnlinksAFileSwappedInAfterItsCheck() throws {
+        for (n, command) in ["compact", "upgrade", "rekey"].enumerated() {
+            try makeVault(items: [(.genericPassword, ["svce": "s", "acct": "a"], [1, 2, 3])])
+            let original = try Data(contentsOf: URL(fileURLWithPath: path("v.kcv")))
+            let decoy = Data("not this writer's file \(n)".utf8)
+            try decoy.write(to: URL(fileURLWithPath: path("decoy")))
+            let errors = Pipe()
+            let (p, marker) = try start(
+                [command, "v.kcv", "--key-file", keyFile], pause: "before-replace", errors: errors)
+            try? FileManager.default.removeItem(atPath: path("kept.kcv"))
+            XCTAssertEqual(link(path("v.kcv"), path("kept.kcv")), 0)
+            XCTAssertEqual(rename(path("decoy"), path("v.kcv")), 0)
+            try FileManager.default.removeItem(atPath: marker)
+            finish(p)
+            let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            XCTAssertNotEqual(p.terminationStatus, 0, "\(command): \(said)")
+            XCTAssertTrue(said.contains("v.kcv was replaced by another file while it was rewritten"), said)
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path("v.kcv"))), decoy, "\(command)")
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path("kept.kcv"))), original, "\(command)")
+            XCTAssertEqual(temporaries(dir), [], "\(command)")
+            // Without a swap the same rewrite goes through, through the same exchange.
+            XCTAssertEqual(rename(path("kept.kcv"), path("v.kcv")), 0)
+            _ = try kcar([command, "v.kcv", "--key-file", keyFile], expect: 0)
+            _ = try kcar(["verify", "v.kcv", "--key-file", keyFile], expect: 0)
+            XCTAssertEqual(temporaries(dir), [], "\(command)")
+        }
+    }
+
     /// Leftover temporaries in `folder`: extract's `.kcar-*.tmp` and a vault writer's `.NAME.*.tmp`.
     func temporaries(_ folder: String) -> [String] {
         ((try? FileManager.default.subpathsOfDirectory(atPath: folder)) ?? []).filter {

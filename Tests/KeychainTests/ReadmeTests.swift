@@ -43,7 +43,7 @@ final class ReadmeTests: XCTestCase {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         var args = ["swiftc", "-typecheck", "-swift-version", "6", "-I", modules]
-        for c in ["CSodium", "CZlib", "CDeflate"] {
+        for c in ["CSodium", "CZlib", "CDeflate", "CLinux"] {
             args += [
                 "-Xcc",
                 "-fmodule-map-file=" + ReadmeTests.repo.appendingPathComponent("Sources/\(c)/module.modulemap").path

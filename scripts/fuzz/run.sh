@@ -25,7 +25,7 @@ esac
 # The modules, instrumented and with -enable-testing, so that the targets reach internal API with
 # `@testable import`. -O keeps Swift's bounds and overflow checks (only -Ounchecked drops them).
 SWIFTC=(swiftc -O -g -sanitize=fuzzer,address -package-name kcar -parse-as-library)
-CFLAGS=(-I "$ROOT/Sources/CSodium" -I "$ROOT/Sources/CZlib" -I "$ROOT/Sources/CDeflate")
+CFLAGS=(-I "$ROOT/Sources/CSodium" -I "$ROOT/Sources/CZlib" -I "$ROOT/Sources/CDeflate" -I "$ROOT/Sources/CLinux")
 MOD="$OUT/modules"
 mkdir -p "$MOD" "$OUT/bin"
 

@@ -169,7 +169,7 @@ extension PagedVault {
         let (tmp, newSource, built) = try writeKept(
             to: path, headerBytes: bytes, newKeys: newKeys, reseal: newKey != nil, rule: rule,
             random: random, level: level, solidMembers: solidMembers, now: now, generation: generation)
-        try tmp.commit(overwrite: true) {
+        try tmp.commit(overwrite: true, replacing: file) {
             guard try file.isStill(path) else {
                 throw VaultError(.io, path: path, "\(path) was replaced during the rewrite; nothing was changed")
             }

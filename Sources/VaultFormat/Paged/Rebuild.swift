@@ -178,7 +178,7 @@ extension Vault {
                     store: store, items: entries, attributeKeys: attributeKeys, history: [],
                     base: IndexRoot(schema: schema, retention: retention), clock: version.hlc,
                     commitStart: 0, generation: generation, previous: nil)
-                try tmp.commit(overwrite: true) { try ensureStillAtPath("an upgrade") }
+                try tmp.commit(overwrite: true, replacing: file) { try ensureStillAtPath("an upgrade") }
             } catch {
                 tmp.abandon()
                 throw error
