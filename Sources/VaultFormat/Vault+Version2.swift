@@ -121,8 +121,14 @@ extension Vault {
     func refresh(_ e: PagedEngine) throws {
         let p = e.paged
         guard try p.file.isStill(path) else { return try reopen(e) }
+        DebugSeam.pause("refresh-before-lock")
         try p.file.lock(exclusive: false, timeout: lockTimeout)
         defer { p.file.unlock() }
+        // Checked again under the lock: a rewrite renames its new file over the path while it holds the old
+        // file's lock, so a file still at the path now stays there until this lock is given up. Without it,
+        // a rewrite that ended between the first check and the lock left this instance reading the old file
+        // as current (a keychain then took the new file's generation record for a rollback).
+        guard try p.file.isStill(path) else { return try reopen(e) }
         try p.catchUp()
         try adopt(e, p, items: false)
     }
@@ -132,23 +138,42 @@ extension Vault {
     func commit(
         _ e: PagedEngine, options: WriteOptions, random: RandomSource, _ body: (Transaction) throws -> Void
     ) throws {
-        if try !e.paged.file.isStill(path) { try reopen(e) }
-        let p = e.paged
         var after: [ItemID: Item]?
         var paged: PagedTransaction?
-        let generation = p.generation
         let onDemand = e.onDemand
-        try p.commit(
-            level: options.level, random: random, solidMembers: options.solidMembers, autoCompact: options.autoCompact
-        ) { ptx in
-            // Under the lock, caught up with other writers: the items this instance holds may be older.
-            try adopt(e, p, items: false)
-            ptx.keepsValueLocations = !onDemand
-            paged = ptx
-            let tx = Transaction(
-                onDemand ? OnDemandPagedChanges(ptx) : PagedChanges(ptx, state: state), stamp: options.stampTime)
-            try body(tx)
-            after = tx.heldItems
+        var replacedBeforeLock = 0
+        var p: PagedVault
+        var generation: UInt64
+        while true {
+            if try !e.paged.file.isStill(path) { try reopen(e) }
+            DebugSeam.pause("commit-before-lock")
+            p = e.paged
+            generation = p.generation
+            var locked = false
+            do {
+                try p.commit(
+                    level: options.level, random: random, solidMembers: options.solidMembers,
+                    autoCompact: options.autoCompact
+                ) { [p] ptx in
+                    locked = true
+                    // Under the lock, caught up with other writers: the items this instance holds may be older.
+                    try adopt(e, p, items: false)
+                    ptx.keepsValueLocations = !onDemand
+                    paged = ptx
+                    let tx = Transaction(
+                        onDemand ? OnDemandPagedChanges(ptx) : PagedChanges(ptx, state: state),
+                        stamp: options.stampTime)
+                    try body(tx)
+                    after = tx.heldItems
+                }
+                break
+            } catch let error as VaultError
+                where error.code == .io && !locked && replacedBeforeLock < 8 && !((try? p.file.isStill(path)) ?? true)
+            {
+                // A rewrite (another writer's compaction) renamed its file over the path between the check above
+                // and the lock: nothing was written; the commit is made again on the new file.
+                replacedBeforeLock += 1
+            }
         }
         lastCompactionError = p.lastCompactionError
         if onDemand { return try adopt(e, p, items: false) }

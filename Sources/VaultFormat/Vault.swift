@@ -337,7 +337,13 @@ public final class Vault {
         if try !file.isStill(path) {
             file = try Vault.lockedFile(path, mode: mode, exclusive: false, timeout: lockTimeout)
         } else {
+            DebugSeam.pause("refresh-before-lock")
             try file.lock(exclusive: false, timeout: lockTimeout)
+            // Checked again under the lock, as `exclusively` does: a rewrite may have ended in between.
+            if try !file.isStill(path) {
+                file.unlock()
+                file = try Vault.lockedFile(path, mode: mode, exclusive: false, timeout: lockTimeout)
+            }
         }
         defer { file.unlock() }
         try catchUp(log)

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -125,6 +126,67 @@ final class ReplacedVaultTests: VaultTestCase {
             XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), theirs, name)
             XCTAssertEqual(leftovers(dir, expected: ["v.kcv"]), [], name)
             try FileManager.default.removeItem(atPath: path)
+        }
+    }
+
+    /// Another instance compacts the vault (a new file renamed over the path) just after a refresh or a commit
+    /// checked that the file it holds is still at the path, and before it locks that file (held there by the
+    /// debug seams `refresh-before-lock` and `commit-before-lock`). The refresh must end on the new file, and
+    /// the commit land in it. Before, the refresh read the old file as current (a keychain then took the new
+    /// file's generation record for a rollback: KeychainTests' concurrent writers failed about once in 30 runs),
+    /// and a version 2 commit failed ("replaced since it was opened").
+    func testACompactionBetweenTheCheckAndTheLock() throws {
+        for (label, format) in [("v1", NewVaultFormat.version1), ("v2", .current())] {
+            for point in ["refresh-before-lock", "commit-before-lock"] {
+                if point == "commit-before-lock", label == "v1" { continue }  // v1 checks under its lock
+                let path = dir + "/c.kcv"
+                try? FileManager.default.removeItem(atPath: path)
+                try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: format) { tx in
+                    try tx.add(attributes: attrs("svc", "seed"), value: .bytes([1]))
+                }
+                nonisolated(unsafe) let held = try Vault.open(path: path, secret: secret, mode: .write)
+                let marker = dir + "/.pause"
+                setenv("KCAR_DEBUG_PAUSE", "\(point):\(marker)", 1)
+                defer { unsetenv("KCAR_DEBUG_PAUSE") }
+                let failure = Mutex<String?>(nil)
+                let thread = Thread {
+                    do {
+                        if point == "refresh-before-lock" {
+                            try held.refresh()
+                        } else {
+                            try held.commit { tx in
+                                try tx.add(
+                                    attributes: Attributes(["svce": .string("svc"), "acct": .string("late")]),
+                                    value: .bytes([2]))
+                            }
+                        }
+                    } catch {
+                        failure.withLock { $0 = "\(error)" }
+                    }
+                    failure.withLock { if $0 == nil { $0 = "" } }
+                }
+                thread.start()
+                var waited = 0
+                while access(marker, F_OK) != 0, waited < 3000 {
+                    usleep(1000)
+                    waited += 1
+                }
+                XCTAssertEqual(access(marker, F_OK), 0, "\(point) was not reached")
+                unsetenv("KCAR_DEBUG_PAUSE")
+                let other = try Vault.open(path: path, secret: secret, mode: .write)
+                try other.compact()
+                let compacted = other.generation
+                unlink(marker)
+                while failure.withLock({ $0 }) == nil { usleep(1000) }
+                XCTAssertEqual(failure.withLock { $0 }, "", "\(label) \(point)")
+                if point == "refresh-before-lock" {
+                    XCTAssertEqual(held.generation, compacted, "\(label): the refresh ended on the new file")
+                } else {
+                    let now = try Vault.open(path: path, secret: secret)
+                    XCTAssertEqual(now.generation, compacted + 1, "\(label): the commit landed in the new file")
+                    XCTAssertTrue(now.items.contains { $0.account == "late" }, "\(label)")
+                }
+            }
         }
     }
 }
