@@ -400,14 +400,18 @@ package struct AtomicReplace {
             return true
         }
         // Another file was at `path`: it goes back, and the new file (back at the temporary name) is removed.
-        let restored = kcar_rename_exchange(tempPath, path) == 0
-        let e = errno
+        guard kcar_rename_exchange(tempPath, path) == 0 else {
+            let e = errno
+            TemporaryFiles.unregister(registration)
+            throw VaultError(
+                .io, path: path,
+                "\(path) was replaced by another file while it was rewritten, and that file could not be put back "
+                    + "(\(String(cString: strerror(e)))): the rewrite is at \(path), the other file at \(tempPath)")
+        }
         abandon()
         throw VaultError(
             .io, path: path,
-            "\(path) was replaced by another file while it was rewritten; nothing was changed"
-                + (restored ? "" : " (and the other file could not be put back: \(String(cString: strerror(e))))")
-                + ", open it again")
+            "\(path) was replaced by another file while it was rewritten; nothing was changed, open it again")
     }
 
     /// The temporary file is removed, and the error for a rename or exchange over `path` that failed with `e`.
