@@ -39,6 +39,13 @@ public struct ItemIndex {
         try engine.items(class: itemClass, keyTypeOfFirst: sample)
     }
 
+    /// The live items whose attribute `name` is a string bytewise equal to one of `values`, in key order, found
+    /// through the items tree by key ranges where `name` is a (leading) key attribute, without an attribute
+    /// index (``PagedVault/items(stringAttribute:among:)``).
+    package func items(stringAttribute name: String, among values: [String]) throws -> [Item] {
+        try Vault.naming(engine.path) { try engine.items(stringAttribute: name, among: values) }
+    }
+
     /// The live items whose attribute `name` is `value`, found through the attributes tree. Throws
     /// ``VaultError/Code/invalidArgument`` when the vault's ``schema`` does not index `name`.
     public func items(attribute name: String, equals value: AttributeValue) throws -> [Item] {

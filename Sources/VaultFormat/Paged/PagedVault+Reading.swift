@@ -97,6 +97,99 @@ extension PagedVault {
         return out
     }
 
+    /// The live items whose attribute `name` is a string bytewise equal to one of `values`, in key order,
+    /// found through the items tree without reading every item: classes are visited by skipping from one to
+    /// the next; in a class whose key attributes start with `name`, or with one attribute and then `name`
+    /// (the primary keys' `sync`, `svce`), only the ranges of those values are read, each value of the
+    /// leading attribute seen by skipping too (up to ``rangedLeadingValuesMax`` of them: past that, and in
+    /// every other class, the rest of the class is read whole; past ``rangedClassesMax`` classes, the rest of
+    /// the tree). What `extract NAME` selects by service.
+    package func items(stringAttribute name: String, among values: [String]) throws -> [Item] {
+        let wanted = values.map { v -> [UInt8] in
+            var typed: [UInt8] = []
+            KeyCoding.appendTyped(.string(v), to: &typed)
+            return typed
+        }
+        var found: [(key: [UInt8], item: Item)] = []
+        /// Reads the entries from `start` on that start with `prefix`, keeping the items that match.
+        func take(_ prefix: [UInt8], from start: [UInt8]? = nil) throws {
+            try scan(.items, from: start ?? prefix) { e in
+                guard e.key.starts(with: prefix) else { return false }
+                if let item = try ItemEntries.decode(e, schema: root.schema).item,
+                    let v = item.attributes.string(name), values.contains(where: { $0.utf8.elementsEqual(v.utf8) })
+                {
+                    found.append((e.key, item))
+                }
+                return true
+            }
+        }
+        /// The first key at or after `from`, if it starts with `prefix`.
+        func first(from: [UInt8], within prefix: [UInt8]) throws -> [UInt8]? {
+            var key: [UInt8]?
+            try scan(.items, from: from) { e in
+                if e.key.starts(with: prefix) { key = e.key }
+                return false
+            }
+            return key
+        }
+        var next: [UInt8]? = []
+        var classes = 0
+        while let from = next, let key = try first(from: from, within: []) {
+            // Two seeks or more per class: a vault of many classes (crafted) is read whole from here on.
+            guard classes < PagedVault.rangedClassesMax else {
+                try take([], from: from)
+                break
+            }
+            classes += 1
+            var p = 0
+            let className = String(
+                decoding: try KeyCoding.readEscaped(key, &p, max: Limits.attrNameMax), as: UTF8.self)
+            let classPrefix = Array(key[..<p])
+            next = PagedVault.successor(classPrefix)
+            let keyNames = root.schema.classes[className]?.keyAttributes.map(\.name) ?? []
+            switch keyNames.firstIndex(of: name) {
+            case 0:
+                for w in wanted { try take(classPrefix + w) }
+            case 1:
+                var leadingFrom: [UInt8]? = classPrefix
+                var seen = 0
+                while let at = leadingFrom, let k = try first(from: at, within: classPrefix) {
+                    guard seen < PagedVault.rangedLeadingValuesMax else {
+                        try take(classPrefix, from: at)
+                        break
+                    }
+                    var q = classPrefix.count
+                    _ = try KeyCoding.readTyped(k, &q)
+                    let leading = Array(k[..<q])
+                    for w in wanted { try take(leading + w) }
+                    leadingFrom = PagedVault.successor(leading)
+                    seen += 1
+                }
+            default:
+                try take(classPrefix)
+            }
+        }
+        found.sort { $0.key.bytesPrecede($1.key) }
+        return found.map(\.item)
+    }
+
+    /// Distinct values of a class's first key attribute that ``items(stringAttribute:among:)`` reads ranges
+    /// under, one seek each; a class with more (a crafted vault) is read whole from there.
+    static let rangedLeadingValuesMax = 16
+    /// Classes that ``items(stringAttribute:among:)`` visits one by one; the rest of a vault of more is read
+    /// whole, so that no vault costs much more than reading every item.
+    static let rangedClassesMax = 64
+
+    /// The least key above every key that starts with `prefix`: its last byte below 0xFF incremented, the
+    /// 0xFF bytes after it dropped. Nil for a prefix of 0xFF bytes only (no key is above all of its keys).
+    static func successor(_ prefix: [UInt8]) -> [UInt8]? {
+        var s = prefix
+        while s.last == 0xFF { s.removeLast() }
+        guard !s.isEmpty else { return nil }
+        s[s.count - 1] += 1
+        return s
+    }
+
     /// The live items whose indexed attribute `name` is `value`: a range of the attributes tree, then one
     /// lookup per match.
     package func items(attribute name: String, equals value: AttributeValue) throws -> [Item] {
