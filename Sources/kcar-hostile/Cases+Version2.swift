@@ -19,6 +19,8 @@ func version2Cases() -> [HostileCase] {
         case "list-json": return ["list", "v.kcv", "--json"] + key
         case "verify": return ["verify", "v.kcv"] + key
         case "extract": return ["extract", "v.kcv", "-C", "out"] + key
+        // One item by name: the ranges of its service in the items tree, not every item.
+        case "extract-name": return ["extract", "v.kcv", "-C", "out", item] + key
         case "info": return ["info", "v.kcv"]
         case "history": return ["history", "v.kcv", item] + key
         case "history-json": return ["history", "v.kcv", item, "--json"] + key
@@ -56,7 +58,7 @@ func version2Cases() -> [HostileCase] {
     // PAGE_ENTRIES_MAX entries: 262,144 items that all name one small value.
     all += cases(
         "wide-deep", "an items tree of HEIGHT_MAX levels over 4 leaves of PAGE_ENTRIES_MAX items each", item: "s/a",
-        ["list", "verify", "extract", "info", "textconv", "upgrade", "history"] + writers
+        ["list", "verify", "extract", "extract-name", "info", "textconv", "upgrade", "history"] + writers
     ) { try HostileV2.wideDeep($0, leaves: 4) }
     // KEY_MAX and ENTRY_MAX: 40 items of 1 MB entries (40 MB of index in a file of about 6 MB).
     all += cases(
@@ -67,7 +69,7 @@ func version2Cases() -> [HostileCase] {
     for f in HostileV2.Forgery.allCases {
         all += cases(
             f.rawValue, "3,000 items whose items tree is forged (\(f.rawValue))",
-            ["list", "verify", "extract", "textconv"] + writers,
+            ["list", "verify", "extract", "extract-name", "textconv"] + writers,
             exits: ["verify": [4]]
         ) { try HostileV2.forged($0, f) }
     }
@@ -75,7 +77,7 @@ func version2Cases() -> [HostileCase] {
     all += cases(
         "delta-chain-max",
         "15 delta segments (4 MiB in all), each re-putting one item and putting 7,000 attribute keys",
-        readers + writers + ["history"]
+        readers + writers + ["history", "extract-name"]
     ) { try HostileV2.deltaChain($0, removes: false) }
     // (Every command applies the chain: 750,000 removes cost each one about 470 MiB and 6 s; four of them say so.)
     all += cases(
