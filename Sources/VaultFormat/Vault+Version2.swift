@@ -120,13 +120,12 @@ extension Vault {
     /// ``refresh()`` of a version 2 file.
     func refresh(_ e: PagedEngine) throws {
         let p = e.paged
-        guard try p.file.isStill(path) else { return try reopen(e) }
         DebugSeam.pause("refresh-before-lock")
         try p.file.lock(exclusive: false, timeout: lockTimeout)
         defer { p.file.unlock() }
-        // Checked again under the lock: a rewrite renames its new file over the path while it holds the old
-        // file's lock, so a file still at the path now stays there until this lock is given up. Without it,
-        // a rewrite that ended between the first check and the lock left this instance reading the old file
+        // Checked under the lock, not before it: a rewrite renames its new file over the path while it holds the
+        // old file's lock, so a file still at the path now stays there until this lock is given up. Checked
+        // before, a rewrite that ended between the check and the lock left this instance reading the old file
         // as current (a keychain then took the new file's generation record for a rollback).
         guard try p.file.isStill(path) else { return try reopen(e) }
         try p.catchUp()

@@ -334,16 +334,12 @@ public final class Vault {
 
     /// ``refresh()`` of a version 1 file.
     func refresh(_ log: LogEngine) throws {
+        DebugSeam.pause("refresh-before-lock")
+        try file.lock(exclusive: false, timeout: lockTimeout)
+        // Checked under the lock (as version 2's refresh): a rewrite may have ended before it.
         if try !file.isStill(path) {
+            file.unlock()
             file = try Vault.lockedFile(path, mode: mode, exclusive: false, timeout: lockTimeout)
-        } else {
-            DebugSeam.pause("refresh-before-lock")
-            try file.lock(exclusive: false, timeout: lockTimeout)
-            // Checked again under the lock, as `exclusively` does: a rewrite may have ended in between.
-            if try !file.isStill(path) {
-                file.unlock()
-                file = try Vault.lockedFile(path, mode: mode, exclusive: false, timeout: lockTimeout)
-            }
         }
         defer { file.unlock() }
         try catchUp(log)
