@@ -234,15 +234,10 @@ public final class KeychainStore: @unchecked Sendable {
         return v
     }
 
-    /// A record newer than the vault may have been written by another process after this one loaded the
-    /// vault: catch up and compare again before calling it a rollback.
+    /// The group's rollback check (SPEC.md §K6), which catches `v` up when a record is newer than it (another
+    /// process committed since this one last caught up).
     private func checkGeneration(_ v: Vault, group: String, key: SecureBytes, trust: KeychainTrust) throws {
-        do {
-            try directory.checkGeneration(v, group: group, key: key, trust: trust)
-        } catch let e as KeychainError where e.status == .rolledBack {
-            try v.refresh()
-            try directory.checkGeneration(v, group: group, key: key, trust: trust)
-        }
+        try directory.checkGeneration(v, group: group, key: key, trust: trust)
     }
 
     /// The open vault of the group named, or of each group of the list; when none is named and the list is

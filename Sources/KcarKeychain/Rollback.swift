@@ -40,7 +40,9 @@ extension KeychainDirectory {
     /// Checks `vault` against the group's record and advances the record (SPEC.md §K6). Throws
     /// ``KeychainStatus/rolledBack`` when the vault is older than the generation last seen, when the record
     /// names another vault or does not verify with the group's key (one of them was replaced), and when the
-    /// record is missing although the vault is past its first commit (it was deleted).
+    /// record is missing although the vault is past its first commit (it was deleted). A record newer than
+    /// `vault` is not taken for a rollback before `vault` is caught up (``Vault/refresh()``), after the records
+    /// are read: another process may have committed, and written its record, since `vault` was opened.
     public func checkGeneration(_ vault: Vault, group: String, key: SecureBytes) throws {
         try checkGeneration(vault, group: group, key: key, trust: try requireTrust())
     }
@@ -48,7 +50,6 @@ extension KeychainDirectory {
     func checkGeneration(_ vault: Vault, group: String, key: SecureBytes, trust: KeychainTrust) throws {
         let file = seenPath(group)
         let accept = "(`kcar groups --accept-rollback \(group)` accepts the vault as it is now)"
-        let current = SeenRecord(vaultID: vault.header.vaultID, generation: vault.generation)
         let own = ownRecordFolder(group, trust)
         let owner = privateOwner(group, trust)
         // This user's own copy: it names the vault only while the group is the one this user saw (a group
@@ -57,13 +58,6 @@ extension KeychainDirectory {
             (try? own.folder.readTrusted(
                 own.folder.path + "/" + own.name, .seen, own.trust, prefix: SeenRecord.size + 1))
                 .flatMap { SeenRecord.decode($0, key: key) }
-        }
-        if let own, let mine, mine.vaultID == current.vaultID, mine.generation > current.generation {
-            throw KeychainError(
-                .rolledBack,
-                "group \(group) was replaced by an older copy of itself (with its record): "
-                    + "generation \(vault.generation), but this user saw \(mine.generation) (\(own.folder.path)/\(own.name)) \(accept)"
-            )
         }
         // One byte more than a record: a longer file is read no further and fails to decode.
         var seen: SeenRecord?
@@ -74,6 +68,23 @@ extension KeychainDirectory {
                     "the generation record \(file) of group \(group) does not verify with the "
                         + "group's key: the key or the record was replaced \(accept)")
             }
+            seen = old
+        }
+        // A writer writes a record after the commit it names. A record past this instance's generation is a
+        // commit made since it last caught up (another process's), or a rollback: caught up now, after both
+        // records were read, the vault is at every generation they name unless an older copy replaced it.
+        // (Caught up before they were read, a commit and its record could both land in between: a false
+        // rollback under concurrent writers.)
+        if max(mine?.generation ?? 0, seen?.generation ?? 0) > vault.generation { try vault.refresh() }
+        let current = SeenRecord(vaultID: vault.header.vaultID, generation: vault.generation)
+        if let own, let mine, mine.vaultID == current.vaultID, mine.generation > current.generation {
+            throw KeychainError(
+                .rolledBack,
+                "group \(group) was replaced by an older copy of itself (with its record): "
+                    + "generation \(vault.generation), but this user saw \(mine.generation) (\(own.folder.path)/\(own.name)) \(accept)"
+            )
+        }
+        if let old = seen {
             guard old.vaultID == vault.header.vaultID else {
                 throw KeychainError(
                     .rolledBack,
@@ -86,7 +97,6 @@ extension KeychainDirectory {
                     "group \(group) was replaced by an older copy of itself: generation "
                         + "\(vault.generation), but \(old.generation) was seen \(accept)")
             }
-            seen = old
         } else if vault.generation > KeychainDirectory.firstGeneration {
             throw KeychainError(
                 .rolledBack,
