@@ -239,6 +239,53 @@ final class HardeningTests: VaultTestCase {
         XCTAssertEqual(try vault.read(current), Array("new a".utf8))
     }
 
+    /// A handle that the last lookup by key returned is read without a second lookup only while nothing that
+    /// lookup read has changed: a commit of this instance (a new value, a delete, a new attribute), another
+    /// instance's commit seen at a refresh, or a compaction between the lookup and the read is still seen.
+    func testAHandleFromTheLastLookupIsCheckedAfterAnyChange() throws {
+        let path = dir + "/l.kcv"
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+            for i in 0..<300 { try tx.add(attributes: self.attrs("s", "a\(i)"), value: .bytes([UInt8(i & 0xFF)])) }
+        }
+        let vault = try Vault.open(path: path, secret: secret, mode: .write, itemsOnDemand: true)
+        let other = try Vault.open(path: path, secret: secret, mode: .write, itemsOnDemand: true)
+        let quiet = WriteOptions(autoCompact: false)
+        func lookup(_ account: String) throws -> Item {
+            try XCTUnwrap(vault.items(class: .genericPassword, key: attrs("s", account)).first)
+        }
+        var h = try lookup("a1")
+        XCTAssertEqual(try vault.read(h), [1])
+        try vault.commit(options: quiet) { tx in try tx.update(h.id, value: .bytes([101])) }
+        XCTAssertEqual(code { _ = try vault.read(h) }, .staleItem, "a new value, this instance")
+        h = try lookup("a2")
+        try vault.commit(options: quiet) { tx in try tx.delete(h.id) }
+        XCTAssertEqual(code { _ = try vault.read(h) }, .staleItem, "deleted, this instance")
+        h = try lookup("a3")
+        try other.commit(options: quiet) { tx in try tx.update(h.id, value: .bytes([103])) }
+        XCTAssertEqual(try vault.read(h), [3], "not refreshed: the vault as this instance last saw it")
+        try vault.refresh()
+        XCTAssertEqual(code { _ = try vault.read(h) }, .staleItem, "a new value, another instance")
+        h = try lookup("a4")
+        try other.commit(options: quiet) { tx in try tx.delete(h.id) }
+        try vault.refresh()
+        XCTAssertEqual(code { _ = try vault.read(h) }, .staleItem, "deleted, another instance")
+        // An attribute change keeps the value: the handle stays current, its item is the one found now.
+        h = try lookup("a5")
+        try vault.commit(options: quiet) { tx in try tx.update(h.id, attributes: self.attrs("s", "b5")) }
+        XCTAssertEqual(try vault.read(h), [5])
+        // A compaction moves the records: the handle is checked against the new file and stays current.
+        h = try lookup("a6")
+        try other.compact()
+        try vault.refresh()
+        XCTAssertEqual(try vault.read(h), [6])
+        h = try lookup("a7")
+        try vault.commit(options: quiet) { tx in try tx.update(h.id, value: .bytes([107])) }
+        try vault.compact()
+        XCTAssertEqual(code { _ = try vault.read(h) }, .staleItem, "a new value, then a compaction")
+        XCTAssertEqual(try vault.read(try lookup("a7")), [107])
+        XCTAssertTrue(vault.verify().isIntact)
+    }
+
     // MARK: item 10, dead space and failed automatic compactions
 
     /// A failed automatic compaction is reported (the commit stood): to the handler the CLI sets, and in

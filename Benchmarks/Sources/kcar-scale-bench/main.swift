@@ -290,6 +290,17 @@ do {
             precondition(try! open.read(open.items(class: .genericPassword, key: key(rng.below(n))).first!).count == 64)
         }
         report("library.get_on_open_vault", warm.median * 1000, "us")
+        // Pages opened per random get (the leaves a lookup misses in the cache; branches stay cached).
+        let pagesBefore = open.itemIndex!.pagesOpened
+        for _ in 0..<1000 { _ = try! open.read(open.items(class: .genericPassword, key: key(rng.below(n))).first!) }
+        report("library.pages_per_get", Double(open.itemIndex!.pagesOpened - pagesBefore) / 1000, "pages")
+        // The same get over and over: every page it reads is in the cache (what a program that reads one
+        // secret repeatedly pays).
+        let same = key(n / 2)
+        let hot = repeatTimed(2001) {
+            precondition(try! open.read(open.items(class: .genericPassword, key: same).first!).count == 64)
+        }
+        report("library.same_get_on_open_vault", hot.median * 1000, "us")
         let shared = try SharedVault(path: path, secret: secret)
         let viaShared = repeatTimed(2001) {
             precondition(try! shared.value(class: .genericPassword, key: key(rng.below(n)))!.count == 64)

@@ -52,7 +52,9 @@ extension PagedVault {
     /// The items of `class` whose first key attributes are `values` (all of them: one item at most, as a
     /// primary-key lookup), in key order.
     package func items(class itemClass: ItemClass, keyValues values: [AttributeValue]) throws -> [Item] {
-        try items(keyPrefix: ItemKey.prefix(class: itemClass.rawValue, values: values))
+        let found = try items(keyPrefix: ItemKey.prefix(class: itemClass.rawValue, values: values))
+        keptLookup = found.count <= PagedVault.keptLookupMax ? (indexChanges, found) : nil
+        return found
     }
 
     /// The items of `class` whose first key attribute has the type of `sample` (any value of that type), in
@@ -213,6 +215,13 @@ extension PagedVault {
 
     /// The live item with this id, class and attributes (its key attributes name its key), if it is there.
     package func liveItem(id: ItemID, class itemClass: ItemClass, attributes: Attributes) throws -> Item? {
+        // An item the last lookup returned, nothing it read changed since: the lookup below would find it again.
+        if let kept = keptLookup, kept.changes == indexChanges,
+            let item = kept.items.first(where: { $0.id == id }), item.itemClass == itemClass,
+            item.attributes == attributes
+        {
+            return item
+        }
         let key = ItemKey.make(
             class: itemClass.rawValue, attributes: attributes, schema: root.schema.classes[itemClass.rawValue], id: id
         ).key

@@ -8,19 +8,28 @@
 /// format versions and hands a version 2 file to this engine (Vault+Version2.swift).
 package final class PagedVault {
     package let path: String
-    package internal(set) var header: Header
-    var file: File
-    var keys: Subkeys
+    package internal(set) var header: Header { didSet { indexChanges &+= 1 } }
+    var file: File { didSet { indexChanges &+= 1 } }
+    var keys: Subkeys { didSet { indexChanges &+= 1 } }
     var vaultKey: SecureBytes
-    var store: FilePageStore
-    var root: IndexRoot
+    var store: FilePageStore { didSet { indexChanges &+= 1 } }
+    var root: IndexRoot { didSet { indexChanges &+= 1 } }
     /// The changes of the delta segments since the last fold, by tree and key (later ones replace earlier).
     var overlay: [TreeID: [[UInt8]: OverlayChange]] = [:] {
         didSet {
             sortedOverlay = [:]
             overlayClock = nil
+            indexChanges &+= 1
         }
     }
+    /// Counts the changes of what a lookup reads (the file, its header and keys, the page store, the root, the
+    /// overlay and the last commit): while it stands still, an item a lookup returned is still live as it was
+    /// returned (``liveItem(id:class:attributes:)``).
+    private(set) var indexChanges: UInt64 = 0
+    /// The items the last lookup by key returned, with ``indexChanges`` then: reading one of them right after
+    /// (a get) needs no second lookup to prove its handle current. At most ``keptLookupMax`` items.
+    var keptLookup: (changes: UInt64, items: [Item])?
+    static let keptLookupMax = 4
     private var overlayClock: UInt64?
     /// Keys whose remove in the chain follows a put in the chain: the tree may never have held them, and a
     /// fold drops such a remove; any other remove of a key the tree lacks is a damaged index (V6).
@@ -74,7 +83,7 @@ package final class PagedVault {
     }
     /// Plaintext bytes of those segments.
     var overlayBytes = 0
-    var tail: (trailer: TrailerV2, offset: UInt64)
+    var tail: (trailer: TrailerV2, offset: UInt64) { didSet { indexChanges &+= 1 } }
     package let writerID: UInt64
     let mode: OpenMode
     /// A file being created, with its header and no commit yet (``Vault/create(path:group:slots:schema:retention:options:overwrite:random:now:_:)``):
