@@ -1,4 +1,5 @@
-/* Linux system calls that Swift's Glibc module does not declare (glibc declares them only under _GNU_SOURCE). */
+/* Linux system calls and glibc functions that Swift's Glibc module does not declare (glibc declares them only under
+   _GNU_SOURCE). */
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -14,3 +15,8 @@ static inline int kcar_rename_exchange(const char *from, const char *to) {
     return -1;
 #endif
 }
+
+/* memrchr(s, c, n): the last byte c among the n bytes at s, or NULL (a GNU extension of glibc's string.h). */
+#include <stddef.h>
+extern void *memrchr(const void *s, int c, size_t n);
+static inline const void *kcar_memrchr(const void *s, int c, size_t n) { return memrchr(s, c, n); }

@@ -1,3 +1,5 @@
+import CLinux
+
 /// Finding the last commit of a vault file, either format version (SPEC.md §8, Part 4 V7): the backward search
 /// for the last valid trailer, and what the bytes after it are, an interrupted write or a damaged last trailer.
 extension TailReader {
@@ -76,24 +78,27 @@ extension TailReader {
             let lo = hi - from > window ? hi - window : from
             window = min(window * 2, 1 << 20)
             let bytes = try file.read(Int(hi - 1 + size - lo), at: headerLength + lo)
-            var p = Int(hi - lo) - 1
-            while p >= 0 {
-                // Cheap first: one byte, then the candidate's fields, and only then the MAC.
-                if bytes[p] == m0 {
-                    let raw = bytes[p..<p + T.size]
-                    if let t = T.candidate(raw, at: lo + UInt64(p)) {
-                        if macVerifies(T.self, raw) { return (t, lo + UInt64(p)) }
-                        probes.failed += 1
-                        guard probes.failed < Limits.trailerProbesMax else {
-                            throw VaultError(
-                                .damagedIndex,
-                                "\(probes.failed) trailer candidates up to body offset \(lo + UInt64(p)) do not "
-                                    + "verify (TRAILER_PROBES_MAX): bytes were put there, not left by an interrupted write"
-                            )
-                        }
+            // Cheap first: the magic's first byte (found by memrchr, not byte by byte: `verify` scans every
+            // commit's bytes), then the candidate's fields, and only then the MAC.
+            var end = Int(hi - lo)  // candidates are at offsets below `end` in `bytes`
+            while end > 0 {
+                let found = bytes.withUnsafeBytes { b in
+                    kcar_memrchr(b.baseAddress!, Int32(m0), end).map { b.baseAddress!.distance(to: $0) }
+                }
+                guard let p = found else { break }
+                end = p
+                let raw = bytes[p..<p + T.size]
+                if let t = T.candidate(raw, at: lo + UInt64(p)) {
+                    if macVerifies(T.self, raw) { return (t, lo + UInt64(p)) }
+                    probes.failed += 1
+                    guard probes.failed < Limits.trailerProbesMax else {
+                        throw VaultError(
+                            .damagedIndex,
+                            "\(probes.failed) trailer candidates up to body offset \(lo + UInt64(p)) do not "
+                                + "verify (TRAILER_PROBES_MAX): bytes were put there, not left by an interrupted write"
+                        )
                     }
                 }
-                p -= 1
             }
             hi = lo
         }

@@ -110,6 +110,43 @@ final class StreamingTests: PagedTestCase {
         XCTAssertEqual(r.items, 300)
     }
 
+    /// Records past ``RecordClaims/inlineBytesMax`` are checked on every core: the report is the one a check
+    /// in file order gives, two damaged records among 25 named by their own items, in file order.
+    func testRecordsCheckedOnEveryCoreReportAsInFileOrder() throws {
+        let path = dir + "/many.kcv"
+        try Vault.create(
+            path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], schema: schema,
+            options: WriteOptions(solidMembers: 16)
+        ) { tx in
+            for i in 0..<400 {
+                try tx.add(
+                    attributes: attrs("s\(i % 7)", "a\(i)"), value: .bytes(Recipes.noise(2048, seed: UInt8(i & 0xFF))))
+            }
+        }
+        let eager = try Vault.open(path: path, secret: secret)
+        let byRecord = Dictionary(grouping: eager.items, by: \.location.recordID)
+        XCTAssertEqual(byRecord.count, 25)
+        XCTAssertGreaterThan(
+            byRecord.values.reduce(0) { $0 + $1[0].location.length }, RecordClaims.inlineBytesMax,
+            "checked on every core")
+        var r = try Vault.open(path: path, secret: secret, itemsOnDemand: true).verify()
+        XCTAssertTrue(r.isIntact, "\(r.problems)")
+        XCTAssertEqual(r.records, 25)
+        XCTAssertEqual(r.valueBytes, 400 * 2048)
+        let inFileOrder = byRecord.values.map { $0[0].location }.sorted { $0.offset < $1.offset }
+        var d = try Data(contentsOf: URL(fileURLWithPath: path))
+        for l in [inFileOrder[17], inFileOrder[4]] { d[eager.headerLength + Int(l.offset + l.length / 2)] ^= 1 }
+        try d.write(to: URL(fileURLWithPath: path))
+        r = try Vault.open(path: path, secret: secret, itemsOnDemand: true).verify()
+        XCTAssertEqual(r.problems.map(\.code), [.damagedRecord, .damagedRecord], "\(r.problems)")
+        for (problem, l) in zip(r.problems, [inFileOrder[4], inFileOrder[17]]) {
+            let first = eager.items.first { $0.location.recordID == l.recordID }!
+            XCTAssertTrue(problem.context.hasPrefix("\(first.displayName) (and 15 more in its record): "), "\(problem)")
+        }
+        XCTAssertEqual(r.records, 23)
+        XCTAssertEqual(r.items, 400)
+    }
+
     /// An index whose item names a member the record's table gives to another item (or another size, or
     /// data offset): the record authenticates, the claim does not match, and the item is named.
     func testAMemberTheTableDoesNotNameIsFound() throws {

@@ -10,10 +10,13 @@ extension PagedVault {
 
     private func verifyAll() -> VerifyReport {
         var report = VerifyReport()
-        // A damaged page may fail more than one step (the trees, then the scan for records): named once.
+        // A damaged page may fail more than one step (the trees, then the scan for records): named once. (By
+        // code and context: `VaultError`'s == compares codes only, and kept one damaged record of many.)
         func note(_ error: Error) {
             let e = error as? VaultError ?? VaultError(.io, "\(error)")
-            if !report.problems.contains(e) { report.problems.append(e) }
+            if !report.problems.contains(where: { $0.code == e.code && $0.context == e.context }) {
+                report.problems.append(e)
+            }
         }
         report.incompleteBytes = incompleteBytes
         if report.incompleteBytes > 0 {

@@ -1,3 +1,5 @@
+import Dispatch
+
 /// What the items and kept versions of a version 2 vault say of the records that hold their values, small
 /// enough to verify a vault of millions of items without holding its items: per record its extent (as the
 /// first item naming it gives it) and the value bytes its items name; per item a member index and a hash of
@@ -48,36 +50,59 @@ struct RecordClaims {
         return UInt64(bitPattern: Int64(h.finalize()))
     }
 
-    /// Reads every record noted once, in file order, and hands `outcome` what its check found.
+    /// Reads every record noted once and hands `outcome` what its check found, in file order. Records are
+    /// checked on every core (Dispatch runs one per core at a time, each holding one record's table and one
+    /// chunk), a few small ones on this thread.
     mutating func check(_ source: RecordSource, _ outcome: (ID128, Outcome) -> Void) {
         ordinals = [:]
         claims.sort { $0.key < $1.key }
         let order = records.indices.sorted { records[$0].offset < records[$1].offset }
-        for n in order {
-            let r = records[n]
-            let key = UInt64(n) << RecordClaims.memberBits
-            // The first claim of record n.
-            var lo = 0
-            var hi = claims.count
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if claims[mid].key < key { lo = mid + 1 } else { hi = mid }
+        var outcomes = [Outcome](repeating: .failed, count: order.count)
+        let this = self
+        var stored: UInt64 = 0
+        for r in records { stored = stored.saturatingAdding(r.length) }
+        if order.count < 2 || stored <= RecordClaims.inlineBytesMax {
+            for (i, n) in order.enumerated() { outcomes[i] = this.check(record: n, source) }
+        } else {
+            outcomes.withUnsafeMutableBufferPointer { out in
+                let shared = UnsafeSendable((out, this, source, order))
+                DispatchQueue.concurrentPerform(iterations: order.count) { i in
+                    let (out, claims, source, order) = shared.value
+                    out[i] = claims.check(record: order[i], source)
+                }
             }
-            let location = RecordLocation(recordID: r.id, offset: r.offset, length: r.length, member: 0, dataOffset: 0)
-            guard let table = try? source.verifiedTable(location, fail: { VaultError(.damagedRecord, $0) }) else {
-                outcome(r.id, .failed)
-                continue
-            }
-            var named = true
-            while named, lo < claims.count, claims[lo].key >> RecordClaims.memberBits == UInt64(n) {
-                let m = Int(claims[lo].key & RecordClaims.memberMask)
-                named =
-                    m < table.members.count
+        }
+        for (i, n) in order.enumerated() { outcome(records[n].id, outcomes[i]) }
+    }
+
+    /// Stored bytes of records that ``check(_:_:)`` reads on the calling thread (starting Dispatch's workers
+    /// costs more than checking a few small records).
+    static let inlineBytesMax: UInt64 = 256 << 10
+
+    /// The check of record `n` against its claims (sorted).
+    private func check(record n: Int, _ source: RecordSource) -> Outcome {
+        let r = records[n]
+        let key = UInt64(n) << RecordClaims.memberBits
+        // The first claim of record n.
+        var lo = 0
+        var hi = claims.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if claims[mid].key < key { lo = mid + 1 } else { hi = mid }
+        }
+        let location = RecordLocation(recordID: r.id, offset: r.offset, length: r.length, member: 0, dataOffset: 0)
+        guard let table = try? source.verifiedTable(location, fail: { VaultError(.damagedRecord, $0) }) else {
+            return .failed
+        }
+        while lo < claims.count, claims[lo].key >> RecordClaims.memberBits == UInt64(n) {
+            let m = Int(claims[lo].key & RecordClaims.memberMask)
+            guard
+                m < table.members.count
                     && claims[lo].hash
                         == RecordClaims.hash(table.members[m].id, table.members[m].size, table.offsets[m])
-                lo += 1
-            }
-            outcome(r.id, named ? .intact(valueBytes: r.valueBytes, length: r.length) : .failed)
+            else { return .failed }
+            lo += 1
         }
+        return .intact(valueBytes: r.valueBytes, length: r.length)
     }
 }
