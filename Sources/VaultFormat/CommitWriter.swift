@@ -155,16 +155,21 @@ final class CommitWriter {
         }
     }
 
-    /// One batch being sealed on other threads while this one reads the next: reading, compressing and
+    /// Batches being sealed on other threads while this one reads the next: reading, compressing and
     /// encrypting overlap. `completion` learns where the batch was written and the size of each block.
     private final class Inflight: @unchecked Sendable {
         var sealed: [[UInt8]] = []
         let done = DispatchSemaphore(value: 0)
     }
-    private var inflight: (box: Inflight, completion: (UInt64, [Int]) -> Void)?
+    /// Oldest first: written in the order they were submitted.
+    private var inflight: [(box: Inflight, completion: (UInt64, [Int]) -> Void)] = []
+    /// Batches sealed at once (each at most about ``batchBytes`` of plaintext, as many sealed). With one, the
+    /// cores that sealed a batch waited for this thread to finish reading the next (a quarter of `pack`'s
+    /// time on 2 cores); with two, the next is already queued when one ends.
+    static let batchesInFlight = 2
 
     private func submit(_ jobs: [ChunkJob], completion: @escaping (UInt64, [Int]) -> Void) throws {
-        try drain()
+        while inflight.count >= CommitWriter.batchesInFlight { try drainOldest() }
         let box = Inflight()
         let level = self.level
         if Blocks.sealsInline(jobs) {
@@ -177,13 +182,17 @@ final class CommitWriter {
                 box.done.signal()
             }
         }
-        inflight = (box, completion)
+        inflight.append((box, completion))
     }
 
-    /// Waits for the batch in flight and writes it.
+    /// Waits for every batch in flight and writes them, in order.
     private func drain() throws {
-        guard let (box, completion) = inflight else { return }
-        inflight = nil
+        while !inflight.isEmpty { try drainOldest() }
+    }
+
+    /// Waits for the oldest batch in flight and writes it.
+    private func drainOldest() throws {
+        let (box, completion) = inflight.removeFirst()
         box.done.wait()
         var out: [UInt8] = []
         out.reserveCapacity(box.sealed.reduce(0) { $0 + $1.count })
@@ -219,12 +228,16 @@ final class CommitWriter {
         case streamed(ValueStream)
     }
 
+    private final class RecordStart { var offset: UInt64? }
+
     private struct ValueStream {
         var item: Item
         let sequence: Int
         let recordID: ID128
         let key: StreamKey
-        let offset: UInt64
+        /// Where the record starts, learnt when its first batch is written (earlier batches may still be
+        /// sealing when it begins).
+        let start: RecordStart
         /// The record's plaintext: its member table and the value.
         let total: UInt64
         /// Value bytes given so far.
@@ -249,8 +262,9 @@ final class CommitWriter {
             openValue = .held(item: item, size: size, bytes: bytes)
             return
         }
+        // Queued after the records before it, not waited for: the cores go on sealing them while this value
+        // is read (waiting here left a core idle for each large file of a `pack`).
         try flushPending()
-        try drain()
         var item = item
         item.size = size
         sequence += 1
@@ -259,7 +273,7 @@ final class CommitWriter {
         openValue = .streamed(
             ValueStream(
                 item: item, sequence: sequence, recordID: recordID,
-                key: StreamKey.record(keys, vaultID: vaultID, recordID: recordID), offset: position,
+                key: StreamKey.record(keys, vaultID: vaultID, recordID: recordID), start: RecordStart(),
                 total: UInt64(table.count) + size, pending: table))
     }
 
@@ -280,7 +294,8 @@ final class CommitWriter {
             }
             s.given += UInt64(bytes.count)
             s.pending.append(contentsOf: bytes)
-            while s.pending.count >= CommitWriter.batchBytes {
+            // More than a batch: the batch with the record's last chunk is submitted by endValue().
+            while s.pending.count > CommitWriter.batchBytes {
                 let batch = Array(s.pending[..<CommitWriter.batchBytes])
                 s.pending.removeSubrange(..<CommitWriter.batchBytes)
                 try submitChunks(batch, of: &s)
@@ -306,22 +321,17 @@ final class CommitWriter {
             guard s.given == s.item.size else {
                 throw VaultError(.io, item: s.item.id, "\(s.item.displayName): input changed size while it was read")
             }
-            if !s.pending.isEmpty {
-                let rest = s.pending
-                s.pending = []
-                try submitChunks(rest, of: &s)
-            }
-            try drain()
-            s.item.location = RecordLocation(
-                recordID: s.recordID, offset: s.offset, length: position - s.offset, member: 0, dataOffset: 0)
-            written.append((s.sequence, s.item))
+            // The last batch (never empty: appendValue keeps it) places the item once it is written.
+            let rest = s.pending
+            s.pending = []
+            try submitChunks(rest, of: &s, placing: true)
         case nil:
             preconditionFailure("beginValue() first")
         }
     }
 
     /// Cuts `plain`, the next bytes of a streamed record, into chunks and hands them to the sealer.
-    private func submitChunks(_ plain: [UInt8], of s: inout ValueStream) throws {
+    private func submitChunks(_ plain: [UInt8], of s: inout ValueStream, placing: Bool = false) throws {
         var jobs: [ChunkJob] = []
         var start = 0
         while start < plain.count {
@@ -334,7 +344,16 @@ final class CommitWriter {
             s.chunkIndex += 1
             start = end
         }
-        try submit(jobs) { _, _ in }
+        let (item, sequence, recordID, record) = (s.item, s.sequence, s.recordID, s.start)
+        try submit(jobs) { [unowned self] start, sizes in
+            if record.offset == nil { record.offset = start }
+            guard placing, let offset = record.offset else { return }
+            var item = item
+            let end = start + UInt64(sizes.reduce(0, +))
+            item.location = RecordLocation(
+                recordID: recordID, offset: offset, length: end - offset, member: 0, dataOffset: 0)
+            self.written.append((sequence, item))
+        }
     }
 
     /// Flushes everything added, then writes the index segment for `ops` and the trailer, syncing the data
@@ -342,7 +361,7 @@ final class CommitWriter {
     func finish(ops: [IndexOperation], checkpoint: Bool, generation: UInt64, previous: Tail?, itemCount: Int) throws
         -> Tail
     {
-        precondition(solid.isEmpty && pending.isEmpty && inflight == nil, "flush() before finish()")
+        precondition(solid.isEmpty && pending.isEmpty && inflight.isEmpty, "flush() before finish()")
         let plain = IndexCodec.encode(ops)
         guard plain.count <= Limits.indexMax else {
             throw VaultError(.invalidArgument, "index larger than \(Limits.indexMax) bytes")

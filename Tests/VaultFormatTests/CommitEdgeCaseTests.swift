@@ -35,6 +35,53 @@ final class CommitEdgeCaseTests: VaultTestCase {
         XCTAssertTrue(try reopened.read(item) == large, "read back the superseded value")
     }
 
+    /// Large values are queued behind the batches still sealing, not waited for (a core sat idle for each
+    /// large file of a `pack`): each record is placed where its first batch is written, in both formats,
+    /// with values whose record is exactly a batch, one byte more, several batches, and small values between
+    /// them filling more batches than are sealed at once.
+    func testLargeValuesQueuedBehindBatchesStillSealingAreWhereTheIndexSaysTheyAre() throws {
+        let batch = CommitWriter.batchBytes
+        // A value whose record (its one-member table, then the value) is exactly one batch.
+        var exact = batch - 40
+        while MemberTable.encode([(ItemID(Array(repeating: 1, count: 16)), UInt64(exact))]).count + exact < batch {
+            exact += 1
+        }
+        let large = [Limits.solidMemberMax + 1, exact, exact + 1, 2 * batch + 17]
+        let src = dir + "/large.bin"
+        XCTAssertTrue(
+            FileManager.default.createFile(atPath: src, contents: Data(Recipes.noise(2 * batch + 17, seed: 8))))
+        for (n, format) in [NewVaultFormat.version1, .current()].enumerated() {
+            let path = dir + "/queued-v\(n + 1).kcv"
+            var expected: [String: [UInt8]] = [:]
+            try Vault.create(path: path, group: "g", slots: [.keyFile(key)], format: format) { tx in
+                for i in 0..<240 {
+                    let name = "a\(i)"
+                    if i % 60 == 59 {
+                        let n = large[i / 60]
+                        if n == 2 * batch + 17 {
+                            let fd = open(src, O_RDONLY)
+                            defer { close(fd) }
+                            try tx.add(attributes: self.attrs("s", name), value: .fileDescriptor(fd, size: UInt64(n)))
+                            expected[name] = Recipes.noise(2 * batch + 17, seed: 8)
+                        } else {
+                            expected[name] = Recipes.noise(n, seed: UInt8(i))
+                            try tx.add(attributes: self.attrs("s", name), value: .bytes(expected[name]!))
+                        }
+                    } else {
+                        expected[name] = Recipes.noise(100_000, seed: UInt8(i))
+                        try tx.add(attributes: self.attrs("s", name), value: .bytes(expected[name]!))
+                    }
+                }
+            }
+            let v = try Vault.open(path: path, secret: secret)
+            XCTAssertEqual(v.count, 240)
+            for item in v.items {
+                XCTAssertTrue(try v.read(item) == expected[item.account!], "v\(n + 1) \(item.displayName)")
+            }
+            XCTAssertTrue(v.verify().isIntact, "v\(n + 1)")
+        }
+    }
+
     /// Same, with the large value streamed from a descriptor (what a caller packing files would use).
     func testSmallThenStreamedUpdateInOneTransactionKeepsTheLastValue() throws {
         let path = dir + "/order-fd.kcv"
