@@ -76,6 +76,8 @@ enum ExtractCommand {
         let wanted = Array(positionals.dropFirst())
         // A version 2 vault's items are not all read at open: those selected are, in one scan of its trees.
         let vault = try openVault(path, args, itemsOnDemand: true)
+        // The items are read from the vault as this instance holds it: not looked up again to be read.
+        let stamp = vault.indexStamp
         var selected = try select(vault, wanted)
         let deviceOnly = selected.filter { Schema.isDeviceOnly($0.attributes) }.count
         if deviceOnly > 0, !args.flag("include-device-only") {
@@ -104,7 +106,7 @@ enum ExtractCommand {
                 if let staged { try staged.append(bytes) } else { try Output.out.writeBytes(bytes) }
             }
             try vault.readValues(
-                of: selected, begin: { item, _ in try writer.begin(item) },
+                of: selected, givenAt: stamp, begin: { item, _ in try writer.begin(item) },
                 bytes: { chunk in
                     try writer.value(chunk)
                     DebugSeam.pause("extract-writing")
@@ -184,7 +186,7 @@ enum ExtractCommand {
         var current: SafeWriter.Pending?
         defer { current?.abandon() }
         try vault.readValues(
-            of: files.map(\.item),
+            of: files.map(\.item), givenAt: stamp,
             begin: { item, whole in
                 let p = byID[item.id]!
                 current = try writer.begin(p.parts, authenticated: whole, mode: p.kind.permissions(preserve: false))

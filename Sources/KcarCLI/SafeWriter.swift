@@ -48,6 +48,11 @@ final class SafeWriter {
         }
     }
 
+    /// The last folder (below the root) a look without `create` found missing: nothing below it is looked
+    /// for again until something is created (`check` visits a vault's names in order: one system call per
+    /// missing folder, not one per file below it).
+    private var missing: [[UInt8]]?
+
     /// The folder holding `parts.last`, opened (and created, when `create`) component by component without
     /// following links; nil if it does not exist and `create` is false.
     private func folder(_ parts: [String], create: Bool) throws -> Int32? {
@@ -62,6 +67,11 @@ final class SafeWriter {
         }
         if dirs.isEmpty { return root }
         let names = dirs.map { Array($0.utf8) }
+        if create {
+            missing = nil
+        } else if let m = missing, names.starts(with: m) {
+            return nil
+        }
         var common = 0
         while common < min(chain.count, names.count), chain[common].name == names[common] { common += 1 }
         if common == names.count, common <= SafeWriter.chainMax { return chain[common - 1].fd }
@@ -75,6 +85,7 @@ final class SafeWriter {
             if next < 0, errno == ENOENT {
                 guard create else {
                     if owned { close(dir) }
+                    missing = Array(names[...i])
                     return nil
                 }
                 if mkdirat(dir, p, 0o700) != 0, errno != EEXIST {

@@ -286,6 +286,49 @@ final class HardeningTests: VaultTestCase {
         XCTAssertTrue(vault.verify().isIntact)
     }
 
+    /// Items read with the stamp they were given at are not looked up again while it stands; once anything
+    /// changed (a commit, a refresh), they are, and a stale one is refused as before. A stamp is never
+    /// taken twice, by this instance or by the one a reopen makes.
+    func testItemsGivenAtAStampAreCheckedOnceItMoves() throws {
+        let path = dir + "/g.kcv"
+        try Vault.create(path: path, group: "g", slots: [.keyFile(key)]) { tx in
+            for i in 0..<50 { try tx.add(attributes: self.attrs("s", "a\(i)"), value: .bytes([UInt8(i)])) }
+        }
+        let vault = try Vault.open(path: path, secret: secret, mode: .write, itemsOnDemand: true)
+        func readAll(_ items: [Item], _ stamp: UInt64?) throws -> [[UInt8]] {
+            var out: [[UInt8]] = []
+            try vault.readValues(
+                of: items, givenAt: stamp, begin: { _, _ in out.append([]) },
+                bytes: { out[out.count - 1] += $0 }, end: { _ in })
+            return out
+        }
+        var stamp = vault.indexStamp
+        var items: [Item] = []
+        try vault.forEachItem {
+            items.append($0)
+            return true
+        }
+        XCTAssertEqual(vault.indexStamp, stamp, "reading changes nothing")
+        XCTAssertEqual(try readAll(items, stamp).count, 50)
+        try vault.commit(options: WriteOptions(autoCompact: false)) { tx in
+            try tx.update(try XCTUnwrap(items.first { $0.account == "a7" }).id, value: .bytes([107]))
+        }
+        XCTAssertNotEqual(vault.indexStamp, stamp)
+        XCTAssertEqual(code { _ = try readAll(items, stamp) }, .staleItem, "the stamp moved: looked up, refused")
+        stamp = vault.indexStamp
+        items = []
+        try vault.forEachItem {
+            items.append($0)
+            return true
+        }
+        let other = try Vault.open(path: path, secret: secret, mode: .write)
+        try other.compact()
+        try vault.refresh()
+        XCTAssertNotEqual(vault.indexStamp, stamp, "a new instance after the compaction")
+        XCTAssertEqual(
+            try readAll(items, stamp).map { $0[0] }.sorted(), (0..<50).map { $0 == 7 ? 107 : UInt8($0) }.sorted())
+    }
+
     // MARK: item 10, dead space and failed automatic compactions
 
     /// A failed automatic compaction is reported (the commit stood): to the handler the CLI sets, and in

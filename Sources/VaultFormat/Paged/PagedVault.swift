@@ -1,3 +1,5 @@
+import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -8,24 +10,28 @@
 /// format versions and hands a version 2 file to this engine (Vault+Version2.swift).
 package final class PagedVault {
     package let path: String
-    package internal(set) var header: Header { didSet { indexChanges &+= 1 } }
-    var file: File { didSet { indexChanges &+= 1 } }
-    var keys: Subkeys { didSet { indexChanges &+= 1 } }
+    package internal(set) var header: Header { didSet { indexChanges = PagedVault.freshStamp() } }
+    var file: File { didSet { indexChanges = PagedVault.freshStamp() } }
+    var keys: Subkeys { didSet { indexChanges = PagedVault.freshStamp() } }
     var vaultKey: SecureBytes
-    var store: FilePageStore { didSet { indexChanges &+= 1 } }
-    var root: IndexRoot { didSet { indexChanges &+= 1 } }
+    var store: FilePageStore { didSet { indexChanges = PagedVault.freshStamp() } }
+    var root: IndexRoot { didSet { indexChanges = PagedVault.freshStamp() } }
     /// The changes of the delta segments since the last fold, by tree and key (later ones replace earlier).
     var overlay: [TreeID: [[UInt8]: OverlayChange]] = [:] {
         didSet {
             sortedOverlay = [:]
             overlayClock = nil
-            indexChanges &+= 1
+            indexChanges = PagedVault.freshStamp()
         }
     }
-    /// Counts the changes of what a lookup reads (the file, its header and keys, the page store, the root, the
-    /// overlay and the last commit): while it stands still, an item a lookup returned is still live as it was
-    /// returned (``liveItem(id:class:attributes:)``).
-    private(set) var indexChanges: UInt64 = 0
+    /// Changes with every change of what a lookup reads (the file, its header and keys, the page store, the
+    /// root, the overlay and the last commit): while it stands still, an item a lookup returned is still live
+    /// as it was returned (``liveItem(id:class:attributes:)``). Each change takes a value no instance has had
+    /// (``freshStamp()``), so that a value kept across a reopen (a new instance) cannot match by chance
+    /// (``Vault/indexStamp``).
+    private(set) var indexChanges: UInt64 = PagedVault.freshStamp()
+    private static let stamps = Atomic<UInt64>(0)
+    private static func freshStamp() -> UInt64 { stamps.wrappingAdd(1, ordering: .relaxed).newValue }
     /// The items the last lookup by key returned, with ``indexChanges`` then: reading one of them right after
     /// (a get) needs no second lookup to prove its handle current. At most ``keptLookupMax`` items.
     var keptLookup: (changes: UInt64, items: [Item])?
@@ -83,7 +89,7 @@ package final class PagedVault {
     }
     /// Plaintext bytes of those segments.
     var overlayBytes = 0
-    var tail: (trailer: TrailerV2, offset: UInt64) { didSet { indexChanges &+= 1 } }
+    var tail: (trailer: TrailerV2, offset: UInt64) { didSet { indexChanges = PagedVault.freshStamp() } }
     package let writerID: UInt64
     let mode: OpenMode
     /// A file being created, with its header and no commit yet (``Vault/create(path:group:slots:schema:retention:options:overwrite:random:now:_:)``):
