@@ -11,12 +11,12 @@ extension PagedVault {
     private func verifyAll() -> VerifyReport {
         var report = VerifyReport()
         // A damaged page may fail more than one step (the trees, then the scan for records): named once. (By
-        // code and context: `VaultError`'s == compares codes only, and kept one damaged record of many.)
+        // code and context, in a set: `VaultError`'s == compares codes only, and kept one damaged record of
+        // many; a search of the list would be quadratic in the damaged records.)
+        var noted = Set<String>()
         func note(_ error: Error) {
             let e = error as? VaultError ?? VaultError(.io, "\(error)")
-            if !report.problems.contains(where: { $0.code == e.code && $0.context == e.context }) {
-                report.problems.append(e)
-            }
+            if noted.insert("\(e.code)\u{0}\(e.context)").inserted { report.problems.append(e) }
         }
         report.incompleteBytes = incompleteBytes
         if report.incompleteBytes > 0 {
