@@ -163,9 +163,9 @@ final class CommitWriter {
     }
     /// Oldest first: written in the order they were submitted.
     private var inflight: [(box: Inflight, completion: (UInt64, [Int]) -> Void)] = []
-    /// Batches sealed at once (each at most about ``batchBytes`` of plaintext, as many sealed). With one, the
-    /// cores that sealed a batch waited for this thread to finish reading the next (a quarter of `pack`'s
-    /// time on 2 cores); with two, the next is already queued when one ends.
+    /// Batches sealed at once (each at most about ``batchBytes`` of plaintext, as many sealed): the next one
+    /// is queued while one seals, so the cores need not wait for this thread between batches. On 2 cores, a
+    /// `pack` of a 58.7 MB tree took 655 ms with one, 569 ms with two (`--level 1`: 333 and 283 ms).
     static let batchesInFlight = 2
 
     private func submit(_ jobs: [ChunkJob], completion: @escaping (UInt64, [Int]) -> Void) throws {
