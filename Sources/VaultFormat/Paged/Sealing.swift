@@ -121,8 +121,6 @@ package final class FilePageStore: PageStore {
         let key = FilePageStore.cacheKey(ref)
         if let p = branches[key] { return .page(p) }
         if let n = leaves[key] { return n }
-        // A walk that keeps no leaves reads each whole: decoded once, as ``read(_:)`` does.
-        guard keepsLeaves else { return .page(try read(ref)) }
         let plain = try openPlaintext(ref)
         guard plain.first == 1 else {
             let page = try PageCodec.decode(plain)
@@ -131,6 +129,9 @@ package final class FilePageStore: PageStore {
             return .page(page)
         }
         let view = try LeafView.open(plain, recordsBefore: ref.offset, page: ref.id)
+        // A walk that keeps no leaves reads each once, in order: as a view, its entries built only as they are
+        // handed on (decoded whole first, every entry was built twice: into the page, then handed on).
+        guard keepsLeaves else { return .leaf(view) }
         let node = view.node
         if case .leaf = node {
             leaves.insert(node, bytes: view.weight, at: key)
