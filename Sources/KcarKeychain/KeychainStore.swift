@@ -212,7 +212,7 @@ public final class KeychainStore: @unchecked Sendable {
                 return try vault(group, write: write)
             }
             if g.vault.generation != g.checkedGeneration || g.vault.reopened != g.checkedReopens {
-                try checkGeneration(g.vault, group: group, key: g.key, trust: g.trust)
+                try directory.checkGeneration(g.vault, group: group, key: g.key, trust: g.trust)
                 g.checkedGeneration = g.vault.generation
                 g.checkedReopens = g.vault.reopened
             }
@@ -229,15 +229,9 @@ public final class KeychainStore: @unchecked Sendable {
         guard v.header.group == group else {
             throw KeychainError(.decode, "\(v.path) holds group \(v.header.group), not \(group)")
         }
-        try checkGeneration(v, group: group, key: key, trust: trust)
+        try directory.checkGeneration(v, group: group, key: key, trust: trust)
         opened[group] = OpenGroup(vault: v, key: key, trust: trust, writable: write)
         return v
-    }
-
-    /// The group's rollback check (SPEC.md §K6), which catches `v` up when a record is newer than it (another
-    /// process committed since this one last caught up).
-    private func checkGeneration(_ v: Vault, group: String, key: SecureBytes, trust: KeychainTrust) throws {
-        try directory.checkGeneration(v, group: group, key: key, trust: trust)
     }
 
     /// The open vault of the group named, or of each group of the list; when none is named and the list is
@@ -531,7 +525,7 @@ public final class KeychainStore: @unchecked Sendable {
                 }
                 // An automatic compaction made a new file, with the owner's mode only.
                 directory.shareVault(target, g.trust)
-                try checkGeneration(v, group: target, key: g.key, trust: g.trust)
+                try directory.checkGeneration(v, group: target, key: g.key, trust: g.trust)
                 g.checkedGeneration = v.generation
             }
             return result!

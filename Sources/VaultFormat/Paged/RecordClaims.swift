@@ -67,8 +67,8 @@ struct RecordClaims {
             outcomes.withUnsafeMutableBufferPointer { out in
                 let shared = UnsafeSendable((out, this, source, order))
                 DispatchQueue.concurrentPerform(iterations: order.count) { i in
-                    let (out, claims, source, order) = shared.value
-                    out[i] = claims.check(record: order[i], source)
+                    let (out, this, source, order) = shared.value
+                    out[i] = this.check(record: order[i], source)
                 }
             }
         }
