@@ -317,4 +317,30 @@ final class PipelinedTests: XCTestCase {
         // The producer stopped within the batches in flight when the consumer failed, not at the end.
         XCTAssertLessThan(produced.withLock { $0 }, 16 * 5)
     }
+
+    /// Values are freed by the producer's thread, which made them: a consumed batch goes back and is emptied
+    /// there. Only the batches never taken again (at most one being filled, `inFlight` queued, one being
+    /// consumed, and those given back after the producer's last) are freed here, at the end.
+    func testValuesAreFreedOnTheProducersThread() throws {
+        final class Tally: Sendable { let n = Mutex(0) }
+        final class Value: Sendable {
+            let consumer: pthread_t
+            let freedHere: Tally
+            init(_ consumer: pthread_t, _ freedHere: Tally) {
+                self.consumer = consumer
+                self.freedHere = freedHere
+            }
+            deinit { if pthread_equal(pthread_self(), consumer) != 0 { freedHere.n.withLock { $0 += 1 } } }
+        }
+        let freedHere = Tally()
+        let me = pthread_self()
+        let (count, batch, inFlight) = (10_000, 16, 2)
+        var consumed = 0
+        try pipelined(
+            batch: batch, inFlight: inFlight,
+            produce: { emit in for _ in 0..<count where !emit(Value(me, freedHere)) { break } }
+        ) { consumed += $0.count }
+        XCTAssertEqual(consumed, count)
+        XCTAssertLessThanOrEqual(freedHere.n.withLock { $0 }, (inFlight + 3) * batch)
+    }
 }

@@ -19,6 +19,9 @@ extension PagedVault {
     /// Entries of `tree` with keys ≥ `lower`, in order, the deltas merged in, until `body` returns false.
     func scan(_ tree: TreeID, from lower: [UInt8] = [], _ body: (LeafEntry) throws -> Bool) throws {
         let pending = sortedChanges(tree)
+        // Without changes, the tree's entries as they are: the merge below keeps its state in variables its
+        // nested function shares, which Swift checks for exclusive access at each entry (a twentieth of a list).
+        guard !pending.isEmpty else { return try reader(tree).scan(from: lower, body) }
         // The first change at or after `lower`.
         var lo = 0
         var hi = pending.count
