@@ -85,8 +85,9 @@ extension Help {
                 + "packed with its kind and mode also has type (file, folder or link), mode (octal, \"0644\") and a link's target.",
             "Order: a format version 1 vault's items by service, then account (bytewise), then id; a version 2 vault's in the "
                 + "key order of its items tree: class, then the class's key attributes, then id (for a packed vault service, then "
-                + "account: the same order). Version 2 items are read and printed one page at a time, never all held, so a vault "
-                + "of millions lists in little memory (the table reads them twice: once for the SIZE column's width).",
+                + "account: the same order). Version 2 items are read and printed a page at a time, never all held (on every "
+                + "core, at most 64 pages at once), so a vault of millions lists in little memory (the table reads them twice: "
+                + "once for the SIZE column's width).",
             stdinNote, groupNote
         ],
         options: vaultOptions + [

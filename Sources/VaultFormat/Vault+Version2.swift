@@ -96,6 +96,17 @@ extension Vault {
         try engine.forEachItem(self, inOrder: inOrder, body)
     }
 
+    /// ``forEachItem(inOrder:_:)``'s items in runs, each given to `transform` on any core, its result handed to
+    /// `body` here, in order: a version 2 vault's a leaf of its items tree at a time
+    /// (``PagedVault/mapItemLeaves(bytesMax:_:_:)``). False, having handed nothing, for a vault not walked so (version 1,
+    /// delta changes over the items tree, a small tree): the caller walks it with ``forEachItem(inOrder:_:)``.
+    package func mapItemRuns<T>(_ transform: @escaping @Sendable ([Item]) throws -> T, _ body: (T) throws -> Void)
+        throws -> Bool
+    {
+        guard let p = version2 else { return false }
+        return try p.mapItemLeaves(transform, body)
+    }
+
     /// The largest value size among the live items (0 for none): a version 2 vault's read from its items tree
     /// without building the items (``PagedVault/largestItemSize()``), a version 1 vault's from its index.
     package func largestItemSize() throws -> UInt64 {

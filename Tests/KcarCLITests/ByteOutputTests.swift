@@ -44,9 +44,9 @@ final class ByteOutputTests: XCTestCase {
 
     /// The items of the sweep: generic passwords by service and account, internet passwords, packed files,
     /// folders and links, items without a service or account.
-    func fill(_ tx: Transaction, seed: UInt64) throws {
+    func fill(_ tx: Transaction, seed: UInt64, count: Int = 300) throws {
         var rng = SplitMix64(state: seed)
-        for i in 0..<300 {
+        for i in 0..<count {
             var a = Attributes()
             if Int.random(in: 0..<8, using: &rng) > 0 { a[AttributeName.service] = .string(text(&rng) + "\(i)") }
             if Int.random(in: 0..<8, using: &rng) > 0 { a[AttributeName.account] = .string(text(&rng)) }
@@ -72,24 +72,30 @@ final class ByteOutputTests: XCTestCase {
     func testListPrintsWhatItsStringFormsPrinted() throws {
         let keyPath = dir + "/k.key"
         XCTAssertTrue(FileManager.default.createFile(atPath: keyPath, contents: Data(Recipes.keyFile)))
-        for (n, format) in [NewVaultFormat.version1, .current()].enumerated() {
+        // The third vault is large enough to be listed by leaves on every core (Vault.mapItemRuns), its deletions
+        // folded into its tree by a compaction; the second, with its deletions in a delta commit, is not.
+        for (n, (format, count)) in [(NewVaultFormat.version1, 300), (.current(), 300), (.current(), 5_000)]
+            .enumerated()
+        {
             let path = dir + "/v\(n).kcv"
             try Vault.create(
                 path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))], format: format
-            ) { try fill($0, seed: 24 + UInt64(n)) }
+            ) { try fill($0, seed: 24 + UInt64(n), count: count) }
             // Deleted items (a version 2 vault keeps their tombstones) are neither listed nor measured.
             let writer = try Vault.open(
                 path: path, secret: .keyFile(SecureBytes(copying: Recipes.keyFile)), mode: .write)
             let largest = writer.items.filter { $0.size == 12_345 }
             XCTAssertFalse(largest.isEmpty)
             try writer.commit { tx in for item in largest { try tx.delete(item.id) } }
+            if count > 300 { try writer.compact() }
             let vault = try Vault.open(path: path, secret: .keyFile(SecureBytes(copying: Recipes.keyFile)))
             var items: [Item] = []
             try vault.forEachItem {
                 items.append($0)
                 return true
             }
-            XCTAssertEqual(items.count, 300 - largest.count)
+            XCTAssertEqual(items.count, count - largest.count)
+            XCTAssertEqual(try vault.mapItemRuns({ $0.count }, { _ in }), n == 2, "format \(n): listed by leaves")
             XCTAssertEqual(try vault.largestItemSize(), 1_000)
             XCTAssertEqual(try vault.largestItemSize(), items.map(\.size).max())
 

@@ -264,33 +264,47 @@ extension PagedVault {
     /// one decode reads.
     package func largestItemSize() throws -> UInt64 {
         var largest: UInt64 = 0
+        let walked = try mapLeaves(.items) { entries in
+            var m: UInt64 = 0
+            try entries.forEach { e in m = max(m, try PagedVault.valueSize(e) ?? 0) }
+            return m
+        } _: {
+            largest = max(largest, $0)
+        }
+        guard !walked else { return largest }
         try streaming {
             try scan(.items) { e in
-                var r = ByteReader(e.rest, failure: .damagedIndex, what: "item entry")
-                let flags = try r.readU8()
-                guard flags == 0 else {
-                    guard flags == 1 else { throw r.fail("flags \(flags)") }
-                    return true
-                }
-                _ = try r.readVarint()  // the version's clock
-                _ = try r.readVarint()  // absent key attributes
-                for _ in 0..<(try r.readCount(max: Limits.attrsMax, "attribute count")) {
-                    try r.skip(try r.readCount(max: Limits.attrNameMax, "attribute name length"))
-                    switch try r.readU8() {
-                    case 1: try r.skip(try r.readCount(max: Limits.attrValueMax, "attribute length"))
-                    case 2, 4: try r.skip(8)
-                    case 3: try r.skip(1)
-                    case 5: try r.skip(try r.readCount(max: Limits.attrValueMax, "attribute length"))
-                    case let t: throw r.fail("an attribute of unknown type \(t)")
-                    }
-                }
-                let size = try r.readVarint()
-                guard size <= Limits.valueMax else { throw r.fail("value size \(size)") }
-                largest = max(largest, size)
+                largest = max(largest, try PagedVault.valueSize(e) ?? 0)
                 return true
             }
         }
         return largest
+    }
+
+    /// The value size an items-tree entry's body gives (nil for a deleted item), read as
+    /// ``largestItemSize()`` reads it.
+    private static func valueSize(_ e: LeafEntry) throws -> UInt64? {
+        var r = ByteReader(e.rest, failure: .damagedIndex, what: "item entry")
+        let flags = try r.readU8()
+        guard flags == 0 else {
+            guard flags == 1 else { throw r.fail("flags \(flags)") }
+            return nil
+        }
+        _ = try r.readVarint()  // the version's clock
+        _ = try r.readVarint()  // absent key attributes
+        for _ in 0..<(try r.readCount(max: Limits.attrsMax, "attribute count")) {
+            try r.skip(try r.readCount(max: Limits.attrNameMax, "attribute name length"))
+            switch try r.readU8() {
+            case 1: try r.skip(try r.readCount(max: Limits.attrValueMax, "attribute length"))
+            case 2, 4: try r.skip(8)
+            case 3: try r.skip(1)
+            case 5: try r.skip(try r.readCount(max: Limits.attrValueMax, "attribute length"))
+            case let t: throw r.fail("an attribute of unknown type \(t)")
+            }
+        }
+        let size = try r.readVarint()
+        guard size <= Limits.valueMax else { throw r.fail("value size \(size)") }
+        return size
     }
 
     /// Runs `body`, a walk over whole trees, without keeping the leaves it reads: its memory stays that of
