@@ -99,7 +99,7 @@ extension Vault {
     /// ``forEachItem(inOrder:_:)``'s items in runs, each given to `transform` on any core, its result handed to
     /// `body` here, in order: a version 2 vault's a leaf of its items tree at a time
     /// (``PagedVault/mapItemLeaves(bytesMax:_:_:)``). False, having handed nothing, for a vault not walked so (version 1,
-    /// delta changes over the items tree, a small tree): the caller walks it with ``forEachItem(inOrder:_:)``.
+    /// a small tree): the caller walks it with ``forEachItem(inOrder:_:)``.
     package func mapItemRuns<T>(_ transform: @escaping @Sendable ([Item]) throws -> T, _ body: (T) throws -> Void)
         throws -> Bool
     {

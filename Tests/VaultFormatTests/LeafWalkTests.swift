@@ -80,21 +80,56 @@ final class LeafWalkTests: PagedTestCase {
         XCTAssertGreaterThanOrEqual(try p.store.read(XCTUnwrap(p.root.top(.items))).level, 2)
     }
 
-    func testATreeWithChangesOverItOrASmallTreeIsLeftToAScan() throws {
+    /// Delta commits over the tree (items added below its first key, between its leaves and above its last,
+    /// items changed in place and deleted) are merged into the leaves that hold their keys, as a scan merges them.
+    func testChangesOverTheTreeAreMergedAsAScanMergesThem() throws {
         let path = try makeVault(6_000)
         let v = try Vault.open(path: path, secret: secret, mode: .write)
-        var late = Attributes()
-        late["svce"] = .string("late")
-        try v.commit { tx in try tx.add(class: .genericPassword, attributes: late, value: .bytes([1])) }
+        let items = v.items.sorted { $0.id.description < $1.id.description }
+        var rng = SplitMix64(state: 2424)
+        // Small commits, each kept as a delta (a commit of hundreds of changes folds).
+        for (i, service) in ["", "0 first", "service 5", "service 50 x", "zzz last"].enumerated() {
+            try v.commit { tx in
+                for j in 0..<3 {
+                    var a = Attributes()
+                    a["svce"] = .string(service)
+                    a["acct"] = .string("added \(i) \(j)")
+                    try tx.add(class: .genericPassword, attributes: a, value: .bytes([UInt8(j)]))
+                }
+            }
+        }
+        try v.commit { tx in
+            for item in items.prefix(20) {
+                if Bool.random(using: &rng) {
+                    try tx.delete(item.id)
+                } else {
+                    var a = item.attributes
+                    a["note"] = .string("changed")
+                    try tx.update(item.id, attributes: a)
+                }
+            }
+        }
+        XCTAssertFalse(try PagedVault.open(path: path, secret: secret).sortedChanges(.items).isEmpty, "a delta commit")
+        let scan = try scanned(path)
+        XCTAssertNil(scan.error)
+        XCTAssertEqual(scan.items.count, 6_000 - 6_000 / 7 - 1 + 15 - deletedCount(items.prefix(20), scan.items))
+        for bytesMax in [PagedVault.leafBytesMax, 2_048] {
+            let walk = try walked(path, bytesMax: bytesMax)
+            XCTAssertTrue(walk.walked)
+            XCTAssertNil(walk.error)
+            XCTAssertEqual(walk.items, scan.items, "bytesMax \(bytesMax)")
+        }
+        XCTAssertEqual(
+            try PagedVault.open(path: path, secret: secret).largestItemSize(), scan.items.map(\.size).max())
+    }
+
+    func deletedCount(_ items: ArraySlice<Item>, _ live: [Item]) -> Int {
+        let ids = Set(live.map(\.id))
+        return items.filter { !ids.contains($0.id) }.count
+    }
+
+    func testASmallTreeIsLeftToAScan() throws {
         var handed = 0
-        XCTAssertFalse(
-            try PagedVault.open(path: path, secret: secret).mapItemLeaves {
-                $0.count
-            } _: {
-                handed += $0
-            },
-            "a delta commit's changes lie over the tree")
-        XCTAssertEqual(handed, 0)
         let small = try makeVault(100, "small.kcv")
         XCTAssertFalse(
             try PagedVault.open(path: small, secret: secret).mapItemLeaves {

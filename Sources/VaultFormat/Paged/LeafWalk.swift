@@ -17,9 +17,9 @@ extension PagedVault {
     /// Every live item, as ``forEachItem(_:)`` hands them, in runs: the items of one leaf of the items tree at a
     /// time (none for a leaf of deleted items) are given to `transform` on any core, and its result is handed
     /// to `body` on this thread, in key order. An error (of a page, an entry, `transform` or `body`) is thrown
-    /// after `body` has had every run before it. Returns false, having handed nothing, when the tree is not
-    /// walked by leaves: changes of delta commits over it, or fewer than ``leafWalkEntriesMin`` entries (the
-    /// caller walks it with ``forEachItem(_:)``).
+    /// after `body` has had every run before it. The changes of delta commits over the tree are merged into the
+    /// leaves whose key ranges hold them, as a scan merges them. Returns false, having handed nothing, for a tree
+    /// of fewer than ``leafWalkEntriesMin`` entries or of one page (the caller walks it with ``forEachItem(_:)``).
     package func mapItemLeaves<T>(
         bytesMax: Int = PagedVault.leafBytesMax, _ transform: @escaping @Sendable ([Item]) throws -> T,
         _ body: (T) throws -> Void
@@ -46,10 +46,22 @@ extension PagedVault {
         _ transform: @escaping @Sendable (LeafEntries) throws -> T,
         _ body: (T) throws -> Void
     ) throws -> Bool {
-        guard sortedChanges(tree).isEmpty, let top = root.top(tree), top.count >= PagedVault.leafWalkEntriesMin
-        else { return false }
+        guard let top = root.top(tree), top.count >= PagedVault.leafWalkEntriesMin else { return false }
         let reader = reader(tree)
-        let context = LeafContext(source: store.source, limit: store.limit, tree: tree)
+        let changes = sortedChanges(tree)
+        let context = LeafContext(source: store.source, limit: store.limit, tree: tree, changes: changes)
+        // The first change at or after `key`: a leaf's changes lie between its first key's and its upper bound's
+        // (the first leaf's from the first change: those below every key are handed with it).
+        func changeIndex(_ key: [UInt8]) -> Int {
+            var lo = 0
+            var hi = changes.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if changes[mid].key.lexicographicallyPrecedes(key) { lo = mid + 1 } else { hi = mid }
+            }
+            return lo
+        }
+        var changesHanded = 0
         return try streaming {
             guard case .page(let page) = try reader.openNode(top, parentLevel: nil, first: nil, upper: nil),
                 case .branch = page.content
@@ -91,7 +103,10 @@ extension PagedVault {
                 for (i, e) in entries.enumerated() {
                     let childUpper = i + 1 < entries.count ? entries[i + 1].key : upper
                     if page.level == 1 {
-                        window.append(LeafSlot(ref: e.child, first: e.key, upper: childUpper))
+                        let end = changes.isEmpty ? 0 : childUpper.map(changeIndex) ?? changes.count
+                        window.append(
+                            LeafSlot(ref: e.child, first: e.key, upper: childUpper, changes: changesHanded..<end))
+                        changesHanded = end
                         if window.count == PagedVault.leafWindow { try flush() }
                         continue
                     }
@@ -121,13 +136,17 @@ struct LeafSlot: Sendable {
     let ref: PageRef
     let first: [UInt8]
     let upper: [UInt8]?
+    /// The delta changes merged into its entries (positions in ``LeafContext/changes``).
+    let changes: Range<Int>
 }
 
-/// What a worker needs to open leaves: the file, the end of the commit being read, the tree.
+/// What a worker needs to open leaves: the file, the end of the commit being read, the tree, the delta changes
+/// over it in key order (read, never changed, while the walk lasts).
 struct LeafContext: @unchecked Sendable {
     let source: RecordSource
     let limit: UInt64
     let tree: TreeID
+    let changes: [(key: [UInt8], value: TreeWriter.Change)]
 
     /// The entries of `slot`'s leaf, checked as a scan checks it (through a store of this thread's own); nil
     /// for a leaf whose plaintext passes `bytesMax`.
@@ -138,29 +157,56 @@ struct LeafContext: @unchecked Sendable {
             .openNode(slot.ref, parentLevel: 1, first: slot.first, upper: slot.upper)
         switch node {
         case .leaf(let view):
-            return view.bytes.count <= bytesMax ? LeafEntries(node: .leaf(view)) : nil
+            return view.bytes.count <= bytesMax ? LeafEntries(node: .leaf(view), changes: changes[slot.changes]) : nil
         case .page(let page):
             // A store that keeps no leaves gives them as views; a branch here failed openNode's level check.
             guard case .leaf = page.content else { preconditionFailure("a branch under a level 1 branch") }
-            return LeafEntries(node: node)
+            return LeafEntries(node: node, changes: changes[slot.changes])
         }
     }
 }
 
-/// The entries of one leaf, as a worker reads them.
+/// The entries of one leaf, with the delta changes in its key range merged in, as a worker reads them.
 package struct LeafEntries {
     let node: PageNode
+    let changes: ArraySlice<(key: [UInt8], value: TreeWriter.Change)>
 
-    /// Entries in the leaf.
+    /// Entries in the leaf and changes, at most.
     package var count: Int {
         switch node {
-        case .leaf(let view): return view.count
-        case .page(let page): return page.entryCount
+        case .leaf(let view): return view.count + changes.count
+        case .page(let page): return page.entryCount + changes.count
         }
     }
 
-    /// Hands `body` each entry in key order.
-    package func forEach(_ body: (LeafEntry) throws -> Void) rethrows {
+    /// Hands `body` each entry in key order: a change's entry before the leaf's entries above its key, in place
+    /// of the leaf's entry at its key, none for a removal (``PagedVault/scan(_:from:_:)``'s merge).
+    package func forEach(_ body: (LeafEntry) throws -> Void) throws {
+        // Without changes, the leaf's entries as they are (the merge's shared index costs an exclusivity check
+        // per entry).
+        guard !changes.isEmpty else { return try forEachInLeaf(body) }
+        var i = changes.startIndex
+        func each(_ e: LeafEntry) throws {
+            while i < changes.endIndex, changes[i].key.lexicographicallyPrecedes(e.key) {
+                if case .put(let o) = changes[i].value { try body(o) }
+                i += 1
+            }
+            if i < changes.endIndex, changes[i].key == e.key {
+                if case .put(let o) = changes[i].value { try body(o) }
+                i += 1
+                return
+            }
+            try body(e)
+        }
+        try forEachInLeaf(each)
+        while i < changes.endIndex {
+            if case .put(let o) = changes[i].value { try body(o) }
+            i += 1
+        }
+    }
+
+    /// Hands `body` each entry of the leaf itself, in key order.
+    private func forEachInLeaf(_ body: (LeafEntry) throws -> Void) rethrows {
         switch node {
         case .leaf(let view):
             var cursor = view.start
