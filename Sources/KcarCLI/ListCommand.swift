@@ -36,20 +36,27 @@ enum ListCommand {
             var text: [UInt8] = []
             text.reserveCapacity(1 << 17)
             var first = true
-            func hand(_ run: [UInt8]) {
+            func hand(_ run: [UInt8]) throws {
                 guard !run.isEmpty else { return }
                 if !first { text.append(contentsOf: separator.utf8) }
                 first = false
+                // A large run (an item of megabytes of attributes) is written as it is, not copied first.
+                guard run.count < 1 << 16 else {
+                    Output.out.write(bytes: &text)
+                    return try run.withUnsafeBytes { try Output.out.writeBytes($0) }
+                }
                 text.append(contentsOf: run)
                 if text.count >= 1 << 16 { Output.out.write(bytes: &text) }
             }
             defer { Output.out.write(bytes: &text) }
+            // Otherwise an item at a time: the rows of a batch of a version 1 vault's items, whose attributes
+            // may be megabytes each, would be held whole (a run is a leaf, whose plaintext is bounded).
             if let selected {
-                for start in stride(from: 0, to: selected.count, by: 1024) {
-                    hand(try rows(Array(selected[start..<min(start + 1024, selected.count)])))
-                }
+                for item in selected { try hand(try rows([item])) }
             } else if try !vault.mapItemRuns(rows, hand) {
-                try pipelined(produce: { emit in try vault.forEachItem(emit) }) { hand(try rows($0)) }
+                try pipelined(produce: { emit in try vault.forEachItem(emit) }) { items in
+                    for item in items { try hand(try rows([item])) }
+                }
             }
         }
         if args.flag("json") {

@@ -103,7 +103,9 @@ extension PagedVault {
                 for (i, e) in entries.enumerated() {
                     let childUpper = i + 1 < entries.count ? entries[i + 1].key : upper
                     if page.level == 1 {
-                        let end = changes.isEmpty ? 0 : childUpper.map(changeIndex) ?? changes.count
+                        // Separators ascend strictly (the page decoder checks it), so `end` does not fall back;
+                        // `max` keeps the range valid whatever a page holds.
+                        let end = changes.isEmpty ? 0 : max(changesHanded, childUpper.map(changeIndex) ?? changes.count)
                         window.append(
                             LeafSlot(ref: e.child, first: e.key, upper: childUpper, changes: changesHanded..<end))
                         changesHanded = end
