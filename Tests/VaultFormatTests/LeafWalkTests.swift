@@ -75,6 +75,7 @@ final class LeafWalkTests: PagedTestCase {
             XCTAssertEqual(walk.items, scan.items, "bytesMax \(bytesMax)")
         }
         let p = try PagedVault.open(path: path, secret: secret)
+        XCTAssertEqual(p.root.tombstones, 6_000 / 7 + 1, "the deleted items' tombstones are in the tree")
         XCTAssertEqual(try p.largestItemSize(), scan.items.map(\.size).max())
         // The tree has branches above level 1: a walk descends them.
         XCTAssertGreaterThanOrEqual(try p.store.read(XCTUnwrap(p.root.top(.items))).level, 2)
