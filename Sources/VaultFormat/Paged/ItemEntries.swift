@@ -146,14 +146,19 @@ enum ItemEntries {
     static func decodeParts(_ e: LeafEntry, schema: IndexSchema, names: inout NameCache) throws -> (
         id: ItemID, version: Version, item: Item?
     ) {
-        let (cls, values, id) = try ItemKey.parse(e.key, names: &names) { schema.classes[$0] }
+        // The class's schema, looked up once (by the key's parse).
+        var classSchema: ClassSchema?
+        let (cls, values, id) = try ItemKey.parse(e.key, names: &names) {
+            classSchema = schema.classes[$0]
+            return classSchema
+        }
         var r = ByteReader(e.rest, failure: .damagedIndex, item: id)
         let flags = try r.readU8()
         guard flags <= 1 else { throw r.fail("flags \(flags)") }
         guard let writer = e.writer else { throw r.fail("no writer") }
         let version = Version(hlc: try r.readVarint(), writer: writer)
         let absent = try r.readVarint()
-        let keyAttributes = schema.classes[cls]?.keyAttributes ?? []
+        let keyAttributes = classSchema?.keyAttributes ?? []
         guard absent >> UInt64(keyAttributes.count) == 0 else { throw r.fail("absent bits past its key attributes") }
         if flags == 1 {
             guard e.record == nil, absent == 0, r.isAtEnd else { throw r.fail("a tombstone with a value") }

@@ -195,9 +195,10 @@ package struct ItemKey {
             cls = try KeyCoding.readString(key, &p, max: Limits.attrNameMax)
         }
         guard !cls.isEmpty else { throw KeyCoding.damaged("an item key with an empty class") }
-        let schema = schemaFor(cls)
+        let keyAttributes = schemaFor(cls)?.keyAttributes ?? []
         var values: [AttributeValue] = []
-        for _ in schema?.keyAttributes ?? [] { values.append(try KeyCoding.readTyped(key, &p)) }
+        values.reserveCapacity(keyAttributes.count)
+        for _ in keyAttributes { values.append(try KeyCoding.readTyped(key, &p)) }
         guard key.count - p == 16 else {
             throw KeyCoding.damaged("an item key of class \(cls) does not end with a 16-byte item id")
         }
