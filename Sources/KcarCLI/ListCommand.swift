@@ -49,8 +49,9 @@ enum ListCommand {
                 if text.count >= 1 << 16 { Output.out.write(bytes: &text) }
             }
             defer { Output.out.write(bytes: &text) }
-            // Otherwise an item at a time: the rows of a batch of a version 1 vault's items, whose attributes
-            // may be megabytes each, would be held whole (a run is a leaf, whose plaintext is bounded).
+            // The items named, a version 1 vault's or a small tree's go an item at a time: a batch of a version 1
+            // vault's items, whose attributes may be megabytes each, would be held whole as rows (a leaf, the
+            // run of a walk by leaves, has bounded plaintext).
             if let selected {
                 for item in selected { try hand(try rows([item])) }
             } else if try !vault.mapItemRuns(rows, hand) {
