@@ -54,11 +54,27 @@ extension GitCommand {
                     }
                 } else {
                     Output.out.line(first)
-                    var out = JSONWriter()
-                    try vault.forEachLiveState { s in
-                        guard let item = s.item else { return true }
-                        try printLine(item, version: text(s.version), value: nil, to: &out)
-                        return true
+                    // A large tree's lines are made on every core, a leaf at a time, and written in order.
+                    let walked = try vault.mapLiveStateRuns { states in
+                        var lines = ByteSink()
+                        var text = VersionText()
+                        for s in states {
+                            if let item = s.item {
+                                try printLine(item, version: text(s.version), value: nil, to: &lines)
+                            }
+                        }
+                        return lines.bytes
+                    } _: { (bytes: [UInt8]) in
+                        var bytes = bytes
+                        Output.out.write(bytes: &bytes)
+                    }
+                    if !walked {
+                        var out = JSONWriter()
+                        try vault.forEachLiveState { s in
+                            guard let item = s.item else { return true }
+                            try printLine(item, version: text(s.version), value: nil, to: &out)
+                            return true
+                        }
                     }
                 }
             } else {
@@ -207,4 +223,10 @@ struct VersionText {
         }
         return (time?.text ?? "") + "/" + (writer?.text ?? "")
     }
+}
+
+/// Lines gathered as bytes: `git textconv` makes a leaf's lines on a worker and writes them in order afterwards.
+struct ByteSink: JSONSink {
+    private(set) var bytes: [UInt8] = []
+    mutating func write(_ s: String) { bytes.append(contentsOf: s.utf8) }
 }

@@ -39,6 +39,15 @@ public struct Versioning {
         try naming { try engine.forEachLiveState(body) }
     }
 
+    /// ``forEachLiveState(_:)``'s states in runs, each given to `transform` on any core, its result handed to
+    /// `body` here, in order (``PagedVault/mapLiveStateLeaves(_:_:)``); false, having handed nothing, for a tree
+    /// too small to be walked so (the caller uses ``forEachLiveState(_:)``).
+    package func mapLiveStateRuns<T>(
+        _ transform: @escaping @Sendable ([ItemState]) throws -> T, _ body: (T) throws -> Void
+    ) throws -> Bool {
+        try naming { try engine.mapLiveStateLeaves(transform, body) }
+    }
+
     /// Every kept version of every item (by item id, then version), until `body` returns false.
     public func forEachKeptVersion(_ body: (KeptVersion) throws -> Bool) throws {
         try naming { try engine.forEachKeptVersion(body) }

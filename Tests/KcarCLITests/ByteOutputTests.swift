@@ -110,6 +110,32 @@ final class ByteOutputTests: XCTestCase {
         }
     }
 
+    /// `git textconv` of a vault large enough to be printed by leaves on every core (Versioning.mapLiveStateRuns)
+    /// prints, byte for byte, what its scan item by item prints.
+    func testTextconvByLeavesPrintsWhatAScanPrints() throws {
+        let keyPath = dir + "/k.key"
+        XCTAssertTrue(FileManager.default.createFile(atPath: keyPath, contents: Data(Recipes.keyFile)))
+        let path = dir + "/big.kcv"
+        try Vault.create(path: path, group: "g", slots: [.keyFile(SecureBytes(copying: Recipes.keyFile))]) {
+            try fill($0, seed: 2408, count: 5_000)
+        }
+        let vault = try Vault.open(path: path, secret: .keyFile(SecureBytes(copying: Recipes.keyFile)))
+        let versioning = try XCTUnwrap(vault.versioning)
+        XCTAssertTrue(try versioning.mapLiveStateRuns({ $0.count }, { _ in }), "printed by leaves")
+        var expected = ByteSink()
+        var text = VersionText()
+        try versioning.forEachLiveState { s in
+            if let item = s.item { try GitCommand.printLine(item, version: text(s.version), value: nil, to: &expected) }
+            return true
+        }
+        let r = try runKcar(["git", "textconv", path, "--key-file", keyPath], in: dir)
+        XCTAssertEqual(r.code, 0, r.err)
+        let lines = r.out.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
+        XCTAssertTrue(lines[0].hasSuffix(": 5000 items"), String(lines[0]))
+        XCTAssertEqual(lines.count, 2)
+        XCTAssertEqual(String(lines[1]), String(decoding: expected.bytes, as: UTF8.self))
+    }
+
     func testEmptyVaultsList() throws {
         let keyPath = dir + "/k.key"
         XCTAssertTrue(FileManager.default.createFile(atPath: keyPath, contents: Data(Recipes.keyFile)))

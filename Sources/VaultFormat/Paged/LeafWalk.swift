@@ -38,6 +38,26 @@ extension PagedVault {
         }
     }
 
+    /// ``forEachLiveState(_:)``'s states (each live item with its version) in runs, as
+    /// ``mapItemLeaves(bytesMax:_:_:)`` hands items: `git textconv` prints a vault this way.
+    package func mapLiveStateLeaves<T>(
+        _ transform: @escaping @Sendable ([ItemState]) throws -> T, _ body: (T) throws -> Void
+    ) throws -> Bool {
+        let schema = root.schema
+        return try mapLeaves(.items) { entries in
+            var names = NameCache()
+            var states: [ItemState] = []
+            states.reserveCapacity(entries.count)
+            try entries.forEach { e in
+                let s = try ItemEntries.decode(e, schema: schema, names: &names)
+                if s.item != nil { states.append(s) }
+            }
+            return try transform(states)
+        } _: {
+            try body($0)
+        }
+    }
+
     /// The leaves of `tree` in key order, each given to `transform` on any core; its results handed to `body`
     /// here, in order (see ``mapItemLeaves(bytesMax:_:_:)``). A leaf whose plaintext passes `bytesMax` is read
     /// on this thread (tests lower it).
