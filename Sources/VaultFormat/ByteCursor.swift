@@ -86,11 +86,8 @@ struct ByteReader {
     mutating func readUTF8(_ count: Int, _ name: @autoclosure () -> String) throws -> String {
         guard count >= 0, count <= remaining else { throw fail("truncated at byte \(position)") }
         let start = position
-        let s: String? = bytes.withUnsafeBufferPointer { all in
-            let b = UnsafeBufferPointer(rebasing: all[start..<start + count])
-            // ASCII needs no validation; the rest is validated (overlong forms, surrogates, truncation).
-            return b.allSatisfy { $0 < 0x80 }
-                ? String(decoding: b, as: UTF8.self) : String(validating: b, as: UTF8.self)
+        let s = bytes.withUnsafeBufferPointer { all in
+            validatedUTF8(UnsafeBufferPointer(rebasing: all[start..<start + count]))
         }
         guard let s else { throw fail("\(name()) is not UTF-8") }
         position += count
@@ -196,4 +193,10 @@ extension UInt64 {
     /// `self + other`, or UInt64.max on overflow: for sums of lengths and offsets an index gives (a version 2
     /// record's extent is bounded by 2^64 only), where a too-large result fails later (no file is that long).
     func saturatingAdding(_ other: UInt64) -> UInt64 { adding(other) ?? .max }
+}
+
+/// `b` as a string if it is UTF-8 (overlong forms, surrogates and truncation refused). ASCII needs no
+/// validation, and takes none: `String(validating:)` looks up generic metadata on every call.
+func validatedUTF8(_ b: UnsafeBufferPointer<UInt8>) -> String? {
+    b.allSatisfy { $0 < 0x80 } ? String(decoding: b, as: UTF8.self) : String(validating: b, as: UTF8.self)
 }

@@ -79,10 +79,7 @@ package enum KeyCoding {
             let limit = min(k.count, p + max + 1)
             while i < limit && k[i] != 0 { i += 1 }
             guard i - p <= max, i + 1 < k.count, k[i + 1] == 1 else { return nil }
-            let b = UnsafeBufferPointer(rebasing: k[p..<i])
-            // ASCII needs no validation (String(validating:) looks up generic metadata on every call).
-            let s =
-                b.allSatisfy { $0 < 0x80 } ? String(decoding: b, as: UTF8.self) : String(validating: b, as: UTF8.self)
+            let s = validatedUTF8(UnsafeBufferPointer(rebasing: k[p..<i]))
             if s != nil { p = i + 2 }
             return .some(s)
         }

@@ -201,30 +201,18 @@ package struct LeafEntries {
         }
     }
 
-    /// Hands `body` each entry in key order: a change's entry before the leaf's entries above its key, in place
-    /// of the leaf's entry at its key, none for a removal (``PagedVault/scan(_:from:_:)``'s merge).
+    /// Hands `body` each entry in key order, the changes merged in (``ChangeMerge``).
     package func forEach(_ body: (LeafEntry) throws -> Void) throws {
         // Without changes, the leaf's entries as they are (the merge's shared index costs an exclusivity check
         // per entry).
         guard !changes.isEmpty else { return try forEachInLeaf(body) }
-        var i = changes.startIndex
-        func each(_ e: LeafEntry) throws {
-            while i < changes.endIndex, changes[i].key.lexicographicallyPrecedes(e.key) {
-                if case .put(let o) = changes[i].value { try body(o) }
-                i += 1
-            }
-            if i < changes.endIndex, changes[i].key == e.key {
-                if case .put(let o) = changes[i].value { try body(o) }
-                i += 1
-                return
-            }
+        var merge = ChangeMerge(changes: changes)
+        func handed(_ e: LeafEntry) throws -> Bool {
             try body(e)
+            return true
         }
-        try forEachInLeaf(each)
-        while i < changes.endIndex {
-            if case .put(let o) = changes[i].value { try body(o) }
-            i += 1
-        }
+        try forEachInLeaf { _ = try merge.hand($0, to: handed) }
+        try merge.handRest(to: handed)
     }
 
     /// Hands `body` each entry of the leaf itself, in key order.

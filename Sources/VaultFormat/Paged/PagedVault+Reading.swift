@@ -19,8 +19,8 @@ extension PagedVault {
     /// Entries of `tree` with keys ≥ `lower`, in order, the deltas merged in, until `body` returns false.
     func scan(_ tree: TreeID, from lower: [UInt8] = [], _ body: (LeafEntry) throws -> Bool) throws {
         let pending = sortedChanges(tree)
-        // Without changes, the tree's entries as they are: the merge below keeps its state in variables its
-        // nested function shares, which Swift checks for exclusive access at each entry (a twentieth of a list).
+        // Without changes, the tree's entries as they are: the merge's state, shared with the closure below, is
+        // checked for exclusive access at each entry (a twentieth of a list).
         guard !pending.isEmpty else { return try reader(tree).scan(from: lower, body) }
         // The first change at or after `lower`.
         var lo = 0
@@ -29,27 +29,13 @@ extension PagedVault {
             let mid = (lo + hi) / 2
             if pending[mid].key.lexicographicallyPrecedes(lower) { lo = mid + 1 } else { hi = mid }
         }
-        var i = lo
+        var merge = ChangeMerge(changes: pending[lo...])
         var going = true
-        // Overlay entries before `key` are handed over first; a tree entry the overlay names is replaced.
-        func drain(before key: [UInt8]?) throws {
-            while going, i < pending.count, key.map({ pending[i].key.lexicographicallyPrecedes($0) }) ?? true {
-                if case .put(let e) = pending[i].value { going = try body(e) }
-                i += 1
-            }
-        }
         try reader(tree).scan(from: lower) { e in
-            try drain(before: e.key)
-            guard going else { return false }
-            if i < pending.count, pending[i].key == e.key {
-                if case .put(let o) = pending[i].value { going = try body(o) }
-                i += 1
-                return going
-            }
-            going = try body(e)
+            going = try merge.hand(e, to: body)
             return going
         }
-        try drain(before: nil)
+        if going { try merge.handRest(to: body) }
     }
 
     /// The items of `class` whose first key attributes are `values` (all of them: one item at most, as a
@@ -338,5 +324,41 @@ extension PagedVault {
         var out: [UInt8] = []
         try source.read(item) { out.append(contentsOf: $0) }
         return out
+    }
+}
+
+/// Delta changes (sorted by key) merged into a tree's entries, as a reader of the tree sees them: a change's
+/// entry comes before the tree's entries above its key and in place of the tree's entry at its key; a removal
+/// hands nothing. A scan (``PagedVault/scan(_:from:_:)``) and a walk by leaves (``LeafEntries``) both merge so.
+struct ChangeMerge {
+    let changes: ArraySlice<(key: [UInt8], value: TreeWriter.Change)>
+    private var next: Int
+
+    init(changes: ArraySlice<(key: [UInt8], value: TreeWriter.Change)>) {
+        self.changes = changes
+        next = changes.startIndex
+    }
+
+    /// Hands `body` the changes below `e`'s key, then `e` or the change at its key; false once `body` is.
+    mutating func hand(_ e: LeafEntry, to body: (LeafEntry) throws -> Bool) rethrows -> Bool {
+        while next < changes.endIndex, changes[next].key.lexicographicallyPrecedes(e.key) {
+            let change = changes[next].value
+            next += 1
+            if case .put(let o) = change, try !body(o) { return false }
+        }
+        guard next < changes.endIndex, changes[next].key == e.key else { return try body(e) }
+        let change = changes[next].value
+        next += 1
+        if case .put(let o) = change { return try body(o) }
+        return true
+    }
+
+    /// Hands `body` the changes after the last entry, until it returns false.
+    mutating func handRest(to body: (LeafEntry) throws -> Bool) rethrows {
+        while next < changes.endIndex {
+            let change = changes[next].value
+            next += 1
+            if case .put(let o) = change, try !body(o) { return }
+        }
     }
 }
